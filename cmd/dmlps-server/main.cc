@@ -1,0 +1,87 @@
+// dmlps-server: holds the model and runs a synchronization policy for a
+// cluster of dmlps-worker processes.
+#include <iostream>
+
+#include "dmlps/cli/cli.h"
+#include "dmlps/server/server.h"
+
+int main(int argc, char** argv) {
+  using dmlps::server::ServerConfig;
+  const ServerConfig defaults;
+  cxxopts::Options options("dmlps-server",
+                           "Parameter server: holds the model, runs a synchronization policy\n"
+                           "over its workers, evaluates on the test set. One TSV line per\n"
+                           "evaluation on stdout (seconds, iteration, accuracy, loss).\n");
+  options.add_options("Cluster")
+      ("bind", "Address to listen on (tcp://HOST:PORT, tcp://HOST:* for any port, ipc://PATH)",
+       cxxopts::value<std::string>()->default_value(defaults.bind), "ADDR")
+      ("endpoint-file", "Write the address actually bound to FILE once listening",
+       cxxopts::value<std::string>()->default_value(""), "FILE")
+      ("workers", "Number of workers; training starts when all have joined",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.workers)), "N")
+      ("policy", "Synchronization policy: bsp, asp, ssp",
+       cxxopts::value<std::string>()->default_value(defaults.policy.name), "NAME")
+      ("staleness", "SSP: clocks a worker may run ahead of the slowest",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.staleness)), "S");
+  options.add_options("Training")
+      ("model", "Model: softmax or mlp:H1[,H2...]",
+       cxxopts::value<std::string>()->default_value(defaults.model), "SPEC")
+      ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE (test set FILE.t)",
+       cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
+      ("batch", "Samples per worker step",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.batch)), "B")
+      ("lr", "Learning rate", cxxopts::value<std::string>()->default_value("0.05"), "RATE")
+      ("momentum", "Momentum (0 for plain SGD)",
+       cxxopts::value<std::string>()->default_value("0.9"), "MU")
+      ("seed", "Seed for the initial model and the workers' sampling",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.seed)), "N");
+  options.add_options("Stopping and evaluation")
+      ("target-accuracy", "Stop when test accuracy reaches this; exit 1 if never (0: no target)",
+       cxxopts::value<std::string>()->default_value("0"), "ACC")
+      ("max-iterations", "Stop after this many iterations (0: no limit)",
+       cxxopts::value<std::string>()->default_value("0"), "N")
+      ("max-seconds", "Stop after this many seconds of training (0: no limit)",
+       cxxopts::value<std::string>()->default_value("0"), "SECONDS")
+      ("eval-every", "Iterations between evaluations on the test set",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.eval_every)), "N");
+  dmlps::cli::AddCommonOptions(options);
+
+  int exit_code = 0;
+  std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(options, argc, argv, &exit_code);
+  if (!parsed) return exit_code;
+  dmlps::cli::FlagReader flags(*parsed);
+  ServerConfig config;
+  config.bind = flags.String("bind");
+  config.endpoint_file = flags.String("endpoint-file");
+  config.workers = flags.Int("workers", 1, 100000);
+  config.policy.name = flags.String("policy");
+  config.policy.staleness = flags.Int("staleness", 0, 1000000);
+  config.model = flags.String("model");
+  config.data = flags.String("data");
+  config.batch = flags.Int("batch", 1, 1 << 24);
+  config.lr = flags.Real("lr", 0, 1e6);
+  config.momentum = flags.Real("momentum", 0, 1);
+  config.seed = static_cast<uint64_t>(flags.Int("seed", 0));
+  config.target_accuracy = flags.Real("target-accuracy", 0, 1);
+  config.max_iterations = flags.Int("max-iterations", 0);
+  config.max_seconds = flags.Real("max-seconds", 0);
+  config.eval_every = flags.Int("eval-every", 1);
+  if (flags.Has("staleness") && config.policy.name != "ssp") {
+    flags.AddProblem("--staleness applies only to --policy ssp");
+  }
+  if (flags.problems().empty()) flags.AddProblems(dmlps::server::ValidateConfig(config));
+  if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-server", flags.problems());
+
+  dmlps::cli::SetupLogging("dmlps-server", *parsed);
+  const std::atomic<int>* signal = dmlps::cli::InstallSignalHandlers();
+  dmlps::Result<dmlps::server::RunReport> report = dmlps::server::RunServer(config, std::cout, signal);
+  if (!report.ok()) return dmlps::cli::ReportError("dmlps-server", report.status());
+  if (report->signal != 0) return dmlps::cli::ExitCodeForSignal(report->signal);
+  if (!report->lost_worker.empty()) {
+    (void)dmlps::cli::ReportError("dmlps-server",
+                                  dmlps::Status::Unavailable("lost " + report->lost_worker));
+    return dmlps::cli::kExitRunFailed;
+  }
+  if (config.target_accuracy > 0 && !report->target_reached) return dmlps::cli::kExitRunFailed;
+  return 0;
+}

@@ -1,0 +1,70 @@
+// What every dmlps binary shares: the common flags, strict flag parsing that
+// reports every problem at once, logging to stderr, signals, exit codes.
+#ifndef DMLPS_CLI_CLI_H_
+#define DMLPS_CLI_CLI_H_
+
+#include <atomic>
+#include <cxxopts.hpp>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dmlps/base/status.h"
+
+namespace dmlps::cli {
+
+// Exit codes beyond those ExitCodeFor gives for a Status.
+inline constexpr int kExitRunFailed = 1;  // the run itself failed: target missed, worker lost
+inline constexpr int kExitUsage = 64;
+
+// Adds --help, --version, -v/--verbose, -q/--quiet and --log-level.
+void AddCommonOptions(cxxopts::Options& options);
+
+// Reads flag values strictly (the whole text must be a number in range) and
+// collects every problem instead of stopping at the first.
+class FlagReader {
+ public:
+  explicit FlagReader(const cxxopts::ParseResult& result) : result_(result) {}
+
+  std::string String(const std::string& name);
+  int64_t Int(const std::string& name, int64_t min = std::numeric_limits<int64_t>::min(),
+              int64_t max = std::numeric_limits<int64_t>::max());
+  double Real(const std::string& name, double min = -std::numeric_limits<double>::infinity(),
+              double max = std::numeric_limits<double>::infinity());
+  bool Has(const std::string& name) const { return result_.count(name) > 0; }
+
+  void AddProblem(std::string problem) { problems_.push_back(std::move(problem)); }
+  void AddProblems(const std::vector<std::string>& problems);
+  const std::vector<std::string>& problems() const { return problems_; }
+
+ private:
+  const cxxopts::ParseResult& result_;
+  std::vector<std::string> problems_;
+};
+
+// Parses argv. On --help or --version prints to stdout and sets *exit_code to 0;
+// on a bad command line prints one line per problem and sets it to 64.
+// Returns the parse result only when the program should go on.
+std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options, int argc, char** argv,
+                                              int* exit_code);
+
+// Installs a stderr logger named after the program (spdlog's default writes
+// to stdout, which is for data), then applies SPDLOG_LEVEL and the flags.
+// Colour only on a terminal and never when NO_COLOR is set.
+void SetupLogging(std::string_view program, const cxxopts::ParseResult& result);
+
+// Prints "program: error: problem" for each problem; returns 64.
+int ReportUsageErrors(std::string_view program, const std::vector<std::string>& problems);
+// Prints "program: error: message"; returns the exit code for the status.
+int ReportError(std::string_view program, const Status& status);
+
+// SIGINT and SIGTERM set a flag instead of killing the process, so runs can
+// stop their peers and exit cleanly. Returns the flag (0, or the signal).
+const std::atomic<int>* InstallSignalHandlers();
+// 128 + signal, as shells report it.
+inline int ExitCodeForSignal(int signal) { return 128 + signal; }
+
+}  // namespace dmlps::cli
+
+#endif  // DMLPS_CLI_CLI_H_

@@ -1,0 +1,106 @@
+// The messages servers and workers exchange. On the wire each is one msgpack
+// header frame, [version, type, body-map], followed by zero or more raw
+// little-endian float32 payload frames (see codec.h).
+#ifndef DMLPS_PROTO_MESSAGES_H_
+#define DMLPS_PROTO_MESSAGES_H_
+
+#include <cstdint>
+#include <msgpack.hpp>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace dmlps::proto {
+
+// Bumped whenever a header changes incompatibly; peers with another version
+// are refused with an Error naming both versions.
+inline constexpr uint32_t kProtocolVersion = 1;
+
+enum class MsgType : uint8_t {
+  kHello = 1,      // worker -> server: wants to join
+  kWelcome = 2,    // server -> worker: the run's configuration and the worker's rank
+  kPull = 3,       // worker -> server: send me the model for my next clock
+  kModel = 4,      // server -> worker: the model; payload = parameters
+  kPush = 5,       // worker -> server: one step's result; payload = gradient
+  kStop = 6,       // server -> worker: the run is over
+  kHeartbeat = 7,  // either way: I am alive
+  kError = 8,      // either way: your last message was refused, and why
+};
+
+std::string_view MsgTypeName(MsgType type);
+
+struct Hello {
+  int64_t rank = -1;  // the rank the worker asks for; -1 lets the server choose
+  std::string host;
+  int64_t pid = 0;
+  int64_t threads = 1;
+  MSGPACK_DEFINE_MAP(rank, host, pid, threads);
+};
+
+struct Welcome {
+  int64_t rank = 0;
+  int64_t num_workers = 0;
+  std::string model;   // ModelSpec::Name(), e.g. "mlp:128"
+  std::string policy;  // e.g. "bsp"
+  int64_t batch = 0;   // samples per step on this worker
+  int64_t input_dim = 0;
+  int64_t classes = 0;
+  int64_t num_params = 0;
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
+  uint64_t seed = 0;   // for the worker's sampling order
+  MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
+                     shard_index, shard_count, seed);
+};
+
+struct Pull {
+  int64_t clock = 0;  // pushes this worker has completed = the step it wants to start
+  MSGPACK_DEFINE_MAP(clock);
+};
+
+struct Model {
+  int64_t version = 0;     // applies the server has made to the model
+  int64_t num_params = 0;  // floats in the payload
+  MSGPACK_DEFINE_MAP(version, num_params);
+};
+
+// One step's result. The payload is the mean gradient over `samples` samples
+// computed on the model of `base_version`.
+struct Push {
+  int64_t clock = 0;         // which of this worker's steps (0-based)
+  int64_t base_version = 0;  // version of the model the gradient was computed on
+  int64_t batch = 0;         // samples the worker was asked for
+  int64_t samples = 0;       // samples it processed
+  int64_t num_params = 0;    // floats in the payload
+  double loss = 0;           // mean training loss over those samples
+  int64_t compute_us = 0;    // computing the gradient
+  int64_t straggle_us = 0;   // emulated slowness (sleeping) after computing
+  int64_t wait_us = 0;       // blocked waiting for the model before this step
+  MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us,
+                     straggle_us, wait_us);
+};
+
+struct Stop {
+  std::string reason;
+  MSGPACK_DEFINE_MAP(reason);
+};
+
+struct Heartbeat {
+  int64_t time_us = 0;
+  MSGPACK_DEFINE_MAP(time_us);
+};
+
+struct Error {
+  std::string message;
+  bool fatal = false;  // the receiver should give up (e.g. refused to join)
+  MSGPACK_DEFINE_MAP(message, fatal);
+};
+
+using Body = std::variant<Hello, Welcome, Pull, Model, Push, Stop, Heartbeat, Error>;
+
+// The type tag of a body.
+MsgType TypeOf(const Body& body);
+
+}  // namespace dmlps::proto
+
+#endif  // DMLPS_PROTO_MESSAGES_H_

@@ -1,0 +1,60 @@
+// The parameter server: holds the model, runs a synchronization policy over
+// the workers' pushes and pulls, and evaluates snapshots on the test set.
+#ifndef DMLPS_SERVER_SERVER_H_
+#define DMLPS_SERVER_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "dmlps/base/status.h"
+#include "dmlps/model/model.h"
+#include "dmlps/sync/policy.h"
+
+namespace dmlps::server {
+
+struct ServerConfig {
+  std::string bind = "tcp://127.0.0.1:5555";
+  std::string endpoint_file;  // when set, the bound address is written here once listening
+  int64_t workers = 1;
+  sync::PolicyConfig policy;
+  std::string model = "mlp:128";
+  std::string data = "fashion-mnist";
+  int64_t batch = 64;  // samples per worker step
+  double lr = 0.05;
+  double momentum = 0.9;
+  double target_accuracy = 0;  // 0: no target
+  int64_t max_iterations = 0;  // 0: no limit
+  double max_seconds = 0;      // 0: no limit
+  int64_t eval_every = 50;     // iterations between evaluations
+  uint64_t seed = 1;
+  std::chrono::milliseconds heartbeat{1000};
+};
+
+// Checks a config before anything starts; every problem found, one per line.
+std::vector<std::string> ValidateConfig(const ServerConfig& config);
+
+// What a finished run achieved.
+struct RunReport {
+  bool target_reached = false;
+  double seconds_to_target = 0;    // wall time of the first snapshot that reached the target
+  int64_t iterations_to_target = 0;
+  int64_t iterations = 0;          // pushes accepted / workers
+  model::EvalResult last_eval;     // of the newest evaluated snapshot
+  double seconds = 0;              // training wall time
+  int signal = 0;                  // the signal that ended the run, or 0
+  std::string lost_worker;         // why the run lost a worker, or empty
+};
+
+// Runs a training job to its end: binds, waits for config.workers workers,
+// trains until the target, an iteration or time limit, a signal (nonzero in
+// *signal), or the loss of a worker. Writes one TSV line per evaluation to `tsv`
+// (seconds, iteration, accuracy, loss); progress goes to the log.
+Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
+                            const std::atomic<int>* signal);
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_SERVER_H_

@@ -1,0 +1,157 @@
+#include "dmlps/cli/cli.h"
+
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+namespace dmlps::cli {
+namespace {
+
+std::atomic<int> g_signal{0};
+
+void OnSignal(int signal) { g_signal.store(signal); }
+
+}  // namespace
+
+void AddCommonOptions(cxxopts::Options& options) {
+  options.add_options("Common")
+      ("h,help", "Print this help and exit")
+      ("version", "Print the version and exit")
+      ("v,verbose", "Log more (repeat for more still)")
+      ("q,quiet", "Log only warnings and errors")
+      ("log-level", "Log level: trace, debug, info, warn, error, off",
+       cxxopts::value<std::string>(), "LEVEL");
+}
+
+std::string FlagReader::String(const std::string& name) { return result_[name].as<std::string>(); }
+
+int64_t FlagReader::Int(const std::string& name, int64_t min, int64_t max) {
+  const std::string text = String(name);
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    AddProblem("--" + name + ": '" + text + "' is not an integer");
+    return min;
+  }
+  if (value < min || value > max) {
+    AddProblem("--" + name + ": " + text + " is outside " + std::to_string(min) + ".." +
+               std::to_string(max));
+    return min;
+  }
+  return value;
+}
+
+double FlagReader::Real(const std::string& name, double min, double max) {
+  const std::string text = String(name);
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    AddProblem("--" + name + ": '" + text + "' is not a number");
+    return min;
+  }
+  if (value < min || value > max) {
+    AddProblem("--" + name + ": " + text + " is outside [" + fmt::format("{}", min) + ", " +
+               fmt::format("{}", max) + "]");
+    return min;
+  }
+  return value;
+}
+
+void FlagReader::AddProblems(const std::vector<std::string>& problems) {
+  for (const std::string& p : problems) AddProblem(p);
+}
+
+std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options, int argc, char** argv,
+                                              int* exit_code) {
+  try {
+    cxxopts::ParseResult result = options.parse(argc, argv);
+    if (result.count("help")) {
+      std::cout << options.help() << std::flush;
+      *exit_code = 0;
+      return std::nullopt;
+    }
+    if (result.count("version")) {
+      std::cout << options.program() << " " << DMLPS_VERSION << "\n" << std::flush;
+      *exit_code = 0;
+      return std::nullopt;
+    }
+    std::vector<std::string> problems;
+    if (result.count("log-level")) {
+      const std::string level = result["log-level"].as<std::string>();
+      static constexpr std::string_view kLevels[] = {"trace", "debug", "info", "warn",
+                                                     "error", "critical", "off"};
+      if (std::find(std::begin(kLevels), std::end(kLevels), level) == std::end(kLevels)) {
+        problems.push_back("--log-level: unknown level '" + level +
+                           "' (trace, debug, info, warn, error, critical, off)");
+      }
+    }
+    if (!result.unmatched().empty() || !problems.empty()) {
+      for (const std::string& arg : result.unmatched()) {
+        problems.push_back("unexpected argument '" + arg + "'");
+      }
+      *exit_code = ReportUsageErrors(options.program(), problems);
+      return std::nullopt;
+    }
+    return result;
+  } catch (const cxxopts::exceptions::exception& e) {
+    *exit_code = ReportUsageErrors(options.program(), {e.what()});
+    return std::nullopt;
+  }
+}
+
+void SetupLogging(std::string_view program, const cxxopts::ParseResult& result) {
+  const bool color = isatty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  std::shared_ptr<spdlog::logger> logger;
+  if (color) {
+    logger = spdlog::stderr_color_mt(std::string(program));
+  } else {
+    logger = spdlog::stderr_logger_mt(std::string(program));
+  }
+  logger->set_pattern("%H:%M:%S.%e " + std::string(program) + ": %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  spdlog::cfg::load_env_levels();
+  if (result.count("verbose")) {
+    spdlog::set_level(result.count("verbose") > 1 ? spdlog::level::trace : spdlog::level::debug);
+  }
+  if (result.count("quiet")) spdlog::set_level(spdlog::level::warn);
+  if (result.count("log-level")) {
+    spdlog::set_level(spdlog::level::from_str(result["log-level"].as<std::string>()));
+  }
+}
+
+int ReportUsageErrors(std::string_view program, const std::vector<std::string>& problems) {
+  for (const std::string& p : problems) std::fprintf(stderr, "%.*s: error: %s\n",
+                                                     static_cast<int>(program.size()),
+                                                     program.data(), p.c_str());
+  std::fprintf(stderr, "Try '%.*s --help' for more information.\n",
+               static_cast<int>(program.size()), program.data());
+  return kExitUsage;
+}
+
+int ReportError(std::string_view program, const Status& status) {
+  std::fprintf(stderr, "%.*s: error: %s\n", static_cast<int>(program.size()), program.data(),
+               status.message().c_str());
+  return ExitCodeFor(status);
+}
+
+const std::atomic<int>* InstallSignalHandlers() {
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  return &g_signal;
+}
+
+}  // namespace dmlps::cli

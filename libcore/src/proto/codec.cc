@@ -1,0 +1,187 @@
+#include "dmlps/proto/codec.h"
+
+#include <bit>
+#include <cstring>
+#include <exception>
+#include <string>
+
+namespace dmlps::proto {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "payload frames are little-endian float32 viewed in place");
+
+// Headers are small; a hostile peer must not make us allocate much to parse one.
+msgpack::unpack_limit HeaderLimits() {
+  return msgpack::unpack_limit(/*array=*/16, /*map=*/32, /*str=*/4096, /*bin=*/0,
+                               /*ext=*/0, /*depth=*/4);
+}
+
+template <typename T>
+Result<Body> ConvertBody(const msgpack::object& obj) {
+  T body;
+  obj.convert(body);
+  return Body(std::move(body));
+}
+
+Result<Body> ConvertByType(MsgType type, const msgpack::object& obj) {
+  switch (type) {
+    case MsgType::kHello: return ConvertBody<Hello>(obj);
+    case MsgType::kWelcome: return ConvertBody<Welcome>(obj);
+    case MsgType::kPull: return ConvertBody<Pull>(obj);
+    case MsgType::kModel: return ConvertBody<Model>(obj);
+    case MsgType::kPush: return ConvertBody<Push>(obj);
+    case MsgType::kStop: return ConvertBody<Stop>(obj);
+    case MsgType::kHeartbeat: return ConvertBody<Heartbeat>(obj);
+    case MsgType::kError: return ConvertBody<Error>(obj);
+  }
+  return Status::Protocol("unknown message type " + std::to_string(static_cast<int>(type)));
+}
+
+void ReleaseTensor(void* /*data*/, void* hint) {
+  delete static_cast<std::shared_ptr<const std::vector<float>>*>(hint);
+}
+
+}  // namespace
+
+std::string_view MsgTypeName(MsgType type) {
+  switch (type) {
+    case MsgType::kHello: return "Hello";
+    case MsgType::kWelcome: return "Welcome";
+    case MsgType::kPull: return "Pull";
+    case MsgType::kModel: return "Model";
+    case MsgType::kPush: return "Push";
+    case MsgType::kStop: return "Stop";
+    case MsgType::kHeartbeat: return "Heartbeat";
+    case MsgType::kError: return "Error";
+  }
+  return "unknown";
+}
+
+MsgType TypeOf(const Body& body) {
+  // The variant's alternatives are declared in MsgType order, starting at 1.
+  return static_cast<MsgType>(body.index() + 1);
+}
+
+zmq::message_t EncodeHeader(const Body& body) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> packer(buffer);
+  packer.pack_array(3);
+  packer.pack(kProtocolVersion);
+  packer.pack(static_cast<uint32_t>(TypeOf(body)));
+  std::visit([&](const auto& b) { packer.pack(b); }, body);
+  return zmq::message_t(buffer.data(), buffer.size());
+}
+
+Result<Body> DecodeHeader(const void* data, size_t size) {
+  if (size == 0) return Status::Protocol("empty header frame");
+  try {
+    size_t offset = 0;
+    msgpack::object_handle handle =
+        msgpack::unpack(static_cast<const char*>(data), size, offset, nullptr, nullptr,
+                        HeaderLimits());
+    if (offset != size) {
+      return Status::Protocol("header has " + std::to_string(size - offset) +
+                              " trailing bytes");
+    }
+    const msgpack::object& obj = handle.get();
+    if (obj.type != msgpack::type::ARRAY || obj.via.array.size != 3) {
+      return Status::Protocol("header is not a [version, type, body] array");
+    }
+    const msgpack::object* items = obj.via.array.ptr;
+    if (items[0].type != msgpack::type::POSITIVE_INTEGER) {
+      return Status::Protocol("header version is not an unsigned integer");
+    }
+    uint64_t version = items[0].via.u64;
+    if (version != kProtocolVersion) {
+      return Status::Protocol("peer speaks protocol version " + std::to_string(version) +
+                              ", this is version " + std::to_string(kProtocolVersion));
+    }
+    if (items[1].type != msgpack::type::POSITIVE_INTEGER) {
+      return Status::Protocol("header type is not an unsigned integer");
+    }
+    uint64_t type = items[1].via.u64;
+    if (type < static_cast<uint64_t>(MsgType::kHello) ||
+        type > static_cast<uint64_t>(MsgType::kError)) {
+      return Status::Protocol("unknown message type " + std::to_string(type));
+    }
+    if (items[2].type != msgpack::type::MAP) {
+      return Status::Protocol("header body is not a map");
+    }
+    return ConvertByType(static_cast<MsgType>(type), items[2]);
+  } catch (const msgpack::type_error&) {
+    return Status::Protocol("header field has the wrong type");
+  } catch (const std::exception& e) {
+    return Status::Protocol(std::string("malformed header: ") + e.what());
+  }
+}
+
+Result<Message> DecodeMessage(std::vector<zmq::message_t>& frames, size_t first) {
+  if (frames.size() <= first) return Status::Protocol("message has no header frame");
+  Result<Body> body = DecodeHeader(frames[first].data(), frames[first].size());
+  if (!body.ok()) return body.status();
+  Message message{std::move(body).value(), {}};
+  message.payload.reserve(frames.size() - first - 1);
+  for (size_t i = first + 1; i < frames.size(); ++i) message.payload.push_back(std::move(frames[i]));
+  return message;
+}
+
+void AppendTensor(std::shared_ptr<const std::vector<float>> values, int64_t chunk_bytes,
+                  std::vector<zmq::message_t>* frames) {
+  const int64_t per_frame = std::max<int64_t>(1, chunk_bytes / static_cast<int64_t>(sizeof(float)));
+  const int64_t total = static_cast<int64_t>(values->size());
+  for (int64_t offset = 0; offset < total; offset += per_frame) {
+    const int64_t n = std::min(per_frame, total - offset);
+    // ZeroMQ frees each frame separately, so each holds its own reference.
+    auto* hint = new std::shared_ptr<const std::vector<float>>(values);
+    void* data = const_cast<float*>(values->data() + offset);
+    frames->emplace_back(data, static_cast<size_t>(n) * sizeof(float), &ReleaseTensor, hint);
+  }
+}
+
+Result<TensorView> TensorView::Make(std::span<const zmq::message_t> frames, int64_t count) {
+  if (count < 0) return Status::Protocol("negative tensor size");
+  TensorView view;
+  int64_t offset = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const size_t bytes = frames[i].size();
+    if (bytes == 0 || bytes % sizeof(float) != 0) {
+      return Status::Protocol("payload frame " + std::to_string(i) + " has " +
+                              std::to_string(bytes) + " bytes, not a whole number of floats");
+    }
+    const int64_t n = static_cast<int64_t>(bytes / sizeof(float));
+    if (n > count - offset) {
+      return Status::Protocol("payload holds more than the " + std::to_string(count) +
+                              " floats its header announces");
+    }
+    const void* data = frames[i].data();
+    if (reinterpret_cast<uintptr_t>(data) % alignof(float) != 0) {
+      std::vector<float>& copy = view.realigned_.emplace_back(n);
+      std::memcpy(copy.data(), data, bytes);
+      data = copy.data();
+    }
+    view.chunks_.push_back({static_cast<const float*>(data), n, offset});
+    offset += n;
+  }
+  if (offset != count) {
+    return Status::Protocol("payload holds " + std::to_string(offset) + " floats, expected " +
+                            std::to_string(count));
+  }
+  view.size_ = count;
+  return view;
+}
+
+bool TensorView::AllFinite() const {
+  for (const Chunk& c : chunks_) {
+    if (!ConstMap(c.data, c.size).allFinite()) return false;
+  }
+  return true;
+}
+
+void TensorView::CopyTo(std::span<float> out) const {
+  for (const Chunk& c : chunks_) {
+    std::memcpy(out.data() + c.offset, c.data, static_cast<size_t>(c.size) * sizeof(float));
+  }
+}
+
+}  // namespace dmlps::proto

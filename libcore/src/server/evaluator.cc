@@ -1,0 +1,66 @@
+#include "server/evaluator.h"
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace dmlps::server {
+
+Evaluator::Evaluator(model::ModelSpec spec, data::Dataset test_set)
+    : model_(std::move(spec)), test_set_(std::move(test_set)), thread_([this] { Loop(); }) {}
+
+Evaluator::~Evaluator() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    queue_.clear();
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Evaluator::Submit(Snapshot snapshot) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(snapshot));
+  }
+  wake_.notify_one();
+}
+
+std::vector<Evaluation> Evaluator::TakeResults() {
+  std::lock_guard lock(mutex_);
+  std::vector<Evaluation> out;
+  out.swap(done_);
+  return out;
+}
+
+void Evaluator::WaitIdle() {
+  std::unique_lock lock(mutex_);
+  idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
+}
+
+void Evaluator::DropPending() {
+  std::lock_guard lock(mutex_);
+  queue_.clear();
+}
+
+void Evaluator::Loop() {
+  // Evaluation yields the CPU to training: it runs at a lower priority.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+  std::unique_lock lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    Snapshot snapshot = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    model::EvalResult result = model_.Evaluate(*snapshot.params, test_set_);
+    lock.lock();
+    done_.push_back({std::move(snapshot), result});
+    busy_ = false;
+    if (queue_.empty()) idle_.notify_all();
+  }
+}
+
+}  // namespace dmlps::server

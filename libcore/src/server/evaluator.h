@@ -1,0 +1,64 @@
+// Evaluates model snapshots on the test set on a thread of its own, at a
+// lower priority, so that evaluation neither stalls training nor is counted
+// in its time: each result carries the time its snapshot was taken.
+#ifndef DMLPS_SERVER_EVALUATOR_H_
+#define DMLPS_SERVER_EVALUATOR_H_
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "dmlps/data/dataset.h"
+#include "dmlps/model/model.h"
+
+namespace dmlps::server {
+
+struct Snapshot {
+  double seconds = 0;  // training time at which this model existed
+  int64_t iteration = 0;
+  int64_t version = 0;
+  std::shared_ptr<const std::vector<float>> params;
+};
+
+struct Evaluation {
+  Snapshot snapshot;
+  model::EvalResult result;
+};
+
+class Evaluator {
+ public:
+  Evaluator(model::ModelSpec spec, data::Dataset test_set);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  // Queues a snapshot; evaluated in order.
+  void Submit(Snapshot snapshot);
+  // Results finished since the last call, oldest first.
+  std::vector<Evaluation> TakeResults();
+  // Blocks until every queued snapshot has a result.
+  void WaitIdle();
+  // Forgets snapshots not yet started.
+  void DropPending();
+
+ private:
+  void Loop();
+
+  model::Model model_;
+  data::Dataset test_set_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable idle_;
+  std::deque<Snapshot> queue_;
+  std::vector<Evaluation> done_;
+  bool busy_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_EVALUATOR_H_

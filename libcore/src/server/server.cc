@@ -1,0 +1,591 @@
+#include "dmlps/server/server.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include "dmlps/data/dataset.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/optim/optimizer.h"
+#include "dmlps/proto/codec.h"
+#include "server/evaluator.h"
+
+namespace dmlps::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How long one wait for a message lasts before the loop looks at its timers.
+constexpr milliseconds kPollSlice{20};
+// Refused messages logged at warning level before the log quietens down.
+constexpr int64_t kLoudRefusals = 20;
+
+std::string Hex(const zmq::message_t& identity) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  const auto* bytes = static_cast<const unsigned char*>(identity.data());
+  for (size_t i = 0; i < identity.size() && i < 8; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string Key(const zmq::message_t& identity) {
+  return std::string(static_cast<const char*>(identity.data()), identity.size());
+}
+
+struct Member {
+  zmq::message_t identity;
+  std::string host;
+  int64_t pid = 0;
+  bool pull_pending = false;  // a pull arrived and has no reply yet
+  Clock::time_point pull_since;
+  // Totals the worker reported, for the closing summary.
+  int64_t steps = 0;
+  int64_t samples = 0;
+  int64_t refused = 0;
+  double compute_s = 0;
+  double straggle_s = 0;
+  double wait_s = 0;
+};
+
+class ParameterServer {
+ public:
+  ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
+      : config_(config), tsv_(tsv), signal_(signal) {}
+
+  Result<RunReport> Run();
+
+ private:
+  Status Setup();
+  void HandleFrames(net::Frames& frames);
+  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+  void HandlePull(int64_t rank, const proto::Pull& pull);
+  void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
+  void Start();
+  void CarryOut(const sync::Actions& actions, const proto::TensorView* gradient);
+  void ReplyModel(int64_t rank);
+  void AfterPush();
+  std::shared_ptr<const std::vector<float>> CurrentSnapshot();
+  void SubmitSnapshot();
+  void CollectEvaluations();
+  void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
+              bool fatal);
+  void SendHeartbeats();
+  void StopWorkers(const std::string& reason);
+  double Seconds() const;
+  bool Finished() const;
+
+  const ServerConfig& config_;
+  std::ostream& tsv_;
+  const std::atomic<int>* signal_;
+
+  zmq::context_t context_;
+  std::optional<net::Endpoint> endpoint_;
+  std::unique_ptr<sync::Policy> policy_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::optional<model::ModelSpec> spec_;
+  std::unique_ptr<Evaluator> evaluator_;
+
+  std::vector<float> params_;
+  std::vector<float> accumulator_;
+  std::shared_ptr<const std::vector<float>> snapshot_;  // params_ at snapshot_version_
+  int64_t snapshot_version_ = -1;
+
+  std::vector<std::optional<Member>> members_;  // by rank
+  std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
+  int64_t joined_ = 0;
+  bool started_ = false;
+  Clock::time_point start_;
+  Clock::time_point last_heartbeat_;
+
+  int64_t accepted_pushes_ = 0;
+  int64_t iterations_ = 0;
+  int64_t next_eval_ = 0;
+  int64_t dropped_pushes_ = 0;
+  int64_t wasted_samples_ = 0;
+  int64_t refusals_ = 0;
+  bool limit_reached_ = false;
+  RunReport report_;
+};
+
+Status ParameterServer::Setup() {
+  DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
+  DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
+  if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
+  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
+                         model::ParseModelSpec(config_.model, test_set.dim,
+                                               std::max<int64_t>(test_set.classes, 2)));
+  spec_ = spec;
+  model::Model model(spec);
+  params_.assign(model.num_params(), 0.f);
+  model.Initialize(config_.seed, params_);
+  accumulator_.assign(params_.size(), 0.f);
+  DMLPS_ASSIGN_OR_RETURN(optimizer_,
+                         optim::MakeOptimizer(config_.lr, config_.momentum, model.num_params()));
+  sync::PolicyConfig policy_config = config_.policy;
+  policy_config.num_workers = config_.workers;
+  DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
+  spdlog::info("model {} ({} parameters), policy {}, {} on {} test samples", spec.Name(),
+               model.num_params(), policy_->Name(), optimizer_->Name(), test_set.rows());
+  evaluator_ = std::make_unique<Evaluator>(spec, std::move(test_set));
+  members_.resize(config_.workers);
+
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Bind(context_, config_.bind));
+  endpoint_.emplace(std::move(endpoint));
+  spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
+               config_.workers == 1 ? "" : "s");
+  if (!config_.endpoint_file.empty()) {
+    // Written whole under a temporary name, so a reader never sees half an address.
+    const std::string tmp = config_.endpoint_file + ".tmp";
+    std::ofstream out(tmp);
+    out << endpoint_->address() << '\n';
+    out.close();
+    if (!out || std::rename(tmp.c_str(), config_.endpoint_file.c_str()) != 0) {
+      return Status::IOError("cannot write " + config_.endpoint_file);
+    }
+  }
+  tsv_ << "seconds\titeration\taccuracy\tloss\n" << std::flush;
+  return Status::Ok();
+}
+
+double ParameterServer::Seconds() const {
+  if (!started_) return 0;
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+bool ParameterServer::Finished() const {
+  return report_.target_reached || limit_reached_ || report_.signal != 0 ||
+         !report_.lost_worker.empty();
+}
+
+Result<RunReport> ParameterServer::Run() {
+  DMLPS_RETURN_IF_ERROR(Setup());
+  last_heartbeat_ = Clock::now();
+  net::Frames frames;
+  while (!Finished()) {
+    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
+    if (!got.ok()) return got.status();
+    if (*got) HandleFrames(frames);
+    CollectEvaluations();
+    if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
+    if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
+        !limit_reached_) {
+      spdlog::info("time limit of {} s reached", config_.max_seconds);
+      limit_reached_ = true;
+      SubmitSnapshot();
+    }
+    if (Clock::now() - last_heartbeat_ >= config_.heartbeat) SendHeartbeats();
+  }
+  report_.seconds = Seconds();
+  report_.iterations = iterations_;
+
+  std::string reason = report_.target_reached ? "target accuracy reached"
+                       : report_.signal != 0  ? "server interrupted"
+                       : limit_reached_       ? "limit reached"
+                                              : "a worker was lost";
+  StopWorkers(reason);
+  if (report_.target_reached || report_.signal != 0) {
+    evaluator_->DropPending();
+  } else {
+    // Snapshots taken before the end still count: wait for their results.
+    evaluator_->WaitIdle();
+    CollectEvaluations();
+  }
+
+  for (const std::optional<Member>& m : members_) {
+    if (!m.has_value() || m->steps == 0) continue;
+    const int64_t rank = &m - members_.data();
+    const double busy = m->compute_s + m->straggle_s;
+    const double total = busy + m->wait_s;
+    spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
+                 "wait {:.1f} s ({:.0f}% waiting), {} refused",
+                 rank, m->steps, m->samples, m->compute_s, m->straggle_s, m->wait_s,
+                 total > 0 ? 100.0 * m->wait_s / total : 0.0, m->refused);
+  }
+  if (dropped_pushes_ > 0) {
+    spdlog::info("{} pushes dropped ({} samples wasted)", dropped_pushes_, wasted_samples_);
+  }
+  if (report_.target_reached) {
+    spdlog::info("reached accuracy {:.4f} >= {} after {:.2f} s and {} iterations",
+                 report_.last_eval.accuracy, config_.target_accuracy, report_.seconds_to_target,
+                 report_.iterations_to_target);
+  } else if (config_.target_accuracy > 0) {
+    spdlog::warn("target accuracy {} not reached (best seen at the end: {:.4f})",
+                 config_.target_accuracy, report_.last_eval.accuracy);
+  }
+  return report_;
+}
+
+void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& who,
+                             const std::string& why, bool fatal) {
+  ++refusals_;
+  if (refusals_ <= kLoudRefusals) {
+    spdlog::warn("refused a message from {}: {}", who, why);
+    if (refusals_ == kLoudRefusals) spdlog::warn("further refusals are logged at debug level");
+  } else {
+    spdlog::debug("refused a message from {}: {}", who, why);
+  }
+  Status sent = endpoint_->SendMessage(&identity, proto::Error{why, fatal});
+  if (!sent.ok()) spdlog::debug("could not tell {} why: {}", who, sent.ToString());
+}
+
+void ParameterServer::HandleFrames(net::Frames& frames) {
+  if (frames.size() < 2) {
+    // A ROUTER always gives the identity first, so one frame means an empty message.
+    if (!frames.empty()) Refuse(frames[0], "peer " + Hex(frames[0]), "empty message", true);
+    return;
+  }
+  zmq::message_t identity = net::CopyFrame(frames[0]);
+  auto it = rank_of_.find(Key(identity));
+  const int64_t rank = it == rank_of_.end() ? -1 : it->second;
+  const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "peer " + Hex(identity);
+
+  Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+  if (!message.ok()) {
+    Refuse(identity, who, message.status().message(), rank < 0);
+    return;
+  }
+  proto::Body& body = message->body;
+  if (auto* hello = std::get_if<proto::Hello>(&body)) {
+    HandleHello(identity, *hello);
+    return;
+  }
+  if (rank < 0) {
+    Refuse(identity, who,
+           std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello", true);
+    return;
+  }
+  Member& member = *members_[rank];
+  if (auto* pull = std::get_if<proto::Pull>(&body)) {
+    HandlePull(rank, *pull);
+  } else if (auto* push = std::get_if<proto::Push>(&body)) {
+    HandlePush(rank, *push, message->payload);
+  } else if (std::holds_alternative<proto::Heartbeat>(body)) {
+    // Its arrival is all it says.
+  } else if (auto* error = std::get_if<proto::Error>(&body)) {
+    if (error->fatal) {
+      spdlog::error("worker {} ({}:{}) gave up: {}", rank, member.host, member.pid,
+                    error->message);
+      report_.lost_worker = "worker " + std::to_string(rank) + ": " + error->message;
+    } else {
+      spdlog::warn("worker {} reports: {}", rank, error->message);
+    }
+  } else {
+    Refuse(identity, who,
+           "a worker may not send " + std::string(proto::MsgTypeName(proto::TypeOf(body))),
+           false);
+  }
+}
+
+void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  const std::string who = "peer " + Hex(identity) + " (" + hello.host + ":" +
+                          std::to_string(hello.pid) + ")";
+  auto it = rank_of_.find(Key(identity));
+  int64_t rank = -1;
+  if (it != rank_of_.end()) {
+    rank = it->second;  // a repeated Hello gets the same answer again
+  } else {
+    if (joined_ >= config_.workers) {
+      Refuse(identity, who,
+             "the cluster is full (" + std::to_string(config_.workers) + " workers)", true);
+      return;
+    }
+    if (hello.rank >= config_.workers || hello.rank < -1) {
+      Refuse(identity, who,
+             "rank " + std::to_string(hello.rank) + " is outside 0.." +
+                 std::to_string(config_.workers - 1),
+             true);
+      return;
+    }
+    if (hello.rank >= 0) {
+      if (members_[hello.rank].has_value()) {
+        Refuse(identity, who, "rank " + std::to_string(hello.rank) + " is taken", true);
+        return;
+      }
+      rank = hello.rank;
+    } else {
+      // The lowest free rank.
+      for (int64_t r = 0; r < config_.workers; ++r) {
+        if (!members_[r].has_value()) {
+          rank = r;
+          break;
+        }
+      }
+    }
+    Member member;
+    member.identity = net::CopyFrame(identity);
+    member.host = hello.host;
+    member.pid = hello.pid;
+    members_[rank] = std::move(member);
+    rank_of_[Key(identity)] = rank;
+    ++joined_;
+    spdlog::info("worker {} joined from {}:{} ({}/{})", rank, hello.host, hello.pid, joined_,
+                 config_.workers);
+  }
+  proto::Welcome welcome;
+  welcome.rank = rank;
+  welcome.num_workers = config_.workers;
+  welcome.model = spec_->Name();
+  welcome.policy = policy_->Name();
+  welcome.batch = config_.batch;
+  welcome.input_dim = spec_->input_dim;
+  welcome.classes = spec_->classes;
+  welcome.num_params = static_cast<int64_t>(params_.size());
+  welcome.shard_index = rank;
+  welcome.shard_count = config_.workers;
+  welcome.seed = config_.seed;
+  Status sent = endpoint_->SendMessage(&identity, welcome);
+  if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
+  if (!started_ && joined_ == config_.workers) Start();
+}
+
+void ParameterServer::Start() {
+  started_ = true;
+  start_ = Clock::now();
+  spdlog::info("all {} workers joined; training starts", config_.workers);
+  sync::Actions actions;
+  for (int64_t r = 0; r < config_.workers; ++r) policy_->WorkerJoined(r, &actions);
+  // Pulls that arrived while the cluster was assembling are answered now.
+  for (int64_t r = 0; r < config_.workers; ++r) {
+    if (members_[r]->pull_pending) {
+      members_[r]->pull_since = start_;
+      policy_->PullRequested(r, &actions);
+    }
+  }
+  CarryOut(actions, nullptr);
+  next_eval_ = config_.eval_every;
+  SubmitSnapshot();  // the untrained model: accuracy at time zero
+}
+
+void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
+  Member& member = *members_[rank];
+  if (member.pull_pending) {
+    Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
+           false);
+    return;
+  }
+  if (started_ && pull.clock != policy_->clock(rank)) {
+    Refuse(member.identity, "worker " + std::to_string(rank),
+           "pull for clock " + std::to_string(pull.clock) + ", but the worker has pushed " +
+               std::to_string(policy_->clock(rank)) + " times",
+           false);
+    return;
+  }
+  member.pull_pending = true;
+  member.pull_since = Clock::now();
+  if (!started_) return;
+  sync::Actions actions;
+  policy_->PullRequested(rank, &actions);
+  CarryOut(actions, nullptr);
+}
+
+void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
+  Member& member = *members_[rank];
+  const std::string who = "worker " + std::to_string(rank);
+  if (!started_) {
+    Refuse(member.identity, who, "push before training started", false);
+    return;
+  }
+  if (push.samples < 0 || push.batch < 0 || push.compute_us < 0 || push.wait_us < 0 ||
+      push.straggle_us < 0) {
+    Refuse(member.identity, who, "push with a negative count or time", false);
+    return;
+  }
+  // A payload that cannot be used still ends the worker's step, so that one
+  // bad push cannot stall the others; it just contributes nothing.
+  sync::PushInfo info{push.clock, push.base_version, push.samples, true};
+  std::optional<proto::TensorView> gradient;
+  std::string problem;
+  if (push.num_params != static_cast<int64_t>(params_.size())) {
+    problem = "push carries " + std::to_string(push.num_params) +
+              " parameters, the model has " + std::to_string(params_.size());
+  } else if (Result<proto::TensorView> view = proto::TensorView::Make(payload, push.num_params);
+             !view.ok()) {
+    problem = view.status().message();
+  } else if (!view->AllFinite()) {
+    problem = "gradient contains NaN or infinite values";
+  } else {
+    gradient.emplace(std::move(view).value());
+  }
+  if (!problem.empty()) {
+    info.usable = false;
+    ++member.refused;
+    Refuse(member.identity, who, problem + "; step counted, gradient ignored", false);
+  }
+
+  sync::Actions actions;
+  policy_->PushArrived(rank, info, &actions);
+  const bool accepted = actions.empty() || actions.front().kind != sync::Action::Kind::kDrop;
+  if (accepted) {
+    ++member.steps;
+    member.samples += info.usable ? push.samples : 0;
+    member.compute_s += push.compute_us * 1e-6;
+    member.straggle_s += push.straggle_us * 1e-6;
+    member.wait_s += push.wait_us * 1e-6;
+  }
+  CarryOut(actions, gradient ? &*gradient : nullptr);
+  if (accepted) {
+    ++accepted_pushes_;
+    AfterPush();
+  } else {
+    ++dropped_pushes_;
+    wasted_samples_ += push.samples;
+  }
+}
+
+void ParameterServer::CarryOut(const sync::Actions& actions, const proto::TensorView* gradient) {
+  using Kind = sync::Action::Kind;
+  for (const sync::Action& action : actions) {
+    switch (action.kind) {
+      case Kind::kStage: {
+        if (gradient == nullptr) break;  // the policy only stages usable pushes
+        const float weight = static_cast<float>(action.value);
+        gradient->ForEachChunk([&](int64_t offset, const proto::TensorView::ConstMap& chunk) {
+          Eigen::Map<Eigen::VectorXf>(accumulator_.data() + offset, chunk.size()) +=
+              weight * chunk;
+        });
+        break;
+      }
+      case Kind::kApply:
+        optimizer_->Step(params_, accumulator_, static_cast<float>(action.value));
+        std::fill(accumulator_.begin(), accumulator_.end(), 0.f);
+        break;
+      case Kind::kReplyModel:
+        ReplyModel(action.worker);
+        break;
+      case Kind::kHold:
+        break;
+      case Kind::kDrop: {
+        Member& member = *members_[action.worker];
+        Refuse(member.identity, "worker " + std::to_string(action.worker),
+               "push dropped: " + action.reason, false);
+        break;
+      }
+    }
+  }
+}
+
+std::shared_ptr<const std::vector<float>> ParameterServer::CurrentSnapshot() {
+  // One copy per model version, shared by every reply and evaluation of it.
+  if (snapshot_version_ != policy_->version() || snapshot_ == nullptr) {
+    snapshot_ = std::make_shared<const std::vector<float>>(params_);
+    snapshot_version_ = policy_->version();
+  }
+  return snapshot_;
+}
+
+void ParameterServer::ReplyModel(int64_t rank) {
+  Member& member = *members_[rank];
+  member.pull_pending = false;
+  net::Frames payload;
+  proto::AppendTensor(CurrentSnapshot(), proto::kDefaultChunkBytes, &payload);
+  proto::Model header{policy_->version(), static_cast<int64_t>(params_.size())};
+  Status sent = endpoint_->SendMessage(&member.identity, header, std::move(payload));
+  if (!sent.ok()) spdlog::warn("cannot send the model to worker {}: {}", rank, sent.ToString());
+}
+
+void ParameterServer::AfterPush() {
+  iterations_ = accepted_pushes_ / config_.workers;
+  if (config_.max_iterations > 0 && iterations_ >= config_.max_iterations) {
+    if (!limit_reached_) {
+      spdlog::info("iteration limit of {} reached", config_.max_iterations);
+      limit_reached_ = true;
+      SubmitSnapshot();
+    }
+    return;
+  }
+  if (iterations_ >= next_eval_) {
+    next_eval_ = iterations_ + config_.eval_every;
+    SubmitSnapshot();
+  }
+}
+
+void ParameterServer::SubmitSnapshot() {
+  evaluator_->Submit({Seconds(), iterations_, policy_->version(), CurrentSnapshot()});
+}
+
+void ParameterServer::CollectEvaluations() {
+  for (const Evaluation& e : evaluator_->TakeResults()) {
+    if (report_.target_reached) break;  // later snapshots do not change the answer
+    report_.last_eval = e.result;
+    tsv_ << fmt::format("{:.3f}\t{}\t{:.4f}\t{:.4f}\n", e.snapshot.seconds, e.snapshot.iteration,
+                        e.result.accuracy, e.result.loss)
+         << std::flush;
+    spdlog::info("{:7.2f} s  iteration {:6}  accuracy {:.4f}  loss {:.4f}", e.snapshot.seconds,
+                 e.snapshot.iteration, e.result.accuracy, e.result.loss);
+    if (config_.target_accuracy > 0 && e.result.accuracy >= config_.target_accuracy) {
+      report_.target_reached = true;
+      report_.seconds_to_target = e.snapshot.seconds;
+      report_.iterations_to_target = e.snapshot.iteration;
+    }
+  }
+}
+
+void ParameterServer::SendHeartbeats() {
+  last_heartbeat_ = Clock::now();
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  for (std::optional<Member>& m : members_) {
+    if (!m.has_value()) continue;
+    Status sent = endpoint_->SendMessage(&m->identity, proto::Heartbeat{now_us});
+    if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m->host, m->pid, sent.ToString());
+  }
+}
+
+void ParameterServer::StopWorkers(const std::string& reason) {
+  for (std::optional<Member>& m : members_) {
+    if (!m.has_value()) continue;
+    Status sent = endpoint_->SendMessage(&m->identity, proto::Stop{reason});
+    if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m->host, m->pid, sent.ToString());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> ValidateConfig(const ServerConfig& config) {
+  std::vector<std::string> problems;
+  if (config.workers < 1) problems.push_back("--workers must be at least 1");
+  if (config.batch < 1) problems.push_back("--batch must be at least 1");
+  if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("--lr must be positive");
+  if (!(config.momentum >= 0 && config.momentum < 1)) {
+    problems.push_back("--momentum must be in [0, 1)");
+  }
+  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
+    problems.push_back("--target-accuracy must be in [0, 1]");
+  }
+  if (config.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
+  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
+    problems.push_back("--max-seconds must not be negative");
+  }
+  if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
+  if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
+  sync::PolicyConfig probe = config.policy;
+  probe.num_workers = std::max<int64_t>(config.workers, 1);
+  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
+    problems.push_back("--policy: " + p.status().message());
+  }
+  if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
+    problems.push_back("--data: " + d.status().message());
+  }
+  if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 1, 2); !m.ok()) {
+    problems.push_back("--model: " + m.status().message());
+  }
+  return problems;
+}
+
+Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
+                            const std::atomic<int>* signal) {
+  ParameterServer server(config, tsv, signal);
+  return server.Run();
+}
+
+}  // namespace dmlps::server

@@ -1,0 +1,172 @@
+// A misbehaving peer for the CLI tests. Modes:
+//   garbage ADDR    sends malformed messages without joining and checks that
+//                   each one is answered with an Error; exits 0 when all were.
+//   bad-worker ADDR joins, then answers every model with a broken push
+//                   (wrong size, NaN, Inf, misframed, wrong parameter count)
+//                   until the server says stop; exits 0 on Stop.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
+
+namespace {
+
+using dmlps::net::Endpoint;
+using dmlps::net::Frames;
+namespace proto = dmlps::proto;
+
+constexpr std::chrono::milliseconds kWait{5000};
+
+int Fail(const std::string& why) {
+  std::fprintf(stderr, "dmlps-test-peer: error: %s\n", why.c_str());
+  return 1;
+}
+
+// Receives one message, skipping heartbeats; returns false on timeout or garbage.
+bool ReceiveBody(Endpoint& endpoint, proto::Message* out) {
+  Frames frames;
+  for (int i = 0; i < 50; ++i) {
+    dmlps::Result<bool> got = endpoint.Receive(&frames, kWait);
+    if (!got.ok() || !*got) return false;
+    dmlps::Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) return false;
+    if (proto::TypeOf(message->body) == proto::MsgType::kHeartbeat) continue;
+    *out = std::move(message).value();
+    return true;
+  }
+  return false;
+}
+
+zmq::message_t Bytes(const std::string& s) { return zmq::message_t(s.data(), s.size()); }
+
+std::string Packed(uint32_t version, uint32_t type, const msgpack::object& body) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> packer(buffer);
+  packer.pack_array(3);
+  packer.pack(version);
+  packer.pack(type);
+  packer.pack(body);
+  return std::string(buffer.data(), buffer.size());
+}
+
+int Garbage(Endpoint& endpoint) {
+  msgpack::zone zone;
+  std::vector<std::pair<std::string, Frames>> cases;
+  auto add = [&](std::string name, std::vector<std::string> parts) {
+    Frames frames;
+    for (const std::string& p : parts) frames.push_back(Bytes(p));
+    cases.emplace_back(std::move(name), std::move(frames));
+  };
+  add("random bytes", {"\x93\xff\x00garbage\x01\x02"});
+  add("empty frame", {""});
+  const std::string hello = Packed(proto::kProtocolVersion, 1,
+                                   msgpack::object(proto::Hello{}, zone));
+  add("truncated header", {hello.substr(0, hello.size() / 2)});
+  add("wrong protocol version", {Packed(proto::kProtocolVersion + 41, 1,
+                                        msgpack::object(proto::Hello{}, zone))});
+  add("unknown message type", {Packed(proto::kProtocolVersion, 99,
+                                      msgpack::object(proto::Hello{}, zone))});
+  add("not an array", {std::string("\xa5hello")});
+  std::map<std::string, std::string> bad_fields{{"rank", "seven"}};
+  add("field of the wrong type", {Packed(proto::kProtocolVersion, 1,
+                                         msgpack::object(bad_fields, zone))});
+  add("push before hello", {Packed(proto::kProtocolVersion, 5,
+                                   msgpack::object(proto::Push{}, zone)),
+                            std::string(16, '\0')});
+  add("hello with trailing bytes", {hello + "xx"});
+
+  int answered = 0;
+  for (auto& [name, frames] : cases) {
+    dmlps::Status sent = endpoint.Send(frames);
+    if (!sent.ok()) return Fail(name + ": " + sent.message());
+    proto::Message reply;
+    if (!ReceiveBody(endpoint, &reply)) return Fail(name + ": no reply from the server");
+    auto* error = std::get_if<proto::Error>(&reply.body);
+    if (error == nullptr) return Fail(name + ": the server did not answer with an Error");
+    std::printf("%s: refused: %s\n", name.c_str(), error->message.c_str());
+    ++answered;
+  }
+  std::printf("%d of %zu malformed messages refused\n", answered, cases.size());
+  return 0;
+}
+
+int BadWorker(Endpoint& endpoint) {
+  if (!endpoint.SendMessage(nullptr, proto::Hello{-1, "test-peer", 0, 1}).ok()) {
+    return Fail("cannot send Hello");
+  }
+  proto::Message reply;
+  if (!ReceiveBody(endpoint, &reply)) return Fail("no Welcome");
+  auto* welcome = std::get_if<proto::Welcome>(&reply.body);
+  if (welcome == nullptr) return Fail("the server did not welcome this peer");
+  const int64_t n = welcome->num_params;
+  int64_t refused = 0;
+  for (int64_t clock = 0;; ++clock) {
+    if (!endpoint.SendMessage(nullptr, proto::Pull{clock}).ok()) return Fail("cannot pull");
+    // Skip the Errors that answer our broken pushes; wait for the model or Stop.
+    while (true) {
+      if (!ReceiveBody(endpoint, &reply)) return Fail("no model from the server");
+      if (auto* error = std::get_if<proto::Error>(&reply.body)) {
+        ++refused;
+        if (error->fatal) return Fail("the server gave up on this peer: " + error->message);
+        continue;
+      }
+      break;
+    }
+    if (std::holds_alternative<proto::Stop>(reply.body)) {
+      std::printf("stopped after %lld steps, %lld pushes refused\n",
+                  static_cast<long long>(clock), static_cast<long long>(refused));
+      return refused > 0 ? 0 : Fail("no broken push was refused");
+    }
+    const auto& model = std::get<proto::Model>(reply.body);
+    proto::Push push;
+    push.clock = clock;
+    push.base_version = model.version;
+    push.batch = welcome->batch;
+    push.samples = welcome->batch;
+    push.num_params = n;
+    std::vector<float> values(n, 0.f);
+    Frames payload;
+    switch (clock % 5) {
+      case 0:  // one float short
+        values.pop_back();
+        break;
+      case 1:
+        values[n / 2] = std::numeric_limits<float>::quiet_NaN();
+        break;
+      case 2:
+        values[0] = std::numeric_limits<float>::infinity();
+        break;
+      case 3:  // a frame that is not a whole number of floats
+        payload.push_back(Bytes(std::string(7, '\1')));
+        break;
+      case 4:  // a header that lies about the model size
+        push.num_params = n + 1;
+        break;
+    }
+    if (payload.empty()) {
+      payload.emplace_back(values.data(), values.size() * sizeof(float));
+    }
+    if (!endpoint.SendMessage(nullptr, push, std::move(payload)).ok()) return Fail("cannot push");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: dmlps-test-peer garbage|bad-worker ADDR\n");
+    return 64;
+  }
+  zmq::context_t context;
+  dmlps::Result<Endpoint> endpoint = Endpoint::Connect(context, argv[2]);
+  if (!endpoint.ok()) return Fail(endpoint.status().message());
+  const std::string mode = argv[1];
+  if (mode == "garbage") return Garbage(*endpoint);
+  if (mode == "bad-worker") return BadWorker(*endpoint);
+  return Fail("unknown mode " + mode);
+}
