@@ -1,0 +1,306 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numeric>
+
+#include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
+
+namespace dmlps::proto {
+namespace {
+
+std::string Encoded(const Body& body) {
+  zmq::message_t frame = EncodeHeader(body);
+  return std::string(static_cast<const char*>(frame.data()), frame.size());
+}
+
+std::string PackRaw(const std::function<void(msgpack::packer<msgpack::sbuffer>&)>& fn) {
+  msgpack::sbuffer buffer;
+  msgpack::packer<msgpack::sbuffer> packer(buffer);
+  fn(packer);
+  return std::string(buffer.data(), buffer.size());
+}
+
+Result<Body> Decode(const std::string& bytes) { return DecodeHeader(bytes.data(), bytes.size()); }
+
+TEST_CASE("every message type survives a round trip") {
+  Push push;
+  push.clock = 7;
+  push.base_version = 6;
+  push.batch = 64;
+  push.samples = 60;
+  push.num_params = 101770;
+  push.loss = 0.25;
+  push.compute_us = 1234;
+  push.straggle_us = 3702;
+  push.wait_us = 55;
+  Result<Body> got = Decode(Encoded(push));
+  REQUIRE(got.ok());
+  const Push& p = std::get<Push>(*got);
+  CHECK(p.clock == 7);
+  CHECK(p.base_version == 6);
+  CHECK(p.samples == 60);
+  CHECK(p.num_params == 101770);
+  CHECK(p.loss == 0.25);
+  CHECK(p.straggle_us == 3702);
+  CHECK(p.wait_us == 55);
+
+  Welcome welcome;
+  welcome.rank = 3;
+  welcome.num_workers = 4;
+  welcome.model = "mlp:128";
+  welcome.policy = "ssp:3";
+  welcome.batch = 32;
+  welcome.input_dim = 784;
+  welcome.classes = 10;
+  welcome.num_params = 101770;
+  welcome.shard_index = 3;
+  welcome.shard_count = 4;
+  welcome.seed = std::numeric_limits<uint64_t>::max();
+  got = Decode(Encoded(welcome));
+  REQUIRE(got.ok());
+  const Welcome& w = std::get<Welcome>(*got);
+  CHECK(w.rank == 3);
+  CHECK(w.model == "mlp:128");
+  CHECK(w.policy == "ssp:3");
+  CHECK(w.seed == std::numeric_limits<uint64_t>::max());
+  CHECK(w.shard_count == 4);
+
+  got = Decode(Encoded(Hello{2, "node-a", 4242, 2}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Hello>(*got).host == "node-a");
+  CHECK(std::get<Hello>(*got).rank == 2);
+  got = Decode(Encoded(Pull{19}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Pull>(*got).clock == 19);
+  got = Decode(Encoded(Model{5, 10}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Model>(*got).version == 5);
+  got = Decode(Encoded(Stop{"target reached"}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Stop>(*got).reason == "target reached");
+  got = Decode(Encoded(Heartbeat{99}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Heartbeat>(*got).time_us == 99);
+  got = Decode(Encoded(Error{"nope", true}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Error>(*got).fatal);
+  CHECK(TypeOf(*got) == MsgType::kError);
+}
+
+TEST_CASE("malformed headers are refused with a protocol error, never a crash") {
+  const std::string valid = Encoded(Push{});
+  // Every proper prefix of a valid header is refused.
+  for (size_t n = 0; n < valid.size(); ++n) {
+    Result<Body> got = Decode(valid.substr(0, n));
+    CHECK_FALSE(got.ok());
+    CHECK(got.status().code() == StatusCode::kProtocol);
+  }
+  CHECK_FALSE(Decode(valid + "x").ok());
+  CHECK_FALSE(Decode("\xc1").ok());  // a byte msgpack never uses
+  CHECK_FALSE(Decode("hello world").ok());
+
+  auto header = [](uint64_t version, uint64_t type) {
+    return PackRaw([&](auto& p) {
+      p.pack_array(3);
+      p.pack(version);
+      p.pack(type);
+      p.pack_map(0);
+    });
+  };
+  CHECK(Decode(header(kProtocolVersion, 3)).ok());
+  Result<Body> other = Decode(header(kProtocolVersion + 1, 3));
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().message().find("version 2") != std::string::npos);
+  CHECK_FALSE(Decode(header(kProtocolVersion, 0)).ok());
+  CHECK_FALSE(Decode(header(kProtocolVersion, 9)).ok());
+  CHECK_FALSE(Decode(header(kProtocolVersion, 200)).ok());
+
+  // Shapes that are not [version, type, map].
+  CHECK_FALSE(Decode(PackRaw([](auto& p) { p.pack(std::string("hi")); })).ok());
+  CHECK_FALSE(Decode(PackRaw([](auto& p) {
+                p.pack_array(2);
+                p.pack(1);
+                p.pack(3);
+              })).ok());
+  CHECK_FALSE(Decode(PackRaw([](auto& p) {
+                p.pack_array(3);
+                p.pack(-1);
+                p.pack(3);
+                p.pack_map(0);
+              })).ok());
+  CHECK_FALSE(Decode(PackRaw([](auto& p) {
+                p.pack_array(3);
+                p.pack(kProtocolVersion);
+                p.pack(3);
+                p.pack(42);
+              })).ok());
+  // A field of the wrong type.
+  CHECK_FALSE(Decode(PackRaw([](auto& p) {
+                p.pack_array(3);
+                p.pack(kProtocolVersion);
+                p.pack(3);
+                p.pack_map(1);
+                p.pack(std::string("clock"));
+                p.pack(std::string("seven"));
+              })).ok());
+  // A negative number where an unsigned one belongs.
+  CHECK_FALSE(Decode(PackRaw([](auto& p) {
+                p.pack_array(3);
+                p.pack(kProtocolVersion);
+                p.pack(2);
+                p.pack_map(1);
+                p.pack(std::string("seed"));
+                p.pack(-5);
+              })).ok());
+  // A header that asks for a huge array is refused before allocating it.
+  std::string huge = PackRaw([](auto& p) { p.pack_array(3); });
+  huge += "\xdd\xff\xff\xff\xff";  // array32 of 4 billion entries
+  CHECK_FALSE(Decode(huge).ok());
+}
+
+TEST_CASE("unknown fields are ignored and missing ones keep their defaults") {
+  std::string bytes = PackRaw([](auto& p) {
+    p.pack_array(3);
+    p.pack(kProtocolVersion);
+    p.pack(static_cast<uint32_t>(MsgType::kPull));
+    p.pack_map(2);
+    p.pack(std::string("clock"));
+    p.pack(4);
+    p.pack(std::string("from_the_future"));
+    p.pack(true);
+  });
+  Result<Body> got = Decode(bytes);
+  REQUIRE(got.ok());
+  CHECK(std::get<Pull>(*got).clock == 4);
+}
+
+TEST_CASE("tensors are cut into frames without copying and viewed back in place") {
+  auto values = std::make_shared<std::vector<float>>(1000);
+  std::iota(values->begin(), values->end(), 0.f);
+  std::vector<zmq::message_t> frames;
+  AppendTensor(values, /*chunk_bytes=*/256, &frames);
+  REQUIRE(frames.size() == 16);  // 64 floats per frame: 15 full frames and one of 40
+  CHECK(frames.back().size() == 40 * sizeof(float));
+  for (size_t i = 0; i < frames.size(); ++i) {
+    CHECK(frames[i].data() == values->data() + 64 * i);  // no copy
+  }
+  const float* original = values->data();
+  std::weak_ptr<std::vector<float>> alive = values;
+  values.reset();
+  CHECK_FALSE(alive.expired());  // the frames keep the tensor alive
+  Result<TensorView> view = TensorView::Make(frames, 1000);
+  REQUIRE(view.ok());
+  CHECK(view->size() == 1000);
+  int64_t seen = 0;
+  view->ForEachChunk([&](int64_t offset, const TensorView::ConstMap& chunk) {
+    CHECK(offset == seen);
+    for (Eigen::Index i = 0; i < chunk.size(); ++i) CHECK(chunk[i] == static_cast<float>(offset + i));
+    seen += chunk.size();
+  });
+  CHECK(seen == 1000);
+  std::vector<float> copy(1000);
+  view->CopyTo(copy);
+  CHECK(copy[999] == 999.f);
+  CHECK(view->AllFinite());
+  frames.clear();
+  CHECK(alive.expired());  // released once ZeroMQ is done with every frame
+  (void)original;
+}
+
+TEST_CASE("payloads of the wrong size or shape are refused") {
+  std::vector<float> data(10, 1.f);
+  auto frame = [](const void* p, size_t n) { return zmq::message_t(p, n); };
+  std::vector<zmq::message_t> frames;
+  frames.push_back(frame(data.data(), 10 * sizeof(float)));
+  CHECK(TensorView::Make(frames, 10).ok());
+  CHECK_FALSE(TensorView::Make(frames, 11).ok());  // too few floats
+  CHECK_FALSE(TensorView::Make(frames, 9).ok());   // too many
+  CHECK_FALSE(TensorView::Make(frames, -1).ok());
+  frames.push_back(frame(data.data(), 0));         // an empty frame
+  CHECK_FALSE(TensorView::Make(frames, 10).ok());
+  frames.pop_back();
+  frames.push_back(frame(data.data(), 7));         // not whole floats
+  CHECK_FALSE(TensorView::Make(frames, 12).ok());
+  std::vector<zmq::message_t> none;
+  CHECK(TensorView::Make(none, 0).ok());
+  CHECK_FALSE(TensorView::Make(none, 1).ok());
+}
+
+TEST_CASE("misaligned frames are copied once, and NaN or Inf is detected") {
+  std::vector<char> raw(4 * sizeof(float) + 1);
+  const float values[4] = {1.f, 2.f, 3.f, 4.f};
+  std::memcpy(raw.data() + 1, values, sizeof(values));
+  std::vector<zmq::message_t> frames;
+  // Zero-copy construction keeps the odd address, as a frame inside a batch read may have.
+  frames.emplace_back(static_cast<void*>(raw.data() + 1), sizeof(values), nullptr, nullptr);
+  REQUIRE(reinterpret_cast<uintptr_t>(frames[0].data()) % alignof(float) != 0);
+  Result<TensorView> view = TensorView::Make(frames, 4);
+  REQUIRE(view.ok());
+  std::vector<float> out(4);
+  view->CopyTo(out);
+  CHECK(out == std::vector<float>{1.f, 2.f, 3.f, 4.f});
+
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                    -std::numeric_limits<float>::infinity()}) {
+    std::vector<float> grad(100, 0.5f);
+    grad[73] = bad;
+    std::vector<zmq::message_t> f;
+    f.emplace_back(grad.data(), 50 * sizeof(float));
+    f.emplace_back(grad.data() + 50, 50 * sizeof(float));
+    Result<TensorView> v = TensorView::Make(f, 100);
+    REQUIRE(v.ok());
+    CHECK_FALSE(v->AllFinite());
+  }
+}
+
+TEST_CASE("a message crosses a real ROUTER/DEALER pair with its payload") {
+  zmq::context_t context;
+  Result<net::Endpoint> server = net::Endpoint::Bind(context, "inproc://codec-test");
+  REQUIRE(server.ok());
+  Result<net::Endpoint> client = net::Endpoint::Connect(context, "inproc://codec-test");
+  REQUIRE(client.ok());
+  auto grad = std::make_shared<std::vector<float>>(3000, 0.25f);
+  std::vector<zmq::message_t> payload;
+  AppendTensor(grad, 1024, &payload);
+  Push push;
+  push.num_params = 3000;
+  push.samples = 8;
+  REQUIRE(client->SendMessage(nullptr, push, std::move(payload)).ok());
+  net::Frames frames;
+  Result<bool> got = server->Receive(&frames, std::chrono::milliseconds(2000));
+  REQUIRE(got.ok());
+  REQUIRE(*got);
+  Result<Message> message = DecodeMessage(frames, 1);  // frame 0 names the peer
+  REQUIRE(message.ok());
+  CHECK(std::get<Push>(message->body).samples == 8);
+  Result<TensorView> view = TensorView::Make(message->payload, 3000);
+  REQUIRE(view.ok());
+  std::vector<float> out(3000);
+  view->CopyTo(out);
+  CHECK(out[2999] == 0.25f);
+
+  // Nothing more is coming: the wait ends at its timeout with no message.
+  got = server->Receive(&frames, std::chrono::milliseconds(50));
+  REQUIRE(got.ok());
+  CHECK_FALSE(*got);
+}
+
+TEST_CASE("binding an address twice is an Unavailable error, a bad address InvalidArgument") {
+  zmq::context_t context;
+  Result<net::Endpoint> first = net::Endpoint::Bind(context, "tcp://127.0.0.1:*");
+  REQUIRE(first.ok());
+  CHECK(first->address().rfind("tcp://127.0.0.1:", 0) == 0);
+  Result<net::Endpoint> second = net::Endpoint::Bind(context, first->address());
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().code() == StatusCode::kUnavailable);
+  Result<net::Endpoint> bad = net::Endpoint::Bind(context, "carrier-pigeon://home");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace dmlps::proto

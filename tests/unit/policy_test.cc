@@ -1,0 +1,279 @@
+// Drives each policy with scripted and randomized event sequences and checks
+// the invariants ALGORITHMS.md states for it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "dmlps/sync/policy.h"
+
+namespace dmlps::sync {
+namespace {
+
+using Kind = Action::Kind;
+
+int64_t Count(const Actions& actions, Kind kind) {
+  return std::count_if(actions.begin(), actions.end(), [&](const Action& a) { return a.kind == kind; });
+}
+
+bool RepliesTo(const Actions& actions, WorkerId w) {
+  return std::any_of(actions.begin(), actions.end(),
+                     [&](const Action& a) { return a.kind == Kind::kReplyModel && a.worker == w; });
+}
+
+std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t staleness = 3) {
+  Result<std::unique_ptr<Policy>> p = MakePolicy({name, n, staleness});
+  REQUIRE(p.ok());
+  Actions ignored;
+  for (WorkerId w = 0; w < n; ++w) (*p)->WorkerJoined(w, &ignored);
+  return std::move(p).value();
+}
+
+// Plays workers against a policy the way the server does: each worker pulls,
+// receives the model (with the version current at the reply), computes, and
+// pushes with that base version. The order in which workers act is random.
+struct Cluster {
+  explicit Cluster(Policy* policy, uint64_t seed) : policy(policy), rng(seed) {
+    state.resize(policy->num_workers());
+  }
+  enum class Phase { kIdle, kWaiting, kComputing };
+  struct Worker {
+    Phase phase = Phase::kIdle;
+    int64_t base_version = 0;
+    int64_t clock = 0;        // pushes done
+    int64_t started_clock = -1;
+  };
+
+  // Carries out actions, checking each against `check`.
+  template <typename Check>
+  void Apply(const Actions& actions, WorkerId pusher, int64_t pusher_base, Check&& check) {
+    for (const Action& a : actions) {
+      check(a, pusher, pusher_base);
+      if (a.kind == Kind::kReplyModel) {
+        Worker& w = state[a.worker];
+        REQUIRE(w.phase == Phase::kWaiting);
+        w.phase = Phase::kComputing;
+        w.base_version = policy->version();
+        w.started_clock = w.clock;
+        ++replies;
+      }
+      if (a.kind == Kind::kApply) ++applies;
+      if (a.kind == Kind::kStage) ++stages;
+    }
+  }
+
+  // One random step; returns false when no worker can act (a deadlock).
+  template <typename Check>
+  bool Step(Check&& check, double unusable_fraction = 0) {
+    std::vector<WorkerId> can_act;
+    for (WorkerId w = 0; w < static_cast<WorkerId>(state.size()); ++w) {
+      if (state[w].phase != Phase::kWaiting) can_act.push_back(w);
+    }
+    if (can_act.empty()) return false;
+    const WorkerId w = can_act[std::uniform_int_distribution<size_t>(0, can_act.size() - 1)(rng)];
+    Worker& worker = state[w];
+    Actions actions;
+    version_before = policy->version();
+    if (worker.phase == Phase::kIdle) {
+      worker.phase = Phase::kWaiting;
+      policy->PullRequested(w, &actions);
+      Apply(actions, -1, -1, check);
+    } else {
+      PushInfo push{worker.clock, worker.base_version, 10 + w, true};
+      push.usable = std::uniform_real_distribution<double>(0, 1)(rng) >= unusable_fraction;
+      worker.phase = Phase::kIdle;
+      ++worker.clock;
+      policy->PushArrived(w, push, &actions);
+      CHECK(Count(actions, Kind::kDrop) == 0);
+      Apply(actions, w, push.base_version, check);
+    }
+    return true;
+  }
+
+  Policy* policy;
+  std::mt19937_64 rng;
+  std::vector<Worker> state;
+  int64_t replies = 0, applies = 0, stages = 0;
+  int64_t version_before = 0;  // the model's version when the current event arrived
+};
+
+TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker pushed") {
+  auto bsp = Make("bsp", 3);
+  Actions a;
+  for (WorkerId w = 0; w < 3; ++w) bsp->PullRequested(w, &a);
+  CHECK(Count(a, Kind::kReplyModel) == 3);  // iteration 0 may start at once
+
+  a.clear();
+  bsp->PushArrived(0, {0, 0, 64, true}, &a);
+  bsp->PullRequested(0, &a);
+  CHECK(Count(a, Kind::kStage) == 1);
+  CHECK(a[0].value == 64);
+  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count(a, Kind::kHold) == 1);  // worker 0 waits for the others
+  a.clear();
+  bsp->PushArrived(2, {0, 0, 32, true}, &a);
+  bsp->PullRequested(2, &a);
+  CHECK(Count(a, Kind::kApply) == 0);
+  a.clear();
+  bsp->PushArrived(1, {0, 0, 32, true}, &a);
+  REQUIRE(Count(a, Kind::kApply) == 1);
+  auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kApply; });
+  CHECK(apply->value == doctest::Approx(1.0 / 128));  // Σ b_i g_i / Σ b_i
+  // The apply precedes the replies, and both waiting workers are released.
+  CHECK(apply < std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kReplyModel; }));
+  CHECK(RepliesTo(a, 0));
+  CHECK(RepliesTo(a, 2));
+  CHECK_FALSE(RepliesTo(a, 1));  // it has not asked yet
+  CHECK(bsp->version() == 1);
+  a.clear();
+  bsp->PullRequested(1, &a);
+  CHECK(RepliesTo(a, 1));
+}
+
+TEST_CASE("BSP: a gradient computed on an old version is dropped, as is a repeated clock") {
+  auto bsp = Make("bsp", 2);
+  Actions a;
+  bsp->PushArrived(0, {0, 0, 8, true}, &a);
+  bsp->PushArrived(1, {0, 0, 8, true}, &a);
+  REQUIRE(bsp->version() == 1);
+  a.clear();
+  bsp->PushArrived(0, {1, 0, 8, true}, &a);  // computed on version 0
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(a[0].reason.find("version 0") != std::string::npos);
+  CHECK(bsp->clock(0) == 1);  // not counted
+  a.clear();
+  bsp->PushArrived(0, {0, 1, 8, true}, &a);  // clock 0 again
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kDrop);
+  a.clear();
+  bsp->PushArrived(0, {1, 1, 8, true}, &a);
+  CHECK(Count(a, Kind::kStage) == 1);
+}
+
+TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them applies nothing") {
+  auto bsp = Make("bsp", 2);
+  Actions a;
+  bsp->PullRequested(0, &a);
+  bsp->PullRequested(1, &a);
+  a.clear();
+  bsp->PushArrived(0, {0, 0, 8, false}, &a);
+  bsp->PullRequested(0, &a);
+  CHECK(Count(a, Kind::kStage) == 0);
+  CHECK(Count(a, Kind::kHold) == 1);
+  a.clear();
+  bsp->PushArrived(1, {0, 0, 8, true}, &a);
+  CHECK(Count(a, Kind::kStage) == 1);
+  REQUIRE(Count(a, Kind::kApply) == 1);
+  // Only the usable push's samples are in the mean.
+  CHECK(std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kApply; })->value ==
+        doctest::Approx(1.0 / 8));
+  CHECK(RepliesTo(a, 0));
+
+  a.clear();
+  bsp->PullRequested(1, &a);
+  bsp->PushArrived(0, {1, 1, 8, false}, &a);
+  bsp->PushArrived(1, {1, 1, 8, false}, &a);
+  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(bsp->version() == 1);
+  CHECK(bsp->MinClock() == 2);  // the round still advanced
+}
+
+TEST_CASE("BSP invariant under random interleavings: gradients applied at v were computed on v") {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto bsp = Make("bsp", 1 + static_cast<int64_t>(seed % 5));
+    Cluster cluster(bsp.get(), seed);
+    for (int step = 0; step < 2000; ++step) {
+      const bool progressed = cluster.Step([&](const Action& a, WorkerId pusher, int64_t base) {
+        if (a.kind == Kind::kStage) CHECK(base == cluster.version_before);
+        if (a.kind == Kind::kReplyModel) {
+          // No worker starts iteration c until every worker finished c - 1.
+          CHECK(cluster.state[a.worker].clock <= bsp->MinClock());
+        }
+      }, /*unusable_fraction=*/0.1);
+      REQUIRE(progressed);  // BSP never deadlocks
+    }
+    // One apply per completed round (less rounds in which nothing was usable).
+    CHECK(cluster.applies <= bsp->MinClock());
+    CHECK(cluster.applies >= bsp->MinClock() * 8 / 10);
+  }
+}
+
+TEST_CASE("ASP: every pull answered at once, every push applied at once scaled by 1/N") {
+  auto asp = Make("asp", 4);
+  CHECK(asp->Name() == "asp");
+  Actions a;
+  asp->PullRequested(3, &a);
+  CHECK(RepliesTo(a, 3));
+  for (int64_t c = 0; c < 5; ++c) {
+    a.clear();
+    asp->PushArrived(0, {c, c, 16, true}, &a);
+    REQUIRE(a.size() == 2);
+    CHECK(a[0].kind == Kind::kStage);
+    CHECK(a[1].kind == Kind::kApply);
+    CHECK(a[1].value == doctest::Approx(0.25));
+    a.clear();
+    asp->PullRequested(0, &a);
+    CHECK(RepliesTo(a, 0));  // worker 0 runs ahead freely
+  }
+  CHECK(asp->clock(0) == 5);
+  CHECK(asp->MinClock() == 0);
+  CHECK(asp->version() == 5);
+}
+
+TEST_CASE("SSP: a worker more than s clocks ahead of the slowest waits, and is released") {
+  auto ssp = Make("ssp", 2, /*staleness=*/2);
+  CHECK(ssp->Name() == "ssp:2");
+  Actions a;
+  for (int64_t c = 0; c < 2; ++c) {
+    a.clear();
+    ssp->PushArrived(0, {c, c, 8, true}, &a);
+    ssp->PullRequested(0, &a);
+    CHECK(RepliesTo(a, 0));  // clock 1 and 2: within 2 of worker 1's 0
+  }
+  a.clear();
+  ssp->PushArrived(0, {2, 2, 8, true}, &a);
+  ssp->PullRequested(0, &a);
+  CHECK(Count(a, Kind::kHold) == 1);  // clock 3 would be 3 ahead
+  a.clear();
+  ssp->PushArrived(1, {0, 0, 8, true}, &a);
+  CHECK(RepliesTo(a, 0));  // the slowest moved: 3 - 1 <= 2
+  CHECK(Count(a, Kind::kApply) == 1);
+}
+
+TEST_CASE("SSP invariant under random interleavings: nobody starts more than s clocks ahead") {
+  for (int64_t s : {0, 1, 3, 7}) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      const int64_t n = 2 + static_cast<int64_t>(seed % 4);
+      auto ssp = Make("ssp", n, s);
+      Cluster cluster(ssp.get(), seed * 31 + s);
+      int64_t max_lead = 0;
+      for (int step = 0; step < 3000; ++step) {
+        REQUIRE(cluster.Step([&](const Action& a, WorkerId, int64_t) {
+          if (a.kind == Kind::kReplyModel) {
+            const int64_t lead = cluster.state[a.worker].clock - ssp->MinClock();
+            CHECK(lead <= s);
+            max_lead = std::max(max_lead, lead);
+          }
+          if (a.kind == Kind::kApply) CHECK(a.value == doctest::Approx(1.0 / n));
+        }));
+      }
+      // Every step applies on arrival.
+      CHECK(cluster.applies == cluster.stages);
+      CHECK(max_lead <= s);
+      if (s > 0) CHECK(max_lead > 0);  // the bound is used, not just respected
+    }
+  }
+}
+
+TEST_CASE("MakePolicy refuses unknown names and impossible settings") {
+  CHECK_FALSE(MakePolicy({"wbsp2", 4, 0}).ok());
+  CHECK_FALSE(MakePolicy({"bsp", 0, 0}).ok());
+  CHECK_FALSE(MakePolicy({"ssp", 4, -1}).ok());
+  Result<std::unique_ptr<Policy>> p = MakePolicy({"nope", 4, 0});
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().message().find("bsp") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace dmlps::sync
