@@ -47,7 +47,8 @@ int main(int argc, char** argv) {
   dmlps::cli::AddCommonOptions(options);
 
   int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(options, argc, argv, &exit_code);
+  std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(
+      options, {"Cluster", "Training", "Stopping and evaluation", "Common"}, argc, argv, &exit_code);
   if (!parsed) return exit_code;
   dmlps::cli::FlagReader flags(*parsed);
   ServerConfig config;
@@ -69,7 +70,7 @@ int main(int argc, char** argv) {
   if (flags.Has("staleness") && config.policy.name != "ssp") {
     flags.AddProblem("--staleness applies only to --policy ssp");
   }
-  if (flags.problems().empty()) flags.AddProblems(dmlps::server::ValidateConfig(config));
+  flags.AddProblems(dmlps::server::ValidateConfig(config));
   if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-server", flags.problems());
 
   dmlps::cli::SetupLogging("dmlps-server", *parsed);

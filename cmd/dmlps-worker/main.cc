@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   dmlps::cli::AddCommonOptions(options);
 
   int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(options, argc, argv, &exit_code);
+  std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(
+      options, {"Cluster", "Training", "Straggler emulation", "Common"}, argc, argv, &exit_code);
   if (!parsed) return exit_code;
   dmlps::cli::FlagReader flags(*parsed);
   WorkerConfig config;
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
   config.slowdown = flags.Real("slowdown", 1, 1e6);
   config.delay_prob = flags.Real("delay-prob", 0, 1);
   config.delay_ms = flags.Int("delay-ms", 0, 86400000);
-  if (flags.problems().empty()) flags.AddProblems(dmlps::worker::ValidateConfig(config));
+  flags.AddProblems(dmlps::worker::ValidateConfig(config));
   if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-worker", flags.problems());
 
   dmlps::cli::SetupLogging("dmlps-worker", *parsed);

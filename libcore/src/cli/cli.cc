@@ -29,7 +29,7 @@ void AddCommonOptions(cxxopts::Options& options) {
       ("version", "Print the version and exit")
       ("v,verbose", "Log more (repeat for more still)")
       ("q,quiet", "Log only warnings and errors")
-      ("log-level", "Log level: trace, debug, info, warn, error, off",
+      ("log-level", "Log level: trace, debug, info, warn, error, critical, off",
        cxxopts::value<std::string>(), "LEVEL");
 }
 
@@ -68,15 +68,23 @@ double FlagReader::Real(const std::string& name, double min, double max) {
 }
 
 void FlagReader::AddProblems(const std::vector<std::string>& problems) {
-  for (const std::string& p : problems) AddProblem(p);
+  for (const std::string& p : problems) {
+    // One complaint per flag: a value already refused is not judged again.
+    const std::string flag = p.substr(0, p.find_first_of(": "));
+    const bool known = std::any_of(problems_.begin(), problems_.end(), [&](const std::string& q) {
+      return q.substr(0, q.find_first_of(": ")) == flag;
+    });
+    if (!known) AddProblem(p);
+  }
 }
 
-std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options, int argc, char** argv,
-                                              int* exit_code) {
+std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
+                                              const std::vector<std::string>& help_groups,
+                                              int argc, char** argv, int* exit_code) {
   try {
     cxxopts::ParseResult result = options.parse(argc, argv);
     if (result.count("help")) {
-      std::cout << options.help() << std::flush;
+      std::cout << options.help(help_groups) << std::flush;
       *exit_code = 0;
       return std::nullopt;
     }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cxxopts.hpp>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,7 @@ class FlagReader {
   bool Has(const std::string& name) const { return result_.count(name) > 0; }
 
   void AddProblem(std::string problem) { problems_.push_back(std::move(problem)); }
+  // Adds problems found later, skipping those about a flag already refused.
   void AddProblems(const std::vector<std::string>& problems);
   const std::vector<std::string>& problems() const { return problems_; }
 
@@ -43,11 +45,13 @@ class FlagReader {
   std::vector<std::string> problems_;
 };
 
-// Parses argv. On --help or --version prints to stdout and sets *exit_code to 0;
-// on a bad command line prints one line per problem and sets it to 64.
-// Returns the parse result only when the program should go on.
-std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options, int argc, char** argv,
-                                              int* exit_code);
+// Parses argv. On --help (groups in the order of `help_groups`) or --version
+// prints to stdout and sets *exit_code to 0; on a bad command line prints one
+// line per problem and sets it to 64. Returns the parse result only when the
+// program should go on.
+std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
+                                              const std::vector<std::string>& help_groups,
+                                              int argc, char** argv, int* exit_code);
 
 // Installs a stderr logger named after the program (spdlog's default writes
 // to stdout, which is for data), then applies SPDLOG_LEVEL and the flags.

@@ -1,0 +1,40 @@
+# Fish completion for dmlps-worker(1).
+
+# The values --data takes: a spelling, then a path after "libsvm:" or a
+# directory after "idx:" and "fashion-mnist:".
+function __dmlps_data
+    set -l token (string replace -r -- '^--data=' '' (commandline -ct))
+    switch "$token"
+        case 'libsvm:*'
+            __fish_complete_path (string replace -- 'libsvm:' '' $token) | string replace -r -- '^' 'libsvm:'
+        case 'idx:*' 'fashion-mnist:*'
+            set -l prefix (string match -r -- '^[^:]*:' $token)
+            __fish_complete_directories (string replace -r -- '^[^:]*:' '' $token) | string replace -r -- '^' $prefix
+        case '*'
+            printf '%s\t%s\n' fashion-mnist 'Fashion-MNIST from /usr/share/datasets/fashion-mnist'
+            printf '%s\t%s\n' fashion-mnist: 'Fashion-MNIST IDX files in a directory'
+            printf '%s\t%s\n' idx: 'IDX files in a directory'
+            printf '%s\t%s\n' libsvm: 'LIBSVM text file, test set in FILE.t'
+    end
+end
+
+set -l c dmlps-worker
+complete -c $c -f
+
+complete -c $c -l server -x -d 'Address of the server' -a 'tcp://127.0.0.1:5555'
+complete -c $c -l rank -x -d 'Ask for this rank'
+complete -c $c -l connect-timeout -x -d 'Give up when no server answers within SECONDS'
+complete -c $c -l server-timeout -x -d 'Give up when the server is silent for SECONDS'
+
+complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
+complete -c $c -l threads -x -d 'Threads for the linear algebra'
+
+complete -c $c -l slowdown -x -d 'After a step whose compute took t, sleep (K-1)*t'
+complete -c $c -l delay-prob -x -d 'Probability per step of a transient delay'
+complete -c $c -l delay-ms -x -d 'Length of a transient delay in milliseconds'
+
+complete -c $c -s h -l help -d 'Print the options and exit'
+complete -c $c -l version -d 'Print the version and exit'
+complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
+complete -c $c -s q -l quiet -d 'Log only warnings and errors'
+complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'

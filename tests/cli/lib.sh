@@ -1,0 +1,111 @@
+# Shared helpers for the CLI scenarios: real processes on loopback, free ports
+# chosen by the server itself, every wait bounded, every child killed on exit.
+set -euo pipefail
+
+BIN=${DMLPS_BIN:?DMLPS_BIN must name the folder holding dmlps-server}
+TEST_BIN=${DMLPS_TEST_BIN:-$BIN/../tests}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-cli.XXXXXX")
+CHILDREN=()
+
+cleanup() {
+  local rc=$?
+  for pid in "${CHILDREN[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$rc" -ne 0 ]; then
+    for f in "$WORK"/*.log; do
+      [ -f "$f" ] || continue
+      echo "--- $(basename "$f") (last 15 lines)" >&2
+      tail -n 15 "$f" >&2
+    done
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# start_server ARGS...: starts dmlps-server on a free loopback port; sets
+# SERVER_PID and ENDPOINT. stdout goes to $WORK/server.tsv, stderr to server.log.
+start_server() {
+  rm -f "$WORK/endpoint"
+  "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --endpoint-file "$WORK/endpoint" "$@" \
+    >"$WORK/server.tsv" 2>"$WORK/server.log" &
+  SERVER_PID=$!
+  CHILDREN+=("$SERVER_PID")
+  for _ in $(seq 300); do
+    [ -s "$WORK/endpoint" ] && break
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "dmlps-server exited before listening"
+    sleep 0.1
+  done
+  [ -s "$WORK/endpoint" ] || fail "dmlps-server did not listen within 30 s"
+  ENDPOINT=$(cat "$WORK/endpoint")
+}
+
+# start_worker NAME ARGS...: starts dmlps-worker against $ENDPOINT; its pid is
+# stored in WORKER_PID and its stderr in $WORK/NAME.log.
+start_worker() {
+  local name=$1
+  shift
+  "$BIN/dmlps-worker" --server "$ENDPOINT" "$@" 2>"$WORK/$name.log" &
+  WORKER_PID=$!
+  CHILDREN+=("$WORKER_PID")
+}
+
+# wait_for PID SECONDS: waits for a child and sets RC to its exit status;
+# fails the test when it is still running after SECONDS. (Not in $(...): a
+# subshell cannot wait for its parent's children.)
+wait_for() {
+  local pid=$1 limit=$2
+  for _ in $(seq $((limit * 10))); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    fail "process $pid still running after $limit s"
+  fi
+  RC=0
+  wait "$pid" || RC=$?
+}
+
+# expect_exit WANT GOT WHAT
+expect_exit() {
+  [ "$2" -eq "$1" ] || fail "$3: exit status $2, expected $1"
+}
+
+# last_accuracy: the accuracy column of the server's last TSV line.
+last_accuracy() {
+  tail -n 1 "$WORK/server.tsv" | cut -f 3
+}
+
+# train_to_target WORKERS TARGET SERVER-ARGS...: runs a whole cluster to the
+# target and checks that the server reports it reached, within 300 s.
+train_to_target() {
+  local workers=$1 target=$2
+  shift 2
+  start_server --workers "$workers" --target-accuracy "$target" "$@"
+  local pids=()
+  for ((r = 0; r < workers; r++)); do
+    start_worker "worker-$r"
+    pids+=("$WORKER_PID")
+  done
+  local rc
+  wait_for "$SERVER_PID" 300
+  rc=$RC
+  expect_exit 0 "$rc" "dmlps-server"
+  for ((r = 0; r < workers; r++)); do
+    wait_for "${pids[$r]}" 30
+    rc=$RC
+    expect_exit 0 "$rc" "dmlps-worker $r"
+  done
+  head -n 1 "$WORK/server.tsv" | grep -q $'^seconds\titeration\taccuracy\tloss$' ||
+    fail "the TSV header is missing"
+  local acc
+  acc=$(last_accuracy)
+  awk -v a="$acc" -v t="$target" 'BEGIN { exit !(a >= t) }' ||
+    fail "final accuracy $acc is below $target"
+  grep -q "reached accuracy" "$WORK/server.log" || fail "the server did not report the target"
+  echo "reached accuracy $acc: $(tail -n 1 "$WORK/server.tsv")"
+}
