@@ -129,10 +129,22 @@ for ((rep = 1; rep <= repeat; rep++)); do
   done
 done
 
+# One row per run; with --repeat, a "median" row per policy follows its runs
+# (the median over the runs that reached the target).
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf 'policy\trun\tseconds_to_target\titerations\taccuracy\tresult\n'
 for policy in "${policy_list[@]}"; do
+  reached=0 secs="" iters=""
   for ((rep = 1; rep <= repeat; rep++)); do
     read -r seconds iterations accuracy status <<<"${results["$policy/$rep"]}"
     printf '%s\t%d\t%s\t%s\t%s\t%s\n' "$policy" "$rep" "$seconds" "$iterations" "$accuracy" "$status"
+    if [ "$status" = reached ]; then
+      reached=$((reached + 1)) secs+="$seconds"$'\n' iters+="$iterations"$'\n'
+    fi
   done
+  if [ "$repeat" -gt 1 ]; then
+    printf '%s\tmedian\t%s\t%s\t-\treached %d/%d\n' "$policy" \
+      "$(printf '%s' "$secs" | grep . | median)" "$(printf '%s' "$iters" | grep . | median)" \
+      "$reached" "$repeat"
+  fi
 done

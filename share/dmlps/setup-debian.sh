@@ -1,0 +1,20 @@
+#!/bin/sh
+# Installs what building, testing and running dmlps needs on Debian (12 or
+# later): the compiler and CMake, the libraries, scdoc for the man pages and
+# the Fashion-MNIST data set. Uses sudo unless already root; does nothing
+# when everything is present.
+set -eu
+packages="g++ make cmake cppzmq-dev libeigen3-dev libcxxopts-dev libspdlog-dev
+libmsgpack-cxx-dev doctest-dev zlib1g-dev scdoc dataset-fashion-mnist"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "setup-debian.sh: installing$missing" >&2
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing >&2
