@@ -81,14 +81,16 @@ last_accuracy() {
 }
 
 # train_to_target WORKERS TARGET SERVER-ARGS...: runs a whole cluster to the
-# target and checks that the server reports it reached, within 300 s.
+# target and checks that the server reports it reached, within 300 s. Workers
+# get the flags in the WORKER_ARGS array.
+WORKER_ARGS=()
 train_to_target() {
   local workers=$1 target=$2
   shift 2
   start_server --workers "$workers" --target-accuracy "$target" "$@"
   local pids=()
   for ((r = 0; r < workers; r++)); do
-    start_worker "worker-$r"
+    start_worker "worker-$r" "${WORKER_ARGS[@]}"
     pids+=("$WORKER_PID")
   done
   local rc

@@ -199,7 +199,10 @@ TEST_CASE("ParseModelSpec rejects malformed spellings and sizes") {
     Result<ModelSpec> spec = ParseModelSpec(text, 784, 10);
     REQUIRE(!spec.ok());
     CHECK(spec.status().code() == StatusCode::kInvalidArgument);
-    CHECK(spec.status().message().find("\"" + std::string(text) + "\"") != std::string::npos);
+    std::string quoted = "\"";  // built by appends: GCC 12 misreads `"\"" + string` (-Wrestrict)
+    quoted += text;
+    quoted += '"';
+    CHECK(spec.status().message().find(quoted) != std::string::npos);
   }
   Result<ModelSpec> no_input = ParseModelSpec("softmax", 0, 10);
   REQUIRE(!no_input.ok());

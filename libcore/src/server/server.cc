@@ -167,6 +167,8 @@ bool ParameterServer::Finished() const {
 }
 
 Result<RunReport> ParameterServer::Run() {
+  // Evaluation gets one core at most: the cores belong to training.
+  Eigen::setNbThreads(1);
   DMLPS_RETURN_IF_ERROR(Setup());
   last_heartbeat_ = Clock::now();
   net::Frames frames;
