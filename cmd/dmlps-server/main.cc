@@ -19,10 +19,27 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value(""), "FILE")
       ("workers", "Number of workers; training starts when all have joined",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.workers)), "N")
-      ("policy", "Synchronization policy: bsp, asp, ssp",
-       cxxopts::value<std::string>()->default_value(defaults.policy.name), "NAME")
-      ("staleness", "SSP: clocks a worker may run ahead of the slowest",
-       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.staleness)), "S");
+      ("policy", "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
+       "token", cxxopts::value<std::string>()->default_value(defaults.policy.name), "NAME");
+  options.add_options("Policy")
+      ("staleness", "ssp: clocks a worker may run ahead of the slowest",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.staleness)), "S")
+      ("backup", "backup: pushes per iteration not waited for",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.backup)), "B")
+      ("chunk", "abps: samples per chunk; workers look for SyncNow between chunks",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.chunk)), "N")
+      ("rebalance-every", "lbbsp: iterations between batch-size changes",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.rebalance_every)), "N")
+      ("lb-mode", "lbbsp: cpu (batch proportional to predicted speed) or gpu (numerical)",
+       cxxopts::value<std::string>()->default_value(defaults.policy.lb_mode), "MODE")
+      ("predictor", "lbbsp cpu: speed predictor, last or ema",
+       cxxopts::value<std::string>()->default_value(defaults.policy.predictor), "NAME")
+      ("ema-alpha", "lbbsp with --predictor ema: weight of the newest speed",
+       cxxopts::value<std::string>()->default_value("0.5"), "A")
+      ("lb-step", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))",
+       cxxopts::value<std::string>()->default_value("0"), "N")
+      ("token-size", "token: samples per token",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.token_size)), "N");
   options.add_options("Training")
       ("model", "Model: softmax or mlp:H1[,H2...]",
        cxxopts::value<std::string>()->default_value(defaults.model), "SPEC")
@@ -48,7 +65,7 @@ int main(int argc, char** argv) {
 
   int exit_code = 0;
   std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(
-      options, {"Cluster", "Training", "Stopping and evaluation", "Common"}, argc, argv, &exit_code);
+      options, {"Cluster", "Policy", "Training", "Stopping and evaluation", "Common"}, argc, argv, &exit_code);
   if (!parsed) return exit_code;
   dmlps::cli::FlagReader flags(*parsed);
   ServerConfig config;
@@ -67,8 +84,23 @@ int main(int argc, char** argv) {
   config.max_iterations = flags.Int("max-iterations", 0);
   config.max_seconds = flags.Real("max-seconds", 0);
   config.eval_every = flags.Int("eval-every", 1);
-  if (flags.Has("staleness") && config.policy.name != "ssp") {
-    flags.AddProblem("--staleness applies only to --policy ssp");
+  config.policy.backup = flags.Int("backup", 0, 100000);
+  config.policy.chunk = flags.Int("chunk", 1, 1 << 24);
+  config.policy.rebalance_every = flags.Int("rebalance-every", 1, 1 << 30);
+  config.policy.lb_mode = flags.String("lb-mode");
+  config.policy.predictor = flags.String("predictor");
+  config.policy.ema_alpha = flags.Real("ema-alpha", 1e-9, 1);
+  config.policy.lb_step = flags.Int("lb-step", 0, 1 << 24);
+  config.policy.token_size = flags.Int("token-size", 1, 1 << 24);
+  // A policy flag given for another policy is a mistake worth saying.
+  const std::pair<const char*, const char*> policy_flags[] = {
+      {"staleness", "ssp"},       {"backup", "backup"},   {"chunk", "abps"},
+      {"rebalance-every", "lbbsp"}, {"lb-mode", "lbbsp"}, {"predictor", "lbbsp"},
+      {"ema-alpha", "lbbsp"},     {"lb-step", "lbbsp"},   {"token-size", "token"}};
+  for (const auto& [flag, policy] : policy_flags) {
+    if (flags.Has(flag) && config.policy.name != policy) {
+      flags.AddProblem(std::string("--") + flag + " applies only to --policy " + policy);
+    }
   }
   flags.AddProblems(dmlps::server::ValidateConfig(config));
   if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-server", flags.problems());

@@ -22,14 +22,22 @@ int main(int argc, char** argv) {
       ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
        cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
       ("threads", "Threads for the model's linear algebra",
-       cxxopts::value<std::string>()->default_value("1"), "N");
+       cxxopts::value<std::string>()->default_value("1"), "N")
+      ("max-batch", "The most samples this worker can take in one step (lbbsp respects it; 0: no cap)",
+       cxxopts::value<std::string>()->default_value("0"), "N");
   options.add_options("Straggler emulation")
       ("slowdown", "After a step whose compute took t, sleep (K-1)*t",
        cxxopts::value<std::string>()->default_value("1"), "K")
-      ("delay-prob", "With probability P per step, sleep a further --delay-ms",
+      ("slowdown-schedule", "Slowdown by iteration, e.g. 0:1,150:4 (4x from iteration 150 on)",
+       cxxopts::value<std::string>(), "I:K,...")
+      ("delay-ms", "Sleep D milliseconds after every step (with --delay-prob: sometimes)",
+       cxxopts::value<std::string>()->default_value("0"), "D")
+      ("delay-prob", "Sleep --delay-ms after a step only with probability P",
        cxxopts::value<std::string>()->default_value("0"), "P")
-      ("delay-ms", "Length of a transient delay in milliseconds",
-       cxxopts::value<std::string>()->default_value("0"), "D");
+      ("round-robin-ms", "In iteration t, the worker of rank t mod N sleeps D milliseconds",
+       cxxopts::value<std::string>()->default_value("0"), "D")
+      ("bandwidth-mbps", "Cap what this worker sends at M megabits per second (0: no cap)",
+       cxxopts::value<std::string>()->default_value("0"), "M");
   dmlps::cli::AddCommonOptions(options);
 
   int exit_code = 0;
@@ -46,9 +54,21 @@ int main(int argc, char** argv) {
       static_cast<int64_t>(flags.Real("server-timeout", 0.001, 1e6) * 1000));
   config.data = flags.String("data");
   config.threads = flags.Int("threads", 1, 1024);
-  config.slowdown = flags.Real("slowdown", 1, 1e6);
-  config.delay_prob = flags.Real("delay-prob", 0, 1);
-  config.delay_ms = flags.Int("delay-ms", 0, 86400000);
+  config.max_batch = flags.Int("max-batch", 0, 1 << 24);
+  dmlps::worker::StragglerSpec& straggler = config.straggler;
+  straggler.slowdown = flags.Real("slowdown", 1, 1e6);
+  if (flags.Has("slowdown-schedule")) {
+    auto schedule = dmlps::worker::ParseSlowdownSchedule(flags.String("slowdown-schedule"));
+    if (schedule.ok()) {
+      straggler.schedule = *schedule;
+    } else {
+      flags.AddProblem("--slowdown-schedule: " + schedule.status().message());
+    }
+  }
+  straggler.delay = std::chrono::milliseconds(flags.Int("delay-ms", 0, 86400000));
+  straggler.delay_prob = flags.Real("delay-prob", 0, 1);
+  straggler.round_robin = std::chrono::milliseconds(flags.Int("round-robin-ms", 0, 86400000));
+  straggler.bandwidth_mbps = flags.Real("bandwidth-mbps", 0, 1e9);
   flags.AddProblems(dmlps::worker::ValidateConfig(config));
   if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-worker", flags.problems());
 

@@ -24,6 +24,16 @@ run 64 dmlps-worker --slowdown 0.5
 run 64 dmlps-worker --delay-prob 0.5
 grep -q "delay-prob needs --delay-ms" "$WORK/err" || fail "no hint for --delay-ms"
 run 64 dmlps-worker --rank -2
+run 64 dmlps-worker --slowdown-schedule 0:1,150
+grep -q "slowdown-schedule: entry 2" "$WORK/err" || fail "the bad schedule entry is not named"
+run 64 dmlps-worker --bandwidth-mbps -3
+run 64 dmlps-server --policy backup --backup 4 --workers 4
+grep -q "backup" "$WORK/err" || fail "no reason for the backup count"
+run 64 dmlps-server --policy bsp --chunk 8
+grep -q -- "--chunk applies only to --policy abps" "$WORK/err" || fail "--chunk without abps accepted"
+run 64 dmlps-server --policy abps --chunk 128 --batch 64
+run 64 dmlps-server --policy lbbsp --lb-mode tpu
+run 64 dmlps-server --policy lbbsp --predictor crystal-ball
 run 0 dmlps-server --help
 grep -q -- "--target-accuracy" "$WORK/out" || fail "--help does not go to stdout"
 [ ! -s "$WORK/err" ] || fail "--help wrote to stderr"

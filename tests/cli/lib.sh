@@ -82,15 +82,21 @@ last_accuracy() {
 
 # train_to_target WORKERS TARGET SERVER-ARGS...: runs a whole cluster to the
 # target and checks that the server reports it reached, within 300 s. Workers
-# get the flags in the WORKER_ARGS array.
+# get the flags in the WORKER_ARGS array, the last one also those in
+# SLOW_WORKER_ARGS (to make it a straggler).
 WORKER_ARGS=()
+SLOW_WORKER_ARGS=()
 train_to_target() {
   local workers=$1 target=$2
   shift 2
   start_server --workers "$workers" --target-accuracy "$target" "$@"
   local pids=()
   for ((r = 0; r < workers; r++)); do
-    start_worker "worker-$r" "${WORKER_ARGS[@]}"
+    if [ "$r" -eq $((workers - 1)) ]; then
+      start_worker "worker-$r" "${WORKER_ARGS[@]}" "${SLOW_WORKER_ARGS[@]}"
+    else
+      start_worker "worker-$r" "${WORKER_ARGS[@]}"
+    fi
     pids+=("$WORKER_PID")
   done
   local rc

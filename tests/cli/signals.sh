@@ -7,8 +7,8 @@ start_worker w0 --slowdown 2
 w0=$WORKER_PID
 start_worker w1
 w1=$WORKER_PID
-for _ in $(seq 300); do grep -q "training starts" "$WORK/server.log" && break; sleep 0.1; done
-grep -q "training starts" "$WORK/server.log" || fail "training did not start"
+for _ in $(seq 300); do grep -q "workers ready; training starts" "$WORK/server.log" && break; sleep 0.1; done
+grep -q "workers ready; training starts" "$WORK/server.log" || fail "training did not start"
 sleep 1
 kill -TERM "$SERVER_PID"
 wait_for "$SERVER_PID" 30

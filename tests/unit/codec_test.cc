@@ -85,6 +85,18 @@ TEST_CASE("every message type survives a round trip") {
   got = Decode(Encoded(Heartbeat{99}));
   REQUIRE(got.ok());
   CHECK(std::get<Heartbeat>(*got).time_us == 99);
+  got = Decode(Encoded(Continue{true, 17, 96}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Continue>(*got).download);
+  CHECK(std::get<Continue>(*got).token == 17);
+  CHECK(std::get<Continue>(*got).batch == 96);
+  got = Decode(Encoded(SyncNow{12}));
+  REQUIRE(got.ok());
+  CHECK(std::get<SyncNow>(*got).round == 12);
+  got = Decode(Encoded(Model{5, 10, 48, 3}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Model>(*got).batch == 48);
+  CHECK(std::get<Model>(*got).token == 3);
   got = Decode(Encoded(Error{"nope", true}));
   REQUIRE(got.ok());
   CHECK(std::get<Error>(*got).fatal);
@@ -116,7 +128,8 @@ TEST_CASE("malformed headers are refused with a protocol error, never a crash") 
   REQUIRE_FALSE(other.ok());
   CHECK(other.status().message().find("version 2") != std::string::npos);
   CHECK_FALSE(Decode(header(kProtocolVersion, 0)).ok());
-  CHECK_FALSE(Decode(header(kProtocolVersion, 9)).ok());
+  CHECK(Decode(header(kProtocolVersion, 10)).ok());  // SyncNow, the last type
+  CHECK_FALSE(Decode(header(kProtocolVersion, 11)).ok());
   CHECK_FALSE(Decode(header(kProtocolVersion, 200)).ok());
 
   // Shapes that are not [version, type, map].

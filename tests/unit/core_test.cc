@@ -1,4 +1,4 @@
-// Status, optimizers and straggler emulation.
+// Status, optimizers and config validation.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,8 +10,6 @@
 
 namespace dmlps {
 namespace {
-
-using std::chrono::microseconds;
 
 TEST_CASE("statuses map to sysexits codes and carry context") {
   CHECK(ExitCodeFor(Status::Ok()) == 0);
@@ -70,26 +68,6 @@ TEST_CASE("SGD and momentum take exactly the steps their formulas give") {
   CHECK_FALSE(optim::MakeOptimizer(std::nan(""), 0, 2).ok());
 }
 
-TEST_CASE("straggler emulation: slowdown K sleeps (K-1)t; delays come with probability p") {
-  worker::StragglerEmulator none(1, 0, microseconds(0), 1);
-  CHECK(none.ExtraDelay(microseconds(1000)).count() == 0);
-  worker::StragglerEmulator slow(4, 0, microseconds(0), 1);
-  CHECK(slow.ExtraDelay(microseconds(1000)).count() == 3000);
-  CHECK(slow.ExtraDelay(microseconds(250)).count() == 750);
-  worker::StragglerEmulator always(1, 1, microseconds(20000), 1);
-  CHECK(always.ExtraDelay(microseconds(5)).count() == 20000);
-  worker::StragglerEmulator sometimes(2, 0.3, microseconds(10000), 7);
-  int64_t delayed = 0;
-  const int64_t trials = 20000;
-  for (int64_t i = 0; i < trials; ++i) {
-    const int64_t d = sometimes.ExtraDelay(microseconds(100)).count();
-    CHECK((d == 100 || d == 10100));
-    delayed += d == 10100;
-  }
-  // 0.3 · 20000 = 6000, standard deviation about 65: allow five of them.
-  CHECK(std::abs(delayed - 6000) < 325);
-}
-
 TEST_CASE("configs are validated with every problem reported") {
   server::ServerConfig server;
   CHECK(server::ValidateConfig(server).empty());
@@ -104,10 +82,11 @@ TEST_CASE("configs are validated with every problem reported") {
 
   worker::WorkerConfig worker;
   CHECK(worker::ValidateConfig(worker).empty());
-  worker.slowdown = 0.5;
-  worker.delay_prob = 0.5;  // without --delay-ms
+  worker.straggler.slowdown = 0.5;
+  worker.straggler.delay_prob = 0.5;  // without --delay-ms
   worker.threads = 0;
-  CHECK(worker::ValidateConfig(worker).size() == 3);
+  worker.max_batch = -1;
+  CHECK(worker::ValidateConfig(worker).size() == 4);
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ bool RepliesTo(const Actions& actions, WorkerId w) {
 }
 
 std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t staleness = 3) {
-  Result<std::unique_ptr<Policy>> p = MakePolicy({name, n, staleness});
+  Result<std::unique_ptr<Policy>> p = MakePolicy({.name = name, .num_workers = n, .staleness = staleness});
   REQUIRE(p.ok());
   Actions ignored;
   for (WorkerId w = 0; w < n; ++w) (*p)->WorkerJoined(w, &ignored);
@@ -267,10 +267,10 @@ TEST_CASE("SSP invariant under random interleavings: nobody starts more than s c
 }
 
 TEST_CASE("MakePolicy refuses unknown names and impossible settings") {
-  CHECK_FALSE(MakePolicy({"wbsp2", 4, 0}).ok());
-  CHECK_FALSE(MakePolicy({"bsp", 0, 0}).ok());
-  CHECK_FALSE(MakePolicy({"ssp", 4, -1}).ok());
-  Result<std::unique_ptr<Policy>> p = MakePolicy({"nope", 4, 0});
+  CHECK_FALSE(MakePolicy({.name = "wbsp2", .num_workers = 4}).ok());
+  CHECK_FALSE(MakePolicy({.name = "bsp", .num_workers = 0}).ok());
+  CHECK_FALSE(MakePolicy({.name = "ssp", .num_workers = 4, .staleness = -1}).ok());
+  Result<std::unique_ptr<Policy>> p = MakePolicy({.name = "nope", .num_workers = 4});
   REQUIRE_FALSE(p.ok());
   CHECK(p.status().message().find("bsp") != std::string::npos);
 }

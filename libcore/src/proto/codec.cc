@@ -8,6 +8,8 @@
 namespace dmlps::proto {
 namespace {
 
+static_assert(std::variant_size_v<Body> == static_cast<size_t>(MsgType::kSyncNow),
+              "Body lists one alternative per message type, in MsgType order");
 static_assert(std::endian::native == std::endian::little,
               "payload frames are little-endian float32 viewed in place");
 
@@ -34,6 +36,8 @@ Result<Body> ConvertByType(MsgType type, const msgpack::object& obj) {
     case MsgType::kStop: return ConvertBody<Stop>(obj);
     case MsgType::kHeartbeat: return ConvertBody<Heartbeat>(obj);
     case MsgType::kError: return ConvertBody<Error>(obj);
+    case MsgType::kContinue: return ConvertBody<Continue>(obj);
+    case MsgType::kSyncNow: return ConvertBody<SyncNow>(obj);
   }
   return Status::Protocol("unknown message type " + std::to_string(static_cast<int>(type)));
 }
@@ -54,6 +58,8 @@ std::string_view MsgTypeName(MsgType type) {
     case MsgType::kStop: return "Stop";
     case MsgType::kHeartbeat: return "Heartbeat";
     case MsgType::kError: return "Error";
+    case MsgType::kContinue: return "Continue";
+    case MsgType::kSyncNow: return "SyncNow";
   }
   return "unknown";
 }
@@ -102,7 +108,7 @@ Result<Body> DecodeHeader(const void* data, size_t size) {
     }
     uint64_t type = items[1].via.u64;
     if (type < static_cast<uint64_t>(MsgType::kHello) ||
-        type > static_cast<uint64_t>(MsgType::kError)) {
+        type > static_cast<uint64_t>(MsgType::kSyncNow)) {
       return Status::Protocol("unknown message type " + std::to_string(type));
     }
     if (items[2].type != msgpack::type::MAP) {

@@ -1,9 +1,5 @@
 #include "server/evaluator.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 namespace dmlps::server {
 
 Evaluator::Evaluator(model::ModelSpec spec, data::Dataset test_set)
@@ -19,12 +15,14 @@ Evaluator::~Evaluator() {
   thread_.join();
 }
 
-void Evaluator::Submit(Snapshot snapshot) {
+bool Evaluator::Submit(Snapshot snapshot, bool must) {
   {
     std::lock_guard lock(mutex_);
+    if (!must && static_cast<int64_t>(queue_.size()) >= kMaxQueued) return false;
     queue_.push_back(std::move(snapshot));
   }
   wake_.notify_one();
+  return true;
 }
 
 std::vector<Evaluation> Evaluator::TakeResults() {
@@ -45,8 +43,6 @@ void Evaluator::DropPending() {
 }
 
 void Evaluator::Loop() {
-  // Evaluation yields the CPU to training: it runs at a lower priority.
-  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   std::unique_lock lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -1,6 +1,9 @@
-// Evaluates model snapshots on the test set on a thread of its own, at a
-// lower priority, so that evaluation neither stalls training nor is counted
-// in its time: each result carries the time its snapshot was taken.
+// Evaluates model snapshots on the test set on a thread of its own, so that
+// evaluation neither stalls training nor is counted in its time: each result
+// carries the time its snapshot was taken. (An earlier lower priority starved
+// evaluation whenever workers never idle, as under wbsp-overlap on a small
+// machine, and runs went on long after the target; a bounded queue keeps the
+// lag bounded instead.)
 #ifndef DMLPS_SERVER_EVALUATOR_H_
 #define DMLPS_SERVER_EVALUATOR_H_
 
@@ -35,8 +38,12 @@ class Evaluator {
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
-  // Queues a snapshot; evaluated in order.
-  void Submit(Snapshot snapshot);
+  // Snapshots waiting beyond the one under evaluation, at most.
+  static constexpr int64_t kMaxQueued = 2;
+
+  // Queues a snapshot, evaluated in order. When evaluation has fallen
+  // kMaxQueued behind, a snapshot that is not a `must` is skipped: returns false.
+  bool Submit(Snapshot snapshot, bool must);
   // Results finished since the last call, oldest first.
   std::vector<Evaluation> TakeResults();
   // Blocks until every queued snapshot has a result.

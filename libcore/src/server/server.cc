@@ -45,8 +45,11 @@ struct Member {
   zmq::message_t identity;
   std::string host;
   int64_t pid = 0;
+  sync::WorkerInfo info;
   bool pull_pending = false;  // a pull arrived and has no reply yet
   Clock::time_point pull_since;
+  int64_t next_batch = 0;   // batch size to send with the next reply; 0: unchanged
+  int64_t next_token = -1;  // token to send with the next reply; -1: none
   // Totals the worker reported, for the closing summary.
   int64_t steps = 0;
   int64_t samples = 0;
@@ -74,7 +77,8 @@ class ParameterServer {
   void ReplyModel(int64_t rank);
   void AfterPush();
   std::shared_ptr<const std::vector<float>> CurrentSnapshot();
-  void SubmitSnapshot();
+  // Queues the current model for evaluation; `must` ones are never skipped.
+  void SubmitSnapshot(bool must);
   void CollectEvaluations();
   void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
               bool fatal);
@@ -106,12 +110,12 @@ class ParameterServer {
   Clock::time_point start_;
   Clock::time_point last_heartbeat_;
 
-  int64_t accepted_pushes_ = 0;
   int64_t iterations_ = 0;
   int64_t next_eval_ = 0;
   int64_t dropped_pushes_ = 0;
   int64_t wasted_samples_ = 0;
   int64_t refusals_ = 0;
+  int64_t skipped_snapshots_ = 0;
   bool limit_reached_ = false;
   RunReport report_;
 };
@@ -132,9 +136,11 @@ Status ParameterServer::Setup() {
                          optim::MakeOptimizer(config_.lr, config_.momentum, model.num_params()));
   sync::PolicyConfig policy_config = config_.policy;
   policy_config.num_workers = config_.workers;
+  policy_config.batch = config_.batch;
   DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
-  spdlog::info("model {} ({} parameters), policy {}, {} on {} test samples", spec.Name(),
-               model.num_params(), policy_->Name(), optimizer_->Name(), test_set.rows());
+  spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
+               spec.Name(), model.num_params(), policy_->Name(),
+               sync::WorkerModeName(policy_->mode()), optimizer_->Name(), test_set.rows());
   evaluator_ = std::make_unique<Evaluator>(spec, std::move(test_set));
   members_.resize(config_.workers);
 
@@ -182,7 +188,7 @@ Result<RunReport> ParameterServer::Run() {
         !limit_reached_) {
       spdlog::info("time limit of {} s reached", config_.max_seconds);
       limit_reached_ = true;
-      SubmitSnapshot();
+      SubmitSnapshot(true);
     }
     if (Clock::now() - last_heartbeat_ >= config_.heartbeat) SendHeartbeats();
   }
@@ -202,15 +208,33 @@ Result<RunReport> ParameterServer::Run() {
     CollectEvaluations();
   }
 
+  // Compute ratio: the share of the run a worker spent computing, its emulated
+  // slowness included (it stands for a slower machine's compute).
+  double ratio_sum = 0;
+  double ratio_min = 1;
+  int64_t counted = 0;
   for (const std::optional<Member>& m : members_) {
     if (!m.has_value() || m->steps == 0) continue;
     const int64_t rank = &m - members_.data();
     const double busy = m->compute_s + m->straggle_s;
-    const double total = busy + m->wait_s;
+    const double ratio = report_.seconds > 0 ? std::min(1.0, busy / report_.seconds) : 0;
+    ratio_sum += ratio;
+    ratio_min = std::min(ratio_min, ratio);
+    ++counted;
     spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
-                 "wait {:.1f} s ({:.0f}% waiting), {} refused",
-                 rank, m->steps, m->samples, m->compute_s, m->straggle_s, m->wait_s,
-                 total > 0 ? 100.0 * m->wait_s / total : 0.0, m->refused);
+                 "wait {:.1f} s, compute ratio {:.2f}, {} refused",
+                 rank, m->steps, m->samples, m->compute_s, m->straggle_s, m->wait_s, ratio,
+                 m->refused);
+  }
+  report_.compute_ratio_mean = counted > 0 ? ratio_sum / counted : 0;
+  report_.compute_ratio_min = counted > 0 ? ratio_min : 0;
+  report_.wasted_samples = wasted_samples_;
+  spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
+               "wasted samples {}",
+               policy_->Name(), report_.seconds, iterations_, report_.compute_ratio_mean,
+               report_.compute_ratio_min, wasted_samples_);
+  if (skipped_snapshots_ > 0) {
+    spdlog::info("{} snapshots not evaluated: evaluation fell behind", skipped_snapshots_);
   }
   if (dropped_pushes_ > 0) {
     spdlog::info("{} pushes dropped ({} samples wasted)", dropped_pushes_, wasted_samples_);
@@ -322,8 +346,13 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
         }
       }
     }
+    if (hello.max_batch < 0) {
+      Refuse(identity, who, "a negative max_batch", true);
+      return;
+    }
     Member member;
     member.identity = net::CopyFrame(identity);
+    member.info.max_batch = hello.max_batch;
     member.host = hello.host;
     member.pid = hello.pid;
     members_[rank] = std::move(member);
@@ -344,17 +373,25 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.shard_index = rank;
   welcome.shard_count = config_.workers;
   welcome.seed = config_.seed;
+  welcome.mode = std::string(sync::WorkerModeName(policy_->mode()));
+  welcome.chunk = config_.policy.chunk;
+  welcome.token_size = config_.policy.token_size;
+  welcome.lr = config_.lr;
+  welcome.momentum = config_.momentum;
   Status sent = endpoint_->SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
-  if (!started_ && joined_ == config_.workers) Start();
+  if (!started_ && joined_ == config_.workers) {
+    spdlog::info("all {} workers joined; training starts when each has loaded its data",
+                 config_.workers);
+  }
 }
 
 void ParameterServer::Start() {
   started_ = true;
   start_ = Clock::now();
-  spdlog::info("all {} workers joined; training starts", config_.workers);
+  spdlog::info("all {} workers ready; training starts", config_.workers);
   sync::Actions actions;
-  for (int64_t r = 0; r < config_.workers; ++r) policy_->WorkerJoined(r, &actions);
+  for (int64_t r = 0; r < config_.workers; ++r) policy_->WorkerJoined(r, members_[r]->info, &actions);
   // Pulls that arrived while the cluster was assembling are answered now.
   for (int64_t r = 0; r < config_.workers; ++r) {
     if (members_[r]->pull_pending) {
@@ -364,7 +401,7 @@ void ParameterServer::Start() {
   }
   CarryOut(actions, nullptr);
   next_eval_ = config_.eval_every;
-  SubmitSnapshot();  // the untrained model: accuracy at time zero
+  SubmitSnapshot(true);  // the untrained model: accuracy at time zero
 }
 
 void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
@@ -383,7 +420,16 @@ void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
   }
   member.pull_pending = true;
   member.pull_since = Clock::now();
-  if (!started_) return;
+  if (!started_) {
+    // A worker pulls once its data is loaded: the run's clock starts when all
+    // are ready, so loading data is not counted as training time.
+    const bool all_ready = joined_ == config_.workers &&
+                           std::all_of(members_.begin(), members_.end(), [](const auto& m) {
+                             return m.has_value() && m->pull_pending;
+                           });
+    if (all_ready) Start();
+    return;
+  }
   sync::Actions actions;
   policy_->PullRequested(rank, &actions);
   CarryOut(actions, nullptr);
@@ -403,7 +449,12 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   }
   // A payload that cannot be used still ends the worker's step, so that one
   // bad push cannot stall the others; it just contributes nothing.
-  sync::PushInfo info{push.clock, push.base_version, push.samples, true};
+  sync::PushInfo info;
+  info.clock = push.clock;
+  info.base_version = push.base_version;
+  info.samples = push.samples;
+  info.batch = push.batch;
+  info.busy_s = (push.compute_us + push.straggle_us) * 1e-6;
   std::optional<proto::TensorView> gradient;
   std::string problem;
   if (push.num_params != static_cast<int64_t>(params_.size())) {
@@ -425,22 +476,22 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
 
   sync::Actions actions;
   policy_->PushArrived(rank, info, &actions);
-  const bool accepted = actions.empty() || actions.front().kind != sync::Action::Kind::kDrop;
-  if (accepted) {
-    ++member.steps;
-    member.samples += info.usable ? push.samples : 0;
-    member.compute_s += push.compute_us * 1e-6;
-    member.straggle_s += push.straggle_us * 1e-6;
-    member.wait_s += push.wait_us * 1e-6;
-  }
-  CarryOut(actions, gradient ? &*gradient : nullptr);
-  if (accepted) {
-    ++accepted_pushes_;
-    AfterPush();
-  } else {
+  // The worker spent the time whether or not its push is used.
+  ++member.steps;
+  member.compute_s += push.compute_us * 1e-6;
+  member.straggle_s += push.straggle_us * 1e-6;
+  member.wait_s += push.wait_us * 1e-6;
+  const bool dropped = std::any_of(actions.begin(), actions.end(), [](const sync::Action& a) {
+    return a.kind == sync::Action::Kind::kDrop;
+  });
+  if (dropped) {
     ++dropped_pushes_;
     wasted_samples_ += push.samples;
+  } else {
+    member.samples += info.usable ? push.samples : 0;
   }
+  CarryOut(actions, gradient ? &*gradient : nullptr);
+  AfterPush();
 }
 
 void ParameterServer::CarryOut(const sync::Actions& actions, const proto::TensorView* gradient) {
@@ -460,6 +511,35 @@ void ParameterServer::CarryOut(const sync::Actions& actions, const proto::Tensor
         optimizer_->Step(params_, accumulator_, static_cast<float>(action.value));
         std::fill(accumulator_.begin(), accumulator_.end(), 0.f);
         break;
+      case Kind::kApplyDelta: {
+        const auto n = static_cast<Eigen::Index>(params_.size());
+        Eigen::Map<Eigen::VectorXf>(params_.data(), n) +=
+            static_cast<float>(action.value) * Eigen::Map<const Eigen::VectorXf>(accumulator_.data(), n);
+        std::fill(accumulator_.begin(), accumulator_.end(), 0.f);
+        break;
+      }
+      case Kind::kContinue: {
+        Member& member = *members_[action.worker];
+        proto::Continue reply{action.value != 0, member.next_token, member.next_batch};
+        member.next_token = -1;
+        member.next_batch = 0;
+        Status sent = endpoint_->SendMessage(&member.identity, reply);
+        if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", action.worker, sent.ToString());
+        break;
+      }
+      case Kind::kSyncNow: {
+        Member& member = *members_[action.worker];
+        Status sent = endpoint_->SendMessage(&member.identity,
+                                             proto::SyncNow{static_cast<int64_t>(action.value)});
+        if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", action.worker, sent.ToString());
+        break;
+      }
+      case Kind::kSetBatch:
+        members_[action.worker]->next_batch = static_cast<int64_t>(action.value);
+        break;
+      case Kind::kGrant:
+        members_[action.worker]->next_token = static_cast<int64_t>(action.value);
+        break;
       case Kind::kReplyModel:
         ReplyModel(action.worker);
         break;
@@ -467,8 +547,13 @@ void ParameterServer::CarryOut(const sync::Actions& actions, const proto::Tensor
         break;
       case Kind::kDrop: {
         Member& member = *members_[action.worker];
-        Refuse(member.identity, "worker " + std::to_string(action.worker),
-               "push dropped: " + action.reason, false);
+        if (action.value != 0) {
+          // Work the policy expects to throw away (a late push): no one's fault.
+          spdlog::debug("worker {}: push dropped: {}", action.worker, action.reason);
+        } else {
+          Refuse(member.identity, "worker " + std::to_string(action.worker),
+                 "push dropped: " + action.reason, false);
+        }
         break;
       }
     }
@@ -489,29 +574,36 @@ void ParameterServer::ReplyModel(int64_t rank) {
   member.pull_pending = false;
   net::Frames payload;
   proto::AppendTensor(CurrentSnapshot(), proto::kDefaultChunkBytes, &payload);
-  proto::Model header{policy_->version(), static_cast<int64_t>(params_.size())};
+  proto::Model header{policy_->version(), static_cast<int64_t>(params_.size()), member.next_batch,
+                      member.next_token};
+  member.next_batch = 0;
+  member.next_token = -1;
   Status sent = endpoint_->SendMessage(&member.identity, header, std::move(payload));
   if (!sent.ok()) spdlog::warn("cannot send the model to worker {}: {}", rank, sent.ToString());
 }
 
 void ParameterServer::AfterPush() {
-  iterations_ = accepted_pushes_ / config_.workers;
+  iterations_ = policy_->iteration();
   if (config_.max_iterations > 0 && iterations_ >= config_.max_iterations) {
     if (!limit_reached_) {
       spdlog::info("iteration limit of {} reached", config_.max_iterations);
       limit_reached_ = true;
-      SubmitSnapshot();
+      SubmitSnapshot(true);
     }
     return;
   }
   if (iterations_ >= next_eval_) {
     next_eval_ = iterations_ + config_.eval_every;
-    SubmitSnapshot();
+    SubmitSnapshot(false);
   }
 }
 
-void ParameterServer::SubmitSnapshot() {
-  evaluator_->Submit({Seconds(), iterations_, policy_->version(), CurrentSnapshot()});
+void ParameterServer::SubmitSnapshot(bool must) {
+  if (!evaluator_->Submit({Seconds(), iterations_, policy_->version(), CurrentSnapshot()}, must)) {
+    if (skipped_snapshots_++ == 0) {
+      spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
+    }
+  }
 }
 
 void ParameterServer::CollectEvaluations() {
@@ -572,6 +664,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
   sync::PolicyConfig probe = config.policy;
   probe.num_workers = std::max<int64_t>(config.workers, 1);
+  probe.batch = std::max<int64_t>(config.batch, 1);
   if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
     problems.push_back("--policy: " + p.status().message());
   }

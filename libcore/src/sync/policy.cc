@@ -1,15 +1,37 @@
 #include "dmlps/sync/policy.h"
 
+#include "dmlps/predict/predictor.h"
+#include "dmlps/sync/abps.h"
+#include "dmlps/sync/backup.h"
+#include "dmlps/sync/lbbsp.h"
+#include "dmlps/sync/token.h"
+#include "dmlps/sync/wbsp.h"
+
 #include <algorithm>
 #include <limits>
 
 namespace dmlps::sync {
 
-void Policy::WorkerJoined(WorkerId w, Actions* out) {
+std::string_view WorkerModeName(WorkerMode mode) {
+  switch (mode) {
+    case WorkerMode::kSync: return "sync";
+    case WorkerMode::kChunked: return "chunked";
+    case WorkerMode::kLocal: return "local";
+    case WorkerMode::kLocalOverlap: return "local-overlap";
+    case WorkerMode::kToken: return "token";
+  }
+  return "sync";
+}
+
+void Policy::WorkerJoined(WorkerId w, const WorkerInfo& info, Actions* out) {
   workers_[w].joined = true;
   workers_[w].clock = 0;
-  // A join can lower the minimum clock but never release anyone; nothing to emit.
-  (void)out;
+  OnJoin(w, info, out);
+}
+
+int64_t Policy::iteration() const {
+  const int64_t n = joined_count();
+  return n > 0 ? total_pushes_ / n : 0;
 }
 
 void Policy::PushArrived(WorkerId w, const PushInfo& push, Actions* out) {
@@ -28,12 +50,14 @@ void Policy::PushArrived(WorkerId w, const PushInfo& push, Actions* out) {
     return;
   }
   ++state.clock;
+  ++total_pushes_;
   OnPush(w, push, out);
 }
 
 void Policy::PullRequested(WorkerId w, Actions* out) {
   if (MayStart(w)) {
     workers_[w].pull_held = false;
+    BeforeReply(w, out);
     out->push_back(Action::ReplyModel(w));
   } else {
     workers_[w].pull_held = true;
@@ -59,10 +83,16 @@ void Policy::EmitApply(double scale, Actions* out) {
   ++version_;
 }
 
+void Policy::EmitApplyDelta(double scale, Actions* out) {
+  out->push_back(Action::ApplyDelta(scale));
+  ++version_;
+}
+
 void Policy::ReleaseHeld(Actions* out) {
   for (WorkerId w = 0; w < num_workers(); ++w) {
     if (workers_[w].pull_held && MayStart(w)) {
       workers_[w].pull_held = false;
+      BeforeReply(w, out);
       out->push_back(Action::ReplyModel(w));
     }
   }
@@ -110,17 +140,61 @@ bool SspPolicy::MayStart(WorkerId w) const {
 }
 
 Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
-  if (config.num_workers < 1) return Status::InvalidArgument("a run needs at least one worker");
-  if (config.name == "bsp") return std::unique_ptr<Policy>(new BspPolicy(config.num_workers));
-  if (config.name == "asp") return std::unique_ptr<Policy>(new SspPolicy(config.num_workers, -1));
-  if (config.name == "ssp") {
+  using Made = std::unique_ptr<Policy>;
+  const int64_t n = config.num_workers;
+  if (n < 1) return Status::InvalidArgument("a run needs at least one worker");
+  if (config.batch < 1) return Status::InvalidArgument("the batch must be at least 1 sample");
+  const std::string& name = config.name;
+  if (name == "bsp") return Made(new BspPolicy(n));
+  if (name == "asp") return Made(new SspPolicy(n, -1));
+  if (name == "ssp") {
     if (config.staleness < 0) return Status::InvalidArgument("ssp needs a staleness of 0 or more");
-    return std::unique_ptr<Policy>(new SspPolicy(config.num_workers, config.staleness));
+    return Made(new SspPolicy(n, config.staleness));
   }
-  return Status::InvalidArgument("unknown policy '" + config.name + "' (expected one of " +
+  if (name == "backup") {
+    if (config.backup < 0 || config.backup >= n) {
+      return Status::InvalidArgument("backup needs 0 <= backup workers < workers (" +
+                                     std::to_string(config.backup) + " of " + std::to_string(n) +
+                                     ")");
+    }
+    return Made(new BackupPolicy(n, config.backup));
+  }
+  if (name == "wbsp") return Made(new WbspPolicy(n, false));
+  if (name == "wbsp-overlap") return Made(new WbspPolicy(n, true));
+  if (name == "abps") {
+    if (config.chunk < 1 || config.chunk > config.batch) {
+      return Status::InvalidArgument("abps needs a chunk of 1 to " + std::to_string(config.batch) +
+                                     " samples (the batch), not " + std::to_string(config.chunk));
+    }
+    return Made(new AbpsPolicy(n));
+  }
+  if (name == "lbbsp") {
+    if (config.rebalance_every < 1) {
+      return Status::InvalidArgument("lbbsp needs --rebalance-every of at least 1");
+    }
+    if (config.lb_mode != "cpu" && config.lb_mode != "gpu") {
+      return Status::InvalidArgument("unknown lbbsp mode '" + config.lb_mode + "' (cpu or gpu)");
+    }
+    if (config.lb_step < 0) return Status::InvalidArgument("lbbsp needs a step of 0 or more");
+    Result<std::unique_ptr<predict::SpeedPredictor>> predictor =
+        predict::MakePredictor(config.predictor, config.ema_alpha);
+    if (!predictor.ok()) return predictor.status();
+    return Made(new LbBspPolicy(config));
+  }
+  if (name == "token") {
+    if (config.token_size < 1 || config.token_size > config.batch * n) {
+      return Status::InvalidArgument("token needs a token size of 1 to " +
+                                     std::to_string(config.batch * n) +
+                                     " samples (the global batch)");
+    }
+    return Made(new TokenPolicy(n, config.batch, config.token_size));
+  }
+  return Status::InvalidArgument("unknown policy '" + name + "' (expected one of " +
                                  std::string(PolicyNames()) + ")");
 }
 
-std::string_view PolicyNames() { return "bsp, asp, ssp"; }
+std::string_view PolicyNames() {
+  return "bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, token";
+}
 
 }  // namespace dmlps::sync

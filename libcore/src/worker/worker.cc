@@ -6,10 +6,12 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
-#include <numeric>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -17,6 +19,7 @@
 #include "dmlps/model/model.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/worker/epoch_cursor.h"
 
 namespace dmlps::worker {
 namespace {
@@ -24,6 +27,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
+using Vec = Eigen::Map<Eigen::VectorXf>;
+using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 
 constexpr milliseconds kPollSlice{100};
 
@@ -44,6 +49,21 @@ std::string HostName() {
   return name;
 }
 
+// A float vector ZeroMQ may still be sending from: reused only once it is not.
+std::shared_ptr<std::vector<float>>& Writable(std::shared_ptr<std::vector<float>>& buffer,
+                                              size_t size) {
+  if (buffer == nullptr || buffer.use_count() > 1) buffer = std::make_shared<std::vector<float>>(size);
+  return buffer;
+}
+
+// What one computed step produced, for its push.
+struct StepResult {
+  double loss = 0;
+  int64_t samples = 0;
+  microseconds compute{0};
+  microseconds straggle{0};
+};
+
 class WorkerRunner {
  public:
   WorkerRunner(const WorkerConfig& config, const std::atomic<int>* signal)
@@ -52,15 +72,42 @@ class WorkerRunner {
   Result<WorkerReport> Run();
 
  private:
-  Status Join();
   Status Prepare();
+  Status Join();
+  Status Setup();
   Status Train();
-  // Waits for a message of type `want` (or Stop), answering heartbeats and
-  // logging the server's warnings, for at most `silence` without any message.
-  Result<proto::Message> Await(proto::MsgType want, milliseconds silence);
-  bool Interrupted();
+
+  // The loops, one per sync::WorkerMode.
+  Status RunSync(bool chunked);
+  Status RunLocal();
+  Status RunLocalOverlap();
+  Status RunToken();
+
+  // Waits for a message of type `want` (or Stop), handling heartbeats, the
+  // server's warnings and SyncNow on the way, for at most `silence` without
+  // any message from the server.
+  Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants, milliseconds silence);
+  Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants) {
+    return Await(wants, config_.server_timeout);
+  }
+  // Handles what arrived without blocking; sets stop_ on Stop.
+  Status PollControl();
+  // Deals with a message nobody waits for. Fails on a fatal Error.
+  Status HandleAside(const proto::Message& message);
+  // Sends Pull and waits for the model or Stop; copies the model into params.
+  Result<bool> Download(int64_t clock, std::span<float> params);
+  // Copies a Model message's payload into params and notes its version, batch, token.
+  Status TakeModel(proto::Message& message, std::span<float> params);
+  // Computes the mean gradient of `samples` samples on params into grad;
+  // then sleeps the emulated slowness of `step`. A step's later chunks
+  // (first_part false) only scale with the slowdown: delays come once a step.
+  Result<StepResult> Compute(int64_t step, int64_t samples, std::span<const float> params,
+                             std::span<float> grad, bool first_part = true);
+  // Sends a push and its payload, after the emulated transfer time.
+  Status SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload);
+  bool Interrupted() const;
   Status SleepInterruptibly(microseconds d);
-  void NextBatch(std::vector<int64_t>* indices);
+  void Count(const StepResult& step);
 
   const WorkerConfig& config_;
   const std::atomic<int>* signal_;
@@ -70,25 +117,49 @@ class WorkerRunner {
   data::DataSpec data_spec_;
   data::Dataset shard_;
   std::optional<model::Model> model_;
-  std::vector<int64_t> order_;
-  size_t cursor_ = 0;
-  std::mt19937_64 rng_;
+  std::optional<EpochCursor> cursor_;
+  std::optional<StragglerProfile> straggler_;
+  std::vector<int64_t> indices_;
+  Eigen::MatrixXf x_;
+  std::vector<int32_t> y_;
+
+  int64_t version_ = 0;       // of the model last received
+  int64_t batch_ = 0;         // samples per step, as the server last set it
+  int64_t token_ = -1;        // token granted with the last reply
+  int64_t sync_round_ = -1;   // the newest round a SyncNow named
+  bool stop_ = false;
+  std::string stop_reason_;
+  int64_t comm_us_ = 0;       // time the last send took, reported with the next push
   WorkerReport report_;
 };
 
-bool WorkerRunner::Interrupted() {
-  if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
-  return report_.signal != 0;
+bool WorkerRunner::Interrupted() const { return signal_ != nullptr && signal_->load() != 0; }
+
+Status WorkerRunner::HandleAside(const proto::Message& message) {
+  const proto::MsgType type = proto::TypeOf(message.body);
+  if (auto* error = std::get_if<proto::Error>(&message.body)) {
+    if (error->fatal) return Status::Unavailable("the server refused this worker: " + error->message);
+    spdlog::warn("the server says: {}", error->message);
+  } else if (auto* sync = std::get_if<proto::SyncNow>(&message.body)) {
+    sync_round_ = std::max(sync_round_, sync->round);
+  } else if (auto* stop = std::get_if<proto::Stop>(&message.body)) {
+    stop_ = true;
+    stop_reason_ = stop->reason;
+  } else if (type != proto::MsgType::kHeartbeat) {
+    spdlog::warn("ignoring an unexpected {} from the server", proto::MsgTypeName(type));
+  }
+  return Status::Ok();
 }
 
-Result<proto::Message> WorkerRunner::Await(proto::MsgType want, milliseconds silence) {
+Result<proto::Message> WorkerRunner::Await(std::initializer_list<proto::MsgType> wants,
+                                           milliseconds silence) {
   Clock::time_point deadline = Clock::now() + silence;
   net::Frames frames;
   while (true) {
     if (Interrupted()) return Status::Unavailable("interrupted");
     if (Clock::now() >= deadline) {
       return Status::Unavailable("no answer from the server at " + config_.server + " for " +
-                                 std::to_string(silence.count() / 1000.0).substr(0, 4) + " s");
+                                 fmt::format("{:g}", silence.count() / 1000.0) + " s");
     }
     DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, kPollSlice));
     if (!got) continue;
@@ -96,13 +167,372 @@ Result<proto::Message> WorkerRunner::Await(proto::MsgType want, milliseconds sil
     Result<proto::Message> message = proto::DecodeMessage(frames, 0);
     if (!message.ok()) return message.status().WithContext("bad message from the server");
     const proto::MsgType type = proto::TypeOf(message->body);
-    if (type == want || type == proto::MsgType::kStop) return message;
-    if (auto* error = std::get_if<proto::Error>(&message->body)) {
-      if (error->fatal) return Status::Unavailable("the server refused this worker: " + error->message);
-      spdlog::warn("the server says: {}", error->message);
-    } else if (type != proto::MsgType::kHeartbeat) {
-      spdlog::warn("ignoring an unexpected {} from the server", proto::MsgTypeName(type));
+    if (std::find(wants.begin(), wants.end(), type) != wants.end() ||
+        type == proto::MsgType::kStop) {
+      if (auto* stop = std::get_if<proto::Stop>(&message->body)) {
+        stop_ = true;
+        stop_reason_ = stop->reason;
+      }
+      return message;
     }
+    DMLPS_RETURN_IF_ERROR(HandleAside(*message));
+  }
+}
+
+Status WorkerRunner::PollControl() {
+  net::Frames frames;
+  while (true) {
+    DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, milliseconds(0)));
+    if (!got) return Status::Ok();
+    Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) return message.status().WithContext("bad message from the server");
+    DMLPS_RETURN_IF_ERROR(HandleAside(*message));
+  }
+}
+
+Status WorkerRunner::TakeModel(proto::Message& message, std::span<float> params) {
+  const auto& header = std::get<proto::Model>(message.body);
+  if (header.num_params != model_->num_params()) {
+    return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
+                            " parameters, expected " + std::to_string(model_->num_params()));
+  }
+  DMLPS_ASSIGN_OR_RETURN(proto::TensorView view,
+                         proto::TensorView::Make(message.payload, header.num_params));
+  view.CopyTo(params);
+  version_ = header.version;
+  if (header.batch > 0) batch_ = header.batch;
+  token_ = header.token;
+  return Status::Ok();
+}
+
+Result<bool> WorkerRunner::Download(int64_t clock, std::span<float> params) {
+  const Clock::time_point start = Clock::now();
+  DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, proto::Pull{clock}));
+  DMLPS_ASSIGN_OR_RETURN(proto::Message reply, Await({proto::MsgType::kModel}));
+  report_.wait_s += std::chrono::duration<double>(Clock::now() - start).count();
+  if (stop_) return false;
+  DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
+  return true;
+}
+
+Status WorkerRunner::SleepInterruptibly(microseconds d) {
+  const Clock::time_point until = Clock::now() + d;
+  while (Clock::now() < until) {
+    if (Interrupted()) return Status::Unavailable("interrupted");
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), kPollSlice));
+  }
+  return Status::Ok();
+}
+
+Result<StepResult> WorkerRunner::Compute(int64_t step, int64_t samples,
+                                         std::span<const float> params, std::span<float> grad,
+                                         bool first_part) {
+  StepResult result;
+  const Clock::time_point start = Clock::now();
+  cursor_->Take(samples, &indices_);
+  shard_.Gather(indices_, &x_, &y_);
+  result.loss = model_->LossAndGradient(params, x_, y_, grad);
+  result.compute = microseconds(Micros(Clock::now() - start));
+  result.samples = samples;
+  result.straggle =
+      first_part ? straggler_->ExtraDelay(step, result.compute)
+                 : microseconds(std::llround((straggler_->SlowdownAt(step) - 1) *
+                                             static_cast<double>(result.compute.count())));
+  if (result.straggle.count() > 0) DMLPS_RETURN_IF_ERROR(SleepInterruptibly(result.straggle));
+  if (!std::isfinite(result.loss)) spdlog::warn("step {}: the training loss is {}", step, result.loss);
+  return result;
+}
+
+Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload) {
+  const Clock::time_point start = Clock::now();
+  const microseconds transfer =
+      straggler_->TransferTime(static_cast<int64_t>(payload->size() * sizeof(float)));
+  if (transfer.count() > 0) DMLPS_RETURN_IF_ERROR(SleepInterruptibly(transfer));
+  push.num_params = model_->num_params();
+  push.comm_us = comm_us_;
+  net::Frames frames;
+  proto::AppendTensor(std::move(payload), proto::kDefaultChunkBytes, &frames);
+  DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, push, std::move(frames)));
+  comm_us_ = Micros(Clock::now() - start);
+  report_.comm_s += comm_us_ * 1e-6;
+  return Status::Ok();
+}
+
+void WorkerRunner::Count(const StepResult& step) {
+  ++report_.steps;
+  report_.samples += step.samples;
+  report_.compute_s += step.compute.count() * 1e-6;
+  report_.straggle_s += step.straggle.count() * 1e-6;
+}
+
+// Bulk-synchronous family: pull, compute one batch (chunked: stop early when
+// told), push the mean gradient. The server decides when a pull is answered.
+Status WorkerRunner::RunSync(bool chunked) {
+  std::vector<float> params(model_->num_params());
+  std::shared_ptr<std::vector<float>> gradient;
+  std::vector<float> chunk_gradient(chunked ? params.size() : 0);
+  for (int64_t clock = 0;; ++clock) {
+    const double waited_before = report_.wait_s;
+    DMLPS_ASSIGN_OR_RETURN(bool more, Download(clock, params));
+    if (!more) return Status::Ok();
+    const int64_t wait_us = static_cast<int64_t>((report_.wait_s - waited_before) * 1e6);
+    std::vector<float>& grad = *Writable(gradient, params.size());
+    proto::Push push;
+    push.clock = clock;
+    push.base_version = version_;
+    push.batch = batch_;
+    push.wait_us = wait_us;
+    if (!chunked) {
+      DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, batch_, params, grad));
+      Count(step);
+      push.samples = step.samples;
+      push.loss = step.loss;
+      push.compute_us = step.compute.count();
+      push.straggle_us = step.straggle.count();
+    } else {
+      // A-BSP: chunk after chunk, looking for SyncNow in between; the mean
+      // gradient over the samples actually processed is what goes out.
+      Vec sum(grad.data(), static_cast<Eigen::Index>(grad.size()));
+      sum.setZero();
+      double loss_sum = 0;
+      while (push.samples < batch_) {
+        const int64_t n = std::min(welcome_.chunk, batch_ - push.samples);
+        DMLPS_ASSIGN_OR_RETURN(StepResult part,
+                               Compute(clock, n, params, chunk_gradient, push.samples == 0));
+        Count(part);
+        sum += static_cast<float>(n) * ConstVec(chunk_gradient.data(), sum.size());
+        loss_sum += part.loss * static_cast<double>(n);
+        push.samples += n;
+        push.compute_us += part.compute.count();
+        push.straggle_us += part.straggle.count();
+        DMLPS_RETURN_IF_ERROR(PollControl());
+        if (stop_) return Status::Ok();
+        if (sync_round_ >= clock) break;  // told to stop: the rest waits for the next step
+      }
+      sum /= static_cast<float>(push.samples);
+      push.loss = loss_sum / static_cast<double>(push.samples);
+    }
+    DMLPS_RETURN_IF_ERROR(SendPush(push, gradient));
+  }
+}
+
+// WBSP: train the local copy; after every step push its delta since the last
+// push, and download the global model when the answer says so.
+Status WorkerRunner::RunLocal() {
+  const size_t n = static_cast<size_t>(model_->num_params());
+  std::vector<float> params(n), base(n), grad(n), velocity(n, 0.f);
+  std::shared_ptr<std::vector<float>> delta;
+  DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
+  if (!more) return Status::Ok();
+  base = params;
+  const auto lr = static_cast<float>(welcome_.lr);
+  const auto mu = static_cast<float>(welcome_.momentum);
+  int64_t wait_us = 0;
+  for (int64_t clock = 0;; ++clock) {
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, batch_, params, grad));
+    const Clock::time_point update_start = Clock::now();
+    Vec theta(params.data(), static_cast<Eigen::Index>(n));
+    Vec v(velocity.data(), theta.size());
+    v = mu * v + ConstVec(grad.data(), theta.size());
+    theta -= lr * v;
+    std::vector<float>& d = *Writable(delta, n);
+    Vec(d.data(), theta.size()) = theta - ConstVec(base.data(), theta.size());
+    base = params;
+    step.compute += microseconds(Micros(Clock::now() - update_start));  // the local update is compute too
+    Count(step);
+
+    proto::Push push;
+    push.clock = clock;
+    push.base_version = version_;
+    push.batch = batch_;
+    push.samples = step.samples;
+    push.loss = step.loss;
+    push.compute_us = step.compute.count();
+    push.straggle_us = step.straggle.count();
+    push.wait_us = wait_us;
+    DMLPS_RETURN_IF_ERROR(SendPush(push, delta));
+    const Clock::time_point asked = Clock::now();
+    DMLPS_ASSIGN_OR_RETURN(proto::Message reply, Await({proto::MsgType::kContinue}));
+    wait_us = Micros(Clock::now() - asked);
+    report_.wait_s += wait_us * 1e-6;
+    if (stop_) return Status::Ok();
+    if (std::get<proto::Continue>(reply.body).download) {
+      const double before = report_.wait_s;
+      DMLPS_ASSIGN_OR_RETURN(more, Download(clock + 1, params));
+      if (!more) return Status::Ok();
+      wait_us += static_cast<int64_t>((report_.wait_s - before) * 1e6);
+      base = params;
+    }
+  }
+}
+
+// WBSP with overlap: a compute thread that never touches the network and a
+// communication thread (this one) that pushes whatever deltas are ready and
+// downloads when told. On download the local model becomes the downloaded
+// one plus the local steps not yet handed over for pushing.
+Status WorkerRunner::RunLocalOverlap() {
+  const size_t n = static_cast<size_t>(model_->num_params());
+  std::vector<float> params(n);
+  DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
+  if (!more) return Status::Ok();
+
+  struct Shared {
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::vector<float> pending;        // sum of local step deltas not yet handed over
+    int64_t pending_steps = 0;
+    int64_t pending_samples = 0;
+    double pending_loss = 0;
+    int64_t pending_compute_us = 0;
+    int64_t pending_straggle_us = 0;
+    std::vector<float> downloaded;     // a model for the compute thread to adopt
+    bool has_download = false;
+    int64_t download_version = 0;
+    bool done = false;
+    Status compute_status;
+  } shared;
+  shared.pending.assign(n, 0.f);
+  const int64_t start_version = version_;
+
+  std::thread compute([&, params]() mutable {
+    std::vector<float> grad(n), velocity(n, 0.f);
+    const auto lr = static_cast<float>(welcome_.lr);
+    const auto mu = static_cast<float>(welcome_.momentum);
+    for (int64_t step_no = 0;; ++step_no) {
+      {
+        std::lock_guard lock(shared.mutex);
+        if (shared.done) return;
+        if (shared.has_download) {
+          // θ_local = θ_downloaded + the deltas computed since the last hand-over.
+          Vec(params.data(), static_cast<Eigen::Index>(n)) =
+              ConstVec(shared.downloaded.data(), static_cast<Eigen::Index>(n)) +
+              ConstVec(shared.pending.data(), static_cast<Eigen::Index>(n));
+          shared.has_download = false;
+        }
+      }
+      Result<StepResult> step = Compute(step_no, batch_, params, grad);
+      if (!step.ok()) {
+        std::lock_guard lock(shared.mutex);
+        shared.compute_status = step.status();
+        shared.done = true;
+        shared.ready.notify_all();
+        return;
+      }
+      const Clock::time_point update_start = Clock::now();
+      Vec theta(params.data(), static_cast<Eigen::Index>(n));
+      Vec v(velocity.data(), theta.size());
+      v = mu * v + ConstVec(grad.data(), theta.size());
+      theta -= lr * v;
+      std::lock_guard lock(shared.mutex);
+      Vec(shared.pending.data(), theta.size()) -= lr * v;
+      step->compute += microseconds(Micros(Clock::now() - update_start));
+      ++shared.pending_steps;
+      shared.pending_samples += step->samples;
+      shared.pending_loss += step->loss * static_cast<double>(step->samples);
+      shared.pending_compute_us += step->compute.count();
+      shared.pending_straggle_us += step->straggle.count();
+      ++report_.steps;
+      report_.samples += step->samples;
+      report_.compute_s += step->compute.count() * 1e-6;
+      report_.straggle_s += step->straggle.count() * 1e-6;
+      shared.ready.notify_all();
+    }
+  });
+
+  Status status;
+  std::shared_ptr<std::vector<float>> delta;
+  std::vector<float> model(n);
+  version_ = start_version;
+  for (int64_t clock = 0; status.ok();) {
+    proto::Push push;
+    {
+      std::unique_lock lock(shared.mutex);
+      // Wake regularly to keep an eye on signals and the server.
+      shared.ready.wait_for(lock, kPollSlice,
+                            [&] { return shared.done || shared.pending_steps > 0; });
+      if (shared.done) break;
+      if (shared.pending_steps == 0) {
+        lock.unlock();
+        status = PollControl();
+        if (stop_ || Interrupted()) break;
+        continue;
+      }
+      std::vector<float>& d = *Writable(delta, n);
+      d.swap(shared.pending);
+      shared.pending.assign(n, 0.f);
+      push.samples = shared.pending_samples;
+      push.loss = shared.pending_loss / static_cast<double>(std::max<int64_t>(1, shared.pending_samples));
+      push.compute_us = shared.pending_compute_us;
+      push.straggle_us = shared.pending_straggle_us;
+      shared.pending_steps = shared.pending_samples = 0;
+      shared.pending_loss = 0;
+      shared.pending_compute_us = shared.pending_straggle_us = 0;
+    }
+    push.clock = clock++;
+    push.base_version = version_;
+    push.batch = batch_;
+    status = SendPush(push, delta);
+    if (!status.ok()) break;
+    Result<proto::Message> reply = Await({proto::MsgType::kContinue});
+    if (!reply.ok()) {
+      status = reply.status();
+      break;
+    }
+    if (stop_) break;
+    if (std::get<proto::Continue>(reply->body).download) {
+      Result<bool> got = Download(clock, model);
+      if (!got.ok()) status = got.status();
+      if (!got.ok() || !*got) break;
+      std::lock_guard lock(shared.mutex);
+      shared.downloaded = model;
+      shared.has_download = true;
+    }
+  }
+  {
+    std::lock_guard lock(shared.mutex);
+    shared.done = true;
+  }
+  compute.join();
+  if (!shared.compute_status.ok() && status.ok()) status = shared.compute_status;
+  return status;
+}
+
+// Fela's tokens: train the token granted, push it, and go on with the next
+// grant; a new model arrives with the first token of each iteration.
+Status WorkerRunner::RunToken() {
+  std::vector<float> params(model_->num_params());
+  std::shared_ptr<std::vector<float>> gradient;
+  DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
+  if (!more) return Status::Ok();
+  int64_t wait_us = 0;
+  for (int64_t clock = 0;; ++clock) {
+    if (token_ < 0) return Status::Protocol("the server sent no token to train");
+    std::vector<float>& grad = *Writable(gradient, params.size());
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, welcome_.token_size, params, grad));
+    Count(step);
+    proto::Push push;
+    push.clock = clock;
+    push.base_version = version_;
+    push.batch = welcome_.token_size;
+    push.samples = step.samples;
+    push.loss = step.loss;
+    push.compute_us = step.compute.count();
+    push.straggle_us = step.straggle.count();
+    push.wait_us = wait_us;
+    DMLPS_RETURN_IF_ERROR(SendPush(push, gradient));
+    // The answer is the next token on this model (Continue), or the new
+    // model with a token once the iteration is complete.
+    const Clock::time_point asked = Clock::now();
+    DMLPS_ASSIGN_OR_RETURN(proto::Message reply,
+                           Await({proto::MsgType::kContinue, proto::MsgType::kModel}));
+    if (stop_) return Status::Ok();
+    if (auto* next = std::get_if<proto::Continue>(&reply.body)) {
+      token_ = next->token;
+    } else {
+      DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
+    }
+    wait_us = Micros(Clock::now() - asked);
+    report_.wait_s += wait_us * 1e-6;
   }
 }
 
@@ -118,51 +548,33 @@ Status WorkerRunner::Prepare() {
 Status WorkerRunner::Join() {
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context_, config_.server));
   endpoint_.emplace(std::move(endpoint));
-  proto::Hello hello{config_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads};
+  proto::Hello hello{config_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
+                     config_.max_batch};
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, hello));
-  Result<proto::Message> reply = Await(proto::MsgType::kWelcome, config_.connect_timeout);
+  Result<proto::Message> reply = Await({proto::MsgType::kWelcome}, config_.connect_timeout);
   if (!reply.ok()) {
-    if (report_.signal != 0) return reply.status();
+    if (Interrupted()) return reply.status();
     if (reply.status().code() == StatusCode::kUnavailable &&
         reply.status().message().starts_with("no answer")) {
       return Status::Unavailable("no server answered at " + config_.server + " within " +
-                                 std::to_string(config_.connect_timeout.count() / 1000) + " s");
+                                 fmt::format("{:g}", config_.connect_timeout.count() / 1000.0) +
+                                 " s");
     }
     return reply.status();
   }
-  if (auto* stop = std::get_if<proto::Stop>(&reply->body)) {
-    return Status::Unavailable("the server stopped before this worker joined: " + stop->reason);
+  if (stop_) {
+    return Status::Unavailable("the server stopped before this worker joined: " + stop_reason_);
   }
   welcome_ = std::get<proto::Welcome>(reply->body);
   report_.rank = welcome_.rank;
   return Status::Ok();
 }
 
-void WorkerRunner::NextBatch(std::vector<int64_t>* indices) {
-  indices->clear();
-  const int64_t want = std::min<int64_t>(welcome_.batch, shard_.rows());
-  while (static_cast<int64_t>(indices->size()) < want) {
-    if (cursor_ >= order_.size()) {
-      std::shuffle(order_.begin(), order_.end(), rng_);  // a new epoch over the shard
-      cursor_ = 0;
-    }
-    indices->push_back(order_[cursor_++]);
-  }
-}
-
-Status WorkerRunner::SleepInterruptibly(microseconds d) {
-  const Clock::time_point until = Clock::now() + d;
-  while (Clock::now() < until) {
-    if (Interrupted()) return Status::Unavailable("interrupted");
-    std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), kPollSlice));
-  }
-  return Status::Ok();
-}
-
-Status WorkerRunner::Train() {
+Status WorkerRunner::Setup() {
   const data::Shard shard{welcome_.shard_index, welcome_.shard_count};
-  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count || welcome_.batch < 1) {
-    return Status::Protocol("the server sent an impossible shard or batch size");
+  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count || welcome_.batch < 1 ||
+      welcome_.chunk < 0 || welcome_.token_size < 0) {
+    return Status::Protocol("the server sent an impossible shard, batch, chunk or token size");
   }
   DMLPS_ASSIGN_OR_RETURN(shard_, data::LoadTrain(data_spec_, shard));
   DMLPS_RETURN_IF_ERROR(shard_.ConformTo(welcome_.input_dim, welcome_.classes)
@@ -177,85 +589,53 @@ Status WorkerRunner::Train() {
                             " parameters, " + spec.Name() + " here has " +
                             std::to_string(model_->num_params()));
   }
-  spdlog::info("worker {} of {}: policy {}, model {}, shard {}/{} with {} samples, batch {}",
-               welcome_.rank, welcome_.num_workers, welcome_.policy, spec.Name(), shard.index,
-               shard.count, shard_.rows(), welcome_.batch);
+  const uint64_t seed = welcome_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(welcome_.rank);
+  cursor_.emplace(shard_.rows(), seed);
+  StragglerSpec straggler = config_.straggler;
+  straggler.seed ^= seed;
+  straggler_.emplace(straggler, welcome_.rank, welcome_.num_workers);
+  batch_ = welcome_.batch;
+  spdlog::info("worker {} of {}: policy {} ({} steps), model {}, shard {}/{} with {} samples, "
+               "batch {}",
+               welcome_.rank, welcome_.num_workers, welcome_.policy, welcome_.mode, spec.Name(),
+               shard.index, shard.count, shard_.rows(), welcome_.batch);
+  return Status::Ok();
+}
 
-  order_.resize(shard_.rows());
-  std::iota(order_.begin(), order_.end(), 0);
-  rng_.seed(welcome_.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(welcome_.rank));
-  cursor_ = order_.size();  // shuffle before the first batch
-  StragglerEmulator straggler(config_.slowdown, config_.delay_prob,
-                              milliseconds(config_.delay_ms), rng_());
-
-  std::vector<float> params(model_->num_params());
-  auto gradient = std::make_shared<std::vector<float>>(params.size());
-  std::vector<int64_t> indices;
-  Eigen::MatrixXf x;
-  std::vector<int32_t> y;
+Status WorkerRunner::Train() {
+  DMLPS_RETURN_IF_ERROR(Setup());
   const Clock::time_point start = Clock::now();
-
-  for (int64_t clock = 0;; ++clock) {
-    const Clock::time_point pull_sent = Clock::now();
-    DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, proto::Pull{clock}));
-    DMLPS_ASSIGN_OR_RETURN(proto::Message reply,
-                           Await(proto::MsgType::kModel, config_.server_timeout));
-    if (auto* stop = std::get_if<proto::Stop>(&reply.body)) {
-      report_.stop_reason = stop->reason;
-      break;
-    }
-    const Clock::time_point got_model = Clock::now();
-    const auto& header = std::get<proto::Model>(reply.body);
-    if (header.num_params != model_->num_params()) {
-      return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
-                              " parameters, expected " + std::to_string(model_->num_params()));
-    }
-    DMLPS_ASSIGN_OR_RETURN(proto::TensorView view,
-                           proto::TensorView::Make(reply.payload, header.num_params));
-    view.CopyTo(params);
-
-    NextBatch(&indices);
-    shard_.Gather(indices, &x, &y);
-    // ZeroMQ may still hold the last gradient; only then write a fresh buffer.
-    if (gradient.use_count() > 1) gradient = std::make_shared<std::vector<float>>(params.size());
-    const Clock::time_point compute_start = Clock::now();
-    const double loss = model_->LossAndGradient(params, x, y, *gradient);
-    const microseconds compute(Micros(Clock::now() - compute_start));
-    const microseconds straggle = straggler.ExtraDelay(compute);
-    if (straggle.count() > 0) DMLPS_RETURN_IF_ERROR(SleepInterruptibly(straggle));
-
-    proto::Push push;
-    push.clock = clock;
-    push.base_version = header.version;
-    push.batch = welcome_.batch;
-    push.samples = static_cast<int64_t>(indices.size());
-    push.num_params = model_->num_params();
-    push.loss = loss;
-    push.compute_us = compute.count();
-    push.straggle_us = straggle.count();
-    push.wait_us = Micros(got_model - pull_sent);
-    net::Frames payload;
-    proto::AppendTensor(gradient, proto::kDefaultChunkBytes, &payload);
-    DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, push, std::move(payload)));
-
-    ++report_.steps;
-    report_.samples += push.samples;
-    report_.compute_s += compute.count() * 1e-6;
-    report_.straggle_s += straggle.count() * 1e-6;
-    report_.wait_s += push.wait_us * 1e-6;
-    if (!std::isfinite(loss)) spdlog::warn("step {}: the training loss is {}", clock, loss);
+  Status status;
+  const std::string& mode = welcome_.mode;
+  if (mode == "sync" || mode.empty()) {
+    status = RunSync(false);
+  } else if (mode == "chunked") {
+    if (welcome_.chunk < 1) return Status::Protocol("chunked steps need a chunk size");
+    status = RunSync(true);
+  } else if (mode == "local") {
+    status = RunLocal();
+  } else if (mode == "local-overlap") {
+    status = RunLocalOverlap();
+  } else if (mode == "token") {
+    if (welcome_.token_size < 1) return Status::Protocol("token steps need a token size");
+    status = RunToken();
+  } else {
+    return Status::Protocol("the server asks for steps of an unknown kind '" + mode + "'");
   }
   report_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return Status::Ok();
+  report_.stop_reason = stop_reason_;
+  return status;
 }
 
 Result<WorkerReport> WorkerRunner::Run() {
   Eigen::setNbThreads(static_cast<int>(config_.threads));
   DMLPS_RETURN_IF_ERROR(Prepare());
   Status joined = Join();
+  report_.signal = signal_ != nullptr ? signal_->load() : 0;
   if (report_.signal != 0) return report_;
   DMLPS_RETURN_IF_ERROR(joined);
   Status trained = Train();
+  report_.signal = signal_ != nullptr ? signal_->load() : 0;
   if (!trained.ok() && endpoint_.has_value()) {
     // Tell the server why this worker leaves, so it does not wait for it.
     const std::string why = report_.signal != 0 ? "worker interrupted" : trained.message();
@@ -264,37 +644,19 @@ Result<WorkerReport> WorkerRunner::Run() {
   if (report_.signal != 0) return report_;
   DMLPS_RETURN_IF_ERROR(trained);
   spdlog::info("stopped by the server ({}): {} steps, {} samples; compute {:.1f} s, "
-               "straggle {:.1f} s, wait {:.1f} s of {:.1f} s",
+               "straggle {:.1f} s, wait {:.1f} s, send {:.1f} s of {:.1f} s",
                report_.stop_reason, report_.steps, report_.samples, report_.compute_s,
-               report_.straggle_s, report_.wait_s, report_.seconds);
+               report_.straggle_s, report_.wait_s, report_.comm_s, report_.seconds);
   return report_;
 }
 
 }  // namespace
 
-microseconds StragglerEmulator::ExtraDelay(microseconds compute) {
-  double extra_us = 0;
-  if (slowdown_ > 1) extra_us += (slowdown_ - 1) * static_cast<double>(compute.count());
-  if (delay_prob_ > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < delay_prob_) {
-    extra_us += static_cast<double>(delay_.count());
-  }
-  return microseconds(static_cast<int64_t>(std::llround(extra_us)));
-}
-
 std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
-  std::vector<std::string> problems;
+  std::vector<std::string> problems = ValidateStragglerSpec(config.straggler);
   if (config.rank < -1) problems.push_back("--rank must not be negative");
   if (config.threads < 1 || config.threads > 1024) problems.push_back("--threads must be in 1..1024");
-  if (!(config.slowdown >= 1) || !std::isfinite(config.slowdown)) {
-    problems.push_back("--slowdown must be a number of at least 1");
-  }
-  if (!(config.delay_prob >= 0 && config.delay_prob <= 1)) {
-    problems.push_back("--delay-prob must be in [0, 1]");
-  }
-  if (config.delay_ms < 0) problems.push_back("--delay-ms must not be negative");
-  if (config.delay_prob > 0 && config.delay_ms == 0) {
-    problems.push_back("--delay-prob needs --delay-ms");
-  }
+  if (config.max_batch < 0) problems.push_back("--max-batch must not be negative");
   if (config.connect_timeout.count() <= 0) problems.push_back("--connect-timeout must be positive");
   if (config.server_timeout.count() <= 0) problems.push_back("--server-timeout must be positive");
   if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {

@@ -8,7 +8,9 @@ usage() {
   cat <<'EOF'
 usage: side-by-side.sh [options]
   --workers N          workers per run (default 4)
-  --policies LIST      comma-separated: bsp, asp, ssp:S (default bsp,asp,ssp:3)
+  --policies LIST      comma-separated: bsp, asp, ssp:S, backup:B, wbsp,
+                       wbsp-overlap, abps, lbbsp, lbbsp-gpu, token
+                       (default: all of them, with ssp:3 and backup:1)
   --slowdown LIST      per-worker slowdown factors, e.g. 1,1,1,4 (default: the
                        last worker at 4, the others at 1)
   --target ACC         target test accuracy (default 0.85)
@@ -22,7 +24,7 @@ Every run's server and workers are real processes talking over loopback.
 EOF
 }
 
-workers=4 policies=bsp,asp,ssp:3 slowdown="" target=0.85 model=mlp:128 data=fashion-mnist
+workers=4 policies=bsp,asp,ssp:3,backup:1,wbsp,wbsp-overlap,abps,lbbsp,token slowdown="" target=0.85 model=mlp:128 data=fashion-mnist
 max_seconds=300 repeat=1 out="" bin="${DMLPS_BIN:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -72,13 +74,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# One run: prints "seconds iterations accuracy status".
+# One run: prints "seconds iterations accuracy ratio_mean ratio_min wasted status".
 run_one() {
   local policy=$1 tag=$2 name=${1%%:*} extra=()
-  if [ "$name" = ssp ]; then
-    extra=(--staleness "${1#ssp:}")
-    [ "$1" = ssp ] && extra=()
-  fi
+  case "$policy" in
+    ssp:*) extra=(--staleness "${policy#ssp:}") ;;
+    backup:*) extra=(--backup "${policy#backup:}") ;;
+    lbbsp-gpu) name=lbbsp extra=(--lb-mode gpu) ;;
+  esac
   local dir="$out/$tag"
   mkdir -p "$dir"
   rm -f "$dir/endpoint"
@@ -105,9 +108,13 @@ run_one() {
   wait "$server" || rc=$?
   for pid in "${pids[@]:1}"; do wait "$pid" 2>/dev/null || true; done
   pids=()
-  local line seconds iterations accuracy status
-  line=$(grep -o 'reached accuracy .*' "$dir/server.log" || true)
+  local seconds iterations accuracy status summary ratio_mean ratio_min wasted
   accuracy=$(tail -n 1 "$dir/server.tsv" | cut -f 3)
+  # "summary: policy P, S s, I iterations, compute ratio mean M min m, wasted samples W"
+  summary=$(grep -o 'summary: .*' "$dir/server.log" | tail -n 1)
+  ratio_mean=$(sed -n 's/.*compute ratio mean \([0-9.]*\).*/\1/p' <<<"$summary")
+  ratio_min=$(sed -n 's/.*compute ratio mean [0-9.]* min \([0-9.]*\).*/\1/p' <<<"$summary")
+  wasted=$(sed -n 's/.*wasted samples \([0-9]*\).*/\1/p' <<<"$summary")
   if [ "$rc" -eq 0 ]; then
     seconds=$(tail -n 1 "$dir/server.tsv" | cut -f 1)
     iterations=$(tail -n 1 "$dir/server.tsv" | cut -f 2)
@@ -115,7 +122,7 @@ run_one() {
   else
     seconds=- iterations=- status="missed(rc=$rc)"
   fi
-  echo "$seconds $iterations $accuracy $status"
+  echo "$seconds $iterations $accuracy ${ratio_mean:--} ${ratio_min:--} ${wasted:--} $status"
 }
 
 declare -A results
@@ -130,21 +137,24 @@ for ((rep = 1; rep <= repeat; rep++)); do
 done
 
 # One row per run; with --repeat, a "median" row per policy follows its runs
-# (the median over the runs that reached the target).
+# (medians over the runs that reached the target).
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-printf 'policy\trun\tseconds_to_target\titerations\taccuracy\tresult\n'
+column_median() { printf '%s' "$1" | grep . | cut -d ' ' -f "$2" | grep -v '^-$' | median; }
+printf 'policy\trun\tseconds_to_target\titerations\taccuracy\tcompute_ratio_mean\tcompute_ratio_min\twasted_samples\tresult\n'
 for policy in "${policy_list[@]}"; do
-  reached=0 secs="" iters=""
+  reached=0 rows=""
   for ((rep = 1; rep <= repeat; rep++)); do
-    read -r seconds iterations accuracy status <<<"${results["$policy/$rep"]}"
-    printf '%s\t%d\t%s\t%s\t%s\t%s\n' "$policy" "$rep" "$seconds" "$iterations" "$accuracy" "$status"
+    read -r seconds iterations accuracy ratio_mean ratio_min wasted status <<<"${results["$policy/$rep"]}"
+    printf '%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$policy" "$rep" "$seconds" "$iterations" \
+      "$accuracy" "$ratio_mean" "$ratio_min" "$wasted" "$status"
     if [ "$status" = reached ]; then
-      reached=$((reached + 1)) secs+="$seconds"$'\n' iters+="$iterations"$'\n'
+      reached=$((reached + 1))
+      rows+="$seconds $iterations $ratio_mean $ratio_min $wasted"$'\n'
     fi
   done
   if [ "$repeat" -gt 1 ]; then
-    printf '%s\tmedian\t%s\t%s\t-\treached %d/%d\n' "$policy" \
-      "$(printf '%s' "$secs" | grep . | median)" "$(printf '%s' "$iters" | grep . | median)" \
-      "$reached" "$repeat"
+    printf '%s\tmedian\t%s\t%s\t-\t%s\t%s\t%s\treached %d/%d\n' "$policy" \
+      "$(column_median "$rows" 1)" "$(column_median "$rows" 2)" "$(column_median "$rows" 3)" \
+      "$(column_median "$rows" 4)" "$(column_median "$rows" 5)" "$reached" "$repeat"
   fi
 done

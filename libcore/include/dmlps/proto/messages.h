@@ -25,6 +25,8 @@ enum class MsgType : uint8_t {
   kStop = 6,       // server -> worker: the run is over
   kHeartbeat = 7,  // either way: I am alive
   kError = 8,      // either way: your last message was refused, and why
+  kContinue = 9,   // server -> worker: push taken; go on (maybe download first, or a token)
+  kSyncNow = 10,   // server -> worker: stop after your current chunk and push
 };
 
 std::string_view MsgTypeName(MsgType type);
@@ -34,7 +36,8 @@ struct Hello {
   std::string host;
   int64_t pid = 0;
   int64_t threads = 1;
-  MSGPACK_DEFINE_MAP(rank, host, pid, threads);
+  int64_t max_batch = 0;  // the most samples the worker can take in one step; 0: no cap
+  MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch);
 };
 
 struct Welcome {
@@ -49,8 +52,13 @@ struct Welcome {
   int64_t shard_index = 0;
   int64_t shard_count = 1;
   uint64_t seed = 0;   // for the worker's sampling order
+  std::string mode;    // how to run steps: sync, chunked, local, local-overlap, token
+  int64_t chunk = 0;       // chunked: samples per chunk
+  int64_t token_size = 0;  // token: samples per token
+  double lr = 0;           // local, local-overlap: the local optimizer's learning rate
+  double momentum = 0;     // and its momentum
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
-                     shard_index, shard_count, seed);
+                     shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum);
 };
 
 struct Pull {
@@ -61,11 +69,13 @@ struct Pull {
 struct Model {
   int64_t version = 0;     // applies the server has made to the model
   int64_t num_params = 0;  // floats in the payload
-  MSGPACK_DEFINE_MAP(version, num_params);
+  int64_t batch = 0;       // the worker's batch from now on; 0: unchanged
+  int64_t token = -1;      // token to train on this model; -1: none
+  MSGPACK_DEFINE_MAP(version, num_params, batch, token);
 };
 
 // One step's result. The payload is the mean gradient over `samples` samples
-// computed on the model of `base_version`.
+// computed on the model of `base_version` (local modes: the model delta).
 struct Push {
   int64_t clock = 0;         // which of this worker's steps (0-based)
   int64_t base_version = 0;  // version of the model the gradient was computed on
@@ -75,9 +85,10 @@ struct Push {
   double loss = 0;           // mean training loss over those samples
   int64_t compute_us = 0;    // computing the gradient
   int64_t straggle_us = 0;   // emulated slowness (sleeping) after computing
-  int64_t wait_us = 0;       // blocked waiting for the model before this step
+  int64_t wait_us = 0;       // blocked waiting for the server since the last push
+  int64_t comm_us = 0;       // sending the previous push (bandwidth cap included)
   MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us,
-                     straggle_us, wait_us);
+                     straggle_us, wait_us, comm_us);
 };
 
 struct Stop {
@@ -96,7 +107,22 @@ struct Error {
   MSGPACK_DEFINE_MAP(message, fatal);
 };
 
-using Body = std::variant<Hello, Welcome, Pull, Model, Push, Stop, Heartbeat, Error>;
+// The answer to a push under policies whose workers do not wait for a model.
+struct Continue {
+  bool download = false;  // pull the model before the next step
+  int64_t token = -1;     // the next token to train; -1: none
+  int64_t batch = 0;      // the worker's batch from now on; 0: unchanged
+  MSGPACK_DEFINE_MAP(download, token, batch);
+};
+
+struct SyncNow {
+  int64_t round = 0;  // the round (the worker's clock) this applies to
+  MSGPACK_DEFINE_MAP(round);
+};
+
+// Alternatives in MsgType order: TypeOf relies on it.
+using Body = std::variant<Hello, Welcome, Pull, Model, Push, Stop, Heartbeat, Error, Continue,
+                          SyncNow>;
 
 // The type tag of a body.
 MsgType TypeOf(const Body& body);

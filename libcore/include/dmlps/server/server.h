@@ -22,7 +22,7 @@ struct ServerConfig {
   sync::PolicyConfig policy;
   std::string model = "mlp:128";
   std::string data = "fashion-mnist";
-  int64_t batch = 64;  // samples per worker step
+  int64_t batch = 64;  // samples per worker step (lbbsp: the mean; B = batch * workers)
   double lr = 0.05;
   double momentum = 0.9;
   double target_accuracy = 0;  // 0: no target
@@ -44,6 +44,9 @@ struct RunReport {
   int64_t iterations = 0;          // pushes accepted / workers
   model::EvalResult last_eval;     // of the newest evaluated snapshot
   double seconds = 0;              // training wall time
+  double compute_ratio_mean = 0;   // over workers: (compute + emulated slowness) / run time
+  double compute_ratio_min = 0;
+  int64_t wasted_samples = 0;      // in pushes the policy dropped
   int signal = 0;                  // the signal that ended the run, or 0
   std::string lost_worker;         // why the run lost a worker, or empty
 };

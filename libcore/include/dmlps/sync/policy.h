@@ -17,42 +17,82 @@ namespace dmlps::sync {
 
 using WorkerId = int64_t;
 
+// What a policy learns about a worker when it joins.
+struct WorkerInfo {
+  int64_t max_batch = 0;  // the most samples it can take in one step; 0: no cap
+};
+
 // What a policy needs to know about one push.
 struct PushInfo {
-  int64_t clock = 0;         // the worker's step this push finishes (0-based)
-  int64_t base_version = 0;  // model version the gradient was computed on
+  int64_t clock = 0;         // the worker's push this is (0-based count of its pushes)
+  int64_t base_version = 0;  // model version the gradient or delta was computed on
   int64_t samples = 0;       // samples behind the (mean) gradient
   // False when the server refused the payload (non-finite values): the step
   // counts as done but contributes nothing to the model.
   bool usable = true;
+  int64_t batch = 0;   // samples the worker was asked for in this step
+  double busy_s = 0;   // seconds the step took the worker: computing plus emulated slowness
 };
+
+// How a worker runs its steps under a policy; sent to it when it joins.
+enum class WorkerMode {
+  kSync,          // pull, compute one batch, push (bsp, asp, ssp, backup, lbbsp)
+  kChunked,       // as kSync, in chunks, stopping early on SyncNow (abps)
+  kLocal,         // train a local copy, push deltas, download when told (wbsp)
+  kLocalOverlap,  // kLocal with compute and communication on two threads (wbsp-overlap)
+  kToken,         // train the tokens the server grants, one push each (token)
+};
+std::string_view WorkerModeName(WorkerMode mode);
 
 struct Action {
   enum class Kind {
-    kStage,       // acc += weight * (the gradient of the push being handled)
+    kStage,       // acc += weight * (the payload of the push being handled)
     kApply,       // model <- optimizer(model, scale * acc); acc <- 0; version + 1
-    kReplyModel,  // answer worker's waiting pull with the current model
+    kApplyDelta,  // model <- model + scale * acc (no optimizer); acc <- 0; version + 1
+    kReplyModel,  // send worker the current model (with its batch size and token, if set)
     kHold,        // worker's pull waits
-    kDrop,        // the push being handled is discarded; reason says why
+    kDrop,        // the push being handled is discarded; its samples are wasted work;
+                  // value 1: expected by the policy (late), else the worker erred
+    kContinue,    // answer worker's push: go on with your model; value 1: download first
+    kSyncNow,     // tell worker to stop after its current chunk and push (value: round)
+    kSetBatch,    // worker's batch size from its next step on (value: samples)
+    kGrant,       // worker's next token (value: token id), sent with its next reply
   };
   Kind kind;
   WorkerId worker = -1;
-  double value = 0;  // Stage: weight; Apply: scale
+  double value = 0;  // Stage: weight; Apply, ApplyDelta: scale; others as above
   std::string reason;
 
   static Action Stage(WorkerId w, double weight) { return {Kind::kStage, w, weight, {}}; }
   static Action Apply(double scale) { return {Kind::kApply, -1, scale, {}}; }
+  static Action ApplyDelta(double scale) { return {Kind::kApplyDelta, -1, scale, {}}; }
   static Action ReplyModel(WorkerId w) { return {Kind::kReplyModel, w, 0, {}}; }
   static Action Hold(WorkerId w) { return {Kind::kHold, w, 0, {}}; }
   static Action Drop(WorkerId w, std::string why) { return {Kind::kDrop, w, 0, std::move(why)}; }
+  // A drop the policy expects (a late push): wasted work, not an error.
+  static Action DropLate(WorkerId w, std::string why) { return {Kind::kDrop, w, 1, std::move(why)}; }
+  static Action Continue(WorkerId w, bool download) { return {Kind::kContinue, w, download ? 1.0 : 0.0, {}}; }
+  static Action SyncNow(WorkerId w, int64_t round) { return {Kind::kSyncNow, w, static_cast<double>(round), {}}; }
+  static Action SetBatch(WorkerId w, int64_t b) { return {Kind::kSetBatch, w, static_cast<double>(b), {}}; }
+  static Action Grant(WorkerId w, int64_t token) { return {Kind::kGrant, w, static_cast<double>(token), {}}; }
 };
 
 using Actions = std::vector<Action>;
 
 struct PolicyConfig {
-  std::string name = "bsp";  // bsp | asp | ssp
+  // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token
+  std::string name = "bsp";
   int64_t num_workers = 1;
-  int64_t staleness = 3;     // ssp: how many clocks ahead of the slowest a worker may run
+  int64_t batch = 64;           // per-worker batch; the global batch B is batch * num_workers
+  int64_t staleness = 3;        // ssp: clocks a worker may run ahead of the slowest
+  int64_t backup = 1;           // backup: pushes per iteration not waited for
+  int64_t chunk = 16;           // abps: samples per chunk
+  int64_t rebalance_every = 5;  // lbbsp: iterations between batch-size changes
+  std::string lb_mode = "cpu";  // lbbsp: cpu (analytic) | gpu (numerical)
+  std::string predictor = "ema";  // lbbsp cpu: last | ema
+  double ema_alpha = 0.5;       // lbbsp cpu with ema: weight of the newest speed
+  int64_t lb_step = 0;          // lbbsp gpu: samples moved per rebalance at first; 0: B / (4N)
+  int64_t token_size = 16;      // token: samples per token
 };
 
 class Policy {
@@ -60,17 +100,23 @@ class Policy {
   virtual ~Policy() = default;
 
   virtual std::string Name() const = 0;
+  // How workers run their steps under this policy.
+  virtual WorkerMode mode() const { return WorkerMode::kSync; }
 
   // Worker `w` is part of the run from clock 0. REQUIRES: w in [0, num_workers).
-  void WorkerJoined(WorkerId w, Actions* out);
+  void WorkerJoined(WorkerId w, const WorkerInfo& info, Actions* out);
+  void WorkerJoined(WorkerId w, Actions* out) { WorkerJoined(w, WorkerInfo{}, out); }
   // Worker `w` finished a step. A push whose clock is not the worker's next one
-  // is dropped; otherwise the policy stages, applies and releases pulls.
+  // is dropped; otherwise the policy stages, applies and answers.
   void PushArrived(WorkerId w, const PushInfo& push, Actions* out);
-  // Worker `w` wants the model for its next step: replied to now or held.
+  // Worker `w` wants the model: replied to now or held.
   void PullRequested(WorkerId w, Actions* out);
 
   // Applies made so far = the version of the model the server holds.
   int64_t version() const { return version_; }
+  // Global iterations completed, the unit of --eval-every and --max-iterations:
+  // rounds for the synchronous policies; pushes / N for the asynchronous ones.
+  virtual int64_t iteration() const;
   // Pushes worker `w` has completed.
   int64_t clock(WorkerId w) const { return workers_[w].clock; }
   // The slowest joined worker's clock.
@@ -80,18 +126,27 @@ class Policy {
  protected:
   explicit Policy(int64_t num_workers) : workers_(num_workers) {}
 
+  // Policy-specific reaction to a join, after the worker is recorded.
+  virtual void OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {}
   // Policy-specific handling of a push already accepted in clock order.
   virtual void OnPush(WorkerId w, const PushInfo& push, Actions* out) = 0;
-  // Whether a worker at clock `c` may start its next step now.
+  // Whether worker `w` may be sent the model now.
   virtual bool MayStart(WorkerId w) const = 0;
   // Extra checks before a push is accepted; an empty string accepts it.
   virtual std::string Refuse(WorkerId w, const PushInfo& push) const { return {}; }
+  // Called when a pull is answered at once or released from hold, just before
+  // its ReplyModel is emitted (e.g. to emit SetBatch or Grant first).
+  virtual void BeforeReply(WorkerId w, Actions* out) {}
 
-  // Emits Apply and counts the new version.
+  // Emits Apply (or ApplyDelta) and counts the new version.
   void EmitApply(double scale, Actions* out);
+  void EmitApplyDelta(double scale, Actions* out);
   // Answers every held pull whose worker may now start.
   void ReleaseHeld(Actions* out);
+  bool pull_held(WorkerId w) const { return workers_[w].pull_held; }
+  bool joined(WorkerId w) const { return workers_[w].joined; }
   int64_t joined_count() const;
+  int64_t total_pushes() const { return total_pushes_; }
 
  private:
   struct WorkerState {
@@ -101,6 +156,7 @@ class Policy {
   };
   std::vector<WorkerState> workers_;
   int64_t version_ = 0;
+  int64_t total_pushes_ = 0;
 };
 
 // Bulk synchronous: all N pushes of an iteration, computed on the same
@@ -109,6 +165,7 @@ class BspPolicy : public Policy {
  public:
   explicit BspPolicy(int64_t num_workers) : Policy(num_workers) {}
   std::string Name() const override { return "bsp"; }
+  int64_t iteration() const override { return round_; }
 
  protected:
   void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
@@ -139,7 +196,7 @@ class SspPolicy : public Policy {
 };
 
 // Builds the policy `config` names; InvalidArgument for an unknown name or
-// settings that do not fit it.
+// settings that do not fit it (e.g. backup >= num_workers).
 Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config);
 
 // The names MakePolicy accepts, for help texts.

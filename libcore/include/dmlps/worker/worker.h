@@ -1,46 +1,26 @@
-// The worker: joins a server, loads its shard, and loops pull -> compute ->
-// push until the server says stop.
+// The worker: joins a server, loads its shard, and runs steps the way the
+// server's policy asks (see sync::WorkerMode) until the server says stop.
 #ifndef DMLPS_WORKER_WORKER_H_
 #define DMLPS_WORKER_WORKER_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/worker/straggler.h"
 
 namespace dmlps::worker {
-
-// Emulated slowness, applied after each step: a deterministic straggler
-// (slowdown K sleeps (K-1) times the step's compute time) and a transient
-// one (with probability p, sleep a further d).
-class StragglerEmulator {
- public:
-  StragglerEmulator(double slowdown, double delay_prob, std::chrono::microseconds delay,
-                    uint64_t seed)
-      : slowdown_(slowdown), delay_prob_(delay_prob), delay_(delay), rng_(seed) {}
-
-  // How long to sleep after a step whose compute took `compute`.
-  std::chrono::microseconds ExtraDelay(std::chrono::microseconds compute);
-
- private:
-  double slowdown_;
-  double delay_prob_;
-  std::chrono::microseconds delay_;
-  std::mt19937_64 rng_;
-};
 
 struct WorkerConfig {
   std::string server = "tcp://127.0.0.1:5555";
   int64_t rank = -1;  // -1: the server assigns one
   std::string data = "fashion-mnist";
   int64_t threads = 1;
-  double slowdown = 1;
-  double delay_prob = 0;
-  int64_t delay_ms = 0;
+  int64_t max_batch = 0;  // the most samples this worker takes in one step; 0: no cap
+  StragglerSpec straggler;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds server_timeout{30000};
 };
@@ -55,6 +35,7 @@ struct WorkerReport {
   double compute_s = 0;
   double straggle_s = 0;
   double wait_s = 0;
+  double comm_s = 0;
   double seconds = 0;
   std::string stop_reason;
   int signal = 0;  // the signal that ended the run, or 0

@@ -1,0 +1,46 @@
+// Worker-Busy Synchronous Parallel (Yang et al., Parallel Computing 2024).
+#ifndef DMLPS_SYNC_WBSP_H_
+#define DMLPS_SYNC_WBSP_H_
+
+#include <vector>
+
+#include "dmlps/sync/policy.h"
+
+namespace dmlps::sync {
+
+// Workers train local copies and push the model delta of every local step
+// without waiting. Deltas are staged (weight 1) as they arrive. A round closes
+// when every joined worker has pushed at least once in it; the push that
+// closes it comes from the round's slowest worker, found dynamically. At the
+// close the server applies model += (1/N) * (sum of the round's deltas), the
+// only time the global model changes, and flags every worker to download.
+// Every push is answered at once with Continue(download = the worker's flag);
+// a download (pull) is answered at once and clears the flag. So no worker
+// ever waits for another, and all downloads within a round get one version.
+class WbspPolicy : public Policy {
+ public:
+  // overlap: the workers run compute and communication on two threads
+  // ("wbsp-overlap"); the server side is the same.
+  WbspPolicy(int64_t num_workers, bool overlap);
+  std::string Name() const override { return overlap_ ? "wbsp-overlap" : "wbsp"; }
+  WorkerMode mode() const override {
+    return overlap_ ? WorkerMode::kLocalOverlap : WorkerMode::kLocal;
+  }
+  int64_t iteration() const override { return round_; }
+
+ protected:
+  void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
+  bool MayStart(WorkerId w) const override { return true; }
+  void BeforeReply(WorkerId w, Actions* out) override;
+
+ private:
+  bool overlap_;
+  int64_t round_ = 0;
+  int64_t staged_ = 0;  // deltas staged in the current round
+  std::vector<bool> pushed_this_round_;
+  std::vector<bool> must_download_;
+};
+
+}  // namespace dmlps::sync
+
+#endif  // DMLPS_SYNC_WBSP_H_

@@ -1,0 +1,282 @@
+#include "dmlps/sync/lbbsp.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace dmlps::sync {
+namespace {
+
+// An upper bound that stands for "no cap".
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+
+// Splits `total` samples into integers b_i close to clamp(lambda * weight_i,
+// lo_i, hi_i), with lambda chosen so that they add up to `total` (clipped to
+// [sum lo, sum hi]). Clamping at a cap and sharing the rest out by weight is
+// the same as redistributing what the caps cut off to the uncapped workers in
+// proportion. A weight of 0 pins the worker to lo_i. Rounding is by largest
+// remainder, so the sum is exact.
+std::vector<int64_t> Distribute(int64_t total, const std::vector<double>& weight,
+                                const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
+  const size_t n = weight.size();
+  int64_t lo_sum = 0;
+  int64_t hi_sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    lo_sum += lo[i];
+    hi_sum = (hi[i] == kUnbounded || hi_sum == kUnbounded) ? kUnbounded : hi_sum + hi[i];
+  }
+  total = std::clamp(total, lo_sum, hi_sum);
+
+  std::vector<double> share(n);
+  auto fill = [&](double lambda) {
+    double sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double wanted = weight[i] > 0 ? lambda * weight[i] : 0;
+      share[i] = std::clamp(wanted, static_cast<double>(lo[i]), static_cast<double>(hi[i]));
+      sum += share[i];
+    }
+    return sum;
+  };
+  // The filled sum grows with lambda: find a lambda that reaches the total,
+  // then bisect down to it.
+  const double target = static_cast<double>(total);
+  double low = 0;
+  double high = 1;
+  while (fill(high) < target && high < 1e300) high *= 2;
+  for (int k = 0; k < 200; ++k) {
+    const double mid = (low + high) / 2;
+    if (mid <= low || mid >= high) break;  // as close as doubles get
+    if (fill(mid) < target) {
+      low = mid;
+    } else {
+      high = mid;
+    }
+  }
+  fill(high);
+
+  std::vector<int64_t> result(n);
+  std::vector<std::pair<double, size_t>> by_remainder(n);  // (fraction, index)
+  int64_t sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    // Kept below 2^63, where an uncapped share would not convert.
+    const double whole = std::min(std::floor(share[i]), 9.0e18);
+    result[i] = std::clamp(static_cast<int64_t>(whole), lo[i], hi[i]);
+    by_remainder[i] = {share[i] - whole, i};
+    sum += result[i];
+  }
+  // Largest fractions first; among equal ones, the lower rank.
+  std::stable_sort(by_remainder.begin(), by_remainder.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  // Rounding leaves fewer than n samples to hand out; the loops also absorb
+  // whatever the bisection's last bit of error adds or takes away.
+  while (sum < total) {
+    const int64_t before = sum;
+    for (size_t k = 0; k < n && sum < total; ++k) {
+      const size_t i = by_remainder[k].second;
+      if (result[i] < hi[i]) {
+        ++result[i];
+        ++sum;
+      }
+    }
+    if (sum == before) break;
+  }
+  while (sum > total) {
+    const int64_t before = sum;
+    for (size_t k = n; k-- > 0 && sum > total;) {
+      const size_t i = by_remainder[k].second;
+      if (result[i] > lo[i]) {
+        --result[i];
+        --sum;
+      }
+    }
+    if (sum == before) break;
+  }
+  return result;
+}
+
+// What the batches add up to: B, or less when every worker has a cap and the
+// caps together hold less than B.
+int64_t TargetSum(int64_t global_batch, const std::vector<int64_t>& caps) {
+  int64_t cap_sum = 0;
+  for (int64_t cap : caps) {
+    if (cap <= 0) return global_batch;
+    cap_sum += cap;
+  }
+  return std::min(global_batch, cap_sum);
+}
+
+}  // namespace
+
+LbBspPolicy::LbBspPolicy(const PolicyConfig& config)
+    : Policy(config.num_workers),
+      config_(config),
+      global_batch_(config.batch * config.num_workers),
+      batch_(config.num_workers),
+      cap_(config.num_workers, 0),
+      window_time_(config.num_workers, 0),
+      window_steps_(config.num_workers, 0),
+      window_(config.rebalance_every) {
+  const int64_t n = config.num_workers;
+  for (WorkerId w = 0; w < n; ++w) {
+    batch_[w] = global_batch_ / n + (w < global_batch_ % n ? 1 : 0);
+  }
+  step_ = config.lb_step > 0 ? config.lb_step : std::max<int64_t>(1, global_batch_ / (4 * n));
+  predictors_.reserve(n);
+  for (WorkerId w = 0; w < n; ++w) {
+    Result<std::unique_ptr<predict::SpeedPredictor>> made =
+        predict::MakePredictor(config.predictor, config.ema_alpha);
+    // MakePolicy has checked the name; the fallback only keeps a policy built
+    // directly from bad settings well defined.
+    predictors_.push_back(made.ok() ? std::move(made).value()
+                                    : std::make_unique<predict::LastValuePredictor>());
+  }
+}
+
+void LbBspPolicy::OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {
+  cap_[w] = std::max<int64_t>(0, info.max_batch);
+  // Normally the caps are ample and nothing changes. A cap below the worker's
+  // share moves the excess to the others in proportion to their batches; when
+  // all caps together hold less than B, every worker runs at its cap and the
+  // sum stays below B (MakePolicy cannot know the caps to refuse the run).
+  const int64_t target = TargetSum(global_batch_, cap_);
+  int64_t sum = 0;
+  bool over_cap = false;
+  for (WorkerId v = 0; v < num_workers(); ++v) {
+    sum += batch_[v];
+    over_cap = over_cap || (cap_[v] > 0 && batch_[v] > cap_[v]);
+  }
+  if (!over_cap && sum == target) return;
+  std::vector<double> weight(batch_.begin(), batch_.end());
+  std::vector<int64_t> lo(num_workers(), 1);
+  std::vector<int64_t> hi(num_workers());
+  for (WorkerId v = 0; v < num_workers(); ++v) hi[v] = cap_[v] > 0 ? cap_[v] : kUnbounded;
+  batch_ = Distribute(target, weight, lo, hi);
+}
+
+std::string LbBspPolicy::Refuse(WorkerId w, const PushInfo& push) const {
+  // As BSP: a gradient applied at version v was computed on v.
+  if (push.base_version != version()) {
+    return "gradient computed on version " + std::to_string(push.base_version) +
+           ", the model is at version " + std::to_string(version());
+  }
+  return {};
+}
+
+void LbBspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
+  if (push.usable && push.samples > 0) {
+    out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
+    staged_samples_ += push.samples;
+  }
+  // A step's speed is worth knowing even when its gradient was refused.
+  if (push.busy_s > 0 && std::isfinite(push.busy_s) && push.samples > 0) {
+    if (config_.lb_mode == "gpu") {
+      window_time_[w] += push.busy_s;
+      ++window_steps_[w];
+    } else {
+      predictors_[w]->Observe(
+          {static_cast<double>(push.samples) / push.busy_s, 0, 0, push.batch});
+    }
+  }
+  if (++arrived_ < joined_count()) return;
+  // sum_i (b_i / B) g_i: each mean gradient weighted by its samples, over their total.
+  if (staged_samples_ > 0) EmitApply(1.0 / static_cast<double>(staged_samples_), out);
+  ++round_;
+  arrived_ = 0;
+  staged_samples_ = 0;
+  // Between rounds, so that a round's batches never change under it; the
+  // released pulls carry the new sizes.
+  Rebalance();
+  ReleaseHeld(out);
+}
+
+bool LbBspPolicy::MayStart(WorkerId w) const { return clock(w) <= round_; }
+
+void LbBspPolicy::BeforeReply(WorkerId w, Actions* out) {
+  out->push_back(Action::SetBatch(w, batch_[w]));
+}
+
+void LbBspPolicy::Rebalance() {
+  if (config_.lb_mode == "gpu") {
+    if (round_ - window_start_ >= window_) RebalanceNumerical();
+  } else if (round_ % config_.rebalance_every == 0) {
+    RebalanceAnalytic();
+  }
+}
+
+void LbBspPolicy::RebalanceAnalytic() {
+  // Linear time in the batch: equal times need b_i proportional to speed. A
+  // worker with no prediction yet is pinned to the batch it has.
+  const int64_t n = num_workers();
+  std::vector<double> weight(n, 0);
+  std::vector<int64_t> lo(n);
+  std::vector<int64_t> hi(n);
+  for (WorkerId w = 0; w < n; ++w) {
+    const double speed = joined(w) ? predictors_[w]->Predict() : 0;
+    if (speed > 0 && std::isfinite(speed)) {
+      weight[w] = speed;
+      lo[w] = 1;
+      hi[w] = cap_[w] > 0 ? cap_[w] : kUnbounded;
+    } else {
+      lo[w] = batch_[w];
+      hi[w] = batch_[w];
+    }
+  }
+  const int64_t target = TargetSum(global_batch_, cap_);
+  batch_ = Distribute(target, weight, lo, hi);
+  // Only when the predicted workers are all at their caps is anything left;
+  // it goes back to the pinned workers that have room.
+  int64_t left = target;
+  for (int64_t b : batch_) left -= b;
+  for (WorkerId w = 0; w < n && left > 0; ++w) {
+    const int64_t room = cap_[w] > 0 ? cap_[w] - batch_[w] : left;
+    const int64_t add = std::min(left, room);
+    batch_[w] += add;
+    left -= add;
+  }
+}
+
+void LbBspPolicy::RebalanceNumerical() {
+  // Time is not linear in the batch, so no formula: find the worker that
+  // waits most (leader) and the one everyone waits for (straggler) from the
+  // window's mean step time, and move samples between them.
+  WorkerId leader = -1;
+  WorkerId straggler = -1;
+  double leader_time = 0;
+  double straggler_time = 0;
+  for (WorkerId w = 0; w < num_workers(); ++w) {
+    if (window_steps_[w] == 0) continue;
+    const double time = window_time_[w] / static_cast<double>(window_steps_[w]);
+    if (straggler < 0 || time > straggler_time) {
+      straggler = w;
+      straggler_time = time;
+    }
+    const bool has_room = cap_[w] <= 0 || batch_[w] < cap_[w];
+    if (has_room && (leader < 0 || time < leader_time)) {
+      leader = w;
+      leader_time = time;
+    }
+  }
+  std::fill(window_time_.begin(), window_time_.end(), 0.0);
+  std::fill(window_steps_.begin(), window_steps_.end(), 0);
+  window_start_ = round_;
+  if (leader < 0 || straggler < 0 || leader == straggler) return;
+
+  // Leader and straggler trading places means the last move overshot: from
+  // here on, smaller moves judged over longer windows.
+  if (leader == last_straggler_ && straggler == last_leader_) {
+    step_ = std::max<int64_t>(1, step_ / 2);
+    window_ *= 2;
+    fine_tuning_ = true;
+  }
+  last_leader_ = leader;
+  last_straggler_ = straggler;
+
+  const int64_t room = cap_[leader] > 0 ? cap_[leader] - batch_[leader] : kUnbounded;
+  const int64_t move = std::min({step_, batch_[straggler] - 1, room});
+  if (move <= 0) return;
+  batch_[straggler] -= move;
+  batch_[leader] += move;
+}
+
+}  // namespace dmlps::sync

@@ -1,0 +1,46 @@
+#include "dmlps/sync/wbsp.h"
+
+#include <algorithm>
+
+namespace dmlps::sync {
+
+WbspPolicy::WbspPolicy(int64_t num_workers, bool overlap)
+    : Policy(num_workers),
+      overlap_(overlap),
+      pushed_this_round_(num_workers, false),
+      must_download_(num_workers, false) {}
+
+void WbspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
+  // Each delta counts on its own with weight 1: a worker that managed k steps
+  // in the round contributes k deltas, not their mean.
+  if (push.usable && push.samples > 0) {
+    out->push_back(Action::Stage(w, 1.0));
+    ++staged_;
+  }
+  pushed_this_round_[w] = true;
+  bool round_complete = true;
+  for (WorkerId u = 0; u < num_workers(); ++u) {
+    if (joined(u) && !pushed_this_round_[u]) {
+      round_complete = false;
+      break;
+    }
+  }
+  if (round_complete) {
+    // A round whose deltas were all unusable leaves the model and its version
+    // as they are, but still ends: the workers download the unchanged model,
+    // which drops local steps that only produced unusable deltas.
+    if (staged_ > 0) EmitApplyDelta(1.0 / static_cast<double>(joined_count()), out);
+    ++round_;
+    staged_ = 0;
+    std::fill(pushed_this_round_.begin(), pushed_this_round_.end(), false);
+    std::fill(must_download_.begin(), must_download_.end(), true);
+  }
+  out->push_back(Action::Continue(w, must_download_[w]));
+}
+
+void WbspPolicy::BeforeReply(WorkerId w, Actions* /*out*/) {
+  // The reply is the download the flag asked for.
+  must_download_[w] = false;
+}
+
+}  // namespace dmlps::sync

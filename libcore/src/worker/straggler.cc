@@ -1,0 +1,192 @@
+#include "dmlps/worker/straggler.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <iterator>
+#include <system_error>
+
+namespace dmlps::worker {
+namespace {
+
+using std::chrono::microseconds;
+
+// The shortest text that reads back as `value` ("4", "0.5", "nan").
+std::string FormatDouble(double value) {
+  char buffer[64];
+  const std::to_chars_result r = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (r.ec != std::errc()) return "?";
+  return std::string(buffer, r.ptr);
+}
+
+std::string Quote(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+// What is wrong with one schedule entry given the one before it (index > 0),
+// or "" when nothing is. Shared by parsing and validation so both agree.
+std::string ScheduleEntryProblem(const std::vector<std::pair<int64_t, double>>& schedule,
+                                 size_t index) {
+  const auto& [iteration, factor] = schedule[index];
+  if (iteration < 0) return "iteration " + std::to_string(iteration) + " is negative";
+  if (index > 0 && iteration <= schedule[index - 1].first) {
+    return "iteration " + std::to_string(iteration) + " does not come after the previous entry's " +
+           std::to_string(schedule[index - 1].first);
+  }
+  if (!std::isfinite(factor)) return "factor " + FormatDouble(factor) + " is not a finite number";
+  if (factor < 1) return "factor " + FormatDouble(factor) + " is below 1";
+  return "";
+}
+
+// Whether all of `text` is one int64 (decimal, optional '-', nothing else).
+bool ParseWholeInt(std::string_view text, int64_t* value, bool* out_of_range) {
+  const char* end = text.data() + text.size();
+  const std::from_chars_result r = std::from_chars(text.data(), end, *value);
+  *out_of_range = r.ec == std::errc::result_out_of_range;
+  return r.ec == std::errc() && r.ptr == end;
+}
+
+// Whether all of `text` is one double as std::from_chars reads it.
+bool ParseWholeDouble(std::string_view text, double* value) {
+  const char* end = text.data() + text.size();
+  const std::from_chars_result r = std::from_chars(text.data(), end, *value);
+  return r.ec == std::errc() && r.ptr == end;
+}
+
+// splitmix64's finalizer: spreads a seed over all 64 bits.
+uint64_t Mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Rounds a non-negative count of microseconds; NaN and negatives give 0, and
+// anything beyond int64 saturates.
+microseconds RoundMicros(double us) {
+  if (!(us > 0)) return microseconds(0);
+  constexpr double kMax = 9.2e18;  // below INT64_MAX, exactly representable
+  if (us >= kMax) return microseconds(static_cast<int64_t>(kMax));
+  return microseconds(std::llround(us));
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<int64_t, double>>> ParseSlowdownSchedule(std::string_view text) {
+  if (text.empty()) {
+    return Status::InvalidArgument("the schedule is empty; expected ITERATION:FACTOR[,...]");
+  }
+  std::vector<std::pair<int64_t, double>> schedule;
+  size_t number = 0;
+  size_t begin = 0;
+  while (true) {
+    const size_t comma = text.find(',', begin);
+    const std::string_view entry = text.substr(
+        begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+    ++number;
+    const std::string where = "entry " + std::to_string(number) + " " + Quote(entry);
+    if (entry.empty()) {
+      return Status::InvalidArgument("entry " + std::to_string(number) +
+                                     " is empty; expected ITERATION:FACTOR");
+    }
+    const size_t colon = entry.find(':');
+    if (colon == std::string_view::npos) {
+      return Status::InvalidArgument(where + ": expected ITERATION:FACTOR");
+    }
+    const std::string_view iteration_text = entry.substr(0, colon);
+    const std::string_view factor_text = entry.substr(colon + 1);
+    int64_t iteration = 0;
+    bool out_of_range = false;
+    if (!ParseWholeInt(iteration_text, &iteration, &out_of_range)) {
+      return Status::InvalidArgument(
+          where + ": iteration " + Quote(iteration_text) +
+          (out_of_range ? " is out of range" : " is not a whole number"));
+    }
+    double factor = 0;
+    if (!ParseWholeDouble(factor_text, &factor)) {
+      return Status::InvalidArgument(where + ": factor " + Quote(factor_text) + " is not a number");
+    }
+    schedule.emplace_back(iteration, factor);
+    if (std::string problem = ScheduleEntryProblem(schedule, schedule.size() - 1);
+        !problem.empty()) {
+      return Status::InvalidArgument(where + ": " + problem);
+    }
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  return schedule;
+}
+
+std::vector<std::string> ValidateStragglerSpec(const StragglerSpec& spec) {
+  std::vector<std::string> problems;
+  if (!(spec.slowdown >= 1) || !std::isfinite(spec.slowdown)) {
+    problems.push_back("--slowdown must be a number of at least 1");
+  }
+  for (size_t i = 0; i < spec.schedule.size(); ++i) {
+    if (std::string problem = ScheduleEntryProblem(spec.schedule, i); !problem.empty()) {
+      problems.push_back("--slowdown-schedule: entry " + std::to_string(i + 1) + " " +
+                         Quote(std::to_string(spec.schedule[i].first) + ":" +
+                               FormatDouble(spec.schedule[i].second)) +
+                         ": " + problem);
+    }
+  }
+  if (!(spec.delay_prob >= 0 && spec.delay_prob <= 1)) {
+    problems.push_back("--delay-prob must be in [0, 1]");
+  }
+  if (spec.delay.count() < 0) problems.push_back("--delay-ms must not be negative");
+  if (spec.delay_prob > 0 && spec.delay.count() == 0) {
+    problems.push_back("--delay-prob needs --delay-ms");
+  }
+  if (spec.round_robin.count() < 0) problems.push_back("--round-robin-ms must not be negative");
+  if (!(spec.bandwidth_mbps >= 0) || !std::isfinite(spec.bandwidth_mbps)) {
+    problems.push_back("--bandwidth-mbps must be a finite number of at least 0 (0: no cap)");
+  }
+  return problems;
+}
+
+StragglerProfile::StragglerProfile(StragglerSpec spec, int64_t rank, int64_t num_workers)
+    : spec_(std::move(spec)),
+      rank_(rank),
+      num_workers_(num_workers),
+      rng_(Mix64(spec_.seed ^ Mix64(static_cast<uint64_t>(rank)))) {}
+
+double StragglerProfile::NextUniform() {
+  // 53 random bits scaled by 2^-53: exact, in [0, 1), the same everywhere.
+  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+double StragglerProfile::SlowdownAt(int64_t iteration) const {
+  // The last entry whose iteration is <= `iteration`, if any.
+  const auto after = std::upper_bound(
+      spec_.schedule.begin(), spec_.schedule.end(), iteration,
+      [](int64_t it, const std::pair<int64_t, double>& entry) { return it < entry.first; });
+  if (after == spec_.schedule.begin()) return spec_.slowdown;
+  return std::prev(after)->second;
+}
+
+microseconds StragglerProfile::ExtraDelay(int64_t iteration, microseconds compute) {
+  double extra_us = 0;
+  const double factor = SlowdownAt(iteration);
+  if (factor > 1 && compute.count() > 0) {
+    extra_us += (factor - 1) * static_cast<double>(compute.count());
+  }
+  if (spec_.delay_prob > 0) {
+    // Draw every call, even when delay is 0, so the stream never depends on it.
+    if (NextUniform() < spec_.delay_prob && spec_.delay.count() > 0) {
+      extra_us += static_cast<double>(spec_.delay.count());
+    }
+  } else if (spec_.delay.count() > 0) {
+    extra_us += static_cast<double>(spec_.delay.count());
+  }
+  if (spec_.round_robin.count() > 0 && num_workers_ >= 1 && rank_ >= 0 && rank_ < num_workers_) {
+    const int64_t turn = ((iteration % num_workers_) + num_workers_) % num_workers_;
+    if (turn == rank_) extra_us += static_cast<double>(spec_.round_robin.count());
+  }
+  return RoundMicros(extra_us);
+}
+
+microseconds StragglerProfile::TransferTime(int64_t bytes) const {
+  if (!(spec_.bandwidth_mbps > 0) || bytes <= 0) return microseconds(0);
+  // bytes*8 bits at M*1e6 bits/s is bytes*8/M microseconds.
+  return RoundMicros(static_cast<double>(bytes) * 8.0 / spec_.bandwidth_mbps);
+}
+
+}  // namespace dmlps::worker

@@ -1,0 +1,810 @@
+// Backup workers, WBSP and A-BSP against stragglers: scripted event sequences,
+// and a discrete-event driver in virtual time that plays the worker side of
+// each mode, so that the invariants ALGORITHMS.md states are checked on the
+// schedules a slow worker actually produces.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <random>
+#include <set>
+#include <utility>
+
+#include "dmlps/sync/abps.h"
+#include "dmlps/sync/backup.h"
+#include "dmlps/sync/policy.h"
+#include "dmlps/sync/wbsp.h"
+
+namespace dmlps::sync {
+namespace {
+
+using Kind = Action::Kind;
+
+int64_t Count(const Actions& actions, Kind kind) {
+  return std::count_if(actions.begin(), actions.end(),
+                       [&](const Action& a) { return a.kind == kind; });
+}
+
+int64_t CountFor(const Actions& actions, Kind kind, WorkerId w) {
+  return std::count_if(actions.begin(), actions.end(),
+                       [&](const Action& a) { return a.kind == kind && a.worker == w; });
+}
+
+const Action* Find(const Actions& actions, Kind kind) {
+  auto it = std::find_if(actions.begin(), actions.end(),
+                         [&](const Action& a) { return a.kind == kind; });
+  return it == actions.end() ? nullptr : &*it;
+}
+
+PolicyConfig Config(const std::string& name, int64_t n) {
+  PolicyConfig config;
+  config.name = name;
+  config.num_workers = n;
+  return config;
+}
+
+// The policy `config` names, with every worker joined.
+std::unique_ptr<Policy> MakeJoined(const PolicyConfig& config) {
+  Result<std::unique_ptr<Policy>> made = MakePolicy(config);
+  REQUIRE(made.ok());
+  Actions ignored;
+  for (WorkerId w = 0; w < config.num_workers; ++w) (*made)->WorkerJoined(w, &ignored);
+  return std::move(made).value();
+}
+
+std::unique_ptr<Policy> MakeBackup(int64_t n, int64_t backup) {
+  PolicyConfig config = Config("backup", n);
+  config.backup = backup;
+  return MakeJoined(config);
+}
+
+// Virtual time: each worker has at most one piece of work in progress (a step
+// or a chunk); events come out in time order, ties in the order scheduled.
+class EventQueue {
+ public:
+  struct Event {
+    double time;
+    int64_t seq;
+    WorkerId worker;
+  };
+  void Schedule(double time, WorkerId w) { heap_.push({time, next_seq_++, w}); }
+  bool Due(double until) const { return !heap_.empty() && heap_.top().time <= until; }
+  Event Pop() {
+    Event e = heap_.top();
+    heap_.pop();
+    return e;
+  }
+
+ private:
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
+  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  int64_t next_seq_ = 0;
+};
+
+// How long worker w's step (or chunk) takes when it starts at `now`.
+using StepTime = std::function<double(WorkerId w, double now)>;
+
+StepTime FixedSpeeds(std::vector<double> durations) {
+  return [durations](WorkerId w, double) { return durations[w]; };
+}
+
+// ---------------------------------------------------------------- backup
+
+struct BackupRun {
+  std::vector<int64_t> pushes;
+  std::vector<int64_t> dropped;
+  int64_t applies = 0;
+  int64_t wasted_samples = 0;
+};
+
+int64_t BackupSamples(WorkerId w) { return 10 + w; }
+
+// Plays kSync workers against backup:b: pull, compute one step, push, pull
+// again. Checks every event: a push is dropped iff it was computed on a
+// version older than the model's, and each apply aggregates exactly N - b
+// pushes, weighted by their samples.
+BackupRun RunBackup(int64_t n, int64_t b, const StepTime& step_time, double until) {
+  auto policy = MakeBackup(n, b);
+  BackupRun run;
+  run.pushes.assign(n, 0);
+  run.dropped.assign(n, 0);
+  std::vector<int64_t> base(n, -1);  // version the worker computes on; -1 while it waits
+  std::vector<int64_t> clock(n, 0);
+  EventQueue queue;
+  double now = 0;
+  int64_t staged_pushes = 0;
+  int64_t staged_samples = 0;
+
+  auto carry_out = [&](const Actions& actions, int64_t version) {
+    for (const Action& a : actions) {
+      switch (a.kind) {
+        case Kind::kStage:
+          ++staged_pushes;
+          staged_samples += static_cast<int64_t>(a.value);
+          break;
+        case Kind::kApply:
+          CHECK(staged_pushes == n - b);
+          CHECK(a.value == doctest::Approx(1.0 / static_cast<double>(staged_samples)));
+          staged_pushes = 0;
+          staged_samples = 0;
+          ++version;
+          ++run.applies;
+          break;
+        case Kind::kReplyModel:
+          REQUIRE(base[a.worker] == -1);
+          base[a.worker] = version;
+          queue.Schedule(now + step_time(a.worker, now), a.worker);
+          break;
+        case Kind::kHold:
+          CHECK(base[a.worker] == -1);
+          break;
+        case Kind::kDrop:
+          break;
+        default:
+          FAIL("backup emitted an action a sync worker does not expect");
+      }
+    }
+    CHECK(version == policy->version());
+  };
+
+  for (WorkerId w = 0; w < n; ++w) {
+    Actions actions;
+    policy->PullRequested(w, &actions);
+    CHECK(actions.size() == 1);
+    carry_out(actions, policy->version());
+  }
+  while (queue.Due(until)) {
+    const EventQueue::Event e = queue.Pop();
+    now = e.time;
+    const WorkerId w = e.worker;
+    const int64_t version_before = policy->version();
+    const PushInfo push{clock[w], base[w], BackupSamples(w), true};
+    ++clock[w];
+    base[w] = -1;
+    ++run.pushes[w];
+    Actions actions;
+    policy->PushArrived(w, push, &actions);
+    CHECK(policy->clock(w) == clock[w]);  // counted, used or not
+    const bool late = push.base_version < version_before;
+    if (late) {
+      REQUIRE(actions.size() == 1);
+      CHECK(actions[0].kind == Kind::kDrop);
+      CHECK(actions[0].worker == w);
+      CHECK(actions[0].reason.find("late") != std::string::npos);
+      CHECK(actions[0].value == 1);  // expected by the policy: wasted work, not an error
+      ++run.dropped[w];
+      run.wasted_samples += push.samples;
+    } else {
+      CHECK(push.base_version == version_before);  // on time means on the current model
+      CHECK(Count(actions, Kind::kDrop) == 0);
+      REQUIRE(CountFor(actions, Kind::kStage, w) == 1);
+      CHECK(Find(actions, Kind::kStage)->value == static_cast<double>(push.samples));
+    }
+    carry_out(actions, version_before);
+    Actions pull;
+    policy->PullRequested(w, &pull);
+    // A late worker starts again on the newest model at once.
+    if (late) CHECK(CountFor(pull, Kind::kReplyModel, w) == 1);
+    carry_out(pull, policy->version());
+  }
+  CHECK(policy->iteration() == run.applies);
+  return run;
+}
+
+TEST_CASE("backup: Name, mode, and the settings MakePolicy refuses") {
+  CHECK(MakeBackup(4, 1)->Name() == "backup:1");
+  CHECK(MakeBackup(5, 2)->Name() == "backup:2");
+  CHECK(MakeBackup(4, 1)->mode() == WorkerMode::kSync);
+  PolicyConfig config = Config("backup", 3);
+  config.backup = 3;
+  CHECK_FALSE(MakePolicy(config).ok());
+  config.backup = -1;
+  CHECK_FALSE(MakePolicy(config).ok());
+}
+
+TEST_CASE("backup: the first N - b pushes apply, sample-weighted; a late one is dropped") {
+  auto backup = MakeBackup(4, 1);
+  Actions a;
+  for (WorkerId w = 0; w < 4; ++w) backup->PullRequested(w, &a);
+  CHECK(Count(a, Kind::kReplyModel) == 4);
+
+  a.clear();
+  backup->PushArrived(0, {0, 0, 10, true}, &a);
+  backup->PushArrived(1, {0, 0, 20, true}, &a);
+  backup->PullRequested(0, &a);
+  CHECK(Count(a, Kind::kStage) == 2);
+  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(CountFor(a, Kind::kHold, 0) == 1);  // worker 0 already pushed on round 0
+  CHECK(a[0].value == 10);
+  CHECK(a[1].value == 20);
+
+  a.clear();
+  backup->PushArrived(2, {0, 0, 30, true}, &a);  // the third of N - b = 3 closes round 0
+  REQUIRE(Count(a, Kind::kApply) == 1);
+  CHECK(Find(a, Kind::kApply)->value == doctest::Approx(1.0 / 60));
+  REQUIRE(Find(a, Kind::kReplyModel) != nullptr);
+  CHECK(Find(a, Kind::kApply) < Find(a, Kind::kReplyModel));
+  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
+  CHECK(backup->version() == 1);
+  CHECK(backup->iteration() == 1);
+
+  // Worker 3 computed on version 0: late. Its clock counts, its gradient does not.
+  a.clear();
+  backup->PushArrived(3, {0, 0, 40, true}, &a);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(a[0].worker == 3);
+  CHECK(a[0].reason.find("late") != std::string::npos);
+  CHECK(backup->clock(3) == 1);
+  a.clear();
+  backup->PullRequested(3, &a);  // it has not pushed on round 1: starts at once
+  CHECK(CountFor(a, Kind::kReplyModel, 3) == 1);
+
+  // Round 1: worker 3 is now among the first three; worker 1 becomes the late one.
+  a.clear();
+  backup->PullRequested(2, &a);
+  backup->PushArrived(3, {1, 1, 40, true}, &a);
+  backup->PushArrived(0, {1, 1, 10, true}, &a);
+  backup->PushArrived(2, {1, 1, 30, true}, &a);
+  REQUIRE(Count(a, Kind::kApply) == 1);
+  CHECK(Find(a, Kind::kApply)->value == doctest::Approx(1.0 / 80));
+  a.clear();
+  backup->PushArrived(1, {1, 1, 20, true}, &a);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kDrop);
+}
+
+TEST_CASE("backup: a second push in one round is not counted twice") {
+  auto backup = MakeBackup(3, 1);
+  Actions a;
+  backup->PushArrived(0, {0, 0, 8, true}, &a);
+  a.clear();
+  backup->PushArrived(0, {1, 0, 8, true}, &a);  // no pull in between
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(backup->version() == 0);
+  a.clear();
+  backup->PushArrived(1, {0, 0, 8, true}, &a);
+  CHECK(Count(a, Kind::kApply) == 1);  // 0 and 1: two distinct workers
+}
+
+TEST_CASE("backup: a round of unusable pushes closes without an apply and nothing is late") {
+  auto backup = MakeBackup(3, 1);
+  Actions a;
+  backup->PushArrived(0, {0, 0, 8, false}, &a);
+  backup->PushArrived(1, {0, 0, 8, false}, &a);
+  CHECK(Count(a, Kind::kStage) == 0);
+  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(backup->iteration() == 1);  // the round closed
+  CHECK(backup->version() == 0);    // the model did not change
+  // Worker 2's gradient is on version 0, which is still the model: on time.
+  a.clear();
+  backup->PushArrived(2, {0, 0, 8, true}, &a);
+  CHECK(Count(a, Kind::kDrop) == 0);
+  CHECK(Count(a, Kind::kStage) == 1);
+}
+
+TEST_CASE("backup driver: with b = 1 and a 4x straggler, exactly the straggler's pushes drop") {
+  // Steps take 1, 1, 1 and 4 units. The three fast workers close every round;
+  // each of the straggler's gradients is computed on a model that is four
+  // rounds old when it arrives.
+  const BackupRun run = RunBackup(4, 1, FixedSpeeds({1, 1, 1, 4}), 100);
+  CHECK(run.applies == 100);
+  CHECK(run.pushes[3] == 25);
+  CHECK(run.dropped[3] == 25);
+  for (WorkerId w = 0; w < 3; ++w) {
+    CHECK(run.pushes[w] == 100);
+    CHECK(run.dropped[w] == 0);
+  }
+  CHECK(run.wasted_samples == 25 * BackupSamples(3));
+}
+
+TEST_CASE("backup driver: b = 0 is BSP, the straggler sets the pace and nothing drops") {
+  const BackupRun run = RunBackup(4, 0, FixedSpeeds({1, 1, 1, 4}), 100);
+  CHECK(run.applies == 25);
+  for (WorkerId w = 0; w < 4; ++w) CHECK(run.dropped[w] == 0);
+}
+
+TEST_CASE("backup driver: under random step times only late pushes drop") {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    std::mt19937_64 rng(seed);
+    StepTime jitter = [&rng](WorkerId w, double) {
+      // Worker 0 is 4x slower on average; the others vary around 1.
+      const double d = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
+      return w == 0 ? 4 * d : d;
+    };
+    const int64_t b = 1 + static_cast<int64_t>(seed % 2);
+    const BackupRun run = RunBackup(5, b, jitter, 200);
+    CHECK(run.applies > 100);
+    CHECK(run.dropped[0] > 0);
+    int64_t dropped = 0;
+    for (WorkerId w = 0; w < 5; ++w) dropped += run.dropped[w];
+    CHECK(dropped > 0);
+  }
+}
+
+// ---------------------------------------------------------------- wbsp
+
+struct WbspRun {
+  std::vector<WorkerId> closers;               // per closed round
+  std::vector<double> close_times;             // per closed round
+  std::vector<std::vector<int64_t>> deltas;    // per closed round, per worker
+  std::vector<int64_t> downloads;              // per worker, the first pull included
+  int64_t pushes = 0;
+};
+
+// Plays kLocal workers against wbsp: a worker pushes the delta of every local
+// step and goes straight on; when the answer to a push says so, it downloads
+// the model first. Nobody ever waits for anybody. Checks every event against
+// the WBSP invariants.
+WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
+  auto policy = MakeJoined(Config("wbsp", n));
+  WbspRun run;
+  run.downloads.assign(n, 0);
+  std::vector<int64_t> clock(n, 0);
+  std::vector<int64_t> base(n, -1);
+  std::vector<bool> flagged(n, false);  // a round closed since the worker's last download
+  std::vector<bool> pushed(n, false);   // pushed in the current round
+  std::vector<int64_t> round_deltas(n, 0);
+  std::set<std::pair<int64_t, WorkerId>> downloaded;  // (round, worker)
+  std::map<int64_t, int64_t> round_version;           // the version every download of a round got
+  EventQueue queue;
+  double now = 0;
+
+  auto download = [&](WorkerId w) {
+    Actions actions;
+    policy->PullRequested(w, &actions);
+    REQUIRE(actions.size() == 1);  // answered at once, never held
+    CHECK(actions[0].kind == Kind::kReplyModel);
+    CHECK(actions[0].worker == w);
+    const int64_t round = policy->iteration();
+    CHECK(downloaded.insert({round, w}).second);  // at most once per round
+    auto [it, first] = round_version.emplace(round, policy->version());
+    CHECK(it->second == policy->version());
+    base[w] = policy->version();
+    flagged[w] = false;
+    ++run.downloads[w];
+  };
+
+  for (WorkerId w = 0; w < n; ++w) {
+    download(w);
+    queue.Schedule(step_time(w, 0), w);
+  }
+  while (queue.Due(until)) {
+    const EventQueue::Event e = queue.Pop();
+    now = e.time;
+    const WorkerId w = e.worker;
+    const int64_t version_before = policy->version();
+    const int64_t round_before = policy->iteration();
+    Actions actions;
+    policy->PushArrived(w, {clock[w], base[w], 32, true}, &actions);
+    ++clock[w];
+    ++run.pushes;
+    pushed[w] = true;
+    ++round_deltas[w];
+    const bool closes = std::all_of(pushed.begin(), pushed.end(), [](bool p) { return p; });
+
+    CHECK(Count(actions, Kind::kHold) == 0);
+    CHECK(Count(actions, Kind::kDrop) == 0);
+    CHECK(Count(actions, Kind::kReplyModel) == 0);
+    // The push is answered in the same event, by one Continue, after the rest.
+    REQUIRE(!actions.empty());
+    CHECK(Count(actions, Kind::kContinue) == 1);
+    const Action& answer = actions.back();
+    REQUIRE(answer.kind == Kind::kContinue);
+    CHECK(answer.worker == w);
+    REQUIRE(CountFor(actions, Kind::kStage, w) == 1);
+    CHECK(Find(actions, Kind::kStage)->value == 1.0);  // each delta counts on its own
+    // The global model changes only when the last worker of the round pushes.
+    REQUIRE(Count(actions, Kind::kApplyDelta) == (closes ? 1 : 0));
+    if (closes) {
+      const double scale = Find(actions, Kind::kApplyDelta)->value;
+      CHECK(scale == doctest::Approx(1.0 / static_cast<double>(n)));  // 1/N per delta
+      CHECK(policy->version() == version_before + 1);
+      CHECK(policy->iteration() == round_before + 1);
+      run.closers.push_back(w);
+      run.close_times.push_back(now);
+      run.deltas.push_back(round_deltas);
+      std::fill(pushed.begin(), pushed.end(), false);
+      std::fill(round_deltas.begin(), round_deltas.end(), 0);
+      std::fill(flagged.begin(), flagged.end(), true);
+    } else {
+      CHECK(policy->version() == version_before);
+      CHECK(policy->iteration() == round_before);
+    }
+    // Told to download exactly when a round closed since its last download.
+    CHECK((answer.value == 1.0) == flagged[w]);
+    if (answer.value == 1.0) download(w);
+    queue.Schedule(now + step_time(w, now), w);
+  }
+  return run;
+}
+
+TEST_CASE("wbsp: Name and mode") {
+  auto wbsp = MakeJoined(Config("wbsp", 2));
+  CHECK(wbsp->Name() == "wbsp");
+  CHECK(wbsp->mode() == WorkerMode::kLocal);
+  auto overlap = MakeJoined(Config("wbsp-overlap", 2));
+  CHECK(overlap->Name() == "wbsp-overlap");
+  CHECK(overlap->mode() == WorkerMode::kLocalOverlap);
+}
+
+TEST_CASE("wbsp: deltas stage as they come; the last worker of the round applies them") {
+  auto wbsp = MakeJoined(Config("wbsp", 3));
+  Actions a;
+  for (WorkerId w = 0; w < 3; ++w) wbsp->PullRequested(w, &a);
+  CHECK(Count(a, Kind::kReplyModel) == 3);
+
+  // Worker 0 runs three local steps before worker 2 manages one.
+  for (int64_t c = 0; c < 3; ++c) {
+    a.clear();
+    wbsp->PushArrived(0, {c, 0, 32, true}, &a);
+    REQUIRE(a.size() == 2);
+    CHECK(a[0].kind == Kind::kStage);
+    CHECK(a[0].value == 1.0);
+    CHECK(a[1].kind == Kind::kContinue);
+    CHECK(a[1].worker == 0);
+    CHECK(a[1].value == 0.0);
+  }
+  a.clear();
+  wbsp->PushArrived(1, {0, 0, 32, true}, &a);
+  CHECK(Count(a, Kind::kApplyDelta) == 0);
+  CHECK(wbsp->version() == 0);
+  a.clear();
+  wbsp->PushArrived(2, {0, 0, 32, true}, &a);
+  REQUIRE(a.size() == 3);
+  CHECK(a[0].kind == Kind::kStage);
+  CHECK(a[1].kind == Kind::kApplyDelta);
+  CHECK(a[1].value == doctest::Approx(1.0 / 3));  // 1/N per delta, not a per-worker mean
+  CHECK(a[2].kind == Kind::kContinue);
+  CHECK(a[2].value == 1.0);  // the closer downloads at once
+  CHECK(wbsp->version() == 1);
+  CHECK(wbsp->iteration() == 1);
+
+  // Worker 0 learns of the flag from its next push, keeps it until it downloads.
+  a.clear();
+  wbsp->PushArrived(0, {3, 0, 32, true}, &a);
+  CHECK(a.back().value == 1.0);
+  a.clear();
+  wbsp->PushArrived(0, {4, 0, 32, true}, &a);
+  CHECK(a.back().value == 1.0);
+  a.clear();
+  wbsp->PullRequested(0, &a);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kReplyModel);
+  a.clear();
+  wbsp->PushArrived(0, {5, 1, 32, true}, &a);
+  CHECK(a.back().value == 0.0);  // downloaded once; no new round since
+}
+
+TEST_CASE("wbsp: a round of unusable deltas ends without changing the model, and flags") {
+  auto wbsp = MakeJoined(Config("wbsp", 2));
+  Actions a;
+  wbsp->PushArrived(0, {0, 0, 32, false}, &a);
+  a.clear();
+  wbsp->PushArrived(1, {0, 0, 32, false}, &a);
+  CHECK(Count(a, Kind::kStage) == 0);
+  CHECK(Count(a, Kind::kApplyDelta) == 0);
+  CHECK(wbsp->version() == 0);
+  CHECK(wbsp->iteration() == 1);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kContinue);
+  CHECK(a[0].value == 1.0);
+}
+
+TEST_CASE("wbsp driver: a 4x straggler closes every round; fast workers never wait") {
+  const WbspRun run = RunWbsp(4, FixedSpeeds({1, 1, 1, 4}), 100);
+  REQUIRE(run.closers.size() == 25);
+  for (size_t r = 0; r < run.closers.size(); ++r) {
+    CAPTURE(r);
+    CHECK(run.closers[r] == 3);
+    CHECK(run.deltas[r][3] == 1);
+    for (WorkerId w = 0; w < 3; ++w) {
+      // A fast worker contributes several deltas per round, 3 in the first
+      // (it pushes at 1, 2, 3 before the straggler at 4), 4 afterwards.
+      CHECK(run.deltas[r][w] > 1);
+      CHECK(run.deltas[r][w] == (r == 0 ? 3 : 4));
+    }
+  }
+  // Every worker downloaded once at the start and once per closed round (the
+  // fast ones learn of the close at 100 from their push at 100).
+  CHECK(run.downloads[3] == 1 + 25);
+  for (WorkerId w = 0; w < 3; ++w) CHECK(run.downloads[w] == 1 + 25);
+  // Nobody waited: every worker pushed once per unit of its own step time.
+  CHECK(run.pushes == 3 * 100 + 25);
+}
+
+TEST_CASE("wbsp driver: the closer follows the straggler when a different worker slows down") {
+  // Worker 3 is 4x slow until time 40, then worker 1 is and worker 3 is fast.
+  StepTime schedule = [](WorkerId w, double now) {
+    const WorkerId slow = now < 40 ? 3 : 1;
+    return w == slow ? 4.0 : 1.0;
+  };
+  const WbspRun run = RunWbsp(4, schedule, 120);
+  int64_t closed_by_3 = 0;
+  int64_t closed_by_1 = 0;
+  for (size_t r = 0; r < run.closers.size(); ++r) {
+    CAPTURE(r);
+    CAPTURE(run.close_times[r]);
+    if (run.close_times[r] <= 40) {
+      CHECK(run.closers[r] == 3);
+      ++closed_by_3;
+    } else if (run.close_times[r] > 48) {
+      CHECK(run.closers[r] == 1);
+      ++closed_by_1;
+    }
+  }
+  CHECK(closed_by_3 == 10);
+  CHECK(closed_by_1 >= 15);
+}
+
+TEST_CASE("wbsp driver: with equal speeds every worker contributes one delta per round") {
+  const WbspRun run = RunWbsp(3, FixedSpeeds({2, 2, 2}), 40);
+  REQUIRE(run.closers.size() == 20);
+  for (const std::vector<int64_t>& deltas : run.deltas) {
+    for (int64_t k : deltas) CHECK(k == 1);
+  }
+}
+
+// ---------------------------------------------------------------- abps
+
+struct ChunkedRun {
+  std::vector<double> apply_times;
+  std::vector<std::vector<int64_t>> samples;  // per applied round, per worker
+  std::vector<int64_t> sync_nows;  // per applied round: workers told to stop
+  int64_t max_chunks_after_sync = 0;
+};
+
+// Plays kChunked workers: pull (held until the round may start), process the
+// batch chunk by chunk, look for SyncNow between chunks, push the samples
+// processed. With `expect_sync` false the policy must never send SyncNow (bsp
+// as the baseline).
+ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, double until,
+                      bool expect_sync) {
+  auto policy = MakeJoined(config);
+  const int64_t n = config.num_workers;
+  ChunkedRun run;
+  std::vector<int64_t> base(n, -1);   // -1 while waiting for the model
+  std::vector<int64_t> clock(n, 0);   // pushes done, = the round the worker is in
+  std::vector<int64_t> processed(n, 0);
+  std::vector<int64_t> sync_round(n, -1);  // round of the last SyncNow received
+  std::vector<int64_t> chunks_after_sync(n, 0);
+  std::vector<bool> pushed(n, false);      // in the current round
+  std::vector<int64_t> round_samples(n, 0);
+  std::vector<int64_t> told(n, 0);         // SyncNows received in the current round
+  EventQueue queue;
+  double now = 0;
+
+  auto carry_out = [&](const Actions& actions, int64_t version) {
+    for (const Action& a : actions) {
+      if (a.kind == Kind::kApply) {
+        CHECK(std::all_of(pushed.begin(), pushed.end(), [](bool p) { return p; }));
+        int64_t total = 0;
+        for (int64_t s : round_samples) total += s;
+        CHECK(a.value == doctest::Approx(1.0 / static_cast<double>(total)));
+        run.apply_times.push_back(now);
+        run.samples.push_back(round_samples);
+        int64_t sync_nows = 0;
+        for (int64_t t : told) sync_nows += t;
+        run.sync_nows.push_back(sync_nows);
+        std::fill(pushed.begin(), pushed.end(), false);
+        std::fill(round_samples.begin(), round_samples.end(), 0);
+        std::fill(told.begin(), told.end(), 0);
+        ++version;
+      } else if (a.kind == Kind::kReplyModel) {
+        REQUIRE(base[a.worker] == -1);
+        base[a.worker] = version;
+        processed[a.worker] = 0;
+        chunks_after_sync[a.worker] = 0;
+        queue.Schedule(now + chunk_time(a.worker, now), a.worker);
+      }
+    }
+    CHECK(version == policy->version());
+  };
+
+  for (WorkerId w = 0; w < n; ++w) {
+    Actions actions;
+    policy->PullRequested(w, &actions);
+    carry_out(actions, policy->version());
+  }
+  while (queue.Due(until)) {
+    const EventQueue::Event e = queue.Pop();
+    now = e.time;
+    const WorkerId w = e.worker;
+    processed[w] = std::min(config.batch, processed[w] + config.chunk);
+    const bool stop = sync_round[w] == clock[w];
+    if (stop) ++chunks_after_sync[w];
+    if (processed[w] < config.batch && !stop) {
+      queue.Schedule(now + chunk_time(w, now), w);
+      continue;
+    }
+    // No worker computes more than one chunk past SyncNow.
+    CHECK(chunks_after_sync[w] <= 1);
+    run.max_chunks_after_sync = std::max(run.max_chunks_after_sync, chunks_after_sync[w]);
+
+    const int64_t version_before = policy->version();
+    const int64_t round = policy->iteration();
+    REQUIRE(clock[w] == round);
+    const bool first = std::none_of(pushed.begin(), pushed.end(), [](bool p) { return p; });
+    std::vector<WorkerId> expected;
+    if (first && expect_sync) {
+      for (WorkerId u = 0; u < n; ++u) {
+        if (u != w) expected.push_back(u);
+      }
+    }
+    const PushInfo push{clock[w], base[w], processed[w], true};
+    ++clock[w];
+    base[w] = -1;
+    pushed[w] = true;
+    round_samples[w] = push.samples;
+    Actions actions;
+    policy->PushArrived(w, push, &actions);
+    CHECK(Count(actions, Kind::kDrop) == 0);
+    REQUIRE(CountFor(actions, Kind::kStage, w) == 1);
+    CHECK(Find(actions, Kind::kStage)->value == static_cast<double>(push.samples));
+    CHECK(push.base_version == version_before);  // the BSP invariant at Stage
+
+    std::vector<WorkerId> got;
+    for (const Action& a : actions) {
+      if (a.kind != Kind::kSyncNow) continue;
+      CHECK(a.value == static_cast<double>(round));
+      CHECK(a.worker != w);
+      CHECK_FALSE(pushed[a.worker]);
+      CHECK(++told[a.worker] == 1);  // once per worker per round
+      sync_round[a.worker] = static_cast<int64_t>(a.value);
+      got.push_back(a.worker);
+    }
+    std::sort(got.begin(), got.end());
+    CHECK(got == expected);
+    carry_out(actions, version_before);
+    Actions pull;
+    policy->PullRequested(w, &pull);
+    carry_out(pull, policy->version());
+  }
+  CHECK(policy->iteration() == static_cast<int64_t>(run.apply_times.size()));
+  return run;
+}
+
+PolicyConfig ChunkedConfig(const std::string& name) {
+  PolicyConfig config = Config(name, 4);
+  config.batch = 128;
+  config.chunk = 16;  // 8 chunks per batch
+  return config;
+}
+
+TEST_CASE("abps: Name and mode") {
+  auto abps = MakeJoined(Config("abps", 2));
+  CHECK(abps->Name() == "abps");
+  CHECK(abps->mode() == WorkerMode::kChunked);
+  PolicyConfig config = Config("abps", 2);
+  config.chunk = config.batch + 1;
+  CHECK_FALSE(MakePolicy(config).ok());
+}
+
+TEST_CASE("abps: the first push tells the others to stop; the round applies their mean") {
+  auto abps = MakeJoined(Config("abps", 3));
+  Actions a;
+  for (WorkerId w = 0; w < 3; ++w) abps->PullRequested(w, &a);
+  CHECK(Count(a, Kind::kReplyModel) == 3);
+
+  a.clear();
+  abps->PushArrived(1, {0, 0, 64, true}, &a);  // worker 1 finished its whole batch
+  CHECK(Count(a, Kind::kStage) == 1);
+  CHECK(Count(a, Kind::kSyncNow) == 2);
+  CHECK(CountFor(a, Kind::kSyncNow, 0) == 1);
+  CHECK(CountFor(a, Kind::kSyncNow, 2) == 1);
+  CHECK(CountFor(a, Kind::kSyncNow, 1) == 0);
+  for (const Action& x : a) {
+    if (x.kind == Kind::kSyncNow) CHECK(x.value == 0.0);
+  }
+  a.clear();
+  abps->PullRequested(1, &a);
+  CHECK(CountFor(a, Kind::kHold, 1) == 1);
+
+  a.clear();
+  abps->PushArrived(0, {0, 0, 32, true}, &a);  // stopped after 2 of 4 chunks
+  CHECK(Count(a, Kind::kSyncNow) == 0);
+  CHECK(Count(a, Kind::kApply) == 0);
+  a.clear();
+  abps->PushArrived(2, {0, 0, 16, true}, &a);
+  CHECK(Count(a, Kind::kSyncNow) == 0);
+  REQUIRE(Count(a, Kind::kApply) == 1);
+  CHECK(Find(a, Kind::kApply)->value == doctest::Approx(1.0 / 112));  // Σ S_i / Σ n_i
+  CHECK(CountFor(a, Kind::kReplyModel, 1) == 1);
+  CHECK(abps->version() == 1);
+  CHECK(abps->iteration() == 1);
+
+  // Round 1: SyncNow carries the new round and goes to the others again.
+  a.clear();
+  abps->PullRequested(0, &a);
+  abps->PullRequested(2, &a);
+  a.clear();
+  abps->PushArrived(2, {1, 1, 64, true}, &a);
+  CHECK(CountFor(a, Kind::kSyncNow, 0) == 1);
+  CHECK(CountFor(a, Kind::kSyncNow, 1) == 1);
+  CHECK(CountFor(a, Kind::kSyncNow, 2) == 0);
+  REQUIRE(Find(a, Kind::kSyncNow) != nullptr);
+  CHECK(Find(a, Kind::kSyncNow)->value == 1.0);
+}
+
+TEST_CASE("abps: a stale gradient or a second push in a round is refused and not counted") {
+  auto abps = MakeJoined(Config("abps", 2));
+  Actions a;
+  abps->PushArrived(0, {0, 0, 16, true}, &a);
+  abps->PushArrived(1, {0, 0, 16, true}, &a);
+  REQUIRE(abps->version() == 1);
+  a.clear();
+  abps->PushArrived(0, {1, 0, 16, true}, &a);  // computed on version 0
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(abps->clock(0) == 1);
+  a.clear();
+  abps->PushArrived(0, {1, 1, 16, true}, &a);
+  CHECK(Count(a, Kind::kSyncNow) == 1);
+  a.clear();
+  abps->PushArrived(0, {2, 1, 16, true}, &a);  // again in round 1, without a pull
+  REQUIRE(a.size() == 1);
+  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(abps->clock(0) == 2);
+  CHECK(abps->version() == 1);
+}
+
+TEST_CASE("abps driver: with a 4x straggler a round takes about the fast workers' batch time") {
+  // Chunks take 1 unit on the fast workers, 4 on the straggler; a batch is 8
+  // chunks: 8 units fast, 32 on the straggler.
+  const PolicyConfig config = ChunkedConfig("abps");
+  const ChunkedRun run = RunChunked(config, FixedSpeeds({1, 1, 1, 4}), 200, true);
+  REQUIRE(run.apply_times.size() >= 10);
+  double previous = 0;
+  for (size_t r = 0; r < run.apply_times.size(); ++r) {
+    CAPTURE(r);
+    const double round_time = run.apply_times[r] - previous;
+    previous = run.apply_times[r];
+    // The fast batch plus at most the straggler's chunk in progress.
+    CHECK(round_time <= 8 + 4);
+    CHECK(round_time < 32);
+    for (WorkerId w = 0; w < 3; ++w) CHECK(run.samples[r][w] == config.batch);
+    CHECK(run.samples[r][3] > 0);
+    CHECK(run.samples[r][3] < config.batch);  // the straggler stopped early
+    CHECK(run.sync_nows[r] == 3);             // everyone but the first pusher
+  }
+  CHECK(run.max_chunks_after_sync == 1);
+}
+
+TEST_CASE("abps driver: bsp under the same straggler waits its whole batch every round") {
+  const ChunkedRun run = RunChunked(ChunkedConfig("bsp"), FixedSpeeds({1, 1, 1, 4}), 200, false);
+  REQUIRE(run.apply_times.size() == 6);
+  for (size_t r = 0; r < run.apply_times.size(); ++r) {
+    CHECK(run.apply_times[r] == doctest::Approx(32.0 * static_cast<double>(r + 1)));
+  }
+  for (int64_t told : run.sync_nows) CHECK(told == 0);
+}
+
+TEST_CASE("abps driver: the stopping set changes with the straggler, invariants hold throughout") {
+  std::mt19937_64 rng(7);
+  // Each chunk, each worker is 4x slow with probability 0.2.
+  StepTime jitter = [&rng](WorkerId, double) {
+    return std::bernoulli_distribution(0.2)(rng) ? 4.0 : 1.0;
+  };
+  const PolicyConfig config = ChunkedConfig("abps");
+  const ChunkedRun run = RunChunked(config, jitter, 500, true);
+  REQUIRE(run.apply_times.size() >= 20);
+  CHECK(run.max_chunks_after_sync <= 1);
+  // Different workers end up stopping early in different rounds.
+  std::set<WorkerId> stopped_early;
+  for (const std::vector<int64_t>& samples : run.samples) {
+    for (WorkerId w = 0; w < 4; ++w) {
+      if (samples[w] < config.batch) stopped_early.insert(w);
+    }
+  }
+  CHECK(stopped_early.size() == 4);
+}
+
+}  // namespace
+}  // namespace dmlps::sync
