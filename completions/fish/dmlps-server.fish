@@ -24,8 +24,27 @@ complete -c $c -f
 complete -c $c -l bind -x -d 'Address to listen on' -a 'tcp://127.0.0.1:5555'
 complete -c $c -l endpoint-file -r -F -d 'Write the address actually bound to FILE'
 complete -c $c -l workers -x -d 'Number of workers'
-complete -c $c -l policy -x -d 'Synchronization policy' -a 'bsp asp ssp'
-complete -c $c -l staleness -x -d 'SSP: clocks a worker may run ahead of the slowest'
+complete -c $c -l policy -x -d 'Synchronization policy' -a "bsp\t'Bulk synchronous'
+asp\t'Asynchronous'
+ssp\t'Stale synchronous'
+backup\t'Backup workers'
+wbsp\t'Worker-busy synchronous'
+wbsp-overlap\t'WBSP, compute and communication overlapped'
+abps\t'Aggressive synchronization, partial processing'
+lbbsp\t'Load-balanced batch sizes'
+token\t'Token scheduling'"
+
+complete -c $c -l staleness -x -d 'ssp: clocks a worker may run ahead of the slowest'
+complete -c $c -l backup -x -d 'backup: pushes per iteration not waited for'
+complete -c $c -l chunk -x -d 'abps: samples per chunk'
+complete -c $c -l rebalance-every -x -d 'lbbsp: iterations between batch-size changes'
+complete -c $c -l lb-mode -x -d 'lbbsp: how batch sizes are chosen' -a "cpu\t'In proportion to predicted speed'
+gpu\t'Numerically, moving samples step by step'"
+complete -c $c -l predictor -x -d 'lbbsp cpu mode: speed predictor' -a "last\t'The last speed'
+ema\t'Exponential moving average'"
+complete -c $c -l ema-alpha -x -d 'lbbsp with --predictor ema: weight of the newest speed'
+complete -c $c -l lb-step -x -d 'lbbsp gpu mode: samples moved per rebalance at first'
+complete -c $c -l token-size -x -d 'token: samples per token'
 
 complete -c $c -l model -x -d 'Model to train' -a 'softmax mlp:128 mlp:256,128'
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'

@@ -28,10 +28,14 @@ complete -c $c -l server-timeout -x -d 'Give up when the server is silent for SE
 
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
 complete -c $c -l threads -x -d 'Threads for the linear algebra'
+complete -c $c -l max-batch -x -d 'The most samples this worker takes in one step (0: no cap)'
 
 complete -c $c -l slowdown -x -d 'After a step whose compute took t, sleep (K-1)*t'
-complete -c $c -l delay-prob -x -d 'Probability per step of a transient delay'
-complete -c $c -l delay-ms -x -d 'Length of a transient delay in milliseconds'
+complete -c $c -l slowdown-schedule -x -d 'Slowdown by step, e.g. 0:1,150:4'
+complete -c $c -l delay-ms -x -d 'Sleep D milliseconds after every step'
+complete -c $c -l delay-prob -x -d 'Sleep --delay-ms after a step only with probability P'
+complete -c $c -l round-robin-ms -x -d 'In step t, the worker of rank t mod N sleeps D ms'
+complete -c $c -l bandwidth-mbps -x -d 'Cap what this worker sends, megabits per second (0: no cap)'
 
 complete -c $c -s h -l help -d 'Print the options and exit'
 complete -c $c -l version -d 'Print the version and exit'

@@ -17,6 +17,7 @@
 #include "dmlps/predict/predictor.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/policy.h"
+#include "policy_test_util.h"
 #include "dmlps/sync/token.h"
 
 namespace dmlps::sync {
@@ -24,15 +25,8 @@ namespace {
 
 using Kind = Action::Kind;
 
-int64_t Count(const Actions& actions, Kind kind) {
-  return std::count_if(actions.begin(), actions.end(),
-                       [&](const Action& a) { return a.kind == kind; });
-}
-
-int64_t CountFor(const Actions& actions, Kind kind, WorkerId w) {
-  return std::count_if(actions.begin(), actions.end(),
-                       [&](const Action& a) { return a.kind == kind && a.worker == w; });
-}
+using testing::Count;
+using testing::CountFor;
 
 const Action* Find(const Actions& actions, Kind kind, WorkerId w = -1) {
   auto it = std::find_if(actions.begin(), actions.end(), [&](const Action& a) {

@@ -15,6 +15,7 @@
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
 #include "dmlps/sync/policy.h"
+#include "policy_test_util.h"
 #include "dmlps/sync/wbsp.h"
 
 namespace dmlps::sync {
@@ -22,15 +23,8 @@ namespace {
 
 using Kind = Action::Kind;
 
-int64_t Count(const Actions& actions, Kind kind) {
-  return std::count_if(actions.begin(), actions.end(),
-                       [&](const Action& a) { return a.kind == kind; });
-}
-
-int64_t CountFor(const Actions& actions, Kind kind, WorkerId w) {
-  return std::count_if(actions.begin(), actions.end(),
-                       [&](const Action& a) { return a.kind == kind && a.worker == w; });
-}
+using testing::Count;
+using testing::CountFor;
 
 const Action* Find(const Actions& actions, Kind kind) {
   auto it = std::find_if(actions.begin(), actions.end(),

@@ -6,15 +6,14 @@
 #include <random>
 
 #include "dmlps/sync/policy.h"
+#include "policy_test_util.h"
 
 namespace dmlps::sync {
 namespace {
 
 using Kind = Action::Kind;
 
-int64_t Count(const Actions& actions, Kind kind) {
-  return std::count_if(actions.begin(), actions.end(), [&](const Action& a) { return a.kind == kind; });
-}
+using testing::Count;
 
 bool RepliesTo(const Actions& actions, WorkerId w) {
   return std::any_of(actions.begin(), actions.end(),

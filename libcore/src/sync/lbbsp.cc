@@ -109,7 +109,7 @@ int64_t TargetSum(int64_t global_batch, const std::vector<int64_t>& caps) {
 }  // namespace
 
 LbBspPolicy::LbBspPolicy(const PolicyConfig& config)
-    : Policy(config.num_workers),
+    : BspPolicy(config.num_workers),
       config_(config),
       global_batch_(config.batch * config.num_workers),
       batch_(config.num_workers),
@@ -154,20 +154,7 @@ void LbBspPolicy::OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {
   batch_ = Distribute(target, weight, lo, hi);
 }
 
-std::string LbBspPolicy::Refuse(WorkerId w, const PushInfo& push) const {
-  // As BSP: a gradient applied at version v was computed on v.
-  if (push.base_version != version()) {
-    return "gradient computed on version " + std::to_string(push.base_version) +
-           ", the model is at version " + std::to_string(version());
-  }
-  return {};
-}
-
-void LbBspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
-  if (push.usable && push.samples > 0) {
-    out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
-    staged_samples_ += push.samples;
-  }
+void LbBspPolicy::OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) {
   // A step's speed is worth knowing even when its gradient was refused.
   if (push.busy_s > 0 && std::isfinite(push.busy_s) && push.samples > 0) {
     if (config_.lb_mode == "gpu") {
@@ -178,19 +165,13 @@ void LbBspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
           {static_cast<double>(push.samples) / push.busy_s, 0, 0, push.batch});
     }
   }
-  if (++arrived_ < joined_count()) return;
-  // sum_i (b_i / B) g_i: each mean gradient weighted by its samples, over their total.
-  if (staged_samples_ > 0) EmitApply(1.0 / static_cast<double>(staged_samples_), out);
-  ++round_;
-  arrived_ = 0;
-  staged_samples_ = 0;
-  // Between rounds, so that a round's batches never change under it; the
-  // released pulls carry the new sizes.
-  Rebalance();
-  ReleaseHeld(out);
 }
 
-bool LbBspPolicy::MayStart(WorkerId w) const { return clock(w) <= round_; }
+void LbBspPolicy::OnRoundClosed(Actions* out) {
+  // Between rounds, so that a round's batches never change under it; the
+  // pulls released next carry the new sizes.
+  Rebalance();
+}
 
 void LbBspPolicy::BeforeReply(WorkerId w, Actions* out) {
   out->push_back(Action::SetBatch(w, batch_[w]));
@@ -198,8 +179,8 @@ void LbBspPolicy::BeforeReply(WorkerId w, Actions* out) {
 
 void LbBspPolicy::Rebalance() {
   if (config_.lb_mode == "gpu") {
-    if (round_ - window_start_ >= window_) RebalanceNumerical();
-  } else if (round_ % config_.rebalance_every == 0) {
+    if (round() - window_start_ >= window_) RebalanceNumerical();
+  } else if (round() % config_.rebalance_every == 0) {
     RebalanceAnalytic();
   }
 }
@@ -259,7 +240,7 @@ void LbBspPolicy::RebalanceNumerical() {
   }
   std::fill(window_time_.begin(), window_time_.end(), 0.0);
   std::fill(window_steps_.begin(), window_steps_.end(), 0);
-  window_start_ = round_;
+  window_start_ = round();
   if (leader < 0 || straggler < 0 || leader == straggler) return;
 
   // Leader and straggler trading places means the last move overshot: from

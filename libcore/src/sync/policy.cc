@@ -104,6 +104,12 @@ std::string BspPolicy::Refuse(WorkerId w, const PushInfo& push) const {
     return "gradient computed on version " + std::to_string(push.base_version) +
            ", the model is at version " + std::to_string(version());
   }
+  // Every worker pushes once per round, so a worker whose clock is past the
+  // round has pushed in it already; a second push would be counted twice.
+  if (clock(w) > round_) {
+    return "second push in round " + std::to_string(round_) +
+           " without fetching the model in between";
+  }
   return {};
 }
 
@@ -112,12 +118,15 @@ void BspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
     staged_samples_ += push.samples;
   }
-  if (++arrived_ < joined_count()) return;
-  // Σ_i (b_i / B) g_i: each mean gradient weighted by its samples, over their total.
+  OnArrival(w, push, ++arrived_ == 1, out);
+  if (arrived_ < joined_count()) return;
+  // Σ_i (b_i / B) g_i: each mean gradient weighted by its samples, over their
+  // total (A-BSP: Σ_i S_i / Σ_i n_i, the same number).
   if (staged_samples_ > 0) EmitApply(1.0 / static_cast<double>(staged_samples_), out);
   ++round_;
   arrived_ = 0;
   staged_samples_ = 0;
+  OnRoundClosed(out);
   ReleaseHeld(out);
 }
 

@@ -15,6 +15,9 @@ usage: side-by-side.sh [options]
                        last worker at 4, the others at 1)
   --target ACC         target test accuracy (default 0.85)
   --model SPEC         model (default mlp:128)
+  --batch B            samples per worker step (default 256: steps long enough
+                       that computing, not messaging, dominates, as in the papers)
+  --lr RATE            learning rate (default 0.1)
   --data SPEC          dataset (default fashion-mnist)
   --max-seconds S      give up on a run after S seconds of training (default 300)
   --repeat R           runs per policy, interleaved (default 1)
@@ -25,7 +28,7 @@ EOF
 }
 
 workers=4 policies=bsp,asp,ssp:3,backup:1,wbsp,wbsp-overlap,abps,lbbsp,token slowdown="" target=0.85 model=mlp:128 data=fashion-mnist
-max_seconds=300 repeat=1 out="" bin="${DMLPS_BIN:-}"
+max_seconds=300 repeat=1 out="" bin="${DMLPS_BIN:-}" batch=256 lr=0.1
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) workers=$2; shift 2 ;;
@@ -33,6 +36,8 @@ while [ $# -gt 0 ]; do
     --slowdown) slowdown=$2; shift 2 ;;
     --target) target=$2; shift 2 ;;
     --model) model=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --lr) lr=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
     --max-seconds) max_seconds=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
@@ -86,7 +91,15 @@ run_one() {
   mkdir -p "$dir"
   rm -f "$dir/endpoint"
   pids=()
+  # A-BSP's chunks and Fela's tokens are a quarter of a worker's batch, as the
+  # servers' defaults are (16 of 64): much smaller and each token's message
+  # round trip costs more than its compute.
+  case "$name" in
+    abps) extra+=(--chunk $(((batch + 3) / 4))) ;;
+    token) extra+=(--token-size $(((batch + 3) / 4))) ;;
+  esac
   "$bin/dmlps-server" --workers "$workers" --policy "$name" "${extra[@]}" --model "$model" \
+    --batch "$batch" --lr "$lr" \
     --data "$data" --bind 'tcp://127.0.0.1:*' --endpoint-file "$dir/endpoint" \
     --target-accuracy "$target" --max-seconds "$max_seconds" \
     >"$dir/server.tsv" 2>"$dir/server.log" &
@@ -127,7 +140,7 @@ run_one() {
 
 declare -A results
 IFS=, read -r -a policy_list <<<"$policies"
-echo "side-by-side: $workers workers, slowdown $slowdown, $model to $target; logs in $out" >&2
+echo "side-by-side: $workers workers, slowdown $slowdown, $model, batch $batch, lr $lr, to $target; logs in $out" >&2
 for ((rep = 1; rep <= repeat; rep++)); do
   for policy in "${policy_list[@]}"; do
     echo "side-by-side: run $rep/$repeat of $policy ..." >&2

@@ -3,8 +3,6 @@
 #ifndef DMLPS_SYNC_ABPS_H_
 #define DMLPS_SYNC_ABPS_H_
 
-#include <vector>
-
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::sync {
@@ -16,22 +14,14 @@ namespace dmlps::sync {
 // samples it did process. When all N have pushed the server applies the
 // sample-weighted mean, sum_i S_i / sum_i n_i, once. As BSP, every gradient
 // applied at version v was computed on v, and pulls wait for the round.
-class AbpsPolicy : public Policy {
+class AbpsPolicy : public BspPolicy {
  public:
-  explicit AbpsPolicy(int64_t num_workers) : Policy(num_workers) {}
+  explicit AbpsPolicy(int64_t num_workers) : BspPolicy(num_workers) {}
   std::string Name() const override { return "abps"; }
   WorkerMode mode() const override { return WorkerMode::kChunked; }
-  int64_t iteration() const override { return round_; }
 
  protected:
-  void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
-  bool MayStart(WorkerId w) const override;
-  std::string Refuse(WorkerId w, const PushInfo& push) const override;
-
- private:
-  int64_t round_ = 0;
-  int64_t arrived_ = 0;
-  int64_t staged_samples_ = 0;
+  void OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) override;
 };
 
 }  // namespace dmlps::sync

@@ -23,12 +23,11 @@ namespace dmlps::sync {
 //     from the straggler (slowest). When leader and straggler swap places
 //     (the move overshot), the step halves (at least 1) and the window
 //     doubles: the fine-tune phase after the fast approach.
-class LbBspPolicy : public Policy {
+class LbBspPolicy : public BspPolicy {
  public:
   // REQUIRES: config.name == "lbbsp", valid sizes (MakePolicy checks).
   explicit LbBspPolicy(const PolicyConfig& config);
   std::string Name() const override { return "lbbsp"; }
-  int64_t iteration() const override { return round_; }
 
   // Worker w's current batch size.
   int64_t batch(WorkerId w) const { return batch_[w]; }
@@ -40,9 +39,8 @@ class LbBspPolicy : public Policy {
 
  protected:
   void OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) override;
-  void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
-  bool MayStart(WorkerId w) const override;
-  std::string Refuse(WorkerId w, const PushInfo& push) const override;
+  void OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) override;
+  void OnRoundClosed(Actions* out) override;
   void BeforeReply(WorkerId w, Actions* out) override;
 
  private:
@@ -52,9 +50,6 @@ class LbBspPolicy : public Policy {
 
   PolicyConfig config_;
   int64_t global_batch_;
-  int64_t round_ = 0;
-  int64_t arrived_ = 0;
-  int64_t staged_samples_ = 0;
   std::vector<int64_t> batch_;
   std::vector<int64_t> cap_;
   std::vector<std::unique_ptr<predict::SpeedPredictor>> predictors_;

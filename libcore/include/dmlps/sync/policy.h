@@ -160,7 +160,10 @@ class Policy {
 };
 
 // Bulk synchronous: all N pushes of an iteration, computed on the same
-// version, are averaged sample-weighted and applied once.
+// version, are averaged sample-weighted and applied once. A-BSP and LB-BSP
+// are BSP with more to do when a push arrives or a round closes: they
+// derive from this class and use its hooks, so the round logic and its
+// invariant live in one place.
 class BspPolicy : public Policy {
  public:
   explicit BspPolicy(int64_t num_workers) : Policy(num_workers) {}
@@ -172,8 +175,16 @@ class BspPolicy : public Policy {
   bool MayStart(WorkerId w) const override;
   std::string Refuse(WorkerId w, const PushInfo& push) const override;
 
+  // A push was accepted into the round (and staged if usable); `first`: it
+  // is the round's first.
+  virtual void OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) {}
+  // The round closed and its update was emitted; held pulls are released next.
+  virtual void OnRoundClosed(Actions* out) {}
+  // Rounds closed so far.
+  int64_t round() const { return round_; }
+
  private:
-  int64_t round_ = 0;  // completed iterations
+  int64_t round_ = 0;
   int64_t arrived_ = 0;
   int64_t staged_samples_ = 0;
 };
