@@ -106,6 +106,9 @@ class WorkerRunner {
   // Sends a push and its payload, after the emulated transfer time.
   Status SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload);
   bool Interrupted() const;
+  // The push that reports `step`, the worker's step number `clock`, on the
+  // model last received, after waiting `wait_us` for the server.
+  proto::Push PushFor(int64_t clock, int64_t batch, const StepResult& step, int64_t wait_us) const;
   Status SleepInterruptibly(microseconds d);
   void Count(const StepResult& step);
 
@@ -134,6 +137,20 @@ class WorkerRunner {
 };
 
 bool WorkerRunner::Interrupted() const { return signal_ != nullptr && signal_->load() != 0; }
+
+proto::Push WorkerRunner::PushFor(int64_t clock, int64_t batch, const StepResult& step,
+                                  int64_t wait_us) const {
+  proto::Push push;
+  push.clock = clock;
+  push.base_version = version_;
+  push.batch = batch;
+  push.samples = step.samples;
+  push.loss = step.loss;
+  push.compute_us = step.compute.count();
+  push.straggle_us = step.straggle.count();
+  push.wait_us = wait_us;
+  return push;
+}
 
 Status WorkerRunner::HandleAside(const proto::Message& message) {
   const proto::MsgType type = proto::TypeOf(message.body);
@@ -277,42 +294,34 @@ Status WorkerRunner::RunSync(bool chunked) {
     if (!more) return Status::Ok();
     const int64_t wait_us = static_cast<int64_t>((report_.wait_s - waited_before) * 1e6);
     std::vector<float>& grad = *Writable(gradient, params.size());
-    proto::Push push;
-    push.clock = clock;
-    push.base_version = version_;
-    push.batch = batch_;
-    push.wait_us = wait_us;
+    StepResult step;
     if (!chunked) {
-      DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, batch_, params, grad));
+      DMLPS_ASSIGN_OR_RETURN(step, Compute(clock, batch_, params, grad));
       Count(step);
-      push.samples = step.samples;
-      push.loss = step.loss;
-      push.compute_us = step.compute.count();
-      push.straggle_us = step.straggle.count();
     } else {
       // A-BSP: chunk after chunk, looking for SyncNow in between; the mean
       // gradient over the samples actually processed is what goes out.
       Vec sum(grad.data(), static_cast<Eigen::Index>(grad.size()));
       sum.setZero();
       double loss_sum = 0;
-      while (push.samples < batch_) {
-        const int64_t n = std::min(welcome_.chunk, batch_ - push.samples);
+      while (step.samples < batch_) {
+        const int64_t n = std::min(welcome_.chunk, batch_ - step.samples);
         DMLPS_ASSIGN_OR_RETURN(StepResult part,
-                               Compute(clock, n, params, chunk_gradient, push.samples == 0));
+                               Compute(clock, n, params, chunk_gradient, step.samples == 0));
         Count(part);
         sum += static_cast<float>(n) * ConstVec(chunk_gradient.data(), sum.size());
         loss_sum += part.loss * static_cast<double>(n);
-        push.samples += n;
-        push.compute_us += part.compute.count();
-        push.straggle_us += part.straggle.count();
+        step.samples += n;
+        step.compute += part.compute;
+        step.straggle += part.straggle;
         DMLPS_RETURN_IF_ERROR(PollControl());
         if (stop_) return Status::Ok();
         if (sync_round_ >= clock) break;  // told to stop: the rest waits for the next step
       }
-      sum /= static_cast<float>(push.samples);
-      push.loss = loss_sum / static_cast<double>(push.samples);
+      sum /= static_cast<float>(step.samples);
+      step.loss = loss_sum / static_cast<double>(step.samples);
     }
-    DMLPS_RETURN_IF_ERROR(SendPush(push, gradient));
+    DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, batch_, step, wait_us), gradient));
   }
 }
 
@@ -341,16 +350,7 @@ Status WorkerRunner::RunLocal() {
     step.compute += microseconds(Micros(Clock::now() - update_start));  // the local update is compute too
     Count(step);
 
-    proto::Push push;
-    push.clock = clock;
-    push.base_version = version_;
-    push.batch = batch_;
-    push.samples = step.samples;
-    push.loss = step.loss;
-    push.compute_us = step.compute.count();
-    push.straggle_us = step.straggle.count();
-    push.wait_us = wait_us;
-    DMLPS_RETURN_IF_ERROR(SendPush(push, delta));
+    DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, batch_, step, wait_us), delta));
     const Clock::time_point asked = Clock::now();
     DMLPS_ASSIGN_OR_RETURN(proto::Message reply, Await({proto::MsgType::kContinue}));
     wait_us = Micros(Clock::now() - asked);
@@ -510,16 +510,7 @@ Status WorkerRunner::RunToken() {
     std::vector<float>& grad = *Writable(gradient, params.size());
     DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, welcome_.token_size, params, grad));
     Count(step);
-    proto::Push push;
-    push.clock = clock;
-    push.base_version = version_;
-    push.batch = welcome_.token_size;
-    push.samples = step.samples;
-    push.loss = step.loss;
-    push.compute_us = step.compute.count();
-    push.straggle_us = step.straggle.count();
-    push.wait_us = wait_us;
-    DMLPS_RETURN_IF_ERROR(SendPush(push, gradient));
+    DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, welcome_.token_size, step, wait_us), gradient));
     // The answer is the next token on this model (Continue), or the new
     // model with a token once the iteration is complete.
     const Clock::time_point asked = Clock::now();

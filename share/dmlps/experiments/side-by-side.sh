@@ -18,6 +18,8 @@ usage: side-by-side.sh [options]
   --batch B            samples per worker step (default 256: steps long enough
                        that computing, not messaging, dominates, as in the papers)
   --lr RATE            learning rate (default 0.1)
+  --eval-every N       iterations between evaluations (default 50): the
+                       granularity of the time to the target
   --data SPEC          dataset (default fashion-mnist)
   --max-seconds S      give up on a run after S seconds of training (default 300)
   --repeat R           runs per policy, interleaved (default 1)
@@ -28,7 +30,7 @@ EOF
 }
 
 workers=4 policies=bsp,asp,ssp:3,backup:1,wbsp,wbsp-overlap,abps,lbbsp,token slowdown="" target=0.85 model=mlp:128 data=fashion-mnist
-max_seconds=300 repeat=1 out="" bin="${DMLPS_BIN:-}" batch=256 lr=0.1
+max_seconds=300 repeat=1 out="" bin="${DMLPS_BIN:-}" batch=256 lr=0.1 eval_every=50
 while [ $# -gt 0 ]; do
   case "$1" in
     --workers) workers=$2; shift 2 ;;
@@ -38,6 +40,7 @@ while [ $# -gt 0 ]; do
     --model) model=$2; shift 2 ;;
     --batch) batch=$2; shift 2 ;;
     --lr) lr=$2; shift 2 ;;
+    --eval-every) eval_every=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
     --max-seconds) max_seconds=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
@@ -99,7 +102,7 @@ run_one() {
     token) extra+=(--token-size $(((batch + 3) / 4))) ;;
   esac
   "$bin/dmlps-server" --workers "$workers" --policy "$name" "${extra[@]}" --model "$model" \
-    --batch "$batch" --lr "$lr" \
+    --batch "$batch" --lr "$lr" --eval-every "$eval_every" \
     --data "$data" --bind 'tcp://127.0.0.1:*' --endpoint-file "$dir/endpoint" \
     --target-accuracy "$target" --max-seconds "$max_seconds" \
     >"$dir/server.tsv" 2>"$dir/server.log" &
