@@ -47,7 +47,6 @@ struct Member {
   int64_t pid = 0;
   sync::WorkerInfo info;
   bool pull_pending = false;  // a pull arrived and has no reply yet
-  Clock::time_point pull_since;
   int64_t next_batch = 0;   // batch size to send with the next reply; 0: unchanged
   int64_t next_token = -1;  // token to send with the next reply; -1: none
   // Totals the worker reported, for the closing summary.
@@ -394,10 +393,7 @@ void ParameterServer::Start() {
   for (int64_t r = 0; r < config_.workers; ++r) policy_->WorkerJoined(r, members_[r]->info, &actions);
   // Pulls that arrived while the cluster was assembling are answered now.
   for (int64_t r = 0; r < config_.workers; ++r) {
-    if (members_[r]->pull_pending) {
-      members_[r]->pull_since = start_;
-      policy_->PullRequested(r, &actions);
-    }
+    if (members_[r]->pull_pending) policy_->PullRequested(r, &actions);
   }
   CarryOut(actions, nullptr);
   next_eval_ = config_.eval_every;
@@ -419,7 +415,6 @@ void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
     return;
   }
   member.pull_pending = true;
-  member.pull_since = Clock::now();
   if (!started_) {
     // A worker pulls once its data is loaded: the run's clock starts when all
     // are ready, so loading data is not counted as training time.
