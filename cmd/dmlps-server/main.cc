@@ -1,6 +1,7 @@
 // dmlps-server: holds the model and runs a synchronization policy for a
 // cluster of dmlps-worker processes.
 #include <iostream>
+#include <sstream>
 
 #include "dmlps/cli/cli.h"
 #include "dmlps/server/server.h"
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("0"), "SECONDS")
       ("eval-every", "Iterations between evaluations on the test set",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.eval_every)), "N");
-  dmlps::cli::AddCommonOptions(options);
+  dmlps::cli::AddCommonOptions(options, /*with_trace=*/true);
 
   int exit_code = 0;
   std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
   config.max_iterations = flags.Int("max-iterations", 0);
   config.max_seconds = flags.Real("max-seconds", 0);
   config.eval_every = flags.Int("eval-every", 1);
+  if (flags.Has("trace")) config.trace = flags.String("trace");
   config.policy.backup = flags.Int("backup", 0, 100000);
   config.policy.chunk = flags.Int("chunk", 1, 1 << 24);
   config.policy.rebalance_every = flags.Int("rebalance-every", 1, 1 << 30);
@@ -107,7 +109,10 @@ int main(int argc, char** argv) {
 
   dmlps::cli::SetupLogging("dmlps-server", *parsed);
   const std::atomic<int>* signal = dmlps::cli::InstallSignalHandlers();
-  dmlps::Result<dmlps::server::RunReport> report = dmlps::server::RunServer(config, std::cout, signal);
+  // With the trace on standard output, the evaluations are in it, not in a TSV.
+  std::ostringstream no_tsv;
+  std::ostream& tsv = config.trace == "-" ? static_cast<std::ostream&>(no_tsv) : std::cout;
+  dmlps::Result<dmlps::server::RunReport> report = dmlps::server::RunServer(config, tsv, signal);
   if (!report.ok()) return dmlps::cli::ReportError("dmlps-server", report.status());
   if (report->signal != 0) return dmlps::cli::ExitCodeForSignal(report->signal);
   if (!report->lost_worker.empty()) {

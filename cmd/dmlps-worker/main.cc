@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("0"), "D")
       ("bandwidth-mbps", "Cap what this worker sends at M megabits per second (0: no cap)",
        cxxopts::value<std::string>()->default_value("0"), "M");
-  dmlps::cli::AddCommonOptions(options);
+  dmlps::cli::AddCommonOptions(options, /*with_trace=*/true);
 
   int exit_code = 0;
   std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(
@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   config.data = flags.String("data");
   config.threads = flags.Int("threads", 1, 1024);
   config.max_batch = flags.Int("max-batch", 0, 1 << 24);
+  if (flags.Has("trace")) config.trace = flags.String("trace");
   dmlps::worker::StragglerSpec& straggler = config.straggler;
   straggler.slowdown = flags.Real("slowdown", 1, 1e6);
   if (flags.Has("slowdown-schedule")) {

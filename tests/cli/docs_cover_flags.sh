@@ -18,9 +18,9 @@
 #   fish      a complete line with -l name (and -s n)
 set -euo pipefail
 
-bin=${DMLPS_BIN:?DMLPS_BIN must name the folder holding dmlps-server and dmlps-worker}
+bin=${DMLPS_BIN:?DMLPS_BIN must name the folder holding the dmlps binaries}
 src=${DMLPS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-binaries=(dmlps-server dmlps-worker)
+binaries=(dmlps-server dmlps-worker dmlps-trace)
 bash_file=$src/completions/bash/dmlps
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-docs.XXXXXX")

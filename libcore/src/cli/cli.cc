@@ -23,7 +23,7 @@ void OnSignal(int signal) { g_signal.store(signal); }
 
 }  // namespace
 
-void AddCommonOptions(cxxopts::Options& options) {
+void AddCommonOptions(cxxopts::Options& options, bool with_trace) {
   options.add_options("Common")
       ("h,help", "Print this help and exit")
       ("version", "Print the version and exit")
@@ -31,6 +31,11 @@ void AddCommonOptions(cxxopts::Options& options) {
       ("q,quiet", "Log only warnings and errors")
       ("log-level", "Log level: trace, debug, info, warn, error, critical, off",
        cxxopts::value<std::string>(), "LEVEL");
+  if (with_trace) {
+    options.add_options("Common")
+        ("trace", "Write a trace of every event to FILE (- for standard output); see dmlps-trace(5)",
+         cxxopts::value<std::string>(), "FILE");
+  }
 }
 
 std::string FlagReader::String(const std::string& name) { return result_[name].as<std::string>(); }

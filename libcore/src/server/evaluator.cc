@@ -1,5 +1,7 @@
 #include "server/evaluator.h"
 
+#include "dmlps/trace/trace.h"
+
 namespace dmlps::server {
 
 Evaluator::Evaluator(model::ModelSpec spec, data::Dataset test_set)
@@ -51,9 +53,11 @@ void Evaluator::Loop() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
+    const int64_t start_us = trace::NowMicros();
     model::EvalResult result = model_.Evaluate(*snapshot.params, test_set_);
+    const int64_t duration_us = trace::NowMicros() - start_us;
     lock.lock();
-    done_.push_back({std::move(snapshot), result});
+    done_.push_back({std::move(snapshot), result, start_us, duration_us});
     busy_ = false;
     if (queue_.empty()) idle_.notify_all();
   }

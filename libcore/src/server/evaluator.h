@@ -29,6 +29,8 @@ struct Snapshot {
 struct Evaluation {
   Snapshot snapshot;
   model::EvalResult result;
+  int64_t start_us = 0;     // when evaluating it began, µs since the Unix epoch
+  int64_t duration_us = 0;  // how long it took
 };
 
 class Evaluator {

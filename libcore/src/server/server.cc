@@ -13,6 +13,7 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/trace/trace.h"
 #include "server/evaluator.h"
 
 namespace dmlps::server {
@@ -96,6 +97,8 @@ class ParameterServer {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<model::ModelSpec> spec_;
   std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
+  int64_t start_us_ = 0;                         // the run's start, µs since the Unix epoch
 
   std::vector<float> params_;
   std::vector<float> accumulator_;
@@ -143,6 +146,9 @@ Status ParameterServer::Setup() {
   evaluator_ = std::make_unique<Evaluator>(spec, std::move(test_set));
   members_.resize(config_.workers);
 
+  if (!config_.trace.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
+  }
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Bind(context_, config_.bind));
   endpoint_.emplace(std::move(endpoint));
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
@@ -224,6 +230,11 @@ Result<RunReport> ParameterServer::Run() {
                  "wait {:.1f} s, compute ratio {:.2f}, {} refused",
                  rank, m->steps, m->samples, m->compute_s, m->straggle_s, m->wait_s, ratio,
                  m->refused);
+  }
+  if (tracer_) {
+    tracer_->Instant("run", "end", trace::NowMicros(),
+                     {{"seconds", report_.seconds}, {"iterations", iterations_}});
+    if (Status flushed = tracer_->Flush(); !flushed.ok()) spdlog::warn("{}", flushed.message());
   }
   report_.compute_ratio_mean = counted > 0 ? ratio_sum / counted : 0;
   report_.compute_ratio_min = counted > 0 ? ratio_min : 0;
@@ -388,6 +399,13 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
 void ParameterServer::Start() {
   started_ = true;
   start_ = Clock::now();
+  start_us_ = trace::NowMicros();
+  if (tracer_) {
+    tracer_->Instant("run", "start", start_us_,
+                     {{"policy", policy_->Name()},
+                      {"workers", config_.workers},
+                      {"target", config_.target_accuracy}});
+  }
   spdlog::info("all {} workers ready; training starts", config_.workers);
   sync::Actions actions;
   for (int64_t r = 0; r < config_.workers; ++r) policy_->WorkerJoined(r, members_[r]->info, &actions);
@@ -470,6 +488,13 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   }
 
   sync::Actions actions;
+  if (tracer_) {
+    tracer_->Instant("comm", "push", trace::NowMicros(),
+                     {{"worker", rank},
+                      {"clock", push.clock},
+                      {"samples", push.samples},
+                      {"staleness", policy_->version() - push.base_version}});
+  }
   policy_->PushArrived(rank, info, &actions);
   // The worker spent the time whether or not its push is used.
   ++member.steps;
@@ -503,14 +528,22 @@ void ParameterServer::CarryOut(const sync::Actions& actions, const proto::Tensor
         break;
       }
       case Kind::kApply:
-        optimizer_->Step(params_, accumulator_, static_cast<float>(action.value));
-        std::fill(accumulator_.begin(), accumulator_.end(), 0.f);
-        break;
       case Kind::kApplyDelta: {
-        const auto n = static_cast<Eigen::Index>(params_.size());
-        Eigen::Map<Eigen::VectorXf>(params_.data(), n) +=
-            static_cast<float>(action.value) * Eigen::Map<const Eigen::VectorXf>(accumulator_.data(), n);
+        const int64_t start_us = tracer_ ? trace::NowMicros() : 0;
+        if (action.kind == Kind::kApply) {
+          optimizer_->Step(params_, accumulator_, static_cast<float>(action.value));
+        } else {
+          const auto n = static_cast<Eigen::Index>(params_.size());
+          Eigen::Map<Eigen::VectorXf>(params_.data(), n) +=
+              static_cast<float>(action.value) *
+              Eigen::Map<const Eigen::VectorXf>(accumulator_.data(), n);
+        }
         std::fill(accumulator_.begin(), accumulator_.end(), 0.f);
+        if (tracer_) {
+          // The policy counted this apply already: its version is the new one.
+          tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
+                        {{"version", policy_->version()}});
+        }
         break;
       }
       case Kind::kContinue: {
@@ -610,10 +643,26 @@ void ParameterServer::CollectEvaluations() {
          << std::flush;
     spdlog::info("{:7.2f} s  iteration {:6}  accuracy {:.4f}  loss {:.4f}", e.snapshot.seconds,
                  e.snapshot.iteration, e.result.accuracy, e.result.loss);
+    if (tracer_) {
+      const int64_t snapshot_us = start_us_ + static_cast<int64_t>(e.snapshot.seconds * 1e6);
+      tracer_->Span("eval", "eval", e.start_us, e.duration_us,
+                    {{"iteration", e.snapshot.iteration},
+                     {"accuracy", e.result.accuracy},
+                     {"loss", e.result.loss},
+                     {"snapshot_us", snapshot_us}});
+      tracer_->Counter("accuracy", snapshot_us, e.result.accuracy, {{"iteration", e.snapshot.iteration}});
+      tracer_->Counter("loss", snapshot_us, e.result.loss, {{"iteration", e.snapshot.iteration}});
+    }
     if (config_.target_accuracy > 0 && e.result.accuracy >= config_.target_accuracy) {
       report_.target_reached = true;
       report_.seconds_to_target = e.snapshot.seconds;
       report_.iterations_to_target = e.snapshot.iteration;
+      if (tracer_) {
+        tracer_->Instant("run", "target", trace::NowMicros(),
+                         {{"accuracy", e.result.accuracy},
+                          {"seconds", e.snapshot.seconds},
+                          {"iteration", e.snapshot.iteration}});
+      }
     }
   }
 }

@@ -19,6 +19,7 @@
 #include "dmlps/model/model.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/trace/trace.h"
 #include "dmlps/worker/epoch_cursor.h"
 
 namespace dmlps::worker {
@@ -122,6 +123,7 @@ class WorkerRunner {
   std::optional<model::Model> model_;
   std::optional<EpochCursor> cursor_;
   std::optional<StragglerProfile> straggler_;
+  std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
   std::vector<int64_t> indices_;
   Eigen::MatrixXf x_;
   std::vector<int32_t> y_;
@@ -217,16 +219,21 @@ Status WorkerRunner::TakeModel(proto::Message& message, std::span<float> params)
                          proto::TensorView::Make(message.payload, header.num_params));
   view.CopyTo(params);
   version_ = header.version;
-  if (header.batch > 0) batch_ = header.batch;
+  if (header.batch > 0 && header.batch != batch_) {
+    batch_ = header.batch;
+    if (tracer_) tracer_->Counter("batch", trace::NowMicros(), static_cast<double>(batch_));
+  }
   token_ = header.token;
   return Status::Ok();
 }
 
 Result<bool> WorkerRunner::Download(int64_t clock, std::span<float> params) {
   const Clock::time_point start = Clock::now();
+  const int64_t start_us = trace::NowMicros();
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, proto::Pull{clock}));
   DMLPS_ASSIGN_OR_RETURN(proto::Message reply, Await({proto::MsgType::kModel}));
   report_.wait_s += std::chrono::duration<double>(Clock::now() - start).count();
+  if (tracer_) tracer_->Span("wait", "pull", start_us, Micros(Clock::now() - start), {{"clock", clock}});
   if (stop_) return false;
   DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
   return true;
@@ -246,6 +253,7 @@ Result<StepResult> WorkerRunner::Compute(int64_t step, int64_t samples,
                                          bool first_part) {
   StepResult result;
   const Clock::time_point start = Clock::now();
+  const int64_t start_us = trace::NowMicros();
   cursor_->Take(samples, &indices_);
   shard_.Gather(indices_, &x_, &y_);
   result.loss = model_->LossAndGradient(params, x_, y_, grad);
@@ -255,15 +263,27 @@ Result<StepResult> WorkerRunner::Compute(int64_t step, int64_t samples,
       first_part ? straggler_->ExtraDelay(step, result.compute)
                  : microseconds(std::llround((straggler_->SlowdownAt(step) - 1) *
                                              static_cast<double>(result.compute.count())));
-  if (result.straggle.count() > 0) DMLPS_RETURN_IF_ERROR(SleepInterruptibly(result.straggle));
+  if (tracer_) {
+    tracer_->Span("compute", "step", start_us, result.compute.count(),
+                  {{"clock", step}, {"samples", samples}, {"loss", result.loss}});
+  }
+  if (result.straggle.count() > 0) {
+    if (tracer_) {
+      tracer_->Span("compute", "straggle", start_us + result.compute.count(),
+                    result.straggle.count(), {{"clock", step}});
+    }
+    DMLPS_RETURN_IF_ERROR(SleepInterruptibly(result.straggle));
+  }
   if (!std::isfinite(result.loss)) spdlog::warn("step {}: the training loss is {}", step, result.loss);
   return result;
 }
 
 Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload) {
   const Clock::time_point start = Clock::now();
+  const int64_t start_us = trace::NowMicros();
+  const int64_t bytes = static_cast<int64_t>(payload->size() * sizeof(float));
   const microseconds transfer =
-      straggler_->TransferTime(static_cast<int64_t>(payload->size() * sizeof(float)));
+      straggler_->TransferTime(bytes);
   if (transfer.count() > 0) DMLPS_RETURN_IF_ERROR(SleepInterruptibly(transfer));
   push.num_params = model_->num_params();
   push.comm_us = comm_us_;
@@ -272,6 +292,7 @@ Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vecto
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, push, std::move(frames)));
   comm_us_ = Micros(Clock::now() - start);
   report_.comm_s += comm_us_ * 1e-6;
+  if (tracer_) tracer_->Span("comm", "push", start_us, comm_us_, {{"clock", push.clock}, {"bytes", bytes}});
   return Status::Ok();
 }
 
@@ -352,9 +373,11 @@ Status WorkerRunner::RunLocal() {
 
     DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, batch_, step, wait_us), delta));
     const Clock::time_point asked = Clock::now();
+    const int64_t asked_us = trace::NowMicros();
     DMLPS_ASSIGN_OR_RETURN(proto::Message reply, Await({proto::MsgType::kContinue}));
     wait_us = Micros(Clock::now() - asked);
     report_.wait_s += wait_us * 1e-6;
+    if (tracer_) tracer_->Span("wait", "reply", asked_us, wait_us, {{"clock", clock}});
     if (stop_) return Status::Ok();
     if (std::get<proto::Continue>(reply.body).download) {
       const double before = report_.wait_s;
@@ -514,6 +537,7 @@ Status WorkerRunner::RunToken() {
     // The answer is the next token on this model (Continue), or the new
     // model with a token once the iteration is complete.
     const Clock::time_point asked = Clock::now();
+    const int64_t asked_us = trace::NowMicros();
     DMLPS_ASSIGN_OR_RETURN(proto::Message reply,
                            Await({proto::MsgType::kContinue, proto::MsgType::kModel}));
     if (stop_) return Status::Ok();
@@ -524,6 +548,7 @@ Status WorkerRunner::RunToken() {
     }
     wait_us = Micros(Clock::now() - asked);
     report_.wait_s += wait_us * 1e-6;
+    if (tracer_) tracer_->Span("wait", "reply", asked_us, wait_us, {{"clock", clock}});
   }
 }
 
@@ -586,6 +611,11 @@ Status WorkerRunner::Setup() {
   straggler.seed ^= seed;
   straggler_.emplace(straggler, welcome_.rank, welcome_.num_workers);
   batch_ = welcome_.batch;
+  if (!config_.trace.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace,
+                                                             "worker-" + std::to_string(welcome_.rank)));
+    tracer_->Counter("batch", trace::NowMicros(), static_cast<double>(batch_));
+  }
   spdlog::info("worker {} of {}: policy {} ({} steps), model {}, shard {}/{} with {} samples, "
                "batch {}",
                welcome_.rank, welcome_.num_workers, welcome_.policy, welcome_.mode, spec.Name(),

@@ -19,8 +19,9 @@ namespace dmlps::cli {
 inline constexpr int kExitRunFailed = 1;  // the run itself failed: target missed, worker lost
 inline constexpr int kExitUsage = 64;
 
-// Adds --help, --version, -v/--verbose, -q/--quiet and --log-level.
-void AddCommonOptions(cxxopts::Options& options);
+// Adds --help, --version, -v/--verbose, -q/--quiet and --log-level, and
+// --trace FILE for the binaries that write traces.
+void AddCommonOptions(cxxopts::Options& options, bool with_trace = false);
 
 // Reads flag values strictly (the whole text must be a number in range) and
 // collects every problem instead of stopping at the first.

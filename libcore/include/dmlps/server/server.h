@@ -31,6 +31,7 @@ struct ServerConfig {
   int64_t eval_every = 50;     // iterations between evaluations
   uint64_t seed = 1;
   std::chrono::milliseconds heartbeat{1000};
+  std::string trace;  // trace file ("-": standard output, which then carries no TSV); empty: none
 };
 
 // Checks a config before anything starts; every problem found, one per line.

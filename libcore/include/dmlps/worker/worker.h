@@ -23,6 +23,7 @@ struct WorkerConfig {
   StragglerSpec straggler;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds server_timeout{30000};
+  std::string trace;  // trace file ("-": standard output); empty: none
 };
 
 // Checks a config before anything starts; every problem found, one per line.

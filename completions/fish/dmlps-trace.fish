@@ -1,0 +1,21 @@
+# Fish completion for dmlps-trace(1).
+
+set -l c dmlps-trace
+set -l subcommands summary merge chrome tsv plot
+
+complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a summary -d 'Per-worker time shares, time to accuracy and stragglers'
+complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a merge -d 'One trace of all the records, sorted by time'
+complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a chrome -d 'Chrome Trace Event JSON for ui.perfetto.dev'
+complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a tsv -d 'One line per record, tab-separated'
+complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a plot -d 'A gnuplot script with the data inline'
+
+complete -c $c -l format -x -d 'Summary output' -a 'text tsv json'
+complete -c $c -l kind -x -d 'What to plot' -a 'tta gantt batch wait'
+complete -c $c -l term -x -d 'gnuplot terminal' -a 'svg png dumb'
+complete -c $c -l window -x -d 'gantt: how many seconds to plot'
+
+complete -c $c -s h -l help -d 'Print the subcommands and options and exit'
+complete -c $c -l version -d 'Print the version and exit'
+complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
+complete -c $c -s q -l quiet -d 'Log only warnings and errors'
+complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'

@@ -1,0 +1,791 @@
+#include "dmlps/trace/tools.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+#include <utility>
+
+namespace dmlps::trace {
+namespace {
+
+constexpr double kMicros = 1e6;
+
+bool IsWorker(const Record& r) { return r.node.rfind("worker-", 0) == 0; }
+bool IsServer(const Record& r) { return r.node.rfind("server", 0) == 0; }
+
+// Orders node names: servers, then workers, then the rest; by the number
+// after the last '-' within each, so that worker-10 follows worker-9.
+bool NodeLess(const std::string& a, const std::string& b) {
+  auto rank_of = [](const std::string& n) {
+    if (n.rfind("server", 0) == 0) return 0;
+    if (n.rfind("worker", 0) == 0) return 1;
+    return 2;
+  };
+  auto number_of = [](const std::string& n) -> int64_t {
+    const size_t dash = n.rfind('-');
+    if (dash == std::string::npos) return -1;
+    int64_t value = -1;
+    auto [end, ec] = std::from_chars(n.data() + dash + 1, n.data() + n.size(), value);
+    return ec == std::errc() && end == n.data() + n.size() ? value : -1;
+  };
+  const int ra = rank_of(a), rb = rank_of(b);
+  if (ra != rb) return ra < rb;
+  const int64_t na = number_of(a), nb = number_of(b);
+  if (na != nb) return na < nb;
+  return a < b;
+}
+
+std::vector<std::string> SortedNodes(const std::vector<Record>& records, bool workers_only) {
+  std::set<std::string> nodes;
+  for (const Record& r : records) {
+    if (!workers_only || IsWorker(r)) nodes.insert(r.node);
+  }
+  std::vector<std::string> sorted(nodes.begin(), nodes.end());
+  std::sort(sorted.begin(), sorted.end(), NodeLess);
+  return sorted;
+}
+
+// The rank in "worker-R", or -1.
+int64_t WorkerRank(const std::string& node) {
+  if (node.rfind("worker-", 0) != 0) return -1;
+  int64_t rank = -1;
+  auto [end, ec] = std::from_chars(node.data() + 7, node.data() + node.size(), rank);
+  return ec == std::errc() && end == node.data() + node.size() ? rank : -1;
+}
+
+// Whether the server record's "worker" argument names `node` (a rank number,
+// or the node's name).
+bool NamesWorker(const Record& r, const std::string& node, int64_t rank) {
+  for (const auto& [k, v] : r.args) {
+    if (k != "worker") continue;
+    if (const auto* i = std::get_if<int64_t>(&v)) return *i == rank;
+    if (const auto* d = std::get_if<double>(&v)) return *d == static_cast<double>(rank);
+    const auto& s = std::get<std::string>(v);
+    return s == node || s == std::to_string(rank);
+  }
+  return false;
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+bool IsSpan(const Record& r, std::string_view lane, std::string_view name = {}) {
+  return r.kind == "span" && r.lane == lane && (name.empty() || r.name == name);
+}
+bool IsInstant(const Record& r, std::string_view lane, std::string_view name) {
+  return r.kind == "instant" && r.lane == lane && r.name == name;
+}
+
+// A server's run: its records from a run/start instant to the next.
+struct Run {
+  std::string node;
+  const Record* start = nullptr;  // null when the trace lacks the start
+  std::vector<const Record*> records;
+  int64_t StartMicros() const {
+    if (start != nullptr) return start->time_us;
+    return records.empty() ? 0 : records.front()->time_us;
+  }
+};
+
+std::vector<Run> SplitRuns(const std::vector<Record>& records) {
+  std::vector<const Record*> sorted;
+  for (const Record& r : records) {
+    if (IsServer(r)) sorted.push_back(&r);
+  }
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const Record* a, const Record* b) { return a->time_us < b->time_us; });
+  std::vector<Run> runs;
+  std::map<std::string, size_t> current;  // node -> index of its open run
+  for (const Record* r : sorted) {
+    auto it = current.find(r->node);
+    if (IsInstant(*r, "run", "start") || it == current.end()) {
+      Run run;
+      run.node = r->node;
+      if (IsInstant(*r, "run", "start")) run.start = r;
+      runs.push_back(std::move(run));
+      current[r->node] = runs.size() - 1;
+      it = current.find(r->node);
+    }
+    runs[it->second].records.push_back(r);
+  }
+  return runs;
+}
+
+RunSummary SummarizeRun(const Run& run) {
+  RunSummary s;
+  s.node = run.node;
+  s.start_us = run.StartMicros();
+  if (run.start != nullptr) {
+    s.policy = run.start->Text("policy");
+    s.workers = static_cast<int64_t>(run.start->Number("workers"));
+    s.target = run.start->Number("target");
+  }
+  for (const Record* r : run.records) {
+    if (r->kind == "counter" && r->name == "accuracy") {
+      const double a = r->Number("value");
+      if (!s.has_accuracy || a > s.best_accuracy) s.best_accuracy = a;
+      s.has_accuracy = true;
+    } else if (IsInstant(*r, "run", "target") && !s.reached) {
+      s.reached = true;
+      s.time_to_accuracy_s = r->Number("seconds");
+      s.target_iteration = static_cast<int64_t>(r->Number("iteration"));
+    }
+  }
+  return s;
+}
+
+// Shortest text that reads back as the same double; JSON has no inf or NaN.
+std::string JsonNumber(double v) {
+  if (!std::isfinite(v)) return "null";
+  return fmt::format("{}", v);
+}
+
+void WriteJsonString(std::string_view s, std::ostream& out) {
+  out << '"';
+  for (const char c : s) {
+    switch (c) {
+      case '"': out << "\\\""; break;
+      case '\\': out << "\\\\"; break;
+      case '\n': out << "\\n"; break;
+      case '\r': out << "\\r"; break;
+      case '\t': out << "\\t"; break;
+      case '\b': out << "\\b"; break;
+      case '\f': out << "\\f"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out << fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        } else {
+          out << c;
+        }
+    }
+  }
+  out << '"';
+}
+
+void WriteJsonValue(const ArgValue& v, std::ostream& out) {
+  if (const auto* i = std::get_if<int64_t>(&v)) {
+    out << *i;
+  } else if (const auto* d = std::get_if<double>(&v)) {
+    out << JsonNumber(*d);
+  } else {
+    WriteJsonString(std::get<std::string>(v), out);
+  }
+}
+
+void WriteJsonArgs(const Args& args, std::ostream& out) {
+  out << '{';
+  bool first = true;
+  for (const auto& [k, v] : args) {
+    if (!first) out << ',';
+    first = false;
+    WriteJsonString(k, out);
+    out << ':';
+    WriteJsonValue(v, out);
+  }
+  out << '}';
+}
+
+// Text for a TSV cell: tabs and line breaks would break the row.
+std::string TsvCell(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c == '\t' || c == '\n' || c == '\r') c = ' ';
+  }
+  return out;
+}
+
+std::string ArgText(const ArgValue& v) {
+  if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (const auto* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
+  return std::get<std::string>(v);
+}
+
+// A gnuplot string literal: double quotes, with what would end it escaped.
+std::string GnuplotString(std::string_view s) {
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += ' ';
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string Terminal(const std::string& term) {
+  if (term == "svg") return "set terminal svg size 1000,560 dynamic background rgb 'white'";
+  if (term == "png") return "set terminal pngcairo size 1000,560";
+  return "set terminal dumb size 120,36";
+}
+
+// The name a data block may take: $ then letters, digits and underscores.
+std::string BlockName(std::string_view stem, size_t index) {
+  std::string name = "$";
+  for (const char c : stem) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name + "_" + std::to_string(index);
+}
+
+void WriteBlock(const std::string& name, const std::vector<std::string>& lines,
+                std::ostream& out) {
+  out << name << " << EOD\n";
+  for (const std::string& line : lines) out << line << '\n';
+  out << "EOD\n";
+}
+
+Status PlotTimeToAccuracy(const std::vector<Record>& records, std::ostream& out) {
+  const std::vector<Run> runs = SplitRuns(records);
+  std::set<std::string> policies;
+  for (const Run& run : runs) {
+    if (run.start != nullptr) policies.insert(run.start->Text("policy"));
+  }
+  // Label by policy when that tells the runs apart, else by node and number.
+  const bool by_policy = policies.size() == runs.size() && !policies.count("");
+  std::vector<std::string> plots;
+  size_t index = 0;
+  for (const Run& run : runs) {
+    std::vector<std::string> lines;
+    for (const Record* r : run.records) {
+      if (r->kind == "counter" && r->name == "accuracy") {
+        lines.push_back(fmt::format("{:.6f} {}", (r->time_us - run.StartMicros()) / kMicros,
+                                    r->Number("value")));
+      }
+    }
+    ++index;
+    if (lines.empty()) continue;
+    const std::string block = BlockName("run", index);
+    WriteBlock(block, lines, out);
+    std::string title = by_policy ? run.start->Text("policy")
+                        : runs.size() > 1 ? fmt::format("{} run {}", run.node, index)
+                                          : run.node;
+    if (!by_policy && run.start != nullptr && !run.start->Text("policy").empty()) {
+      title += " (" + run.start->Text("policy") + ")";
+    }
+    plots.push_back(fmt::format("{} using 1:2 with linespoints title {}", block,
+                                GnuplotString(title)));
+  }
+  if (plots.empty()) return Status::DataLoss("no accuracy counters to plot");
+  out << "set title \"Time to accuracy\"\n"
+         "set xlabel \"seconds since the run's start\"\n"
+         "set ylabel \"test accuracy\"\n"
+         "set key bottom right\n"
+         "set grid\n";
+  out << "plot " << Join(plots, ", \\\n     ") << '\n';
+  return Status::Ok();
+}
+
+Status PlotGantt(const std::vector<Record>& records, double window_s, std::ostream& out) {
+  const std::vector<std::string> workers = SortedNodes(records, /*workers_only=*/true);
+  if (workers.empty()) return Status::DataLoss("no worker records to plot");
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Record& r : records) {
+    if (IsWorker(r)) origin = std::min(origin, r.time_us);
+  }
+  const int64_t end = origin + static_cast<int64_t>(window_s * kMicros);
+  struct Category {
+    const char* title;
+    const char* color;
+    std::vector<std::string> lines;
+  };
+  Category categories[] = {{"compute", "#1f77b4", {}},
+                           {"straggle", "#9ecae1", {}},
+                           {"comm", "#ff7f0e", {}},
+                           {"wait", "#a0a0a0", {}}};
+  std::map<std::string, size_t> row;
+  for (size_t i = 0; i < workers.size(); ++i) row[workers[i]] = i;
+  for (const Record& r : records) {
+    if (!IsWorker(r) || r.kind != "span" || r.time_us >= end) continue;
+    Category* c = IsSpan(r, "compute", "straggle") ? &categories[1]
+                  : IsSpan(r, "compute")           ? &categories[0]
+                  : IsSpan(r, "comm")              ? &categories[2]
+                  : IsSpan(r, "wait")              ? &categories[3]
+                                                   : nullptr;
+    if (c == nullptr) continue;
+    const double x0 = (r.time_us - origin) / kMicros;
+    const double x1 = (std::min(r.time_us + r.dur_us, end) - origin) / kMicros;
+    c->lines.push_back(fmt::format("{:.6f} {:.6f} {}", x0, x1, row[r.node]));
+  }
+  std::vector<std::string> plots;
+  for (const Category& c : categories) {
+    if (c.lines.empty()) continue;
+    const std::string block = BlockName(c.title, 0);
+    WriteBlock(block, c.lines, out);
+    plots.push_back(fmt::format(
+        "{} using (($1+$2)/2):3:(($2-$1)/2):(0.35) with boxxyerror fillstyle solid 1.0 "
+        "noborder linecolor rgb \"{}\" title \"{}\"",
+        block, c.color, c.title));
+  }
+  if (plots.empty()) return Status::DataLoss("no worker spans to plot");
+  std::vector<std::string> tics;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    tics.push_back(fmt::format("{} {}", GnuplotString(workers[i]), i));
+  }
+  out << fmt::format("set title \"What each worker did (first {} s)\"\n", window_s)
+      << "set xlabel \"seconds since the first worker record\"\n"
+      << "set ytics (" + Join(tics, ", ") + ")\n"
+      << fmt::format("set yrange [-0.6:{}]\n", static_cast<double>(workers.size()) - 0.4)
+      << "set key outside right top\n"
+      << "plot " << Join(plots, ", \\\n     ") << '\n';
+  return Status::Ok();
+}
+
+Status PlotBatch(const std::vector<Record>& records, std::ostream& out) {
+  const std::vector<std::string> workers = SortedNodes(records, /*workers_only=*/true);
+  int64_t origin = std::numeric_limits<int64_t>::max();
+  for (const Record& r : records) origin = std::min(origin, r.time_us);
+  std::vector<std::string> plots;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    std::vector<std::string> lines;
+    for (const Record& r : records) {
+      if (r.node == workers[i] && r.kind == "counter" && r.name == "batch") {
+        lines.push_back(fmt::format("{:.6f} {}", (r.time_us - origin) / kMicros,
+                                    r.Number("value")));
+      }
+    }
+    if (lines.empty()) continue;
+    const std::string block = BlockName("batch", i);
+    WriteBlock(block, lines, out);
+    plots.push_back(fmt::format("{} using 1:2 with steps title {}", block,
+                                GnuplotString(workers[i])));
+  }
+  if (plots.empty()) return Status::DataLoss("no batch counters to plot");
+  out << "set title \"Batch size per worker\"\n"
+         "set xlabel \"seconds since the trace's start\"\n"
+         "set ylabel \"samples per step\"\n"
+         "set key outside right top\n"
+         "set grid\n"
+      << "plot " << Join(plots, ", \\\n     ") << '\n';
+  return Status::Ok();
+}
+
+Status PlotWait(const std::vector<Record>& records, std::ostream& out) {
+  const TraceSummary summary = Summarize(records);
+  if (summary.workers.empty()) return Status::DataLoss("no worker records to plot");
+  std::vector<std::string> lines;
+  for (const WorkerSummary& w : summary.workers) {
+    lines.push_back(fmt::format("{} {:.3f}", GnuplotString(w.node), 100 * w.Share(w.wait_s)));
+  }
+  WriteBlock("$wait", lines, out);
+  out << "set title \"Share of each worker's time spent waiting for the server\"\n"
+         "set ylabel \"waiting (%)\"\n"
+         "set yrange [0:100]\n"
+         "set boxwidth 0.6\n"
+         "set style fill solid 1.0 noborder\n"
+         "set grid ytics\n"
+         "plot $wait using 0:2:xtic(1) with boxes linecolor rgb \"#a0a0a0\" notitle\n";
+  return Status::Ok();
+}
+
+}  // namespace
+
+void SortByTime(std::vector<Record>* records) {
+  std::stable_sort(records->begin(), records->end(),
+                   [](const Record& a, const Record& b) { return a.time_us < b.time_us; });
+}
+
+Status WriteMerged(std::vector<Record> records, std::ostream& out) {
+  SortByTime(&records);
+  msgpack::sbuffer buffer;
+  Record meta;
+  meta.time_us = records.empty() ? 0 : records.front().time_us;
+  meta.node = "dmlps-trace";
+  meta.lane = "run";
+  meta.kind = "meta";
+  meta.name = "dmlps-trace";
+  meta.args = {{"version", kFormatVersion}};
+  Pack(meta, &buffer);
+  for (const Record& r : records) {
+    Pack(r, &buffer);
+    if (buffer.size() >= (1 << 20)) {
+      out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+      buffer.clear();
+    }
+  }
+  out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+  out.flush();
+  if (!out) return Status::IOError("cannot write the merged trace");
+  return Status::Ok();
+}
+
+TraceSummary Summarize(const std::vector<Record>& records) {
+  TraceSummary summary;
+  for (const Run& run : SplitRuns(records)) summary.runs.push_back(SummarizeRun(run));
+
+  const std::vector<std::string> workers = SortedNodes(records, /*workers_only=*/true);
+  std::vector<std::vector<double>> step_times(workers.size());
+  std::vector<double> medians;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    WorkerSummary w;
+    w.node = workers[i];
+    const int64_t rank = WorkerRank(w.node);
+    int64_t first = std::numeric_limits<int64_t>::max();
+    int64_t last = std::numeric_limits<int64_t>::min();
+    // A step's busy time: its compute spans (several for a chunked step) and
+    // its emulated slowness, by clock. Intervals between steps would not do:
+    // under BSP every worker's steps are a barrier apart.
+    std::map<int64_t, double> busy;
+    double staleness = 0;
+    for (const Record& r : records) {
+      if (r.node == w.node) {
+        first = std::min(first, r.time_us);
+        last = std::max(last, r.time_us + (r.kind == "span" ? r.dur_us : 0));
+        if (IsSpan(r, "compute", "step")) {
+          ++w.steps;
+          w.samples += static_cast<int64_t>(r.Number("samples"));
+          w.compute_s += r.dur_us / kMicros;
+          busy[static_cast<int64_t>(r.Number("clock", -1))] += r.dur_us / kMicros;
+        } else if (IsSpan(r, "compute", "straggle")) {
+          w.straggle_s += r.dur_us / kMicros;
+          busy[static_cast<int64_t>(r.Number("clock", -1))] += r.dur_us / kMicros;
+        } else if (IsSpan(r, "comm")) {
+          w.comm_s += r.dur_us / kMicros;
+        } else if (IsSpan(r, "wait")) {
+          w.wait_s += r.dur_us / kMicros;
+        }
+      } else if (IsServer(r) && IsInstant(r, "comm", "push") && NamesWorker(r, w.node, rank)) {
+        ++w.pushes;
+        staleness += r.Number("staleness");
+      }
+    }
+    if (first <= last) w.active_s = (last - first) / kMicros;
+    if (w.steps > 0) w.mean_batch = static_cast<double>(w.samples) / w.steps;
+    if (w.pushes > 0) w.mean_staleness = staleness / w.pushes;
+    for (const auto& [clock, seconds] : busy) step_times[i].push_back(seconds);
+    w.timed_steps = static_cast<int64_t>(step_times[i].size());
+    w.median_step_s = Median(step_times[i]);
+    if (w.timed_steps > 0) medians.push_back(w.median_step_s);
+    summary.workers.push_back(std::move(w));
+  }
+  summary.median_step_s = Median(medians);
+  // Stragglers need others to be compared with.
+  if (medians.size() >= 2 && summary.median_step_s > 0) {
+    const double threshold = kStragglerFactor * summary.median_step_s;
+    for (size_t i = 0; i < workers.size(); ++i) {
+      WorkerSummary& w = summary.workers[i];
+      for (const double d : step_times[i]) w.slow_steps += d > threshold ? 1 : 0;
+      // Deterministic: slow most of the time. Transient: slow now and then,
+      // more often than the noise every worker sees (1 step in 20).
+      if (w.timed_steps > 0 && w.median_step_s > threshold) {
+        w.straggler = "deterministic";
+      } else if (w.slow_steps * 20 > w.timed_steps) {
+        w.straggler = "transient";
+      }
+    }
+  }
+  return summary;
+}
+
+Result<SummaryFormat> ParseSummaryFormat(std::string_view text) {
+  if (text == "text") return SummaryFormat::kText;
+  if (text == "tsv") return SummaryFormat::kTsv;
+  if (text == "json") return SummaryFormat::kJson;
+  return Status::InvalidArgument("unknown format '" + std::string(text) +
+                                 "' (text, tsv or json)");
+}
+
+void WriteSummary(const TraceSummary& summary, SummaryFormat format, std::ostream& out) {
+  if (format == SummaryFormat::kJson) {
+    out << "{\"runs\":[";
+    for (size_t i = 0; i < summary.runs.size(); ++i) {
+      const RunSummary& r = summary.runs[i];
+      out << (i ? "," : "") << "{\"node\":";
+      WriteJsonString(r.node, out);
+      out << ",\"policy\":";
+      WriteJsonString(r.policy, out);
+      out << ",\"workers\":" << r.workers << ",\"target\":" << JsonNumber(r.target)
+          << ",\"start_us\":" << r.start_us << ",\"reached\":" << (r.reached ? "true" : "false")
+          << ",\"time_to_accuracy_s\":" << (r.reached ? JsonNumber(r.time_to_accuracy_s) : "null")
+          << ",\"target_iteration\":" << (r.reached ? std::to_string(r.target_iteration) : "null")
+          << ",\"best_accuracy\":" << (r.has_accuracy ? JsonNumber(r.best_accuracy) : "null")
+          << "}";
+    }
+    out << "],\"median_step_s\":" << JsonNumber(summary.median_step_s)
+        << ",\"workers\":[";
+    for (size_t i = 0; i < summary.workers.size(); ++i) {
+      const WorkerSummary& w = summary.workers[i];
+      out << (i ? "," : "") << "{\"node\":";
+      WriteJsonString(w.node, out);
+      out << ",\"steps\":" << w.steps << ",\"samples\":" << w.samples
+          << ",\"compute_s\":" << JsonNumber(w.compute_s)
+          << ",\"straggle_s\":" << JsonNumber(w.straggle_s)
+          << ",\"comm_s\":" << JsonNumber(w.comm_s) << ",\"wait_s\":" << JsonNumber(w.wait_s)
+          << ",\"active_s\":" << JsonNumber(w.active_s)
+          << ",\"compute_share\":" << JsonNumber(w.Share(w.compute_s))
+          << ",\"straggle_share\":" << JsonNumber(w.Share(w.straggle_s))
+          << ",\"comm_share\":" << JsonNumber(w.Share(w.comm_s))
+          << ",\"wait_share\":" << JsonNumber(w.Share(w.wait_s))
+          << ",\"mean_batch\":" << JsonNumber(w.mean_batch) << ",\"pushes\":" << w.pushes
+          << ",\"mean_staleness\":" << (w.pushes ? JsonNumber(w.mean_staleness) : "null")
+          << ",\"median_step_s\":" << JsonNumber(w.median_step_s)
+          << ",\"slow_steps\":" << w.slow_steps << ",\"timed_steps\":" << w.timed_steps
+          << ",\"straggler\":";
+      if (w.straggler.empty()) {
+        out << "null";
+      } else {
+        WriteJsonString(w.straggler, out);
+      }
+      out << "}";
+    }
+    out << "]}\n";
+    return;
+  }
+
+  if (format == SummaryFormat::kTsv) {
+    out << "node\tsteps\tsamples\tmean_batch\tcompute_s\tstraggle_s\tcomm_s\twait_s\tactive_s\t"
+           "compute_share\tstraggle_share\tcomm_share\twait_share\tmean_staleness\t"
+           "median_step_s\tslow_steps\tstraggler\n";
+    for (const WorkerSummary& w : summary.workers) {
+      out << fmt::format(
+          "{}\t{}\t{}\t{:.3f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.4f}\t{:.4f}\t{:.4f}\t"
+          "{:.4f}\t{}\t{:.6f}\t{}\t{}\n",
+          TsvCell(w.node), w.steps, w.samples, w.mean_batch, w.compute_s, w.straggle_s, w.comm_s,
+          w.wait_s, w.active_s, w.Share(w.compute_s), w.Share(w.straggle_s), w.Share(w.comm_s),
+          w.Share(w.wait_s), w.pushes ? fmt::format("{:.3f}", w.mean_staleness) : "-",
+          w.median_step_s, w.slow_steps, w.straggler.empty() ? "-" : w.straggler);
+    }
+    return;
+  }
+
+  for (const RunSummary& r : summary.runs) {
+    std::string what = r.policy.empty() ? "policy unknown" : "policy " + r.policy;
+    if (r.workers > 0) what += fmt::format(", {} workers", r.workers);
+    if (r.target > 0) what += fmt::format(", target {}", r.target);
+    std::string outcome;
+    if (r.reached) {
+      outcome = fmt::format("time to accuracy {:.3f} s (iteration {})", r.time_to_accuracy_s,
+                            r.target_iteration);
+    } else if (r.has_accuracy) {
+      outcome = fmt::format("target not reached; best accuracy {:.4f}", r.best_accuracy);
+    } else {
+      outcome = "target not reached; no accuracy recorded";
+    }
+    out << fmt::format("run {} ({}): {}\n", r.node, what, outcome);
+  }
+  if (summary.workers.empty()) {
+    out << "no worker records\n";
+    return;
+  }
+  if (!summary.runs.empty()) out << '\n';
+  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
+                     "{:>9} {:>9}\n",
+                     "worker", "steps", "samples", "batch", "compute", "straggle", "comm", "wait",
+                     "compute", "straggle", "comm", "wait", "staleness", "step");
+  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
+                     "{:>9} {:>9}\n",
+                     "", "", "", "", "s", "s", "s", "s", "%", "%", "%", "%", "mean", "median ms");
+  for (const WorkerSummary& w : summary.workers) {
+    out << fmt::format(
+        "{:<10} {:>6} {:>8} {:>6.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>8.1f} "
+        "{:>8.1f} {:>8.1f} {:>9} {:>9.1f}\n",
+        w.node, w.steps, w.samples, w.mean_batch, w.compute_s, w.straggle_s, w.comm_s, w.wait_s,
+        100 * w.Share(w.compute_s), 100 * w.Share(w.straggle_s), 100 * w.Share(w.comm_s),
+        100 * w.Share(w.wait_s), w.pushes ? fmt::format("{:.2f}", w.mean_staleness) : "-",
+        1000 * w.median_step_s);
+  }
+  out << '\n';
+  bool any = false;
+  for (const WorkerSummary& w : summary.workers) {
+    if (w.straggler.empty()) continue;
+    any = true;
+    out << fmt::format(
+        "straggler: {} {}: median step time {:.1f} ms, {:.2f}x the workers' median {:.1f} "
+        "ms; {} of {} steps over {}x\n",
+        w.node, w.straggler, 1000 * w.median_step_s,
+        w.median_step_s / summary.median_step_s, 1000 * summary.median_step_s,
+        w.slow_steps, w.timed_steps, kStragglerFactor);
+  }
+  if (!any) {
+    out << fmt::format("stragglers: none (no step time over {}x the workers' median {:.1f} ms)\n",
+                       kStragglerFactor, 1000 * summary.median_step_s);
+  }
+}
+
+void WriteChrome(const std::vector<Record>& records, std::ostream& out) {
+  const std::vector<std::string> nodes = SortedNodes(records, /*workers_only=*/false);
+  std::map<std::string, int64_t> pid;
+  for (size_t i = 0; i < nodes.size(); ++i) pid[nodes[i]] = static_cast<int64_t>(i);
+  // Lanes numbered per node in the order they first appear.
+  std::map<std::pair<std::string, std::string>, int64_t> tid;
+  std::map<std::string, int64_t> lanes_of;
+  std::vector<const Record*> sorted;
+  for (const Record& r : records) sorted.push_back(&r);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const Record* a, const Record* b) { return a->time_us < b->time_us; });
+  for (const Record* r : sorted) {
+    const auto key = std::make_pair(r->node, r->lane);
+    if (!tid.count(key)) tid[key] = lanes_of[r->node]++;
+  }
+
+  bool first = true;
+  auto begin_event = [&]() -> std::ostream& {
+    out << (first ? "\n" : ",\n");
+    first = false;
+    return out;
+  };
+  out << "{\"traceEvents\":[";
+  for (const std::string& node : nodes) {
+    begin_event() << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << pid[node]
+                  << ",\"tid\":0,\"args\":{\"name\":";
+    WriteJsonString(node, out);
+    out << "}}";
+    begin_event() << "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" << pid[node]
+                  << ",\"tid\":0,\"args\":{\"sort_index\":" << pid[node] << "}}";
+  }
+  for (const auto& [key, id] : tid) {
+    begin_event() << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << pid[key.first]
+                  << ",\"tid\":" << id << ",\"args\":{\"name\":";
+    WriteJsonString(key.second, out);
+    out << "}}";
+  }
+
+  for (const Record* r : sorted) {
+    const int64_t p = pid[r->node];
+    const int64_t t = tid[{r->node, r->lane}];
+    std::ostream& o = begin_event();
+    o << "{\"name\":";
+    WriteJsonString(r->name, o);
+    o << ",\"cat\":";
+    WriteJsonString(r->lane, o);
+    if (r->kind == "span") {
+      o << ",\"ph\":\"X\",\"ts\":" << r->time_us << ",\"dur\":" << r->dur_us;
+    } else if (r->kind == "counter") {
+      o << ",\"ph\":\"C\",\"ts\":" << r->time_us;
+    } else {
+      o << ",\"ph\":\"i\",\"s\":\"t\",\"ts\":" << r->time_us;
+    }
+    o << ",\"pid\":" << p << ",\"tid\":" << t << ",\"args\":";
+    if (r->kind == "counter") {
+      o << '{';
+      WriteJsonString(r->name, o);
+      o << ':' << JsonNumber(r->Number("value")) << '}';
+    } else {
+      WriteJsonArgs(r->args, o);
+    }
+    o << '}';
+  }
+
+  // Flow arrows: worker push span -> server push instant (same worker and
+  // clock) -> the first apply span of that server at or after the instant.
+  std::map<std::tuple<int64_t, int64_t>, std::vector<const Record*>> arrivals;  // (rank, clock)
+  std::map<std::string, std::vector<const Record*>> applies;                   // by server node
+  for (const Record* r : sorted) {
+    if (!IsServer(*r)) continue;
+    if (IsInstant(*r, "comm", "push") && r->Has("worker") && r->Has("clock")) {
+      int64_t rank = -1;
+      for (const auto& [k, v] : r->args) {
+        if (k != "worker") continue;
+        if (const auto* i = std::get_if<int64_t>(&v)) rank = *i;
+        if (const auto* s = std::get_if<std::string>(&v)) rank = WorkerRank(*s);
+      }
+      arrivals[{rank, static_cast<int64_t>(r->Number("clock"))}].push_back(r);
+    } else if (IsSpan(*r, "apply", "apply")) {
+      applies[r->node].push_back(r);
+    }
+  }
+  int64_t flow_id = 0;
+  for (const Record* r : sorted) {
+    if (!IsWorker(*r) || !IsSpan(*r, "comm", "push") || !r->Has("clock")) continue;
+    const auto it = arrivals.find({WorkerRank(r->node), static_cast<int64_t>(r->Number("clock"))});
+    if (it == arrivals.end()) continue;
+    // The arrival of this push: the first one at or after the push started.
+    const Record* arrival = nullptr;
+    for (const Record* a : it->second) {
+      if (a->time_us >= r->time_us) {
+        arrival = a;
+        break;
+      }
+    }
+    if (arrival == nullptr) continue;
+    const std::vector<const Record*>& server_applies = applies[arrival->node];
+    const auto apply = std::lower_bound(
+        server_applies.begin(), server_applies.end(), arrival->time_us,
+        [](const Record* a, int64_t t) { return a->time_us < t; });
+    if (apply == server_applies.end()) continue;
+    ++flow_id;
+    begin_event() << "{\"name\":\"push\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":" << flow_id
+                  << ",\"ts\":" << r->time_us << ",\"pid\":" << pid[r->node]
+                  << ",\"tid\":" << tid[{r->node, r->lane}] << "}";
+    begin_event() << "{\"name\":\"push\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"
+                  << flow_id << ",\"ts\":" << (*apply)->time_us
+                  << ",\"pid\":" << pid[(*apply)->node]
+                  << ",\"tid\":" << tid[{(*apply)->node, (*apply)->lane}] << "}";
+  }
+  out << "\n],\"displayTimeUnit\":\"ms\"}\n";
+}
+
+void WriteTsv(const std::vector<Record>& records, std::ostream& out) {
+  out << "t_us\tnode\tlane\tkind\tname\tdur_us\targs\n";
+  for (const Record& r : records) {
+    std::string args;
+    for (const auto& [k, v] : r.args) {
+      if (!args.empty()) args += ';';
+      args += k + "=" + ArgText(v);
+    }
+    out << r.time_us << '\t' << TsvCell(r.node) << '\t' << TsvCell(r.lane) << '\t'
+        << TsvCell(r.kind) << '\t' << TsvCell(r.name) << '\t' << r.dur_us << '\t'
+        << TsvCell(args) << '\n';
+  }
+}
+
+Status ValidatePlotOptions(const PlotOptions& options) {
+  if (options.kind != "tta" && options.kind != "gantt" && options.kind != "batch" &&
+      options.kind != "wait") {
+    return Status::InvalidArgument("--kind: unknown plot '" + options.kind +
+                                   "' (tta, gantt, batch or wait)");
+  }
+  if (options.term != "svg" && options.term != "png" && options.term != "dumb") {
+    return Status::InvalidArgument("--term: unknown terminal '" + options.term +
+                                   "' (svg, png or dumb)");
+  }
+  if (!(options.window_s > 0)) {
+    return Status::InvalidArgument("--window: must be more than 0 seconds");
+  }
+  return Status::Ok();
+}
+
+Status WritePlot(const std::vector<Record>& records, const PlotOptions& options,
+                 std::ostream& out) {
+  DMLPS_RETURN_IF_ERROR(ValidatePlotOptions(options));
+  std::ostringstream body;
+  Status status;
+  if (options.kind == "tta") {
+    status = PlotTimeToAccuracy(records, body);
+  } else if (options.kind == "gantt") {
+    status = PlotGantt(records, options.window_s, body);
+  } else if (options.kind == "batch") {
+    status = PlotBatch(records, body);
+  } else {
+    status = PlotWait(records, body);
+  }
+  if (!status.ok()) return status;
+  out << "# gnuplot script written by dmlps-trace plot --kind " << options.kind << "\n"
+      << Terminal(options.term) << "\n"
+      << body.str();
+  out.flush();
+  if (!out) return Status::IOError("cannot write the plot script");
+  return Status::Ok();
+}
+
+}  // namespace dmlps::trace
