@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one traced 4-worker job (mlp:128 on Fashion-MNIST to 0.85, the last
 # worker 4x slow) under BSP and under WBSP, then prints each run's
-# dmlps-trace summary and draws, with gnuplot, a Gantt chart of both runs
+# dmlps-trace summary and draws, with gnuplot, a Gantt chart of each run
 # and their time-to-accuracy curves into --out (SVG).
 set -euo pipefail
 
@@ -59,8 +59,10 @@ for policy in bsp wbsp; do
   cat "$dir/summary.txt"
 done
 
-"$bin/dmlps-trace" plot --kind gantt --term svg --window "$window" \
-  "$out"/bsp/*.trace "$out"/wbsp/*.trace | gnuplot >"$out/gantt.svg"
+for policy in bsp wbsp; do
+  "$bin/dmlps-trace" plot --kind gantt --term svg --window "$window" "$out/$policy"/*.trace |
+    gnuplot >"$out/gantt-$policy.svg"
+done
 "$bin/dmlps-trace" plot --kind tta --term svg "$out"/bsp/server.trace "$out"/wbsp/server.trace |
   gnuplot >"$out/tta.svg"
-echo "figures: $out/gantt.svg $out/tta.svg" >&2
+echo "figures: $out/gantt-bsp.svg $out/gantt-wbsp.svg $out/tta.svg" >&2
