@@ -32,6 +32,7 @@ assert set(steps) == {"worker-0", "worker-1"}, steps
 assert all(n >= 150 for n in steps.values()), steps
 assert any(e.get("ph") == "X" and e.get("name") == "apply" for e in events)
 assert any(e.get("ph") == "C" and e.get("name") == "accuracy" for e in events)
+assert any(e.get("ph") == "C" and e.get("name") == "bytes_sent" for e in events)
 print("chrome:", steps)
 PY
 else

@@ -135,6 +135,7 @@ class WorkerRunner {
   bool stop_ = false;
   std::string stop_reason_;
   int64_t comm_us_ = 0;       // time the last send took, reported with the next push
+  int64_t bytes_sent_ = 0;    // payload bytes pushed so far
   WorkerReport report_;
 };
 
@@ -292,7 +293,11 @@ Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vecto
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, push, std::move(frames)));
   comm_us_ = Micros(Clock::now() - start);
   report_.comm_s += comm_us_ * 1e-6;
-  if (tracer_) tracer_->Span("comm", "push", start_us, comm_us_, {{"clock", push.clock}, {"bytes", bytes}});
+  bytes_sent_ += bytes;
+  if (tracer_) {
+    tracer_->Span("comm", "push", start_us, comm_us_, {{"clock", push.clock}, {"bytes", bytes}});
+    tracer_->Counter("bytes_sent", start_us + comm_us_, static_cast<double>(bytes_sent_));
+  }
   return Status::Ok();
 }
 
