@@ -33,6 +33,9 @@ assert all(n >= 150 for n in steps.values()), steps
 assert any(e.get("ph") == "X" and e.get("name") == "apply" for e in events)
 assert any(e.get("ph") == "C" and e.get("name") == "accuracy" for e in events)
 assert any(e.get("ph") == "C" and e.get("name") == "bytes_sent" for e in events)
+pushes = [e for e in events if e.get("ph") == "X" and e.get("name") == "push"]
+assert pushes and all(e["args"]["memory"] > 1 << 20 for e in pushes), "push spans lack memory"
+assert any(e["args"]["cpu"] > 0 for e in pushes), "push spans lack CPU use"
 print("chrome:", steps)
 PY
 else

@@ -468,6 +468,8 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   info.samples = push.samples;
   info.batch = push.batch;
   info.busy_s = (push.compute_us + push.straggle_us) * 1e-6;
+  info.cpu = std::isfinite(push.cpu) ? push.cpu : 0;
+  info.memory = static_cast<double>(push.memory_bytes);
   std::optional<proto::TensorView> gradient;
   std::string problem;
   if (push.num_params != static_cast<int64_t>(params_.size())) {

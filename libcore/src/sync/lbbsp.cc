@@ -162,7 +162,7 @@ void LbBspPolicy::OnArrival(WorkerId w, const PushInfo& push, bool first, Action
       ++window_steps_[w];
     } else {
       predictors_[w]->Observe(
-          {static_cast<double>(push.samples) / push.busy_s, 0, 0, push.batch});
+          {static_cast<double>(push.samples) / push.busy_s, push.cpu, push.memory, push.batch});
     }
   }
 }

@@ -21,6 +21,7 @@
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
 #include "dmlps/worker/epoch_cursor.h"
+#include "dmlps/worker/resource_usage.h"
 
 namespace dmlps::worker {
 namespace {
@@ -136,6 +137,7 @@ class WorkerRunner {
   std::string stop_reason_;
   int64_t comm_us_ = 0;       // time the last send took, reported with the next push
   int64_t bytes_sent_ = 0;    // payload bytes pushed so far
+  std::optional<ResourceSample> usage_;  // the reading sent with the previous push
   WorkerReport report_;
 };
 
@@ -288,6 +290,12 @@ Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vecto
   if (transfer.count() > 0) DMLPS_RETURN_IF_ERROR(SleepInterruptibly(transfer));
   push.num_params = model_->num_params();
   push.comm_us = comm_us_;
+  // CPU and memory as /proc tells them, for predictors that take them in.
+  if (Result<ResourceSample> now = ReadSelfUsage(); now.ok()) {
+    if (usage_.has_value()) push.cpu = CpuCores(*usage_, *now);
+    push.memory_bytes = now->resident_bytes;
+    usage_ = *now;
+  }
   net::Frames frames;
   proto::AppendTensor(std::move(payload), proto::kDefaultChunkBytes, &frames);
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, push, std::move(frames)));
@@ -295,7 +303,9 @@ Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vecto
   report_.comm_s += comm_us_ * 1e-6;
   bytes_sent_ += bytes;
   if (tracer_) {
-    tracer_->Span("comm", "push", start_us, comm_us_, {{"clock", push.clock}, {"bytes", bytes}});
+    tracer_->Span("comm", "push", start_us, comm_us_,
+                  {{"clock", push.clock}, {"bytes", bytes}, {"cpu", push.cpu},
+                   {"memory", push.memory_bytes}});
     tracer_->Counter("bytes_sent", start_us + comm_us_, static_cast<double>(bytes_sent_));
   }
   return Status::Ok();

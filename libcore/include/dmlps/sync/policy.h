@@ -32,6 +32,8 @@ struct PushInfo {
   bool usable = true;
   int64_t batch = 0;   // samples the worker was asked for in this step
   double busy_s = 0;   // seconds the step took the worker: computing plus emulated slowness
+  double cpu = 0;      // the worker's CPU use over the step, in cores
+  double memory = 0;   // the worker's resident memory, bytes
 };
 
 // How a worker runs its steps under a policy; sent to it when it joins.

@@ -1,0 +1,33 @@
+// A process's CPU and memory use, read from /proc, as workers report them
+// with every push (LB-BSP's NARX predictor takes them as exogenous inputs).
+#ifndef DMLPS_WORKER_RESOURCE_USAGE_H_
+#define DMLPS_WORKER_RESOURCE_USAGE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "dmlps/base/status.h"
+
+namespace dmlps::worker {
+
+// One reading of a process's counters.
+struct ResourceSample {
+  double cpu_seconds = 0;     // user + system time so far
+  int64_t resident_bytes = 0;  // resident set size
+  double wall_seconds = 0;    // monotonic time of the reading
+};
+
+// Parses the contents of /proc/PID/stat and /proc/PID/statm. DataLoss when
+// they do not look like Linux's.
+Result<ResourceSample> ParseProcStat(const std::string& stat, const std::string& statm,
+                                     double ticks_per_second, int64_t page_bytes);
+
+// Reads this process's counters now.
+Result<ResourceSample> ReadSelfUsage();
+
+// CPU use between two readings, in cores (1.0 = one core busy all along).
+double CpuCores(const ResourceSample& before, const ResourceSample& after);
+
+}  // namespace dmlps::worker
+
+#endif  // DMLPS_WORKER_RESOURCE_USAGE_H_

@@ -1,0 +1,68 @@
+#include "dmlps/worker/resource_usage.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace dmlps::worker {
+namespace {
+
+Result<std::string> Slurp(const char* path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(std::string(path) + " cannot be read");
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+Result<ResourceSample> ParseProcStat(const std::string& stat, const std::string& statm,
+                                     double ticks_per_second, int64_t page_bytes) {
+  // The command name (field 2) is in parentheses and may hold spaces or
+  // parentheses itself: fields are counted from the last ')'.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos || ticks_per_second <= 0) {
+    return Status::DataLoss("/proc stat has no command name");
+  }
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  double utime = 0, stime = 0;
+  // After ')' come field 3 (state) onwards; utime and stime are fields 14 and 15.
+  for (int index = 3; index <= 15; ++index) {
+    if (!(fields >> field)) return Status::DataLoss("/proc stat is too short");
+    if (index == 14 || index == 15) {
+      try {
+        (index == 14 ? utime : stime) = std::stod(field);
+      } catch (const std::exception&) {
+        return Status::DataLoss("/proc stat has a bad time field '" + field + "'");
+      }
+    }
+  }
+  std::istringstream pages(statm);
+  int64_t size = 0, resident = 0;
+  if (!(pages >> size >> resident)) return Status::DataLoss("/proc statm is malformed");
+  ResourceSample sample;
+  sample.cpu_seconds = (utime + stime) / ticks_per_second;
+  sample.resident_bytes = resident * page_bytes;
+  sample.wall_seconds = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+  return sample;
+}
+
+Result<ResourceSample> ReadSelfUsage() {
+  DMLPS_ASSIGN_OR_RETURN(std::string stat, Slurp("/proc/self/stat"));
+  DMLPS_ASSIGN_OR_RETURN(std::string statm, Slurp("/proc/self/statm"));
+  return ParseProcStat(stat, statm, static_cast<double>(sysconf(_SC_CLK_TCK)),
+                       static_cast<int64_t>(sysconf(_SC_PAGESIZE)));
+}
+
+double CpuCores(const ResourceSample& before, const ResourceSample& after) {
+  const double wall = after.wall_seconds - before.wall_seconds;
+  if (wall <= 0) return 0;
+  return std::max(0.0, (after.cpu_seconds - before.cpu_seconds) / wall);
+}
+
+}  // namespace dmlps::worker
