@@ -33,6 +33,7 @@ using Vec = Eigen::Map<Eigen::VectorXf>;
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 
 constexpr milliseconds kPollSlice{100};
+constexpr milliseconds kUsageEvery{100};
 
 int64_t Micros(Clock::duration d) {
   return std::chrono::duration_cast<microseconds>(d).count();
@@ -56,6 +57,16 @@ std::shared_ptr<std::vector<float>>& Writable(std::shared_ptr<std::vector<float>
                                               size_t size) {
   if (buffer == nullptr || buffer.use_count() > 1) buffer = std::make_shared<std::vector<float>>(size);
   return buffer;
+}
+
+// One step of the local optimizer of the local modes, heavy-ball momentum
+// as on the server: v <- mu v + g; params <- params - lr v.
+void LocalStep(std::span<float> params, std::span<float> velocity, std::span<const float> grad,
+               float lr, float mu) {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  Vec v(velocity.data(), n);
+  v = mu * v + ConstVec(grad.data(), n);
+  Vec(params.data(), n) -= lr * v;
 }
 
 // What one computed step produced, for its push.
@@ -137,7 +148,9 @@ class WorkerRunner {
   std::string stop_reason_;
   int64_t comm_us_ = 0;       // time the last send took, reported with the next push
   int64_t bytes_sent_ = 0;    // payload bytes pushed so far
-  std::optional<ResourceSample> usage_;  // the reading sent with the previous push
+  std::optional<ResourceSample> usage_;  // the latest /proc reading
+  Clock::time_point usage_read_;         // when it was attempted
+  double cpu_cores_ = 0;                 // CPU use between the last two readings
   WorkerReport report_;
 };
 
@@ -291,11 +304,17 @@ Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vecto
   push.num_params = model_->num_params();
   push.comm_us = comm_us_;
   // CPU and memory as /proc tells them, for predictors that take them in.
-  if (Result<ResourceSample> now = ReadSelfUsage(); now.ok()) {
-    if (usage_.has_value()) push.cpu = CpuCores(*usage_, *now);
-    push.memory_bytes = now->resident_bytes;
-    usage_ = *now;
+  // A reading costs about 26 µs, a few percent of a small step, so it is
+  // taken at most every kUsageEvery and repeated in between.
+  if (usage_ == std::nullopt || Clock::now() - usage_read_ >= kUsageEvery) {
+    if (Result<ResourceSample> now = ReadSelfUsage(); now.ok()) {
+      if (usage_.has_value()) cpu_cores_ = CpuCores(*usage_, *now);
+      usage_ = *now;
+    }
+    usage_read_ = Clock::now();
   }
+  push.cpu = cpu_cores_;
+  push.memory_bytes = usage_.has_value() ? usage_->resident_bytes : 0;
   net::Frames frames;
   proto::AppendTensor(std::move(payload), proto::kDefaultChunkBytes, &frames);
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, push, std::move(frames)));
@@ -376,12 +395,10 @@ Status WorkerRunner::RunLocal() {
   for (int64_t clock = 0;; ++clock) {
     DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, batch_, params, grad));
     const Clock::time_point update_start = Clock::now();
-    Vec theta(params.data(), static_cast<Eigen::Index>(n));
-    Vec v(velocity.data(), theta.size());
-    v = mu * v + ConstVec(grad.data(), theta.size());
-    theta -= lr * v;
+    LocalStep(params, velocity, grad, lr, mu);
     std::vector<float>& d = *Writable(delta, n);
-    Vec(d.data(), theta.size()) = theta - ConstVec(base.data(), theta.size());
+    const auto size = static_cast<Eigen::Index>(n);
+    Vec(d.data(), size) = ConstVec(params.data(), size) - ConstVec(base.data(), size);
     base = params;
     step.compute += microseconds(Micros(Clock::now() - update_start));  // the local update is compute too
     Count(step);
@@ -457,12 +474,11 @@ Status WorkerRunner::RunLocalOverlap() {
         return;
       }
       const Clock::time_point update_start = Clock::now();
-      Vec theta(params.data(), static_cast<Eigen::Index>(n));
-      Vec v(velocity.data(), theta.size());
-      v = mu * v + ConstVec(grad.data(), theta.size());
-      theta -= lr * v;
+      LocalStep(params, velocity, grad, lr, mu);
+      const auto size = static_cast<Eigen::Index>(n);
       std::lock_guard lock(shared.mutex);
-      Vec(shared.pending.data(), theta.size()) -= lr * v;
+      // The step moved the model by -lr * velocity.
+      Vec(shared.pending.data(), size) -= lr * ConstVec(velocity.data(), size);
       step->compute += microseconds(Micros(Clock::now() - update_start));
       ++shared.pending_steps;
       shared.pending_samples += step->samples;

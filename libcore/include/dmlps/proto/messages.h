@@ -87,7 +87,7 @@ struct Push {
   int64_t straggle_us = 0;   // emulated slowness (sleeping) after computing
   int64_t wait_us = 0;       // blocked waiting for the server since the last push
   int64_t comm_us = 0;       // sending the previous push (bandwidth cap included)
-  double cpu = 0;            // the worker's CPU use since its previous push, in cores
+  double cpu = 0;            // the worker's recent CPU use in cores (read at most every 100 ms)
   int64_t memory_bytes = 0;  // the worker's resident memory
   MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us,
                      straggle_us, wait_us, comm_us, cpu, memory_bytes);
