@@ -408,14 +408,7 @@ void SortByTime(std::vector<Record>* records) {
 Status WriteMerged(std::vector<Record> records, std::ostream& out) {
   SortByTime(&records);
   msgpack::sbuffer buffer;
-  Record meta;
-  meta.time_us = records.empty() ? 0 : records.front().time_us;
-  meta.node = "dmlps-trace";
-  meta.lane = "run";
-  meta.kind = "meta";
-  meta.name = "dmlps-trace";
-  meta.args = {{"version", kFormatVersion}};
-  Pack(meta, &buffer);
+  Pack(MetaRecord(records.empty() ? 0 : records.front().time_us, "dmlps-trace"), &buffer);
   for (const Record& r : records) {
     Pack(r, &buffer);
     if (buffer.size() >= (1 << 20)) {

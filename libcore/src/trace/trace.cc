@@ -122,6 +122,10 @@ int64_t NowMicros() {
       .count();
 }
 
+Record MetaRecord(int64_t time_us, std::string node) {
+  return {time_us, std::move(node), "run", "meta", "dmlps-trace", 0, {{"version", kFormatVersion}}};
+}
+
 void Pack(const Record& r, msgpack::sbuffer* out) {
   msgpack::packer<msgpack::sbuffer> p(*out);
   const bool span = r.kind == "span";
@@ -165,14 +169,7 @@ Result<std::unique_ptr<TraceWriter>> TraceWriter::Open(const std::string& path, 
     return Status::IOError("cannot write the trace " + path + ": " + std::strerror(errno));
   }
   std::unique_ptr<TraceWriter> writer(new TraceWriter(file, path != "-", std::move(node)));
-  Record meta;
-  meta.time_us = NowMicros();
-  meta.node = writer->node_;
-  meta.lane = "run";
-  meta.kind = "meta";
-  meta.name = "dmlps-trace";
-  meta.args = {{"version", kFormatVersion}};
-  writer->Add(std::move(meta));
+  writer->Add(MetaRecord(NowMicros(), writer->node_));
   DMLPS_RETURN_IF_ERROR(writer->Flush());
   return writer;
 }

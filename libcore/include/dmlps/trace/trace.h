@@ -55,6 +55,10 @@ struct Record {
 // Microseconds since the Unix epoch, now.
 int64_t NowMicros();
 
+// The record that opens a stream: kind "meta", name "dmlps-trace", args
+// {version: kFormatVersion}.
+Record MetaRecord(int64_t time_us, std::string node);
+
 // Appends one record to a msgpack buffer.
 void Pack(const Record& record, msgpack::sbuffer* out);
 
