@@ -292,7 +292,7 @@ TEST_CASE("predictors: last value and the EMA formula, both 0 before any observa
   CHECK(memoryless.Predict() == 6.0);
 }
 
-TEST_CASE("predictors: MakePredictor builds last and ema, refuses the rest naming what it accepts") {
+TEST_CASE("predictors: MakePredictor builds the four, refuses the rest naming what it accepts") {
   Result<std::unique_ptr<predict::SpeedPredictor>> last = predict::MakePredictor("last", 0);
   REQUIRE(last.ok());
   CHECK((*last)->Name() == "last");
@@ -310,17 +310,31 @@ TEST_CASE("predictors: MakePredictor builds last and ema, refuses the rest namin
     CHECK(bad.status().code() == StatusCode::kInvalidArgument);
     CHECK(bad.status().message().find("alpha") != std::string::npos);
   }
-  Result<std::unique_ptr<predict::SpeedPredictor>> unknown = predict::MakePredictor("narx", 0.5);
+  for (const char* name : {"arima", "narx"}) {
+    Result<std::unique_ptr<predict::SpeedPredictor>> made = predict::MakePredictor(name, 0.5);
+    REQUIRE(made.ok());
+    CHECK((*made)->Name() == name);
+  }
+  Result<std::unique_ptr<predict::SpeedPredictor>> unknown = predict::MakePredictor("lstm", 0.5);
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.status().code() == StatusCode::kInvalidArgument);
-  CHECK(unknown.status().message().find("narx") != std::string::npos);
-  CHECK(unknown.status().message().find("last") != std::string::npos);
-  CHECK(unknown.status().message().find("ema") != std::string::npos);
+  CHECK(unknown.status().message().find("lstm") != std::string::npos);
+  for (const char* name : {"last", "ema", "arima", "narx"}) {
+    CHECK(unknown.status().message().find(name) != std::string::npos);
+  }
 
   // MakePolicy passes the predictor's complaint on.
   PolicyConfig config = LbConfig(2, 8);
-  config.predictor = "arima";
+  config.predictor = "lstm";
   CHECK_FALSE(MakePolicy(config).ok());
+  config.predictor = "arima";
+  CHECK(MakePolicy(config).ok());
+  config.arima_p = 9;
+  CHECK_FALSE(MakePolicy(config).ok());
+  config.arima_p = 8;  // the window grows to fit the order
+  config.arima_q = 8;
+  config.arima_d = 2;
+  CHECK(MakePolicy(config).ok());
   config.predictor = "ema";
   config.ema_alpha = 0;
   CHECK_FALSE(MakePolicy(config).ok());
@@ -454,8 +468,8 @@ TEST_CASE("lbbsp: MakePolicy refuses a bad mode, window or step") {
   CHECK_FALSE(MakePolicy(config).ok());
 }
 
-TEST_CASE("lbbsp cpu: under a steady 4x straggler the iteration times converge, with either predictor") {
-  for (const std::string predictor : {"ema", "last"}) {
+TEST_CASE("lbbsp cpu: under a steady 4x straggler the iteration times converge, with every predictor") {
+  for (const std::string predictor : {"ema", "last", "arima", "narx"}) {
     CAPTURE(predictor);
     PolicyConfig config = LbConfig(4, 64);
     config.predictor = predictor;
@@ -481,22 +495,27 @@ TEST_CASE("lbbsp cpu: without rebalancing the straggler keeps everyone waiting")
   for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == 64);
 }
 
-TEST_CASE("lbbsp cpu: batches re-adapt when another worker slows down mid-run") {
+TEST_CASE("lbbsp cpu: batches re-adapt when another worker slows down mid-run, with every predictor") {
   // Worker 1 becomes 4x slower at iteration 150, as in the paper's experiment.
   StepTime step_time = [](WorkerId w, int64_t samples, int64_t step) {
     double per_sample = kOneSlow[w];
     if (w == 1 && step >= 150) per_sample *= 4;
     return 0.002 + static_cast<double>(samples) * per_sample;
   };
-  LbDriver driver(LbConfig(4, 64), step_time);
-  driver.Run(300);
-  CHECK(driver.MaxSpread(100, 150) <= 1.15);
-  CHECK(driver.batch_in(1, 149) > 3 * driver.batch_in(3, 149));
-  CHECK(driver.MaxSpread(150, 151) > 2);  // the change shows at once
-  CHECK(driver.MaxSpread(175, 300) <= 1.15);
-  // Now two stragglers of the same speed, with the same batch.
-  CHECK(std::abs(driver.batch_in(1, 299) - driver.batch_in(3, 299)) <= 2);
-  CHECK(driver.batch_in(0, 299) > 3 * driver.batch_in(1, 299));
+  for (const std::string predictor : {"ema", "last", "arima", "narx"}) {
+    CAPTURE(predictor);
+    PolicyConfig config = LbConfig(4, 64);
+    config.predictor = predictor;
+    LbDriver driver(config, step_time);
+    driver.Run(300);
+    CHECK(driver.MaxSpread(100, 150) <= 1.15);
+    CHECK(driver.batch_in(1, 149) > 3 * driver.batch_in(3, 149));
+    CHECK(driver.MaxSpread(150, 151) > 2);  // the change shows at once
+    CHECK(driver.MaxSpread(175, 300) <= 1.15);
+    // Now two stragglers of the same speed, with the same batch.
+    CHECK(std::abs(driver.batch_in(1, 299) - driver.batch_in(3, 299)) <= 2);
+    CHECK(driver.batch_in(0, 299) > 3 * driver.batch_in(1, 299));
+  }
 }
 
 TEST_CASE("lbbsp: a cap on the fastest worker holds and the others take the rest") {

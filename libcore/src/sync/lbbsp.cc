@@ -8,15 +8,19 @@
 namespace dmlps::sync {
 namespace {
 
-// An upper bound that stands for "no cap".
-constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+// What the batches add up to: B, or less when every worker has a cap and the
+// caps together hold less than B.
+int64_t TargetSum(int64_t global_batch, const std::vector<int64_t>& caps) {
+  int64_t cap_sum = 0;
+  for (int64_t cap : caps) {
+    if (cap <= 0) return global_batch;
+    cap_sum += cap;
+  }
+  return std::min(global_batch, cap_sum);
+}
 
-// Splits `total` samples into integers b_i close to clamp(lambda * weight_i,
-// lo_i, hi_i), with lambda chosen so that they add up to `total` (clipped to
-// [sum lo, sum hi]). Clamping at a cap and sharing the rest out by weight is
-// the same as redistributing what the caps cut off to the uncapped workers in
-// proportion. A weight of 0 pins the worker to lo_i. Rounding is by largest
-// remainder, so the sum is exact.
+}  // namespace
+
 std::vector<int64_t> Distribute(int64_t total, const std::vector<double>& weight,
                                 const std::vector<int64_t>& lo, const std::vector<int64_t>& hi) {
   const size_t n = weight.size();
@@ -24,7 +28,7 @@ std::vector<int64_t> Distribute(int64_t total, const std::vector<double>& weight
   int64_t hi_sum = 0;
   for (size_t i = 0; i < n; ++i) {
     lo_sum += lo[i];
-    hi_sum = (hi[i] == kUnbounded || hi_sum == kUnbounded) ? kUnbounded : hi_sum + hi[i];
+    hi_sum = (hi[i] == kNoBatchCap || hi_sum == kNoBatchCap) ? kNoBatchCap : hi_sum + hi[i];
   }
   total = std::clamp(total, lo_sum, hi_sum);
 
@@ -95,18 +99,53 @@ std::vector<int64_t> Distribute(int64_t total, const std::vector<double>& weight
   return result;
 }
 
-// What the batches add up to: B, or less when every worker has a cap and the
-// caps together hold less than B.
-int64_t TargetSum(int64_t global_batch, const std::vector<int64_t>& caps) {
-  int64_t cap_sum = 0;
-  for (int64_t cap : caps) {
-    if (cap <= 0) return global_batch;
-    cap_sum += cap;
+std::vector<int64_t> AnalyticBatches(int64_t global_batch, const std::vector<double>& speed,
+                                     const std::vector<int64_t>& current,
+                                     const std::vector<int64_t>& caps) {
+  // Linear time in the batch: equal times need b_i proportional to speed. A
+  // worker with no prediction yet is pinned to the batch it has.
+  const size_t n = speed.size();
+  std::vector<double> weight(n, 0);
+  std::vector<int64_t> lo(n);
+  std::vector<int64_t> hi(n);
+  for (size_t w = 0; w < n; ++w) {
+    if (speed[w] > 0 && std::isfinite(speed[w])) {
+      weight[w] = speed[w];
+      lo[w] = 1;
+      hi[w] = caps[w] > 0 ? caps[w] : kNoBatchCap;
+    } else {
+      lo[w] = current[w];
+      hi[w] = current[w];
+    }
   }
-  return std::min(global_batch, cap_sum);
+  const int64_t target = TargetSum(global_batch, caps);
+  std::vector<int64_t> batch = Distribute(target, weight, lo, hi);
+  // Only when the predicted workers are all at their caps is anything left;
+  // it goes back to the pinned workers that have room.
+  int64_t left = target;
+  for (int64_t b : batch) left -= b;
+  for (size_t w = 0; w < n && left > 0; ++w) {
+    const int64_t room = caps[w] > 0 ? caps[w] - batch[w] : left;
+    const int64_t add = std::min(left, room);
+    batch[w] += add;
+    left -= add;
+  }
+  return batch;
 }
 
-}  // namespace
+predict::PredictorOptions PredictorOptionsFor(const PolicyConfig& config) {
+  predict::PredictorOptions options;
+  options.ema_alpha = config.ema_alpha;
+  options.arima_p = config.arima_p;
+  options.arima_d = config.arima_d;
+  options.arima_q = config.arima_q;
+  // The window grows with the order, so that every order the predictor
+  // takes fits.
+  options.arima_window = std::max(options.arima_window,
+                                  predict::ArimaPredictor::MinHistory(config.arima_p, config.arima_d,
+                                                                      config.arima_q));
+  return options;
+}
 
 LbBspPolicy::LbBspPolicy(const PolicyConfig& config)
     : BspPolicy(config.num_workers),
@@ -125,7 +164,7 @@ LbBspPolicy::LbBspPolicy(const PolicyConfig& config)
   predictors_.reserve(n);
   for (WorkerId w = 0; w < n; ++w) {
     Result<std::unique_ptr<predict::SpeedPredictor>> made =
-        predict::MakePredictor(config.predictor, config.ema_alpha);
+        predict::MakePredictor(config.predictor, PredictorOptionsFor(config));
     // MakePolicy has checked the name; the fallback only keeps a policy built
     // directly from bad settings well defined.
     predictors_.push_back(made.ok() ? std::move(made).value()
@@ -150,19 +189,24 @@ void LbBspPolicy::OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {
   std::vector<double> weight(batch_.begin(), batch_.end());
   std::vector<int64_t> lo(num_workers(), 1);
   std::vector<int64_t> hi(num_workers());
-  for (WorkerId v = 0; v < num_workers(); ++v) hi[v] = cap_[v] > 0 ? cap_[v] : kUnbounded;
+  for (WorkerId v = 0; v < num_workers(); ++v) hi[v] = cap_[v] > 0 ? cap_[v] : kNoBatchCap;
   batch_ = Distribute(target, weight, lo, hi);
 }
 
 void LbBspPolicy::OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) {
-  // A step's speed is worth knowing even when its gradient was refused.
+  // A step's speed is worth knowing even when its gradient was refused. Its
+  // time includes sending the push (the previous one's, the latest known):
+  // a worker on a slow link must get less to compute for all to finish
+  // together.
+  const double comm_s = push.comm_s > 0 && std::isfinite(push.comm_s) ? push.comm_s : 0;
+  const double time_s = push.busy_s + comm_s;
   if (push.busy_s > 0 && std::isfinite(push.busy_s) && push.samples > 0) {
     if (config_.lb_mode == "gpu") {
-      window_time_[w] += push.busy_s;
+      window_time_[w] += time_s;
       ++window_steps_[w];
     } else {
       predictors_[w]->Observe(
-          {static_cast<double>(push.samples) / push.busy_s, push.cpu, push.memory, push.batch});
+          {static_cast<double>(push.samples) / time_s, push.cpu, push.memory, push.batch});
     }
   }
 }
@@ -186,35 +230,11 @@ void LbBspPolicy::Rebalance() {
 }
 
 void LbBspPolicy::RebalanceAnalytic() {
-  // Linear time in the batch: equal times need b_i proportional to speed. A
-  // worker with no prediction yet is pinned to the batch it has.
-  const int64_t n = num_workers();
-  std::vector<double> weight(n, 0);
-  std::vector<int64_t> lo(n);
-  std::vector<int64_t> hi(n);
-  for (WorkerId w = 0; w < n; ++w) {
-    const double speed = joined(w) ? predictors_[w]->Predict() : 0;
-    if (speed > 0 && std::isfinite(speed)) {
-      weight[w] = speed;
-      lo[w] = 1;
-      hi[w] = cap_[w] > 0 ? cap_[w] : kUnbounded;
-    } else {
-      lo[w] = batch_[w];
-      hi[w] = batch_[w];
-    }
+  std::vector<double> speed(num_workers(), 0);
+  for (WorkerId w = 0; w < num_workers(); ++w) {
+    speed[w] = joined(w) ? predictors_[w]->Predict() : 0;
   }
-  const int64_t target = TargetSum(global_batch_, cap_);
-  batch_ = Distribute(target, weight, lo, hi);
-  // Only when the predicted workers are all at their caps is anything left;
-  // it goes back to the pinned workers that have room.
-  int64_t left = target;
-  for (int64_t b : batch_) left -= b;
-  for (WorkerId w = 0; w < n && left > 0; ++w) {
-    const int64_t room = cap_[w] > 0 ? cap_[w] - batch_[w] : left;
-    const int64_t add = std::min(left, room);
-    batch_[w] += add;
-    left -= add;
-  }
+  batch_ = AnalyticBatches(global_batch_, speed, batch_, cap_);
 }
 
 void LbBspPolicy::RebalanceNumerical() {
@@ -253,7 +273,7 @@ void LbBspPolicy::RebalanceNumerical() {
   last_leader_ = leader;
   last_straggler_ = straggler;
 
-  const int64_t room = cap_[leader] > 0 ? cap_[leader] - batch_[leader] : kUnbounded;
+  const int64_t room = cap_[leader] > 0 ? cap_[leader] - batch_[leader] : kNoBatchCap;
   const int64_t move = std::min({step_, batch_[straggler] - 1, room});
   if (move <= 0) return;
   batch_[straggler] -= move;
