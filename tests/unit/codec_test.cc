@@ -97,6 +97,15 @@ TEST_CASE("every message type survives a round trip") {
   REQUIRE(got.ok());
   CHECK(std::get<Model>(*got).batch == 48);
   CHECK(std::get<Model>(*got).token == 3);
+  Model streamed{5, 10, 0, -1, 3, 4};
+  got = Decode(Encoded(streamed));
+  REQUIRE(got.ok());
+  CHECK(std::get<Model>(*got).chunks == 3);
+  CHECK(std::get<Model>(*got).chunk_floats == 4);
+  got = Decode(Encoded(Chunk{2}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Chunk>(*got).index == 2);
+  CHECK(TypeOf(*got) == MsgType::kChunk);
   got = Decode(Encoded(Error{"nope", true}));
   REQUIRE(got.ok());
   CHECK(std::get<Error>(*got).fatal);
@@ -126,10 +135,12 @@ TEST_CASE("malformed headers are refused with a protocol error, never a crash") 
   CHECK(Decode(header(kProtocolVersion, 3)).ok());
   Result<Body> other = Decode(header(kProtocolVersion + 1, 3));
   REQUIRE_FALSE(other.ok());
-  CHECK(other.status().message().find("version 2") != std::string::npos);
+  CHECK(other.status().message().find("version " + std::to_string(kProtocolVersion + 1)) !=
+        std::string::npos);
   CHECK_FALSE(Decode(header(kProtocolVersion, 0)).ok());
-  CHECK(Decode(header(kProtocolVersion, 10)).ok());  // SyncNow, the last type
-  CHECK_FALSE(Decode(header(kProtocolVersion, 11)).ok());
+  CHECK(Decode(header(kProtocolVersion, 10)).ok());  // SyncNow
+  CHECK(Decode(header(kProtocolVersion, 11)).ok());  // Chunk, the last type
+  CHECK_FALSE(Decode(header(kProtocolVersion, 12)).ok());
   CHECK_FALSE(Decode(header(kProtocolVersion, 200)).ok());
 
   // Shapes that are not [version, type, map].

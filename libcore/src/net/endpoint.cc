@@ -81,6 +81,38 @@ Status Endpoint::SendMessage(const zmq::message_t* identity, const proto::Body& 
   return Send(frames);
 }
 
+Status Endpoint::SendWithPayload(const zmq::message_t* identity, proto::Body header,
+                                 std::shared_ptr<const std::vector<float>> values,
+                                 int64_t chunk_bytes, const proto::Body* then) {
+  const proto::ChunkLayout layout =
+      proto::ChunkLayout::ForBytes(static_cast<int64_t>(values->size()), chunk_bytes);
+  const int64_t chunks = layout.streamed() ? layout.count() : 0;
+  const int64_t chunk_floats = layout.streamed() ? layout.chunk_floats : 0;
+  if (auto* push = std::get_if<proto::Push>(&header)) {
+    push->chunks = chunks;
+    push->chunk_floats = chunk_floats;
+  } else if (auto* model = std::get_if<proto::Model>(&header)) {
+    model->chunks = chunks;
+    model->chunk_floats = chunk_floats;
+  } else {
+    return Status::InvalidArgument("only a Push or a Model carries a tensor");
+  }
+  if (!layout.streamed()) {
+    Frames payload;
+    if (!values->empty()) proto::AppendRange(std::move(values), 0, layout.size, &payload);
+    DMLPS_RETURN_IF_ERROR(SendMessage(identity, header, std::move(payload)));
+    return then != nullptr ? SendMessage(identity, *then) : Status::Ok();
+  }
+  DMLPS_RETURN_IF_ERROR(SendMessage(identity, header));
+  if (then != nullptr) DMLPS_RETURN_IF_ERROR(SendMessage(identity, *then));
+  for (int64_t i = 0; i < chunks; ++i) {
+    Frames payload;
+    proto::AppendRange(values, layout.begin(i), layout.end(i) - layout.begin(i), &payload);
+    DMLPS_RETURN_IF_ERROR(SendMessage(identity, proto::Chunk{i}, std::move(payload)));
+  }
+  return Status::Ok();
+}
+
 Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout) {
   frames->clear();
   zmq_pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};

@@ -1,6 +1,7 @@
 #include "dmlps/optim/optimizer.h"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 
 namespace dmlps::optim {
@@ -11,17 +12,38 @@ using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 
 }  // namespace
 
-void Sgd::Step(std::span<float> params, std::span<const float> grad, float scale) {
+void Sgd::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+                    int64_t /*offset*/) {
   Vec theta(params.data(), static_cast<Eigen::Index>(params.size()));
   theta -= (lr_ * scale) * ConstVec(grad.data(), static_cast<Eigen::Index>(grad.size()));
 }
 
-void Momentum::Step(std::span<float> params, std::span<const float> grad, float scale) {
+void Momentum::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+                         int64_t offset) {
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec theta(params.data(), n);
-  Vec u(velocity_.data(), n);
+  Vec u(velocity_.data() + offset, n);
   u = mu_ * u + scale * ConstVec(grad.data(), n);
   theta -= lr_ * u;
+}
+
+void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
+                      std::span<float> acc, int64_t offset) {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  if (optimizer != nullptr) {
+    optimizer->StepSlice(params, acc, scale, offset);
+  } else {
+    Vec(params.data(), n) += scale * ConstVec(acc.data(), n);
+  }
+  std::fill(acc.begin(), acc.end(), 0.f);
+}
+
+void LocalMomentumStep(std::span<float> params, std::span<float> velocity,
+                       std::span<const float> grad, float lr, float mu) {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  Vec v(velocity.data(), n);
+  v = mu * v + ConstVec(grad.data(), n);
+  Vec(params.data(), n) -= lr * v;
 }
 
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int64_t size) {

@@ -23,6 +23,7 @@ struct Snapshot {
   double seconds = 0;  // training time at which this model existed
   int64_t iteration = 0;
   int64_t version = 0;
+  int64_t samples = 0;  // samples whose gradients were in the model by then
   std::shared_ptr<const std::vector<float>> params;
 };
 

@@ -13,6 +13,7 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/evaluator.h"
 
@@ -24,6 +25,8 @@ using std::chrono::milliseconds;
 
 // How long one wait for a message lasts before the loop looks at its timers.
 constexpr milliseconds kPollSlice{20};
+// How long the end of a run waits for the chunks of streamed pushes in flight.
+constexpr milliseconds kDrainLimit{5000};
 // Refused messages logged at warning level before the log quietens down.
 constexpr int64_t kLoudRefusals = 20;
 
@@ -48,6 +51,9 @@ struct Member {
   int64_t pid = 0;
   sync::WorkerInfo info;
   bool pull_pending = false;  // a pull arrived and has no reply yet
+  // The payload of the worker's last push while its chunks are still coming.
+  std::shared_ptr<proto::IncomingTensor> incoming;
+  int64_t incoming_clock = 0;
   int64_t next_batch = 0;   // batch size to send with the next reply; 0: unchanged
   int64_t next_token = -1;  // token to send with the next reply; -1: none
   // Totals the worker reported, for the closing summary.
@@ -73,10 +79,15 @@ class ParameterServer {
   void HandlePull(int64_t rank, const proto::Pull& pull);
   void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
   void Start();
-  void CarryOut(const sync::Actions& actions, const proto::TensorView* gradient);
+  void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
+  // The worker's streamed push will get no more chunks: what is missing is left out.
+  void AbandonIncoming(Member& member, const std::string& why);
+  // Before the run ends: lets the streams in flight finish, for at most `limit`.
+  void DrainStreams(milliseconds limit);
+  void CarryOut(const sync::Actions& actions,
+                const std::shared_ptr<proto::IncomingTensor>& gradient);
   void ReplyModel(int64_t rank);
   void AfterPush();
-  std::shared_ptr<const std::vector<float>> CurrentSnapshot();
   // Queues the current model for evaluation; `must` ones are never skipped.
   void SubmitSnapshot(bool must);
   void CollectEvaluations();
@@ -100,10 +111,8 @@ class ParameterServer {
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
   int64_t start_us_ = 0;                         // the run's start, µs since the Unix epoch
 
-  std::vector<float> params_;
-  std::vector<float> accumulator_;
-  std::shared_ptr<const std::vector<float>> snapshot_;  // params_ at snapshot_version_
-  int64_t snapshot_version_ = -1;
+  // The model and the accumulator; streamed pushes and replies pipeline in it.
+  std::optional<ModelStore> store_;
 
   std::vector<std::optional<Member>> members_;  // by rank
   std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
@@ -116,6 +125,7 @@ class ParameterServer {
   int64_t next_eval_ = 0;
   int64_t dropped_pushes_ = 0;
   int64_t wasted_samples_ = 0;
+  int64_t samples_applied_ = 0;  // usable samples of accepted pushes
   int64_t refusals_ = 0;
   int64_t skipped_snapshots_ = 0;
   bool limit_reached_ = false;
@@ -131,9 +141,10 @@ Status ParameterServer::Setup() {
                                                std::max<int64_t>(test_set.classes, 2)));
   spec_ = spec;
   model::Model model(spec);
-  params_.assign(model.num_params(), 0.f);
-  model.Initialize(config_.seed, params_);
-  accumulator_.assign(params_.size(), 0.f);
+  std::vector<float> params(model.num_params(), 0.f);
+  model.Initialize(config_.seed, params);
+  store_.emplace(std::move(params),
+                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)));
   DMLPS_ASSIGN_OR_RETURN(optimizer_,
                          optim::MakeOptimizer(config_.lr, config_.momentum, model.num_params()));
   sync::PolicyConfig policy_config = config_.policy;
@@ -204,6 +215,10 @@ Result<RunReport> ParameterServer::Run() {
                        : report_.signal != 0  ? "server interrupted"
                        : limit_reached_       ? "limit reached"
                                               : "a worker was lost";
+  if (!report_.target_reached && report_.signal == 0) {
+    // The last snapshot may wait for chunks still on their way.
+    DrainStreams(kDrainLimit);
+  }
   StopWorkers(reason);
   if (report_.target_reached || report_.signal != 0) {
     evaluator_->DropPending();
@@ -216,6 +231,7 @@ Result<RunReport> ParameterServer::Run() {
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute).
   double ratio_sum = 0;
+  double wait_sum = 0;
   double ratio_min = 1;
   int64_t counted = 0;
   for (const std::optional<Member>& m : members_) {
@@ -224,6 +240,7 @@ Result<RunReport> ParameterServer::Run() {
     const double busy = m->compute_s + m->straggle_s;
     const double ratio = report_.seconds > 0 ? std::min(1.0, busy / report_.seconds) : 0;
     ratio_sum += ratio;
+    wait_sum += report_.seconds > 0 ? std::min(1.0, m->wait_s / report_.seconds) : 0;
     ratio_min = std::min(ratio_min, ratio);
     ++counted;
     spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
@@ -239,6 +256,8 @@ Result<RunReport> ParameterServer::Run() {
   report_.compute_ratio_mean = counted > 0 ? ratio_sum / counted : 0;
   report_.compute_ratio_min = counted > 0 ? ratio_min : 0;
   report_.wasted_samples = wasted_samples_;
+  report_.samples = samples_applied_;
+  report_.wait_share = counted > 0 ? wait_sum / counted : 0;
   spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
                "wasted samples {}",
                policy_->Name(), report_.seconds, iterations_, report_.compute_ratio_mean,
@@ -304,6 +323,8 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     HandlePull(rank, *pull);
   } else if (auto* push = std::get_if<proto::Push>(&body)) {
     HandlePush(rank, *push, message->payload);
+  } else if (auto* chunk = std::get_if<proto::Chunk>(&body)) {
+    HandleChunk(rank, *chunk, message->payload);
   } else if (std::holds_alternative<proto::Heartbeat>(body)) {
     // Its arrival is all it says.
   } else if (auto* error = std::get_if<proto::Error>(&body)) {
@@ -311,6 +332,12 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
       spdlog::error("worker {} ({}:{}) gave up: {}", rank, member.host, member.pid,
                     error->message);
       report_.lost_worker = "worker " + std::to_string(rank) + ": " + error->message;
+      if (member.incoming != nullptr) {
+        // Its missing chunks will never come: let the others' replies go on.
+        member.incoming->Close();
+        member.incoming.reset();
+        store_->Advance();
+      }
     } else {
       spdlog::warn("worker {} reports: {}", rank, error->message);
     }
@@ -379,7 +406,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.batch = config_.batch;
   welcome.input_dim = spec_->input_dim;
   welcome.classes = spec_->classes;
-  welcome.num_params = static_cast<int64_t>(params_.size());
+  welcome.num_params = store_->size();
   welcome.shard_index = rank;
   welcome.shard_count = config_.workers;
   welcome.seed = config_.seed;
@@ -468,20 +495,35 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   info.samples = push.samples;
   info.batch = push.batch;
   info.busy_s = (push.compute_us + push.straggle_us) * 1e-6;
+  info.comm_s = push.comm_us > 0 ? push.comm_us * 1e-6 : 0;
   info.cpu = std::isfinite(push.cpu) ? push.cpu : 0;
   info.memory = static_cast<double>(push.memory_bytes);
-  std::optional<proto::TensorView> gradient;
+  if (member.incoming != nullptr) {
+    AbandonIncoming(member, "push " + std::to_string(member.incoming_clock) +
+                                " broken off by the next push; its missing chunks are left out");
+  }
+  // A streamed gradient is checked chunk by chunk as it arrives (HandleChunk);
+  // one that came whole is checked now.
+  std::shared_ptr<proto::IncomingTensor> gradient;
   std::string problem;
-  if (push.num_params != static_cast<int64_t>(params_.size())) {
+  Result<proto::IncomingTensor> opened = proto::IncomingTensor::Open(
+      push.num_params, push.chunks, push.chunk_floats, std::move(payload));
+  const bool streamed = opened.ok() && opened->streamed();
+  if (push.num_params != store_->size()) {
     problem = "push carries " + std::to_string(push.num_params) +
-              " parameters, the model has " + std::to_string(params_.size());
-  } else if (Result<proto::TensorView> view = proto::TensorView::Make(payload, push.num_params);
-             !view.ok()) {
-    problem = view.status().message();
-  } else if (!view->AllFinite()) {
+              " parameters, the model has " + std::to_string(store_->size());
+  } else if (!opened.ok()) {
+    problem = opened.status().message();
+  } else if (!opened->streamed() && !opened->AllFinite(0, opened->size())) {
     problem = "gradient contains NaN or infinite values";
   } else {
-    gradient.emplace(std::move(view).value());
+    gradient = std::make_shared<proto::IncomingTensor>(std::move(opened).value());
+  }
+  if (streamed && gradient != nullptr) {
+    // Its chunks follow. (A streamed push refused here has the wrong size:
+    // its chunks are refused one by one rather than held.)
+    member.incoming = gradient;
+    member.incoming_clock = push.clock;
   }
   if (!problem.empty()) {
     info.usable = false;
@@ -511,41 +553,98 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
     wasted_samples_ += push.samples;
   } else {
     member.samples += info.usable ? push.samples : 0;
+    samples_applied_ += info.usable ? push.samples : 0;
   }
-  CarryOut(actions, gradient ? &*gradient : nullptr);
+  CarryOut(actions, gradient);
   AfterPush();
 }
 
-void ParameterServer::CarryOut(const sync::Actions& actions, const proto::TensorView* gradient) {
+void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
+  Member& member = *members_[rank];
+  const std::string who = "worker " + std::to_string(rank);
+  if (member.incoming == nullptr) {
+    Refuse(member.identity, who,
+           "chunk " + std::to_string(chunk.index) + " without a streamed push to belong to", false);
+    return;
+  }
+  Result<bool> finite = TakeChunk(*member.incoming, chunk.index, payload);
+  if (!finite.ok()) {
+    ++member.refused;
+    AbandonIncoming(member, "push " + std::to_string(member.incoming_clock) + ": " +
+                                finite.status().message() +
+                                "; the rest of its gradient is left out");
+    return;
+  }
+  if (!*finite) {
+    ++member.refused;
+    Refuse(member.identity, who,
+           "push " + std::to_string(member.incoming_clock) + ", chunk " +
+               std::to_string(chunk.index) + " contains NaN or infinite values; that chunk is "
+               "left out",
+           false);
+  }
+  if (member.incoming->complete()) member.incoming.reset();
+  store_->Advance();
+}
+
+void ParameterServer::AbandonIncoming(Member& member, const std::string& why) {
+  const auto it = rank_of_.find(Key(member.identity));
+  Refuse(member.identity, "worker " + std::to_string(it == rank_of_.end() ? -1 : it->second), why,
+         false);
+  member.incoming->Close();
+  member.incoming.reset();
+  store_->Advance();
+}
+
+void ParameterServer::DrainStreams(milliseconds limit) {
+  const Clock::time_point deadline = Clock::now() + limit;
+  auto streaming = [&] {
+    return std::any_of(members_.begin(), members_.end(), [](const std::optional<Member>& m) {
+      return m.has_value() && m->incoming != nullptr;
+    });
+  };
+  net::Frames frames;
+  while (store_->pending() > 0 && streaming() && Clock::now() < deadline) {
+    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
+    if (!got.ok()) return;
+    if (!*got || frames.size() < 2) continue;
+    // Only the chunks matter now.
+    auto it = rank_of_.find(Key(frames[0]));
+    if (it == rank_of_.end()) continue;
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    if (!message.ok()) continue;
+    if (auto* chunk = std::get_if<proto::Chunk>(&message->body)) {
+      HandleChunk(it->second, *chunk, message->payload);
+    }
+  }
+}
+
+void ParameterServer::CarryOut(const sync::Actions& actions,
+                               const std::shared_ptr<proto::IncomingTensor>& gradient) {
   using Kind = sync::Action::Kind;
   for (const sync::Action& action : actions) {
     switch (action.kind) {
       case Kind::kStage: {
         if (gradient == nullptr) break;  // the policy only stages usable pushes
-        const float weight = static_cast<float>(action.value);
-        gradient->ForEachChunk([&](int64_t offset, const proto::TensorView::ConstMap& chunk) {
-          Eigen::Map<Eigen::VectorXf>(accumulator_.data() + offset, chunk.size()) +=
-              weight * chunk;
-        });
+        // Summed chunk by chunk as a streamed gradient arrives.
+        store_->Stage(gradient, static_cast<float>(action.value));
         break;
       }
       case Kind::kApply:
       case Kind::kApplyDelta: {
-        const int64_t start_us = tracer_ ? trace::NowMicros() : 0;
-        if (action.kind == Kind::kApply) {
-          optimizer_->Step(params_, accumulator_, static_cast<float>(action.value));
-        } else {
-          const auto n = static_cast<Eigen::Index>(params_.size());
-          Eigen::Map<Eigen::VectorXf>(params_.data(), n) +=
-              static_cast<float>(action.value) *
-              Eigen::Map<const Eigen::VectorXf>(accumulator_.data(), n);
-        }
-        std::fill(accumulator_.begin(), accumulator_.end(), 0.f);
+        std::function<void()> traced;
         if (tracer_) {
-          // The policy counted this apply already: its version is the new one.
-          tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
-                        {{"version", policy_->version()}});
+          // The policy counted this apply already: its version is the new one. The
+          // span ends when the last chunk is applied (streamed: once it arrived).
+          const int64_t start_us = trace::NowMicros();
+          const int64_t version = policy_->version();
+          traced = [this, start_us, version] {
+            tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
+                          {{"version", version}});
+          };
         }
+        store_->Apply(action.kind == Kind::kApply ? optimizer_.get() : nullptr,
+                      static_cast<float>(action.value), std::move(traced));
         break;
       }
       case Kind::kContinue: {
@@ -590,26 +689,15 @@ void ParameterServer::CarryOut(const sync::Actions& actions, const proto::Tensor
   }
 }
 
-std::shared_ptr<const std::vector<float>> ParameterServer::CurrentSnapshot() {
-  // One copy per model version, shared by every reply and evaluation of it.
-  if (snapshot_version_ != policy_->version() || snapshot_ == nullptr) {
-    snapshot_ = std::make_shared<const std::vector<float>>(params_);
-    snapshot_version_ = policy_->version();
-  }
-  return snapshot_;
-}
-
 void ParameterServer::ReplyModel(int64_t rank) {
   Member& member = *members_[rank];
   member.pull_pending = false;
-  net::Frames payload;
-  proto::AppendTensor(CurrentSnapshot(), proto::kDefaultChunkBytes, &payload);
-  proto::Model header{policy_->version(), static_cast<int64_t>(params_.size()), member.next_batch,
-                      member.next_token};
+  // One copy per model version, shared by every reply and evaluation of it;
+  // a large model streams out chunk by chunk as its updates are applied.
+  proto::Model header{policy_->version(), store_->size(), member.next_batch, member.next_token};
   member.next_batch = 0;
   member.next_token = -1;
-  Status sent = endpoint_->SendMessage(&member.identity, header, std::move(payload));
-  if (!sent.ok()) spdlog::warn("cannot send the model to worker {}: {}", rank, sent.ToString());
+  QueueModelReply(*store_, *endpoint_, &member.identity, header, "worker " + std::to_string(rank));
 }
 
 void ParameterServer::AfterPush() {
@@ -629,11 +717,19 @@ void ParameterServer::AfterPush() {
 }
 
 void ParameterServer::SubmitSnapshot(bool must) {
-  if (!evaluator_->Submit({Seconds(), iterations_, policy_->version(), CurrentSnapshot()}, must)) {
-    if (skipped_snapshots_++ == 0) {
-      spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
+  // The model of this version exists once its last chunk is applied: it is
+  // stamped then (at once, unless a streamed push is still arriving).
+  const int64_t iteration = iterations_;
+  const int64_t version = policy_->version();
+  const int64_t samples = samples_applied_;
+  store_->Snapshot([this, must, iteration, version,
+                    samples](std::shared_ptr<const std::vector<float>> values) {
+    if (!evaluator_->Submit({Seconds(), iteration, version, samples, std::move(values)}, must)) {
+      if (skipped_snapshots_++ == 0) {
+        spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
+      }
     }
-  }
+  });
 }
 
 void ParameterServer::CollectEvaluations() {
@@ -659,6 +755,7 @@ void ParameterServer::CollectEvaluations() {
       report_.target_reached = true;
       report_.seconds_to_target = e.snapshot.seconds;
       report_.iterations_to_target = e.snapshot.iteration;
+      report_.samples_to_target = e.snapshot.samples;
       if (tracer_) {
         tracer_->Instant("run", "target", trace::NowMicros(),
                          {{"accuracy", e.result.accuracy},
@@ -721,6 +818,22 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
     problems.push_back("--model: " + m.status().message());
   }
   return problems;
+}
+
+void WriteRunReport(const RunReport& report, std::ostream& out) {
+  // One line per key: the message must not break the format.
+  std::string lost_worker = report.lost_worker;
+  std::replace_if(lost_worker.begin(), lost_worker.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+  out << fmt::format(
+      "target_reached\t{:d}\nseconds_to_target\t{}\niterations_to_target\t{}\n"
+      "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
+      "loss\t{}\ncompute_ratio_mean\t{}\ncompute_ratio_min\t{}\nwait_share\t{}\n"
+      "wasted_samples\t{}\nsignal\t{}\nlost_worker\t{}\n",
+      report.target_reached, report.seconds_to_target, report.iterations_to_target,
+      report.samples_to_target, report.iterations, report.samples, report.seconds,
+      report.last_eval.accuracy, report.last_eval.loss, report.compute_ratio_mean,
+      report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
+      lost_worker);
 }
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,

@@ -18,6 +18,7 @@
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/net/endpoint.h"
+#include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
 #include "dmlps/worker/epoch_cursor.h"
@@ -59,16 +60,6 @@ std::shared_ptr<std::vector<float>>& Writable(std::shared_ptr<std::vector<float>
   return buffer;
 }
 
-// One step of the local optimizer of the local modes, heavy-ball momentum
-// as on the server: v <- mu v + g; params <- params - lr v.
-void LocalStep(std::span<float> params, std::span<float> velocity, std::span<const float> grad,
-               float lr, float mu) {
-  const auto n = static_cast<Eigen::Index>(params.size());
-  Vec v(velocity.data(), n);
-  v = mu * v + ConstVec(grad.data(), n);
-  Vec(params.data(), n) -= lr * v;
-}
-
 // What one computed step produced, for its push.
 struct StepResult {
   double loss = 0;
@@ -107,8 +98,9 @@ class WorkerRunner {
   Status PollControl();
   // Deals with a message nobody waits for. Fails on a fatal Error.
   Status HandleAside(const proto::Message& message);
-  // Sends Pull and waits for the model or Stop; copies the model into params.
-  Result<bool> Download(int64_t clock, std::span<float> params);
+  // Sends Pull (unless `pulled`: sent with the push) and waits for the model
+  // or Stop; copies the model into params.
+  Result<bool> Download(int64_t clock, std::span<float> params, bool pulled = false);
   // Copies a Model message's payload into params and notes its version, batch, token.
   Status TakeModel(proto::Message& message, std::span<float> params);
   // Computes the mean gradient of `samples` samples on params into grad;
@@ -117,7 +109,11 @@ class WorkerRunner {
   Result<StepResult> Compute(int64_t step, int64_t samples, std::span<const float> params,
                              std::span<float> grad, bool first_part = true);
   // Sends a push and its payload, after the emulated transfer time.
-  Status SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload);
+  // `then`, when given, goes right after the push's header, before its
+  // chunks: the next Pull, so that a large model streams back while the
+  // gradient is still arriving.
+  Status SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
+                  const proto::Body* then = nullptr);
   bool Interrupted() const;
   // The push that reports `step`, the worker's step number `clock`, on the
   // model last received, after waiting `wait_us` for the server.
@@ -231,9 +227,21 @@ Status WorkerRunner::TakeModel(proto::Message& message, std::span<float> params)
     return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
                             " parameters, expected " + std::to_string(model_->num_params()));
   }
-  DMLPS_ASSIGN_OR_RETURN(proto::TensorView view,
-                         proto::TensorView::Make(message.payload, header.num_params));
-  view.CopyTo(params);
+  DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
+                         proto::IncomingTensor::Open(header.num_params, header.chunks,
+                                                     header.chunk_floats,
+                                                     std::move(message.payload)));
+  model.CopyTo(0, model.received(), params);
+  // A streamed model: each chunk is copied in as it arrives.
+  while (!model.complete()) {
+    DMLPS_ASSIGN_OR_RETURN(proto::Message piece, Await({proto::MsgType::kChunk}));
+    if (stop_) return Status::Ok();
+    const int64_t begin = model.received();
+    DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload)
+                              .WithContext("bad model from the server"));
+    model.CopyTo(begin, model.received(), params);
+    model.Release(begin, model.received());  // a large model never sits here whole
+  }
   version_ = header.version;
   if (header.batch > 0 && header.batch != batch_) {
     batch_ = header.batch;
@@ -243,16 +251,16 @@ Status WorkerRunner::TakeModel(proto::Message& message, std::span<float> params)
   return Status::Ok();
 }
 
-Result<bool> WorkerRunner::Download(int64_t clock, std::span<float> params) {
+Result<bool> WorkerRunner::Download(int64_t clock, std::span<float> params, bool pulled) {
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
-  DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, proto::Pull{clock}));
+  if (!pulled) DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, proto::Pull{clock}));
   DMLPS_ASSIGN_OR_RETURN(proto::Message reply, Await({proto::MsgType::kModel}));
+  // A streamed model's chunks arrive while this waits.
+  if (!stop_) DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
   report_.wait_s += std::chrono::duration<double>(Clock::now() - start).count();
   if (tracer_) tracer_->Span("wait", "pull", start_us, Micros(Clock::now() - start), {{"clock", clock}});
-  if (stop_) return false;
-  DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
-  return true;
+  return !stop_;
 }
 
 Status WorkerRunner::SleepInterruptibly(microseconds d) {
@@ -294,12 +302,13 @@ Result<StepResult> WorkerRunner::Compute(int64_t step, int64_t samples,
   return result;
 }
 
-Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload) {
+Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
+                              const proto::Body* then) {
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
   const int64_t bytes = static_cast<int64_t>(payload->size() * sizeof(float));
   const microseconds transfer =
-      straggler_->TransferTime(bytes);
+      straggler_->TransferTime(push.clock, bytes);
   if (transfer.count() > 0) DMLPS_RETURN_IF_ERROR(SleepInterruptibly(transfer));
   push.num_params = model_->num_params();
   push.comm_us = comm_us_;
@@ -315,9 +324,10 @@ Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vecto
   }
   push.cpu = cpu_cores_;
   push.memory_bytes = usage_.has_value() ? usage_->resident_bytes : 0;
-  net::Frames frames;
-  proto::AppendTensor(std::move(payload), proto::kDefaultChunkBytes, &frames);
-  DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, push, std::move(frames)));
+  // Larger than a chunk: streamed, so the server sums the first chunks while
+  // the later ones are on the wire.
+  DMLPS_RETURN_IF_ERROR(endpoint_->SendWithPayload(nullptr, push, std::move(payload),
+                                                   proto::kDefaultChunkBytes, then));
   comm_us_ = Micros(Clock::now() - start);
   report_.comm_s += comm_us_ * 1e-6;
   bytes_sent_ += bytes;
@@ -343,9 +353,10 @@ Status WorkerRunner::RunSync(bool chunked) {
   std::vector<float> params(model_->num_params());
   std::shared_ptr<std::vector<float>> gradient;
   std::vector<float> chunk_gradient(chunked ? params.size() : 0);
+  bool pulled = false;  // the Pull went out with the last push
   for (int64_t clock = 0;; ++clock) {
     const double waited_before = report_.wait_s;
-    DMLPS_ASSIGN_OR_RETURN(bool more, Download(clock, params));
+    DMLPS_ASSIGN_OR_RETURN(bool more, Download(clock, params, pulled));
     if (!more) return Status::Ok();
     const int64_t wait_us = static_cast<int64_t>((report_.wait_s - waited_before) * 1e6);
     std::vector<float>& grad = *Writable(gradient, params.size());
@@ -376,7 +387,9 @@ Status WorkerRunner::RunSync(bool chunked) {
       sum /= static_cast<float>(step.samples);
       step.loss = loss_sum / static_cast<double>(step.samples);
     }
-    DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, batch_, step, wait_us), gradient));
+    const proto::Body pull = proto::Pull{clock + 1};
+    DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, batch_, step, wait_us), gradient, &pull));
+    pulled = true;
   }
 }
 
@@ -395,7 +408,7 @@ Status WorkerRunner::RunLocal() {
   for (int64_t clock = 0;; ++clock) {
     DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, batch_, params, grad));
     const Clock::time_point update_start = Clock::now();
-    LocalStep(params, velocity, grad, lr, mu);
+    optim::LocalMomentumStep(params, velocity, grad, lr, mu);
     std::vector<float>& d = *Writable(delta, n);
     const auto size = static_cast<Eigen::Index>(n);
     Vec(d.data(), size) = ConstVec(params.data(), size) - ConstVec(base.data(), size);
@@ -474,7 +487,7 @@ Status WorkerRunner::RunLocalOverlap() {
         return;
       }
       const Clock::time_point update_start = Clock::now();
-      LocalStep(params, velocity, grad, lr, mu);
+      optim::LocalMomentumStep(params, velocity, grad, lr, mu);
       const auto size = static_cast<Eigen::Index>(n);
       std::lock_guard lock(shared.mutex);
       // The step moved the model by -lr * velocity.
@@ -576,6 +589,7 @@ Status WorkerRunner::RunToken() {
       token_ = next->token;
     } else {
       DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
+      if (stop_) return Status::Ok();
     }
     wait_us = Micros(Clock::now() - asked);
     report_.wait_s += wait_us * 1e-6;

@@ -46,6 +46,18 @@ class Endpoint {
   Status SendMessage(const zmq::message_t* identity, const proto::Body& body,
                      Frames payload = {});
 
+  // Sends a Push or Model header with `values` as its payload, without
+  // copying: in the same message when it fits one chunk of `chunk_bytes`,
+  // else streamed: the header announcing the chunks (its chunks and
+  // chunk_floats set here), then one Chunk message per chunk, in order.
+  // `then`, when given, is sent right after the header, before any chunk
+  // (a worker's next Pull: the server may then stream the model back while
+  // the gradient is still arriving). InvalidArgument for a header of
+  // another type.
+  Status SendWithPayload(const zmq::message_t* identity, proto::Body header,
+                         std::shared_ptr<const std::vector<float>> values, int64_t chunk_bytes,
+                         const proto::Body* then = nullptr);
+
   // Waits up to `timeout` for one multipart message; returns false when none
   // arrived. Interrupted waits (signals) also return false.
   Result<bool> Receive(Frames* frames, std::chrono::milliseconds timeout);

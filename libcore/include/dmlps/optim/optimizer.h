@@ -17,7 +17,16 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // Changes `params` by one step along `scale * grad`.
   // REQUIRES: params and grad of the size the optimizer was made for.
-  virtual void Step(std::span<float> params, std::span<const float> grad, float scale) = 0;
+  void Step(std::span<float> params, std::span<const float> grad, float scale) {
+    StepSlice(params, grad, scale, 0);
+  }
+  // The same step on the slice of the model that starts at parameter
+  // `offset` (`params` and `grad` hold that slice), with the optimizer's
+  // state for those parameters: a model updated slice by slice, each slice
+  // once per step, ends where Step would have taken it. REQUIRES: the slice
+  // lies inside the size the optimizer was made for.
+  virtual void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+                         int64_t offset) = 0;
   virtual std::string Name() const = 0;
 };
 
@@ -25,7 +34,8 @@ class Optimizer {
 class Sgd : public Optimizer {
  public:
   explicit Sgd(float lr) : lr_(lr) {}
-  void Step(std::span<float> params, std::span<const float> grad, float scale) override;
+  void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+                 int64_t offset) override;
   std::string Name() const override { return "sgd"; }
 
  private:
@@ -36,7 +46,8 @@ class Sgd : public Optimizer {
 class Momentum : public Optimizer {
  public:
   Momentum(float lr, float momentum, int64_t size) : lr_(lr), mu_(momentum), velocity_(size, 0.f) {}
-  void Step(std::span<float> params, std::span<const float> grad, float scale) override;
+  void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+                 int64_t offset) override;
   std::string Name() const override { return "momentum"; }
 
  private:
@@ -48,6 +59,20 @@ class Momentum : public Optimizer {
 // SGD when momentum is 0, heavy-ball momentum otherwise. InvalidArgument for
 // a learning rate <= 0 or a momentum outside [0, 1).
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int64_t size);
+
+// What the server does on a policy's Apply or ApplyDelta: with an optimizer,
+// one step along scale * acc; without one (nullptr), params += scale * acc, a
+// plain sum of model deltas. Then acc is zeroed for the next round.
+// `params` and `acc` may be the slice of the model that starts at `offset`.
+// REQUIRES: params and acc of equal size, inside the optimizer's.
+void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
+                      std::span<float> acc, int64_t offset = 0);
+
+// One step of a worker's local optimizer (the local modes, wbsp), heavy-ball
+// momentum as on the server: v <- mu v + g; params <- params - lr v.
+// REQUIRES: params, velocity and grad of equal size.
+void LocalMomentumStep(std::span<float> params, std::span<float> velocity,
+                       std::span<const float> grad, float lr, float mu);
 
 }  // namespace dmlps::optim
 

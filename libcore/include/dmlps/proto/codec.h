@@ -4,7 +4,9 @@
 #define DMLPS_PROTO_CODEC_H_
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -15,9 +17,44 @@
 
 namespace dmlps::proto {
 
-// Large tensors travel as several frames of at most this many bytes, so that
-// ZeroMQ pipelines them instead of holding one huge buffer.
-inline constexpr int64_t kDefaultChunkBytes = 4 << 20;
+// A tensor larger than this many bytes is streamed, each chunk a message of
+// its own, so that the receiver works on one chunk while the next is on the
+// wire. 1 MiB measured best on a 2-core machine between 128 KiB and 4 MiB
+// (dmlps-bench transport --chunk-bytes): small enough that the server's
+// work on a chunk overlaps the transfer of the next, large enough that the
+// messages' own cost stays small.
+inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
+// The most floats one chunk may announce: the largest frame a peer accepts.
+inline constexpr int64_t kMaxChunkFloats = (int64_t{256} << 20) / static_cast<int64_t>(sizeof(float));
+// The most chunks one payload may announce, so that a peer cannot make the
+// receiver handle millions of tiny messages for one tensor.
+inline constexpr int64_t kMaxChunks = int64_t{1} << 16;
+
+// How a payload of `size` floats is cut into chunks: each holds chunk_floats
+// floats, the last one the rest.
+struct ChunkLayout {
+  int64_t size = 0;
+  int64_t chunk_floats = 1;
+
+  // Chunks of at most `chunk_bytes` (rounded down to whole floats, at least
+  // one float and at most kMaxChunkFloats).
+  static ChunkLayout ForBytes(int64_t size, int64_t chunk_bytes);
+  // The layout a streamed Push or Model announces. Protocol error unless
+  // size > 0, 1 <= chunk_floats <= kMaxChunkFloats, and chunks is the count
+  // those give, at most kMaxChunks.
+  static Result<ChunkLayout> FromHeader(int64_t size, int64_t chunks, int64_t chunk_floats);
+
+  int64_t count() const {
+    return size <= 0 ? 0 : size / chunk_floats + (size % chunk_floats != 0 ? 1 : 0);
+  }
+  // More than one chunk: the payload travels as Chunk messages.
+  bool streamed() const { return count() > 1; }
+  // Where chunk `index` starts and ends. REQUIRES: 0 <= index < count().
+  int64_t begin(int64_t index) const { return index * chunk_floats; }
+  int64_t end(int64_t index) const {
+    return begin(index) + std::min(chunk_floats, size - begin(index));
+  }
+};
 
 // A decoded message: its header body and its raw payload frames.
 struct Message {
@@ -42,6 +79,11 @@ Result<Message> DecodeMessage(std::vector<zmq::message_t>& frames, size_t first)
 // reference to `values` until ZeroMQ has sent it.
 void AppendTensor(std::shared_ptr<const std::vector<float>> values, int64_t chunk_bytes,
                   std::vector<zmq::message_t>* frames);
+
+// Appends one frame holding values[offset, offset + count), without copying.
+// REQUIRES: the range lies inside `values` and count > 0.
+void AppendRange(std::shared_ptr<const std::vector<float>> values, int64_t offset, int64_t count,
+                 std::vector<zmq::message_t>* frames);
 
 // A read-only float tensor spread over payload frames, viewed in place.
 class TensorView {
@@ -75,6 +117,96 @@ class TensorView {
   std::vector<Chunk> chunks_;
   std::vector<std::vector<float>> realigned_;
   int64_t size_ = 0;
+};
+
+// A tensor payload as it arrives: whole, in the frames after its header
+// (inline), or chunk by chunk in Chunk messages, in index order (streamed).
+// Keeps the frames and views them in place; every frame is checked before it
+// is taken, so what it holds is always a well-formed prefix of the tensor.
+class IncomingTensor {
+ public:
+  using ConstMap = Eigen::Map<const Eigen::VectorXf>;
+
+  // Opens the payload a Push or Model announces. chunks == 0: `frames` must
+  // hold exactly `size` floats, each frame a non-empty whole number of
+  // floats. chunks > 0: the layout must be valid (ChunkLayout::FromHeader)
+  // and `frames` empty; the chunks come with Add. Protocol error otherwise.
+  static Result<IncomingTensor> Open(int64_t size, int64_t chunks, int64_t chunk_floats,
+                                     std::vector<zmq::message_t> frames);
+
+  // Takes the next chunk of a streamed payload from a Chunk message's
+  // payload. Protocol error, and nothing taken, when the payload is
+  // complete, `index` is not the next one, or `frames` is not one frame of
+  // exactly that chunk's floats.
+  Status Add(int64_t index, std::vector<zmq::message_t>& frames);
+
+  int64_t size() const { return size_; }
+  // Floats received so far: [0, received()) is here.
+  int64_t received() const { return received_; }
+  bool complete() const { return received_ == size_; }
+  bool streamed() const { return chunks_ > 0; }
+  // Announced chunks (0: inline) and the index Add expects next.
+  int64_t chunks() const { return chunks_; }
+  int64_t next_index() const { return next_index_; }
+  const ChunkLayout& layout() const { return layout_; }
+
+  // Marks the received frames that overlap [begin, end) as left out:
+  // ForEachIn skips them from now on (the server leaves out a chunk that
+  // holds NaN or infinity).
+  void Exclude(int64_t begin, int64_t end);
+  // Frees the received frames that lie wholly inside [begin, end), once
+  // their values are used (copied, summed), so that a large payload never
+  // holds much memory at once. Their values count as left out from then on.
+  void Release(int64_t begin, int64_t end);
+  // No more chunks will come (the sender went away or broke off): the
+  // missing part counts as left out. Closed or complete: nothing to wait for.
+  void Close() { closed_ = true; }
+  bool settled() const { return closed_ || complete(); }
+
+  // Calls fn(offset, map) over the received floats in [begin, end) that are
+  // not left out, in order. REQUIRES: 0 <= begin <= end.
+  template <typename Fn>
+  void ForEachIn(int64_t begin, int64_t end, Fn&& fn) const {
+    end = std::min(end, received_);
+    auto it = std::upper_bound(pieces_.begin(), pieces_.end(), begin,
+                               [](int64_t at, const Piece& p) { return at < p.offset + p.size; });
+    for (; it != pieces_.end() && it->offset < end; ++it) {
+      if (it->excluded) continue;
+      const int64_t from = std::max(begin, it->offset);
+      const int64_t to = std::min(end, it->offset + it->size);
+      if (from >= to) continue;  // an empty range inside a piece: nothing to show
+      fn(from, ConstMap(Data(*it) + (from - it->offset), to - from));
+    }
+  }
+  // True when no received value in [begin, end) that is not left out is
+  // NaN or infinite.
+  bool AllFinite(int64_t begin, int64_t end) const;
+  // Copies the received floats of [begin, end) that are not left out to the
+  // same places of `out`, which holds the whole tensor.
+  // REQUIRES: out.size() == size().
+  void CopyTo(int64_t begin, int64_t end, std::span<float> out) const;
+
+ private:
+  struct Piece {
+    int64_t offset;
+    int64_t size;
+    size_t frame;             // in frames_
+    std::vector<float> copy;  // the values, when the frame is not float-aligned
+    bool excluded = false;    // left out, or released
+  };
+  Status Take(zmq::message_t frame, int64_t expected_floats);
+  const float* Data(const Piece& p) const {
+    return p.copy.empty() ? static_cast<const float*>(frames_[p.frame].data()) : p.copy.data();
+  }
+
+  int64_t size_ = 0;
+  int64_t received_ = 0;
+  int64_t chunks_ = 0;
+  int64_t next_index_ = 0;
+  bool closed_ = false;
+  ChunkLayout layout_;
+  std::deque<zmq::message_t> frames_;  // a deque: taking a frame never moves the others
+  std::vector<Piece> pieces_;
 };
 
 }  // namespace dmlps::proto

@@ -1,6 +1,8 @@
 // The messages servers and workers exchange. On the wire each is one msgpack
 // header frame, [version, type, body-map], followed by zero or more raw
-// little-endian float32 payload frames (see codec.h).
+// little-endian float32 payload frames (see codec.h). A large payload may
+// instead follow its Push or Model as separate Chunk messages, so that the
+// receiver works on the first chunks while the later ones are on the wire.
 #ifndef DMLPS_PROTO_MESSAGES_H_
 #define DMLPS_PROTO_MESSAGES_H_
 
@@ -13,8 +15,9 @@
 namespace dmlps::proto {
 
 // Bumped whenever a header changes incompatibly; peers with another version
-// are refused with an Error naming both versions.
-inline constexpr uint32_t kProtocolVersion = 1;
+// are refused with an Error naming both versions. Version 2 added streamed
+// payloads (Chunk messages).
+inline constexpr uint32_t kProtocolVersion = 2;
 
 enum class MsgType : uint8_t {
   kHello = 1,      // worker -> server: wants to join
@@ -27,6 +30,7 @@ enum class MsgType : uint8_t {
   kError = 8,      // either way: your last message was refused, and why
   kContinue = 9,   // server -> worker: push taken; go on (maybe download first, or a token)
   kSyncNow = 10,   // server -> worker: stop after your current chunk and push
+  kChunk = 11,     // either way: one piece of a streamed Push or Model payload
 };
 
 std::string_view MsgTypeName(MsgType type);
@@ -71,7 +75,9 @@ struct Model {
   int64_t num_params = 0;  // floats in the payload
   int64_t batch = 0;       // the worker's batch from now on; 0: unchanged
   int64_t token = -1;      // token to train on this model; -1: none
-  MSGPACK_DEFINE_MAP(version, num_params, batch, token);
+  int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
+  int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
+  MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats);
 };
 
 // One step's result. The payload is the mean gradient over `samples` samples
@@ -89,8 +95,10 @@ struct Push {
   int64_t comm_us = 0;       // sending the previous push (bandwidth cap included)
   double cpu = 0;            // the worker's recent CPU use in cores (read at most every 100 ms)
   int64_t memory_bytes = 0;  // the worker's resident memory
+  int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
+  int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
   MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us,
-                     straggle_us, wait_us, comm_us, cpu, memory_bytes);
+                     straggle_us, wait_us, comm_us, cpu, memory_bytes, chunks, chunk_floats);
 };
 
 struct Stop {
@@ -122,9 +130,18 @@ struct SyncNow {
   MSGPACK_DEFINE_MAP(round);
 };
 
+// One piece of a streamed payload: the Push or Model before it announced
+// `chunks` pieces, sent in order, index 0 first. Payload: exactly one frame
+// of that announcement's chunk_floats floats (the last piece: the rest).
+// Other messages may come between the pieces.
+struct Chunk {
+  int64_t index = 0;
+  MSGPACK_DEFINE_MAP(index);
+};
+
 // Alternatives in MsgType order: TypeOf relies on it.
 using Body = std::variant<Hello, Welcome, Pull, Model, Push, Stop, Heartbeat, Error, Continue,
-                          SyncNow>;
+                          SyncNow, Chunk>;
 
 // The type tag of a body.
 MsgType TypeOf(const Body& body);

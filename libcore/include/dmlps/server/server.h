@@ -32,6 +32,7 @@ struct ServerConfig {
   uint64_t seed = 1;
   std::chrono::milliseconds heartbeat{1000};
   std::string trace;  // trace file ("-": standard output, which then carries no TSV); empty: none
+  std::string report;  // when set, the RunReport is written here at the end (see WriteRunReport)
 };
 
 // Checks a config before anything starts; every problem found, one per line.
@@ -42,15 +43,22 @@ struct RunReport {
   bool target_reached = false;
   double seconds_to_target = 0;    // wall time of the first snapshot that reached the target
   int64_t iterations_to_target = 0;
+  int64_t samples_to_target = 0;   // samples whose gradients were in that snapshot's model
   int64_t iterations = 0;          // pushes accepted / workers
   model::EvalResult last_eval;     // of the newest evaluated snapshot
   double seconds = 0;              // training wall time
   double compute_ratio_mean = 0;   // over workers: (compute + emulated slowness) / run time
   double compute_ratio_min = 0;
+  int64_t samples = 0;             // samples whose gradients went into the model
+  double wait_share = 0;           // mean over workers of (time waiting for the server) / run time
   int64_t wasted_samples = 0;      // in pushes the policy dropped
   int signal = 0;                  // the signal that ended the run, or 0
   std::string lost_worker;         // why the run lost a worker, or empty
 };
+
+// Writes `report` as "key<TAB>value" lines (booleans 0/1), the format
+// `dmlps-server --report FILE` leaves for scripts and dmlps-bench.
+void WriteRunReport(const RunReport& report, std::ostream& out);
 
 // Runs a training job to its end: binds, waits for config.workers workers,
 // trains until the target, an iteration or time limit, a signal (nonzero in

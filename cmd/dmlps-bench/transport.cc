@@ -1,0 +1,111 @@
+// dmlps-bench transport: parses the Transport flags, runs
+// bench::RunTransportBench and prints its table on stdout.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include "cmd/dmlps-bench/commands.h"
+#include "dmlps/bench/transport.h"
+
+namespace dmlps::bench_cli {
+namespace {
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) items.push_back(item);
+  if (!text.empty() && text.back() == ',') items.push_back("");
+  return items;
+}
+
+std::string JoinSizes(const std::vector<int64_t>& sizes) {
+  std::string text;
+  for (int64_t s : sizes) {
+    if (!text.empty()) text += ',';
+    text += bench::FormatByteSize(s);
+  }
+  return text;
+}
+
+}  // namespace
+
+void AddTransportOptions(cxxopts::Options& options) {
+  const bench::TransportConfig d;
+  std::string workers;
+  for (int64_t w : d.workers) {
+    if (!workers.empty()) workers += ',';
+    workers += std::to_string(w);
+  }
+  options.add_options("Transport")
+      ("sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G",
+       cxxopts::value<std::string>()->default_value(JoinSizes(d.sizes)), "SIZE,...")
+      ("transports", "Transports to measure: tcp (loopback), ipc",
+       cxxopts::value<std::string>()->default_value("tcp,ipc"), "LIST")
+      ("worker-counts", "Workers of the dmlps clusters measured, comma-separated",
+       cxxopts::value<std::string>()->default_value(workers), "N,...")
+      ("rounds", "Timed round trips per measurement; the table gives their median",
+       cxxopts::value<std::string>()->default_value(std::to_string(d.rounds)), "R")
+      ("warmup", "Untimed round trips before them",
+       cxxopts::value<std::string>()->default_value(std::to_string(d.warmup)), "W")
+      ("chunk-bytes", "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
+       "dmlps-worker use the default)",
+       cxxopts::value<std::string>()->default_value(bench::FormatByteSize(d.chunk_bytes)), "SIZE");
+}
+
+int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
+  bench::TransportConfig config;
+  auto read_size = [&](const std::string& flag, const std::string& text, int64_t* out) {
+    Result<int64_t> bytes = bench::ParseByteSize(text);
+    if (!bytes.ok()) {
+      flags.AddProblem("--" + flag + ": " + bytes.status().message());
+      return false;
+    }
+    *out = *bytes;
+    return true;
+  };
+  config.sizes.clear();
+  for (const std::string& item : SplitList(flags.String("sizes"))) {
+    int64_t bytes = 0;
+    if (read_size("sizes", item, &bytes)) config.sizes.push_back(bytes);
+  }
+  config.transports = SplitList(flags.String("transports"));
+  config.workers.clear();
+  for (const std::string& item : SplitList(flags.String("worker-counts"))) {
+    int64_t n = 0;
+    if (item.empty() || item.size() > 4 ||
+        !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      flags.AddProblem("--worker-counts: '" + item + "' is not a number of workers");
+      continue;
+    }
+    n = std::stoll(item);
+    config.workers.push_back(n);
+  }
+  config.rounds = flags.Int("rounds", 1, 1000000);
+  config.warmup = flags.Int("warmup", 0, 1000000);
+  read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
+  const bench::Format format = ReadFormat(flags);
+  flags.AddProblems(bench::ValidateTransportConfig(config));
+  if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
+
+  cli::SetupLogging(kProgram, parsed);
+  const std::atomic<int>* signal = cli::InstallSignalHandlers();
+  auto progress = [](const bench::TransportRow& row) {
+    spdlog::info("{} {} {}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
+                 row.transport, bench::FormatByteSize(row.bytes), row.what,
+                 row.workers > 0 ? fmt::format(" with {} worker{}", row.workers,
+                                               row.workers == 1 ? "" : "s")
+                                 : std::string(),
+                 row.ms.median, row.ms.min, row.ms.max, row.gbps);
+  };
+  Result<bench::TransportReport> report = bench::RunTransportBench(config, signal, progress);
+  if (signal->load() != 0) return cli::ExitCodeForSignal(signal->load());
+  if (!report.ok()) return cli::ReportError(kProgram, report.status());
+  bench::WriteTransportReport(*report, format, std::cout);
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace dmlps::bench_cli

@@ -1,0 +1,846 @@
+#include "dmlps/bench/transport.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <zmq.hpp>
+
+#include "dmlps/base/json.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/optim/optimizer.h"
+#include "dmlps/server/model_store.h"
+#include "dmlps/sync/policy.h"
+
+namespace dmlps::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How long one wait lasts before it looks at the stop flags again.
+constexpr milliseconds kSlice{20};
+// The bench server's learning rate: small, so that the model stays finite
+// however many rounds run.
+constexpr double kLearningRate = 1e-6;
+constexpr float kGradientValue = 1e-3f;
+
+// Names the calling thread, for top and perf (at most 15 characters).
+void NameThread(const std::string& name) {
+  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+}
+
+double Millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+// What the threads of one measurement share: when to stop, and the first
+// error any of them met.
+class Shared {
+ public:
+  explicit Shared(const std::atomic<int>* signal) : signal_(signal) {}
+
+  bool Stopping() const { return failed_.load() || (signal_ != nullptr && signal_->load() != 0); }
+  // Why the threads stop: the first error, or the signal.
+  Status Reason() {
+    std::lock_guard lock(mutex_);
+    if (!error_.ok()) return error_;
+    return Status::Unavailable("interrupted");
+  }
+  void Fail(const Status& status) {
+    std::lock_guard lock(mutex_);
+    if (error_.ok()) error_ = status;
+    failed_ = true;
+  }
+
+ private:
+  const std::atomic<int>* signal_;
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  Status error_;
+};
+
+// Joins its threads on every path out of a scope, after telling them to quit.
+class Threads {
+ public:
+  ~Threads() { JoinAll(); }
+  void Start(std::function<void()> body) { threads_.emplace_back(std::move(body)); }
+  void JoinAll() {
+    quit_ = true;
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+    threads_.clear();
+  }
+  bool quitting() const { return quit_.load(); }
+  // For threads that wait for others: only the second group quits.
+  const std::atomic<bool>& quit_flag() const { return quit_; }
+
+ private:
+  std::vector<std::thread> threads_;
+  std::atomic<bool> quit_{false};
+};
+
+// A private folder for the ipc sockets, removed with everything in it.
+class TempDir {
+ public:
+  static Result<TempDir> Make() {
+    const char* base = std::getenv("TMPDIR");
+    std::string root = base != nullptr && *base != '\0' ? base : "/tmp";
+    // ipc socket paths must stay short (about 100 bytes).
+    if (root.size() > 60) root = "/tmp";
+    std::string pattern = root + "/dmlps-bench.XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return Status::IOError("cannot make a folder in " + root + ": " + std::strerror(errno));
+    }
+    TempDir dir;
+    dir.path_ = pattern;
+    return dir;
+  }
+  TempDir() = default;
+  TempDir(TempDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+  TempDir& operator=(TempDir&&) = delete;
+  ~TempDir() {
+    if (path_.empty()) return;
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+Status FromZmq(const zmq::error_t& e, const std::string& what) {
+  return Status::IOError(what + ": " + e.what());
+}
+
+void ConfigureRaw(zmq::socket_t& socket) {
+  socket.set(zmq::sockopt::linger, 0);
+  socket.set(zmq::sockopt::sndhwm, 100000);
+  socket.set(zmq::sockopt::rcvhwm, 100000);
+  socket.set(zmq::sockopt::maxmsgsize, net::kMaxFrameBytes);
+}
+
+// Waits for one frame on a raw socket for at most `timeout`, looking at the
+// stop flags every slice.
+Status ReceiveRaw(zmq::socket_t& socket, zmq::message_t* frame, milliseconds timeout,
+                  Shared& shared, const std::atomic<bool>* quit) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  while (true) {
+    if (shared.Stopping() || (quit != nullptr && quit->load())) return shared.Reason();
+    if (Clock::now() >= deadline) {
+      return Status::Unavailable(fmt::format("no answer from the echo for {:g} s",
+                                             timeout.count() / 1000.0));
+    }
+    zmq_pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+    const int rc = zmq_poll(&item, 1, static_cast<long>(kSlice.count()));
+    if (rc < 0 && zmq_errno() != EINTR) {
+      return Status::IOError(std::string("poll failed: ") + zmq_strerror(zmq_errno()));
+    }
+    if (rc <= 0) continue;
+    if (socket.recv(*frame, zmq::recv_flags::dontwait)) return Status::Ok();
+  }
+}
+
+// Raw ZeroMQ ping-pong: a DEALER sends the payload in `pieces` messages
+// (without copying) to a DEALER that echoes each message as it arrives; a
+// round ends when every piece is back.
+Result<std::vector<double>> RawPingPong(const std::string& bind_address, int64_t bytes,
+                                        int64_t pieces, const TransportConfig& config,
+                                        Shared& shared) {
+  try {
+    zmq::context_t pong_context(1);
+    zmq::context_t ping_context(1);
+    zmq::socket_t pong(pong_context, zmq::socket_type::dealer);
+    ConfigureRaw(pong);
+    pong.bind(bind_address);
+    const std::string address = pong.get(zmq::sockopt::last_endpoint);
+    zmq::socket_t ping(ping_context, zmq::socket_type::dealer);
+    ConfigureRaw(ping);
+    ping.connect(address);
+
+    const int64_t total = (config.warmup + config.rounds) * pieces;
+    Threads threads;
+    threads.Start([&] {
+      NameThread("bench-echo");
+      try {
+        for (int64_t i = 0; i < total; ++i) {
+          zmq::message_t frame;
+          Status got = ReceiveRaw(pong, &frame, config.timeout, shared, &threads.quit_flag());
+          if (!got.ok()) {
+            if (!threads.quitting()) shared.Fail(got);
+            return;
+          }
+          if (!pong.send(frame, zmq::send_flags::dontwait)) {
+            shared.Fail(Status::Unavailable("the echo's send queue is full"));
+            return;
+          }
+        }
+      } catch (const zmq::error_t& e) {
+        shared.Fail(FromZmq(e, "echo"));
+      }
+    });
+
+    std::vector<char> payload(static_cast<size_t>(bytes), 1);
+    const int64_t piece_bytes = (bytes + pieces - 1) / pieces;
+    std::vector<double> times;
+    for (int64_t round = 0; round < config.warmup + config.rounds; ++round) {
+      const Clock::time_point start = Clock::now();
+      for (int64_t offset = 0; offset < bytes; offset += piece_bytes) {
+        const size_t n = static_cast<size_t>(std::min(piece_bytes, bytes - offset));
+        // Zero-copy with no free function: the payload outlives the sockets.
+        zmq::message_t frame(payload.data() + offset, n, nullptr, nullptr);
+        if (!ping.send(frame, zmq::send_flags::dontwait)) {
+          return Status::Unavailable("the ping's send queue is full");
+        }
+      }
+      for (int64_t p = 0; p < pieces; ++p) {
+        zmq::message_t frame;
+        DMLPS_RETURN_IF_ERROR(ReceiveRaw(ping, &frame, config.timeout, shared, nullptr));
+      }
+      if (round >= config.warmup) times.push_back(Millis(Clock::now() - start));
+    }
+    threads.JoinAll();
+    if (shared.Stopping()) return shared.Reason();
+    return times;
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "raw ZeroMQ on " + bind_address);
+  }
+}
+
+// Waits for a message of type `want` from the bench server, for at most
+// the timeout; an Error from it ends the wait.
+Result<proto::Message> AwaitFromServer(net::Endpoint& endpoint, proto::MsgType want,
+                                       const TransportConfig& config, Shared& shared) {
+  const Clock::time_point deadline = Clock::now() + config.timeout;
+  net::Frames frames;
+  while (true) {
+    if (shared.Stopping()) return shared.Reason();
+    if (Clock::now() >= deadline) {
+      return Status::Unavailable(fmt::format("no {} from the bench server for {:g} s",
+                                             proto::MsgTypeName(want),
+                                             config.timeout.count() / 1000.0));
+    }
+    DMLPS_ASSIGN_OR_RETURN(bool got, endpoint.Receive(&frames, kSlice));
+    if (!got) continue;
+    DMLPS_ASSIGN_OR_RETURN(proto::Message message, proto::DecodeMessage(frames, 0));
+    if (auto* error = std::get_if<proto::Error>(&message.body)) {
+      return Status::Protocol("the bench server says: " + error->message);
+    }
+    if (proto::TypeOf(message.body) == want) return message;
+  }
+}
+
+// A worker's side of the round trips, as dmlps-worker does it: Push (the
+// gradient, streamed when larger than a chunk, with the next Pull right
+// after its header), then the Model, copied into its parameters chunk by
+// chunk as it arrives.
+Status RunBenchWorker(zmq::context_t& context, const std::string& address, int64_t rank,
+                      int64_t floats, const TransportConfig& config, Shared& shared,
+                      std::vector<double>* times) {
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context, address));
+  DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(
+      nullptr, proto::Hello{rank, "dmlps-bench", static_cast<int64_t>(getpid()), 1, 0}));
+  auto gradient = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
+                                                             kGradientValue);
+  std::vector<float> params(static_cast<size_t>(floats));
+  int64_t version = 0;
+  auto receive_model = [&]() -> Status {
+    DMLPS_ASSIGN_OR_RETURN(proto::Message reply,
+                           AwaitFromServer(endpoint, proto::MsgType::kModel, config, shared));
+    const auto& header = std::get<proto::Model>(reply.body);
+    if (header.num_params != floats) {
+      return Status::Protocol("a model of " + std::to_string(header.num_params) + " floats");
+    }
+    DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
+                           proto::IncomingTensor::Open(header.num_params, header.chunks,
+                                                       header.chunk_floats,
+                                                       std::move(reply.payload)));
+    model.CopyTo(0, model.received(), params);
+    while (!model.complete()) {
+      DMLPS_ASSIGN_OR_RETURN(proto::Message piece,
+                             AwaitFromServer(endpoint, proto::MsgType::kChunk, config, shared));
+      const int64_t begin = model.received();
+      DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload));
+      model.CopyTo(begin, model.received(), params);
+      model.Release(begin, model.received());
+    }
+    version = header.version;
+    return Status::Ok();
+  };
+  DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(nullptr, proto::Pull{0}));
+  DMLPS_RETURN_IF_ERROR(receive_model());
+  for (int64_t round = 0; round < config.warmup + config.rounds; ++round) {
+    const Clock::time_point start = Clock::now();
+    proto::Push push;
+    push.clock = round;
+    push.base_version = version;
+    push.batch = 1;
+    push.samples = 1;
+    push.num_params = floats;
+    // As dmlps-worker: the next Pull right after the push's header.
+    const proto::Body pull = proto::Pull{round + 1};
+    DMLPS_RETURN_IF_ERROR(
+        endpoint.SendWithPayload(nullptr, push, gradient, config.chunk_bytes, &pull));
+    DMLPS_RETURN_IF_ERROR(receive_model());
+    if (round >= config.warmup) times->push_back(Millis(Clock::now() - start));
+  }
+  if (!std::all_of(params.begin(), params.end(), [](float v) { return std::isfinite(v); })) {
+    return Status::Internal("the bench model is no longer finite");
+  }
+  return Status::Ok();
+}
+
+// The server's side, as dmlps-server does it with the BSP policy: pushes are
+// opened as IncomingTensors (whole, or chunk by chunk), summed, applied and
+// answered through the ModelStore, the model streaming back chunk by chunk.
+class BenchServer {
+ public:
+  BenchServer(net::Endpoint& endpoint, int64_t floats, int64_t workers,
+              const TransportConfig& config, Shared& shared)
+      : endpoint_(endpoint),
+        workers_(workers),
+        config_(config),
+        shared_(shared),
+        store_(std::vector<float>(static_cast<size_t>(floats), 0.f),
+               config.chunk_bytes / static_cast<int64_t>(sizeof(float))),
+        peers_(static_cast<size_t>(workers)) {}
+
+  Status Run(const std::atomic<bool>& quit) {
+    sync::PolicyConfig policy_config;
+    policy_config.name = "bsp";
+    policy_config.num_workers = workers_;
+    policy_config.batch = 1;
+    DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
+    DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(kLearningRate, 0, store_.size()));
+    net::Frames frames;
+    while (!quit.load() && !shared_.Stopping()) {
+      DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_.Receive(&frames, kSlice));
+      if (!got) continue;
+      DMLPS_RETURN_IF_ERROR(Handle(frames));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  struct Peer {
+    zmq::message_t identity;
+    bool pulled = false;
+    std::shared_ptr<proto::IncomingTensor> incoming;
+  };
+
+  Status Handle(net::Frames& frames) {
+    if (frames.size() < 2) return Status::Protocol("an empty message");
+    const std::string key(static_cast<const char*>(frames[0].data()), frames[0].size());
+    DMLPS_ASSIGN_OR_RETURN(proto::Message message, proto::DecodeMessage(frames, 1));
+    if (auto* hello = std::get_if<proto::Hello>(&message.body)) {
+      if (hello->rank < 0 || hello->rank >= workers_ || rank_of_.count(key) > 0) {
+        return Status::Protocol("a Hello with rank " + std::to_string(hello->rank));
+      }
+      peers_[static_cast<size_t>(hello->rank)].identity = net::CopyFrame(frames[0]);
+      rank_of_[key] = hello->rank;
+      return Status::Ok();
+    }
+    auto it = rank_of_.find(key);
+    if (it == rank_of_.end()) return Status::Protocol("a message before Hello");
+    const int64_t rank = it->second;
+    Peer& peer = peers_[static_cast<size_t>(rank)];
+    sync::Actions actions;
+    if (std::holds_alternative<proto::Pull>(message.body)) {
+      if (started_) {
+        policy_->PullRequested(rank, &actions);
+        return CarryOut(actions, nullptr);
+      }
+      // As dmlps-server: the first pulls are answered once every worker is in.
+      peer.pulled = true;
+      if (static_cast<int64_t>(rank_of_.size()) < workers_) return Status::Ok();
+      for (const Peer& p : peers_) {
+        if (!p.pulled) return Status::Ok();
+      }
+      started_ = true;
+      for (int64_t w = 0; w < workers_; ++w) policy_->WorkerJoined(w, &actions);
+      for (int64_t w = 0; w < workers_; ++w) policy_->PullRequested(w, &actions);
+      return CarryOut(actions, nullptr);
+    }
+    if (auto* push = std::get_if<proto::Push>(&message.body)) {
+      if (push->num_params != store_.size()) {
+        return Status::Protocol("a push of " + std::to_string(push->num_params) + " floats");
+      }
+      DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor opened,
+                             proto::IncomingTensor::Open(push->num_params, push->chunks,
+                                                         push->chunk_floats,
+                                                         std::move(message.payload)));
+      if (!opened.streamed() && !opened.AllFinite(0, opened.size())) {
+        return Status::Protocol("a gradient with NaN or infinite values");
+      }
+      auto gradient = std::make_shared<proto::IncomingTensor>(std::move(opened));
+      if (gradient->streamed()) peer.incoming = gradient;
+      sync::PushInfo info;
+      info.clock = push->clock;
+      info.base_version = push->base_version;
+      info.samples = push->samples;
+      info.batch = push->batch;
+      policy_->PushArrived(rank, info, &actions);
+      return CarryOut(actions, gradient);
+    }
+    if (auto* chunk = std::get_if<proto::Chunk>(&message.body)) {
+      if (peer.incoming == nullptr) return Status::Protocol("a Chunk without a streamed push");
+      DMLPS_ASSIGN_OR_RETURN(bool finite, server::TakeChunk(*peer.incoming, chunk->index,
+                                                             message.payload));
+      if (!finite) return Status::Protocol("a gradient chunk with NaN or infinite values");
+      if (peer.incoming->complete()) peer.incoming.reset();
+      store_.Advance();
+      return Status::Ok();
+    }
+    return Status::Protocol("an unexpected " +
+                            std::string(proto::MsgTypeName(proto::TypeOf(message.body))));
+  }
+
+  Status CarryOut(const sync::Actions& actions,
+                  const std::shared_ptr<proto::IncomingTensor>& gradient) {
+    using Kind = sync::Action::Kind;
+    for (const sync::Action& action : actions) {
+      switch (action.kind) {
+        case Kind::kStage:
+          if (gradient != nullptr) store_.Stage(gradient, static_cast<float>(action.value));
+          break;
+        case Kind::kApply:
+          store_.Apply(optimizer_.get(), static_cast<float>(action.value));
+          break;
+        case Kind::kReplyModel: {
+          proto::Model header;
+          header.version = policy_->version();
+          server::QueueModelReply(store_, endpoint_, &peers_[static_cast<size_t>(action.worker)].identity,
+                                  header, "bench worker " + std::to_string(action.worker));
+          break;
+        }
+        case Kind::kHold:
+          break;
+        case Kind::kDrop:
+          return Status::Internal("the BSP policy dropped a push: " + action.reason);
+        default:
+          return Status::Internal("the BSP policy asked for something a bench server cannot do");
+      }
+    }
+    return Status::Ok();
+  }
+
+  net::Endpoint& endpoint_;
+  const int64_t workers_;
+  const TransportConfig& config_;
+  Shared& shared_;
+  server::ModelStore store_;
+  std::unique_ptr<sync::Policy> policy_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::vector<Peer> peers_;
+  std::map<std::string, int64_t> rank_of_;
+  bool started_ = false;
+};
+
+// dmlps round trips with one server and `workers` workers, each with a
+// ZeroMQ context of its own as separate processes would have. A round's
+// time is that of its slowest worker.
+Result<std::vector<double>> DmlpsRoundTrips(const std::string& bind_address, int64_t bytes,
+                                            int64_t workers, const TransportConfig& config,
+                                            Shared& shared) {
+  const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
+  zmq::context_t server_context(1);
+  std::vector<std::unique_ptr<zmq::context_t>> worker_contexts;
+  for (int64_t w = 0; w < workers; ++w) worker_contexts.push_back(std::make_unique<zmq::context_t>(1));
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Bind(server_context, bind_address));
+  const std::string address = endpoint.address();
+  std::vector<std::vector<double>> times(static_cast<size_t>(workers));
+  {
+    Threads server_thread;
+    BenchServer server(endpoint, floats, workers, config, shared);
+    server_thread.Start([&] {
+      NameThread("bench-server");
+      Status served = server.Run(server_thread.quit_flag());
+      if (!served.ok()) shared.Fail(served.WithContext("bench server"));
+    });
+    {
+      Threads worker_threads;
+      for (int64_t w = 0; w < workers; ++w) {
+        worker_threads.Start([&, w] {
+          NameThread("bench-worker" + std::to_string(w));
+          Status done = RunBenchWorker(*worker_contexts[static_cast<size_t>(w)], address, w, floats,
+                                       config, shared, &times[static_cast<size_t>(w)]);
+          if (!done.ok()) shared.Fail(done.WithContext("bench worker " + std::to_string(w)));
+        });
+      }
+      worker_threads.JoinAll();
+    }
+    server_thread.JoinAll();
+  }
+  if (shared.Stopping()) return shared.Reason();
+  std::vector<double> rounds(static_cast<size_t>(config.rounds), 0.0);
+  for (const std::vector<double>& t : times) {
+    if (t.size() != rounds.size()) return Status::Internal("a bench worker missed rounds");
+    for (size_t r = 0; r < t.size(); ++r) rounds[r] = std::max(rounds[r], t[r]);
+  }
+  return rounds;
+}
+
+// memcpy of the payload between two buffers already touched.
+std::vector<double> MemcpyTimes(int64_t bytes, const TransportConfig& config) {
+  std::vector<char> from(static_cast<size_t>(bytes), 1);
+  std::vector<char> to(static_cast<size_t>(bytes), 0);
+  std::vector<double> times;
+  for (int64_t round = 0; round < config.warmup + config.rounds; ++round) {
+    const Clock::time_point start = Clock::now();
+    std::memcpy(to.data(), from.data(), from.size());
+    if (round >= config.warmup) times.push_back(Millis(Clock::now() - start));
+  }
+  return times;
+}
+
+// The server's staging sum: one gradient of the payload, whole, staged into
+// the ModelStore's accumulator (acc += w * g, lane by lane).
+Result<std::vector<double>> SumTimes(int64_t bytes, const TransportConfig& config) {
+  const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
+  server::ModelStore store(std::vector<float>(static_cast<size_t>(floats), 0.f),
+                           config.chunk_bytes / static_cast<int64_t>(sizeof(float)));
+  auto values = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
+                                                           kGradientValue);
+  net::Frames frames;
+  proto::AppendRange(values, 0, floats, &frames);
+  DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor opened,
+                         proto::IncomingTensor::Open(floats, 0, 0, std::move(frames)));
+  auto gradient = std::make_shared<proto::IncomingTensor>(std::move(opened));
+  std::vector<double> times;
+  for (int64_t round = 0; round < config.warmup + config.rounds; ++round) {
+    const Clock::time_point start = Clock::now();
+    store.Stage(gradient, 0.5f);
+    if (round >= config.warmup) times.push_back(Millis(Clock::now() - start));
+  }
+  if (store.pending() != 0) return Status::Internal("the staging sum did not run at once");
+  return times;
+}
+
+TransportRow MakeRow(std::string transport, int64_t bytes, std::string what, int64_t workers,
+                     const std::vector<double>& times) {
+  TransportRow row;
+  row.transport = std::move(transport);
+  row.bytes = bytes;
+  row.what = std::move(what);
+  row.workers = workers;
+  row.ms = SpreadOf(times);
+  const double seconds = row.ms.median / 1000.0;
+  row.gbps = seconds > 0 ? static_cast<double>(BytesMoved(row)) / seconds / 1e9 : 0;
+  return row;
+}
+
+std::string Fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
+
+std::string Ratio(const std::optional<double>& r) {
+  return r.has_value() ? Fixed(*r, 2) + "x" : std::string("-");
+}
+
+std::string Title(const TransportConfig& c) {
+  std::string sizes;
+  for (int64_t s : c.sizes) sizes += (sizes.empty() ? "" : ",") + FormatByteSize(s);
+  std::string transports;
+  for (const std::string& t : c.transports) transports += (transports.empty() ? "" : ",") + t;
+  std::string workers;
+  for (int64_t w : c.workers) workers += (workers.empty() ? "" : ",") + std::to_string(w);
+  return fmt::format(
+      "dmlps-bench transport: payloads {} over {}; dmlps with 1 server and {} workers (bsp, "
+      "sgd); chunks of {}; median of {} rounds after {} warm-up",
+      sizes, transports, workers, FormatByteSize(c.chunk_bytes), c.rounds, c.warmup);
+}
+
+std::string GoalLine(const TransportGoal& g) {
+  return fmt::format("goal: {}: {} {:.2f}x ({} {:.2f}x): {}", g.goal, g.transport, g.value,
+                     g.met ? "<=" : ">", g.limit, g.met ? "met" : "not met");
+}
+
+void WriteTable(const TransportReport& report, std::ostream& out) {
+  const std::vector<std::string> header = {"transport", "size",   "what",   "workers",
+                                           "median ms", "min ms", "max ms", "GB/s",
+                                           "vs zmq",    "vs memcpy"};
+  std::vector<std::vector<std::string>> cells;
+  for (const TransportRow& r : report.rows) {
+    cells.push_back({r.transport, FormatByteSize(r.bytes), r.what,
+                     r.workers > 0 ? std::to_string(r.workers) : std::string("-"),
+                     Fixed(r.ms.median, 3), Fixed(r.ms.min, 3), Fixed(r.ms.max, 3),
+                     Fixed(r.gbps, 2), Ratio(r.vs_zmq), Ratio(r.vs_memcpy)});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
+  }
+  auto write_line = [&](const std::vector<std::string>& line) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      // Names on the left, numbers on the right.
+      const size_t pad = width[c] - line[c].size();
+      if (c < 3) {
+        if (c > 0) text += "  ";
+        text += line[c];
+        text.append(pad, ' ');
+      } else {
+        text.append(pad + 2, ' ');
+        text += line[c];
+      }
+    }
+    out << text << '\n';
+  };
+  out << Title(report.config) << '\n';
+  write_line(header);
+  for (const auto& line : cells) write_line(line);
+  for (const TransportGoal& g : report.goals) out << GoalLine(g) << '\n';
+  // Aggregation against memcpy, for each size.
+  for (const TransportRow& sum : report.rows) {
+    if (sum.what != "sum") continue;
+    for (const TransportRow& copy : report.rows) {
+      if (copy.what != "memcpy" || copy.bytes != sum.bytes) continue;
+      out << fmt::format("aggregation: {} summed at {:.2f} GB/s of gradient, {:.2f}x memcpy's "
+                         "{:.2f} GB/s\n",
+                         FormatByteSize(sum.bytes), sum.gbps,
+                         copy.gbps > 0 ? sum.gbps / copy.gbps : 0.0, copy.gbps);
+    }
+  }
+}
+
+void WriteTsv(const TransportReport& report, std::ostream& out) {
+  out << "transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq"
+         "\tvs_memcpy\n";
+  auto ratio = [](const std::optional<double>& r) {
+    return r.has_value() ? fmt::format("{}", *r) : std::string("-");
+  };
+  for (const TransportRow& r : report.rows) {
+    out << r.transport << '\t' << r.bytes << '\t' << r.what << '\t' << r.workers << '\t'
+        << fmt::format("{}\t{}\t{}\t{}\t{}", r.ms.median, r.ms.min, r.ms.max, r.ms.count, r.gbps)
+        << '\t' << ratio(r.vs_zmq) << '\t' << ratio(r.vs_memcpy) << '\n';
+  }
+}
+
+void WriteJson(const TransportReport& report, std::ostream& out) {
+  const TransportConfig& c = report.config;
+  auto ratio = [](const std::optional<double>& r) {
+    return r.has_value() ? JsonNumber(*r) : std::string("null");
+  };
+  out << "{\"title\":";
+  WriteJsonString(Title(c), out);
+  out << ",\"config\":{\"sizes\":[";
+  for (size_t i = 0; i < c.sizes.size(); ++i) out << (i ? "," : "") << c.sizes[i];
+  out << "],\"transports\":[";
+  for (size_t i = 0; i < c.transports.size(); ++i) {
+    if (i) out << ',';
+    WriteJsonString(c.transports[i], out);
+  }
+  out << "],\"workers\":[";
+  for (size_t i = 0; i < c.workers.size(); ++i) out << (i ? "," : "") << c.workers[i];
+  out << "],\"rounds\":" << c.rounds << ",\"warmup\":" << c.warmup
+      << ",\"chunk_bytes\":" << c.chunk_bytes << "},\"rows\":[";
+  for (size_t i = 0; i < report.rows.size(); ++i) {
+    const TransportRow& r = report.rows[i];
+    if (i) out << ',';
+    out << "{\"transport\":";
+    WriteJsonString(r.transport, out);
+    out << ",\"bytes\":" << r.bytes << ",\"what\":";
+    WriteJsonString(r.what, out);
+    out << ",\"workers\":" << r.workers << ",\"median_ms\":" << JsonNumber(r.ms.median)
+        << ",\"min_ms\":" << JsonNumber(r.ms.min) << ",\"max_ms\":" << JsonNumber(r.ms.max)
+        << ",\"rounds\":" << r.ms.count << ",\"gbps\":" << JsonNumber(r.gbps)
+        << ",\"vs_zmq\":" << ratio(r.vs_zmq) << ",\"vs_memcpy\":" << ratio(r.vs_memcpy) << '}';
+  }
+  out << "],\"goals\":[";
+  for (size_t i = 0; i < report.goals.size(); ++i) {
+    const TransportGoal& g = report.goals[i];
+    if (i) out << ',';
+    out << "{\"goal\":";
+    WriteJsonString(g.goal, out);
+    out << ",\"transport\":";
+    WriteJsonString(g.transport, out);
+    out << ",\"bytes\":" << g.bytes << ",\"value\":" << JsonNumber(g.value)
+        << ",\"limit\":" << JsonNumber(g.limit) << ",\"met\":" << (g.met ? "true" : "false")
+        << '}';
+  }
+  out << "]}\n";
+}
+
+}  // namespace
+
+std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) {
+  std::vector<std::string> problems;
+  if (config.sizes.empty()) problems.push_back("--sizes: no payload size");
+  for (int64_t s : config.sizes) {
+    if (s < 4 || s > (int64_t{1} << 30) || s % 4 != 0) {
+      problems.push_back("--sizes: " + std::to_string(s) +
+                         " bytes is not a whole number of floats from 4 bytes to 1G");
+    }
+  }
+  if (config.transports.empty()) problems.push_back("--transports: no transport");
+  for (const std::string& t : config.transports) {
+    if (t != "tcp" && t != "ipc") problems.push_back("--transports: unknown transport '" + t + "' (tcp or ipc)");
+  }
+  if (config.workers.empty()) problems.push_back("--worker-counts: no cluster size");
+  for (int64_t w : config.workers) {
+    if (w < 1 || w > 64) problems.push_back("--worker-counts: " + std::to_string(w) + " is not in 1..64");
+  }
+  if (config.rounds < 1 || config.rounds > 1000000) problems.push_back("--rounds must be in 1..1000000");
+  if (config.warmup < 0 || config.warmup > 1000000) problems.push_back("--warmup must be in 0..1000000");
+  if (config.chunk_bytes < 4 || config.chunk_bytes % 4 != 0 ||
+      config.chunk_bytes > proto::kMaxChunkFloats * static_cast<int64_t>(sizeof(float))) {
+    problems.push_back("--chunk-bytes must be a whole number of floats from 4 bytes to 256M");
+  }
+  if (config.timeout.count() <= 0) problems.push_back("the timeout must be positive");
+  return problems;
+}
+
+Result<int64_t> ParseByteSize(std::string_view text) {
+  const std::string original(text);
+  int64_t unit = 1;
+  if (!text.empty()) {
+    switch (std::toupper(static_cast<unsigned char>(text.back()))) {
+      case 'K': unit = int64_t{1} << 10; break;
+      case 'M': unit = int64_t{1} << 20; break;
+      case 'G': unit = int64_t{1} << 30; break;
+      default: break;
+    }
+    if (unit > 1) text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > 10 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return Status::InvalidArgument("'" + original + "' is not a size such as 4096, 512K or 4M");
+  }
+  const int64_t bytes = std::stoll(std::string(text)) * unit;
+  if (bytes <= 0 || bytes > (int64_t{1} << 30)) {
+    return Status::InvalidArgument("'" + original + "' is not a size from 1 byte to 1G");
+  }
+  return bytes;
+}
+
+std::string FormatByteSize(int64_t bytes) {
+  for (auto [unit, suffix] : {std::pair<int64_t, const char*>{int64_t{1} << 30, "G"},
+                              {int64_t{1} << 20, "M"},
+                              {int64_t{1} << 10, "K"}}) {
+    if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + suffix;
+  }
+  return std::to_string(bytes);
+}
+
+int64_t BytesMoved(const TransportRow& row) {
+  if (row.what == "memcpy" || row.what == "sum") return row.bytes;
+  if (row.what == "dmlps") return 2 * std::max<int64_t>(row.workers, 1) * row.bytes;
+  return 2 * row.bytes;
+}
+
+void CompleteTransportReport(TransportReport* report) {
+  auto find = [&](const std::string& transport, int64_t bytes, const std::string& what,
+                  int64_t workers) -> const TransportRow* {
+    for (const TransportRow& r : report->rows) {
+      if (r.transport == transport && r.bytes == bytes && r.what == what && r.workers == workers &&
+          r.ms.count > 0 && r.ms.median > 0) {
+        return &r;
+      }
+    }
+    return nullptr;
+  };
+  for (TransportRow& r : report->rows) {
+    if (const TransportRow* zmq = find(r.transport, r.bytes, "zmq", 0); zmq != nullptr) {
+      r.vs_zmq = r.ms.median / zmq->ms.median;
+    }
+    if (const TransportRow* copy = find("mem", r.bytes, "memcpy", 0); copy != nullptr) {
+      r.vs_memcpy = r.ms.median / copy->ms.median;
+    }
+  }
+  report->goals.clear();
+  struct Asked {
+    int64_t bytes;
+    double limit;
+    const char* goal;
+  };
+  const Asked asked[] = {
+      {int64_t{4} << 20, 1.15, "4M push+pull within 1.15x raw ZeroMQ ping-pong"},
+      {int64_t{64} << 20, 0.5, "64M push+pull within 0.5x raw ZeroMQ single-message ping-pong"},
+  };
+  for (const std::string& transport : report->config.transports) {
+    for (const Asked& a : asked) {
+      const TransportRow* ours = find(transport, a.bytes, "dmlps", 1);
+      const TransportRow* zmq = find(transport, a.bytes, "zmq", 0);
+      if (ours == nullptr || zmq == nullptr) continue;
+      TransportGoal goal;
+      goal.goal = a.goal;
+      goal.transport = transport;
+      goal.bytes = a.bytes;
+      goal.value = ours->ms.median / zmq->ms.median;
+      goal.limit = a.limit;
+      goal.met = goal.value <= a.limit;
+      report->goals.push_back(goal);
+    }
+  }
+}
+
+Result<TransportReport> RunTransportBench(const TransportConfig& config,
+                                          const std::atomic<int>* signal,
+                                          const TransportProgress& progress) {
+  if (std::vector<std::string> problems = ValidateTransportConfig(config); !problems.empty()) {
+    return Status::InvalidArgument(problems.front());
+  }
+  DMLPS_ASSIGN_OR_RETURN(TempDir dir, TempDir::Make());
+  TransportReport report;
+  report.config = config;
+  int64_t sockets = 0;
+  auto address = [&](const std::string& transport) {
+    if (transport == "tcp") return std::string("tcp://127.0.0.1:*");
+    return "ipc://" + dir.path() + "/s" + std::to_string(sockets++);
+  };
+  auto add = [&](TransportRow row) {
+    if (progress) progress(row);
+    report.rows.push_back(std::move(row));
+  };
+  auto interrupted = [&] { return signal != nullptr && signal->load() != 0; };
+  for (int64_t bytes : config.sizes) {
+    if (interrupted()) return Status::Unavailable("interrupted");
+    add(MakeRow("mem", bytes, "memcpy", 0, MemcpyTimes(bytes, config)));
+    DMLPS_ASSIGN_OR_RETURN(std::vector<double> sums, SumTimes(bytes, config));
+    add(MakeRow("mem", bytes, "sum", 0, sums));
+    const int64_t pieces = (bytes + config.chunk_bytes - 1) / config.chunk_bytes;
+    for (const std::string& transport : config.transports) {
+      {
+        Shared shared(signal);
+        DMLPS_ASSIGN_OR_RETURN(std::vector<double> times,
+                               RawPingPong(address(transport), bytes, 1, config, shared));
+        add(MakeRow(transport, bytes, "zmq", 0, times));
+      }
+      if (pieces > 1) {
+        Shared shared(signal);
+        DMLPS_ASSIGN_OR_RETURN(std::vector<double> times,
+                               RawPingPong(address(transport), bytes, pieces, config, shared));
+        add(MakeRow(transport, bytes, "zmq-chunks", 0, times));
+      }
+      for (int64_t workers : config.workers) {
+        Shared shared(signal);
+        DMLPS_ASSIGN_OR_RETURN(std::vector<double> times,
+                               DmlpsRoundTrips(address(transport), bytes, workers, config, shared));
+        add(MakeRow(transport, bytes, "dmlps", workers, times));
+      }
+    }
+  }
+  CompleteTransportReport(&report);
+  return report;
+}
+
+void WriteTransportReport(const TransportReport& report, Format format, std::ostream& out) {
+  switch (format) {
+    case Format::kTable: WriteTable(report, out); break;
+    case Format::kTsv: WriteTsv(report, out); break;
+    case Format::kJson: WriteJson(report, out); break;
+  }
+}
+
+}  // namespace dmlps::bench

@@ -1,0 +1,97 @@
+# dmlps-bench transport, shrunk: small payloads, a few rounds, every kind of
+# row (memcpy, sum, zmq, zmq-chunks, dmlps with 1 and 2 workers) over tcp
+# and ipc; the table's structure, TSV columns and JSON; bad flags exit 64.
+. "$(dirname "$0")/lib.sh"
+bench=$BIN/dmlps-bench
+small=(--sizes 64K,256K --chunk-bytes 64K --worker-counts 1,2 --rounds 3 --warmup 1)
+
+# TSV: a header and one row per measurement, figures positive.
+"$bench" transport "${small[@]}" --format tsv >"$WORK/table.tsv" 2>"$WORK/bench.log" ||
+  fail "dmlps-bench transport exited $?"
+cat "$WORK/table.tsv"
+head -n 1 "$WORK/table.tsv" | grep -q $'^transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq\tvs_memcpy$' ||
+  fail "unexpected TSV header"
+# Per size: memcpy, sum; per transport: zmq, (zmq-chunks for 256K), dmlps x2.
+# 2 sizes: 2 * 2 + 2 * (3 + 4) = 18 rows.
+[ "$(wc -l <"$WORK/table.tsv")" -eq 19 ] || fail "expected a header and 18 rows"
+awk -F '\t' 'NR > 1 {
+  if (NF != 11) { print "columns: " $0; bad = 1 }
+  if (!($5 > 0 && $6 > 0 && $6 <= $5 && $5 <= $7)) { print "times: " $0; bad = 1 }
+  if ($8 != 3) { print "rounds: " $0; bad = 1 }
+  if (!($9 > 0)) { print "GB/s: " $0; bad = 1 }
+  for (c = 10; c <= 11; c++) if ($c != "-" && !($c > 0)) { print "ratio " c ": " $0; bad = 1 }
+  if ($3 == "zmq" && $10 != 1) { print "zmq against itself: " $0; bad = 1 }
+  if ($3 == "memcpy" && $11 != 1) { print "memcpy against itself: " $0; bad = 1 }
+  if ($3 == "dmlps" && ($10 == "-" || $11 == "-")) { print "dmlps without ratios: " $0; bad = 1 }
+  if ($1 == "mem" && $4 != 0) { print "workers of a local row: " $0; bad = 1 }
+  seen[$1 " " $2 " " $3 " " $4] = 1
+} END {
+  split("tcp ipc", ts, " ")
+  for (i in ts) {
+    if (!((ts[i] " 65536 zmq 0") in seen)) { print "no zmq row for " ts[i]; bad = 1 }
+    if (!((ts[i] " 262144 zmq-chunks 0") in seen)) { print "no zmq-chunks row for " ts[i]; bad = 1 }
+    if (!((ts[i] " 262144 dmlps 2") in seen)) { print "no 2-worker row for " ts[i]; bad = 1 }
+  }
+  if (!(("mem 65536 memcpy 0") in seen) || !(("mem 262144 sum 0") in seen)) { print "no local rows"; bad = 1 }
+  exit bad
+}' "$WORK/table.tsv" || fail "implausible table"
+grep -q "tcp 256K dmlps with 2 workers: median" "$WORK/bench.log" || fail "no progress on stderr"
+
+# Table: a title, a header, the rows, and the aggregation line per size. No
+# goal lines: they are for 4M and 64M.
+"$bench" transport "${small[@]}" --transports ipc --worker-counts 1 >"$WORK/table.txt" \
+  2>/dev/null || fail "table format exited $?"
+cat "$WORK/table.txt"
+head -n 1 "$WORK/table.txt" | grep -q "^dmlps-bench transport: payloads 64K,256K over ipc" ||
+  fail "no title line"
+sed -n 2p "$WORK/table.txt" | grep -q "^transport  size  what .*median ms.*vs zmq  vs memcpy$" ||
+  fail "no header line"
+[ "$(grep -c '^ipc ' "$WORK/table.txt")" -eq 5 ] || fail "expected 5 ipc rows"
+[ "$(grep -c '^aggregation: ' "$WORK/table.txt")" -eq 2 ] || fail "expected 2 aggregation lines"
+if grep -q '^goal: ' "$WORK/table.txt"; then fail "goal lines for sizes without goals"; fi
+
+# JSON parses, with rows, config and goals (4M measured: its goal line;
+# streamed in 4 chunks, so zmq-chunks is measured too).
+"$bench" transport --sizes 4M --transports ipc --worker-counts 1 --rounds 2 --warmup 0 \
+  --chunk-bytes 1M --format json >"$WORK/table.json" 2>/dev/null || fail "--format json exited $?"
+if command -v python3 >/dev/null; then
+  python3 - "$WORK/table.json" <<'PY' || fail "bad JSON: $(cat "$WORK/table.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["config"]["sizes"] == [4 << 20], doc["config"]
+whats = [r["what"] for r in doc["rows"]]
+assert whats == ["memcpy", "sum", "zmq", "zmq-chunks", "dmlps"], whats
+for r in doc["rows"]:
+    assert r["median_ms"] > 0 and r["min_ms"] <= r["median_ms"] <= r["max_ms"], r
+    assert r["gbps"] > 0 and r["rounds"] == 2, r
+    for k in ("vs_zmq", "vs_memcpy"):
+        assert r[k] is None or r[k] > 0, r
+goals = doc["goals"]
+assert len(goals) == 1 and goals[0]["transport"] == "ipc" and goals[0]["limit"] == 1.15, goals
+assert goals[0]["value"] > 0 and isinstance(goals[0]["met"], bool), goals
+PY
+else
+  echo "python3 missing: JSON not checked"
+fi
+
+# Bad flags: every problem reported, exit 64; another subcommand's flag refused.
+rc=0
+"$bench" transport --sizes 4M,3,x --transports tcp,udp --worker-counts 0 --rounds 0 \
+  --chunk-bytes 0 --format yaml >"$WORK/bad.out" 2>"$WORK/bad.err" || rc=$?
+expect_exit 64 "$rc" "bad transport flags"
+cat "$WORK/bad.err"
+for want in "--sizes: 'x'" "--rounds" "--chunk-bytes" "--format"; do
+  grep -q -- "$want" "$WORK/bad.err" || fail "no error naming $want"
+done
+[ ! -s "$WORK/bad.out" ] || fail "a usage error wrote to stdout"
+rc=0
+"$bench" transport --sizes 4M,6 --transports udp --worker-counts 0 >/dev/null 2>"$WORK/bad2.err" || rc=$?
+expect_exit 64 "$rc" "invalid transport config"
+for want in "--sizes: 6 bytes" "unknown transport 'udp'" "--worker-counts: 0"; do
+  grep -q -- "$want" "$WORK/bad2.err" || fail "no error naming $want: $(cat "$WORK/bad2.err")"
+done
+rc=0
+"$bench" transport --policies bsp >/dev/null 2>"$WORK/bad3.err" || rc=$?
+expect_exit 64 "$rc" "a flag of dmlps-bench run"
+grep -q -- "--policies does not apply to transport" "$WORK/bad3.err" || fail "no error for --policies"
+echo "ok: dmlps-bench transport tabulates, bad flags exit 64"
