@@ -2,8 +2,10 @@
 //   garbage ADDR    sends malformed messages without joining and checks that
 //                   each one is answered with an Error; exits 0 when all were.
 //   bad-worker ADDR joins, then answers every model with a broken push
-//                   (wrong size, NaN, Inf, misframed, wrong parameter count)
-//                   until the server says stop; exits 0 on Stop.
+//                   (wrong size, NaN, Inf, misframed, wrong parameter count;
+//                   streamed: a chunk out of order, a chunk with NaN, a
+//                   chunk of the wrong size) until the server says stop;
+//                   exits 0 on Stop.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -131,6 +133,26 @@ int BadWorker(Endpoint& endpoint) {
     push.num_params = n;
     std::vector<float> values(n, 0.f);
     Frames payload;
+    if (clock % 8 >= 5) {
+      // Streamed in four chunks, one of them broken.
+      const int64_t per = (n + 3) / 4;
+      push.chunks = (n + per - 1) / per;
+      push.chunk_floats = per;
+      if (!endpoint.SendMessage(nullptr, push).ok()) return Fail("cannot push");
+      if (clock % 8 == 6) values[per + 1] = std::numeric_limits<float>::quiet_NaN();
+      for (int64_t i = 0; i < push.chunks; ++i) {
+        int64_t index = i;
+        int64_t count = std::min(per, n - i * per);
+        if (clock % 8 == 5 && i == 1) index = 2;  // out of order: the stream ends here
+        if (clock % 8 == 7 && i == 2) count -= 1;  // a float short
+        Frames chunk;
+        chunk.emplace_back(values.data() + i * per, static_cast<size_t>(count) * sizeof(float));
+        if (!endpoint.SendMessage(nullptr, proto::Chunk{index}, std::move(chunk)).ok()) {
+          return Fail("cannot send a chunk");
+        }
+      }
+      continue;
+    }
     switch (clock % 5) {
       case 0:  // one float short
         values.pop_back();
