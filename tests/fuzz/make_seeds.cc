@@ -1,0 +1,300 @@
+// Writes the seed corpus of the fuzz targets: small valid inputs for each,
+// made with the library's own encoders where it has them.
+//
+//   dmlps-fuzz-make-seeds DIR    writes DIR/{codec,idx,libsvm,trace}/NAME
+//
+// tests/fuzz/corpus holds what this wrote; run it again after a format
+// changes and commit the result.
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dmlps/proto/codec.h"
+#include "dmlps/trace/trace.h"
+#include "fuzz_util.h"
+
+namespace dmlps::fuzz {
+namespace {
+
+namespace fs = std::filesystem;
+using proto::Body;
+
+bool Write(const fs::path& path, std::string_view bytes) {
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  if (file == nullptr) {
+    std::fprintf(stderr, "dmlps-fuzz-make-seeds: error: cannot create %s\n", path.c_str());
+    return false;
+  }
+  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
+  return std::fclose(file) == 0 && ok;
+}
+
+std::string FloatBytes(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+std::string Header(const Body& body) {
+  const zmq::message_t frame = proto::EncodeHeader(body);
+  return std::string(static_cast<const char*>(frame.data()), frame.size());
+}
+
+// Builds a codec input: messages of frames, in the framing of fuzz_util.h.
+class CodecSeed {
+ public:
+  explicit CodecSeed(uint8_t options) { bytes_.push_back(static_cast<char>(options)); }
+  // One message: optional envelope frames, the header, then payload frames.
+  CodecSeed& Add(const Body& body, const std::vector<std::string>& payload = {},
+                 const std::vector<std::string>& envelope = {}) {
+    for (const std::string& e : envelope) AppendFrame(e, false, &bytes_);
+    AppendFrame(Header(body), payload.empty(), &bytes_);
+    for (size_t i = 0; i < payload.size(); ++i) {
+      AppendFrame(payload[i], i + 1 == payload.size(), &bytes_);
+    }
+    return *this;
+  }
+  const std::string& bytes() const { return bytes_; }
+
+ private:
+  std::string bytes_;
+};
+
+std::vector<std::pair<std::string, std::string>> CodecSeeds() {
+  constexpr uint8_t kRouter = 1;     // header frame at index 1, after the identity
+  constexpr uint8_t kZeroCopy = 4;
+  constexpr uint8_t kExclude = 8;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+
+  // Fields set by name: messages.h may grow fields without breaking this.
+  proto::Hello hello;
+  hello.host = "node-1";
+  hello.pid = 4242;
+  hello.threads = 4;
+  hello.max_batch = 512;
+  proto::Welcome welcome;
+  welcome.rank = 2;
+  welcome.num_workers = 4;
+  welcome.model = "mlp:128";
+  welcome.policy = "wbsp";
+  welcome.batch = 64;
+  welcome.input_dim = 784;
+  welcome.classes = 10;
+  welcome.num_params = 101770;
+  welcome.shard_index = 2;
+  welcome.shard_count = 4;
+  welcome.seed = 7;
+  welcome.mode = "local";
+  welcome.lr = 0.1;
+  welcome.momentum = 0.9;
+  proto::Model model;
+  model.version = 3;
+  model.num_params = 6;
+  proto::Push push;
+  push.clock = 5;
+  push.base_version = 4;
+  push.batch = 64;
+  push.samples = 64;
+  push.num_params = 5;
+  push.loss = 0.75;
+  push.compute_us = 1200;
+  push.cpu = 1.5;
+  push.memory_bytes = 1 << 20;
+  proto::Push streamed = push;
+  streamed.num_params = 10;
+  streamed.chunks = 3;
+  streamed.chunk_floats = 4;
+  proto::Model streamed_model;
+  streamed_model.version = 8;
+  streamed_model.num_params = 7;
+  streamed_model.batch = 32;
+  streamed_model.token = 2;
+  streamed_model.chunks = 2;
+  streamed_model.chunk_floats = 4;
+
+  std::vector<std::pair<std::string, std::string>> seeds;
+  seeds.emplace_back("hello", CodecSeed(0).Add(hello).bytes());
+  seeds.emplace_back("welcome", CodecSeed(0).Add(welcome).bytes());
+  seeds.emplace_back("pull", CodecSeed(0).Add(proto::Pull{12}).bytes());
+  seeds.emplace_back("model-inline",
+                     CodecSeed(0)
+                         .Add(model, {FloatBytes({1, 2, 3, 4}), FloatBytes({-0.5f, 1e-3f})})
+                         .bytes());
+  seeds.emplace_back("push-inline",
+                     CodecSeed(0).Add(push, {FloatBytes({0.25f, -1, 2, 0, 3})}).bytes());
+  seeds.emplace_back("push-router",
+                     CodecSeed(kRouter)
+                         .Add(push, {FloatBytes({0.25f, -1, 2, 0, 3})}, {std::string("\0id", 3)})
+                         .bytes());
+  seeds.emplace_back("push-nan-excluded",
+                     CodecSeed(kExclude | kZeroCopy)
+                         .Add(push, {FloatBytes({0.25f, -1}), FloatBytes({nan, 0, 3})})
+                         .bytes());
+  seeds.emplace_back("stop", CodecSeed(0).Add(proto::Stop{"target reached"}).bytes());
+  seeds.emplace_back("heartbeat", CodecSeed(0).Add(proto::Heartbeat{1700000000000000}).bytes());
+  seeds.emplace_back("error", CodecSeed(0).Add(proto::Error{"rank 3 is taken", true}).bytes());
+  seeds.emplace_back("continue", CodecSeed(0).Add(proto::Continue{true, 4, 32}).bytes());
+  seeds.emplace_back("syncnow", CodecSeed(0).Add(proto::SyncNow{9}).bytes());
+  seeds.emplace_back("chunk", CodecSeed(0).Add(proto::Chunk{0}, {FloatBytes({1, 2})}).bytes());
+  seeds.emplace_back("push-streamed",
+                     CodecSeed(0)
+                         .Add(streamed)
+                         .Add(proto::Chunk{0}, {FloatBytes({1, 2, 3, 4})})
+                         .Add(proto::Heartbeat{5})
+                         .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7, 8})})
+                         .Add(proto::Chunk{2}, {FloatBytes({9, 10})})
+                         .bytes());
+  // Heartbeats as commands (codec_fuzz.cc): release [0, 8), exclude [9, 10).
+  const int64_t release_0_8 = (int64_t{2} << 32) | (8 << 16) | 0;
+  const int64_t exclude_9_10 = (int64_t{1} << 32) | (1 << 16) | 9;
+  seeds.emplace_back("push-streamed-release",
+                     CodecSeed(kZeroCopy)
+                         .Add(streamed)
+                         .Add(proto::Chunk{0}, {FloatBytes({1, 2, 3, 4})})
+                         .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7, 8})})
+                         .Add(proto::Heartbeat{release_0_8})
+                         .Add(proto::Chunk{2}, {FloatBytes({9, 10})})
+                         .Add(proto::Heartbeat{exclude_9_10})
+                         .bytes());
+  seeds.emplace_back("model-streamed-inf",
+                     CodecSeed(kZeroCopy | kExclude)
+                         .Add(streamed_model)
+                         .Add(proto::Chunk{0}, {FloatBytes({1, inf, 3, 4})})
+                         .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7})})
+                         .bytes());
+  return seeds;
+}
+
+void PutBigEndian32(uint32_t value, std::string* out) {
+  for (int shift = 24; shift >= 0; shift -= 8) out->push_back(static_cast<char>(value >> shift));
+}
+
+std::string IdxLabels(const std::vector<uint8_t>& labels) {
+  std::string out("\0\0\x08\x01", 4);
+  PutBigEndian32(static_cast<uint32_t>(labels.size()), &out);
+  out.append(labels.begin(), labels.end());
+  return out;
+}
+
+std::string IdxImages(uint32_t count, uint32_t rows, uint32_t cols) {
+  std::string out("\0\0\x08\x03", 4);
+  PutBigEndian32(count, &out);
+  PutBigEndian32(rows, &out);
+  PutBigEndian32(cols, &out);
+  for (uint32_t i = 0; i < count * rows * cols; ++i) out.push_back(static_cast<char>(i * 37 + 11));
+  return out;
+}
+
+std::string Gzip(std::string_view bytes) {
+  z_stream z{};
+  if (deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  std::string out(deflateBound(&z, bytes.size()) + 32, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+// An IDX input: the shard byte, the labels file's length, then both files.
+std::string IdxSeed(uint8_t shard, const std::string& labels, const std::string& images) {
+  std::string out(1, static_cast<char>(shard));
+  out.push_back(static_cast<char>(labels.size() & 0xFF));
+  out.push_back(static_cast<char>(labels.size() >> 8));
+  return out + labels + images;
+}
+
+std::vector<std::pair<std::string, std::string>> IdxSeeds() {
+  const std::string labels = IdxLabels({3, 0, 9, 1, 1});
+  const std::string images = IdxImages(5, 4, 3);
+  return {
+      {"plain", IdxSeed(0x00, labels, images)},
+      {"plain-shard-2-of-3", IdxSeed(0x22, labels, images)},
+      {"gzip", IdxSeed(0x10, Gzip(labels), Gzip(images))},
+      {"gzip-images-only", IdxSeed(0x31, labels, Gzip(images))},
+      {"one-image-28x28", IdxSeed(0x00, IdxLabels({7}), IdxImages(1, 28, 28))},
+      {"empty", IdxSeed(0x00, IdxLabels({}), IdxImages(0, 2, 2))},
+  };
+}
+
+std::vector<std::pair<std::string, std::string>> LibsvmSeeds() {
+  return {
+      {"basic", "1 1:0.5 3:1.25 10:-2\n0 2:1\n2 1:1e-3 4:+7\n"},
+      {"minus-one-labels", "-1 1:1 2:2\n+1 3:0.25\n-1\n"},
+      {"comments-blank-lines", "# a header comment\n\n3 5:1 # trailing\n  \t\n1 1:2\r\n"},
+      {"float-labels", "2.0 1:0 2:-0\n+4 3:3.4028234e38 7:1.17549435e-38\n"},
+      {"no-final-newline", "0 1:1 2:2 3:3"},
+  };
+}
+
+trace::Record Make(int64_t t, std::string node, std::string lane, std::string kind,
+                   std::string name, int64_t dur, trace::Args args) {
+  return {t, std::move(node), std::move(lane), std::move(kind), std::move(name), dur,
+          std::move(args)};
+}
+
+std::vector<std::pair<std::string, std::string>> TraceSeeds() {
+  constexpr int64_t kT0 = 1700000000000000;
+  const std::vector<trace::Record> records = {
+      trace::MetaRecord(kT0, "worker-0"),
+      Make(kT0 + 10, "worker-0", "compute", "span", "step", 9000,
+           {{"clock", int64_t{0}}, {"samples", int64_t{64}}}),
+      Make(kT0 + 9100, "worker-0", "comm", "span", "push", 300, {{"bytes", int64_t{31400}}}),
+      Make(kT0 + 9500, "worker-0", "wait", "instant", "reply", 0, {{"note", std::string("ok")}}),
+      Make(kT0 + 9600, "worker-0", "counter", "counter", "loss", 0, {{"value", 0.693}}),
+  };
+  std::string stream;
+  for (size_t i = 0; i < records.size(); ++i) {
+    msgpack::sbuffer buffer;
+    trace::Pack(records[i], &buffer);
+    stream.append(buffer.data(), buffer.size());
+  }
+  msgpack::sbuffer meta;
+  trace::Pack(trace::MetaRecord(kT0, "server-0"), &meta);
+  return {
+      {"worker", stream},
+      {"meta-only", std::string(meta.data(), meta.size())},
+      {"two-streams", stream + stream},
+  };
+}
+
+}  // namespace
+}  // namespace dmlps::fuzz
+
+int main(int argc, char** argv) {
+  using namespace dmlps::fuzz;
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: dmlps-fuzz-make-seeds DIR\n");
+    return 64;
+  }
+  const fs::path root = argv[1];
+  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>
+      targets = {{"codec", CodecSeeds()},
+                 {"idx", IdxSeeds()},
+                 {"libsvm", LibsvmSeeds()},
+                 {"trace", TraceSeeds()}};
+  for (const auto& [target, seeds] : targets) {
+    std::error_code error;
+    fs::create_directories(root / target, error);
+    if (error) {
+      std::fprintf(stderr, "dmlps-fuzz-make-seeds: error: %s: %s\n", (root / target).c_str(),
+                   error.message().c_str());
+      return 73;
+    }
+    for (const auto& [name, bytes] : seeds) {
+      if (!Write(root / target / name, bytes)) return 74;
+    }
+  }
+  return 0;
+}
