@@ -1,9 +1,12 @@
 // dmlps-server: holds the model and runs a synchronization policy for a
 // cluster of dmlps-worker processes.
+#include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "dmlps/cli/cli.h"
+#include "dmlps/predict/predictor.h"
 #include "dmlps/server/server.h"
 
 int main(int argc, char** argv) {
@@ -33,10 +36,15 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.rebalance_every)), "N")
       ("lb-mode", "lbbsp: cpu (batch proportional to predicted speed) or gpu (numerical)",
        cxxopts::value<std::string>()->default_value(defaults.policy.lb_mode), "MODE")
-      ("predictor", "lbbsp cpu: speed predictor, last or ema",
+      ("predictor", "lbbsp cpu: speed predictor, last, ema, arima or narx",
        cxxopts::value<std::string>()->default_value(defaults.policy.predictor), "NAME")
       ("ema-alpha", "lbbsp with --predictor ema: weight of the newest speed",
        cxxopts::value<std::string>()->default_value("0.5"), "A")
+      ("arima-order", "lbbsp with --predictor arima: the order P,D,Q",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.arima_p) + "," +
+                                                    std::to_string(defaults.policy.arima_d) + "," +
+                                                    std::to_string(defaults.policy.arima_q)),
+       "P,D,Q")
       ("lb-step", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))",
        cxxopts::value<std::string>()->default_value("0"), "N")
       ("token-size", "token: samples per token",
@@ -61,7 +69,9 @@ int main(int argc, char** argv) {
       ("max-seconds", "Stop after this many seconds of training (0: no limit)",
        cxxopts::value<std::string>()->default_value("0"), "SECONDS")
       ("eval-every", "Iterations between evaluations on the test set",
-       cxxopts::value<std::string>()->default_value(std::to_string(defaults.eval_every)), "N");
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.eval_every)), "N")
+      ("report", "At the end, write the run's figures to FILE as key<TAB>value lines",
+       cxxopts::value<std::string>(), "FILE");
   dmlps::cli::AddCommonOptions(options, /*with_trace=*/true);
 
   int exit_code = 0;
@@ -86,19 +96,35 @@ int main(int argc, char** argv) {
   config.max_seconds = flags.Real("max-seconds", 0);
   config.eval_every = flags.Int("eval-every", 1);
   if (flags.Has("trace")) config.trace = flags.String("trace");
+  if (flags.Has("report")) config.report = flags.String("report");
   config.policy.backup = flags.Int("backup", 0, 100000);
   config.policy.chunk = flags.Int("chunk", 1, 1 << 24);
   config.policy.rebalance_every = flags.Int("rebalance-every", 1, 1 << 30);
   config.policy.lb_mode = flags.String("lb-mode");
   config.policy.predictor = flags.String("predictor");
   config.policy.ema_alpha = flags.Real("ema-alpha", 1e-9, 1);
+  {
+    dmlps::predict::PredictorOptions order;
+    if (dmlps::Status s = dmlps::predict::ParseArimaOrder(flags.String("arima-order"), &order);
+        s.ok()) {
+      config.policy.arima_p = order.arima_p;
+      config.policy.arima_d = order.arima_d;
+      config.policy.arima_q = order.arima_q;
+    } else {
+      flags.AddProblem("--arima-order: " + s.message());
+    }
+    if (flags.Has("arima-order") && config.policy.predictor != "arima") {
+      flags.AddProblem("--arima-order applies only to --predictor arima");
+    }
+  }
   config.policy.lb_step = flags.Int("lb-step", 0, 1 << 24);
   config.policy.token_size = flags.Int("token-size", 1, 1 << 24);
   // A policy flag given for another policy is a mistake worth saying.
   const std::pair<const char*, const char*> policy_flags[] = {
       {"staleness", "ssp"},       {"backup", "backup"},   {"chunk", "abps"},
       {"rebalance-every", "lbbsp"}, {"lb-mode", "lbbsp"}, {"predictor", "lbbsp"},
-      {"ema-alpha", "lbbsp"},     {"lb-step", "lbbsp"},   {"token-size", "token"}};
+      {"ema-alpha", "lbbsp"},     {"arima-order", "lbbsp"}, {"lb-step", "lbbsp"},
+      {"token-size", "token"}};
   for (const auto& [flag, policy] : policy_flags) {
     if (flags.Has(flag) && config.policy.name != policy) {
       flags.AddProblem(std::string("--") + flag + " applies only to --policy " + policy);
@@ -114,6 +140,17 @@ int main(int argc, char** argv) {
   std::ostream& tsv = config.trace == "-" ? static_cast<std::ostream&>(no_tsv) : std::cout;
   dmlps::Result<dmlps::server::RunReport> report = dmlps::server::RunServer(config, tsv, signal);
   if (!report.ok()) return dmlps::cli::ReportError("dmlps-server", report.status());
+  if (!config.report.empty()) {
+    // Written whole under a temporary name, so a reader never sees half a report.
+    const std::string tmp = config.report + ".tmp";
+    std::ofstream out(tmp);
+    dmlps::server::WriteRunReport(*report, out);
+    out.close();
+    if (!out || std::rename(tmp.c_str(), config.report.c_str()) != 0) {
+      return dmlps::cli::ReportError("dmlps-server",
+                                     dmlps::Status::IOError("cannot write " + config.report));
+    }
+  }
   if (report->signal != 0) return dmlps::cli::ExitCodeForSignal(report->signal);
   if (!report->lost_worker.empty()) {
     (void)dmlps::cli::ReportError("dmlps-server",

@@ -142,20 +142,14 @@ int main(int argc, char** argv) {
 
   // Read everything first: a missing file ends the run before any output;
   // a damaged one gives what it held, a warning, and exit 65 at the end.
-  Records records;
-  bool damaged = false;
-  for (const std::string& file : files) {
-    dmlps::trace::ReadResult read = dmlps::trace::ReadTrace(file);
-    if (!read.status.ok() && read.status.code() != dmlps::StatusCode::kDataLoss) {
-      return dmlps::cli::ReportError(kProgram, read.status);
-    }
-    if (!read.status.ok()) {
-      std::fprintf(stderr, "%s: warning: %s\n", kProgram.data(), read.status.message().c_str());
-      damaged = true;
-    }
-    records.insert(records.end(), std::make_move_iterator(read.records.begin()),
-                   std::make_move_iterator(read.records.end()));
+  dmlps::trace::ReadResult read = dmlps::trace::ReadTraces(files, [](const dmlps::Status& why) {
+    std::fprintf(stderr, "%s: warning: %s\n", kProgram.data(), why.message().c_str());
+  });
+  if (!read.status.ok() && read.status.code() != dmlps::StatusCode::kDataLoss) {
+    return dmlps::cli::ReportError(kProgram, read.status);
   }
+  const bool damaged = !read.status.ok();
+  Records records = std::move(read.records);
 
   dmlps::Status status = subcommand->function(std::move(records), settings);
   if (!status.ok()) return dmlps::cli::ReportError(kProgram, status);

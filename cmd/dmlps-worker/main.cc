@@ -37,7 +37,9 @@ int main(int argc, char** argv) {
       ("round-robin-ms", "In iteration t, the worker of rank t mod N sleeps D milliseconds",
        cxxopts::value<std::string>()->default_value("0"), "D")
       ("bandwidth-mbps", "Cap what this worker sends at M megabits per second (0: no cap)",
-       cxxopts::value<std::string>()->default_value("0"), "M");
+       cxxopts::value<std::string>()->default_value("0"), "M")
+      ("bandwidth-schedule", "Bandwidth cap by iteration, e.g. 0:0,150:100 (100 Mb/s from "
+       "iteration 150 on; 0: no cap)", cxxopts::value<std::string>(), "I:M,...");
   dmlps::cli::AddCommonOptions(options, /*with_trace=*/true);
 
   int exit_code = 0;
@@ -70,6 +72,14 @@ int main(int argc, char** argv) {
   straggler.delay_prob = flags.Real("delay-prob", 0, 1);
   straggler.round_robin = std::chrono::milliseconds(flags.Int("round-robin-ms", 0, 86400000));
   straggler.bandwidth_mbps = flags.Real("bandwidth-mbps", 0, 1e9);
+  if (flags.Has("bandwidth-schedule")) {
+    auto schedule = dmlps::worker::ParseBandwidthSchedule(flags.String("bandwidth-schedule"));
+    if (schedule.ok()) {
+      straggler.bandwidth_schedule = *schedule;
+    } else {
+      flags.AddProblem("--bandwidth-schedule: " + schedule.status().message());
+    }
+  }
   flags.AddProblems(dmlps::worker::ValidateConfig(config));
   if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-worker", flags.problems());
 

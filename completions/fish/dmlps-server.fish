@@ -41,8 +41,11 @@ complete -c $c -l rebalance-every -x -d 'lbbsp: iterations between batch-size ch
 complete -c $c -l lb-mode -x -d 'lbbsp: how batch sizes are chosen' -a "cpu\t'In proportion to predicted speed'
 gpu\t'Numerically, moving samples step by step'"
 complete -c $c -l predictor -x -d 'lbbsp cpu mode: speed predictor' -a "last\t'The last speed'
-ema\t'Exponential moving average'"
+ema\t'Exponential moving average'
+arima\t'ARIMA refitted at every step'
+narx\t'Neural network with CPU, memory and batch inputs'"
 complete -c $c -l ema-alpha -x -d 'lbbsp with --predictor ema: weight of the newest speed'
+complete -c $c -l arima-order -x -d 'lbbsp with --predictor arima: the order P,D,Q'
 complete -c $c -l lb-step -x -d 'lbbsp gpu mode: samples moved per rebalance at first'
 complete -c $c -l token-size -x -d 'token: samples per token'
 
@@ -57,6 +60,7 @@ complete -c $c -l target-accuracy -x -d 'Stop when the test accuracy reaches thi
 complete -c $c -l max-iterations -x -d 'Stop after this many iterations'
 complete -c $c -l max-seconds -x -d 'Stop after this many seconds of training'
 complete -c $c -l eval-every -x -d 'Iterations between evaluations'
+complete -c $c -l report -r -F -d 'Write the figures of the run to FILE at the end'
 
 complete -c $c -s h -l help -d 'Print the options and exit'
 complete -c $c -l version -d 'Print the version and exit'

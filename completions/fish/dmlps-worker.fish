@@ -36,6 +36,7 @@ complete -c $c -l delay-ms -x -d 'Sleep D milliseconds after every step'
 complete -c $c -l delay-prob -x -d 'Sleep --delay-ms after a step only with probability P'
 complete -c $c -l round-robin-ms -x -d 'In step t, the worker of rank t mod N sleeps D ms'
 complete -c $c -l bandwidth-mbps -x -d 'Cap what this worker sends, megabits per second (0: no cap)'
+complete -c $c -l bandwidth-schedule -x -d 'Bandwidth cap by iteration, e.g. 0:0,150:100'
 
 complete -c $c -s h -l help -d 'Print the options and exit'
 complete -c $c -l version -d 'Print the version and exit'

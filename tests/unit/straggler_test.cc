@@ -160,16 +160,45 @@ TEST_CASE("transfer time under a bandwidth cap") {
   StragglerSpec spec;
   spec.bandwidth_mbps = 8;
   StragglerProfile profile(spec, 0, 1);
-  CHECK(profile.TransferTime(1'000'000) == microseconds(1'000'000));
-  CHECK(profile.TransferTime(1) == microseconds(1));
-  CHECK(profile.TransferTime(0) == microseconds(0));
+  CHECK(profile.TransferTime(0, 1'000'000) == microseconds(1'000'000));
+  CHECK(profile.TransferTime(0, 1) == microseconds(1));
+  CHECK(profile.TransferTime(0, 0) == microseconds(0));
 
   spec.bandwidth_mbps = 1000;
   StragglerProfile gigabit(spec, 0, 1);
-  CHECK(gigabit.TransferTime(125'000'000) == microseconds(1'000'000));
+  CHECK(gigabit.TransferTime(0, 125'000'000) == microseconds(1'000'000));
 
   StragglerProfile uncapped(StragglerSpec{}, 0, 1);
-  CHECK(uncapped.TransferTime(1'000'000'000) == microseconds(0));
+  CHECK(uncapped.TransferTime(0, 1'000'000'000) == microseconds(0));
+}
+
+TEST_CASE("a bandwidth schedule caps sends from its iterations on") {
+  StragglerSpec spec;
+  spec.bandwidth_mbps = 0;  // no cap before the first entry
+  Result<std::vector<std::pair<int64_t, double>>> schedule = ParseBandwidthSchedule("150:8,300:0");
+  REQUIRE(schedule.ok());
+  spec.bandwidth_schedule = *schedule;
+  CHECK(ValidateStragglerSpec(spec).empty());
+  StragglerProfile profile(spec, 0, 1);
+  CHECK(profile.TransferTime(149, 1'000'000) == microseconds(0));
+  CHECK(profile.TransferTime(150, 1'000'000) == microseconds(1'000'000));
+  CHECK(profile.TransferTime(299, 1'000'000) == microseconds(1'000'000));
+  CHECK(profile.TransferTime(300, 1'000'000) == microseconds(0));
+  CHECK(profile.BandwidthAt(200) == 8);
+
+  // Caps may be 0 (none) but not negative; factors of a slowdown schedule
+  // still must be at least 1.
+  CHECK(ParseBandwidthSchedule("0:0").ok());
+  Result<std::vector<std::pair<int64_t, double>>> negative = ParseBandwidthSchedule("10:-1");
+  REQUIRE_FALSE(negative.ok());
+  CHECK(negative.status().message() == "entry 1 \"10:-1\": cap -1 is below 0");
+  CHECK_FALSE(ParseSlowdownSchedule("10:0.5").ok());
+  Result<std::vector<std::pair<int64_t, double>>> bad = ParseBandwidthSchedule("x");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "entry 1 \"x\": expected ITERATION:MBPS");
+  spec.bandwidth_schedule = {{5, 1}, {5, 2}};
+  REQUIRE(ValidateStragglerSpec(spec).size() == 1);
+  CHECK(ValidateStragglerSpec(spec)[0].rfind("--bandwidth-schedule: entry 2", 0) == 0);
 }
 
 TEST_CASE("ParseSlowdownSchedule reads a good schedule") {

@@ -24,9 +24,26 @@ std::string_view WorkerModeName(WorkerMode mode) {
 }
 
 void Policy::WorkerJoined(WorkerId w, const WorkerInfo& info, Actions* out) {
+  if (!workers_[w].joined) ++joined_count_;
   workers_[w].joined = true;
   workers_[w].clock = 0;
+  RecountMinClock();
   OnJoin(w, info, out);
+}
+
+void Policy::RecountMinClock() {
+  int64_t min_clock = std::numeric_limits<int64_t>::max();
+  int64_t at_min = 0;
+  for (const WorkerState& s : workers_) {
+    if (!s.joined) continue;
+    if (s.clock < min_clock) {
+      min_clock = s.clock;
+      at_min = 0;
+    }
+    if (s.clock == min_clock) ++at_min;
+  }
+  min_clock_ = at_min == 0 ? 0 : min_clock;
+  at_min_clock_ = at_min;
 }
 
 int64_t Policy::iteration() const {
@@ -49,8 +66,12 @@ void Policy::PushArrived(WorkerId w, const PushInfo& push, Actions* out) {
     out->push_back(Action::Drop(w, std::move(why)));
     return;
   }
+  const bool was_at_min = state.clock == min_clock_;
   ++state.clock;
   ++total_pushes_;
+  // Clocks only rise, one at a time: the minimum moves when the last worker
+  // on it moves off.
+  if (was_at_min && --at_min_clock_ == 0) RecountMinClock();
   OnPush(w, push, out);
 }
 
@@ -63,19 +84,6 @@ void Policy::PullRequested(WorkerId w, Actions* out) {
     workers_[w].pull_held = true;
     out->push_back(Action::Hold(w));
   }
-}
-
-int64_t Policy::MinClock() const {
-  int64_t min_clock = std::numeric_limits<int64_t>::max();
-  for (const WorkerState& s : workers_) {
-    if (s.joined) min_clock = std::min(min_clock, s.clock);
-  }
-  return min_clock == std::numeric_limits<int64_t>::max() ? 0 : min_clock;
-}
-
-int64_t Policy::joined_count() const {
-  return std::count_if(workers_.begin(), workers_.end(),
-                       [](const WorkerState& s) { return s.joined; });
 }
 
 void Policy::EmitApply(double scale, Actions* out) {
@@ -141,7 +149,10 @@ void SspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     out->push_back(Action::Stage(w, 1.0));
     EmitApply(1.0 / static_cast<double>(joined_count()), out);
   }
-  if (staleness_ >= 0) ReleaseHeld(out);
+  if (staleness_ >= 0 && MinClock() != released_at_min_clock_) {
+    released_at_min_clock_ = MinClock();
+    ReleaseHeld(out);
+  }
 }
 
 bool SspPolicy::MayStart(WorkerId w) const {
@@ -186,7 +197,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
     }
     if (config.lb_step < 0) return Status::InvalidArgument("lbbsp needs a step of 0 or more");
     Result<std::unique_ptr<predict::SpeedPredictor>> predictor =
-        predict::MakePredictor(config.predictor, config.ema_alpha);
+        predict::MakePredictor(config.predictor, PredictorOptionsFor(config));
     if (!predictor.ok()) return predictor.status();
     return Made(new LbBspPolicy(config));
   }

@@ -17,15 +17,12 @@ void WbspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     out->push_back(Action::Stage(w, 1.0));
     ++staged_;
   }
-  pushed_this_round_[w] = true;
-  bool round_complete = true;
-  for (WorkerId u = 0; u < num_workers(); ++u) {
-    if (joined(u) && !pushed_this_round_[u]) {
-      round_complete = false;
-      break;
-    }
+  // Only joined workers get here, so counting them is enough.
+  if (!pushed_this_round_[w]) {
+    pushed_this_round_[w] = true;
+    ++pushed_count_;
   }
-  if (round_complete) {
+  if (pushed_count_ >= joined_count()) {
     // A round whose deltas were all unusable leaves the model and its version
     // as they are, but still ends: the workers download the unchanged model,
     // which drops local steps that only produced unusable deltas.
@@ -33,6 +30,7 @@ void WbspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     ++round_;
     staged_ = 0;
     std::fill(pushed_this_round_.begin(), pushed_this_round_.end(), false);
+    pushed_count_ = 0;
     std::fill(must_download_.begin(), must_download_.end(), true);
   }
   out->push_back(Action::Continue(w, must_download_[w]));

@@ -13,6 +13,8 @@
 #include <tuple>
 #include <utility>
 
+#include "dmlps/base/json.h"
+
 namespace dmlps::trace {
 namespace {
 
@@ -153,34 +155,6 @@ RunSummary SummarizeRun(const Run& run) {
     }
   }
   return s;
-}
-
-// Shortest text that reads back as the same double; JSON has no inf or NaN.
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  return fmt::format("{}", v);
-}
-
-void WriteJsonString(std::string_view s, std::ostream& out) {
-  out << '"';
-  for (const char c : s) {
-    switch (c) {
-      case '"': out << "\\\""; break;
-      case '\\': out << "\\\\"; break;
-      case '\n': out << "\\n"; break;
-      case '\r': out << "\\r"; break;
-      case '\t': out << "\\t"; break;
-      case '\b': out << "\\b"; break;
-      case '\f': out << "\\f"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out << fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-        } else {
-          out << c;
-        }
-    }
-  }
-  out << '"';
 }
 
 void WriteJsonValue(const ArgValue& v, std::ostream& out) {

@@ -286,4 +286,22 @@ ReadResult ReadTrace(const std::string& path) {
   return ParseTrace(bytes, path == "-" ? "standard input" : path);
 }
 
+ReadResult ReadTraces(const std::vector<std::string>& paths,
+                      const std::function<void(const Status&)>& warn) {
+  ReadResult all;
+  for (const std::string& path : paths) {
+    ReadResult read = ReadTrace(path);
+    if (!read.status.ok() && read.status.code() != StatusCode::kDataLoss) {
+      return {{}, read.status};
+    }
+    if (!read.status.ok()) {
+      warn(read.status);
+      all.status = read.status;
+    }
+    all.records.insert(all.records.end(), std::make_move_iterator(read.records.begin()),
+                       std::make_move_iterator(read.records.end()));
+  }
+  return all;
+}
+
 }  // namespace dmlps::trace

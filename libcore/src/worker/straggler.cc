@@ -27,18 +27,32 @@ std::string Quote(std::string_view text) {
   return quoted;
 }
 
+// What a schedule holds besides iterations: slowdown factors (>= 1) or
+// bandwidth caps (>= 0).
+struct ScheduleKind {
+  const char* value;  // "factor" or "cap"
+  const char* form;   // "ITERATION:FACTOR"
+  double min;
+};
+constexpr ScheduleKind kSlowdown{"factor", "ITERATION:FACTOR", 1};
+constexpr ScheduleKind kBandwidth{"cap", "ITERATION:MBPS", 0};
+
 // What is wrong with one schedule entry given the one before it (index > 0),
 // or "" when nothing is. Shared by parsing and validation so both agree.
 std::string ScheduleEntryProblem(const std::vector<std::pair<int64_t, double>>& schedule,
-                                 size_t index) {
+                                 size_t index, const ScheduleKind& kind) {
   const auto& [iteration, factor] = schedule[index];
   if (iteration < 0) return "iteration " + std::to_string(iteration) + " is negative";
   if (index > 0 && iteration <= schedule[index - 1].first) {
     return "iteration " + std::to_string(iteration) + " does not come after the previous entry's " +
            std::to_string(schedule[index - 1].first);
   }
-  if (!std::isfinite(factor)) return "factor " + FormatDouble(factor) + " is not a finite number";
-  if (factor < 1) return "factor " + FormatDouble(factor) + " is below 1";
+  if (!std::isfinite(factor)) {
+    return std::string(kind.value) + " " + FormatDouble(factor) + " is not a finite number";
+  }
+  if (factor < kind.min) {
+    return std::string(kind.value) + " " + FormatDouble(factor) + " is below " + FormatDouble(kind.min);
+  }
   return "";
 }
 
@@ -74,11 +88,11 @@ microseconds RoundMicros(double us) {
   return microseconds(std::llround(us));
 }
 
-}  // namespace
-
-Result<std::vector<std::pair<int64_t, double>>> ParseSlowdownSchedule(std::string_view text) {
+Result<std::vector<std::pair<int64_t, double>>> ParseSchedule(std::string_view text,
+                                                             const ScheduleKind& kind) {
   if (text.empty()) {
-    return Status::InvalidArgument("the schedule is empty; expected ITERATION:FACTOR[,...]");
+    return Status::InvalidArgument(std::string("the schedule is empty; expected ") + kind.form +
+                                   "[,...]");
   }
   std::vector<std::pair<int64_t, double>> schedule;
   size_t number = 0;
@@ -90,12 +104,12 @@ Result<std::vector<std::pair<int64_t, double>>> ParseSlowdownSchedule(std::strin
     ++number;
     const std::string where = "entry " + std::to_string(number) + " " + Quote(entry);
     if (entry.empty()) {
-      return Status::InvalidArgument("entry " + std::to_string(number) +
-                                     " is empty; expected ITERATION:FACTOR");
+      return Status::InvalidArgument("entry " + std::to_string(number) + " is empty; expected " +
+                                     kind.form);
     }
     const size_t colon = entry.find(':');
     if (colon == std::string_view::npos) {
-      return Status::InvalidArgument(where + ": expected ITERATION:FACTOR");
+      return Status::InvalidArgument(where + ": expected " + kind.form);
     }
     const std::string_view iteration_text = entry.substr(0, colon);
     const std::string_view factor_text = entry.substr(colon + 1);
@@ -108,10 +122,11 @@ Result<std::vector<std::pair<int64_t, double>>> ParseSlowdownSchedule(std::strin
     }
     double factor = 0;
     if (!ParseWholeDouble(factor_text, &factor)) {
-      return Status::InvalidArgument(where + ": factor " + Quote(factor_text) + " is not a number");
+      return Status::InvalidArgument(where + ": " + kind.value + " " + Quote(factor_text) +
+                                     " is not a number");
     }
     schedule.emplace_back(iteration, factor);
-    if (std::string problem = ScheduleEntryProblem(schedule, schedule.size() - 1);
+    if (std::string problem = ScheduleEntryProblem(schedule, schedule.size() - 1, kind);
         !problem.empty()) {
       return Status::InvalidArgument(where + ": " + problem);
     }
@@ -121,19 +136,46 @@ Result<std::vector<std::pair<int64_t, double>>> ParseSlowdownSchedule(std::strin
   return schedule;
 }
 
+// Every problem with a schedule, naming `flag`.
+void ValidateSchedule(const std::vector<std::pair<int64_t, double>>& schedule,
+                      const ScheduleKind& kind, const char* flag, std::vector<std::string>* problems) {
+  for (size_t i = 0; i < schedule.size(); ++i) {
+    if (std::string problem = ScheduleEntryProblem(schedule, i, kind); !problem.empty()) {
+      problems->push_back(std::string(flag) + ": entry " + std::to_string(i + 1) + " " +
+                          Quote(std::to_string(schedule[i].first) + ":" +
+                                FormatDouble(schedule[i].second)) +
+                          ": " + problem);
+    }
+  }
+}
+
+// The value of the last entry at or before `iteration`, else `before`.
+double ScheduledAt(const std::vector<std::pair<int64_t, double>>& schedule, int64_t iteration,
+                   double before) {
+  const auto after = std::upper_bound(
+      schedule.begin(), schedule.end(), iteration,
+      [](int64_t it, const std::pair<int64_t, double>& entry) { return it < entry.first; });
+  if (after == schedule.begin()) return before;
+  return std::prev(after)->second;
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<int64_t, double>>> ParseSlowdownSchedule(std::string_view text) {
+  return ParseSchedule(text, kSlowdown);
+}
+
+Result<std::vector<std::pair<int64_t, double>>> ParseBandwidthSchedule(std::string_view text) {
+  return ParseSchedule(text, kBandwidth);
+}
+
 std::vector<std::string> ValidateStragglerSpec(const StragglerSpec& spec) {
   std::vector<std::string> problems;
   if (!(spec.slowdown >= 1) || !std::isfinite(spec.slowdown)) {
     problems.push_back("--slowdown must be a number of at least 1");
   }
-  for (size_t i = 0; i < spec.schedule.size(); ++i) {
-    if (std::string problem = ScheduleEntryProblem(spec.schedule, i); !problem.empty()) {
-      problems.push_back("--slowdown-schedule: entry " + std::to_string(i + 1) + " " +
-                         Quote(std::to_string(spec.schedule[i].first) + ":" +
-                               FormatDouble(spec.schedule[i].second)) +
-                         ": " + problem);
-    }
-  }
+  ValidateSchedule(spec.schedule, kSlowdown, "--slowdown-schedule", &problems);
+  ValidateSchedule(spec.bandwidth_schedule, kBandwidth, "--bandwidth-schedule", &problems);
   if (!(spec.delay_prob >= 0 && spec.delay_prob <= 1)) {
     problems.push_back("--delay-prob must be in [0, 1]");
   }
@@ -160,12 +202,11 @@ double StragglerProfile::NextUniform() {
 }
 
 double StragglerProfile::SlowdownAt(int64_t iteration) const {
-  // The last entry whose iteration is <= `iteration`, if any.
-  const auto after = std::upper_bound(
-      spec_.schedule.begin(), spec_.schedule.end(), iteration,
-      [](int64_t it, const std::pair<int64_t, double>& entry) { return it < entry.first; });
-  if (after == spec_.schedule.begin()) return spec_.slowdown;
-  return std::prev(after)->second;
+  return ScheduledAt(spec_.schedule, iteration, spec_.slowdown);
+}
+
+double StragglerProfile::BandwidthAt(int64_t iteration) const {
+  return ScheduledAt(spec_.bandwidth_schedule, iteration, spec_.bandwidth_mbps);
 }
 
 microseconds StragglerProfile::ExtraDelay(int64_t iteration, microseconds compute) {
@@ -189,10 +230,11 @@ microseconds StragglerProfile::ExtraDelay(int64_t iteration, microseconds comput
   return RoundMicros(extra_us);
 }
 
-microseconds StragglerProfile::TransferTime(int64_t bytes) const {
-  if (!(spec_.bandwidth_mbps > 0) || bytes <= 0) return microseconds(0);
+microseconds StragglerProfile::TransferTime(int64_t iteration, int64_t bytes) const {
+  const double mbps = BandwidthAt(iteration);
+  if (!(mbps > 0) || bytes <= 0) return microseconds(0);
   // bytes*8 bits at M*1e6 bits/s is bytes*8/M microseconds.
-  return RoundMicros(static_cast<double>(bytes) * 8.0 / spec_.bandwidth_mbps);
+  return RoundMicros(static_cast<double>(bytes) * 8.0 / mbps);
 }
 
 }  // namespace dmlps::worker

@@ -32,6 +32,7 @@ struct PushInfo {
   bool usable = true;
   int64_t batch = 0;   // samples the worker was asked for in this step
   double busy_s = 0;   // seconds the step took the worker: computing plus emulated slowness
+  double comm_s = 0;   // seconds the worker's previous push took to send (0: unknown)
   double cpu = 0;      // the worker's CPU use over the step, in cores
   double memory = 0;   // the worker's resident memory, bytes
 };
@@ -91,8 +92,11 @@ struct PolicyConfig {
   int64_t chunk = 16;           // abps: samples per chunk
   int64_t rebalance_every = 5;  // lbbsp: iterations between batch-size changes
   std::string lb_mode = "cpu";  // lbbsp: cpu (analytic) | gpu (numerical)
-  std::string predictor = "ema";  // lbbsp cpu: last | ema
+  std::string predictor = "ema";  // lbbsp cpu: last | ema | arima | narx
   double ema_alpha = 0.5;       // lbbsp cpu with ema: weight of the newest speed
+  int64_t arima_p = 2;          // lbbsp cpu with arima: the order (p, d, q)
+  int64_t arima_d = 0;
+  int64_t arima_q = 1;
   int64_t lb_step = 0;          // lbbsp gpu: samples moved per rebalance at first; 0: B / (4N)
   int64_t token_size = 16;      // token: samples per token
 };
@@ -121,8 +125,8 @@ class Policy {
   virtual int64_t iteration() const;
   // Pushes worker `w` has completed.
   int64_t clock(WorkerId w) const { return workers_[w].clock; }
-  // The slowest joined worker's clock.
-  int64_t MinClock() const;
+  // The slowest joined worker's clock. O(1): kept up to date as clocks move.
+  int64_t MinClock() const { return min_clock_; }
   int64_t num_workers() const { return static_cast<int64_t>(workers_.size()); }
 
  protected:
@@ -147,7 +151,7 @@ class Policy {
   void ReleaseHeld(Actions* out);
   bool pull_held(WorkerId w) const { return workers_[w].pull_held; }
   bool joined(WorkerId w) const { return workers_[w].joined; }
-  int64_t joined_count() const;
+  int64_t joined_count() const { return joined_count_; }
   int64_t total_pushes() const { return total_pushes_; }
 
  private:
@@ -156,9 +160,17 @@ class Policy {
     bool pull_held = false;
     int64_t clock = 0;
   };
+  // Recounts min_clock_ and at_min_clock_ from scratch.
+  void RecountMinClock();
+
   std::vector<WorkerState> workers_;
   int64_t version_ = 0;
   int64_t total_pushes_ = 0;
+  // Kept as events arrive, so that policies of thousands of workers (the
+  // simulator's) pay O(1) per push for them, not O(N).
+  int64_t joined_count_ = 0;
+  int64_t min_clock_ = 0;     // over joined workers; 0 before any joined
+  int64_t at_min_clock_ = 0;  // joined workers whose clock is min_clock_
 };
 
 // Bulk synchronous: all N pushes of an iteration, computed on the same
@@ -206,6 +218,9 @@ class SspPolicy : public Policy {
 
  private:
   int64_t staleness_;
+  // MinClock() when held pulls were last released: a held worker's clock
+  // stands still, so only a rise of MinClock() can release it.
+  int64_t released_at_min_clock_ = -1;
 };
 
 // Builds the policy `config` names; InvalidArgument for an unknown name or

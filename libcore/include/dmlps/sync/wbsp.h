@@ -38,6 +38,7 @@ class WbspPolicy : public Policy {
   int64_t round_ = 0;
   int64_t staged_ = 0;  // deltas staged in the current round
   std::vector<bool> pushed_this_round_;
+  int64_t pushed_count_ = 0;  // workers with pushed_this_round_ set
   std::vector<bool> must_download_;
 };
 

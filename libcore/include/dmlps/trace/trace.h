@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -113,6 +114,13 @@ ReadResult ParseTrace(std::string_view bytes, std::string_view source);
 
 // Reads a whole file ("-": standard input) and parses it.
 ReadResult ReadTrace(const std::string& path);
+
+// Reads several traces, as the trace tools take them: a file that cannot be
+// read ends the reading with its error (nothing returned); a damaged one
+// gives what it held, `warn` is called with its DataLoss, and the result's
+// status is that DataLoss once every file has been read.
+ReadResult ReadTraces(const std::vector<std::string>& paths,
+                      const std::function<void(const Status&)>& warn);
 
 }  // namespace dmlps::trace
 

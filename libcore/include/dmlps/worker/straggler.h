@@ -35,6 +35,9 @@ struct StragglerSpec {
   std::chrono::microseconds round_robin{0};
   // --bandwidth-mbps M: cap on what the worker sends, megabits/s; 0: no cap.
   double bandwidth_mbps = 0;
+  // --bandwidth-schedule "0:0,150:100": from iteration I on, cap M (0: none).
+  // Before the first entry's iteration `bandwidth_mbps` applies.
+  std::vector<std::pair<int64_t, double>> bandwidth_schedule;
   // Seeds the probabilistic delay; mixed with the rank, so workers sharing a
   // seed still draw independently.
   uint64_t seed = 0;
@@ -45,6 +48,8 @@ struct StragglerSpec {
 // spaces, no empty entries). The InvalidArgument names the bad entry, not the
 // flag, so callers put "--slowdown-schedule: " before it.
 Result<std::vector<std::pair<int64_t, double>>> ParseSlowdownSchedule(std::string_view text);
+// The same for "ITER:MBPS[,...]", caps finite and >= 0 (0: no cap).
+Result<std::vector<std::pair<int64_t, double>>> ParseBandwidthSchedule(std::string_view text);
 
 // Every problem with `spec`, one message each naming its flag; empty if none.
 std::vector<std::string> ValidateStragglerSpec(const StragglerSpec& spec);
@@ -67,9 +72,13 @@ class StragglerProfile {
   // The slowdown factor in force at `iteration`.
   double SlowdownAt(int64_t iteration) const;
 
-  // How long sending `bytes` must take under the bandwidth cap, bytes*8 /
-  // (M*1e6) seconds rounded to the nearest microsecond; 0 without a cap.
-  std::chrono::microseconds TransferTime(int64_t bytes) const;
+  // The bandwidth cap in force at `iteration`, megabits/s; 0: none.
+  double BandwidthAt(int64_t iteration) const;
+
+  // How long sending `bytes` in step `iteration` must take under the
+  // bandwidth cap then in force, bytes*8 / (M*1e6) seconds rounded to the
+  // nearest microsecond; 0 without a cap.
+  std::chrono::microseconds TransferTime(int64_t iteration, int64_t bytes) const;
 
   const StragglerSpec& spec() const { return spec_; }
 

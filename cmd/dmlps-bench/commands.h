@@ -1,0 +1,43 @@
+// dmlps-bench's subcommands. Each adds its own option group to the one
+// parser (so --help shows them all and the docs test sees every flag) and
+// reads its flags itself; main() refuses flags of another subcommand's group.
+#ifndef DMLPS_CMD_BENCH_COMMANDS_H_
+#define DMLPS_CMD_BENCH_COMMANDS_H_
+
+#include <atomic>
+#include <cxxopts.hpp>
+#include <string_view>
+
+#include "dmlps/bench/experiment.h"
+#include "dmlps/bench/report.h"
+#include "dmlps/cli/cli.h"
+
+namespace dmlps::bench_cli {
+
+inline constexpr std::string_view kProgram = "dmlps-bench";
+
+// "Experiment": the job, the straggler profiles and the policies, shared by
+// run and sim.
+void AddExperimentOptions(cxxopts::Options& options);
+bench::Experiment ReadExperiment(cli::FlagReader& flags);
+// "Output": --format, shared by all subcommands.
+void AddOutputOptions(cxxopts::Options& options);
+bench::Format ReadFormat(cli::FlagReader& flags);
+// A one-line description of the experiment, for the table's title.
+std::string Describe(const bench::Experiment& experiment);
+
+// Each subcommand: its option group(s), and its body. The body reads its
+// flags with `flags` (where problems collect), reports usage errors itself
+// (exit 64), then sets up logging and runs; it returns the exit code.
+void AddRunOptions(cxxopts::Options& options);
+int RunCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
+
+void AddSimOptions(cxxopts::Options& options);
+int SimCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
+
+void AddTransportOptions(cxxopts::Options& options);
+int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
+
+}  // namespace dmlps::bench_cli
+
+#endif  // DMLPS_CMD_BENCH_COMMANDS_H_

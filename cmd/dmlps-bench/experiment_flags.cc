@@ -1,0 +1,188 @@
+// The flags run and sim share: the job, per-worker straggler profiles and
+// the policies to compare; and --format.
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+#include "cmd/dmlps-bench/commands.h"
+
+namespace dmlps::bench_cli {
+namespace {
+
+std::vector<std::string> SplitOn(const std::string& text, char separator) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, separator)) items.push_back(item);
+  if (!text.empty() && text.back() == separator) items.push_back("");
+  return items;
+}
+
+// The factors as the user would type them: 1,1,1,4.
+std::string JoinFactors(const std::vector<worker::StragglerSpec>& specs) {
+  std::string text;
+  for (const worker::StragglerSpec& s : specs) {
+    if (!text.empty()) text += ',';
+    text += fmt::format("{}", s.slowdown);
+  }
+  return text;
+}
+
+}  // namespace
+
+void AddExperimentOptions(cxxopts::Options& options) {
+  const bench::Experiment d;
+  options.add_options("Experiment")
+      ("workers", "Workers per cluster",
+       cxxopts::value<std::string>()->default_value(std::to_string(d.workers)), "N")
+      ("policies", "Policies to compare, comma-separated: bsp, asp, ssp:S, backup:B, wbsp, "
+       "wbsp-overlap, abps, lbbsp, lbbsp:PREDICTOR, lbbsp-gpu, token",
+       cxxopts::value<std::string>()->default_value("bsp,ssp:3,wbsp,abps,lbbsp"), "LIST")
+      ("slowdown", "Slowdown factor per worker, or one for all (default: the last worker at 4)",
+       cxxopts::value<std::string>(), "K,...")
+      ("slowdown-schedule", "Slowdown by iteration for some workers: RANK=I:K,...[;RANK=...], "
+       "e.g. 3=0:1,150:4", cxxopts::value<std::string>(), "SPEC")
+      ("delay-ms", "Fixed delay per step in milliseconds, per worker or one for all",
+       cxxopts::value<std::string>()->default_value("0"), "D,...")
+      ("delay-prob", "Probability per step of the --delay-ms delay (0: every step), per worker "
+       "or one for all", cxxopts::value<std::string>()->default_value("0"), "P,...")
+      ("round-robin-ms", "In iteration t the worker of rank t mod N sleeps D milliseconds",
+       cxxopts::value<std::string>()->default_value("0"), "D")
+      ("bandwidth-mbps", "Cap on what each worker sends, megabits/s, per worker or one for all "
+       "(0: no cap)", cxxopts::value<std::string>()->default_value("0"), "M,...")
+      ("bandwidth-schedule", "Bandwidth cap by iteration for some workers: "
+       "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100", cxxopts::value<std::string>(), "SPEC")
+      ("model", "Model: softmax or mlp:H1[,H2...]",
+       cxxopts::value<std::string>()->default_value(d.model), "SPEC")
+      ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
+       cxxopts::value<std::string>()->default_value(d.data), "SPEC")
+      ("batch", "Samples per worker step (lbbsp: the mean)",
+       cxxopts::value<std::string>()->default_value(std::to_string(d.batch)), "B")
+      ("lr", "Learning rate", cxxopts::value<std::string>()->default_value("0.1"), "RATE")
+      ("momentum", "Momentum of the server's optimizer",
+       cxxopts::value<std::string>()->default_value("0.9"), "MU")
+      ("target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
+       cxxopts::value<std::string>()->default_value("0.85"), "ACC")
+      ("eval-every", "Iterations between evaluations: the granularity of the time to target",
+       cxxopts::value<std::string>()->default_value(std::to_string(d.eval_every)), "N")
+      ("max-iterations", "End a run after N iterations (0: no limit)",
+       cxxopts::value<std::string>()->default_value("0"), "N")
+      ("max-seconds", "End a run that has not reached the target after SECONDS of training",
+       cxxopts::value<std::string>()->default_value("300"), "SECONDS")
+      ("repeat", "Runs per policy; the policies take turns, so drift hits all alike",
+       cxxopts::value<std::string>()->default_value("1"), "R")
+      ("seed", "Seed for the model, the sampling and the random delays",
+       cxxopts::value<std::string>()->default_value("1"), "N");
+}
+
+bench::Experiment ReadExperiment(cli::FlagReader& flags) {
+  bench::Experiment e;
+  e.workers = flags.Int("workers", 1, 100000);
+  e.policies = SplitOn(flags.String("policies"), ',');
+  for (const std::string& p : e.policies) {
+    if (p.empty()) flags.AddProblem("--policies: an empty entry");
+  }
+  e.model = flags.String("model");
+  e.data = flags.String("data");
+  e.batch = flags.Int("batch", 1, 1 << 24);
+  e.lr = flags.Real("lr", 0, 1e6);
+  e.momentum = flags.Real("momentum", 0, 1);
+  e.target = flags.Real("target", 0, 1);
+  e.eval_every = flags.Int("eval-every", 1);
+  e.max_iterations = flags.Int("max-iterations", 0);
+  e.max_seconds = flags.Real("max-seconds", 0);
+  e.repeat = flags.Int("repeat", 1, 10000);
+  e.seed = static_cast<uint64_t>(flags.Int("seed", 0));
+  const int64_t n = std::max<int64_t>(e.workers, 1);
+
+  e.stragglers.assign(static_cast<size_t>(n), worker::StragglerSpec{});
+  auto per_worker = [&](const std::string& flag, auto apply) {
+    const std::string text = flags.String(flag);
+    Result<std::vector<double>> values = bench::ParsePerWorker(text, n);
+    if (!values.ok()) {
+      flags.AddProblem("--" + flag + ": " + values.status().message());
+      return;
+    }
+    for (int64_t r = 0; r < n; ++r) apply(e.stragglers[static_cast<size_t>(r)], (*values)[static_cast<size_t>(r)]);
+  };
+  if (flags.Has("slowdown")) {
+    per_worker("slowdown", [](worker::StragglerSpec& s, double v) { s.slowdown = v; });
+  } else if (n > 1) {
+    e.stragglers.back().slowdown = 4;
+  }
+  // dmlps-worker takes whole milliseconds.
+  bool whole = true;
+  per_worker("delay-ms", [&whole](worker::StragglerSpec& s, double v) {
+    whole = whole && v == std::floor(v);
+    s.delay = std::chrono::milliseconds(static_cast<int64_t>(v));
+  });
+  if (!whole) flags.AddProblem("--delay-ms: whole milliseconds only");
+  per_worker("delay-prob", [](worker::StragglerSpec& s, double v) { s.delay_prob = v; });
+  per_worker("bandwidth-mbps", [](worker::StragglerSpec& s, double v) { s.bandwidth_mbps = v; });
+  const int64_t round_robin_ms = flags.Int("round-robin-ms", 0, 86400000);
+  for (worker::StragglerSpec& s : e.stragglers) {
+    s.round_robin = std::chrono::milliseconds(round_robin_ms);
+    s.seed = e.seed;
+  }
+  // RANK=I:V,...[;RANK=...]: a schedule for each worker named.
+  auto schedules = [&](const std::string& flag, auto parse, auto member) {
+    if (!flags.Has(flag)) return;
+    for (const std::string& entry : SplitOn(flags.String(flag), ';')) {
+      const size_t eq = entry.find('=');
+      int64_t rank = -1;
+      if (eq != std::string::npos && eq > 0 &&
+          entry.find_first_not_of("0123456789") == eq && eq < 7) {
+        rank = std::stoll(entry.substr(0, eq));
+      }
+      if (rank < 0 || rank >= n) {
+        flags.AddProblem("--" + flag + ": '" + entry + "' is not RANK=I:V,... with RANK in 0.." +
+                         std::to_string(n - 1));
+        continue;
+      }
+      auto schedule = parse(entry.substr(eq + 1));
+      if (!schedule.ok()) {
+        flags.AddProblem("--" + flag + ": " + schedule.status().message());
+        continue;
+      }
+      e.stragglers[static_cast<size_t>(rank)].*member = *schedule;
+    }
+  };
+  schedules("slowdown-schedule", worker::ParseSlowdownSchedule, &worker::StragglerSpec::schedule);
+  schedules("bandwidth-schedule", worker::ParseBandwidthSchedule,
+            &worker::StragglerSpec::bandwidth_schedule);
+  flags.AddProblems(bench::ValidateExperiment(e));
+  return e;
+}
+
+std::string Describe(const bench::Experiment& e) {
+  std::string text = fmt::format("{} workers, {}, {}, batch {}, lr {}, slowdown {}", e.workers,
+                                 e.model, e.data, e.batch, e.lr, JoinFactors(e.stragglers));
+  if (e.target > 0) {
+    text += fmt::format(", target {}", e.target);
+  } else {
+    text += ", no target (times are to the end of each run)";
+  }
+  if (e.max_iterations > 0) text += fmt::format(", at most {} iterations", e.max_iterations);
+  text += fmt::format(", {} run{} each", e.repeat, e.repeat == 1 ? "" : "s");
+  return text;
+}
+
+void AddOutputOptions(cxxopts::Options& options) {
+  options.add_options("Output")
+      ("format", "Output: table, tsv or json",
+       cxxopts::value<std::string>()->default_value("table"), "FORMAT");
+}
+
+bench::Format ReadFormat(cli::FlagReader& flags) {
+  Result<bench::Format> format = bench::ParseFormat(flags.String("format"));
+  if (!format.ok()) {
+    flags.AddProblem("--format: " + format.status().message());
+    return bench::Format::kTable;
+  }
+  return *format;
+}
+
+}  // namespace dmlps::bench_cli

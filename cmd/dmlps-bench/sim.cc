@@ -1,0 +1,109 @@
+// dmlps-bench sim: the experiment of `run`, simulated in virtual time with
+// the same policy objects, for clusters of any size.
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <functional>
+#include <iostream>
+
+#include "cmd/dmlps-bench/commands.h"
+#include "dmlps/sim/sim.h"
+
+namespace dmlps::bench_cli {
+namespace {
+
+// Reads a per-worker list of non-negative numbers; `check` says what is
+// wrong with one value, or "" when nothing is.
+std::vector<double> PerWorker(cli::FlagReader& flags, const std::string& flag, int64_t workers,
+                              const std::function<std::string(double)>& check) {
+  Result<std::vector<double>> values = bench::ParsePerWorker(flags.String(flag), workers);
+  if (!values.ok()) {
+    flags.AddProblem("--" + flag + ": " + values.status().message());
+    return {};
+  }
+  for (double v : *values) {
+    if (std::string problem = check(v); !problem.empty()) {
+      flags.AddProblem("--" + flag + " " + problem);
+      return {};
+    }
+  }
+  return *values;
+}
+
+}  // namespace
+
+void AddSimOptions(cxxopts::Options& options) {
+  const sim::NetworkModel cluster = sim::kClusterNetwork;
+  const sim::NetworkModel loopback = sim::kLoopbackNetwork;
+  options.add_options("Simulation")
+      ("link-gbps", fmt::format("Bandwidth of every link, the server's too, Gbit/s, 0 for "
+                                "unlimited (default: {}, or {} (loopback) with --shared-cores)",
+                                cluster.link_gbps, loopback.link_gbps),
+       cxxopts::value<std::string>(), "G")
+      ("latency-us", fmt::format("One-way latency of every message, microseconds (default: {}, "
+                                 "or {} (loopback) with --shared-cores)",
+                                 cluster.latency_s * 1e6, loopback.latency_s * 1e6),
+       cxxopts::value<std::string>(), "L")
+      ("shared-cores", "Workers and server share C cores and talk over loopback, as a cluster on "
+       "one host does (0: a machine each)", cxxopts::value<std::string>()->default_value("0"), "C")
+      ("jitter", "Transient noise: each step's compute times a lognormal factor of median 1 "
+       "and log-sd SIGMA, per worker or one for all", cxxopts::value<std::string>()->default_value("0"),
+       "SIGMA,...")
+      ("heavy-tail", "Heavy-tailed noise: each step's compute times a Pareto factor >= 1 of "
+       "tail index ALPHA > 1, per worker or one for all (0: none)",
+       cxxopts::value<std::string>()->default_value("0"), "ALPHA,...")
+      ("compute-cost", "A step of b samples computes A + C*b microseconds (default: timed on "
+       "this machine at start)", cxxopts::value<std::string>(), "A,C");
+}
+
+int SimCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
+  bench::Experiment experiment = ReadExperiment(flags);
+  const bench::Format format = ReadFormat(flags);
+  const int64_t n = std::max<int64_t>(experiment.workers, 1);
+
+  sim::SimOptions options;
+  options.shared_cores = flags.Int("shared-cores", 0, 4096);
+  options.network = options.shared_cores > 0 ? sim::kLoopbackNetwork : sim::kClusterNetwork;
+  if (flags.Has("link-gbps")) options.network.link_gbps = flags.Real("link-gbps", 0, 1e6);
+  if (flags.Has("latency-us")) options.network.latency_s = flags.Real("latency-us", 0, 1e9) * 1e-6;
+  const std::vector<double> jitter = PerWorker(flags, "jitter", n, [](double v) {
+    return v >= 0 && v <= 10 ? "" : "must be in [0, 10]";
+  });
+  const std::vector<double> heavy_tail = PerWorker(flags, "heavy-tail", n, [](double v) {
+    return v == 0 || (v > 1 && v <= 1e6) ? "" : "must be 0 (none) or above 1";
+  });
+  if (jitter.size() == static_cast<size_t>(n) && heavy_tail.size() == static_cast<size_t>(n)) {
+    const bool any = std::any_of(jitter.begin(), jitter.end(), [](double v) { return v > 0; }) ||
+                     std::any_of(heavy_tail.begin(), heavy_tail.end(), [](double v) { return v > 0; });
+    if (any) {
+      for (int64_t r = 0; r < n; ++r) {
+        options.noise.push_back({jitter[static_cast<size_t>(r)], heavy_tail[static_cast<size_t>(r)]});
+      }
+    }
+  }
+  if (flags.Has("compute-cost")) {
+    Result<std::vector<double>> ac = bench::ParsePerWorker(flags.String("compute-cost"), 2);
+    if (!ac.ok() || (*ac)[0] < 0 || (*ac)[1] < 0 || (*ac)[0] + (*ac)[1] <= 0 ||
+        flags.String("compute-cost").find(',') == std::string::npos) {
+      flags.AddProblem("--compute-cost must be A,C: two numbers of microseconds, at least 0 and "
+                       "not both 0");
+    } else {
+      options.cost = sim::CostModel::Linear((*ac)[0] * 1e-6, (*ac)[1] * 1e-6);
+    }
+  }
+  if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
+  cli::SetupLogging(kProgram, parsed);
+
+  Result<std::vector<bench::RunResult>> runs = sim::SimulateExperiment(experiment, options);
+  if (!runs.ok()) return cli::ReportError(kProgram, runs.status());
+  std::string title = fmt::format("simulated: {}; links {} Gbit/s, latency {} us", Describe(experiment),
+                                  options.network.link_gbps, options.network.latency_s * 1e6);
+  if (options.shared_cores > 0) title += fmt::format(", {} shared cores", options.shared_cores);
+  bench::WriteRows(bench::Tabulate(*runs, experiment.policies), *runs, title, format, std::cout);
+  std::cout.flush();
+  const bool failed = std::any_of(runs->begin(), runs->end(),
+                                  [](const bench::RunResult& r) { return !r.failure.empty(); });
+  return failed ? cli::kExitRunFailed : 0;
+}
+
+}  // namespace dmlps::bench_cli

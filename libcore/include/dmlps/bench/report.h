@@ -1,0 +1,80 @@
+// The table dmlps-bench run and dmlps-bench sim both answer: per policy, the
+// medians and ranges over repeated runs of time to accuracy and of where the
+// workers' time went.
+#ifndef DMLPS_BENCH_REPORT_H_
+#define DMLPS_BENCH_REPORT_H_
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dmlps/base/status.h"
+
+namespace dmlps::bench {
+
+// One run of one policy, measured (run) or simulated (sim).
+struct RunResult {
+  std::string policy;  // the entry as listed, e.g. "ssp:3"
+  int64_t repeat = 0;  // 1-based
+  bool reached = false;
+  // Up to the first snapshot at or above the target when reached, else to the end.
+  double seconds = 0;      // training time (wall or virtual), evaluation not counted
+  int64_t iterations = 0;  // global iterations (see Policy::iteration)
+  int64_t samples = 0;     // samples whose gradients went into the model
+  // Over the whole run:
+  double compute_ratio_mean = 0;  // over workers: (compute + emulated slowness) / run time
+  double compute_ratio_min = 0;
+  double wait_share = 0;      // mean over workers of the time spent waiting for the server
+  int64_t wasted_samples = 0;  // computed, then dropped by the policy
+  double accuracy = 0;         // test accuracy of the last evaluated snapshot
+  std::string failure;         // why the run failed (empty: it ran to its end)
+};
+
+// The median, min and max of one column over the runs counted.
+struct Spread {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+  int64_t count = 0;  // runs counted; 0: no value
+};
+Spread SpreadOf(std::vector<double> values);
+
+struct PolicyRow {
+  std::string policy;
+  int64_t runs = 0;
+  int64_t reached = 0;
+  // Over the runs that reached the target:
+  Spread seconds;
+  Spread iterations;
+  Spread samples;
+  // Over all runs that did not fail:
+  Spread compute_ratio_mean;
+  Spread compute_ratio_min;
+  Spread wait_share;
+  Spread wasted_samples;
+  Spread accuracy;
+  // Median seconds to target of the first policy listed over this one's;
+  // empty when either never reached the target.
+  std::optional<double> speedup;
+};
+
+// One row per policy, in the order of `policies`; runs of policies not
+// listed are ignored.
+std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
+                                const std::vector<std::string>& policies);
+
+enum class Format { kTable, kTsv, kJson };
+// Parses "table", "tsv" or "json".
+Result<Format> ParseFormat(std::string_view text);
+
+// Writes the rows. `title` (table: a first line; json: "title") says what ran;
+// json also lists every run under "runs".
+void WriteRows(const std::vector<PolicyRow>& rows, const std::vector<RunResult>& runs,
+               std::string_view title, Format format, std::ostream& out);
+
+}  // namespace dmlps::bench
+
+#endif  // DMLPS_BENCH_REPORT_H_

@@ -1,0 +1,179 @@
+// dmlps-bench sim: a discrete-event simulator of a whole cluster in virtual
+// time. It drives the very policy objects the server runs (sync::MakePolicy),
+// carries out their actions as the server does, and steps each simulated
+// worker as dmlps-worker's loop for the policy's sync::WorkerMode does.
+// Gradients are real (model::Model on each worker's real shard), so accuracy
+// curves are real; only time is modelled: compute from a cost model timed on
+// this machine, stretched by each worker's worker::StragglerProfile (the
+// class dmlps-worker uses) and by noise; messages from a link model.
+#ifndef DMLPS_SIM_SIM_H_
+#define DMLPS_SIM_SIM_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dmlps/base/status.h"
+#include "dmlps/bench/experiment.h"
+#include "dmlps/bench/report.h"
+#include "dmlps/data/dataset.h"
+#include "dmlps/model/model.h"
+#include "dmlps/sync/policy.h"
+#include "dmlps/worker/straggler.h"
+
+namespace dmlps::sim {
+
+// Every link (each worker's and the server's, each direction its own) carries
+// one message at a time: a message of `bytes` takes bytes * 8 / bandwidth
+// once both ends' links are free, then `latency_s` more to arrive.
+struct NetworkModel {
+  double link_gbps = 10;     // 0: unlimited
+  double latency_s = 50e-6;  // one way, per message
+};
+
+// A cluster of machines of their own: 10 Gbit/s links, 50 µs one way.
+inline constexpr NetworkModel kClusterNetwork{10, 50e-6};
+// ZeroMQ over TCP loopback on a host whose cores the workers keep busy, as
+// `dmlps-bench run` has it: fitted to real runs on a 2-core VM, where a
+// push answered by a Continue took about 1.7 ms and a push answered by the
+// model, behind three other models, about 6 ms (unloaded loopback is several
+// times faster, but a training cluster on one host keeps it loaded).
+inline constexpr NetworkModel kLoopbackNetwork{3, 300e-6};
+
+// The compute time of a gradient step of `samples`, measured alone on a core
+// (`seconds`) and while `cores` such steps run at once (`shared_seconds`, for
+// SimConfig::shared_cores; equal to `seconds` when not measured).
+struct StepCost {
+  int64_t samples = 0;
+  double seconds = 0;
+  double shared_seconds = 0;
+};
+
+// What computing costs, in seconds.
+struct CostModel {
+  // Points sorted by samples, at least one; times between them are
+  // interpolated linearly, beyond the last extrapolated along the last
+  // segment, below the first scaled in proportion to the samples.
+  std::vector<StepCost> steps;
+  double param_s = 1e-9;     // one pass over the parameters (axpy, copy), per parameter
+  double message_s = 10e-6;  // the server's fixed cost of handling one message
+  double eval_s = 0;         // one evaluation of the test set (shared cores only)
+
+  // A step's time alone on a core, t(b).
+  double StepSeconds(int64_t samples) const;
+  // A step's speed while other jobs run, relative to alone, in (0, 1].
+  double SharedSpeed(int64_t samples) const;
+  // t(b) = fixed_s + per_sample_s * b, the same shared or not.
+  static CostModel Linear(double fixed_s, double per_sample_s);
+};
+
+// Times real steps of `spec` on `train` (Take, Gather and LossAndGradient, as
+// dmlps-worker's Compute does) at batch sizes around `batch`, an axpy over
+// the parameters, and one evaluation of `test`. With shared_cores >= 2 each
+// step size is also timed on that many threads at once. Takes about a second
+// for mlp:128 at batch 256. REQUIRES: train and test conform to spec.
+Result<CostModel> Calibrate(const model::ModelSpec& spec, const data::Dataset& train,
+                            const data::Dataset& test, int64_t batch, int64_t shared_cores);
+
+// Transient slowness of one worker's compute, on top of its StragglerProfile:
+// each step's compute time is multiplied by exp(jitter * Z), Z standard
+// normal (a lognormal factor of median 1), and by U^(-1/heavy_tail), U
+// uniform in (0, 1] (a Pareto factor >= 1 with tail index heavy_tail).
+struct Noise {
+  double jitter = 0;      // 0: none
+  double heavy_tail = 0;  // 0: none; else > 1
+};
+
+struct SimConfig {
+  sync::PolicyConfig policy;  // its num_workers and batch are the run's
+  model::ModelSpec model;
+  double lr = 0.1;
+  double momentum = 0.9;
+  double target = 0;           // 0: no target
+  int64_t eval_every = 50;     // iterations between evaluations
+  int64_t max_iterations = 0;  // 0: no limit
+  double max_seconds = 0;      // virtual; 0: no limit
+  uint64_t seed = 1;           // model, sampling and delays, as the server's --seed
+  uint64_t noise_seed = 0;     // mixed into delays and noise (a repeat's number); 0: as a real run
+  std::vector<worker::StragglerSpec> stragglers;  // one per worker, rank order
+  std::vector<Noise> noise;                       // one per worker, or empty: none
+  NetworkModel network;
+  CostModel cost;
+  // 0: every worker and the server have a machine of their own. C >= 1: they
+  // all share C cores, as a cluster on one host does; jobs share them
+  // equally (processor sharing), at CostModel's shared speed when more than
+  // one runs, and evaluations take their share too.
+  int64_t shared_cores = 0;
+};
+
+// Every problem with `config`, one message each; empty if none.
+std::vector<std::string> ValidateSimConfig(const SimConfig& config);
+
+struct WorkerStats {
+  int64_t steps = 0;  // pushes
+  int64_t samples = 0;
+  double compute_s = 0;   // compute, local updates included
+  double straggle_s = 0;  // emulated slowness (StragglerProfile)
+  double wait_s = 0;      // waiting for the server's answers
+  double comm_s = 0;      // bandwidth-capped sending (--bandwidth-mbps)
+};
+
+struct EvalPoint {
+  double seconds = 0;  // virtual time the snapshot existed
+  int64_t iteration = 0;
+  int64_t samples = 0;  // samples whose gradients were in the model by then
+  double accuracy = 0;
+  double loss = 0;
+};
+
+struct SimReport {
+  bool reached = false;
+  double seconds_to_target = 0;
+  int64_t iterations_to_target = 0;
+  int64_t samples_to_target = 0;
+  double seconds = 0;      // virtual time at the end of the run
+  int64_t iterations = 0;  // at the end
+  int64_t samples = 0;     // applied by the end
+  int64_t wasted_samples = 0;
+  int64_t dropped_pushes = 0;
+  double compute_ratio_mean = 0;  // over workers: (compute + straggle) / seconds
+  double compute_ratio_min = 0;
+  double wait_share = 0;  // mean over workers of wait / seconds
+  std::vector<EvalPoint> curve;
+  std::vector<WorkerStats> workers;
+  int64_t events = 0;        // events simulated
+  double wall_seconds = 0;   // real time the simulation took
+  std::string failure;       // why the run could not go on (empty: it ended normally)
+};
+
+// Simulates one run. `train` is the whole training set (worker r's shard is
+// data::ShardRange of it, as dmlps-worker loads it), `test` the server's test
+// set; both conform to config.model. InvalidArgument for a bad config;
+// otherwise a report, with `failure` set if the run stalled.
+Result<SimReport> Simulate(const SimConfig& config, const data::Dataset& train,
+                           const data::Dataset& test);
+
+// The simulated run as a row of dmlps-bench's table.
+bench::RunResult ToRunResult(const SimReport& report, const std::string& policy, int64_t repeat);
+
+// What `dmlps-bench sim` adds to an experiment.
+struct SimOptions {
+  NetworkModel network = kClusterNetwork;
+  std::vector<Noise> noise;         // one per worker, or empty
+  std::optional<CostModel> cost;    // empty: calibrate at start
+  int64_t shared_cores = 0;
+};
+
+// Loads the experiment's data once, calibrates (unless options.cost), and
+// simulates every policy `repeat` times, policies taking turns; repeats
+// differ only in their random delays and noise. `progress`, if set, hears
+// of each run as it finishes.
+Result<std::vector<bench::RunResult>> SimulateExperiment(
+    const bench::Experiment& experiment, const SimOptions& options,
+    const std::function<void(const bench::RunResult&, const SimReport&)>& progress = {});
+
+}  // namespace dmlps::sim
+
+#endif  // DMLPS_SIM_SIM_H_

@@ -1,0 +1,141 @@
+#include "dmlps/bench/experiment.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <optional>
+#include <system_error>
+
+namespace dmlps::bench {
+namespace {
+
+// A whole non-negative integer, or nothing.
+std::optional<int64_t> ParseCount(std::string_view text) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0) return std::nullopt;
+  return value;
+}
+
+// 'text', built by appending: GCC 12 warns falsely (-Wrestrict) about
+// "'" + std::string(...).
+std::string Quoted(std::string_view text) {
+  std::string quoted;
+  quoted.reserve(text.size() + 2);
+  quoted += '\'';
+  quoted += text;
+  quoted += '\'';
+  return quoted;
+}
+
+std::vector<std::string_view> SplitCommas(std::string_view text) {
+  std::vector<std::string_view> items;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    items.push_back(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return items;
+}
+
+}  // namespace
+
+Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& experiment) {
+  sync::PolicyConfig config;
+  config.num_workers = experiment.workers;
+  config.batch = experiment.batch;
+  const size_t colon = entry.find(':');
+  const std::string_view name = entry.substr(0, colon);
+  const std::string_view parameter =
+      colon == std::string_view::npos ? std::string_view() : entry.substr(colon + 1);
+  const bool has_parameter = colon != std::string_view::npos;
+  config.name = std::string(name);
+  if (name == "ssp" || name == "backup") {
+    if (has_parameter) {
+      const std::optional<int64_t> value = ParseCount(parameter);
+      if (!value) {
+        return Status::InvalidArgument(Quoted(entry) + ": " + std::string(name) +
+                                       ":N needs a whole number N >= 0");
+      }
+      (name == "ssp" ? config.staleness : config.backup) = *value;
+    }
+  } else if (name == "lbbsp-gpu") {
+    config.name = "lbbsp";
+    config.lb_mode = "gpu";
+  } else if (name == "lbbsp" && has_parameter) {
+    // lbbsp:PREDICTOR (cpu mode); MakePolicy below checks the name.
+    config.predictor = std::string(parameter);
+  } else if (has_parameter) {
+    return Status::InvalidArgument(Quoted(entry) +
+                                   ": only ssp:S, backup:B and lbbsp:PREDICTOR take a parameter");
+  }
+  // A quarter of a worker's batch: much smaller and a chunk's or token's
+  // message round trip costs more than its compute.
+  config.chunk = std::max<int64_t>(1, (experiment.batch + 3) / 4);
+  config.token_size = config.chunk;
+  if (Result<std::unique_ptr<sync::Policy>> made = sync::MakePolicy(config); !made.ok()) {
+    return Status::InvalidArgument(Quoted(entry) + ": " + made.status().message());
+  }
+  return config;
+}
+
+Result<std::vector<double>> ParsePerWorker(std::string_view text, int64_t workers) {
+  std::vector<double> values;
+  for (std::string_view item : SplitCommas(text)) {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() ||
+        !std::isfinite(value)) {
+      return Status::InvalidArgument(Quoted(item) + " is not a number");
+    }
+    values.push_back(value);
+  }
+  if (values.size() == 1) return std::vector<double>(static_cast<size_t>(workers), values[0]);
+  if (static_cast<int64_t>(values.size()) != workers) {
+    return Status::InvalidArgument(std::to_string(values.size()) + " values for " +
+                                   std::to_string(workers) +
+                                   " workers (give one for all, or one per worker)");
+  }
+  return values;
+}
+
+std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
+  std::vector<std::string> problems;
+  if (experiment.workers < 1) problems.push_back("--workers must be at least 1");
+  if (experiment.policies.empty()) problems.push_back("--policies: no policy given");
+  for (const std::string& entry : experiment.policies) {
+    if (experiment.workers < 1 || experiment.batch < 1) break;
+    if (Result<sync::PolicyConfig> p = PolicyFor(entry, experiment); !p.ok()) {
+      problems.push_back("--policies: " + p.status().message());
+    }
+  }
+  if (static_cast<int64_t>(experiment.stragglers.size()) != experiment.workers) {
+    problems.push_back("straggler profiles for " + std::to_string(experiment.stragglers.size()) +
+                       " workers, not " + std::to_string(experiment.workers));
+  }
+  for (size_t r = 0; r < experiment.stragglers.size(); ++r) {
+    for (const std::string& p : worker::ValidateStragglerSpec(experiment.stragglers[r])) {
+      problems.push_back("worker " + std::to_string(r) + ": " + p);
+    }
+  }
+  if (experiment.batch < 1) problems.push_back("--batch must be at least 1");
+  if (!(experiment.lr > 0) || !std::isfinite(experiment.lr)) problems.push_back("--lr must be positive");
+  if (!(experiment.momentum >= 0 && experiment.momentum < 1)) {
+    problems.push_back("--momentum must be in [0, 1)");
+  }
+  if (!(experiment.target >= 0 && experiment.target <= 1)) problems.push_back("--target must be in [0, 1]");
+  if (experiment.eval_every < 1) problems.push_back("--eval-every must be at least 1");
+  if (experiment.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
+  if (!(experiment.max_seconds >= 0) || !std::isfinite(experiment.max_seconds)) {
+    problems.push_back("--max-seconds must not be negative");
+  }
+  if (experiment.target == 0 && experiment.max_iterations == 0 && experiment.max_seconds == 0) {
+    problems.push_back("no end to a run: give --target, --max-iterations or --max-seconds");
+  }
+  if (experiment.repeat < 1) problems.push_back("--repeat must be at least 1");
+  return problems;
+}
+
+}  // namespace dmlps::bench

@@ -1,0 +1,202 @@
+#include "dmlps/bench/report.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "dmlps/base/json.h"
+
+namespace dmlps::bench {
+namespace {
+
+std::string Fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
+
+// "median (min-max)", or just the median when all runs agree or one ran.
+std::string WithRange(const Spread& s, int digits) {
+  if (s.count == 0) return "-";
+  if (s.count == 1 || s.min == s.max) return Fixed(s.median, digits);
+  return Fixed(s.median, digits) + " (" + Fixed(s.min, digits) + "-" + Fixed(s.max, digits) + ")";
+}
+
+std::string Median(const Spread& s, int digits) { return s.count == 0 ? "-" : Fixed(s.median, digits); }
+
+std::string JsonSpread(const Spread& s) {
+  if (s.count == 0) return "null";
+  return "{\"median\":" + JsonNumber(s.median) + ",\"min\":" + JsonNumber(s.min) +
+         ",\"max\":" + JsonNumber(s.max) + ",\"runs\":" + std::to_string(s.count) + "}";
+}
+
+void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std::ostream& out) {
+  const std::vector<std::string> header = {
+      "policy", "reached", "seconds to target", "iterations", "samples", "compute mean",
+      "compute min", "waiting", "wasted", "accuracy", "speedup"};
+  std::vector<std::vector<std::string>> cells;
+  for (const PolicyRow& row : rows) {
+    cells.push_back({row.policy, std::to_string(row.reached) + "/" + std::to_string(row.runs),
+                     WithRange(row.seconds, 2), Median(row.iterations, 0), Median(row.samples, 0),
+                     Median(row.compute_ratio_mean, 3), Median(row.compute_ratio_min, 3),
+                     Median(row.wait_share, 3), Median(row.wasted_samples, 0),
+                     Median(row.accuracy, 4),
+                     row.speedup ? Fixed(*row.speedup, 2) + "x" : std::string("-")});
+  }
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
+  }
+  auto write_line = [&](const std::vector<std::string>& line) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      // The policy name reads best on the left, numbers on the right.
+      const size_t pad = width[c] - line[c].size();
+      if (c == 0) {
+        text += line[c];
+        text.append(pad, ' ');
+      } else {
+        text.append(pad + 2, ' ');
+        text += line[c];
+      }
+    }
+    out << text << '\n';
+  };
+  if (!title.empty()) out << title << '\n';
+  write_line(header);
+  for (const auto& line : cells) write_line(line);
+}
+
+void WriteTsv(const std::vector<PolicyRow>& rows, std::ostream& out) {
+  out << "policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples"
+         "\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup\n";
+  auto value = [](const Spread& s, double v) { return s.count == 0 ? std::string("-") : fmt::format("{}", v); };
+  for (const PolicyRow& row : rows) {
+    out << row.policy << '\t' << row.runs << '\t' << row.reached << '\t'
+        << value(row.seconds, row.seconds.median) << '\t' << value(row.seconds, row.seconds.min)
+        << '\t' << value(row.seconds, row.seconds.max) << '\t'
+        << value(row.iterations, row.iterations.median) << '\t'
+        << value(row.samples, row.samples.median) << '\t'
+        << value(row.compute_ratio_mean, row.compute_ratio_mean.median) << '\t'
+        << value(row.compute_ratio_min, row.compute_ratio_min.median) << '\t'
+        << value(row.wait_share, row.wait_share.median) << '\t'
+        << value(row.wasted_samples, row.wasted_samples.median) << '\t'
+        << value(row.accuracy, row.accuracy.median) << '\t'
+        << (row.speedup ? fmt::format("{}", *row.speedup) : std::string("-")) << '\n';
+  }
+}
+
+void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>& runs,
+               std::string_view title, std::ostream& out) {
+  out << "{\"title\":";
+  WriteJsonString(title, out);
+  out << ",\"policies\":[";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PolicyRow& row = rows[i];
+    out << (i ? "," : "") << "{\"policy\":";
+    WriteJsonString(row.policy, out);
+    out << ",\"runs\":" << row.runs << ",\"reached\":" << row.reached
+        << ",\"seconds_to_target\":" << JsonSpread(row.seconds)
+        << ",\"iterations\":" << JsonSpread(row.iterations)
+        << ",\"samples\":" << JsonSpread(row.samples)
+        << ",\"compute_ratio_mean\":" << JsonSpread(row.compute_ratio_mean)
+        << ",\"compute_ratio_min\":" << JsonSpread(row.compute_ratio_min)
+        << ",\"wait_share\":" << JsonSpread(row.wait_share)
+        << ",\"wasted_samples\":" << JsonSpread(row.wasted_samples)
+        << ",\"accuracy\":" << JsonSpread(row.accuracy)
+        << ",\"speedup\":" << (row.speedup ? JsonNumber(*row.speedup) : "null") << "}";
+  }
+  out << "],\"runs\":[";
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunResult& r = runs[i];
+    out << (i ? "," : "") << "{\"policy\":";
+    WriteJsonString(r.policy, out);
+    out << ",\"repeat\":" << r.repeat << ",\"reached\":" << (r.reached ? "true" : "false")
+        << ",\"seconds\":" << JsonNumber(r.seconds) << ",\"iterations\":" << r.iterations
+        << ",\"samples\":" << r.samples
+        << ",\"compute_ratio_mean\":" << JsonNumber(r.compute_ratio_mean)
+        << ",\"compute_ratio_min\":" << JsonNumber(r.compute_ratio_min)
+        << ",\"wait_share\":" << JsonNumber(r.wait_share)
+        << ",\"wasted_samples\":" << r.wasted_samples << ",\"accuracy\":" << JsonNumber(r.accuracy)
+        << ",\"failure\":";
+    if (r.failure.empty()) {
+      out << "null";
+    } else {
+      WriteJsonString(r.failure, out);
+    }
+    out << "}";
+  }
+  out << "]}\n";
+}
+
+}  // namespace
+
+Spread SpreadOf(std::vector<double> values) {
+  Spread s;
+  s.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  s.min = values.front();
+  s.max = values.back();
+  const size_t n = values.size();
+  s.median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  return s;
+}
+
+std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
+                                const std::vector<std::string>& policies) {
+  std::vector<PolicyRow> rows;
+  for (const std::string& policy : policies) {
+    PolicyRow row;
+    row.policy = policy;
+    std::vector<double> seconds, iterations, samples, ratio_mean, ratio_min, wait, wasted, accuracy;
+    for (const RunResult& r : runs) {
+      if (r.policy != policy) continue;
+      ++row.runs;
+      if (!r.failure.empty()) continue;
+      if (r.reached) {
+        ++row.reached;
+        seconds.push_back(r.seconds);
+        iterations.push_back(static_cast<double>(r.iterations));
+        samples.push_back(static_cast<double>(r.samples));
+      }
+      ratio_mean.push_back(r.compute_ratio_mean);
+      ratio_min.push_back(r.compute_ratio_min);
+      wait.push_back(r.wait_share);
+      wasted.push_back(static_cast<double>(r.wasted_samples));
+      accuracy.push_back(r.accuracy);
+    }
+    row.seconds = SpreadOf(seconds);
+    row.iterations = SpreadOf(iterations);
+    row.samples = SpreadOf(samples);
+    row.compute_ratio_mean = SpreadOf(ratio_mean);
+    row.compute_ratio_min = SpreadOf(ratio_min);
+    row.wait_share = SpreadOf(wait);
+    row.wasted_samples = SpreadOf(wasted);
+    row.accuracy = SpreadOf(accuracy);
+    rows.push_back(std::move(row));
+  }
+  if (!rows.empty() && rows.front().seconds.count > 0) {
+    const double reference = rows.front().seconds.median;
+    for (PolicyRow& row : rows) {
+      if (row.seconds.count > 0 && row.seconds.median > 0) row.speedup = reference / row.seconds.median;
+    }
+  }
+  return rows;
+}
+
+Result<Format> ParseFormat(std::string_view text) {
+  if (text == "table") return Format::kTable;
+  if (text == "tsv") return Format::kTsv;
+  if (text == "json") return Format::kJson;
+  return Status::InvalidArgument("unknown format '" + std::string(text) + "' (table, tsv or json)");
+}
+
+void WriteRows(const std::vector<PolicyRow>& rows, const std::vector<RunResult>& runs,
+               std::string_view title, Format format, std::ostream& out) {
+  switch (format) {
+    case Format::kTable: WriteTable(rows, title, out); break;
+    case Format::kTsv: WriteTsv(rows, out); break;
+    case Format::kJson: WriteJson(rows, runs, title, out); break;
+  }
+}
+
+}  // namespace dmlps::bench

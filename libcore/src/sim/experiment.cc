@@ -1,0 +1,98 @@
+// dmlps-bench sim's job: one experiment, every policy, simulated.
+#include <spdlog/spdlog.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+
+#include "dmlps/sim/sim.h"
+
+namespace dmlps::sim {
+
+Result<std::vector<bench::RunResult>> SimulateExperiment(
+    const bench::Experiment& experiment, const SimOptions& options,
+    const std::function<void(const bench::RunResult&, const SimReport&)>& progress) {
+  if (std::vector<std::string> problems = bench::ValidateExperiment(experiment);
+      !problems.empty()) {
+    return Status::InvalidArgument(problems.front());
+  }
+  // One core per simulated computation, as each dmlps-worker has.
+  Eigen::setNbThreads(1);
+  DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(experiment.data));
+  spdlog::info("loading {}", experiment.data);
+  DMLPS_ASSIGN_OR_RETURN(data::Dataset test, data::LoadTest(data_spec));
+  DMLPS_ASSIGN_OR_RETURN(data::Dataset train, data::LoadTrain(data_spec, {0, 1}));
+  if (test.rows() == 0) return Status::DataLoss(experiment.data + ": the test set is empty");
+  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
+                         model::ParseModelSpec(experiment.model, test.dim,
+                                               std::max<int64_t>(test.classes, 2)));
+  DMLPS_RETURN_IF_ERROR(train.ConformTo(spec.input_dim, spec.classes)
+                            .WithContext(experiment.data + " does not fit the model"));
+  if (train.rows() < experiment.workers) {
+    return Status::InvalidArgument(std::to_string(experiment.workers) + " workers but only " +
+                                   std::to_string(train.rows()) + " training samples in " +
+                                   experiment.data);
+  }
+
+  CostModel cost;
+  if (options.cost.has_value()) {
+    cost = *options.cost;
+  } else {
+    spdlog::info("calibrating: timing real steps of {} around batch {}", spec.Name(),
+                 experiment.batch);
+    DMLPS_ASSIGN_OR_RETURN(cost, Calibrate(spec, train, test, experiment.batch,
+                                           options.shared_cores));
+  }
+  for (const StepCost& s : cost.steps) {
+    spdlog::info("step of {:5} samples: {:9.3f} ms alone, {:9.3f} ms on shared cores", s.samples,
+                 s.seconds * 1e3, s.shared_seconds * 1e3);
+  }
+  spdlog::info("a pass over the parameters: {:.3f} ms; a message at the server: {:.3f} ms; "
+               "an evaluation: {:.3f} ms",
+               cost.param_s * static_cast<double>(model::Model(spec).num_params()) * 1e3,
+               cost.message_s * 1e3, cost.eval_s * 1e3);
+
+  std::vector<bench::RunResult> runs;
+  for (int64_t repeat = 1; repeat <= experiment.repeat; ++repeat) {
+    for (const std::string& entry : experiment.policies) {
+      DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(entry, experiment));
+      SimConfig config;
+      config.policy = policy;
+      config.model = spec;
+      config.lr = experiment.lr;
+      config.momentum = experiment.momentum;
+      config.target = experiment.target;
+      config.eval_every = experiment.eval_every;
+      config.max_iterations = experiment.max_iterations;
+      config.max_seconds = experiment.max_seconds;
+      config.seed = experiment.seed;
+      // The first run draws its delays as a real cluster's workers would;
+      // later ones draw afresh.
+      config.noise_seed = static_cast<uint64_t>(repeat - 1);
+      config.stragglers = experiment.stragglers;
+      config.noise = options.noise;
+      config.network = options.network;
+      config.cost = cost;
+      config.shared_cores = options.shared_cores;
+      spdlog::info("simulating {} ({}/{}) with {} workers", entry, repeat, experiment.repeat,
+                   experiment.workers);
+      DMLPS_ASSIGN_OR_RETURN(SimReport report, Simulate(config, train, test));
+      bench::RunResult run = ToRunResult(report, entry, repeat);
+      // As dmlps-bench run counts them: with no target, a run that ended
+      // normally counts, to its limit.
+      if (experiment.target == 0 && run.failure.empty()) run.reached = true;
+      if (!report.failure.empty()) {
+        spdlog::warn("{} ({}/{}): {}", entry, repeat, experiment.repeat, report.failure);
+      }
+      spdlog::info("{} ({}/{}): {} accuracy {:.4f} at {:.3f} virtual s, iteration {}; "
+                   "{} events simulated in {:.1f} s",
+                   entry, repeat, experiment.repeat, report.reached ? "reached" : "ended with",
+                   run.accuracy, run.seconds, run.iterations, report.events,
+                   report.wall_seconds);
+      if (progress) progress(run, report);
+      runs.push_back(std::move(run));
+    }
+  }
+  return runs;
+}
+
+}  // namespace dmlps::sim

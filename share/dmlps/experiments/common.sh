@@ -1,0 +1,51 @@
+# Sourced by the experiment scripts: finds the dmlps binaries and parses the
+# options they all take. Each script sets NAME and SUMMARY, and USAGE_EXTRA
+# for options of its own (parsed by its own handle_option).
+#   --repeat R   runs per policy (default 3)
+#   --bin DIR    folder holding dmlps-bench and the other binaries
+#   --out DIR    keep logs, traces and figures here
+#   -- ARGS      passed on to dmlps-bench run (e.g. --workers 8)
+set -euo pipefail
+
+repeat=3 bin="${DMLPS_BIN:-}" out="" extra=()
+usage() {
+  printf 'usage: %s [--repeat R] [--bin DIR] [--out DIR]%s [-- DMLPS-BENCH-RUN-OPTIONS]\n%s\n' \
+    "$NAME" "${USAGE_EXTRA:-}" "$SUMMARY"
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --repeat) repeat=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) usage; exit 0 ;;
+    *)
+      if declare -F handle_option >/dev/null && handle_option "$@"; then
+        shift "$SHIFT"
+      else
+        echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64
+      fi
+      ;;
+  esac
+done
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -z "$bin" ]; then
+  for candidate in "$here/../../../build/cmd" "$(dirname "$(command -v dmlps-bench 2>/dev/null || echo /nonexistent/x)")"; do
+    if [ -x "$candidate/dmlps-bench" ]; then bin=$candidate; break; fi
+  done
+fi
+if [ -z "$bin" ] || [ ! -x "$bin/dmlps-bench" ]; then
+  echo "$NAME: error: dmlps-bench not found; build it or pass --bin DIR" >&2
+  exit 69
+fi
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-experiment.XXXXXX")
+mkdir -p "$out"
+
+# bench TITLE ARGS...: one dmlps-bench run, its table on stdout under a title.
+bench() {
+  local title=$1
+  shift
+  echo "== $title"
+  "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" "$@" "${extra[@]}"
+  echo
+}

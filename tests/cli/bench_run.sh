@@ -1,0 +1,97 @@
+# The README's main job, shrunk: dmlps-bench run starts a real cluster per
+# policy and repeat (server and workers as processes on loopback), policies
+# interleaved, and tabulates medians; also its traces, formats and errors.
+. "$(dirname "$0")/lib.sh"
+bench=$BIN/dmlps-bench
+small=(--workers 2 --slowdown 1,3 --batch 64 --lr 0.05 --eval-every 20 --max-seconds 120)
+
+# Two policies, two runs each, to a target: TSV, logs kept, traces written.
+"$bench" run "${small[@]}" --policies bsp,ssp:1 --target 0.75 --repeat 2 --format tsv \
+  --out "$WORK/runs" --trace-dir "$WORK/traces" >"$WORK/table.tsv" 2>"$WORK/bench.log" ||
+  fail "dmlps-bench run exited $?"
+cat "$WORK/table.tsv"
+head -n 1 "$WORK/table.tsv" | grep -q $'^policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup$' ||
+  fail "unexpected TSV header"
+[ "$(wc -l <"$WORK/table.tsv")" -eq 3 ] || fail "expected a header and 2 rows"
+# Every run reached the target, times are positive and ordered, ratios in [0, 1].
+awk -F '\t' 'NR > 1 {
+  if ($2 != 2 || $3 != 2) { print "runs/reached: " $0; bad = 1 }
+  if (!($5 > 0 && $5 <= $4 && $4 <= $6)) { print "seconds: " $0; bad = 1 }
+  if (!($7 > 0 && $8 >= $7 * 64)) { print "iterations/samples: " $0; bad = 1 }
+  for (c = 9; c <= 11; c++) if (!($c >= 0 && $c <= 1)) { print "ratio column " c ": " $0; bad = 1 }
+  if ($10 > $9) { print "min ratio above the mean: " $0; bad = 1 }
+  if (!($13 >= 0.75 && $13 <= 1)) { print "accuracy: " $0; bad = 1 }
+  if (!($14 > 0)) { print "speedup: " $0; bad = 1 }
+} END { exit bad }' "$WORK/table.tsv" || fail "implausible figures"
+grep -q $'^bsp\t.*\t1$' "$WORK/table.tsv" || fail "the first policy's speedup is not 1"
+# The policies took turns: ssp:1's first run came before bsp's second.
+grep -n "run [12]/2 \.\.\." "$WORK/bench.log" | sed 's/.*\] //' | tr '\n' ' ' |
+  grep -q "bsp run 1/2 ... ssp:1 run 1/2 ... bsp run 2/2 ... ssp:1 run 2/2" ||
+  fail "runs were not interleaved: $(grep -o '\] .* \.\.\.' "$WORK/bench.log" | tr '\n' ' ')"
+# The flags reached the processes.
+grep -q "policy ssp:1" "$WORK/runs/ssp-1-2/worker-0.log" || fail "ssp:1 did not reach the workers"
+grep -q "batch 64" "$WORK/runs/bsp-1/worker-1.log" || fail "--batch did not reach the workers"
+grep -q $'\t20\t' "$WORK/runs/bsp-1/server.tsv" || fail "--eval-every did not reach the server"
+grep -q "^target_reached"$'\t'"1$" "$WORK/runs/bsp-2/report.tsv" || fail "no server report"
+for f in server worker-0 worker-1; do
+  [ -s "$WORK/traces/bsp-1/$f.trace" ] || fail "no trace $f in $WORK/traces/bsp-1"
+done
+"$BIN/dmlps-trace" summary "$WORK/traces/ssp-1-1/"*.trace >"$WORK/summary.txt" ||
+  fail "the traces do not read back"
+grep -q "worker-1" "$WORK/summary.txt" || fail "the trace summary has no worker-1"
+
+# No target: every run counts, to its iteration limit; JSON and table forms.
+"$bench" run "${small[@]}" --policies wbsp,abps --target 0 --max-iterations 30 --format json \
+  >"$WORK/table.json" 2>"$WORK/bench2.log" || fail "dmlps-bench run --format json exited $?"
+if command -v python3 >/dev/null; then
+  python3 - "$WORK/table.json" <<'PY' || fail "bad JSON: $(cat "$WORK/table.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert [p["policy"] for p in doc["policies"]] == ["wbsp", "abps"], doc["policies"]
+for p in doc["policies"]:
+    assert p["runs"] == 1 and p["reached"] == 1, p
+    assert p["iterations"]["median"] >= 30, p
+    assert 0 <= p["compute_ratio_min"]["median"] <= p["compute_ratio_mean"]["median"] <= 1, p
+assert len(doc["runs"]) == 2 and all(r["failure"] is None for r in doc["runs"]), doc["runs"]
+PY
+fi
+"$bench" run "${small[@]}" --policies bsp --target 0 --max-iterations 10 >"$WORK/table.txt" \
+  2>/dev/null || fail "table format exited $?"
+head -n 1 "$WORK/table.txt" | grep -q "^2 workers, mlp:128" || fail "no title line"
+sed -n 2p "$WORK/table.txt" | grep -q "^policy  *reached  *seconds to target" || fail "no table header"
+
+# A worker that dies: the run is reported failed with its log, nothing hangs,
+# no process is left behind, and the exit status is 1.
+mkdir -p "$WORK/broken"
+ln -s "$BIN/dmlps-server" "$WORK/broken/dmlps-server"
+printf '#!/bin/sh\necho "worker: cannot go on" >&2\nexit 70\n' >"$WORK/broken/dmlps-worker"
+chmod +x "$WORK/broken/dmlps-worker"
+rc=0
+timeout 60 "$bench" run "${small[@]}" --policies bsp --bin "$WORK/broken" --out "$WORK/broken-runs" \
+  --format tsv >"$WORK/broken.tsv" 2>"$WORK/broken.log" || rc=$?
+expect_exit 1 "$rc" "dmlps-bench run with a dying worker"
+grep -q "FAILED: worker [01] exited with status 70: worker: cannot go on" "$WORK/broken.log" ||
+  fail "the failure is not explained: $(cat "$WORK/broken.log")"
+grep -q $'^bsp\t1\t0\t-' "$WORK/broken.tsv" || fail "the failed run is not in the table"
+if pgrep -f "$WORK/broken" >/dev/null; then fail "processes of the failed run are left"; fi
+
+# Bad input: one line each, exit 64, nothing run.
+expect_usage() {
+  local want=$1
+  shift
+  local rc=0
+  "$bench" "$@" >/dev/null 2>"$WORK/err" || rc=$?
+  expect_exit 64 "$rc" "dmlps-bench $*"
+  grep -q -- "$want" "$WORK/err" || fail "dmlps-bench $*: no '$want' in: $(cat "$WORK/err")"
+}
+expect_usage "no subcommand"
+expect_usage "unknown subcommand 'walk'" walk
+expect_usage "'hsp': unknown" run --policies bsp,hsp
+expect_usage "'ssp:x'" run --policies ssp:x
+expect_usage "'lbbsp:lstm'" run --policies lbbsp:lstm
+expect_usage "2 values for 3 workers" run --workers 3 --slowdown 1,2
+expect_usage "unknown format 'xml'" run --format xml
+expect_usage "RANK in 0..3" run --slowdown-schedule 7=0:1,10:4
+expect_usage "dmlps-server not found in $WORK" run --bin "$WORK"
+expect_usage "no end to a run" run --target 0 --max-seconds 0
+echo "ok"

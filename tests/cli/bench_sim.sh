@@ -1,0 +1,78 @@
+# dmlps-bench sim on a tiny job: the table run prints, in each format, with
+# sane figures; the same flags give the same table; bad flags exit 64.
+. "$(dirname "$0")/lib.sh"
+bench=$BIN/dmlps-bench
+# A fixed compute cost: no timing, so two runs must agree to the digit.
+tiny=(--workers 4 --model softmax --batch 16 --lr 0.1 --eval-every 5 --target 0.6
+      --max-seconds 30 --compute-cost 50,2)
+
+"$bench" sim "${tiny[@]}" --policies bsp,ssp:1,wbsp,abps --format tsv >"$WORK/table.tsv" \
+  2>"$WORK/sim.log" || fail "dmlps-bench sim exited $?"
+cat "$WORK/table.tsv"
+head -n 1 "$WORK/table.tsv" | grep -q $'^policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup$' ||
+  fail "unexpected TSV header"
+[ "$(wc -l <"$WORK/table.tsv")" -eq 5 ] || fail "expected a header and 4 rows"
+awk -F '\t' 'NR > 1 {
+  if ($2 != 1 || $3 != 1) { print "runs/reached: " $0; bad = 1 }
+  if (!($4 > 0 && $4 == $5 && $5 == $6)) { print "seconds: " $0; bad = 1 }
+  if (!($7 > 0 && $8 > 0)) { print "iterations/samples: " $0; bad = 1 }
+  for (c = 9; c <= 11; c++) if (!($c >= 0 && $c <= 1)) { print "ratio column " c ": " $0; bad = 1 }
+  if ($10 > $9) { print "min ratio above the mean: " $0; bad = 1 }
+  if (!($13 >= 0.6 && $13 <= 1)) { print "accuracy: " $0; bad = 1 }
+  if (!($14 > 0)) { print "speedup: " $0; bad = 1 }
+} END { exit bad }' "$WORK/table.tsv" || fail "implausible figures"
+grep -q "simulated in" "$WORK/sim.log" || fail "no progress on stderr: $(cat "$WORK/sim.log")"
+
+# Deterministic: the same flags, the same numbers.
+"$bench" sim "${tiny[@]}" --policies bsp,ssp:1,wbsp,abps --format tsv >"$WORK/again.tsv" \
+  2>/dev/null || fail "second run exited $?"
+cmp -s "$WORK/table.tsv" "$WORK/again.tsv" || fail "the same flags gave another table"
+
+# JSON, with noise, on shared cores, with the cost timed at start.
+"$bench" sim --workers 3 --model softmax --batch 16 --eval-every 5 --target 0 \
+  --max-iterations 20 --policies backup:1,token --jitter 0.3 --heavy-tail 3 --shared-cores 2 \
+  --link-gbps 1 --latency-us 100 --repeat 2 --format json >"$WORK/table.json" \
+  2>"$WORK/json.log" || fail "dmlps-bench sim --format json exited $?"
+grep -q "step of .* samples" "$WORK/json.log" || fail "no calibration logged"
+if command -v python3 >/dev/null; then
+  python3 - "$WORK/table.json" <<'PY' || fail "bad JSON: $(cat "$WORK/table.json")"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["title"].startswith("simulated: 3 workers"), doc["title"]
+assert [p["policy"] for p in doc["policies"]] == ["backup:1", "token"], doc["policies"]
+for p in doc["policies"]:
+    assert p["runs"] == 2 and p["reached"] == 2, p
+    assert p["iterations"]["median"] >= 20, p
+    assert p["seconds_to_target"]["min"] > 0, p
+    assert 0 <= p["compute_ratio_min"]["median"] <= p["compute_ratio_mean"]["median"] <= 1, p
+assert len(doc["runs"]) == 4 and all(r["failure"] is None for r in doc["runs"]), doc["runs"]
+# Repeats draw their noise afresh.
+times = [r["seconds"] for r in doc["runs"] if r["policy"] == "token"]
+assert times[0] != times[1], times
+PY
+fi
+
+# The table form has a title and a header.
+"$bench" sim "${tiny[@]}" --policies bsp >"$WORK/table.txt" 2>/dev/null ||
+  fail "table format exited $?"
+head -n 1 "$WORK/table.txt" | grep -q "^simulated: 4 workers, softmax" || fail "no title line"
+sed -n 2p "$WORK/table.txt" | grep -q "^policy  *reached  *seconds to target" || fail "no table header"
+
+# Bad input: one line each, exit 64, nothing run.
+expect_usage() {
+  local want=$1
+  shift
+  local rc=0
+  "$bench" sim "$@" >/dev/null 2>"$WORK/err" || rc=$?
+  expect_exit 64 "$rc" "dmlps-bench sim $*"
+  grep -q -- "$want" "$WORK/err" || fail "dmlps-bench sim $*: no '$want' in: $(cat "$WORK/err")"
+}
+expect_usage "--link-gbps" --link-gbps -1
+expect_usage "--latency-us" --latency-us fast
+expect_usage "--shared-cores" --shared-cores -2
+expect_usage "--jitter" --jitter 0.1,0.2
+expect_usage "--heavy-tail must be 0 (none) or above 1" --heavy-tail 0.5
+expect_usage "--compute-cost must be A,C" --compute-cost 5
+expect_usage "'hsp': unknown" --policies bsp,hsp
+expect_usage "--bin does not apply to sim" --bin /tmp
+echo "ok"

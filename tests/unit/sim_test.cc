@@ -1,0 +1,233 @@
+// The simulator on scenarios whose virtual times can be worked out by hand:
+// fixed step costs, fixed latencies, free server work.
+#include "dmlps/sim/sim.h"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+namespace dmlps::sim {
+namespace {
+
+// Two classes split by x0 + x1 > 1 over the unit square: softmax learns it.
+data::Dataset Separable(int64_t rows, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(0, 1);
+  data::Dataset d;
+  d.dim = 4;
+  d.classes = 2;
+  for (int64_t i = 0; i < rows; ++i) {
+    float x[4] = {u(rng), u(rng), u(rng), u(rng)};
+    d.dense.insert(d.dense.end(), x, x + 4);
+    d.labels.push_back(x[0] + x[1] > 1 ? 1 : 0);
+  }
+  return d;
+}
+
+struct Fixture {
+  data::Dataset train = Separable(512, 1);
+  data::Dataset test = Separable(128, 2);
+
+  // n workers under `policy`, each step `step_ms` times the worker's
+  // slowdown, messages `latency_ms` apart, nothing else costing time.
+  SimConfig Config(const std::string& policy, const std::vector<double>& slowdown,
+                   double step_ms, double latency_ms) const {
+    SimConfig c;
+    c.policy.name = policy;
+    c.policy.num_workers = static_cast<int64_t>(slowdown.size());
+    c.policy.batch = 8;
+    c.policy.chunk = 2;
+    c.policy.token_size = 2;
+    c.model = *model::ParseModelSpec("softmax", 4, 2);
+    c.lr = 0.5;
+    c.momentum = 0.5;
+    c.eval_every = 1000;
+    c.max_iterations = 10;
+    for (double k : slowdown) {
+      worker::StragglerSpec s;
+      s.slowdown = k;
+      c.stragglers.push_back(s);
+    }
+    // The whole step costs step_ms, whatever its size.
+    c.cost = CostModel::Linear(step_ms * 1e-3, 0);
+    c.cost.param_s = 0;
+    c.cost.message_s = 0;
+    c.network.link_gbps = 0;
+    c.network.latency_s = latency_ms * 1e-3;
+    return c;
+  }
+
+  SimReport Run(const SimConfig& config) const {
+    Result<SimReport> report = Simulate(config, train, test);
+    REQUIRE_MESSAGE(report.ok(), report.status().ToString());
+    CHECK_MESSAGE(report->failure.empty(), report->failure);
+    return std::move(report).value();
+  }
+};
+
+TEST_CASE("sim: CostModel interpolates its points and extrapolates the last segment") {
+  CostModel linear = CostModel::Linear(1e-3, 1e-5);
+  CHECK(linear.StepSeconds(100) == doctest::Approx(2e-3));
+  CHECK(linear.StepSeconds(5000) == doctest::Approx(1e-3 + 5e-2));
+  CHECK(linear.SharedSpeed(100) == 1);
+
+  CostModel table;
+  table.steps = {{10, 1.0, 2.0}, {20, 3.0, 3.0}, {40, 5.0, 10.0}};
+  CHECK(table.StepSeconds(5) == doctest::Approx(0.5));  // below: in proportion
+  CHECK(table.StepSeconds(15) == doctest::Approx(2.0));
+  CHECK(table.StepSeconds(30) == doctest::Approx(4.0));
+  CHECK(table.StepSeconds(60) == doctest::Approx(7.0));  // beyond: the last slope
+  CHECK(table.SharedSpeed(10) == doctest::Approx(0.5));
+  CHECK(table.SharedSpeed(20) == doctest::Approx(1.0));
+}
+
+TEST_CASE("sim: BSP with fixed speeds: an iteration is the slowest worker's step plus a round trip") {
+  Fixture f;
+  // Steps of 10 ms; the slowest worker's takes 30 (slowdown 3); 1 ms each way.
+  const SimReport r = f.Run(f.Config("bsp", {1, 1, 2, 3}, 10, 1));
+  CHECK(r.iterations == 10);
+  CHECK(r.seconds == doctest::Approx(10 * (0.030 + 0.002)));
+  // Every worker computed every iteration's 10 ms; only the straggler's slowness differs.
+  CHECK(r.workers[0].compute_s == doctest::Approx(0.100));
+  CHECK(r.workers[3].straggle_s == doctest::Approx(0.200));
+  CHECK(r.compute_ratio_min == doctest::Approx(0.100 / r.seconds));
+  CHECK(r.compute_ratio_mean < 1);
+}
+
+TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
+  Fixture f;
+  SimConfig c = f.Config("asp", {1, 2}, 10, 0);
+  c.max_iterations = 0;
+  c.max_seconds = 1.005;
+  const SimReport r = f.Run(c);
+  // 100 steps/s and 50 steps/s, nobody waiting.
+  CHECK(r.workers[0].steps == 100);
+  CHECK(r.workers[1].steps == 50);
+  CHECK(r.iterations == 75);  // pushes / N
+  CHECK(r.wait_share == doctest::Approx(0).epsilon(1e-9));
+}
+
+TEST_CASE("sim: backup:1 with one slow worker: an iteration takes the second slowest's step") {
+  Fixture f;
+  SimConfig c = f.Config("backup", {1, 1, 2, 10}, 10, 1);
+  c.policy.backup = 1;
+  const SimReport r = f.Run(c);
+  CHECK(r.iterations == 10);
+  CHECK(r.seconds == doctest::Approx(10 * (0.020 + 0.002)));
+  // The slow worker's pushes all arrive after their round closed.
+  CHECK(r.wasted_samples > 0);
+  CHECK(r.wasted_samples == r.workers[3].samples);
+}
+
+TEST_CASE("sim: WBSP: a round takes the slowest worker's step and the fast ones never wait") {
+  Fixture f;
+  // The slow worker's step is 35.5 ms; the fast ones step every 10 ms meanwhile.
+  const SimReport r = f.Run(f.Config("wbsp", {1, 1, 1, 3.55}, 10, 0));
+  CHECK(r.iterations == 10);
+  CHECK(r.seconds == doctest::Approx(10 * 0.0355));
+  CHECK(r.workers[3].steps == 10);
+  CHECK(r.workers[0].steps == 35);
+  CHECK(r.workers[0].wait_s == doctest::Approx(0).epsilon(1e-9));
+  CHECK(r.compute_ratio_min > 0.98);
+}
+
+TEST_CASE("sim: A-BSP: the straggler stops after the chunk it is in when the first worker is done") {
+  Fixture f;
+  // Batches of 8 in chunks of 2 at 2.5 ms a chunk: the fast worker's batch
+  // takes 10 ms; the 3x-slow worker's chunks end at 7.5 and 15 ms, and it
+  // hears SyncNow at 10 ms, in its second chunk.
+  SimConfig c = f.Config("abps", {1, 3}, 10, 0);
+  c.cost = CostModel::Linear(0, 10e-3 / 8);
+  c.cost.param_s = c.cost.message_s = 0;
+  const SimReport r = f.Run(c);
+  CHECK(r.iterations == 10);
+  CHECK(r.seconds == doctest::Approx(10 * 0.015));
+  CHECK(r.workers[0].samples == 10 * 8);
+  CHECK(r.workers[1].samples == 10 * 4);
+}
+
+TEST_CASE("sim: shared cores: two workers computing at once on one core take twice as long") {
+  Fixture f;
+  SimConfig c = f.Config("bsp", {1, 1}, 10, 1);
+  c.shared_cores = 1;
+  const SimReport r = f.Run(c);
+  CHECK(r.seconds == doctest::Approx(10 * (0.020 + 0.002)));
+  c.shared_cores = 2;
+  CHECK(f.Run(c).seconds == doctest::Approx(10 * (0.010 + 0.002)));
+}
+
+TEST_CASE("sim: the network model: bandwidth, and links that carry one message at a time") {
+  Fixture f;
+  SimConfig c = f.Config("bsp", {1, 1}, 10, 0);
+  // softmax on 4 features, 2 classes: 10 parameters, 40 bytes and a header,
+  // so a push or a model takes 1 ms on the wire and a pull 0.71 ms.
+  c.network.link_gbps = (40 + 96) * 8 / 1e9 / 1e-3;
+  const SimReport r = f.Run(c);
+  // A round from the first model's arrival T: worker 0 computes to T+10 and
+  // pushes (T+11), then pulls (T+11.71); worker 1, whose model came 1 ms
+  // later behind worker 0's on the server's link, pushes once the server's
+  // link is free (T+12.71) and closes the round; the model takes 1 ms more.
+  CHECK(r.seconds > 10 * 0.0135);
+  CHECK(r.seconds < 10 * 0.0140);
+}
+
+TEST_CASE("sim: the same seed gives the same run; another noise seed another one") {
+  Fixture f;
+  SimConfig c = f.Config("ssp", {1, 1, 1, 3}, 10, 1);
+  c.policy.staleness = 2;
+  c.max_iterations = 30;
+  c.eval_every = 5;
+  c.noise.assign(4, Noise{0.5, 3});
+  for (worker::StragglerSpec& s : c.stragglers) {
+    s.delay_prob = 0.2;
+    s.delay = std::chrono::microseconds(5000);
+  }
+  const SimReport a = f.Run(c);
+  const SimReport b = f.Run(c);
+  CHECK(a.seconds == b.seconds);
+  CHECK(a.events == b.events);
+  REQUIRE(a.curve.size() == b.curve.size());
+  for (size_t i = 0; i < a.curve.size(); ++i) CHECK(a.curve[i].accuracy == b.curve[i].accuracy);
+  c.noise_seed = 7;
+  CHECK(f.Run(c).seconds != a.seconds);
+}
+
+TEST_CASE("sim: the gradients are real: every policy learns the separable problem") {
+  Fixture f;
+  for (const char* policy : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps",
+                             "lbbsp", "token"}) {
+    CAPTURE(policy);
+    SimConfig c = f.Config(policy, {1, 1, 1, 4}, 10, 1);
+    c.max_iterations = 0;
+    c.max_seconds = 60;
+    c.target = 0.9;
+    c.eval_every = 5;
+    const SimReport r = f.Run(c);
+    CHECK(r.reached);
+    CHECK(r.curve.front().accuracy < 0.9);
+    CHECK(r.curve.back().accuracy >= 0.9);
+    CHECK(r.seconds_to_target > 0);
+    const bench::RunResult row = ToRunResult(r, policy, 1);
+    CHECK(row.reached);
+    CHECK(row.seconds == r.seconds_to_target);
+    CHECK(row.compute_ratio_mean >= 0);
+    CHECK(row.compute_ratio_mean <= 1);
+  }
+}
+
+TEST_CASE("sim: bad settings are refused") {
+  Fixture f;
+  SimConfig c = f.Config("bsp", {1, 1}, 10, 1);
+  c.stragglers.pop_back();
+  CHECK(Simulate(c, f.train, f.test).status().code() == StatusCode::kInvalidArgument);
+  c = f.Config("bsp", {1, 1}, 10, 1);
+  c.noise.assign(2, Noise{0, 0.5});
+  CHECK_FALSE(ValidateSimConfig(c).empty());
+  c = f.Config("bsp", std::vector<double>(600, 1), 10, 1);  // more workers than samples
+  CHECK(Simulate(c, f.train, f.test).status().code() == StatusCode::kInvalidArgument);
+  c = f.Config("nope", {1, 1}, 10, 1);
+  CHECK_FALSE(ValidateSimConfig(c).empty());
+}
+
+}  // namespace
+}  // namespace dmlps::sim

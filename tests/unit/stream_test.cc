@@ -1,0 +1,283 @@
+// Streamed payloads: chunk layouts, IncomingTensor's checks, the ModelStore's
+// lane-by-lane pipelining, and a streamed message across real sockets.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "dmlps/net/endpoint.h"
+#include "dmlps/optim/optimizer.h"
+#include "dmlps/proto/codec.h"
+#include "dmlps/server/model_store.h"
+
+namespace dmlps {
+namespace {
+
+using proto::ChunkLayout;
+using proto::IncomingTensor;
+
+net::Frames FramesOf(const std::vector<float>& values, int64_t begin, int64_t end) {
+  net::Frames frames;
+  frames.emplace_back(values.data() + begin, static_cast<size_t>(end - begin) * sizeof(float));
+  return frames;
+}
+
+std::shared_ptr<IncomingTensor> Streamed(int64_t n, int64_t chunks, int64_t chunk_floats) {
+  Result<IncomingTensor> opened = IncomingTensor::Open(n, chunks, chunk_floats, {});
+  REQUIRE(opened.ok());
+  return std::make_shared<IncomingTensor>(std::move(opened).value());
+}
+
+std::vector<float> Iota(int64_t n, float start = 0.f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
+TEST_CASE("chunk layouts cut a payload into whole chunks, the last one the rest") {
+  ChunkLayout layout = ChunkLayout::ForBytes(10, 16);  // 4 floats a chunk
+  CHECK(layout.chunk_floats == 4);
+  CHECK(layout.count() == 3);
+  CHECK(layout.streamed());
+  CHECK(layout.begin(2) == 8);
+  CHECK(layout.end(2) == 10);
+  CHECK_FALSE(ChunkLayout::ForBytes(4, 16).streamed());
+  CHECK(ChunkLayout::ForBytes(0, 16).count() == 0);
+  CHECK(ChunkLayout::ForBytes(10, 3).chunk_floats == 1);  // never less than one float
+
+  CHECK(ChunkLayout::FromHeader(10, 3, 4).ok());
+  CHECK_FALSE(ChunkLayout::FromHeader(10, 2, 4).ok());   // the count does not match
+  CHECK_FALSE(ChunkLayout::FromHeader(10, 11, 1).ok());
+  CHECK_FALSE(ChunkLayout::FromHeader(10, 1, 0).ok());   // empty chunks
+  CHECK_FALSE(ChunkLayout::FromHeader(0, 1, 4).ok());    // nothing to stream
+  CHECK_FALSE(ChunkLayout::FromHeader(-4, 1, 4).ok());
+  CHECK_FALSE(ChunkLayout::FromHeader(10, 1, proto::kMaxChunkFloats + 1).ok());
+  CHECK(ChunkLayout::FromHeader(proto::kMaxChunks, proto::kMaxChunks, 1).ok());
+  CHECK_FALSE(ChunkLayout::FromHeader(proto::kMaxChunks + 1, proto::kMaxChunks + 1, 1).ok());
+  // Huge announcements are refused by arithmetic, not by allocating.
+  CHECK_FALSE(ChunkLayout::FromHeader(std::numeric_limits<int64_t>::max(), 1, 1).ok());
+}
+
+TEST_CASE("a streamed payload takes its chunks in order and refuses anything else") {
+  const std::vector<float> values = Iota(10);
+  Result<IncomingTensor> opened = IncomingTensor::Open(10, 3, 4, {});
+  REQUIRE(opened.ok());
+  IncomingTensor& in = *opened;
+  CHECK(in.streamed());
+  CHECK(in.received() == 0);
+  CHECK_FALSE(in.settled());
+
+  net::Frames wrong_index = FramesOf(values, 4, 8);
+  CHECK(in.Add(1, wrong_index).code() == StatusCode::kProtocol);
+  net::Frames short_chunk = FramesOf(values, 0, 3);
+  CHECK(in.Add(0, short_chunk).code() == StatusCode::kProtocol);
+  net::Frames two = FramesOf(values, 0, 2);
+  two.emplace_back(values.data() + 2, 2 * sizeof(float));
+  CHECK(in.Add(0, two).code() == StatusCode::kProtocol);
+  net::Frames ragged;
+  ragged.emplace_back(values.data(), 15);  // not whole floats
+  CHECK(in.Add(0, ragged).code() == StatusCode::kProtocol);
+  net::Frames none;
+  CHECK(in.Add(0, none).code() == StatusCode::kProtocol);
+  CHECK(in.received() == 0);  // nothing refused was taken
+
+  for (int64_t i = 0; i < 3; ++i) {
+    net::Frames chunk = FramesOf(values, 4 * i, std::min<int64_t>(10, 4 * i + 4));
+    REQUIRE(in.Add(i, chunk).ok());
+  }
+  CHECK(in.complete());
+  net::Frames extra = FramesOf(values, 8, 10);
+  CHECK(in.Add(3, extra).code() == StatusCode::kProtocol);
+  std::vector<float> out(10, -1.f);
+  in.CopyTo(0, 10, out);
+  CHECK(out == values);
+
+  // A header that announces chunks and carries frames is refused, as are
+  // inconsistent announcements and a Chunk for a payload that came whole.
+  CHECK_FALSE(IncomingTensor::Open(10, 3, 4, FramesOf(values, 0, 10)).ok());
+  CHECK_FALSE(IncomingTensor::Open(10, -1, 4, {}).ok());
+  CHECK_FALSE(IncomingTensor::Open(10, 2, 4, {}).ok());
+  Result<IncomingTensor> whole = IncomingTensor::Open(10, 0, 0, FramesOf(values, 0, 10));
+  REQUIRE(whole.ok());
+  CHECK(whole->complete());
+  net::Frames stray = FramesOf(values, 0, 4);
+  CHECK(whole->Add(0, stray).code() == StatusCode::kProtocol);
+  CHECK_FALSE(IncomingTensor::Open(11, 0, 0, FramesOf(values, 0, 10)).ok());
+  CHECK_FALSE(IncomingTensor::Open(-1, 0, 0, {}).ok());
+}
+
+TEST_CASE("left-out chunks are skipped, and a misaligned chunk is copied once") {
+  std::vector<float> values = Iota(8, 1.f);
+  values[5] = std::numeric_limits<float>::quiet_NaN();
+  Result<IncomingTensor> in = IncomingTensor::Open(8, 2, 4, {});
+  REQUIRE(in.ok());
+  net::Frames first = FramesOf(values, 0, 4);
+  REQUIRE(in->Add(0, first).ok());
+  CHECK(in->AllFinite(0, 4));
+  // The second chunk at an odd address, as a frame inside a batch read may be.
+  std::vector<char> raw(4 * sizeof(float) + 1);
+  std::memcpy(raw.data() + 1, values.data() + 4, 4 * sizeof(float));
+  net::Frames second;
+  second.emplace_back(static_cast<void*>(raw.data() + 1), 4 * sizeof(float), nullptr, nullptr);
+  REQUIRE(in->Add(1, second).ok());
+  CHECK_FALSE(in->AllFinite(4, 8));
+  in->Exclude(4, 8);
+  float sum = 0;
+  int64_t seen = 0;
+  in->ForEachIn(2, 8, [&](int64_t offset, const IncomingTensor::ConstMap& part) {
+    CHECK(offset == 2);
+    sum += part.sum();
+    seen += part.size();
+  });
+  CHECK(seen == 2);
+  CHECK(sum == 3.f + 4.f);
+}
+
+TEST_CASE("slice by slice, an optimizer ends where one whole step would") {
+  const std::vector<float> grad = Iota(10, -3.f);
+  for (double momentum : {0.0, 0.9}) {
+    std::vector<float> whole(10, 1.f), sliced(10, 1.f);
+    auto a = optim::MakeOptimizer(0.1, momentum, 10);
+    auto b = optim::MakeOptimizer(0.1, momentum, 10);
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    for (int step = 0; step < 3; ++step) {
+      (*a)->Step(whole, grad, 0.5f);
+      (*b)->StepSlice(std::span<float>(sliced).subspan(0, 4), std::span<const float>(grad).subspan(0, 4), 0.5f, 0);
+      (*b)->StepSlice(std::span<float>(sliced).subspan(4), std::span<const float>(grad).subspan(4), 0.5f, 4);
+    }
+    CHECK(whole == sliced);
+  }
+}
+
+TEST_CASE("the model store sums, applies and answers lane by lane as chunks arrive") {
+  const int64_t n = 10;
+  server::ModelStore store(std::vector<float>(n, 1.f), 4);  // lanes of 4, 4, 2
+  REQUIRE(store.layout().count() == 3);
+  auto sgd = optim::MakeOptimizer(0.5, 0, n);
+  REQUIRE(sgd.ok());
+  const std::vector<float> grad = Iota(n);
+  auto push = Streamed(n, 3, 4);
+  store.Stage(push, 2.f);
+  store.Apply(sgd->get(), 0.25f);  // params -= 0.5 * 0.25 * 2 * grad = 0.25 * grad
+  std::vector<std::pair<int64_t, std::vector<float>>> sent;
+  store.Send([&](int64_t index, zmq::message_t frame) {
+    const float* data = static_cast<const float*>(frame.data());
+    sent.emplace_back(index, std::vector<float>(data, data + frame.size() / sizeof(float)));
+  });
+  std::shared_ptr<const std::vector<float>> snapshot;
+  store.Snapshot([&](std::shared_ptr<const std::vector<float>> values) { snapshot = values; });
+  CHECK(store.pending() == 4);
+  CHECK(sent.empty());
+
+  // Chunk 0 arrives: its lane runs through to the reply while the rest wait.
+  net::Frames chunk0 = FramesOf(grad, 0, 4);
+  REQUIRE(server::TakeChunk(*push, 0, chunk0).ok());
+  store.Advance();
+  REQUIRE(sent.size() == 1);
+  CHECK(sent[0].first == 0);
+  CHECK(sent[0].second == std::vector<float>{1.f, 0.75f, 0.5f, 0.25f});
+  CHECK(snapshot == nullptr);
+
+  net::Frames chunk1 = FramesOf(grad, 4, 8);
+  REQUIRE(server::TakeChunk(*push, 1, chunk1).ok());
+  net::Frames chunk2 = FramesOf(grad, 8, 10);
+  REQUIRE(server::TakeChunk(*push, 2, chunk2).ok());
+  store.Advance();
+  REQUIRE(sent.size() == 3);
+  CHECK(sent[2].first == 2);
+  CHECK(sent[2].second == std::vector<float>{1.f - 0.25f * 8, 1.f - 0.25f * 9});
+  REQUIRE(snapshot != nullptr);
+  CHECK((*snapshot)[9] == 1.f - 0.25f * 9);
+  CHECK(store.pending() == 0);
+  CHECK(store.params()[5] == 1.f - 0.25f * 5);
+}
+
+TEST_CASE("a chunk with NaN is left out, and a closed stream lets the lanes go on") {
+  const int64_t n = 8;
+  server::ModelStore store(std::vector<float>(n, 0.f), 4);
+  std::vector<float> grad(n, 1.f);
+  grad[1] = std::numeric_limits<float>::infinity();
+  auto push = Streamed(n, 2, 4);
+  store.Stage(push, 1.f);
+  store.Apply(nullptr, 1.f);  // params += acc
+  std::shared_ptr<const std::vector<float>> snapshot;
+  store.Snapshot([&](std::shared_ptr<const std::vector<float>> values) { snapshot = values; });
+  net::Frames chunk0 = FramesOf(grad, 0, 4);
+  Result<bool> finite = server::TakeChunk(*push, 0, chunk0);
+  REQUIRE(finite.ok());
+  CHECK_FALSE(*finite);
+  store.Advance();
+  CHECK(snapshot == nullptr);  // lane 1 still waits for chunk 1
+  push->Close();               // which never comes
+  store.Advance();
+  REQUIRE(snapshot != nullptr);
+  CHECK(*snapshot == std::vector<float>(n, 0.f));
+  for (float v : *snapshot) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("replies and snapshots of one model state share a copy; an apply makes a new one") {
+  server::ModelStore store(std::vector<float>(6, 2.f), 4);
+  std::vector<const float*> seen;
+  auto sink = [&](int64_t, zmq::message_t frame) {
+    seen.push_back(static_cast<const float*>(frame.data()));
+  };
+  store.Send(sink);
+  store.Send(sink);
+  std::shared_ptr<const std::vector<float>> snapshot;
+  store.Snapshot([&](std::shared_ptr<const std::vector<float>> v) { snapshot = v; });
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[0] == seen[2]);
+  CHECK(seen[0] == snapshot->data());
+  store.Apply(nullptr, 1.f);
+  store.Send(sink);
+  REQUIRE(seen.size() == 6);
+  CHECK(seen[4] != seen[0]);  // the first copy is still referenced
+}
+
+TEST_CASE("a payload larger than a chunk crosses real sockets as Chunk messages") {
+  zmq::context_t context;
+  Result<net::Endpoint> server = net::Endpoint::Bind(context, "inproc://stream-test");
+  REQUIRE(server.ok());
+  Result<net::Endpoint> client = net::Endpoint::Connect(context, "inproc://stream-test");
+  REQUIRE(client.ok());
+  auto grad = std::make_shared<const std::vector<float>>(Iota(1000));
+  proto::Push push;
+  push.num_params = 1000;
+  REQUIRE(client->SendWithPayload(nullptr, push, grad, 256 * sizeof(float)).ok());
+  CHECK(client->SendWithPayload(nullptr, proto::Pull{}, grad, 1024).code() ==
+        StatusCode::kInvalidArgument);
+
+  net::Frames frames;
+  REQUIRE(*server->Receive(&frames, std::chrono::milliseconds(2000)));
+  Result<proto::Message> header = proto::DecodeMessage(frames, 1);
+  REQUIRE(header.ok());
+  const auto& got = std::get<proto::Push>(header->body);
+  CHECK(got.chunks == 4);
+  CHECK(got.chunk_floats == 256);
+  CHECK(header->payload.empty());
+  Result<IncomingTensor> in =
+      IncomingTensor::Open(got.num_params, got.chunks, got.chunk_floats, std::move(header->payload));
+  REQUIRE(in.ok());
+  while (!in->complete()) {
+    REQUIRE(*server->Receive(&frames, std::chrono::milliseconds(2000)));
+    Result<proto::Message> piece = proto::DecodeMessage(frames, 1);
+    REQUIRE(piece.ok());
+    REQUIRE(in->Add(std::get<proto::Chunk>(piece->body).index, piece->payload).ok());
+  }
+  std::vector<float> out(1000);
+  in->CopyTo(0, 1000, out);
+  CHECK(out == *grad);
+
+  // One chunk or less: header and payload in one message, as before.
+  REQUIRE(client->SendWithPayload(nullptr, push, grad, 4096 * sizeof(float)).ok());
+  REQUIRE(*server->Receive(&frames, std::chrono::milliseconds(2000)));
+  CHECK(frames.size() == 3);  // identity, header, payload
+  Result<proto::Message> whole = proto::DecodeMessage(frames, 1);
+  REQUIRE(whole.ok());
+  CHECK(std::get<proto::Push>(whole->body).chunks == 0);
+}
+
+}  // namespace
+}  // namespace dmlps
