@@ -21,12 +21,20 @@ std::vector<std::string> SplitOn(const std::string& text, char separator) {
   return items;
 }
 
-// The factors as the user would type them: 1,1,1,4.
+// The factors as the user would type them, 1,1,1,4, with a run of more
+// than three equal ones shortened: 1 (x4095),4.
 std::string JoinFactors(const std::vector<worker::StragglerSpec>& specs) {
   std::string text;
-  for (const worker::StragglerSpec& s : specs) {
-    if (!text.empty()) text += ',';
-    text += fmt::format("{}", s.slowdown);
+  for (size_t i = 0; i < specs.size();) {
+    size_t run = 1;
+    while (i + run < specs.size() && specs[i + run].slowdown == specs[i].slowdown) ++run;
+    const size_t shown = run > 3 ? 1 : run;
+    for (size_t k = 0; k < shown; ++k) {
+      if (!text.empty()) text += ',';
+      text += fmt::format("{}", specs[i].slowdown);
+    }
+    if (run > 3) text += fmt::format(" (x{})", run);
+    i += run;
   }
   return text;
 }

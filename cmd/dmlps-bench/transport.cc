@@ -46,9 +46,9 @@ void AddTransportOptions(cxxopts::Options& options) {
        cxxopts::value<std::string>()->default_value("tcp,ipc"), "LIST")
       ("worker-counts", "Workers of the dmlps clusters measured, comma-separated",
        cxxopts::value<std::string>()->default_value(workers), "N,...")
-      ("rounds", "Timed round trips per measurement; the table gives their median",
+      ("rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
        cxxopts::value<std::string>()->default_value(std::to_string(d.rounds)), "R")
-      ("warmup", "Untimed round trips before them",
+      ("warmup", "Untimed rounds at the start of each turn",
        cxxopts::value<std::string>()->default_value(std::to_string(d.warmup)), "W")
       ("chunk-bytes", "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
        "dmlps-worker use the default)",

@@ -40,29 +40,8 @@ void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std:
                      Median(row.accuracy, 4),
                      row.speedup ? Fixed(*row.speedup, 2) + "x" : std::string("-")});
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
-  }
-  auto write_line = [&](const std::vector<std::string>& line) {
-    std::string text;
-    for (size_t c = 0; c < line.size(); ++c) {
-      // The policy name reads best on the left, numbers on the right.
-      const size_t pad = width[c] - line[c].size();
-      if (c == 0) {
-        text += line[c];
-        text.append(pad, ' ');
-      } else {
-        text.append(pad + 2, ' ');
-        text += line[c];
-      }
-    }
-    out << text << '\n';
-  };
   if (!title.empty()) out << title << '\n';
-  write_line(header);
-  for (const auto& line : cells) write_line(line);
+  WriteAligned(header, cells, 1, out);
 }
 
 void WriteTsv(const std::vector<PolicyRow>& rows, std::ostream& out) {
@@ -128,6 +107,33 @@ void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>&
 }
 
 }  // namespace
+
+void WriteAligned(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& cells, size_t left,
+                  std::ostream& out) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
+  }
+  auto write_line = [&](const std::vector<std::string>& line) {
+    std::string text;
+    for (size_t c = 0; c < line.size(); ++c) {
+      const size_t pad = width[c] - line[c].size();
+      if (c < left) {
+        if (c > 0) text += "  ";
+        text += line[c];
+        text.append(pad, ' ');
+      } else {
+        text.append(pad + 2, ' ');
+        text += line[c];
+      }
+    }
+    out << text << '\n';
+  };
+  write_line(header);
+  for (const auto& line : cells) write_line(line);
+}
 
 Spread SpreadOf(std::vector<double> values) {
   Spread s;

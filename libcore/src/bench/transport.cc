@@ -36,6 +36,8 @@ constexpr milliseconds kSlice{20};
 // however many rounds run.
 constexpr double kLearningRate = 1e-6;
 constexpr float kGradientValue = 1e-3f;
+// Turns the rounds of each measurement are taken in.
+constexpr int64_t kTurns = 3;
 
 // Names the calling thread, for top and perf (at most 15 characters).
 void NameThread(const std::string& name) {
@@ -556,8 +558,9 @@ std::string Title(const TransportConfig& c) {
   for (int64_t w : c.workers) workers += (workers.empty() ? "" : ",") + std::to_string(w);
   return fmt::format(
       "dmlps-bench transport: payloads {} over {}; dmlps with 1 server and {} workers (bsp, "
-      "sgd); chunks of {}; median of {} rounds after {} warm-up",
-      sizes, transports, workers, FormatByteSize(c.chunk_bytes), c.rounds, c.warmup);
+      "sgd); chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
+      sizes, transports, workers, FormatByteSize(c.chunk_bytes), c.rounds,
+      std::min(c.rounds, kTurns), c.warmup);
 }
 
 std::string GoalLine(const TransportGoal& g) {
@@ -576,30 +579,8 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
                      Fixed(r.ms.median, 3), Fixed(r.ms.min, 3), Fixed(r.ms.max, 3),
                      Fixed(r.gbps, 2), Ratio(r.vs_zmq), Ratio(r.vs_memcpy)});
   }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& line : cells) width[c] = std::max(width[c], line[c].size());
-  }
-  auto write_line = [&](const std::vector<std::string>& line) {
-    std::string text;
-    for (size_t c = 0; c < line.size(); ++c) {
-      // Names on the left, numbers on the right.
-      const size_t pad = width[c] - line[c].size();
-      if (c < 3) {
-        if (c > 0) text += "  ";
-        text += line[c];
-        text.append(pad, ' ');
-      } else {
-        text.append(pad + 2, ' ');
-        text += line[c];
-      }
-    }
-    out << text << '\n';
-  };
   out << Title(report.config) << '\n';
-  write_line(header);
-  for (const auto& line : cells) write_line(line);
+  WriteAligned(header, cells, 3, out);
   for (const TransportGoal& g : report.goals) out << GoalLine(g) << '\n';
   // Aggregation against memcpy, for each size.
   for (const TransportRow& sum : report.rows) {
@@ -799,36 +780,65 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
     if (transport == "tcp") return std::string("tcp://127.0.0.1:*");
     return "ipc://" + dir.path() + "/s" + std::to_string(sockets++);
   };
-  auto add = [&](TransportRow row) {
-    if (progress) progress(row);
-    report.rows.push_back(std::move(row));
-  };
   auto interrupted = [&] { return signal != nullptr && signal->load() != 0; };
+  // One measurement of a size: what it is, and how to take `rounds` rounds
+  // of it (after the warm-up).
+  struct Slot {
+    TransportRow row;
+    std::function<Result<std::vector<double>>(const TransportConfig&)> take;
+    std::vector<double> times;
+  };
   for (int64_t bytes : config.sizes) {
-    if (interrupted()) return Status::Unavailable("interrupted");
-    add(MakeRow("mem", bytes, "memcpy", 0, MemcpyTimes(bytes, config)));
-    DMLPS_ASSIGN_OR_RETURN(std::vector<double> sums, SumTimes(bytes, config));
-    add(MakeRow("mem", bytes, "sum", 0, sums));
+    std::vector<Slot> slots;
+    auto slot = [&](std::string transport, std::string what, int64_t workers, auto take) {
+      Slot s;
+      s.row.transport = std::move(transport);
+      s.row.bytes = bytes;
+      s.row.what = std::move(what);
+      s.row.workers = workers;
+      s.take = take;
+      slots.push_back(std::move(s));
+    };
+    slot("mem", "memcpy", 0, [bytes](const TransportConfig& c) -> Result<std::vector<double>> {
+      return MemcpyTimes(bytes, c);
+    });
+    slot("mem", "sum", 0, [bytes](const TransportConfig& c) { return SumTimes(bytes, c); });
     const int64_t pieces = (bytes + config.chunk_bytes - 1) / config.chunk_bytes;
     for (const std::string& transport : config.transports) {
-      {
+      slot(transport, "zmq", 0, [&, bytes, transport](const TransportConfig& c) {
         Shared shared(signal);
-        DMLPS_ASSIGN_OR_RETURN(std::vector<double> times,
-                               RawPingPong(address(transport), bytes, 1, config, shared));
-        add(MakeRow(transport, bytes, "zmq", 0, times));
-      }
+        return RawPingPong(address(transport), bytes, 1, c, shared);
+      });
       if (pieces > 1) {
-        Shared shared(signal);
-        DMLPS_ASSIGN_OR_RETURN(std::vector<double> times,
-                               RawPingPong(address(transport), bytes, pieces, config, shared));
-        add(MakeRow(transport, bytes, "zmq-chunks", 0, times));
+        slot(transport, "zmq-chunks", 0, [&, bytes, pieces, transport](const TransportConfig& c) {
+          Shared shared(signal);
+          return RawPingPong(address(transport), bytes, pieces, c, shared);
+        });
       }
       for (int64_t workers : config.workers) {
-        Shared shared(signal);
-        DMLPS_ASSIGN_OR_RETURN(std::vector<double> times,
-                               DmlpsRoundTrips(address(transport), bytes, workers, config, shared));
-        add(MakeRow(transport, bytes, "dmlps", workers, times));
+        slot(transport, "dmlps", workers, [&, bytes, workers, transport](const TransportConfig& c) {
+          Shared shared(signal);
+          return DmlpsRoundTrips(address(transport), bytes, workers, c, shared);
+        });
       }
+    }
+    // The measurements take turns, a few rounds each, so that whatever
+    // else the machine does meanwhile hits them alike; each turn starts
+    // afresh with its warm-up rounds.
+    const int64_t turns = std::min(config.rounds, kTurns);
+    for (int64_t turn = 0; turn < turns; ++turn) {
+      TransportConfig part = config;
+      part.rounds = config.rounds / turns + (turn < config.rounds % turns ? 1 : 0);
+      for (Slot& s : slots) {
+        if (interrupted()) return Status::Unavailable("interrupted");
+        DMLPS_ASSIGN_OR_RETURN(std::vector<double> times, s.take(part));
+        s.times.insert(s.times.end(), times.begin(), times.end());
+      }
+    }
+    for (Slot& s : slots) {
+      TransportRow row = MakeRow(s.row.transport, bytes, s.row.what, s.row.workers, s.times);
+      if (progress) progress(row);
+      report.rows.push_back(std::move(row));
     }
   }
   CompleteTransportReport(&report);

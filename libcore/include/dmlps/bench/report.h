@@ -66,6 +66,13 @@ struct PolicyRow {
 std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
                                 const std::vector<std::string>& policies);
 
+// Writes `header` and `cells` as columns aligned for reading: the first
+// `left` columns (names) padded on the right, the others (numbers) on the
+// left, two spaces between columns.
+void WriteAligned(const std::vector<std::string>& header,
+                  const std::vector<std::vector<std::string>>& cells, size_t left,
+                  std::ostream& out);
+
 enum class Format { kTable, kTsv, kJson };
 // Parses "table", "tsv" or "json".
 Result<Format> ParseFormat(std::string_view text);

@@ -29,8 +29,8 @@ struct TransportConfig {
   std::vector<int64_t> sizes = {int64_t{4} << 20, int64_t{64} << 20};  // payload bytes
   std::vector<std::string> transports = {"tcp", "ipc"};
   std::vector<int64_t> workers = {1, 2, 4};  // dmlps cluster sizes
-  int64_t rounds = 11;   // timed repetitions of each measurement
-  int64_t warmup = 2;    // untimed ones before them
+  int64_t rounds = 21;   // timed repetitions of each measurement, taken in 3 turns
+  int64_t warmup = 2;    // untimed ones at the start of each turn
   int64_t chunk_bytes = proto::kDefaultChunkBytes;  // streamed chunk (and raw piece) size
   std::chrono::milliseconds timeout{30000};          // the longest any one wait may last
 };
@@ -89,7 +89,9 @@ using TransportProgress = std::function<void(const TransportRow& row)>;
 
 // Runs every measurement of `config`, in one process: threads with a ZeroMQ
 // context each, over tcp://127.0.0.1 and ipc:// sockets in a private
-// temporary folder. Unavailable when a peer stays silent past the timeout;
+// temporary folder. The measurements of a size take turns (three, or fewer
+// when rounds are fewer), each turn afresh with its warm-up rounds, so that
+// drift in the machine's load hits them alike. Unavailable when a peer stays silent past the timeout;
 // stops early (Unavailable, "interrupted") once *signal is nonzero. Every
 // thread is joined and the folder removed on every path.
 Result<TransportReport> RunTransportBench(const TransportConfig& config,
