@@ -191,7 +191,7 @@ TEST_CASE("the model store sums, applies and answers lane by lane as chunks arri
   REQUIRE(snapshot != nullptr);
   CHECK((*snapshot)[9] == 1.f - 0.25f * 9);
   CHECK(store.pending() == 0);
-  CHECK(store.params()[5] == 1.f - 0.25f * 5);
+  CHECK(store.Params()[5] == 1.f - 0.25f * 5);
 }
 
 TEST_CASE("a chunk with NaN is left out, and a closed stream lets the lanes go on") {
@@ -217,23 +217,46 @@ TEST_CASE("a chunk with NaN is left out, and a closed stream lets the lanes go o
   for (float v : *snapshot) CHECK(std::isfinite(v));
 }
 
-TEST_CASE("replies and snapshots of one model state share a copy; an apply makes a new one") {
-  server::ModelStore store(std::vector<float>(6, 2.f), 4);
-  std::vector<const float*> seen;
-  auto sink = [&](int64_t, zmq::message_t frame) {
-    seen.push_back(static_cast<const float*>(frame.data()));
-  };
+TEST_CASE("replies view the model in place; a lane still being sent is copied before it changes") {
+  server::ModelStore store(std::vector<float>(6, 2.f), 4);  // lanes of 4 and 2
+  std::vector<zmq::message_t> held;  // as ZeroMQ holds frames not yet sent
+  auto sink = [&](int64_t, zmq::message_t frame) { held.push_back(std::move(frame)); };
   store.Send(sink);
   store.Send(sink);
-  std::shared_ptr<const std::vector<float>> snapshot;
-  store.Snapshot([&](std::shared_ptr<const std::vector<float>> v) { snapshot = v; });
-  REQUIRE(seen.size() == 4);
-  CHECK(seen[0] == seen[2]);
-  CHECK(seen[0] == snapshot->data());
-  store.Apply(nullptr, 1.f);
+  REQUIRE(held.size() == 4);
+  CHECK(held[0].data() == held[2].data());  // one buffer per lane, no copy
+  std::vector<std::shared_ptr<const std::vector<float>>> snapshots;
+  auto keep = [&](std::shared_ptr<const std::vector<float>> v) { snapshots.push_back(v); };
+  store.Snapshot(keep);
+  store.Snapshot(keep);
+  REQUIRE(snapshots.size() == 2);
+  CHECK(snapshots[0] == snapshots[1]);  // snapshots of one state share a copy
+  CHECK(*snapshots[0] == std::vector<float>(6, 2.f));
+
+  const std::vector<float> ones(6, 1.f);
+  Result<IncomingTensor> opened = IncomingTensor::Open(6, 0, 0, FramesOf(ones, 0, 6));
+  REQUIRE(opened.ok());
+  store.Stage(std::make_shared<IncomingTensor>(std::move(opened).value()), 1.f);
+  store.Apply(nullptr, 1.f);  // params += acc
+  CHECK(store.Params() == std::vector<float>(6, 3.f));
+  // The frames still held show the model they were sent from.
+  CHECK(static_cast<const float*>(held[0].data())[3] == 2.f);
+  CHECK(static_cast<const float*>(held[1].data())[1] == 2.f);
+  CHECK(*snapshots[0] == std::vector<float>(6, 2.f));
   store.Send(sink);
-  REQUIRE(seen.size() == 6);
-  CHECK(seen[4] != seen[0]);  // the first copy is still referenced
+  REQUIRE(held.size() == 6);
+  CHECK(held[4].data() != held[0].data());
+  CHECK(static_cast<const float*>(held[4].data())[0] == 3.f);
+
+  // Once nothing views a lane, an apply changes it in place.
+  held.clear();
+  store.Send(sink);
+  const void* before = held[0].data();
+  held.clear();
+  store.Apply(nullptr, 1.f);  // acc is 0: nothing changes but the buffer's owner
+  store.Send(sink);
+  CHECK(held[0].data() == before);
+  CHECK(store.pending() == 0);
 }
 
 TEST_CASE("a payload larger than a chunk crosses real sockets as Chunk messages") {

@@ -4,33 +4,58 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 namespace dmlps::server {
 namespace {
 
-// Snapshot copies kept for reuse; a model of 64 MB needs a few (one per
-// version in flight, the evaluator's), and a fresh copy costs page faults.
-constexpr size_t kMaxBuffers = 8;
+// Snapshot copies kept for reuse (the evaluator's few), since a fresh copy
+// of a large model costs page faults.
+constexpr size_t kMaxBuffers = 4;
 // Floats of a lane that pass through all ready operations at a time: a few
-// such blocks of the accumulator, the model, the gradient and the copy fit
-// in a core's L2 cache.
+// such blocks of the accumulator, the model and the gradient fit in a
+// core's L2 cache.
 constexpr int64_t kBlockFloats = 16 << 10;
+
+// Whether `buffer` is held here only: ZeroMQ's I/O threads drop their
+// references when they are done sending from it, and no one else can take
+// a new one, so it may then be written.
+bool SoleOwner(const std::shared_ptr<std::vector<float>>& buffer) {
+  if (buffer.use_count() != 1) return false;
+  // use_count() reads relaxed: order the I/O thread's last reads before
+  // our writes.
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return true;
+}
 
 }  // namespace
 
 ModelStore::ModelStore(std::vector<float> params, int64_t lane_floats)
     : layout_{static_cast<int64_t>(params.size()), std::max<int64_t>(lane_floats, 1)},
-      params_(std::move(params)),
-      accumulator_(params_.size(), 0.f),
-      cursor_(static_cast<size_t>(layout_.count()), 0) {}
+      lanes_(static_cast<size_t>(layout_.count())),
+      spares_(static_cast<size_t>(layout_.count())),
+      accumulator_(params.size(), 0.f),
+      cursor_(static_cast<size_t>(layout_.count()), 0) {
+  for (int64_t lane = 0; lane < layout_.count(); ++lane) {
+    lanes_[static_cast<size_t>(lane)] = std::make_shared<std::vector<float>>(
+        params.begin() + layout_.begin(lane), params.begin() + layout_.end(lane));
+  }
+}
+
+std::vector<float> ModelStore::Params() const {
+  std::vector<float> params;
+  params.reserve(static_cast<size_t>(layout_.size));
+  for (const auto& lane : lanes_) params.insert(params.end(), lane->begin(), lane->end());
+  return params;
+}
 
 std::shared_ptr<std::vector<float>> ModelStore::Buffer() {
-  // A buffer only this store holds is free: no frame and no evaluation uses it.
+  // A buffer only this store holds is free: no evaluation uses it.
   for (const std::shared_ptr<std::vector<float>>& b : buffers_) {
-    if (b.use_count() == 1) return b;
+    if (SoleOwner(b)) return b;
   }
-  auto fresh = std::make_shared<std::vector<float>>(params_.size());
+  auto fresh = std::make_shared<std::vector<float>>(static_cast<size_t>(layout_.size));
   if (buffers_.size() < kMaxBuffers) buffers_.push_back(fresh);
   return fresh;
 }
@@ -65,7 +90,6 @@ void ModelStore::Apply(optim::Optimizer* optimizer, float scale, std::function<v
 void ModelStore::Send(ChunkSink sink) {
   Op op;
   op.kind = Op::Kind::kSend;
-  op.point = CurrentPoint();
   op.chunk_sink = std::move(sink);
   Queue(std::move(op));
 }
@@ -107,7 +131,7 @@ void ModelStore::RunLane(int64_t lane) {
   int64_t ready = cursor;
   while (ready < queued && Ready(At(ready), lane)) ++ready;
   if (ready == cursor) return;
-  // The first operation that needs a copy of the model's state makes it.
+  // The first snapshot of a model state makes the copy.
   std::vector<char> fills(static_cast<size_t>(ready - cursor), 0);
   for (int64_t at = cursor; at < ready; ++at) {
     Op& op = At(at);
@@ -116,19 +140,44 @@ void ModelStore::RunLane(int64_t lane) {
       fills[static_cast<size_t>(at - cursor)] = 1;
     }
   }
-  // The ready operations run block by block, each block passing through all
-  // of them while it is in cache: a lane's sum, apply and copy then cost
-  // about one trip through memory instead of one each.
   const int64_t begin = layout_.begin(lane);
   const int64_t end = layout_.end(lane);
-  for (int64_t from = begin; from < end; from += kBlockFloats) {
-    const int64_t to = std::min(end, from + kBlockFloats);
-    for (int64_t at = cursor; at < ready; ++at) {
-      RunBlock(At(at), from, to, fills[static_cast<size_t>(at - cursor)] != 0);
+  for (int64_t first = cursor; first < ready;) {
+    // A segment ends with a Send: the reply views the lane as it stands
+    // there, so an apply after it must not change that buffer in place.
+    int64_t last = first;
+    bool applies = false;
+    while (last < ready) {
+      const Op::Kind kind = At(last++).kind;
+      applies = applies || kind == Op::Kind::kApply;
+      if (kind == Op::Kind::kSend) break;
     }
+    if (applies) Unshare(lane);
+    // The segment's operations run block by block, each block passing
+    // through all of them while it is in cache: a lane's sum and apply then
+    // cost about one trip through memory instead of one each.
+    for (int64_t from = begin; from < end; from += kBlockFloats) {
+      const int64_t to = std::min(end, from + kBlockFloats);
+      for (int64_t at = first; at < last; ++at) {
+        RunBlock(At(at), lane, from, to, fills[static_cast<size_t>(at - cursor)] != 0);
+      }
+    }
+    for (int64_t at = first; at < last; ++at) Finish(at, lane);
+    first = last;
   }
-  for (int64_t at = cursor; at < ready; ++at) Finish(at, lane);
   cursor = ready;
+}
+
+void ModelStore::Unshare(int64_t lane) {
+  std::shared_ptr<std::vector<float>>& current = lanes_[static_cast<size_t>(lane)];
+  if (SoleOwner(current)) return;  // no frame views it: change it in place
+  std::shared_ptr<std::vector<float>>& spare = spares_[static_cast<size_t>(lane)];
+  std::shared_ptr<std::vector<float>> fresh =
+      spare != nullptr && SoleOwner(spare) ? spare
+                                           : std::make_shared<std::vector<float>>(current->size());
+  std::memcpy(fresh->data(), current->data(), current->size() * sizeof(float));
+  spare = std::move(current);
+  current = std::move(fresh);
 }
 
 bool ModelStore::Ready(const Op& op, int64_t lane) const {
@@ -136,8 +185,9 @@ bool ModelStore::Ready(const Op& op, int64_t lane) const {
   return op.push->settled() || op.push->received() >= layout_.end(lane);
 }
 
-void ModelStore::RunBlock(Op& op, int64_t from, int64_t to, bool fill) {
+void ModelStore::RunBlock(Op& op, int64_t lane, int64_t from, int64_t to, bool fill) {
   const auto n = static_cast<size_t>(to - from);
+  float* params = lanes_[static_cast<size_t>(lane)]->data() + (from - layout_.begin(lane));
   switch (op.kind) {
     case Op::Kind::kStage: {
       const float weight = op.value;
@@ -147,13 +197,14 @@ void ModelStore::RunBlock(Op& op, int64_t from, int64_t to, bool fill) {
       break;
     }
     case Op::Kind::kApply:
-      optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params_.data() + from, n),
+      optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params, n),
                               std::span<float>(accumulator_.data() + from, n), from);
       break;
-    case Op::Kind::kSend:
     case Op::Kind::kSnapshot:
-      if (fill) std::memcpy(op.point->values->data() + from, params_.data() + from, n * sizeof(float));
+      if (fill) std::memcpy(op.point->values->data() + from, params, n * sizeof(float));
       break;
+    case Op::Kind::kSend:
+      break;  // sent from the lane itself in Finish
   }
 }
 
@@ -171,7 +222,7 @@ void ModelStore::Finish(int64_t at, int64_t lane) {
   }
   if (op.kind == Op::Kind::kSend) {
     net::Frames frames;
-    proto::AppendRange(op.point->values, begin, end - begin, &frames);
+    proto::AppendRange(lanes_[static_cast<size_t>(lane)], 0, end - begin, &frames);
     op.held.emplace(lane, std::move(frames[0]));
     // Hand over in index order whatever is ready.
     for (auto it = op.held.begin(); it != op.held.end() && it->first == op.next_chunk;

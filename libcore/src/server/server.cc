@@ -27,6 +27,9 @@ using std::chrono::milliseconds;
 constexpr milliseconds kPollSlice{20};
 // How long the end of a run waits for the chunks of streamed pushes in flight.
 constexpr milliseconds kDrainLimit{5000};
+// A streamed push whose chunks stop coming for this long is closed, what is
+// missing left out, so that the model's other lanes and replies go on.
+constexpr milliseconds kStreamStall{10000};
 // Refused messages logged at warning level before the log quietens down.
 constexpr int64_t kLoudRefusals = 20;
 
@@ -54,6 +57,7 @@ struct Member {
   // The payload of the worker's last push while its chunks are still coming.
   std::shared_ptr<proto::IncomingTensor> incoming;
   int64_t incoming_clock = 0;
+  Clock::time_point incoming_at;  // when its last chunk (or header) arrived
   int64_t next_batch = 0;   // batch size to send with the next reply; 0: unchanged
   int64_t next_token = -1;  // token to send with the next reply; -1: none
   // Totals the worker reported, for the closing summary.
@@ -82,6 +86,7 @@ class ParameterServer {
   void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
   // The worker's streamed push will get no more chunks: what is missing is left out.
   void AbandonIncoming(Member& member, const std::string& why);
+  void CloseStalledStreams();
   // Before the run ends: lets the streams in flight finish, for at most `limit`.
   void DrainStreams(milliseconds limit);
   void CarryOut(const sync::Actions& actions,
@@ -207,6 +212,7 @@ Result<RunReport> ParameterServer::Run() {
       SubmitSnapshot(true);
     }
     if (Clock::now() - last_heartbeat_ >= config_.heartbeat) SendHeartbeats();
+    CloseStalledStreams();
   }
   report_.seconds = Seconds();
   report_.iterations = iterations_;
@@ -524,6 +530,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
     // its chunks are refused one by one rather than held.)
     member.incoming = gradient;
     member.incoming_clock = push.clock;
+    member.incoming_at = Clock::now();
   }
   if (!problem.empty()) {
     info.usable = false;
@@ -583,8 +590,20 @@ void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::
                "left out",
            false);
   }
+  member.incoming_at = Clock::now();
   if (member.incoming->complete()) member.incoming.reset();
   store_->Advance();
+}
+
+void ParameterServer::CloseStalledStreams() {
+  const Clock::time_point now = Clock::now();
+  for (std::optional<Member>& m : members_) {
+    if (m.has_value() && m->incoming != nullptr && now - m->incoming_at >= kStreamStall) {
+      AbandonIncoming(*m, "push " + std::to_string(m->incoming_clock) + ": no chunk for " +
+                              std::to_string(kStreamStall.count() / 1000) +
+                              " s; the rest of its gradient is left out");
+    }
+  }
 }
 
 void ParameterServer::AbandonIncoming(Member& member, const std::string& why) {

@@ -51,11 +51,13 @@ class ModelStore {
   // then acc = 0. `done`, when given, runs once every lane has applied.
   void Apply(optim::Optimizer* optimizer, float scale, std::function<void()> done = {});
   // Queues sending the model as it stands after the operations queued
-  // before: sink gets each chunk once its lane is there.
+  // before: sink gets each chunk once its lane is there. The chunks view the
+  // lanes without copying; a lane still being sent from is copied before it
+  // changes (copy on write).
   void Send(ChunkSink sink);
   // Queues a snapshot of the model as it stands after the operations queued
-  // before: sink gets it once every lane is there. Replies and snapshots of
-  // the same state share one copy.
+  // before: sink gets it once every lane is there. Snapshots of the same
+  // state share one copy.
   void Snapshot(SnapshotSink sink);
 
   // Runs whatever the data that arrived allows. Queuing runs at once what it
@@ -65,8 +67,8 @@ class ModelStore {
 
   // Operations not yet run by every lane.
   int64_t pending() const { return static_cast<int64_t>(ops_.size()); }
-  // The model where every lane stands now (tests; a snapshot is what to send).
-  std::span<const float> params() const { return params_; }
+  // A copy of the model where every lane stands now (for tests).
+  std::vector<float> Params() const;
 
  private:
   // The model's state at one point of the queue, copied lane by lane.
@@ -95,15 +97,22 @@ class ModelStore {
   void RunLane(int64_t lane);
   // Whether lane `lane` has what `op` needs.
   bool Ready(const Op& op, int64_t lane) const;
-  // Runs `op` on floats [from, to) of one lane; `fill`: copy them into its point.
-  void RunBlock(Op& op, int64_t from, int64_t to, bool fill);
+  // Runs `op` on floats [from, to) of lane `lane`; `fill`: copy them into
+  // its point.
+  void RunBlock(Op& op, int64_t lane, int64_t from, int64_t to, bool fill);
+  // Gives lane `lane` a buffer of its own before it changes, when a reply
+  // still views the one it has.
+  void Unshare(int64_t lane);
   // After `op` ran over all of lane `lane`: frees, hands over, counts down.
   void Finish(int64_t at, int64_t lane);
   std::shared_ptr<Point> CurrentPoint();
   std::shared_ptr<std::vector<float>> Buffer();
 
   proto::ChunkLayout layout_;
-  std::vector<float> params_;
+  // The model, one buffer per lane: replies send from them without copying.
+  std::vector<std::shared_ptr<std::vector<float>>> lanes_;
+  // Per lane: the buffer it had before its last copy on write, for reuse.
+  std::vector<std::shared_ptr<std::vector<float>>> spares_;
   std::vector<float> accumulator_;
   std::deque<Op> ops_;          // references to elements survive push_back
   int64_t first_op_ = 0;        // the queue position of ops_.front()
