@@ -171,6 +171,29 @@ TEST_CASE("sim: the network model: bandwidth, and links that carry one message a
   CHECK(r.seconds < 10 * 0.0140);
 }
 
+TEST_CASE("sim: on shared cores with cores_copy, messages are CPU work that slows compute") {
+  Fixture f;
+  SimConfig c = f.Config("bsp", {1, 1}, 10, 0);
+  c.shared_cores = 1;
+  c.network.link_gbps = (40 + 96) * 8 / 1e9 / 1e-3;  // a push or a model: 1 ms of copying
+  c.network.cores_copy = true;
+  c.max_iterations = 10;
+  const double ten = f.Run(c).seconds;
+  c.max_iterations = 20;
+  const double twenty = f.Run(c).seconds;
+  // One core does everything, each pair at once at half speed: the two
+  // steps (2 x 10 ms), the two pushes (2 x 1 ms), the two pulls queued
+  // behind them on each connection (2 x 0.71 ms), then the two models.
+  CHECK((twenty - ten) / 10 == doctest::Approx(0.020 + 0.002 + 2 * 0.096 / 0.136 * 1e-3 + 0.002)
+                                  .epsilon(1e-6));
+  // On wires of their own the copies would cost the core nothing.
+  c.network.cores_copy = false;
+  c.max_iterations = 10;
+  const double wired = f.Run(c).seconds;
+  c.max_iterations = 20;
+  CHECK((f.Run(c).seconds - wired) / 10 < 0.0245);
+}
+
 TEST_CASE("sim: the same seed gives the same run; another noise seed another one") {
   Fixture f;
   SimConfig c = f.Config("ssp", {1, 1, 1, 3}, 10, 1);

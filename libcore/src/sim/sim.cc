@@ -87,6 +87,8 @@ constexpr int64_t kCommThread = 1;
 // Job targets beside workers (>= 0).
 constexpr int64_t kServerJob = -1;
 constexpr int64_t kEvalJob = -2;
+// Copying message slot s (NetworkModel::cores_copy) is job kMessageJob - s.
+constexpr int64_t kMessageJob = -3;
 
 struct Event {
   double time = 0;
@@ -243,6 +245,15 @@ class Simulator {
   std::vector<int64_t> free_slots_;
   std::vector<double> tx_free_;  // per node (workers, then the server): link busy until
   std::vector<double> rx_free_;
+  // NetworkModel::cores_copy: per message slot its copy, and per connection
+  // the slots whose copy runs (front) or waits.
+  struct Copy {
+    int64_t channel = 0;
+    double work = 0;
+    bool to_server = false;
+  };
+  std::vector<Copy> copies_;
+  std::vector<std::deque<int64_t>> channels_;
 
   std::vector<CpuJob> jobs_;  // shared cores only
   double cpu_time_ = 0;       // when jobs_' remaining work was last brought up to date
@@ -407,9 +418,19 @@ void Simulator::Send(int64_t from, int64_t to, int64_t bytes, Message message) {
     free_slots_.pop_back();
     messages_[static_cast<size_t>(slot)] = std::move(message);
   }
-  // Both ends' links carry it at once, when both are free.
   const double gbps = config_.network.link_gbps;
   const double transfer = gbps > 0 ? static_cast<double>(bytes) * 8 / (gbps * 1e9) : 0;
+  if (config_.network.cores_copy && config_.shared_cores > 0) {
+    // One connection per worker and direction, in order, as ZeroMQ's are.
+    const int64_t channel = to == ServerNode() ? from : n_ + 1 + to;
+    copies_.resize(messages_.size());
+    copies_[static_cast<size_t>(slot)] = {channel, transfer, to == ServerNode()};
+    channels_.resize(static_cast<size_t>(2 * n_ + 2));
+    channels_[static_cast<size_t>(channel)].push_back(slot);
+    if (channels_[static_cast<size_t>(channel)].size() == 1) StartJob(kMessageJob - slot, transfer, 1);
+    return;
+  }
+  // Both ends' links carry it at once, when both are free.
   const double start =
       std::max({now_, tx_free_[static_cast<size_t>(from)], rx_free_[static_cast<size_t>(to)]});
   tx_free_[static_cast<size_t>(from)] = start + transfer;
@@ -474,6 +495,18 @@ void Simulator::OnJobDone(int64_t target) {
     return;
   }
   if (target == kEvalJob) return;
+  if (target <= kMessageJob) {
+    const int64_t slot = kMessageJob - target;
+    const Copy& copy = copies_[static_cast<size_t>(slot)];
+    Schedule(now_ + config_.network.latency_s, copy.to_server ? EventKind::kAtServer : EventKind::kAtWorker,
+             slot);
+    std::deque<int64_t>& queue = channels_[static_cast<size_t>(copy.channel)];
+    queue.pop_front();
+    if (!queue.empty()) {
+      StartJob(kMessageJob - queue.front(), copies_[static_cast<size_t>(queue.front())].work, 1);
+    }
+    return;
+  }
   SimWorker& w = workers_[static_cast<size_t>(target)];
   if (w.phase == Phase::kCompute) {
     OnComputeDone(target);

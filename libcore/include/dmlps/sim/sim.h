@@ -28,19 +28,26 @@ namespace dmlps::sim {
 // Every link (each worker's and the server's, each direction its own) carries
 // one message at a time: a message of `bytes` takes bytes * 8 / bandwidth
 // once both ends' links are free, then `latency_s` more to arrive.
+//
+// With `cores_copy` (loopback on a host of SimConfig::shared_cores) there is
+// no wire: the host's cores copy each message through the kernel, so a
+// message is instead a job of bytes * 8 / bandwidth seconds of CPU that
+// shares the cores with compute, then `latency_s` more to arrive.
 struct NetworkModel {
   double link_gbps = 10;     // 0: unlimited
   double latency_s = 50e-6;  // one way, per message
+  bool cores_copy = false;   // shared cores only: messages are CPU work
 };
 
 // A cluster of machines of their own: 10 Gbit/s links, 50 µs one way.
 inline constexpr NetworkModel kClusterNetwork{10, 50e-6};
 // ZeroMQ over TCP loopback on a host whose cores the workers keep busy, as
-// `dmlps-bench run` has it: fitted to real runs on a 2-core VM, where a
-// push answered by a Continue took about 1.7 ms and a push answered by the
-// model, behind three other models, about 6 ms (unloaded loopback is several
-// times faster, but a training cluster on one host keeps it loaded).
-inline constexpr NetworkModel kLoopbackNetwork{3, 300e-6};
+// `dmlps-bench run` has it: the cores copy every message (cores_copy), so
+// traffic slows compute. Fitted to the time per iteration of real runs of
+// the default job on a 2-core VM (a grid over 3-12 Gbit/s and 100-300 µs);
+// a push answered by a Continue there takes about 1.7 ms, a push answered by
+// the model behind three other models about 6 ms.
+inline constexpr NetworkModel kLoopbackNetwork{3, 300e-6, true};
 
 // The compute time of a gradient step of `samples`, measured alone on a core
 // (`seconds`) and while `cores` such steps run at once (`shared_seconds`, for
