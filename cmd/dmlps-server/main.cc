@@ -5,24 +5,31 @@
 #include <iostream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
 #include "dmlps/cli/cli.h"
+#include "dmlps/launch/launch.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/server/server.h"
 
 int main(int argc, char** argv) {
   using dmlps::server::ServerConfig;
   const ServerConfig defaults;
+  // Under mpirun, srun or a PMI launcher, rank 0 serves the other SIZE-1.
+  const dmlps::launch::LaunchDefaults launch = dmlps::launch::ReadLaunchDefaults();
   cxxopts::Options options("dmlps-server",
                            "Parameter server: holds the model, runs a synchronization policy\n"
                            "over its workers, evaluates on the test set. One TSV line per\n"
                            "evaluation on stdout (seconds, iteration, accuracy, loss).\n");
   options.add_options("Cluster")
-      ("bind", "Address to listen on (tcp://HOST:PORT, tcp://HOST:* for any port, ipc://PATH)",
-       cxxopts::value<std::string>()->default_value(defaults.bind), "ADDR")
+      ("bind", "Address to listen on (tcp://HOST:PORT, tcp://HOST:* for any port, ipc://PATH; "
+       "the port defaults to $DMLPS_PORT)", cxxopts::value<std::string>()->default_value(launch.bind),
+       "ADDR")
       ("endpoint-file", "Write the address actually bound to FILE once listening",
        cxxopts::value<std::string>()->default_value(""), "FILE")
-      ("workers", "Number of workers; training starts when all have joined",
-       cxxopts::value<std::string>()->default_value(std::to_string(defaults.workers)), "N")
+      ("workers", "Number of workers; training starts when all have joined (under mpirun, srun "
+       "or PMI: the job's size - 1)", cxxopts::value<std::string>()->default_value(
+           std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)), "N")
       ("policy", "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
        "token", cxxopts::value<std::string>()->default_value(defaults.policy.name), "NAME");
   options.add_options("Policy")
@@ -130,10 +137,12 @@ int main(int argc, char** argv) {
       flags.AddProblem(std::string("--") + flag + " applies only to --policy " + policy);
     }
   }
+  flags.AddProblems(launch.problems);
   flags.AddProblems(dmlps::server::ValidateConfig(config));
   if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-server", flags.problems());
 
   dmlps::cli::SetupLogging("dmlps-server", *parsed);
+  if (!launch.launcher.name.empty()) spdlog::info("{}", dmlps::launch::Describe(launch.launcher));
   const std::atomic<int>* signal = dmlps::cli::InstallSignalHandlers();
   // With the trace on standard output, the evaluations are in it, not in a TSV.
   std::ostringstream no_tsv;

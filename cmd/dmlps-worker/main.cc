@@ -1,18 +1,25 @@
 // dmlps-worker: joins a dmlps-server, trains on its shard of the data and
 // pushes gradients until the server says stop.
+#include <spdlog/spdlog.h>
+
 #include "dmlps/cli/cli.h"
+#include "dmlps/launch/launch.h"
 #include "dmlps/worker/worker.h"
 
 int main(int argc, char** argv) {
   using dmlps::worker::WorkerConfig;
   const WorkerConfig defaults;
+  // Under mpirun, srun or a PMI launcher, rank 0 is the server; ranks 1.. are workers 0..
+  const dmlps::launch::LaunchDefaults launch = dmlps::launch::ReadLaunchDefaults();
   cxxopts::Options options("dmlps-worker",
                            "Training worker: joins a dmlps-server, which sends it the model,\n"
                            "its rank, shard and batch size; trains until told to stop.\n");
   options.add_options("Cluster")
-      ("server", "Address of the server",
-       cxxopts::value<std::string>()->default_value(defaults.server), "ADDR")
-      ("rank", "Ask for this rank (default: the server assigns one)",
+      ("server", "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on the first "
+       "host of Slurm's node list, else on 127.0.0.1)",
+       cxxopts::value<std::string>()->default_value(launch.server), "ADDR")
+      ("rank", "Ask for this rank (under mpirun, srun or PMI: the launcher's rank - 1; else "
+       "the server assigns one)",
        cxxopts::value<std::string>(), "R")
       ("connect-timeout", "Give up (exit 69) when no server answers within SECONDS",
        cxxopts::value<std::string>()->default_value("10"), "SECONDS")
@@ -49,7 +56,11 @@ int main(int argc, char** argv) {
   dmlps::cli::FlagReader flags(*parsed);
   WorkerConfig config;
   config.server = flags.String("server");
-  if (flags.Has("rank")) config.rank = flags.Int("rank", 0, 100000);
+  if (flags.Has("rank")) {
+    config.rank = flags.Int("rank", 0, 100000);
+  } else {
+    config.rank = launch.worker_rank;
+  }
   config.connect_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.Real("connect-timeout", 0.001, 1e6) * 1000));
   config.server_timeout = std::chrono::milliseconds(
@@ -80,10 +91,12 @@ int main(int argc, char** argv) {
       flags.AddProblem("--bandwidth-schedule: " + schedule.status().message());
     }
   }
+  flags.AddProblems(launch.problems);
   flags.AddProblems(dmlps::worker::ValidateConfig(config));
   if (!flags.problems().empty()) return dmlps::cli::ReportUsageErrors("dmlps-worker", flags.problems());
 
   dmlps::cli::SetupLogging("dmlps-worker", *parsed);
+  if (!launch.launcher.name.empty()) spdlog::info("{}", dmlps::launch::Describe(launch.launcher));
   const std::atomic<int>* signal = dmlps::cli::InstallSignalHandlers();
   dmlps::Result<dmlps::worker::WorkerReport> report = dmlps::worker::RunWorker(config, signal);
   if (!report.ok()) return dmlps::cli::ReportError("dmlps-worker", report.status());

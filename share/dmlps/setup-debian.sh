@@ -6,6 +6,8 @@
 set -eu
 packages="g++ make cmake cppzmq-dev libeigen3-dev libcxxopts-dev libspdlog-dev
 libmsgpack-cxx-dev doctest-dev zlib1g-dev scdoc dataset-fashion-mnist gnuplot-nox"
+# Open MPI's mpirun and iproute2's ip and tc, for the launcher and multi-host tests.
+packages="$packages openmpi-bin iproute2"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

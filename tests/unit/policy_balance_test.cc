@@ -456,6 +456,27 @@ TEST_CASE("lbbsp cpu: largest-remainder rounding, caps cut off in proportion, un
   }
 }
 
+TEST_CASE("lbbsp cpu: a step's time is the server's reply-to-push time when that is longer") {
+  // Both workers compute for 1 s; worker 1's pushes and models cross a slow
+  // link, which its own clock does not see (a send returns once queued),
+  // and reach the server 3 s after its reply. Speeds 10 and 10/3 samples/s:
+  // 15 and 5 of 20.
+  PolicyConfig config = LbConfig(2, 10);
+  config.rebalance_every = 1;
+  config.predictor = "last";
+  LbBspPolicy lb(config);
+  Actions a;
+  for (WorkerId w = 0; w < 2; ++w) lb.WorkerJoined(w, &a);
+  for (WorkerId w = 0; w < 2; ++w) {
+    PushInfo push{lb.clock(w), lb.version(), 10, true, 10, 1.0};
+    push.cycle_s = w == 1 ? 3.0 : 0.5;  // shorter than the busy time: ignored
+    lb.PushArrived(w, push, &a);
+  }
+  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(lb.batch(0) == 15);
+  CHECK(lb.batch(1) == 5);
+}
+
 TEST_CASE("lbbsp: MakePolicy refuses a bad mode, window or step") {
   PolicyConfig config = LbConfig(2, 8);
   config.lb_mode = "tpu";

@@ -58,6 +58,7 @@ struct Member {
   std::shared_ptr<proto::IncomingTensor> incoming;
   int64_t incoming_clock = 0;
   Clock::time_point incoming_at;  // when its last chunk (or header) arrived
+  Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
   int64_t next_batch = 0;   // batch size to send with the next reply; 0: unchanged
   int64_t next_token = -1;  // token to send with the next reply; -1: none
   // Totals the worker reported, for the closing summary.
@@ -502,6 +503,10 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   info.batch = push.batch;
   info.busy_s = (push.compute_us + push.straggle_us) * 1e-6;
   info.comm_s = push.comm_us > 0 ? push.comm_us * 1e-6 : 0;
+  // (A streamed push is timed to its header: its chunks are still coming.)
+  if (member.replied_at != Clock::time_point{}) {
+    info.cycle_s = std::chrono::duration<double>(Clock::now() - member.replied_at).count();
+  }
   info.cpu = std::isfinite(push.cpu) ? push.cpu : 0;
   info.memory = static_cast<double>(push.memory_bytes);
   if (member.incoming != nullptr) {
@@ -711,6 +716,7 @@ void ParameterServer::CarryOut(const sync::Actions& actions,
 void ParameterServer::ReplyModel(int64_t rank) {
   Member& member = *members_[rank];
   member.pull_pending = false;
+  member.replied_at = Clock::now();
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
   proto::Model header{policy_->version(), store_->size(), member.next_batch, member.next_token};

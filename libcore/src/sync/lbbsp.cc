@@ -197,9 +197,12 @@ void LbBspPolicy::OnArrival(WorkerId w, const PushInfo& push, bool first, Action
   // A step's speed is worth knowing even when its gradient was refused. Its
   // time includes sending the push (the previous one's, the latest known):
   // a worker on a slow link must get less to compute for all to finish
-  // together.
+  // together. On a real link the worker's send returns once queued, so the
+  // server's own timing from reply to push, which covers both transfers,
+  // is the longer and truer one.
   const double comm_s = push.comm_s > 0 && std::isfinite(push.comm_s) ? push.comm_s : 0;
-  const double time_s = push.busy_s + comm_s;
+  const double cycle_s = push.cycle_s > 0 && std::isfinite(push.cycle_s) ? push.cycle_s : 0;
+  const double time_s = std::max(push.busy_s + comm_s, cycle_s);
   if (push.busy_s > 0 && std::isfinite(push.busy_s) && push.samples > 0) {
     if (config_.lb_mode == "gpu") {
       window_time_[w] += time_s;

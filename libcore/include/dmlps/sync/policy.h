@@ -35,6 +35,10 @@ struct PushInfo {
   double comm_s = 0;   // seconds the worker's previous push took to send (0: unknown)
   double cpu = 0;      // the worker's CPU use over the step, in cores
   double memory = 0;   // the worker's resident memory, bytes
+  // Seconds from the server's reply to this push's arrival, as the server saw
+  // them: the step plus both transfers on a real link, which the worker
+  // cannot time (a send returns once queued). 0: unknown.
+  double cycle_s = 0;
 };
 
 // How a worker runs its steps under a policy; sent to it when it joins.

@@ -1,0 +1,175 @@
+// Launchers: Slurm host lists, ranks and sizes from the environment, and the
+// defaults the binaries take from them.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dmlps/launch/launch.h"
+
+namespace dmlps::launch {
+namespace {
+
+using Hosts = std::vector<std::string>;
+
+Hosts Expand(const std::string& list) {
+  Result<Hosts> hosts = ExpandHostList(list);
+  REQUIRE_MESSAGE(hosts.ok(), hosts.status().message());
+  return *hosts;
+}
+
+// An environment made of the given variables only.
+EnvLookup Env(const std::map<std::string, std::string>& vars) {
+  return [vars](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+}
+
+TEST_CASE("Slurm host lists expand in Slurm's order, zero-padded to the first bound") {
+  CHECK(Expand("gpu5") == Hosts{"gpu5"});
+  CHECK(Expand("node[01-03,07],gpu5") == Hosts{"node01", "node02", "node03", "node07", "gpu5"});
+  CHECK(Expand("n[8-11]") == Hosts{"n8", "n9", "n10", "n11"});
+  CHECK(Expand("n[08-11]") == Hosts{"n08", "n09", "n10", "n11"});
+  CHECK(Expand("n[001-2]") == Hosts{"n001", "n002"});
+  CHECK(Expand("a,b[1,3],c") == Hosts{"a", "b1", "b3", "c"});
+  CHECK(Expand("rack[1-2]-node[01-02]") ==
+        Hosts{"rack1-node01", "rack1-node02", "rack2-node01", "rack2-node02"});
+  CHECK(Expand("[1-2]x") == Hosts{"1x", "2x"});
+  CHECK(Expand("host-1.example.org") == Hosts{"host-1.example.org"});
+  CHECK(Expand("n[0-99999]").size() == 100000);
+}
+
+TEST_CASE("malformed host lists are refused, not guessed at") {
+  for (const char* bad : {"", ",", "a,,b", "a,", "node[", "node]", "node[1-3", "node[]",
+                          "node[3-1]", "node[a-b]", "node[1-]", "node[-2]", "node[1,,2]",
+                          "node[[1]]", "node[1-2][1-2", "a b", "n[0-999999999]",
+                          "n[0-999]m[0-9999]", "n[1234567890123456789]"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(ExpandHostList(bad).ok());
+  }
+}
+
+TEST_CASE("the launcher is Open MPI, PMI or Slurm, in that order of precedence") {
+  Result<Launcher> none = DetectLauncher(Env({}));
+  REQUIRE(none.ok());
+  CHECK(none->name.empty());
+
+  Result<Launcher> ompi = DetectLauncher(Env({{"OMPI_COMM_WORLD_RANK", "2"},
+                                              {"OMPI_COMM_WORLD_SIZE", "4"},
+                                              {"SLURM_PROCID", "0"},
+                                              {"SLURM_NTASKS", "1"},
+                                              {"PMI_RANK", "1"},
+                                              {"PMI_SIZE", "3"}}));
+  REQUIRE(ompi.ok());
+  CHECK(ompi->name == "openmpi");
+  CHECK(ompi->rank == 2);
+  CHECK(ompi->size == 4);
+
+  Result<Launcher> pmi = DetectLauncher(
+      Env({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "5"}}));
+  REQUIRE(pmi.ok());
+  CHECK(pmi->name == "pmi");
+  CHECK(pmi->rank == 1);
+  CHECK(pmi->size == 3);
+
+  Result<Launcher> slurm = DetectLauncher(Env({{"SLURM_PROCID", "3"},
+                                               {"SLURM_NTASKS", "5"},
+                                               {"SLURM_JOB_NODELIST", "c[1-3]"}}));
+  REQUIRE(slurm.ok());
+  CHECK(slurm->name == "slurm");
+  CHECK(slurm->rank == 3);
+  CHECK(slurm->size == 5);
+  CHECK(slurm->hosts == Hosts{"c1", "c2", "c3"});
+  CHECK(Describe(*slurm) == "rank 3 of 5 under slurm on 3 hosts from c1");
+
+  // The step's node list is the one the ranks run on.
+  Result<Launcher> step = DetectLauncher(Env({{"SLURM_PROCID", "0"},
+                                              {"SLURM_NTASKS", "2"},
+                                              {"SLURM_JOB_NODELIST", "c[1-8]"},
+                                              {"SLURM_STEP_NODELIST", "c[5-6]"}}));
+  REQUIRE(step.ok());
+  CHECK(step->hosts == Hosts{"c5", "c6"});
+
+  // An salloc shell knows the task count but is no task itself.
+  Result<Launcher> salloc = DetectLauncher(Env({{"SLURM_NTASKS", "4"}}));
+  REQUIRE(salloc.ok());
+  CHECK(salloc->name.empty());
+}
+
+TEST_CASE("DMLPS_LAUNCHER forces a launcher or none") {
+  const std::map<std::string, std::string> both = {{"OMPI_COMM_WORLD_RANK", "1"},
+                                                    {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                    {"SLURM_PROCID", "4"},
+                                                    {"SLURM_NTASKS", "6"}};
+  auto with = [&](const std::string& choice) {
+    std::map<std::string, std::string> vars = both;
+    vars["DMLPS_LAUNCHER"] = choice;
+    return DetectLauncher(Env(vars));
+  };
+  CHECK(with("none")->name.empty());
+  CHECK(with("slurm")->rank == 4);
+  CHECK(with("openmpi")->rank == 1);
+  CHECK(with("auto")->name == "openmpi");
+  CHECK_FALSE(with("pmi").ok());  // asked for, not there
+  CHECK_FALSE(with("mpich").ok());
+}
+
+TEST_CASE("a launcher's bad variables are configuration errors") {
+  for (const auto& vars : std::vector<std::map<std::string, std::string>>{
+           {{"OMPI_COMM_WORLD_RANK", "1"}},
+           {{"PMI_RANK", "x"}, {"PMI_SIZE", "2"}},
+           {{"PMI_RANK", "2"}, {"PMI_SIZE", "2"}},
+           {{"PMI_RANK", "-1"}, {"PMI_SIZE", "2"}},
+           {{"PMI_RANK", "0"}, {"PMI_SIZE", "0"}},
+           {{"PMI_RANK", "0"}, {"PMI_SIZE", "2 "}},
+           {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_NODELIST", "n[1-"}}}) {
+    Result<Launcher> launcher = DetectLauncher(Env(vars));
+    CHECK_FALSE(launcher.ok());
+    if (!launcher.ok()) CHECK(launcher.status().code() == StatusCode::kConfig);
+  }
+}
+
+TEST_CASE("rank 0 is the server; the others are workers 0..SIZE-2 that find it") {
+  LaunchDefaults plain = ReadLaunchDefaults(Env({}));
+  CHECK(plain.problems.empty());
+  CHECK(plain.workers == 0);
+  CHECK(plain.worker_rank == -1);
+  CHECK(plain.server == "tcp://127.0.0.1:5555");
+  CHECK(plain.bind == "tcp://127.0.0.1:5555");
+
+  LaunchDefaults server = ReadLaunchDefaults(
+      Env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
+  CHECK(server.workers == 3);
+  CHECK(server.worker_rank == -1);
+
+  LaunchDefaults worker = ReadLaunchDefaults(Env({{"SLURM_PROCID", "3"},
+                                                  {"SLURM_NTASKS", "4"},
+                                                  {"SLURM_JOB_NODELIST", "gpu[07-08],cpu1"},
+                                                  {"DMLPS_PORT", "6000"}}));
+  CHECK(worker.problems.empty());
+  CHECK(worker.workers == 3);
+  CHECK(worker.worker_rank == 2);
+  CHECK(worker.server == "tcp://gpu07:6000");
+  CHECK(worker.bind == "tcp://127.0.0.1:6000");
+
+  LaunchDefaults given = ReadLaunchDefaults(Env({{"SLURM_PROCID", "1"},
+                                                 {"SLURM_NTASKS", "2"},
+                                                 {"SLURM_JOB_NODELIST", "gpu07"},
+                                                 {"DMLPS_SERVER", "tcp://10.0.0.1:7000"}}));
+  CHECK(given.server == "tcp://10.0.0.1:7000");
+
+  LaunchDefaults alone = ReadLaunchDefaults(Env({{"PMI_RANK", "0"}, {"PMI_SIZE", "1"}}));
+  CHECK(alone.workers == 0);  // a job of one process has no workers to count
+
+  LaunchDefaults bad = ReadLaunchDefaults(
+      Env({{"PMI_RANK", "5"}, {"PMI_SIZE", "2"}, {"DMLPS_PORT", "70000"}}));
+  CHECK(bad.problems.size() == 2);
+  CHECK(bad.workers == 0);
+  CHECK(bad.worker_rank == -1);
+  CHECK(bad.server == "tcp://127.0.0.1:5555");
+}
+
+}  // namespace
+}  // namespace dmlps::launch
