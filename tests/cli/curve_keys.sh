@@ -61,4 +61,6 @@ run 66 dmlps-worker --curve-secret "$WORK/workers/w0.key" --curve-server-key "$W
   --connect-timeout 1
 run 64 dmlps-server "${data[@]}" --max-connections 1 --workers 2
 one_error dmlps-server "--max-connections must be at least --workers"
+run 64 dmlps-server "${data[@]}" --max-message-bytes 1000
+one_error dmlps-server "max-message-bytes 1000 is less than a worker's push"
 echo "ok: key files and flags checked"

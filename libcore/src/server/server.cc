@@ -177,10 +177,17 @@ Status ParameterServer::Setup() {
   if (!config_.trace.empty()) {
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
   }
-  max_message_bytes_ = config_.max_message_bytes > 0
-                           ? config_.max_message_bytes
-                           : model.num_params() * static_cast<int64_t>(sizeof(float)) +
-                                 kMessageHeadroom;
+  const int64_t model_bytes = model.num_params() * static_cast<int64_t>(sizeof(float));
+  // The largest payload a worker sends: the whole gradient, or one chunk of it.
+  const int64_t largest_push = std::min(model_bytes, proto::kDefaultChunkBytes);
+  if (config_.max_message_bytes > 0 && config_.max_message_bytes < largest_push) {
+    return Status::InvalidArgument("--max-message-bytes " +
+                                   std::to_string(config_.max_message_bytes) +
+                                   " is less than a worker's push of this model needs (" +
+                                   std::to_string(largest_push) + " bytes)");
+  }
+  max_message_bytes_ = config_.max_message_bytes > 0 ? config_.max_message_bytes
+                                                     : model_bytes + kMessageHeadroom;
   bind_options.max_frame_bytes = max_message_bytes_;
   bind_options.max_connections = config_.max_connections > 0
                                      ? config_.max_connections
