@@ -65,7 +65,19 @@ Status FromZmq(const zmq::error_t& e, const std::string& what) {
 
 Endpoint::Endpoint(std::unique_ptr<zmq::socket_t> socket) : socket_(std::move(socket)) {}
 Endpoint::Endpoint(Endpoint&&) noexcept = default;
-Endpoint& Endpoint::operator=(Endpoint&&) noexcept = default;
+Endpoint& Endpoint::operator=(Endpoint&& other) noexcept {
+  if (this == &other) return *this;
+  // The guarded socket closes before its guard goes.
+  monitor_.reset();
+  socket_.reset();
+  gatekeeper_ = std::move(other.gatekeeper_);
+  socket_ = std::move(other.socket_);
+  monitor_ = std::move(other.monitor_);
+  curve_ = other.curve_;
+  failed_handshakes_ = other.failed_handshakes_;
+  address_ = std::move(other.address_);
+  return *this;
+}
 Endpoint::~Endpoint() = default;
 
 int64_t Endpoint::refused_connections() const {
