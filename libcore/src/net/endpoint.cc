@@ -16,8 +16,9 @@ namespace {
 // A guarded server drops connections whose handshake takes longer than
 // this, so that half-open connections cannot hold its connection slots.
 constexpr int kHandshakeMs = 10000;
-// Handshakes that fail without a reason, in a row, before a CURVE client
-// concludes that the server cannot read its hello (a wrong server key).
+// Handshakes that fail without a reason, in a row, before a client
+// concludes that the server cannot read its hello (a wrong server key, or
+// CURVE on one side only).
 constexpr int64_t kSilentHandshakeFailures = 3;
 
 // Sets a CURVE key option from Z85 text (ZeroMQ wants its terminating NUL).
@@ -304,11 +305,15 @@ Status Endpoint::CheckHandshakes() {
                               " failed (protocol error " + fmt::format("{:#x}", value) +
                               "); is --curve-server-key the server's public key?");
       case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
-        if (curve_ && ++failed_handshakes_ >= kSilentHandshakeFailures) {
-          return Status::Config("the server at " + address_ + " hung up " +
-                                std::to_string(failed_handshakes_) +
-                                " CURVE handshakes in a row: is --curve-server-key the "
-                                "server's public key?");
+        // A server that cannot read this client's hello (another mechanism,
+        // or another server key) may just hang up before saying why.
+        if (++failed_handshakes_ >= kSilentHandshakeFailures) {
+          return Status::Config(
+              "the server at " + address_ + " hung up " + std::to_string(failed_handshakes_) +
+              " handshakes in a row: " +
+              (curve_ ? std::string("is --curve-server-key the server's public key?")
+                      : std::string("it probably requires CURVE (give this client "
+                                    "--curve-secret and --curve-server-key)")));
         }
         break;
       default:
