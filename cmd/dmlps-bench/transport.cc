@@ -52,7 +52,8 @@ void AddTransportOptions(cxxopts::Options& options) {
        cxxopts::value<std::string>()->default_value(std::to_string(d.warmup)), "W")
       ("chunk-bytes", "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
        "dmlps-worker use the default)",
-       cxxopts::value<std::string>()->default_value(bench::FormatByteSize(d.chunk_bytes)), "SIZE");
+       cxxopts::value<std::string>()->default_value(bench::FormatByteSize(d.chunk_bytes)), "SIZE")
+      ("curve", "Also measure the dmlps round trips encrypted with CURVE (dmlps-curve rows)");
 }
 
 int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
@@ -86,6 +87,7 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   config.rounds = flags.Int("rounds", 1, 1000000);
   config.warmup = flags.Int("warmup", 0, 1000000);
   read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
+  config.curve = flags.Has("curve");
   const bench::Format format = ReadFormat(flags);
   flags.AddProblems(bench::ValidateTransportConfig(config));
   if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());

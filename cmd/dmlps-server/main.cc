@@ -79,11 +79,21 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.eval_every)), "N")
       ("report", "At the end, write the run's figures to FILE as key<TAB>value lines",
        cxxopts::value<std::string>(), "FILE");
+  options.add_options("Security and limits")
+      ("curve-secret", "Encrypt and authenticate with CURVE: the server's secret key FILE "
+       "(from dmlps-keygen; needs --curve-allow)", cxxopts::value<std::string>(), "FILE")
+      ("curve-allow", "Admit only workers whose public key is in a *.pub file in DIR",
+       cxxopts::value<std::string>(), "DIR")
+      ("max-message-bytes", "Refuse messages larger than BYTES (0: the model's size plus 1 MiB)",
+       cxxopts::value<std::string>()->default_value("0"), "BYTES")
+      ("max-connections", "Refuse connections beyond N open at once (0: --workers plus 16)",
+       cxxopts::value<std::string>()->default_value("0"), "N");
   dmlps::cli::AddCommonOptions(options, /*with_trace=*/true);
 
   int exit_code = 0;
   std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(
-      options, {"Cluster", "Policy", "Training", "Stopping and evaluation", "Common"}, argc, argv, &exit_code);
+      options, {"Cluster", "Policy", "Training", "Stopping and evaluation", "Security and limits",
+                "Common"}, argc, argv, &exit_code);
   if (!parsed) return exit_code;
   dmlps::cli::FlagReader flags(*parsed);
   ServerConfig config;
@@ -124,6 +134,10 @@ int main(int argc, char** argv) {
       flags.AddProblem("--arima-order applies only to --predictor arima");
     }
   }
+  if (flags.Has("curve-secret")) config.curve_secret = flags.String("curve-secret");
+  if (flags.Has("curve-allow")) config.curve_allow = flags.String("curve-allow");
+  config.max_message_bytes = flags.Int("max-message-bytes", 0, int64_t{1} << 40);
+  config.max_connections = flags.Int("max-connections", 0, 1000000);
   config.policy.lb_step = flags.Int("lb-step", 0, 1 << 24);
   config.policy.token_size = flags.Int("token-size", 1, 1 << 24);
   // A policy flag given for another policy is a mistake worth saying.

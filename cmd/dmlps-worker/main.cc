@@ -24,7 +24,11 @@ int main(int argc, char** argv) {
       ("connect-timeout", "Give up (exit 69) when no server answers within SECONDS",
        cxxopts::value<std::string>()->default_value("10"), "SECONDS")
       ("server-timeout", "Give up (exit 69) when the server is silent for SECONDS",
-       cxxopts::value<std::string>()->default_value("30"), "SECONDS");
+       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("curve-secret", "Encrypt and authenticate with CURVE: this worker's secret key FILE "
+       "(from dmlps-keygen)", cxxopts::value<std::string>(), "FILE")
+      ("curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
+       cxxopts::value<std::string>(), "KEY|FILE");
   options.add_options("Training")
       ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
        cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
@@ -65,6 +69,8 @@ int main(int argc, char** argv) {
       static_cast<int64_t>(flags.Real("connect-timeout", 0.001, 1e6) * 1000));
   config.server_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.Real("server-timeout", 0.001, 1e6) * 1000));
+  if (flags.Has("curve-secret")) config.curve_secret = flags.String("curve-secret");
+  if (flags.Has("curve-server-key")) config.curve_server_key = flags.String("curve-server-key");
   config.data = flags.String("data");
   config.threads = flags.Int("threads", 1, 1024);
   config.max_batch = flags.Int("max-batch", 0, 1 << 24);

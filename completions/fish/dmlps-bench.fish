@@ -43,6 +43,7 @@ complete -c $c -l worker-counts -x -d 'transport: workers of the clusters measur
 complete -c $c -l rounds -x -d 'transport: timed round trips per measurement'
 complete -c $c -l warmup -x -d 'transport: untimed round trips before them'
 complete -c $c -l chunk-bytes -x -d 'transport: chunk size of streamed payloads'
+complete -c $c -l curve -d 'transport: also measure dmlps round trips over CURVE'
 complete -c $c -l format -x -d 'Output' -a 'table tsv json'
 
 complete -c $c -s h -l help -d 'Print the subcommands and options and exit'

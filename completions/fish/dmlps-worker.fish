@@ -25,6 +25,8 @@ complete -c $c -l server -x -d 'Address of the server' -a 'tcp://127.0.0.1:5555'
 complete -c $c -l rank -x -d 'Ask for this rank'
 complete -c $c -l connect-timeout -x -d 'Give up when no server answers within SECONDS'
 complete -c $c -l server-timeout -x -d 'Give up when the server is silent for SECONDS'
+complete -c $c -l curve-secret -r -F -d 'Encrypt with CURVE: this worker secret key FILE'
+complete -c $c -l curve-server-key -r -F -d 'The server public key, or its .pub FILE'
 
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
 complete -c $c -l threads -x -d 'Threads for the linear algebra'

@@ -1,6 +1,7 @@
 # dmlps-bench transport, shrunk: small payloads, a few rounds, every kind of
-# row (memcpy, sum, zmq, zmq-chunks, dmlps with 1 and 2 workers) over tcp
-# and ipc; the table's structure, TSV columns and JSON; bad flags exit 64.
+# row (memcpy, sum, zmq, zmq-chunks, dmlps with 1 and 2 workers, and with
+# --curve dmlps-curve) over tcp and ipc; the table's structure, TSV columns
+# and JSON; bad flags exit 64.
 . "$(dirname "$0")/lib.sh"
 bench=$BIN/dmlps-bench
 small=(--sizes 64K,256K --chunk-bytes 64K --worker-counts 1,2 --rounds 3 --warmup 1)
@@ -49,6 +50,21 @@ sed -n 2p "$WORK/table.txt" | grep -q "^transport  size  what .*median ms.*vs zm
 [ "$(grep -c '^ipc ' "$WORK/table.txt")" -eq 5 ] || fail "expected 5 ipc rows"
 [ "$(grep -c '^aggregation: ' "$WORK/table.txt")" -eq 2 ] || fail "expected 2 aggregation lines"
 if grep -q '^goal: ' "$WORK/table.txt"; then fail "goal lines for sizes without goals"; fi
+
+# --curve: a dmlps-curve row beside each dmlps row, both transports, with
+# ratios; encrypted round trips cannot beat plaintext ZeroMQ by much.
+"$bench" transport --sizes 256K --chunk-bytes 64K --worker-counts 1 --rounds 3 --warmup 1 \
+  --curve --format tsv >"$WORK/curve.tsv" 2>/dev/null || fail "--curve exited $?"
+cat "$WORK/curve.tsv"
+awk -F '\t' 'NR > 1 { seen[$1 " " $3 " " $4] = $10 } END {
+  split("tcp ipc", ts, " ")
+  for (i in ts) {
+    if (!((ts[i] " dmlps 1") in seen)) { print "no dmlps row for " ts[i]; bad = 1 }
+    r = seen[ts[i] " dmlps-curve 1"]
+    if (r == "" || r == "-" || !(r > 0.5)) { print "no plausible dmlps-curve row for " ts[i]; bad = 1 }
+  }
+  exit bad
+}' "$WORK/curve.tsv" || fail "the --curve rows are missing or implausible"
 
 # JSON parses, with rows, config and goals (4M measured: its goal line;
 # streamed in 4 chunks, so zmq-chunks is measured too).

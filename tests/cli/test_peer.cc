@@ -6,8 +6,20 @@
 //                   streamed: a chunk out of order, a chunk with NaN, a
 //                   chunk of the wrong size) until the server says stop;
 //                   exits 0 on Stop.
+//   oversized ADDR LIMIT
+//                   sends a message whose frames together exceed LIMIT
+//                   bytes, one of too many frames, then a single frame
+//                   over LIMIT (which ZeroMQ drops with the connection),
+//                   and checks the server still answers; exits 0 when
+//                   the first two got an Error and no frame came back for
+//                   the third.
+//   flood ADDR N    opens N connections at once, each a new identity that
+//                   sends a Pull without joining, and prints how many the
+//                   server answered with an Error and how many it refused
+//                   at the handshake; exits 0 when every one was either.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -177,18 +189,116 @@ int BadWorker(Endpoint& endpoint) {
   }
 }
 
+// Waits for the server's answer to what was just sent: an Error, or nothing.
+bool ErrorArrives(Endpoint& endpoint, const std::string& name) {
+  proto::Message reply;
+  if (!ReceiveBody(endpoint, &reply)) {
+    Fail(name + ": no reply from the server");
+    return false;
+  }
+  auto* error = std::get_if<proto::Error>(&reply.body);
+  if (error == nullptr) {
+    Fail(name + ": the server did not answer with an Error");
+    return false;
+  }
+  std::printf("%s: refused: %s\n", name.c_str(), error->message.c_str());
+  return true;
+}
+
+int Oversized(Endpoint& endpoint, int64_t limit) {
+  msgpack::zone zone;
+  const std::string pull = Packed(proto::kProtocolVersion, 3, msgpack::object(proto::Pull{}, zone));
+  {
+    // Each frame within the limit, together over it.
+    Frames frames;
+    frames.push_back(Bytes(pull));
+    frames.emplace_back(static_cast<size_t>(limit / 2 + 8));
+    frames.emplace_back(static_cast<size_t>(limit / 2 + 8));
+    if (!endpoint.Send(frames).ok()) return Fail("cannot send");
+    if (!ErrorArrives(endpoint, "message over the limit")) return 1;
+  }
+  {
+    Frames frames;
+    frames.push_back(Bytes(pull));
+    for (int64_t i = 0; i < proto::kMaxMessageFrames + 10; ++i) frames.emplace_back(4);
+    if (!endpoint.Send(frames).ok()) return Fail("cannot send");
+    if (!ErrorArrives(endpoint, "message of too many frames")) return 1;
+  }
+  {
+    Frames frames;
+    frames.push_back(Bytes(pull));
+    frames.emplace_back(static_cast<size_t>(limit + 1));
+    if (!endpoint.Send(frames).ok()) return Fail("cannot send");
+    Frames reply;
+    dmlps::Result<bool> got = endpoint.Receive(&reply, std::chrono::milliseconds(2000));
+    if (got.ok() && *got) return Fail("the server answered a frame over its limit");
+    std::printf("frame over the limit: dropped with its connection\n");
+  }
+  // The peer reconnects by itself; the server still answers it.
+  Frames frames;
+  frames.push_back(Bytes("\x93\xff\x00garbage"));
+  if (!endpoint.Send(frames).ok()) return Fail("cannot send");
+  if (!ErrorArrives(endpoint, "garbage after the drop")) return 1;
+  std::printf("oversized messages refused\n");
+  return 0;
+}
+
+int Flood(zmq::context_t& context, const std::string& address, int64_t count) {
+  std::vector<Endpoint> peers;
+  for (int64_t i = 0; i < count; ++i) {
+    dmlps::Result<Endpoint> peer = Endpoint::Connect(context, address);
+    if (!peer.ok()) return Fail(peer.status().message());
+    if (!peer->SendMessage(nullptr, proto::Pull{0}).ok()) return Fail("cannot send");
+    peers.push_back(std::move(peer).value());
+  }
+  int64_t answered = 0;
+  int64_t refused = 0;
+  std::vector<bool> done(peers.size(), false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (answered + refused < count && std::chrono::steady_clock::now() < deadline) {
+    for (size_t i = 0; i < peers.size(); ++i) {
+      if (done[i]) continue;
+      Frames frames;
+      dmlps::Result<bool> got = peers[i].Receive(&frames, std::chrono::milliseconds(1));
+      if (!got.ok()) {
+        if (got.status().message().find("too many connections") == std::string::npos) {
+          return Fail("unexpected: " + got.status().message());
+        }
+        ++refused;
+        done[i] = true;
+      } else if (*got) {
+        dmlps::Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+        if (!message.ok() || !std::holds_alternative<proto::Error>(message->body)) {
+          return Fail("a flood peer got something other than an Error");
+        }
+        ++answered;
+        done[i] = true;
+      }
+    }
+  }
+  std::printf("%lld answered with an Error, %lld refused at the handshake, of %lld\n",
+              static_cast<long long>(answered), static_cast<long long>(refused),
+              static_cast<long long>(count));
+  if (answered + refused != count) return Fail("some flood peers got no answer");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: dmlps-test-peer garbage|bad-worker ADDR\n");
+  if (argc < 3 || argc > 4) {
+    std::fprintf(stderr,
+                 "usage: dmlps-test-peer garbage|bad-worker ADDR | oversized ADDR LIMIT | "
+                 "flood ADDR N\n");
     return 64;
   }
   zmq::context_t context;
+  const std::string mode = argv[1];
+  if (mode == "flood" && argc == 4) return Flood(context, argv[2], std::atoll(argv[3]));
   dmlps::Result<Endpoint> endpoint = Endpoint::Connect(context, argv[2]);
   if (!endpoint.ok()) return Fail(endpoint.status().message());
-  const std::string mode = argv[1];
   if (mode == "garbage") return Garbage(*endpoint);
+  if (mode == "oversized" && argc == 4) return Oversized(*endpoint, std::atoll(argv[3]));
   if (mode == "bad-worker") return BadWorker(*endpoint);
   return Fail("unknown mode " + mode);
 }

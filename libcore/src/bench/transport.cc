@@ -19,6 +19,7 @@
 #include <zmq.hpp>
 
 #include "dmlps/base/json.h"
+#include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/model_store.h"
@@ -248,10 +249,10 @@ Result<proto::Message> AwaitFromServer(net::Endpoint& endpoint, proto::MsgType w
 // gradient, streamed when larger than a chunk, with the next Pull right
 // after its header), then the Model, copied into its parameters chunk by
 // chunk as it arrives.
-Status RunBenchWorker(zmq::context_t& context, const std::string& address, int64_t rank,
-                      int64_t floats, const TransportConfig& config, Shared& shared,
-                      std::vector<double>* times) {
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context, address));
+Status RunBenchWorker(zmq::context_t& context, const std::string& address,
+                      const net::ConnectOptions& keys, int64_t rank, int64_t floats,
+                      const TransportConfig& config, Shared& shared, std::vector<double>* times) {
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context, address, keys));
   DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(
       nullptr, proto::Hello{rank, "dmlps-bench", static_cast<int64_t>(getpid()), 1, 0}));
   auto gradient = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
@@ -452,15 +453,28 @@ class BenchServer {
 
 // dmlps round trips with one server and `workers` workers, each with a
 // ZeroMQ context of its own as separate processes would have. A round's
-// time is that of its slowest worker.
+// time is that of its slowest worker. With `curve`, every connection is
+// encrypted and the server admits the workers' keys only.
 Result<std::vector<double>> DmlpsRoundTrips(const std::string& bind_address, int64_t bytes,
-                                            int64_t workers, const TransportConfig& config,
-                                            Shared& shared) {
+                                            int64_t workers, bool curve,
+                                            const TransportConfig& config, Shared& shared) {
   const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
   zmq::context_t server_context(1);
   std::vector<std::unique_ptr<zmq::context_t>> worker_contexts;
   for (int64_t w = 0; w < workers; ++w) worker_contexts.push_back(std::make_unique<zmq::context_t>(1));
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Bind(server_context, bind_address));
+  net::BindOptions bind_options;
+  std::vector<net::ConnectOptions> keys(static_cast<size_t>(workers));
+  if (curve) {
+    DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair server_pair, net::GenerateKeyPair());
+    bind_options.curve_secret = server_pair.secret_key;
+    for (net::ConnectOptions& k : keys) {
+      DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::GenerateKeyPair());
+      bind_options.allowed_keys.insert(pair.public_key);
+      k = {pair.secret_key, server_pair.public_key};
+    }
+  }
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                         net::Endpoint::Bind(server_context, bind_address, bind_options));
   const std::string address = endpoint.address();
   std::vector<std::vector<double>> times(static_cast<size_t>(workers));
   {
@@ -476,8 +490,9 @@ Result<std::vector<double>> DmlpsRoundTrips(const std::string& bind_address, int
       for (int64_t w = 0; w < workers; ++w) {
         worker_threads.Start([&, w] {
           NameThread("bench-worker" + std::to_string(w));
-          Status done = RunBenchWorker(*worker_contexts[static_cast<size_t>(w)], address, w, floats,
-                                       config, shared, &times[static_cast<size_t>(w)]);
+          Status done = RunBenchWorker(*worker_contexts[static_cast<size_t>(w)], address,
+                                       keys[static_cast<size_t>(w)], w, floats, config, shared,
+                                       &times[static_cast<size_t>(w)]);
           if (!done.ok()) shared.Fail(done.WithContext("bench worker " + std::to_string(w)));
         });
       }
@@ -665,6 +680,9 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
     }
   }
   if (config.transports.empty()) problems.push_back("--transports: no transport");
+  if (config.curve && !net::CurveAvailable()) {
+    problems.push_back("--curve: this libzmq was built without CURVE");
+  }
   for (const std::string& t : config.transports) {
     if (t != "tcp" && t != "ipc") problems.push_back("--transports: unknown transport '" + t + "' (tcp or ipc)");
   }
@@ -716,7 +734,9 @@ std::string FormatByteSize(int64_t bytes) {
 
 int64_t BytesMoved(const TransportRow& row) {
   if (row.what == "memcpy" || row.what == "sum") return row.bytes;
-  if (row.what == "dmlps") return 2 * std::max<int64_t>(row.workers, 1) * row.bytes;
+  if (row.what == "dmlps" || row.what == "dmlps-curve") {
+    return 2 * std::max<int64_t>(row.workers, 1) * row.bytes;
+  }
   return 2 * row.bytes;
 }
 
@@ -818,8 +838,15 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
       for (int64_t workers : config.workers) {
         slot(transport, "dmlps", workers, [&, bytes, workers, transport](const TransportConfig& c) {
           Shared shared(signal);
-          return DmlpsRoundTrips(address(transport), bytes, workers, c, shared);
+          return DmlpsRoundTrips(address(transport), bytes, workers, false, c, shared);
         });
+        if (config.curve) {
+          slot(transport, "dmlps-curve", workers,
+               [&, bytes, workers, transport](const TransportConfig& c) {
+                 Shared shared(signal);
+                 return DmlpsRoundTrips(address(transport), bytes, workers, true, c, shared);
+               });
+        }
       }
     }
     // The measurements take turns, a few rounds each, so that whatever

@@ -1,9 +1,43 @@
 #include "dmlps/net/endpoint.h"
 
+#include <fmt/format.h>
+#include <zmq.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <cstring>
+
+#include "net/gatekeeper.h"
 
 namespace dmlps::net {
 namespace {
+
+// A guarded server drops connections whose handshake takes longer than
+// this, so that half-open connections cannot hold its connection slots.
+constexpr int kHandshakeMs = 10000;
+// Handshakes that fail without a reason, in a row, before a client
+// concludes that the server cannot read its hello (a wrong server key, or
+// CURVE on one side only).
+constexpr int64_t kSilentHandshakeFailures = 3;
+
+// Sets a CURVE key option from Z85 text (ZeroMQ wants its terminating NUL).
+void SetKey(zmq::socket_t& socket, int option, const std::string& z85) {
+  if (zmq_setsockopt(socket.handle(), option, z85.c_str(), z85.size() + 1) != 0) {
+    throw zmq::error_t();
+  }
+}
+
+// Starts a PAIR-socket monitor of `socket` for `events`; returns its address,
+// unique in the process (a closed socket's name may linger while its
+// successor reuses the memory, so the address alone would not do).
+std::string Monitor(zmq::socket_t& socket, int events) {
+  static std::atomic<int64_t> serial{0};
+  const std::string address =
+      fmt::format("inproc://dmlps-monitor-{}-{}", fmt::ptr(socket.handle()), serial++);
+  if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) throw zmq::error_t();
+  return address;
+}
 
 void ConfigureCommon(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::linger, static_cast<int>(kLinger.count()));
@@ -30,14 +64,66 @@ Status FromZmq(const zmq::error_t& e, const std::string& what) {
 
 }  // namespace
 
-Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& address) {
+Endpoint::Endpoint(std::unique_ptr<zmq::socket_t> socket) : socket_(std::move(socket)) {}
+Endpoint::Endpoint(Endpoint&&) noexcept = default;
+Endpoint& Endpoint::operator=(Endpoint&& other) noexcept {
+  if (this == &other) return *this;
+  // The guarded socket closes before its guard goes.
+  monitor_.reset();
+  socket_.reset();
+  gatekeeper_ = std::move(other.gatekeeper_);
+  socket_ = std::move(other.socket_);
+  monitor_ = std::move(other.monitor_);
+  curve_ = other.curve_;
+  failed_handshakes_ = other.failed_handshakes_;
+  address_ = std::move(other.address_);
+  return *this;
+}
+Endpoint::~Endpoint() = default;
+
+int64_t Endpoint::refused_connections() const {
+  return gatekeeper_ != nullptr ? gatekeeper_->refused() : 0;
+}
+
+Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& address,
+                                const BindOptions& options) {
+  const bool curve = !options.curve_secret.empty();
+  if (curve && options.allowed_keys.empty()) {
+    return Status::Config("CURVE with no allowed keys would admit no worker");
+  }
+  if (options.max_frame_bytes < 1 || options.max_connections < 0) {
+    return Status::InvalidArgument("frame and connection limits must be positive");
+  }
   try {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::router);
     ConfigureCommon(*socket);
+    socket->set(zmq::sockopt::maxmsgsize, options.max_frame_bytes);
     // Sending to a worker that has gone must fail loudly, not vanish.
     socket->set(zmq::sockopt::router_mandatory, 1);
+    std::unique_ptr<Gatekeeper> gatekeeper;
+    if (curve || options.max_connections > 0) {
+      if (curve) {
+        socket->set(zmq::sockopt::curve_server, true);
+        SetKey(*socket, ZMQ_CURVE_SECRETKEY, options.curve_secret);
+      }
+      // With a domain set, ZeroMQ asks the handler about every connection,
+      // plaintext ones too.
+      socket->set(zmq::sockopt::zap_domain, kZapDomain);
+      socket->set(zmq::sockopt::handshake_ivl, kHandshakeMs);
+      // Refuse rather than admit when the handler is missing (where this
+      // libzmq has the option; otherwise the handler's lifetime ensures it).
+      const int enforce = 1;
+      (void)zmq_setsockopt(socket->handle(), 93 /* ZMQ_ZAP_ENFORCE_DOMAIN */, &enforce,
+                           sizeof enforce);
+      const std::string monitor =
+          Monitor(*socket, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED);
+      GateRules rules{curve, options.allowed_keys, options.max_connections};
+      DMLPS_ASSIGN_OR_RETURN(gatekeeper, Gatekeeper::Start(context, std::move(rules), monitor));
+    }
     socket->bind(address);
     Endpoint endpoint(std::move(socket));
+    endpoint.gatekeeper_ = std::move(gatekeeper);
+    endpoint.curve_ = curve;
     endpoint.address_ = endpoint.socket_->get(zmq::sockopt::last_endpoint);
     return endpoint;
   } catch (const zmq::error_t& e) {
@@ -45,12 +131,35 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
   }
 }
 
-Result<Endpoint> Endpoint::Connect(zmq::context_t& context, const std::string& address) {
+Result<Endpoint> Endpoint::Connect(zmq::context_t& context, const std::string& address,
+                                   const ConnectOptions& options) {
+  const bool curve = !options.curve_secret.empty();
+  if (curve != !options.curve_server_key.empty()) {
+    return Status::InvalidArgument("CURVE needs both this client's secret key and the server's key");
+  }
   try {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
     ConfigureCommon(*socket);
+    if (curve) {
+      char public_key[41] = {};
+      if (zmq_curve_public(public_key, options.curve_secret.c_str()) != 0) {
+        return Status::InvalidArgument("not a CURVE secret key");
+      }
+      SetKey(*socket, ZMQ_CURVE_SERVERKEY, options.curve_server_key);
+      SetKey(*socket, ZMQ_CURVE_PUBLICKEY, public_key);
+      SetKey(*socket, ZMQ_CURVE_SECRETKEY, options.curve_secret);
+    }
+    // Handshake events tell a refused client apart from a silent server.
+    const std::string monitor_address =
+        Monitor(*socket, ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                             ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+    auto monitor = std::make_unique<zmq::socket_t>(context, zmq::socket_type::pair);
+    monitor->set(zmq::sockopt::linger, 0);
+    monitor->connect(monitor_address);
     socket->connect(address);
     Endpoint endpoint(std::move(socket));
+    endpoint.monitor_ = std::move(monitor);
+    endpoint.curve_ = curve;
     endpoint.address_ = address;
     return endpoint;
   } catch (const zmq::error_t& e) {
@@ -115,13 +224,28 @@ Status Endpoint::SendWithPayload(const zmq::message_t* identity, proto::Body hea
 
 Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout) {
   frames->clear();
-  zmq_pollitem_t item{socket_->handle(), 0, ZMQ_POLLIN, 0};
-  int rc = zmq_poll(&item, 1, static_cast<long>(timeout.count()));
-  if (rc < 0) {
-    if (zmq_errno() == EINTR) return false;
-    return Status::IOError(std::string("poll failed: ") + zmq_strerror(zmq_errno()));
+  // Handshake events wake the poll too; the wait goes on until a message
+  // comes or the time is up.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    zmq_pollitem_t items[2] = {
+        {socket_->handle(), 0, ZMQ_POLLIN, 0},
+        {monitor_ != nullptr ? monitor_->handle() : nullptr, 0, ZMQ_POLLIN, 0}};
+    int rc = zmq_poll(items, monitor_ != nullptr ? 2 : 1,
+                      static_cast<long>(std::max<int64_t>(left.count(), 0)));
+    if (rc < 0) {
+      if (zmq_errno() == EINTR) return false;
+      return Status::IOError(std::string("poll failed: ") + zmq_strerror(zmq_errno()));
+    }
+    if (rc == 0) return false;
+    if (monitor_ != nullptr && (items[1].revents & ZMQ_POLLIN) != 0) {
+      DMLPS_RETURN_IF_ERROR(CheckHandshakes());
+    }
+    if ((items[0].revents & ZMQ_POLLIN) != 0) break;
+    if (left.count() <= 0) return false;
   }
-  if (rc == 0) return false;
   try {
     while (true) {
       zmq::message_t frame;
@@ -135,6 +259,67 @@ Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout
     return FromZmq(e, "receive failed");
   }
   return !frames->empty();
+}
+
+Status Endpoint::CheckHandshakes() {
+  while (true) {
+    zmq::message_t event;
+    try {
+      if (!monitor_->recv(event, zmq::recv_flags::dontwait)) return Status::Ok();
+      if (event.more()) {
+        zmq::message_t endpoint;  // the address, known already
+        (void)monitor_->recv(endpoint, zmq::recv_flags::dontwait);
+      }
+    } catch (const zmq::error_t& e) {
+      return FromZmq(e, "monitor");
+    }
+    if (event.size() < 6) continue;
+    uint16_t id = 0;
+    uint32_t value = 0;
+    std::memcpy(&id, event.data(), sizeof id);
+    std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof value);
+    switch (id) {
+      case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        failed_handshakes_ = 0;
+        break;
+      case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        // ZAP tells only a status code: a server refuses a plaintext client
+        // only for having too many connections.
+        if (!curve_) {
+          return Status::Unavailable("the server at " + address_ +
+                                     " refused the connection: it has too many connections");
+        }
+        return Status::Config("the server at " + address_ + " refused this client's key (status " +
+                              std::to_string(value) +
+                              "): it is not in the server's --curve-allow folder (or the server "
+                              "has too many connections)");
+      case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+        if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
+          return Status::Config(
+              curve_ ? "the server at " + address_ + " does not speak CURVE; this client does"
+                    : "the server at " + address_ +
+                          " requires CURVE: give this client --curve-secret and "
+                          "--curve-server-key");
+        }
+        return Status::Config("the handshake with the server at " + address_ +
+                              " failed (protocol error " + fmt::format("{:#x}", value) +
+                              "); is --curve-server-key the server's public key?");
+      case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+        // A server that cannot read this client's hello (another mechanism,
+        // or another server key) may just hang up before saying why.
+        if (++failed_handshakes_ >= kSilentHandshakeFailures) {
+          return Status::Config(
+              "the server at " + address_ + " hung up " + std::to_string(failed_handshakes_) +
+              " handshakes in a row: " +
+              (curve_ ? std::string("is --curve-server-key the server's public key?")
+                      : std::string("it probably requires CURVE (give this client "
+                                    "--curve-secret and --curve-server-key)")));
+        }
+        break;
+      default:
+        break;
+    }
+  }
 }
 
 zmq::message_t CopyFrame(const zmq::message_t& frame) {

@@ -91,6 +91,10 @@ zmq::message_t EncodeHeader(const Body& body) {
 
 Result<Body> DecodeHeader(const void* data, size_t size) {
   if (size == 0) return Status::Protocol("empty header frame");
+  if (size > static_cast<size_t>(kMaxHeaderBytes)) {
+    return Status::Protocol("header of " + std::to_string(size) + " bytes (at most " +
+                            std::to_string(kMaxHeaderBytes) + ")");
+  }
   try {
     size_t offset = 0;
     msgpack::object_handle handle =
@@ -134,6 +138,10 @@ Result<Body> DecodeHeader(const void* data, size_t size) {
 
 Result<Message> DecodeMessage(std::vector<zmq::message_t>& frames, size_t first) {
   if (frames.size() <= first) return Status::Protocol("message has no header frame");
+  if (frames.size() - first > static_cast<size_t>(kMaxMessageFrames)) {
+    return Status::Protocol("message of " + std::to_string(frames.size() - first) +
+                            " frames (at most " + std::to_string(kMaxMessageFrames) + ")");
+  }
   Result<Body> body = DecodeHeader(frames[first].data(), frames[first].size());
   if (!body.ok()) return body.status();
   Message message{std::move(body).value(), {}};

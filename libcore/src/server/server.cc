@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "dmlps/data/dataset.h"
+#include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
@@ -133,12 +134,23 @@ class ParameterServer {
   int64_t wasted_samples_ = 0;
   int64_t samples_applied_ = 0;  // usable samples of accepted pushes
   int64_t refusals_ = 0;
+  int64_t max_message_bytes_ = 0;
   int64_t skipped_snapshots_ = 0;
   bool limit_reached_ = false;
   RunReport report_;
 };
 
 Status ParameterServer::Setup() {
+  // Keys first: a bad key file should not wait for the data to load.
+  net::BindOptions bind_options;
+  if (!config_.curve_secret.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config_.curve_secret));
+    DMLPS_ASSIGN_OR_RETURN(bind_options.allowed_keys, net::ReadAllowedKeys(config_.curve_allow));
+    bind_options.curve_secret = pair.secret_key;
+    spdlog::info("CURVE on: server key {}, {} worker key{} admitted from {}", pair.public_key,
+                 bind_options.allowed_keys.size(), bind_options.allowed_keys.size() == 1 ? "" : "s",
+                 config_.curve_allow);
+  }
   DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
   DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
   if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
@@ -166,7 +178,23 @@ Status ParameterServer::Setup() {
   if (!config_.trace.empty()) {
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
   }
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Bind(context_, config_.bind));
+  const int64_t model_bytes = model.num_params() * static_cast<int64_t>(sizeof(float));
+  // The largest payload a worker sends: the whole gradient, or one chunk of it.
+  const int64_t largest_push = std::min(model_bytes, proto::kDefaultChunkBytes);
+  if (config_.max_message_bytes > 0 && config_.max_message_bytes < largest_push) {
+    return Status::InvalidArgument("--max-message-bytes " +
+                                   std::to_string(config_.max_message_bytes) +
+                                   " is less than a worker's push of this model needs (" +
+                                   std::to_string(largest_push) + " bytes)");
+  }
+  max_message_bytes_ = config_.max_message_bytes > 0 ? config_.max_message_bytes
+                                                     : model_bytes + kMessageHeadroom;
+  bind_options.max_frame_bytes = max_message_bytes_;
+  bind_options.max_connections = config_.max_connections > 0
+                                     ? config_.max_connections
+                                     : config_.workers + kConnectionHeadroom;
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                         net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");
@@ -309,6 +337,16 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   auto it = rank_of_.find(Key(identity));
   const int64_t rank = it == rank_of_.end() ? -1 : it->second;
   const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "peer " + Hex(identity);
+  int64_t bytes = 0;
+  for (size_t i = 1; i < frames.size(); ++i) bytes += static_cast<int64_t>(frames[i].size());
+  if (bytes > max_message_bytes_) {
+    // Dropped unread: a worker's step is not counted either.
+    Refuse(identity, who,
+           "message of " + std::to_string(bytes) + " bytes (at most " +
+               std::to_string(max_message_bytes_) + ", --max-message-bytes)",
+           rank < 0);
+    return;
+  }
 
   Result<proto::Message> message = proto::DecodeMessage(frames, 1);
   if (!message.ok()) {
@@ -830,6 +868,15 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   }
   if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
   if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
+  if (config.curve_secret.empty() != config.curve_allow.empty()) {
+    problems.push_back(
+        "--curve-secret and --curve-allow go together (CURVE admits only the listed workers)");
+  }
+  if (config.max_message_bytes < 0) problems.push_back("--max-message-bytes must not be negative");
+  if (config.max_connections < 0) problems.push_back("--max-connections must not be negative");
+  if (config.max_connections > 0 && config.max_connections < config.workers) {
+    problems.push_back("--max-connections must be at least --workers");
+  }
   sync::PolicyConfig probe = config.policy;
   probe.num_workers = std::max<int64_t>(config.workers, 1);
   probe.batch = std::max<int64_t>(config.batch, 1);

@@ -17,6 +17,7 @@
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
+#include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
@@ -125,6 +126,7 @@ class WorkerRunner {
   const std::atomic<int>* signal_;
   zmq::context_t context_;
   std::optional<net::Endpoint> endpoint_;
+  net::ConnectOptions connect_options_;  // CURVE keys, read before joining
   proto::Welcome welcome_;
   data::DataSpec data_spec_;
   data::Dataset shard_;
@@ -598,6 +600,12 @@ Status WorkerRunner::RunToken() {
 }
 
 Status WorkerRunner::Prepare() {
+  if (!config_.curve_secret.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config_.curve_secret));
+    DMLPS_ASSIGN_OR_RETURN(connect_options_.curve_server_key,
+                           net::ReadPublicKey(config_.curve_server_key));
+    connect_options_.curve_secret = pair.secret_key;
+  }
   DMLPS_ASSIGN_OR_RETURN(data_spec_, data::ParseDataSpec(config_.data));
   // Fail before joining when the data is plainly missing: a server should not
   // wait for a worker that can never train.
@@ -607,7 +615,8 @@ Status WorkerRunner::Prepare() {
 }
 
 Status WorkerRunner::Join() {
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context_, config_.server));
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                         net::Endpoint::Connect(context_, config_.server, connect_options_));
   endpoint_.emplace(std::move(endpoint));
   proto::Hello hello{config_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
                      config_.max_batch};
@@ -725,6 +734,9 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
   if (config.max_batch < 0) problems.push_back("--max-batch must not be negative");
   if (config.connect_timeout.count() <= 0) problems.push_back("--connect-timeout must be positive");
   if (config.server_timeout.count() <= 0) problems.push_back("--server-timeout must be positive");
+  if (config.curve_secret.empty() != config.curve_server_key.empty()) {
+    problems.push_back("--curve-secret and --curve-server-key go together");
+  }
   if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
     problems.push_back("--data: " + d.status().message());
   }

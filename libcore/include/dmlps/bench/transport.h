@@ -33,6 +33,7 @@ struct TransportConfig {
   int64_t warmup = 2;    // untimed ones at the start of each turn
   int64_t chunk_bytes = proto::kDefaultChunkBytes;  // streamed chunk (and raw piece) size
   std::chrono::milliseconds timeout{30000};          // the longest any one wait may last
+  bool curve = false;  // also measure dmlps round trips encrypted with CURVE (dmlps-curve rows)
 };
 
 // Every problem with a config, one line each; empty when it can run.
@@ -54,6 +55,7 @@ struct TransportRow {
   // echoed as it arrives. dmlps: each worker pushes a gradient of the
   // payload and pulls the model back; the server sums all workers' gradients
   // (BSP) before it answers; a round is timed to its slowest worker.
+  // dmlps-curve: the same over CURVE, with the server's ZAP handler.
   std::string what;
   int64_t workers = 0;  // dmlps: workers; others 0
   Spread ms;            // milliseconds per round

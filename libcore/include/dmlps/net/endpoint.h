@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -22,18 +23,47 @@ inline constexpr std::chrono::milliseconds kLinger{2000};
 // Frames larger than this are refused by ZeroMQ before they reach us.
 inline constexpr int64_t kMaxFrameBytes = int64_t{256} << 20;
 
+class Gatekeeper;
+
+// What a server's ROUTER admits. Connections are judged at the handshake by
+// a ZAP handler of the endpoint's own (see Gatekeeper), so one that is
+// refused never reaches the ROUTER and leaves nothing behind.
+struct BindOptions {
+  // The server's CURVE secret key (Z85); empty: plaintext. With CURVE only
+  // clients whose public key is in allowed_keys get in: never all of them.
+  std::string curve_secret;
+  std::set<std::string> allowed_keys;
+  // Frames larger than this make ZeroMQ drop the connection (ZMQ_MAXMSGSIZE).
+  int64_t max_frame_bytes = kMaxFrameBytes;
+  // Connections open at once, handshakes included; beyond it new ones are
+  // refused at the handshake. 0: no limit.
+  int64_t max_connections = 0;
+};
+
+// How a worker's DEALER talks to a CURVE server; both empty: plaintext.
+struct ConnectOptions {
+  std::string curve_secret;      // this client's secret key (Z85)
+  std::string curve_server_key;  // the server's public key (Z85)
+};
+
 class Endpoint {
  public:
   // Binds a ROUTER to `address` ("tcp://127.0.0.1:5555", "tcp://127.0.0.1:*",
   // "ipc:///path"). Unavailable when the address is taken, InvalidArgument
   // when ZeroMQ cannot parse it.
-  static Result<Endpoint> Bind(zmq::context_t& context, const std::string& address);
+  // Unavailable also when `options` need a ZAP handler and the context has
+  // one already (one guarded ROUTER per context).
+  static Result<Endpoint> Bind(zmq::context_t& context, const std::string& address,
+                               const BindOptions& options = {});
   // Connects a DEALER to `address`. Connecting succeeds even with no server
-  // there; the first receive tells.
-  static Result<Endpoint> Connect(zmq::context_t& context, const std::string& address);
+  // there; the first receive tells, and Receive also reports a server that
+  // refuses this client at the handshake (its key, or too many connections).
+  static Result<Endpoint> Connect(zmq::context_t& context, const std::string& address,
+                                  const ConnectOptions& options = {});
 
-  Endpoint(Endpoint&&) = default;
-  Endpoint& operator=(Endpoint&&) = default;
+  Endpoint(Endpoint&&) noexcept;
+  Endpoint& operator=(Endpoint&&) noexcept;
+  ~Endpoint();
 
   // The address actually bound, with the port resolved for "tcp://host:*".
   std::string address() const { return address_; }
@@ -59,12 +89,26 @@ class Endpoint {
                          const proto::Body* then = nullptr);
 
   // Waits up to `timeout` for one multipart message; returns false when none
-  // arrived. Interrupted waits (signals) also return false.
+  // arrived. Interrupted waits (signals) also return false. On a connected
+  // endpoint, Config when the server refused this client's key or its lack
+  // of one, Unavailable when it refused the connection as one too many.
   Result<bool> Receive(Frames* frames, std::chrono::milliseconds timeout);
 
+  // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
+  int64_t refused_connections() const;
+
  private:
-  explicit Endpoint(std::unique_ptr<zmq::socket_t> socket) : socket_(std::move(socket)) {}
+  explicit Endpoint(std::unique_ptr<zmq::socket_t> socket);
+  // Reads the handshake events of a connected endpoint; fails when the
+  // server refused this client.
+  Status CheckHandshakes();
+
+  // Declared first, so destroyed last: the handler outlives the socket it guards.
+  std::unique_ptr<Gatekeeper> gatekeeper_;
   std::unique_ptr<zmq::socket_t> socket_;
+  std::unique_ptr<zmq::socket_t> monitor_;  // a connected endpoint's handshake events
+  bool curve_ = false;
+  int64_t failed_handshakes_ = 0;  // in a row, without detail
   std::string address_;
 };
 

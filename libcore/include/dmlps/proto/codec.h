@@ -29,6 +29,12 @@ inline constexpr int64_t kMaxChunkFloats = (int64_t{256} << 20) / static_cast<in
 // The most chunks one payload may announce, so that a peer cannot make the
 // receiver handle millions of tiny messages for one tensor.
 inline constexpr int64_t kMaxChunks = int64_t{1} << 16;
+// The largest header frame accepted: headers are a few hundred bytes.
+inline constexpr int64_t kMaxHeaderBytes = int64_t{64} << 10;
+// The most frames one message may have, its header included: dmlps sends
+// at most a header and a payload frame, so thousands of tiny frames are an
+// attack on the receiver's bookkeeping, not a tensor.
+inline constexpr int64_t kMaxMessageFrames = 1024;
 
 // How a payload of `size` floats is cut into chunks: each holds chunk_floats
 // floats, the last one the rest.
@@ -67,11 +73,11 @@ zmq::message_t EncodeHeader(const Body& body);
 
 // Decodes a header frame. Protocol error, with the reason, when the bytes are
 // not one msgpack value, carry another protocol version, an unknown type, or
-// fields of the wrong type.
+// fields of the wrong type, or are more than kMaxHeaderBytes.
 Result<Body> DecodeHeader(const void* data, size_t size);
 
 // Decodes frames[first] as the header and moves the frames after it into
-// the payload.
+// the payload. Protocol error also for more than kMaxMessageFrames frames.
 Result<Message> DecodeMessage(std::vector<zmq::message_t>& frames, size_t first);
 
 // Appends `values` to `frames` cut into frames of at most `chunk_bytes`

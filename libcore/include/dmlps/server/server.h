@@ -33,7 +33,17 @@ struct ServerConfig {
   std::chrono::milliseconds heartbeat{1000};
   std::string trace;  // trace file ("-": standard output, which then carries no TSV); empty: none
   std::string report;  // when set, the RunReport is written here at the end (see WriteRunReport)
+  // Who may connect, and how much a peer may send (see net::BindOptions).
+  std::string curve_secret;       // the server's secret key file; empty: plaintext
+  std::string curve_allow;        // folder of the admitted workers' public keys (*.pub)
+  int64_t max_message_bytes = 0;  // 0: the model's size plus kMessageHeadroom
+  int64_t max_connections = 0;    // 0: workers plus kConnectionHeadroom
 };
+
+// What the default limits allow beyond the model and the cluster: room for
+// headers, and for workers reconnecting and tools probing the server.
+inline constexpr int64_t kMessageHeadroom = int64_t{1} << 20;
+inline constexpr int64_t kConnectionHeadroom = 16;
 
 // Checks a config before anything starts; every problem found, one per line.
 std::vector<std::string> ValidateConfig(const ServerConfig& config);

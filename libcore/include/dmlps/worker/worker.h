@@ -24,6 +24,8 @@ struct WorkerConfig {
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds server_timeout{30000};
   std::string trace;  // trace file ("-": standard output); empty: none
+  std::string curve_secret;      // this worker's secret key file; empty: plaintext
+  std::string curve_server_key;  // the server's public key, inline (Z85) or a file
 };
 
 // Checks a config before anything starts; every problem found, one per line.

@@ -1,0 +1,167 @@
+#include "net/gatekeeper.h"
+
+#include <spdlog/spdlog.h>
+#include <zmq.h>
+
+#include <cstring>
+#include <vector>
+
+#include "dmlps/net/curve.h"
+
+namespace dmlps::net {
+namespace {
+
+// How often the handler's thread looks whether it should stop.
+constexpr long kPollMs = 100;
+// Peers whose refusal is logged at warning level; later ones at debug level,
+// so a flood of keys or addresses cannot fill the log or the memory.
+constexpr size_t kLoggedPeers = 256;
+
+std::string Text(const zmq::message_t& frame) {
+  return std::string(static_cast<const char*>(frame.data()), frame.size());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Gatekeeper>> Gatekeeper::Start(zmq::context_t& context, GateRules rules,
+                                                       const std::string& monitor_address) {
+  try {
+    zmq::socket_t zap(context, zmq::socket_type::rep);
+    zap.set(zmq::sockopt::linger, 0);
+    zap.bind(kZapAddress);
+    zmq::socket_t monitor(context, zmq::socket_type::pair);
+    monitor.set(zmq::sockopt::linger, 0);
+    monitor.connect(monitor_address);
+    std::unique_ptr<Gatekeeper> keeper(
+        new Gatekeeper(std::move(rules), std::move(zap), std::move(monitor)));
+    keeper->thread_ = std::thread([raw = keeper.get()] { raw->Loop(); });
+    return keeper;
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable(std::string("cannot start the ZAP handler: ") + e.what());
+  }
+}
+
+Gatekeeper::Gatekeeper(GateRules rules, zmq::socket_t zap, zmq::socket_t monitor)
+    : rules_(std::move(rules)), zap_(std::move(zap)), monitor_(std::move(monitor)) {}
+
+Gatekeeper::~Gatekeeper() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void Gatekeeper::Loop() {
+  std::vector<zmq::message_t> request;
+  while (!stop_.load()) {
+    zmq_pollitem_t items[2] = {{zap_.handle(), 0, ZMQ_POLLIN, 0},
+                               {monitor_.handle(), 0, ZMQ_POLLIN, 0}};
+    if (zmq_poll(items, 2, kPollMs) < 0) {
+      if (zmq_errno() == EINTR) continue;
+      if (zmq_errno() == ETERM) return;
+      spdlog::error("ZAP handler: poll failed: {}", zmq_strerror(zmq_errno()));
+      return;
+    }
+    // Connections counted first: a request is judged with its own connection open.
+    if ((items[1].revents & ZMQ_POLLIN) != 0) DrainMonitor();
+    if ((items[0].revents & ZMQ_POLLIN) == 0) continue;
+    try {
+      request.clear();
+      while (true) {
+        zmq::message_t frame;
+        if (!zap_.recv(frame, zmq::recv_flags::dontwait)) break;
+        const bool more = frame.more();
+        request.push_back(std::move(frame));
+        if (!more) break;
+      }
+      if (!request.empty()) Answer(request);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == ETERM) return;
+      spdlog::error("ZAP handler: {}", e.what());
+    }
+  }
+}
+
+void Gatekeeper::DrainMonitor() {
+  try {
+    while (true) {
+      zmq::message_t event;
+      if (!monitor_.recv(event, zmq::recv_flags::dontwait)) return;
+      const bool more = event.more();
+      if (more) {
+        zmq::message_t address;  // the endpoint, not needed here
+        (void)monitor_.recv(address, zmq::recv_flags::dontwait);
+      }
+      if (event.size() < 6) continue;
+      uint16_t id = 0;
+      uint32_t value = 0;
+      std::memcpy(&id, event.data(), sizeof id);
+      std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof value);
+      if (id == ZMQ_EVENT_ACCEPTED) open_.insert(value);
+      if (id == ZMQ_EVENT_DISCONNECTED) open_.erase(value);
+    }
+  } catch (const zmq::error_t&) {
+    // The monitored socket is closing: nothing left to count.
+  }
+}
+
+void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
+  // RFC 27: version, request id, domain, address, identity, mechanism, credentials...
+  std::string status = "500";
+  std::string text = "malformed ZAP request";
+  std::string request_id;
+  if (request.size() >= 6 && Text(request[0]) == "1.0") {
+    request_id = Text(request[1]);
+    const std::string address = Text(request[3]);
+    const std::string mechanism = Text(request[5]);
+    status = "200";
+    text = "OK";
+    const int64_t open = static_cast<int64_t>(open_.size());
+    if (rules_.max_connections > 0 && open > rules_.max_connections) {
+      // 400, not 300 ("try again later"): with 300 libzmq keeps the
+      // connection waiting until the handshake times out instead of
+      // closing it, and the client never learns why.
+      status = "400";
+      text = "too many connections";
+      LogRefusal("address " + address,
+                 "too many connections (" + std::to_string(open) + " open, at most " +
+                     std::to_string(rules_.max_connections) + ")");
+    } else if (rules_.curve) {
+      std::string key;
+      if (mechanism == "CURVE" && request.size() >= 7 && request[6].size() == 32) {
+        char z85[kZ85KeyLength + 1] = {};
+        zmq_z85_encode(z85, static_cast<const uint8_t*>(request[6].data()), 32);
+        key = z85;
+      }
+      if (key.empty() || rules_.allowed_keys.count(key) == 0) {
+        status = "400";
+        text = "key not allowed";
+        LogRefusal(key.empty() ? "address " + address : "key " + key,
+                   key.empty() ? "no CURVE key" : "key not in --curve-allow (from " + address + ")");
+      }
+    }
+  }
+  if (status != "200") ++refused_;
+  const std::string parts[] = {"1.0", request_id, status, text, status == "200" ? "worker" : "", ""};
+  try {
+    for (size_t i = 0; i < std::size(parts); ++i) {
+      zmq::message_t frame(parts[i].data(), parts[i].size());
+      zap_.send(frame, i + 1 < std::size(parts) ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+  } catch (const zmq::error_t& e) {
+    spdlog::error("ZAP handler: cannot answer: {}", e.what());
+  }
+}
+
+void Gatekeeper::LogRefusal(const std::string& peer, const std::string& why) {
+  if (logged_.count(peer) != 0) return;
+  if (logged_.size() < kLoggedPeers) {
+    logged_.insert(peer);
+    spdlog::warn("refused a connection from {}: {}", peer, why);
+    if (logged_.size() == kLoggedPeers) {
+      spdlog::warn("refusals of further peers are logged at debug level");
+    }
+  } else {
+    spdlog::debug("refused a connection from {}: {}", peer, why);
+  }
+}
+
+}  // namespace dmlps::net

@@ -1,0 +1,258 @@
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "dmlps/net/curve.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
+
+namespace dmlps::net {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+
+// A fresh folder, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "dmlps-curve.XXXXXX").string();
+    path_ = mkdtemp(pattern.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void WriteText(const std::string& path, const std::string& text, mode_t mode = 0600) {
+  std::ofstream(path) << text;
+  REQUIRE(chmod(path.c_str(), mode) == 0);
+}
+
+// Two keys from libzmq, so the tests do not depend on one fixed value.
+const CurveKeyPair& SomePair() {
+  static const CurveKeyPair pair = GenerateKeyPair().value();
+  return pair;
+}
+
+TEST_CASE("a key file holds one Z85 key among comments and blank lines") {
+  REQUIRE(CurveAvailable());
+  const std::string key = SomePair().public_key;
+  Result<std::string> parsed =
+      ParseKeyText("# a comment\n\n   " + key + "  \r\n  # another\n", "k.pub");
+  REQUIRE(parsed.ok());
+  CHECK(*parsed == key);
+  CHECK(ParseKeyText(key, "k.pub").value() == key);  // no final newline
+
+  Result<std::string> empty = ParseKeyText("# only a comment\n\n", "k.pub");
+  CHECK(empty.status().code() == StatusCode::kDataLoss);
+  CHECK(empty.status().message() == "k.pub: no key in the file");
+
+  Result<std::string> two = ParseKeyText(key + "\n" + key + "\n", "k.pub");
+  CHECK(two.status().code() == StatusCode::kDataLoss);
+  CHECK(two.status().message() == "k.pub:2: a second key (one key per file)");
+
+  Result<std::string> short_key = ParseKeyText("# x\n" + key.substr(1) + "\n", "k.pub");
+  CHECK(short_key.status().code() == StatusCode::kDataLoss);
+  CHECK(short_key.status().message().starts_with("k.pub:2: not a key"));
+
+  // Right length, but a character outside Z85, or groups of five that do
+  // not fit 32 bits ("#####" is 85^5 - 1).
+  CHECK_FALSE(ParseKeyText(key.substr(0, 39) + "~", "k").ok());
+  CHECK_FALSE(IsZ85Key(std::string(40, '#')));
+  CHECK_FALSE(ParseKeyText(std::string(40, '#'), "k").ok());
+  CHECK(IsZ85Key(key));
+  CHECK_FALSE(IsZ85Key(key + "0"));
+}
+
+TEST_CASE("secret key files: private, well formed, and their public key derived") {
+  TempDir dir;
+  const CurveKeyPair& pair = SomePair();
+  REQUIRE(WriteKeyPair(pair, dir / "w0", false).ok());
+  struct stat st {};
+  REQUIRE(stat((dir / "w0.key").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  Result<CurveKeyPair> read = ReadSecretKeyFile(dir / "w0.key");
+  REQUIRE(read.ok());
+  CHECK(read->secret_key == pair.secret_key);
+  CHECK(read->public_key == pair.public_key);
+  CHECK(ReadPublicKeyFile(dir / "w0.pub").value() == pair.public_key);
+
+  // Never overwritten by accident; replaced with --force.
+  Status again = WriteKeyPair(GenerateKeyPair().value(), dir / "w0", false);
+  CHECK(again.code() == StatusCode::kInvalidArgument);
+  CHECK(ReadSecretKeyFile(dir / "w0.key").value().secret_key == pair.secret_key);
+  const CurveKeyPair other = GenerateKeyPair().value();
+  REQUIRE(WriteKeyPair(other, dir / "w0", true).ok());
+  CHECK(ReadSecretKeyFile(dir / "w0.key").value().public_key == other.public_key);
+
+  REQUIRE(chmod((dir / "w0.key").c_str(), 0644) == 0);
+  Result<CurveKeyPair> open = ReadSecretKeyFile(dir / "w0.key");
+  CHECK(open.status().code() == StatusCode::kDataLoss);
+  CHECK(open.status().message().find("mode 0644") != std::string::npos);
+  REQUIRE(chmod((dir / "w0.key").c_str(), 0400) == 0);
+  CHECK(ReadSecretKeyFile(dir / "w0.key").ok());
+
+  CHECK(ReadSecretKeyFile(dir / "missing.key").status().code() == StatusCode::kNotFound);
+  WriteText(dir / "bad.key", "not a key\n");
+  CHECK(ReadSecretKeyFile(dir / "bad.key").status().code() == StatusCode::kDataLoss);
+}
+
+TEST_CASE("a server key is given inline or as a file") {
+  TempDir dir;
+  const std::string key = SomePair().public_key;
+  CHECK(ReadPublicKey(key).value() == key);
+  WriteText(dir / "server.pub", "# the server\n" + key + "\n", 0644);
+  CHECK(ReadPublicKey(dir / "server.pub").value() == key);
+  CHECK(ReadPublicKey(dir / "nope.pub").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("the allow folder: every *.pub file, at least one key") {
+  TempDir dir;
+  CHECK(ReadAllowedKeys(dir / "missing").status().code() == StatusCode::kNotFound);
+  Result<std::set<std::string>> none = ReadAllowedKeys(dir.path());
+  CHECK(none.status().code() == StatusCode::kDataLoss);
+
+  const CurveKeyPair a = GenerateKeyPair().value();
+  const CurveKeyPair b = GenerateKeyPair().value();
+  REQUIRE(WriteKeyPair(a, dir / "a", false).ok());
+  REQUIRE(WriteKeyPair(b, dir / "b", false).ok());
+  WriteText(dir / "README", "not a key, not read\n", 0644);
+  Result<std::set<std::string>> keys = ReadAllowedKeys(dir.path());
+  REQUIRE(keys.ok());
+  CHECK(*keys == std::set<std::string>{a.public_key, b.public_key});  // the .key files ignored
+
+  WriteText(dir / "c.pub", "garbage\n", 0644);
+  Result<std::set<std::string>> bad = ReadAllowedKeys(dir.path());
+  CHECK(bad.status().code() == StatusCode::kDataLoss);
+  CHECK(bad.status().message().find("c.pub:1") != std::string::npos);
+}
+
+// Receives on `endpoint` for up to `limit`; the first message, or an error.
+Result<bool> ReceiveWithin(Endpoint& endpoint, Frames* frames, milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    DMLPS_ASSIGN_OR_RETURN(bool got, endpoint.Receive(frames, milliseconds(20)));
+    if (got) return true;
+  }
+  return false;
+}
+
+TEST_CASE("a CURVE server admits listed keys only, never any key") {
+  const CurveKeyPair server = GenerateKeyPair().value();
+  const CurveKeyPair allowed = GenerateKeyPair().value();
+  const CurveKeyPair stranger = GenerateKeyPair().value();
+  zmq::context_t server_context;
+  BindOptions options;
+  options.curve_secret = server.secret_key;
+  options.allowed_keys = {allowed.public_key};
+  Result<Endpoint> bound = Endpoint::Bind(server_context, "tcp://127.0.0.1:*", options);
+  REQUIRE(bound.ok());
+  const std::string address = bound->address();
+
+  zmq::context_t client_context;
+  // The listed worker gets through, encrypted both ways.
+  Endpoint good = Endpoint::Connect(client_context, address,
+                                    {allowed.secret_key, server.public_key}).value();
+  REQUIRE(good.SendMessage(nullptr, proto::Heartbeat{7}).ok());
+  Frames frames;
+  REQUIRE(ReceiveWithin(*bound, &frames, milliseconds(5000)).value());
+  REQUIRE(frames.size() == 2);
+  zmq::message_t identity = CopyFrame(frames[0]);
+  REQUIRE(bound->SendMessage(&identity, proto::Heartbeat{8}).ok());
+  REQUIRE(ReceiveWithin(good, &frames, milliseconds(5000)).value());
+
+  // An unknown key and no key at all are refused at the handshake: the
+  // server never sees their messages, and each client learns why.
+  Endpoint bad = Endpoint::Connect(client_context, address,
+                                   {stranger.secret_key, server.public_key}).value();
+  Endpoint plain = Endpoint::Connect(client_context, address).value();
+  (void)bad.SendMessage(nullptr, proto::Heartbeat{1});
+  (void)plain.SendMessage(nullptr, proto::Heartbeat{2});
+  Result<bool> bad_got = ReceiveWithin(bad, &frames, milliseconds(5000));
+  CHECK(bad_got.status().code() == StatusCode::kConfig);
+  CHECK(bad_got.status().message().find("refused this client's key") != std::string::npos);
+  Result<bool> plain_got = ReceiveWithin(plain, &frames, milliseconds(5000));
+  CHECK(plain_got.status().code() == StatusCode::kConfig);
+  CHECK(plain_got.status().message().find("requires CURVE") != std::string::npos);
+  CHECK_FALSE(ReceiveWithin(*bound, &frames, milliseconds(300)).value());
+  CHECK(bound->refused_connections() >= 1);
+
+  // A client that has the wrong server key cannot finish the handshake.
+  Endpoint lost = Endpoint::Connect(client_context, address,
+                                    {allowed.secret_key, stranger.public_key}).value();
+  (void)lost.SendMessage(nullptr, proto::Heartbeat{3});
+  CHECK_FALSE(ReceiveWithin(*bound, &frames, milliseconds(500)).value());
+
+  // CURVE with nobody to admit is refused rather than run open.
+  zmq::context_t other;
+  BindOptions open = options;
+  open.allowed_keys.clear();
+  CHECK(Endpoint::Bind(other, "tcp://127.0.0.1:*", open).status().code() ==
+        StatusCode::kConfig);
+}
+
+TEST_CASE("connections beyond the limit are refused at the handshake") {
+  zmq::context_t server_context;
+  BindOptions options;
+  options.max_connections = 2;
+  Endpoint server = Endpoint::Bind(server_context, "tcp://127.0.0.1:*", options).value();
+  zmq::context_t client_context;
+  std::vector<Endpoint> clients;
+  Frames frames;
+  for (int i = 0; i < 2; ++i) {
+    clients.push_back(Endpoint::Connect(client_context, server.address()).value());
+    REQUIRE(clients.back().SendMessage(nullptr, proto::Heartbeat{i}).ok());
+    REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
+  }
+  Endpoint third = Endpoint::Connect(client_context, server.address()).value();
+  (void)third.SendMessage(nullptr, proto::Heartbeat{3});
+  Result<bool> refused = ReceiveWithin(third, &frames, milliseconds(5000));
+  CHECK(refused.status().code() == StatusCode::kUnavailable);
+  CHECK(refused.status().message().find("too many connections") != std::string::npos);
+  CHECK_FALSE(ReceiveWithin(server, &frames, milliseconds(300)).value());
+  CHECK(server.refused_connections() >= 1);
+
+  // A connection that closes makes room for the next.
+  clients.pop_back();
+  bool admitted = false;
+  for (int attempt = 0; attempt < 50 && !admitted; ++attempt) {
+    Endpoint next = Endpoint::Connect(client_context, server.address()).value();
+    (void)next.SendMessage(nullptr, proto::Heartbeat{4});
+    Result<bool> got = ReceiveWithin(server, &frames, milliseconds(100));
+    admitted = got.ok() && *got;
+  }
+  CHECK(admitted);
+}
+
+TEST_CASE("the decoder refuses huge headers and messages of many frames") {
+  std::vector<zmq::message_t> frames;
+  frames.push_back(proto::EncodeHeader(proto::Heartbeat{1}));
+  for (int64_t i = 0; i < proto::kMaxMessageFrames; ++i) frames.emplace_back(4);
+  Result<proto::Message> many = proto::DecodeMessage(frames, 0);
+  CHECK(many.status().code() == StatusCode::kProtocol);
+  CHECK(many.status().message() == "message of 1025 frames (at most 1024)");
+  frames.pop_back();
+  CHECK(proto::DecodeMessage(frames, 0).ok());
+
+  std::string huge(static_cast<size_t>(proto::kMaxHeaderBytes) + 1, '\0');
+  Result<proto::Body> body = proto::DecodeHeader(huge.data(), huge.size());
+  CHECK(body.status().code() == StatusCode::kProtocol);
+  CHECK(body.status().message().starts_with("header of 65537 bytes"));
+}
+
+}  // namespace
+}  // namespace dmlps::net
