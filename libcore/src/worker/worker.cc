@@ -661,7 +661,9 @@ Status WorkerRunner::Prepare() {
                  max_batch_, spec.Name(), static_cast<double>(memory.free_bytes) / (1 << 30),
                  device_name);
   }
-  spdlog::info("computing on {}", device_name);
+  // A GPU is worth a line; the CPU, the default, only in debug.
+  spdlog::log(device_.is_cuda() ? spdlog::level::info : spdlog::level::debug, "computing on {}",
+              device_name);
   return Status::Ok();
 }
 

@@ -228,6 +228,12 @@ Status CheckLaunch() {
 Status QueryDevice(int index, std::string* name, int64_t* free_bytes, int64_t* total_bytes) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaErrorInsufficientDriver) {
+    return Status::Unavailable("no usable CUDA device: no NVIDIA driver, or one too old for "
+                               "CUDA " + std::to_string(CUDART_VERSION / 1000) + " (" +
+                               cudaGetErrorString(e) + ")");
+  }
+  if (e == cudaErrorNoDevice) return Status::Unavailable("no CUDA device present");
   if (e != cudaSuccess) {
     return Status::Unavailable(std::string("no usable CUDA device: ") + cudaGetErrorString(e));
   }
