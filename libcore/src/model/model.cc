@@ -141,10 +141,11 @@ int64_t ModelSpec::ScratchFloatsPerSample() const {
     // each), each with its gradient where the backward pass keeps one.
     floats += 9 * p1 + 2 * conv[0] * p1 + 2 * conv[0] * p2 + conv[0] * p2 / 4;
     floats += 2 * 9 * conv[0] * p2 + 2 * conv[1] * p2 + 2 * conv[1] * p3 + conv[1] * p3 / 4;
+    floats += p1;  // ones to sum bias gradients over every pixel (the GPU's)
     first_dense = 2;
   }
   for (size_t l = first_dense; l < shapes.size(); ++l) floats += 2 * shapes[l].first;
-  return floats;
+  return floats + 3;  // labels, per-sample losses (double), a one
 }
 
 Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64_t classes) {
