@@ -38,6 +38,11 @@ int SimCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
 void AddTransportOptions(cxxopts::Options& options);
 int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
 
+// profile also reads --batch (as LO..HI), --model, --data (Experiment),
+// --threads (Run) and --warmup (Transport).
+void AddProfileOptions(cxxopts::Options& options);
+int ProfileCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
+
 }  // namespace dmlps::bench_cli
 
 #endif  // DMLPS_CMD_BENCH_COMMANDS_H_

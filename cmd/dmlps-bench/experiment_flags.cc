@@ -63,7 +63,7 @@ void AddExperimentOptions(cxxopts::Options& options) {
        "(0: no cap)", cxxopts::value<std::string>()->default_value("0"), "M,...")
       ("bandwidth-schedule", "Bandwidth cap by iteration for some workers: "
        "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100", cxxopts::value<std::string>(), "SPEC")
-      ("model", "Model: softmax or mlp:H1[,H2...]",
+      ("model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]",
        cxxopts::value<std::string>()->default_value(d.model), "SPEC")
       ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
        cxxopts::value<std::string>()->default_value(d.data), "SPEC")

@@ -1,7 +1,8 @@
 // dmlps-bench: whole experiments. `run` trains real clusters of dmlps-server
 // and dmlps-worker processes on this host under each policy, `sim` simulates
 // bigger clusters with the same policy code, `transport` measures messaging
-// against raw ZeroMQ and memcpy.
+// against raw ZeroMQ and memcpy, `profile` times a worker's step against
+// its batch size.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@ struct Subcommand {
   const char* help;
   std::vector<std::string> groups;  // option groups it reads, beside Common
   int (*body)(const cxxopts::ParseResult&, dmlps::cli::FlagReader&);
+  std::vector<std::string> borrowed = {};  // flags it reads from groups not its own
 };
 
 const std::vector<Subcommand>& Subcommands() {
@@ -27,6 +29,9 @@ const std::vector<Subcommand>& Subcommands() {
        {"Experiment", "Simulation", "Output"}, dmlps::bench_cli::SimCommand},
       {"transport", "push+pull round trips against raw ZeroMQ and memcpy",
        {"Transport", "Output"}, dmlps::bench_cli::TransportCommand},
+      {"profile", "a worker's step time against batch size, on the CPU or a GPU",
+       {"Profile", "Output"}, dmlps::bench_cli::ProfileCommand,
+       {"batch", "model", "data", "threads", "warmup"}},
   };
   return kSubcommands;
 }
@@ -63,13 +68,14 @@ int main(int argc, char** argv) {
   dmlps::bench_cli::AddRunOptions(options);
   dmlps::bench_cli::AddSimOptions(options);
   dmlps::bench_cli::AddTransportOptions(options);
+  dmlps::bench_cli::AddProfileOptions(options);
   dmlps::bench_cli::AddOutputOptions(options);
   options.add_options("Positional")("subcommand", "", cxxopts::value<std::string>());
   options.parse_positional({"subcommand"});
   dmlps::cli::AddCommonOptions(options);
 
-  const std::vector<std::string> groups = {"Experiment", "Run",    "Simulation",
-                                           "Transport",  "Output", "Common"};
+  const std::vector<std::string> groups = {"Experiment", "Run",     "Simulation", "Transport",
+                                           "Profile",    "Output", "Common"};
   int exit_code = 0;
   std::optional<cxxopts::ParseResult> parsed =
       dmlps::cli::ParseArgs(options, groups, argc, argv, &exit_code);
@@ -99,6 +105,11 @@ int main(int argc, char** argv) {
     for (const std::string& g : subcommand->groups) own = own || g == group;
     if (own) continue;
     for (const cxxopts::HelpOptionDetails& option : options.group_help(group).options) {
+      const std::vector<std::string>& borrowed = subcommand->borrowed;
+      if (!option.l.empty() &&
+          std::find(borrowed.begin(), borrowed.end(), option.l.front()) != borrowed.end()) {
+        continue;
+      }
       if (parsed->count(option.l.empty() ? option.s : option.l.front()) > 0) {
         flags.AddProblem("--" + option.l.front() + " does not apply to " + name);
       }

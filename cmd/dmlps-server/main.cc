@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
       ("token-size", "token: samples per token",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.token_size)), "N");
   options.add_options("Training")
-      ("model", "Model: softmax or mlp:H1[,H2...]",
+      ("model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]",
        cxxopts::value<std::string>()->default_value(defaults.model), "SPEC")
       ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE (test set FILE.t)",
        cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")

@@ -34,8 +34,13 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
       ("threads", "Threads for the model's linear algebra",
        cxxopts::value<std::string>()->default_value("1"), "N")
-      ("max-batch", "The most samples this worker can take in one step (lbbsp respects it; 0: no cap)",
-       cxxopts::value<std::string>()->default_value("0"), "N");
+      ("device", "Compute on cpu, or on a CUDA GPU: cuda (device 0) or cuda:N",
+       cxxopts::value<std::string>()->default_value(defaults.device), "DEV")
+      ("max-batch", "The most samples this worker can take in one step (lbbsp respects it; 0: "
+       "no cap; auto: what fits the device's free memory for --model)",
+       cxxopts::value<std::string>()->default_value("0"), "N|auto")
+      ("model", "The model --max-batch auto sizes for; the server must train this one",
+       cxxopts::value<std::string>()->default_value(defaults.model), "SPEC");
   options.add_options("Straggler emulation")
       ("slowdown", "After a step whose compute took t, sleep (K-1)*t",
        cxxopts::value<std::string>()->default_value("1"), "K")
@@ -73,7 +78,13 @@ int main(int argc, char** argv) {
   if (flags.Has("curve-server-key")) config.curve_server_key = flags.String("curve-server-key");
   config.data = flags.String("data");
   config.threads = flags.Int("threads", 1, 1024);
-  config.max_batch = flags.Int("max-batch", 0, 1 << 24);
+  config.device = flags.String("device");
+  config.model = flags.String("model");
+  if (flags.String("max-batch") == "auto") {
+    config.max_batch_auto = true;
+  } else {
+    config.max_batch = flags.Int("max-batch", 0, 1 << 24);
+  }
   if (flags.Has("trace")) config.trace = flags.String("trace");
   dmlps::worker::StragglerSpec& straggler = config.straggler;
   straggler.slowdown = flags.Real("slowdown", 1, 1e6);

@@ -1,11 +1,12 @@
 # Fish completion for dmlps-bench(1).
 
 set -l c dmlps-bench
-set -l subcommands run sim transport
+set -l subcommands run sim transport profile
 
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a run -d 'Train real clusters on this host under each policy'
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a sim -d 'Simulate clusters of any size with the same policies'
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a transport -d 'Push+pull round trips against raw ZeroMQ and memcpy'
+complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a profile -d 'A worker\'s step time against batch size, CPU or GPU'
 
 complete -c $c -l workers -x -d 'Workers per cluster'
 complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp lbbsp-gpu token'
@@ -16,7 +17,7 @@ complete -c $c -l delay-prob -x -d 'Probability per step of the delay'
 complete -c $c -l round-robin-ms -x -d 'In iteration t the worker of rank t mod N sleeps D ms'
 complete -c $c -l bandwidth-mbps -x -d 'Cap on what each worker sends, megabits/s'
 complete -c $c -l bandwidth-schedule -x -d 'Bandwidth cap by iteration: RANK=I:M,...;...'
-complete -c $c -l model -x -d 'Model' -a 'softmax mlp:128 mlp:256,128'
+complete -c $c -l model -x -d 'Model' -a 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
 complete -c $c -l data -x -d 'Dataset' -a 'fashion-mnist fashion-mnist: idx: libsvm:'
 complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'
@@ -44,6 +45,9 @@ complete -c $c -l rounds -x -d 'transport: timed round trips per measurement'
 complete -c $c -l warmup -x -d 'transport: untimed round trips before them'
 complete -c $c -l chunk-bytes -x -d 'transport: chunk size of streamed payloads'
 complete -c $c -l curve -d 'transport: also measure dmlps round trips over CURVE'
+complete -c $c -l device -x -d 'profile: cpu, cuda or cuda:N' -a 'cpu cuda cuda:0 cuda:1'
+complete -c $c -l factor -x -d 'profile: each batch size this many times the one before'
+complete -c $c -l reps -x -d 'profile: timed steps per batch size'
 complete -c $c -l format -x -d 'Output' -a 'table tsv json'
 
 complete -c $c -s h -l help -d 'Print the subcommands and options and exit'

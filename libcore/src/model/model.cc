@@ -1,5 +1,7 @@
 #include "dmlps/model/model.h"
 
+#include "model/cnn.h"
+
 #include <algorithm>
 #include <cassert>
 #include <charconv>
@@ -12,55 +14,38 @@ namespace dmlps::model {
 namespace {
 
 constexpr int64_t kMaxWidth = 65536;
+constexpr int64_t kMaxChannels = 1024;
 
 using ConstMatrixMap = Eigen::Map<const Eigen::MatrixXf>;
 using ConstVectorMap = Eigen::Map<const Eigen::VectorXf>;
 using MatrixMap = Eigen::Map<Eigen::MatrixXf>;
 using VectorMap = Eigen::Map<Eigen::VectorXf>;
 
-// Layer widths from the input to the logits: input_dim, hidden..., classes.
-std::vector<int64_t> LayerWidths(const ModelSpec& spec) {
-  std::vector<int64_t> widths;
-  widths.reserve(spec.hidden.size() + 2);
-  widths.push_back(spec.input_dim);
-  widths.insert(widths.end(), spec.hidden.begin(), spec.hidden.end());
-  widths.push_back(spec.classes);
-  return widths;
-}
-
-// Parses one hidden width of `text`, or says why it is not one.
-Result<int64_t> ParseWidth(std::string_view entry, std::string_view text) {
+// Parses one hidden width (or channel count) of `text`, or says why it is not one.
+Result<int64_t> ParseWidth(std::string_view entry, std::string_view text,
+                           std::string_view what = "hidden layer width",
+                           int64_t max = kMaxWidth) {
   std::string context = "model \"" + std::string(text) + "\"";
   if (entry.empty()) {
-    return Status::InvalidArgument(context + ": empty hidden layer width");
+    return Status::InvalidArgument(context + ": empty " + std::string(what));
   }
   int64_t width = 0;
   const char* first = entry.data();
   const char* last = entry.data() + entry.size();
   auto [ptr, ec] = std::from_chars(first, last, width);
   if (ec == std::errc::result_out_of_range) {
-    return Status::InvalidArgument(context + ": hidden layer width \"" + std::string(entry) +
-                                   "\" is out of range 1.." + std::to_string(kMaxWidth));
+    return Status::InvalidArgument(context + ": " + std::string(what) + " \"" + std::string(entry) +
+                                   "\" is out of range 1.." + std::to_string(max));
   }
   if (ec != std::errc() || ptr != last) {
-    return Status::InvalidArgument(context + ": hidden layer width \"" + std::string(entry) +
+    return Status::InvalidArgument(context + ": " + std::string(what) + " \"" + std::string(entry) +
                                    "\" is not a whole number");
   }
-  if (width < 1 || width > kMaxWidth) {
-    return Status::InvalidArgument(context + ": hidden layer width " + std::to_string(width) +
-                                   " is out of range 1.." + std::to_string(kMaxWidth));
+  if (width < 1 || width > max) {
+    return Status::InvalidArgument(context + ": " + std::string(what) + " " + std::to_string(width) +
+                                   " is out of range 1.." + std::to_string(max));
   }
   return width;
-}
-
-// Counts the parameters of `widths` roughly, in double, so that no sum can wrap.
-double ApproxParamCount(const std::vector<int64_t>& widths) {
-  double total = 0;
-  for (size_t l = 1; l < widths.size(); ++l) {
-    total += static_cast<double>(widths[l]) * static_cast<double>(widths[l - 1]) +
-             static_cast<double>(widths[l]);
-  }
-  return total;
 }
 
 // Runs `x` through every layer; (*activations)[l] receives the output of layer
@@ -92,7 +77,27 @@ void Forward(const ModelSpec& spec, std::span<const float> params, const Eigen::
 
 }  // namespace
 
+// The convolutional network's scratch, behind the public header's pointer.
+class CnnScratch {
+ public:
+  explicit CnnScratch(const ModelSpec& spec) : core(spec) {}
+  CnnCore<float> core;
+};
+
 std::string ModelSpec::Name() const {
+  if (is_cnn()) {
+    std::string name = "cnn:";
+    name += std::to_string(conv[0]);
+    for (size_t i = 1; i < conv.size(); ++i) {
+      name += ',';
+      name += std::to_string(conv[i]);
+    }
+    for (int64_t width : hidden) {
+      name += ',';
+      name += std::to_string(width);
+    }
+    return name;
+  }
   if (hidden.empty()) return "softmax";
   std::string name = "mlp:";
   for (size_t i = 0; i < hidden.size(); ++i) {
@@ -100,6 +105,47 @@ std::string ModelSpec::Name() const {
     name += std::to_string(hidden[i]);
   }
   return name;
+}
+
+std::vector<std::pair<int64_t, int64_t>> ModelSpec::LayerShapes() const {
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  int64_t in = input_dim;
+  if (is_cnn()) {
+    shapes.emplace_back(conv[0], 9);
+    shapes.emplace_back(conv[1], 9 * conv[0]);
+    in = conv[1] * (image_side / 4) * (image_side / 4);
+  }
+  for (int64_t width : hidden) {
+    shapes.emplace_back(width, in);
+    in = width;
+  }
+  shapes.emplace_back(classes, in);
+  return shapes;
+}
+
+int64_t ModelSpec::NumParams() const {
+  int64_t total = 0;
+  for (const auto& [out, in] : LayerShapes()) total += out * in + out;
+  return total;
+}
+
+int64_t ModelSpec::ScratchFloatsPerSample() const {
+  int64_t floats = input_dim;
+  std::vector<std::pair<int64_t, int64_t>> shapes = LayerShapes();
+  size_t first_dense = 0;
+  if (is_cnn()) {
+    const int64_t p1 = image_side * image_side;
+    const int64_t p2 = p1 / 4;
+    const int64_t p3 = p2 / 4;
+    // Columns, activations, pooled maps and window indices (a quarter float
+    // each), each with its gradient where the backward pass keeps one.
+    floats += 9 * p1 + 2 * conv[0] * p1 + 2 * conv[0] * p2 + conv[0] * p2 / 4;
+    floats += 2 * 9 * conv[0] * p2 + 2 * conv[1] * p2 + 2 * conv[1] * p3 + conv[1] * p3 / 4;
+    floats += p1;  // ones to sum bias gradients over every pixel (the GPU's)
+    first_dense = 2;
+  }
+  for (size_t l = first_dense; l < shapes.size(); ++l) floats += 2 * shapes[l].first;
+  return floats + 3;  // labels, per-sample losses (double), a one
 }
 
 Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64_t classes) {
@@ -116,6 +162,8 @@ Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64
   spec.input_dim = input_dim;
   spec.classes = classes;
   constexpr std::string_view kMlpPrefix = "mlp:";
+  constexpr std::string_view kCnnPrefix = "cnn:";
+  constexpr std::string_view kCnnDefault = "16,32,128";
   if (text == "softmax") {
     // Softmax regression: no hidden layer.
   } else if (text.starts_with(kMlpPrefix)) {
@@ -132,11 +180,43 @@ Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
     }
+  } else if (text == "cnn" || text.starts_with(kCnnPrefix)) {
+    std::string_view rest = text == "cnn" ? std::string_view(kCnnDefault) : text.substr(kCnnPrefix.size());
+    std::vector<int64_t> numbers;
+    while (true) {
+      size_t comma = rest.find(',');
+      std::string_view entry = rest.substr(0, comma);
+      const bool channels = numbers.size() < 2;
+      DMLPS_ASSIGN_OR_RETURN(int64_t number,
+                             ParseWidth(entry, text, channels ? "channel count" : "hidden layer width",
+                                        channels ? kMaxChannels : kMaxWidth));
+      numbers.push_back(number);
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    if (numbers.size() < 2) {
+      return Status::InvalidArgument(context + ": cnn needs the channels of both convolutions, "
+                                     "as in cnn:16,32 or cnn:16,32,128");
+    }
+    const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(input_dim))));
+    if (side * side != input_dim || side % 4 != 0) {
+      return Status::InvalidArgument(context + ": cnn needs square images whose side is a "
+                                     "multiple of 4, but the input has " +
+                                     std::to_string(input_dim) + " values");
+    }
+    spec.conv.assign(numbers.begin(), numbers.begin() + 2);
+    spec.hidden.assign(numbers.begin() + 2, numbers.end());
+    spec.image_side = side;
   } else {
-    return Status::InvalidArgument(context + ": unknown model; expected softmax or mlp:H1[,H2...]");
+    return Status::InvalidArgument(context + ": unknown model; expected softmax, mlp:H1[,H2...] "
+                                   "or cnn[:C1,C2[,H...]]");
   }
   // The count must fit an int64_t, with room for byte offsets into the vector.
-  if (ApproxParamCount(LayerWidths(spec)) > 0x1.0p60) {
+  double approx = 0;
+  for (const auto& [out, in] : spec.LayerShapes()) {
+    approx += static_cast<double>(out) * static_cast<double>(in) + static_cast<double>(out);
+  }
+  if (approx > 0x1.0p60) {
     return Status::InvalidArgument(context + ": too many parameters for input size " +
                                    std::to_string(input_dim) + " and " + std::to_string(classes) +
                                    " classes");
@@ -145,20 +225,31 @@ Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64
 }
 
 Model::Model(ModelSpec spec) : spec_(std::move(spec)) {
-  std::vector<int64_t> widths = LayerWidths(spec_);
-  for (size_t l = 1; l < widths.size(); ++l) num_params_ += widths[l] * widths[l - 1] + widths[l];
-  activations_.resize(widths.size() - 1);
-  deltas_.resize(widths.size() - 1);
+  num_params_ = spec_.NumParams();
+  if (spec_.is_cnn()) {
+    cnn_ = std::make_unique<CnnScratch>(spec_);
+  } else {
+    activations_.resize(spec_.hidden.size() + 1);
+    deltas_.resize(spec_.hidden.size() + 1);
+  }
 }
+
+Model::Model(const Model& other) : Model(other.spec_) {}
+
+Model& Model::operator=(const Model& other) {
+  if (this != &other) *this = Model(other.spec_);
+  return *this;
+}
+
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
 
 void Model::Initialize(uint64_t seed, std::span<float> params) const {
   assert(static_cast<int64_t>(params.size()) == num_params_);
   std::mt19937_64 engine(seed);
-  std::vector<int64_t> widths = LayerWidths(spec_);
   int64_t offset = 0;
-  for (size_t l = 0; l + 1 < widths.size(); ++l) {
-    const int64_t in = widths[l];
-    const int64_t out = widths[l + 1];
+  for (const auto& [out, in] : spec_.LayerShapes()) {
     const double limit = std::sqrt(6.0 / static_cast<double>(in));
     float* w = params.data() + offset;
     offset += out * in + out;
@@ -178,6 +269,7 @@ double Model::LossAndGradient(std::span<const float> params, const Eigen::Matrix
   assert(static_cast<int64_t>(grad.size()) == num_params_);
   assert(x.rows() == spec_.input_dim);
   assert(x.cols() == static_cast<Eigen::Index>(y.size()) && !y.empty());
+  if (cnn_ != nullptr) return cnn_->core.LossAndGradient(params, x.data(), x.cols(), y, grad);
   Forward(spec_, params, x, &activations_);
 
   const size_t layers = activations_.size();
@@ -241,6 +333,10 @@ void Model::Score(std::span<const float> params, const Eigen::MatrixXf& x,
   assert(static_cast<int64_t>(params.size()) == num_params_);
   assert(x.rows() == spec_.input_dim);
   assert(x.cols() == static_cast<Eigen::Index>(y.size()));
+  if (cnn_ != nullptr) {
+    cnn_->core.Score(params, x.data(), x.cols(), y, loss_sum, correct);
+    return;
+  }
   Forward(spec_, params, x, &activations_);
   const Eigen::MatrixXf& logits = activations_.back();
   const Eigen::Index n = x.cols();

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "dmlps/data/dataset.h"
+#include "dmlps/model/backend.h"
 #include "dmlps/model/model.h"
 #include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
@@ -54,12 +55,44 @@ std::string HostName() {
   return name;
 }
 
-// A float vector ZeroMQ may still be sending from: reused only once it is not.
-std::shared_ptr<std::vector<float>>& Writable(std::shared_ptr<std::vector<float>>& buffer,
-                                              size_t size) {
-  if (buffer == nullptr || buffer.use_count() > 1) buffer = std::make_shared<std::vector<float>>(size);
-  return buffer;
-}
+// The vectors pushes send from. ZeroMQ may still be sending from one, so a
+// buffer is reused only once nothing else holds it. They live as long as the
+// loop that pushes them, so a GPU backend page-locks each once and copies
+// gradients straight into what the push sends.
+class PushBuffers {
+ public:
+  PushBuffers(model::Backend* backend, size_t size) : backend_(backend), size_(size) {}
+  PushBuffers(const PushBuffers&) = delete;
+  PushBuffers& operator=(const PushBuffers&) = delete;
+  ~PushBuffers() {
+    for (const auto& buffer : buffers_) backend_->UnpinHostBuffer(*buffer);
+  }
+
+  // A buffer that nothing but `*held` (the caller's last one) and this pool
+  // holds; *held becomes it.
+  std::vector<float>& Take(std::shared_ptr<std::vector<float>>* held) {
+    held->reset();
+    for (const auto& buffer : buffers_) {
+      if (buffer.use_count() == 1) {
+        *held = buffer;
+        return **held;
+      }
+    }
+    auto buffer = std::make_shared<std::vector<float>>(size_);
+    if (Status pinned = backend_->PinHostBuffer(*buffer); !pinned.ok()) {
+      spdlog::warn("pushes will be staged through pageable memory: {}", pinned.message());
+    } else {
+      buffers_.push_back(buffer);
+    }
+    *held = std::move(buffer);
+    return **held;
+  }
+
+ private:
+  model::Backend* backend_;
+  size_t size_;
+  std::vector<std::shared_ptr<std::vector<float>>> buffers_;
+};
 
 // What one computed step produced, for its push.
 struct StepResult {
@@ -130,7 +163,10 @@ class WorkerRunner {
   proto::Welcome welcome_;
   data::DataSpec data_spec_;
   data::Dataset shard_;
-  std::optional<model::Model> model_;
+  model::Device device_;
+  int64_t max_batch_ = 0;                   // sent with Hello
+  std::optional<model::ModelSpec> sized_for_;  // the model --max-batch auto was derived for
+  std::unique_ptr<model::Backend> model_;
   std::optional<EpochCursor> cursor_;
   std::optional<StragglerProfile> straggler_;
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
@@ -282,7 +318,7 @@ Result<StepResult> WorkerRunner::Compute(int64_t step, int64_t samples,
   const int64_t start_us = trace::NowMicros();
   cursor_->Take(samples, &indices_);
   shard_.Gather(indices_, &x_, &y_);
-  result.loss = model_->LossAndGradient(params, x_, y_, grad);
+  DMLPS_ASSIGN_OR_RETURN(result.loss, model_->LossAndGradient(params, x_, y_, grad));
   result.compute = microseconds(Micros(Clock::now() - start));
   result.samples = samples;
   result.straggle =
@@ -353,6 +389,7 @@ void WorkerRunner::Count(const StepResult& step) {
 // told), push the mean gradient. The server decides when a pull is answered.
 Status WorkerRunner::RunSync(bool chunked) {
   std::vector<float> params(model_->num_params());
+  PushBuffers buffers(model_.get(), params.size());
   std::shared_ptr<std::vector<float>> gradient;
   std::vector<float> chunk_gradient(chunked ? params.size() : 0);
   bool pulled = false;  // the Pull went out with the last push
@@ -361,7 +398,7 @@ Status WorkerRunner::RunSync(bool chunked) {
     DMLPS_ASSIGN_OR_RETURN(bool more, Download(clock, params, pulled));
     if (!more) return Status::Ok();
     const int64_t wait_us = static_cast<int64_t>((report_.wait_s - waited_before) * 1e6);
-    std::vector<float>& grad = *Writable(gradient, params.size());
+    std::vector<float>& grad = buffers.Take(&gradient);
     StepResult step;
     if (!chunked) {
       DMLPS_ASSIGN_OR_RETURN(step, Compute(clock, batch_, params, grad));
@@ -400,6 +437,7 @@ Status WorkerRunner::RunSync(bool chunked) {
 Status WorkerRunner::RunLocal() {
   const size_t n = static_cast<size_t>(model_->num_params());
   std::vector<float> params(n), base(n), grad(n), velocity(n, 0.f);
+  PushBuffers buffers(model_.get(), n);
   std::shared_ptr<std::vector<float>> delta;
   DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
   if (!more) return Status::Ok();
@@ -411,7 +449,7 @@ Status WorkerRunner::RunLocal() {
     DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, batch_, params, grad));
     const Clock::time_point update_start = Clock::now();
     optim::LocalMomentumStep(params, velocity, grad, lr, mu);
-    std::vector<float>& d = *Writable(delta, n);
+    std::vector<float>& d = buffers.Take(&delta);
     const auto size = static_cast<Eigen::Index>(n);
     Vec(d.data(), size) = ConstVec(params.data(), size) - ConstVec(base.data(), size);
     base = params;
@@ -509,6 +547,7 @@ Status WorkerRunner::RunLocalOverlap() {
   });
 
   Status status;
+  PushBuffers buffers(model_.get(), n);
   std::shared_ptr<std::vector<float>> delta;
   std::vector<float> model(n);
   version_ = start_version;
@@ -526,9 +565,10 @@ Status WorkerRunner::RunLocalOverlap() {
         if (stop_ || Interrupted()) break;
         continue;
       }
-      std::vector<float>& d = *Writable(delta, n);
-      d.swap(shared.pending);
-      shared.pending.assign(n, 0.f);
+      // Copied, not swapped: the buffer keeps its (perhaps page-locked) storage.
+      std::vector<float>& d = buffers.Take(&delta);
+      std::copy(shared.pending.begin(), shared.pending.end(), d.begin());
+      std::fill(shared.pending.begin(), shared.pending.end(), 0.f);
       push.samples = shared.pending_samples;
       push.loss = shared.pending_loss / static_cast<double>(std::max<int64_t>(1, shared.pending_samples));
       push.compute_us = shared.pending_compute_us;
@@ -570,13 +610,14 @@ Status WorkerRunner::RunLocalOverlap() {
 // grant; a new model arrives with the first token of each iteration.
 Status WorkerRunner::RunToken() {
   std::vector<float> params(model_->num_params());
+  PushBuffers buffers(model_.get(), params.size());
   std::shared_ptr<std::vector<float>> gradient;
   DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
   if (!more) return Status::Ok();
   int64_t wait_us = 0;
   for (int64_t clock = 0;; ++clock) {
     if (token_ < 0) return Status::Protocol("the server sent no token to train");
-    std::vector<float>& grad = *Writable(gradient, params.size());
+    std::vector<float>& grad = buffers.Take(&gradient);
     DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, welcome_.token_size, params, grad));
     Count(step);
     DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, welcome_.token_size, step, wait_us), gradient));
@@ -611,6 +652,26 @@ Status WorkerRunner::Prepare() {
   // wait for a worker that can never train.
   DMLPS_RETURN_IF_ERROR(CheckReadable(data_spec_.train_images));
   if (!data_spec_.train_labels.empty()) DMLPS_RETURN_IF_ERROR(CheckReadable(data_spec_.train_labels));
+  // Likewise a device that cannot be used: no CUDA here, no GPU, no driver.
+  DMLPS_ASSIGN_OR_RETURN(device_, model::ParseDevice(config_.device));
+  std::string device_name;
+  DMLPS_ASSIGN_OR_RETURN(model::DeviceMemory memory, model::ProbeDevice(device_, &device_name));
+  max_batch_ = config_.max_batch;
+  if (config_.max_batch_auto) {
+    // The model's shape needs the data's: a sliver of it tells.
+    DMLPS_ASSIGN_OR_RETURN(data::Dataset sample, data::LoadTrain(data_spec_, data::Shard{0, 1000}));
+    DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
+                           model::ParseModelSpec(config_.model, sample.dim,
+                                                 std::max<int64_t>(2, sample.classes)));
+    max_batch_ = model::MaxBatchForMemory(spec, memory.free_bytes);
+    sized_for_ = spec;
+    spdlog::info("--max-batch auto: {} samples of {} fit in 80% of the {:.2f} GiB free on {}",
+                 max_batch_, spec.Name(), static_cast<double>(memory.free_bytes) / (1 << 30),
+                 device_name);
+  }
+  // A GPU is worth a line; the CPU, the default, only in debug.
+  spdlog::log(device_.is_cuda() ? spdlog::level::info : spdlog::level::debug, "computing on {}",
+              device_name);
   return Status::Ok();
 }
 
@@ -619,7 +680,7 @@ Status WorkerRunner::Join() {
                          net::Endpoint::Connect(context_, config_.server, connect_options_));
   endpoint_.emplace(std::move(endpoint));
   proto::Hello hello{config_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
-                     config_.max_batch};
+                     max_batch_};
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, hello));
   Result<proto::Message> reply = Await({proto::MsgType::kWelcome}, config_.connect_timeout);
   if (!reply.ok()) {
@@ -653,7 +714,16 @@ Status WorkerRunner::Setup() {
   DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec, model::ParseModelSpec(welcome_.model,
                                                                        welcome_.input_dim,
                                                                        welcome_.classes));
-  model_.emplace(spec);
+  if (sized_for_.has_value() && sized_for_->Name() != spec.Name()) {
+    std::string message = "--max-batch auto was derived for ";
+    message += sized_for_->Name();
+    message += ", but the server trains ";
+    message += spec.Name();
+    message += "; pass --model ";
+    message += spec.Name();
+    return Status::Config(message);
+  }
+  DMLPS_ASSIGN_OR_RETURN(model_, model::MakeBackend(spec, device_));
   if (model_->num_params() != welcome_.num_params) {
     return Status::Protocol("the server's model has " + std::to_string(welcome_.num_params) +
                             " parameters, " + spec.Name() + " here has " +
@@ -732,6 +802,14 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
   if (config.rank < -1) problems.push_back("--rank must not be negative");
   if (config.threads < 1 || config.threads > 1024) problems.push_back("--threads must be in 1..1024");
   if (config.max_batch < 0) problems.push_back("--max-batch must not be negative");
+  if (Result<model::Device> d = model::ParseDevice(config.device); !d.ok()) {
+    problems.push_back("--device: " + d.status().message());
+  }
+  if (config.max_batch_auto) {
+    if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
+      problems.push_back("--model: " + m.status().message());
+    }
+  }
   if (config.connect_timeout.count() <= 0) problems.push_back("--connect-timeout must be positive");
   if (config.server_timeout.count() <= 0) problems.push_back("--server-timeout must be positive");
   if (config.curve_secret.empty() != config.curve_server_key.empty()) {

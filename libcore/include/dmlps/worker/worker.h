@@ -20,6 +20,11 @@ struct WorkerConfig {
   std::string data = "fashion-mnist";
   int64_t threads = 1;
   int64_t max_batch = 0;  // the most samples this worker takes in one step; 0: no cap
+  // Derive max_batch from the device's free memory, for `model` (the
+  // server's model must be that one).
+  bool max_batch_auto = false;
+  std::string model = "mlp:128";
+  std::string device = "cpu";  // model::ParseDevice: cpu, cuda, cuda:N
   StragglerSpec straggler;
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds server_timeout{30000};

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# Checks the CUDA backend on a machine with an NVIDIA GPU, in one command:
+#   1. builds dmlps with -DDMLPS_WITH_CUDA=ON;
+#   2. runs the GPU tests (every kernel and every model's loss and gradient
+#      against the CPU backend; here they must run, not skip), then the unit
+#      tests and the CLI scenarios about devices, the CNN and profiling;
+#   3. trains the CNN on Fashion-MNIST with 4 workers sharing the first GPU
+#      to --target, then a heterogeneous cluster (2 GPU and 2 CPU workers,
+#      lbbsp's GPU mode, caps from --max-batch auto);
+#   4. prints the step time against batch size on the GPU (dmlps-bench
+#      profile) for the CNN and mlp:128, and on the CPU for comparison.
+# Results go to stdout and to files under --out; progress to stderr.
+# Exit status: 0 all passed, 1 a check failed, 64 usage, 69 no usable GPU,
+# 70 the build failed.
+set -euo pipefail
+
+NAME=gpu-check.sh
+usage() {
+  cat <<EOF
+usage: $NAME [--build DIR] [--out DIR] [--jobs N] [--target ACC] [--full]
+              [--source DIR]
+  --build DIR   CUDA build folder (default SOURCE/build-cuda)
+  --out DIR     logs, TSV curves and run reports (default BUILD/gpu-check)
+  --jobs N      parallel compile jobs (default: nproc)
+  --target ACC  test accuracy the 4-worker run must reach (default 0.90)
+  --full        run the whole ctest suite, not only the GPU-related tests
+  --source DIR  the dmlps source tree (default: the one holding this script)
+  CUDA_ARCHS    CMAKE_CUDA_ARCHITECTURES to build for (default: the
+                project's, sm_90 plus compute_80 PTX)
+EOF
+}
+
+build="" out="" jobs="" target=0.90 full=0 source=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build) build=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    --jobs) jobs=${2:?}; shift 2 ;;
+    --target) target=${2:?}; shift 2 ;;
+    --full) full=1; shift ;;
+    --source) source=${2:?}; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "$NAME: error: unknown argument '$1'" >&2; usage >&2; exit 64 ;;
+  esac
+done
+source=${source:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+[ -f "$source/libcore/src/model/cuda/cuda_net.cu" ] ||
+  { echo "$NAME: error: $source is not a dmlps source tree" >&2; exit 64; }
+build=${build:-$source/build-cuda}
+out=${out:-$build/gpu-check}
+jobs=${jobs:-$(nproc)}
+mkdir -p "$out"
+
+log() { echo "$NAME: $*" >&2; }
+failed=0
+# check WHAT CMD...: runs CMD; a failure is noted, and the checks go on.
+check() {
+  local what=$1
+  shift
+  log "$what ..."
+  local rc=0
+  "$@" || rc=$?
+  if [ "$rc" -eq 0 ]; then
+    log "$what: ok"
+    printf 'ok\t%s\n' "$what"
+  else
+    log "$what: FAILED (exit $rc)"
+    printf 'FAILED\t%s\texit %s\n' "$what" "$rc"
+    failed=1
+  fi
+}
+
+# Without nvidia-smi, the GPU tests below tell whether a GPU can be used.
+if command -v nvidia-smi >/dev/null; then
+  if ! nvidia-smi -L >"$out/gpus.txt" 2>&1; then
+    log "error: no usable GPU (nvidia-smi -L: $(head -n 1 "$out/gpus.txt"))"
+    exit 69
+  fi
+  cat "$out/gpus.txt" >&2
+fi
+
+# 1. Build.
+archs=()
+if [ -n "${CUDA_ARCHS:-}" ]; then archs=("-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS"); fi
+log "building in $build (log: $out/build.log)"
+if ! (cmake -S "$source" -B "$build" -DDMLPS_WITH_CUDA=ON "${archs[@]}" &&
+      cmake --build "$build" -j "$jobs") >"$out/build.log" 2>&1; then
+  tail -n 30 "$out/build.log" >&2
+  log "error: the build failed"
+  exit 70
+fi
+bin=$build/cmd
+
+# 2. Tests. The GPU test binary exits 77 when it finds no GPU: a failure here.
+gpu_tests() {
+  local rc=0
+  "$build/tests/dmlps-gpu-tests" >"$out/gpu-tests.log" 2>&1 || rc=$?
+  cat "$out/gpu-tests.log" >&2
+  return "$rc"
+}
+check "GPU tests (kernels and gradients against the CPU)" gpu_tests
+if grep -q "^skipped: " "$out/gpu-tests.log"; then
+  log "error: no usable GPU: $(grep "^skipped: " "$out/gpu-tests.log")"
+  exit 69
+fi
+if [ "$full" -eq 1 ]; then
+  check "the whole ctest suite" ctest --test-dir "$build" --output-on-failure -j "$jobs"
+else
+  check "unit tests and the device, CNN and profile scenarios" \
+    ctest --test-dir "$build" --output-on-failure -j "$jobs" \
+    -R '^(unit|gpu|cli\.(worker_device|cnn_trains|bench_profile|docs_cover_flags))$'
+fi
+
+# 3. Clusters. run_cluster NAME SERVER-ARGS... -- DEVICE...: one server and
+# one worker per DEVICE, for at most 20 minutes; files in $out/NAME.
+model=cnn
+run_cluster() {
+  local name=$1
+  shift
+  local server_args=()
+  while [ "$1" != -- ]; do
+    server_args+=("$1")
+    shift
+  done
+  shift
+  local devices=("$@")
+  local dir=$out/$name
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  "$bin/dmlps-server" --bind 'tcp://127.0.0.1:*' --endpoint-file "$dir/endpoint" \
+    --workers "${#devices[@]}" --report "$dir/report.tsv" "${server_args[@]}" \
+    >"$dir/server.tsv" 2>"$dir/server.log" &
+  local server=$!
+  for _ in $(seq 300); do
+    if [ -s "$dir/endpoint" ]; then break; fi
+    sleep 0.1
+  done
+  local pids=() r=0 d
+  for d in "${devices[@]}"; do
+    "$bin/dmlps-worker" --server "$(cat "$dir/endpoint")" --device "$d" \
+      --max-batch auto --model "$model" 2>"$dir/worker-$r.log" &
+    pids+=($!)
+    r=$((r + 1))
+  done
+  local rc=0 waited=0
+  while kill -0 "$server" 2>/dev/null && [ "$waited" -lt 1200 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if kill -0 "$server" 2>/dev/null; then
+    kill "$server"
+    rc=124
+  fi
+  wait "$server" || rc=$?
+  local p
+  for p in "${pids[@]}"; do wait "$p" || true; done
+  log "$name: last evaluation (seconds, iteration, accuracy, loss): $(tail -n 1 "$dir/server.tsv")"
+  grep -h "computing on\|max-batch auto" "$dir"/worker-*.log >&2 || true
+  return "$rc"
+}
+check "4 workers on one GPU train $model to $target" \
+  run_cluster gpu4 --model "$model" --policy bsp --batch 64 --lr 0.05 \
+  --target-accuracy "$target" --max-seconds 900 --eval-every 100 -- cuda cuda cuda cuda
+check "2 GPU + 2 CPU workers (lbbsp gpu mode) train $model to $target" \
+  run_cluster mixed --model "$model" --policy lbbsp --lb-mode gpu --batch 64 --lr 0.05 \
+  --target-accuracy "$target" --max-seconds 900 --eval-every 100 -- cuda cuda cpu cpu
+
+# 4. The curves.
+profile() {  # profile DEVICE MODEL RANGE REPS FILE
+  "$bin/dmlps-bench" profile --device "$1" --model "$2" --batch "$3" --reps "$4" \
+    --format tsv >"$5"
+}
+for m in cnn mlp:128; do
+  f=$out/profile-cuda-${m//[:,]/-}.tsv
+  check "profile $m on the GPU" profile cuda "$m" 16..4096 7 "$f"
+  echo "# $m on cuda:0"
+  cat "$f" 2>/dev/null || true
+done
+f=$out/profile-cpu-cnn.tsv
+check "profile cnn on the CPU" profile cpu cnn 16..1024 3 "$f"
+echo "# cnn on the CPU, 1 thread"
+cat "$f" 2>/dev/null || true
+
+if [ "$failed" -ne 0 ]; then
+  log "some checks FAILED; logs in $out"
+  exit 1
+fi
+log "all checks passed; logs in $out"
