@@ -16,8 +16,12 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>(), "R")
       ("connect-timeout", "Give up (exit 69) when no server answers within SECONDS",
        cxxopts::value<std::string>()->default_value("10"), "SECONDS")
-      ("server-timeout", "Give up (exit 69) when the server is silent for SECONDS",
-       cxxopts::value<std::string>()->default_value("30"), "SECONDS");
+      ("server-timeout", "Count the server as gone when it is silent for SECONDS",
+       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
+       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("heartbeat-ms", "Milliseconds between heartbeats to the server",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.heartbeat.count())), "MS");
   options.add_options("Training")
       ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
        cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
@@ -54,6 +58,9 @@ int main(int argc, char** argv) {
       static_cast<int64_t>(flags.Real("connect-timeout", 0.001, 1e6) * 1000));
   config.server_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.Real("server-timeout", 0.001, 1e6) * 1000));
+  config.reconnect_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(flags.Real("reconnect-timeout", 0, 1e6) * 1000));
+  config.heartbeat = std::chrono::milliseconds(flags.Int("heartbeat-ms", 1, 3600000));
   config.data = flags.String("data");
   config.threads = flags.Int("threads", 1, 1024);
   config.max_batch = flags.Int("max-batch", 0, 1 << 24);

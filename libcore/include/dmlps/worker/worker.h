@@ -22,7 +22,11 @@ struct WorkerConfig {
   int64_t max_batch = 0;  // the most samples this worker takes in one step; 0: no cap
   StragglerSpec straggler;
   std::chrono::milliseconds connect_timeout{10000};
+  // The server silent this long counts as gone: the worker reconnects.
   std::chrono::milliseconds server_timeout{30000};
+  // How long to keep trying to reach a server that went away before giving up.
+  std::chrono::milliseconds reconnect_timeout{30000};
+  std::chrono::milliseconds heartbeat{1000};  // between heartbeats to the server
   std::string trace;  // trace file ("-": standard output); empty: none
 };
 
@@ -39,11 +43,14 @@ struct WorkerReport {
   double comm_s = 0;
   double seconds = 0;
   std::string stop_reason;
+  int64_t reconnects = 0;  // times the worker joined a server again
   int signal = 0;  // the signal that ended the run, or 0
 };
 
 // Runs one worker until the server stops it (ok), no server answers within
-// the timeouts (Unavailable), the server refuses it, its data is missing or
+// the timeouts (Unavailable; a server that goes away mid-run is retried with
+// back-off for reconnect_timeout, and the worker Hellos again when it is
+// back), the server refuses it, its data is missing or
 // corrupt, or a signal arrives (nonzero in *signal; reported, not an error).
 Result<WorkerReport> RunWorker(const WorkerConfig& config, const std::atomic<int>* signal);
 
