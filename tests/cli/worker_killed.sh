@@ -4,8 +4,8 @@
 # per policy: accuracy reached, iteration of the kill and of the target.
 . "$(dirname "$0")/lib.sh"
 common=(--workers 4 --model softmax --batch 32 --lr 0.02 --target-accuracy 0.79 --eval-every 10
-        --max-iterations 4000 --max-seconds 100 --heartbeat-ms 200 --worker-timeout 1.5)
-wargs=(--heartbeat-ms 200 --delay-ms 5)
+        --max-iterations 4000 --max-seconds 100 --heartbeat-ms 100 --worker-timeout 0.6)
+wargs=(--heartbeat-ms 100 --delay-ms 5)
 for policy in ${POLICIES:-bsp asp ssp backup wbsp wbsp-overlap abps lbbsp token}; do
   extra=()
   case $policy in
@@ -28,7 +28,7 @@ for policy in ${POLICIES:-bsp asp ssp backup wbsp wbsp-overlap abps lbbsp token}
     expect_exit 0 "$RC" "worker $r under $policy"
   done
   wait "${pids[3]}" 2>/dev/null || true
-  grep -q "lost worker .*silent for 1.5 s; going on with 3 live workers" "$WORK/server.log" ||
+  grep -q "lost worker .*silent for 0.6 s; going on with 3 live workers" "$WORK/server.log" ||
     fail "$policy: the loss was not reported"
   [ "$(report_value "$WORK/report" target_reached)" = 1 ] || fail "$policy: target not reached"
   [ "$(report_value "$WORK/report" workers_lost)" = 1 ] || fail "$policy: workers_lost is not 1"

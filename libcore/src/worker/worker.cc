@@ -150,6 +150,7 @@ class WorkerRunner {
   int64_t sync_round_ = -1;   // the newest round a SyncNow named
   bool server_lost_ = false;  // the server went silent, or no longer knows this worker
   bool refused_ = false;      // the server refused this worker (fatal Error)
+  bool gave_up_ = false;      // the server did not come back: no one to tell
   std::thread::id socket_thread_;   // the thread that may use endpoint_
   Clock::time_point last_heartbeat_;
   bool stop_ = false;
@@ -728,11 +729,15 @@ Status WorkerRunner::Reconnect() {
     if (Interrupted()) return Status::Unavailable("interrupted");
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
+      // Nobody will read the Hellos still queued: exit without lingering.
+      endpoint_->DiscardUnsent();
+      gave_up_ = true;
       return Status::Unavailable("the server at " + config_.server + " did not come back within " +
                                  fmt::format("{:g}", config_.reconnect_timeout.count() / 1000.0) +
                                  " s (--reconnect-timeout)");
     }
     // A fresh socket: the server that comes back knows nothing of the old one.
+    if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
     endpoint_.reset();
     DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context_, config_.server));
     endpoint_.emplace(std::move(endpoint));
@@ -806,7 +811,7 @@ Result<WorkerReport> WorkerRunner::Run() {
   DMLPS_RETURN_IF_ERROR(joined);
   Status trained = Train();
   report_.signal = signal_ != nullptr ? signal_->load() : 0;
-  if (!trained.ok() && endpoint_.has_value()) {
+  if (!trained.ok() && endpoint_.has_value() && !gave_up_) {
     // Tell the server why this worker leaves, so it does not wait for it.
     const std::string why = report_.signal != 0 ? "worker interrupted" : trained.message();
     (void)endpoint_->SendMessage(nullptr, proto::Error{why, true});

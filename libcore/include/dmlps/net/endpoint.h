@@ -62,6 +62,10 @@ class Endpoint {
   // arrived. Interrupted waits (signals) also return false.
   Result<bool> Receive(Frames* frames, std::chrono::milliseconds timeout);
 
+  // Messages not sent yet are dropped when the socket closes, rather than
+  // held for the linger time (a peer known to be gone).
+  void DiscardUnsent() { socket_->set(zmq::sockopt::linger, 0); }
+
  private:
   explicit Endpoint(std::unique_ptr<zmq::socket_t> socket) : socket_(std::move(socket)) {}
   std::unique_ptr<zmq::socket_t> socket_;
