@@ -191,9 +191,9 @@ class ParameterServer {
   void UpdateHold();
   // Loads --resume into the model, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
-  // Hands a checkpoint to the writer when one is due; `boundary`: an
-  // iteration just ended.
-  void MaybeCheckpoint(bool boundary);
+  // Hands a checkpoint to the writer when one is due and every update
+  // queued has been applied.
+  void MaybeCheckpoint();
   void StopWorkers(const std::string& reason);
   double Seconds() const;
   bool Finished() const;
@@ -350,7 +350,7 @@ Result<RunReport> ParameterServer::Run() {
       SendHeartbeats();
       CheckSilence();
     }
-    if (started_) MaybeCheckpoint(false);
+    if (started_) MaybeCheckpoint();
     CloseStalledStreams();
   }
   report_.seconds = Seconds();
@@ -949,7 +949,7 @@ void ParameterServer::ReplyModel(int64_t rank) {
 void ParameterServer::AfterPush() {
   const int64_t before = iterations_;
   iterations_ = policy_->iteration();
-  if (iterations_ != before) MaybeCheckpoint(true);
+  if (iterations_ != before) MaybeCheckpoint();
   if (config_.max_iterations > 0 && iterations_ >= config_.max_iterations) {
     if (!limit_reached_) {
       spdlog::info("iteration limit of {} reached", config_.max_iterations);
@@ -1093,7 +1093,7 @@ void ParameterServer::UpdateHold() {
   CarryOut(held, nullptr);
 }
 
-void ParameterServer::MaybeCheckpoint(bool boundary) {
+void ParameterServer::MaybeCheckpoint() {
   if (checkpoints_ == nullptr || iterations_ == last_checkpoint_iteration_) return;
   const Clock::time_point now = Clock::now();
   const bool by_count = config_.checkpoint_every_iterations > 0 &&
@@ -1104,11 +1104,11 @@ void ParameterServer::MaybeCheckpoint(bool boundary) {
       std::chrono::duration<double>(now - last_checkpoint_at_).count() >=
           config_.checkpoint_every_seconds;
   if (!by_count && !by_time) return;
-  // Between iterations, with every update applied: the model, the optimizer
-  // and the policy then agree. Asynchronous policies are always between
-  // iterations; a synchronous one waits for its next round to close.
-  const bool asynchronous = config_.policy.name == "asp" || config_.policy.name == "ssp";
-  if ((!boundary && !asynchronous) || store_->pending() > 0) return;
+  // With every update the policy emitted applied on every lane, the model,
+  // the optimizer's state and the policy's version agree; what is staged
+  // for a round in progress is not kept (workers redo that round). A large
+  // model's update runs as its pushes stream in: until then, wait.
+  if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
   Checkpoint checkpoint;
   checkpoint.model = spec_->Name();
