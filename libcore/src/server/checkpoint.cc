@@ -19,6 +19,8 @@ constexpr size_t kFixedHeader = 32;
 constexpr size_t kTrailer = 4;
 // Metadata is a few names and counters plus LB-BSP's split: this is ample.
 constexpr uint32_t kMaxMeta = 16 << 20;
+// Training seconds beyond any run (about 30,000 years).
+constexpr double kMaxSeconds = 1e12;
 
 struct CheckpointMeta {
   std::string model;
@@ -177,6 +179,9 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
       !(meta.seconds >= 0) || !std::isfinite(meta.seconds)) {
     return bad("the metadata holds a negative or missing count");
   }
+  // Written back, a double this large (2^64) would not even pack: msgpack
+  // turns integral doubles into unsigned integers.
+  if (meta.seconds > kMaxSeconds) return bad("the metadata holds an implausible training time");
   if (num_params == 0) return bad("the checkpoint holds no parameters");
   if (num_state != 0 && num_state != num_params) {
     return bad("optimizer state of " + std::to_string(num_state) + " floats for " +
