@@ -1,6 +1,8 @@
 // dmlps-server: holds the model and runs a synchronization policy for a
 // cluster of dmlps-worker processes.
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -32,6 +34,19 @@ int main(int argc, char** argv) {
            std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)), "N")
       ("policy", "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
        "token", cxxopts::value<std::string>()->default_value(defaults.policy.name), "NAME");
+  options.add_options("Fault tolerance")
+      ("heartbeat-ms", "Milliseconds between heartbeats to the workers",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.heartbeat.count())), "MS")
+      ("worker-timeout", "Declare a worker silent for SECONDS lost and go on without it",
+       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("min-workers", "Hold training while fewer than N workers are live",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.min_workers)), "N")
+      ("checkpoint", "Write checkpoints to FILE (atomically; see --checkpoint-every)",
+       cxxopts::value<std::string>(), "FILE")
+      ("checkpoint-every", "Checkpoint every N iterations, or every T seconds with Ts (e.g. 30s)",
+       cxxopts::value<std::string>(), "N|Ts")
+      ("resume", "Go on from the checkpoint in FILE; workers reconnect on their own",
+       cxxopts::value<std::string>(), "FILE");
   options.add_options("Policy")
       ("staleness", "ssp: clocks a worker may run ahead of the slowest",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.staleness)), "S")
@@ -92,8 +107,8 @@ int main(int argc, char** argv) {
 
   int exit_code = 0;
   std::optional<cxxopts::ParseResult> parsed = dmlps::cli::ParseArgs(
-      options, {"Cluster", "Policy", "Training", "Stopping and evaluation", "Security and limits",
-                "Common"}, argc, argv, &exit_code);
+      options, {"Cluster", "Fault tolerance", "Policy", "Training", "Stopping and evaluation",
+                "Security and limits", "Common"}, argc, argv, &exit_code);
   if (!parsed) return exit_code;
   dmlps::cli::FlagReader flags(*parsed);
   ServerConfig config;
@@ -112,6 +127,28 @@ int main(int argc, char** argv) {
   config.max_iterations = flags.Int("max-iterations", 0);
   config.max_seconds = flags.Real("max-seconds", 0);
   config.eval_every = flags.Int("eval-every", 1);
+  config.heartbeat = std::chrono::milliseconds(flags.Int("heartbeat-ms", 1, 3600000));
+  config.worker_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(flags.Real("worker-timeout", 0.001, 1e6) * 1000));
+  config.min_workers = flags.Int("min-workers", 0, 100000);
+  if (flags.Has("checkpoint")) config.checkpoint = flags.String("checkpoint");
+  if (flags.Has("resume")) config.resume = flags.String("resume");
+  if (flags.Has("checkpoint-every")) {
+    const std::string every = flags.String("checkpoint-every");
+    const bool seconds = !every.empty() && every.back() == 's';
+    const std::string number = seconds ? every.substr(0, every.size() - 1) : every;
+    char* end = nullptr;
+    const double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
+    if (end == nullptr || *end != '\0' || !(value > 0) || !std::isfinite(value) ||
+        (!seconds && (value != std::floor(value) || value > 1e12))) {
+      flags.AddProblem("--checkpoint-every: '" + every +
+                       "' is neither a positive whole number of iterations nor seconds like 30s");
+    } else if (seconds) {
+      config.checkpoint_every_seconds = value;
+    } else {
+      config.checkpoint_every_iterations = static_cast<int64_t>(value);
+    }
+  }
   if (flags.Has("trace")) config.trace = flags.String("trace");
   if (flags.Has("report")) config.report = flags.String("report");
   config.policy.backup = flags.Int("backup", 0, 100000);
@@ -175,11 +212,6 @@ int main(int argc, char** argv) {
     }
   }
   if (report->signal != 0) return dmlps::cli::ExitCodeForSignal(report->signal);
-  if (!report->lost_worker.empty()) {
-    (void)dmlps::cli::ReportError("dmlps-server",
-                                  dmlps::Status::Unavailable("lost " + report->lost_worker));
-    return dmlps::cli::kExitRunFailed;
-  }
   if (config.target_accuracy > 0 && !report->target_reached) return dmlps::cli::kExitRunFailed;
   return 0;
 }

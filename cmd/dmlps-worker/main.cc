@@ -23,8 +23,12 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>(), "R")
       ("connect-timeout", "Give up (exit 69) when no server answers within SECONDS",
        cxxopts::value<std::string>()->default_value("10"), "SECONDS")
-      ("server-timeout", "Give up (exit 69) when the server is silent for SECONDS",
+      ("server-timeout", "Count the server as gone when it is silent for SECONDS",
        cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
+       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("heartbeat-ms", "Milliseconds between heartbeats to the server",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.heartbeat.count())), "MS")
       ("curve-secret", "Encrypt and authenticate with CURVE: this worker's secret key FILE "
        "(from dmlps-keygen)", cxxopts::value<std::string>(), "FILE")
       ("curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
@@ -76,6 +80,9 @@ int main(int argc, char** argv) {
       static_cast<int64_t>(flags.Real("server-timeout", 0.001, 1e6) * 1000));
   if (flags.Has("curve-secret")) config.curve_secret = flags.String("curve-secret");
   if (flags.Has("curve-server-key")) config.curve_server_key = flags.String("curve-server-key");
+  config.reconnect_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(flags.Real("reconnect-timeout", 0, 1e6) * 1000));
+  config.heartbeat = std::chrono::milliseconds(flags.Int("heartbeat-ms", 1, 3600000));
   config.data = flags.String("data");
   config.threads = flags.Int("threads", 1, 1024);
   config.device = flags.String("device");

@@ -24,7 +24,9 @@ complete -c $c -f
 complete -c $c -l server -x -d 'Address of the server' -a 'tcp://127.0.0.1:5555'
 complete -c $c -l rank -x -d 'Ask for this rank'
 complete -c $c -l connect-timeout -x -d 'Give up when no server answers within SECONDS'
-complete -c $c -l server-timeout -x -d 'Give up when the server is silent for SECONDS'
+complete -c $c -l server-timeout -x -d 'Take the server for gone when silent for SECONDS'
+complete -c $c -l reconnect-timeout -x -d 'Retry a server that went away for SECONDS'
+complete -c $c -l heartbeat-ms -x -d 'Milliseconds between heartbeats to the server'
 complete -c $c -l curve-secret -r -F -d 'Encrypt with CURVE: this worker secret key FILE'
 complete -c $c -l curve-server-key -r -F -d 'The server public key, or its .pub FILE'
 

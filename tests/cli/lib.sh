@@ -117,3 +117,31 @@ train_to_target() {
   grep -q "reached accuracy" "$WORK/server.log" || fail "the server did not report the target"
   echo "reached accuracy $acc: $(tail -n 1 "$WORK/server.tsv")"
 }
+
+# wait_log FILE REGEX SECONDS: waits until a line of FILE matches the
+# extended regular expression; fails the test after SECONDS.
+wait_log() {
+  local file=$1 regex=$2 limit=$3
+  for _ in $(seq $((limit * 10))); do
+    grep -qE -- "$regex" "$file" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "no line matching '$regex' in $(basename "$file") within $limit s"
+}
+
+# wait_iteration N SECONDS: waits until the server's TSV has an evaluation
+# at iteration N or later.
+wait_iteration() {
+  local want=$1 limit=$2
+  for _ in $(seq $((limit * 10))); do
+    awk -F '\t' -v n="$want" 'NR > 1 && $2 >= n { found = 1 } END { exit !found }' \
+      "$WORK/server.tsv" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  fail "the server did not reach iteration $want within $limit s"
+}
+
+# report_value FILE KEY: the value of KEY in a --report file.
+report_value() {
+  awk -F '\t' -v k="$2" '$1 == k { print $2 }' "$1"
+}

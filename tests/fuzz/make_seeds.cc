@@ -1,7 +1,7 @@
 // Writes the seed corpus of the fuzz targets: small valid inputs for each,
 // made with the library's own encoders where it has them.
 //
-//   dmlps-fuzz-make-seeds DIR    writes DIR/{codec,idx,libsvm,trace}/NAME
+//   dmlps-fuzz-make-seeds DIR    writes DIR/{codec,idx,libsvm,trace,checkpoint}/NAME
 //
 // tests/fuzz/corpus holds what this wrote; run it again after a format
 // changes and commit the result.
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dmlps/proto/codec.h"
+#include "dmlps/server/checkpoint.h"
 #include "dmlps/trace/trace.h"
 #include "fuzz_util.h"
 
@@ -269,6 +270,39 @@ std::vector<std::pair<std::string, std::string>> TraceSeeds() {
   };
 }
 
+std::vector<std::pair<std::string, std::string>> CheckpointSeeds() {
+  server::Checkpoint bsp;
+  bsp.model = "softmax";
+  bsp.policy = "bsp";
+  bsp.optimizer = "momentum";
+  bsp.workers = 4;
+  bsp.iteration = 120;
+  bsp.version = 120;
+  bsp.samples = 30720;
+  bsp.seconds = 12.5;
+  bsp.params = std::make_shared<std::vector<float>>(
+      std::vector<float>{0.5f, -0.25f, 1e-3f, 3.0f, -7.5f, 0.f, 2.f, 1.f});
+  bsp.optimizer_state = {0.1f, 0.f, -0.2f, 0.3f, 0.f, 0.f, 0.01f, -0.01f};
+  server::Checkpoint lbbsp = bsp;
+  lbbsp.policy = "lbbsp";
+  lbbsp.policy_extra = {70, 60, 66, 60, 16, 5, 115, 0};
+  server::Checkpoint sgd = bsp;
+  sgd.policy = "ssp:3";
+  sgd.optimizer = "sgd";
+  sgd.optimizer_state.clear();
+  sgd.params = std::make_shared<std::vector<float>>(std::vector<float>{1.f});
+  // The input's first byte is the option byte of checkpoint_fuzz.cc: 0
+  // reads the file as it is, 1 re-seals its checksum first.
+  const std::string good = server::EncodeCheckpoint(bsp);
+  return {
+      {"bsp-momentum", '\0' + good},
+      {"bsp-momentum-resealed", '\1' + good},
+      {"lbbsp-split", '\1' + server::EncodeCheckpoint(lbbsp)},
+      {"ssp-sgd-one-param", '\0' + server::EncodeCheckpoint(sgd)},
+      {"truncated", '\0' + good.substr(0, good.size() / 2)},
+  };
+}
+
 }  // namespace
 }  // namespace dmlps::fuzz
 
@@ -283,7 +317,8 @@ int main(int argc, char** argv) {
       targets = {{"codec", CodecSeeds()},
                  {"idx", IdxSeeds()},
                  {"libsvm", LibsvmSeeds()},
-                 {"trace", TraceSeeds()}};
+                 {"trace", TraceSeeds()},
+                 {"checkpoint", CheckpointSeeds()}};
   for (const auto& [target, seeds] : targets) {
     std::error_code error;
     fs::create_directories(root / target, error);

@@ -58,4 +58,14 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int
       new Momentum(static_cast<float>(lr), static_cast<float>(momentum), size));
 }
 
+Status Momentum::SetState(std::span<const float> state) {
+  if (state.size() != velocity_.size()) {
+    return Status::InvalidArgument("momentum state of " + std::to_string(state.size()) +
+                                   " floats for " + std::to_string(velocity_.size()) +
+                                   " parameters");
+  }
+  velocity_.assign(state.begin(), state.end());
+  return Status::Ok();
+}
+
 }  // namespace dmlps::optim

@@ -5,15 +5,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/server/checkpoint.h"
 #include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/evaluator.h"
@@ -33,6 +37,11 @@ constexpr milliseconds kDrainLimit{5000};
 constexpr milliseconds kStreamStall{10000};
 // Refused messages logged at warning level before the log quietens down.
 constexpr int64_t kLoudRefusals = 20;
+// A worker loading its data sends nothing: before its first pull it is
+// given at least this long.
+constexpr milliseconds kLoadAllowance{60000};
+// The most ranks a running job hands out.
+constexpr int64_t kMaxRanks = 100000;
 
 std::string Hex(const zmq::message_t& identity) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -54,6 +63,12 @@ struct Member {
   std::string host;
   int64_t pid = 0;
   sync::WorkerInfo info;
+  bool ready = false;         // it pulled once: its data is loaded
+  bool active = false;        // the policy counts it (joined)
+  Clock::time_point last_seen;  // when it was last heard from
+  // The policy's clock minus the worker's: a worker that joins a running job
+  // counts its steps from 0, the policy from where the run stands.
+  int64_t clock_offset = 0;
   bool pull_pending = false;  // a pull arrived and has no reply yet
   // The payload of the worker's last push while its chunks are still coming.
   std::shared_ptr<proto::IncomingTensor> incoming;
@@ -69,6 +84,73 @@ struct Member {
   double compute_s = 0;
   double straggle_s = 0;
   double wait_s = 0;
+};
+
+// Writes checkpoints on a thread of its own, so that training never waits
+// for the disk; a newer checkpoint replaces one not yet begun.
+class CheckpointWriter {
+ public:
+  explicit CheckpointWriter(std::string path) : path_(std::move(path)) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~CheckpointWriter() { Finish(); }
+
+  void Submit(Checkpoint checkpoint) {
+    std::lock_guard lock(mutex_);
+    pending_ = std::move(checkpoint);
+    wake_.notify_one();
+  }
+  // Writes what is pending and stops the thread.
+  void Finish() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+      wake_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+  int64_t written() const {
+    std::lock_guard lock(mutex_);
+    return written_;
+  }
+  double write_ms() const {
+    std::lock_guard lock(mutex_);
+    return write_ms_;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return pending_.has_value() || done_; });
+      if (!pending_.has_value()) return;
+      Checkpoint checkpoint = std::move(*pending_);
+      pending_.reset();
+      lock.unlock();
+      const Clock::time_point start = Clock::now();
+      Status written = WriteCheckpointFile(path_, checkpoint);
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      lock.lock();
+      if (written.ok()) {
+        ++written_;
+        write_ms_ += ms;
+        spdlog::info("checkpoint of iteration {} written to {} ({:.1f} ms)", checkpoint.iteration,
+                     path_, ms);
+      } else {
+        spdlog::error("checkpoint of iteration {} not written, the previous one is kept: {}",
+                      checkpoint.iteration, written.message());
+      }
+    }
+  }
+
+  const std::string path_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::optional<Checkpoint> pending_;
+  bool done_ = false;
+  int64_t written_ = 0;
+  double write_ms_ = 0;  // summed over the files written
+  std::thread thread_;
 };
 
 class ParameterServer {
@@ -99,8 +181,21 @@ class ParameterServer {
   void SubmitSnapshot(bool must);
   void CollectEvaluations();
   void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
-              bool fatal);
+              bool fatal, bool rejoin = false);
   void SendHeartbeats();
+  // Goes on without worker `rank`: the policy stops waiting for it.
+  void LoseWorker(int64_t rank, const std::string& why);
+  // Loses the workers silent for longer than --worker-timeout.
+  void CheckSilence();
+  int64_t ActiveWorkers() const;
+  // Holds training while fewer than --min-workers are live; answers what
+  // was held once enough are back.
+  void UpdateHold();
+  // Loads --resume into the model, the optimizer and the policy.
+  Status Resume(std::vector<float>* params);
+  // Hands a checkpoint to the writer when one is due and every update
+  // queued has been applied.
+  void MaybeCheckpoint();
   void StopWorkers(const std::string& reason);
   double Seconds() const;
   bool Finished() const;
@@ -121,7 +216,7 @@ class ParameterServer {
   // The model and the accumulator; streamed pushes and replies pipeline in it.
   std::optional<ModelStore> store_;
 
-  std::vector<std::optional<Member>> members_;  // by rank
+  std::vector<std::optional<Member>> members_;  // by rank; as many as the policy's ranks
   std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
   int64_t joined_ = 0;
   bool started_ = false;
@@ -138,6 +233,14 @@ class ParameterServer {
   int64_t skipped_snapshots_ = 0;
   bool limit_reached_ = false;
   RunReport report_;
+
+  bool holding_ = false;       // fewer than --min-workers live: replies wait
+  sync::Actions deferred_;     // the replies held meanwhile, in order
+  std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
+  int64_t last_checkpoint_iteration_ = -1;
+  Clock::time_point last_checkpoint_at_;
+  double checkpoint_path_ms_ = 0;  // time the training thread spent on checkpoints
+  double seconds_before_ = 0;      // training time before --resume
 };
 
 Status ParameterServer::Setup() {
@@ -161,14 +264,16 @@ Status ParameterServer::Setup() {
   model::Model model(spec);
   std::vector<float> params(model.num_params(), 0.f);
   model.Initialize(config_.seed, params);
-  store_.emplace(std::move(params),
-                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)));
   DMLPS_ASSIGN_OR_RETURN(optimizer_,
                          optim::MakeOptimizer(config_.lr, config_.momentum, model.num_params()));
   sync::PolicyConfig policy_config = config_.policy;
   policy_config.num_workers = config_.workers;
   policy_config.batch = config_.batch;
   DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
+  if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
+  store_.emplace(std::move(params),
+                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)));
+  if (!config_.checkpoint.empty()) checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
                spec.Name(), model.num_params(), policy_->Name(),
                sync::WorkerModeName(policy_->mode()), optimizer_->Name(), test_set.rows());
@@ -218,8 +323,38 @@ double ParameterServer::Seconds() const {
 }
 
 bool ParameterServer::Finished() const {
-  return report_.target_reached || limit_reached_ || report_.signal != 0 ||
-         !report_.lost_worker.empty();
+  return report_.target_reached || limit_reached_ || report_.signal != 0;
+}
+
+Status ParameterServer::Resume(std::vector<float>* params) {
+  DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
+  const std::string& source = config_.resume;
+  if (checkpoint.model != spec_->Name() ||
+      static_cast<int64_t>(checkpoint.params->size()) != static_cast<int64_t>(params->size())) {
+    return Status::Config(source + ": a checkpoint of model " + checkpoint.model + " (" +
+                          std::to_string(checkpoint.params->size()) + " parameters), this run's is " +
+                          spec_->Name() + " (" + std::to_string(params->size()) + ")");
+  }
+  if (checkpoint.policy != policy_->Name()) {
+    return Status::Config(source + ": a checkpoint of policy " + checkpoint.policy +
+                          ", this run's is " + policy_->Name());
+  }
+  if (checkpoint.optimizer != optimizer_->Name()) {
+    return Status::Config(source + ": a checkpoint of optimizer " + checkpoint.optimizer +
+                          ", this run's is " + optimizer_->Name() + " (see --momentum)");
+  }
+  DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
+  *params = *checkpoint.params;
+  policy_->Restore({checkpoint.version, checkpoint.iteration, checkpoint.policy_extra});
+  iterations_ = checkpoint.iteration;
+  samples_applied_ = checkpoint.samples;
+  seconds_before_ = checkpoint.seconds;
+  last_checkpoint_iteration_ = checkpoint.iteration;
+  report_.resumed_iteration = checkpoint.iteration;
+  spdlog::info("resuming from {}: iteration {}, model version {}, {} samples trained, {:.1f} s",
+               source, checkpoint.iteration, checkpoint.version, checkpoint.samples,
+               checkpoint.seconds);
+  return Status::Ok();
 }
 
 Result<RunReport> ParameterServer::Run() {
@@ -240,7 +375,11 @@ Result<RunReport> ParameterServer::Run() {
       limit_reached_ = true;
       SubmitSnapshot(true);
     }
-    if (Clock::now() - last_heartbeat_ >= config_.heartbeat) SendHeartbeats();
+    if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
+      SendHeartbeats();
+      CheckSilence();
+    }
+    if (started_) MaybeCheckpoint();
     CloseStalledStreams();
   }
   report_.seconds = Seconds();
@@ -248,13 +387,26 @@ Result<RunReport> ParameterServer::Run() {
 
   std::string reason = report_.target_reached ? "target accuracy reached"
                        : report_.signal != 0  ? "server interrupted"
-                       : limit_reached_       ? "limit reached"
-                                              : "a worker was lost";
+                                              : "limit reached";
   if (!report_.target_reached && report_.signal == 0) {
     // The last snapshot may wait for chunks still on their way.
     DrainStreams(kDrainLimit);
   }
   StopWorkers(reason);
+  if (checkpoints_ != nullptr) {
+    checkpoints_->Finish();
+    report_.checkpoints = checkpoints_->written();
+    if (report_.checkpoints > 0) {
+      spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
+                   "(off it)",
+                   report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
+                   checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
+    }
+  }
+  if (report_.workers_lost > 0 || report_.workers_joined > 0) {
+    spdlog::info("membership: {} workers lost (last: {}), {} joined while training",
+                 report_.workers_lost, report_.last_lost, report_.workers_joined);
+  }
   if (report_.target_reached || report_.signal != 0) {
     evaluator_->DropPending();
   } else {
@@ -315,7 +467,7 @@ Result<RunReport> ParameterServer::Run() {
 }
 
 void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& who,
-                             const std::string& why, bool fatal) {
+                             const std::string& why, bool fatal, bool rejoin) {
   ++refusals_;
   if (refusals_ <= kLoudRefusals) {
     spdlog::warn("refused a message from {}: {}", who, why);
@@ -323,7 +475,7 @@ void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& 
   } else {
     spdlog::debug("refused a message from {}: {}", who, why);
   }
-  Status sent = endpoint_->SendMessage(&identity, proto::Error{why, fatal});
+  Status sent = endpoint_->SendMessage(&identity, proto::Error{why, fatal, rejoin});
   if (!sent.ok()) spdlog::debug("could not tell {} why: {}", who, sent.ToString());
 }
 
@@ -359,11 +511,15 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     return;
   }
   if (rank < 0) {
+    // A worker of a server that restarted, or one declared lost: it may
+    // Hello again.
     Refuse(identity, who,
-           std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello", true);
+           std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello", true,
+           /*rejoin=*/true);
     return;
   }
   Member& member = *members_[rank];
+  member.last_seen = Clock::now();
   if (auto* pull = std::get_if<proto::Pull>(&body)) {
     HandlePull(rank, *pull);
   } else if (auto* push = std::get_if<proto::Push>(&body)) {
@@ -374,15 +530,7 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     // Its arrival is all it says.
   } else if (auto* error = std::get_if<proto::Error>(&body)) {
     if (error->fatal) {
-      spdlog::error("worker {} ({}:{}) gave up: {}", rank, member.host, member.pid,
-                    error->message);
-      report_.lost_worker = "worker " + std::to_string(rank) + ": " + error->message;
-      if (member.incoming != nullptr) {
-        // Its missing chunks will never come: let the others' replies go on.
-        member.incoming->Close();
-        member.incoming.reset();
-        store_->Advance();
-      }
+      LoseWorker(rank, "gave up: " + error->message);
     } else {
       spdlog::warn("worker {} reports: {}", rank, error->message);
     }
@@ -400,6 +548,41 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   int64_t rank = -1;
   if (it != rank_of_.end()) {
     rank = it->second;  // a repeated Hello gets the same answer again
+  } else if (started_) {
+    // A running job takes anyone: the rank asked for when it is free, else
+    // the lowest rank a lost worker left free, else a new one.
+    if (hello.max_batch < 0 || hello.rank < -1) {
+      Refuse(identity, who, "a negative rank or max_batch", true);
+      return;
+    }
+    const auto ranks = static_cast<int64_t>(members_.size());
+    if (hello.rank >= 0 && hello.rank < ranks && !members_[hello.rank].has_value()) {
+      rank = hello.rank;
+    } else {
+      for (int64_t r = 0; r < ranks && rank < 0; ++r) {
+        if (!members_[r].has_value()) rank = r;
+      }
+    }
+    if (rank < 0) {
+      if (ranks >= kMaxRanks) {
+        Refuse(identity, who, "the job has " + std::to_string(ranks) + " ranks, the most it takes",
+               true);
+        return;
+      }
+      rank = policy_->AddWorker();
+      members_.resize(static_cast<size_t>(rank) + 1);
+    }
+    Member member;
+    member.identity = net::CopyFrame(identity);
+    member.info.max_batch = hello.max_batch;
+    member.host = hello.host;
+    member.pid = hello.pid;
+    member.last_seen = Clock::now();
+    members_[rank] = std::move(member);
+    rank_of_[Key(identity)] = rank;
+    ++joined_;
+    spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",
+                 rank, hello.host, hello.pid);
   } else {
     if (joined_ >= config_.workers) {
       Refuse(identity, who,
@@ -437,6 +620,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
     member.info.max_batch = hello.max_batch;
     member.host = hello.host;
     member.pid = hello.pid;
+    member.last_seen = Clock::now();
     members_[rank] = std::move(member);
     rank_of_[Key(identity)] = rank;
     ++joined_;
@@ -452,7 +636,9 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.input_dim = spec_->input_dim;
   welcome.classes = spec_->classes;
   welcome.num_params = store_->size();
-  welcome.shard_index = rank;
+  // A rank beyond --workers (a worker that joined a running job) shares a
+  // shard with a lower rank.
+  welcome.shard_index = rank % config_.workers;
   welcome.shard_count = config_.workers;
   welcome.seed = config_.seed;
   welcome.mode = std::string(sync::WorkerModeName(policy_->mode()));
@@ -478,16 +664,24 @@ void ParameterServer::Start() {
                       {"workers", config_.workers},
                       {"target", config_.target_accuracy}});
   }
-  spdlog::info("all {} workers ready; training starts", config_.workers);
+  spdlog::info("all {} workers ready; training {}", config_.workers,
+               report_.resumed_iteration >= 0
+                   ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
+                   : std::string("starts"));
   sync::Actions actions;
-  for (int64_t r = 0; r < config_.workers; ++r) policy_->WorkerJoined(r, members_[r]->info, &actions);
+  for (int64_t r = 0; r < config_.workers; ++r) {
+    policy_->WorkerJoined(r, members_[r]->info, &actions);
+    members_[r]->active = true;
+    members_[r]->clock_offset = policy_->clock(r);
+  }
+  last_checkpoint_at_ = Clock::now();
   // Pulls that arrived while the cluster was assembling are answered now.
   for (int64_t r = 0; r < config_.workers; ++r) {
     if (members_[r]->pull_pending) policy_->PullRequested(r, &actions);
   }
   CarryOut(actions, nullptr);
-  next_eval_ = config_.eval_every;
-  SubmitSnapshot(true);  // the untrained model: accuracy at time zero
+  next_eval_ = iterations_ + config_.eval_every;
+  SubmitSnapshot(true);  // the untrained (or resumed) model: accuracy at time zero
 }
 
 void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
@@ -497,13 +691,29 @@ void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
            false);
     return;
   }
-  if (started_ && pull.clock != policy_->clock(rank)) {
+  if (started_ && !member.active) {
+    // A worker joining the running job, ready now: the policy counts it from
+    // here, its first pull gets the current model.
+    sync::Actions actions;
+    policy_->WorkerJoined(rank, member.info, &actions);
+    member.active = true;
+    member.ready = true;
+    member.clock_offset = policy_->clock(rank) - pull.clock;
+    ++report_.workers_joined;
+    spdlog::info("worker {} ({}:{}) trains from iteration {}; {} live workers", rank, member.host,
+                 member.pid, iterations_, ActiveWorkers());
+    if (tracer_) tracer_->Instant("run", "worker joined", trace::NowMicros(), {{"worker", rank}});
+    CarryOut(actions, nullptr);
+    UpdateHold();
+  }
+  if (started_ && pull.clock + member.clock_offset != policy_->clock(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank),
            "pull for clock " + std::to_string(pull.clock) + ", but the worker has pushed " +
-               std::to_string(policy_->clock(rank)) + " times",
+               std::to_string(policy_->clock(rank) - member.clock_offset) + " times",
            false);
     return;
   }
+  member.ready = true;
   member.pull_pending = true;
   if (!started_) {
     // A worker pulls once its data is loaded: the run's clock starts when all
@@ -535,7 +745,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   // A payload that cannot be used still ends the worker's step, so that one
   // bad push cannot stall the others; it just contributes nothing.
   sync::PushInfo info;
-  info.clock = push.clock;
+  info.clock = push.clock + member.clock_offset;
   info.base_version = push.base_version;
   info.samples = push.samples;
   info.batch = push.batch;
@@ -685,6 +895,14 @@ void ParameterServer::CarryOut(const sync::Actions& actions,
                                const std::shared_ptr<proto::IncomingTensor>& gradient) {
   using Kind = sync::Action::Kind;
   for (const sync::Action& action : actions) {
+    // An answer for a worker no longer here (lost while it was held) has
+    // no one to go to.
+    const bool addressed = action.kind != Kind::kStage && action.kind != Kind::kApply &&
+                           action.kind != Kind::kApplyDelta;
+    if (addressed && (action.worker < 0 || action.worker >= static_cast<int64_t>(members_.size()) ||
+                      !members_[action.worker].has_value())) {
+      continue;
+    }
     switch (action.kind) {
       case Kind::kStage: {
         if (gradient == nullptr) break;  // the policy only stages usable pushes
@@ -710,6 +928,10 @@ void ParameterServer::CarryOut(const sync::Actions& actions,
         break;
       }
       case Kind::kContinue: {
+        if (holding_) {
+          deferred_.push_back(action);
+          break;
+        }
         Member& member = *members_[action.worker];
         proto::Continue reply{action.value != 0, member.next_token, member.next_batch};
         member.next_token = -1;
@@ -720,8 +942,9 @@ void ParameterServer::CarryOut(const sync::Actions& actions,
       }
       case Kind::kSyncNow: {
         Member& member = *members_[action.worker];
-        Status sent = endpoint_->SendMessage(&member.identity,
-                                             proto::SyncNow{static_cast<int64_t>(action.value)});
+        // In the worker's own count of its steps.
+        const int64_t round = static_cast<int64_t>(action.value) - member.clock_offset;
+        Status sent = endpoint_->SendMessage(&member.identity, proto::SyncNow{round});
         if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", action.worker, sent.ToString());
         break;
       }
@@ -732,6 +955,10 @@ void ParameterServer::CarryOut(const sync::Actions& actions,
         members_[action.worker]->next_token = static_cast<int64_t>(action.value);
         break;
       case Kind::kReplyModel:
+        if (holding_) {
+          deferred_.push_back(action);
+          break;
+        }
         ReplyModel(action.worker);
         break;
       case Kind::kHold:
@@ -764,7 +991,9 @@ void ParameterServer::ReplyModel(int64_t rank) {
 }
 
 void ParameterServer::AfterPush() {
+  const int64_t before = iterations_;
   iterations_ = policy_->iteration();
+  if (iterations_ != before) MaybeCheckpoint();
   if (config_.max_iterations > 0 && iterations_ >= config_.max_iterations) {
     if (!limit_reached_) {
       spdlog::info("iteration limit of {} reached", config_.max_iterations);
@@ -841,6 +1070,115 @@ void ParameterServer::SendHeartbeats() {
   }
 }
 
+int64_t ParameterServer::ActiveWorkers() const {
+  return std::count_if(members_.begin(), members_.end(),
+                       [](const std::optional<Member>& m) { return m.has_value() && m->active; });
+}
+
+void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
+  Member& member = *members_[rank];
+  const bool was_active = member.active;
+  ++report_.workers_lost;
+  report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
+                      std::to_string(member.pid) + "): " + why;
+  if (member.incoming != nullptr) {
+    // Its missing chunks will never come: let the others' replies go on.
+    member.incoming->Close();
+    member.incoming.reset();
+    store_->Advance();
+  }
+  rank_of_.erase(Key(member.identity));
+  members_[rank].reset();
+  --joined_;
+  std::erase_if(deferred_, [rank](const sync::Action& a) { return a.worker == rank; });
+  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, ActiveWorkers(),
+               ActiveWorkers() == 1 ? "" : "s");
+  if (tracer_) {
+    tracer_->Instant("run", "worker lost", trace::NowMicros(), {{"worker", rank}, {"why", why}});
+  }
+  if (!started_ || !was_active) return;
+  sync::Actions actions;
+  policy_->WorkerLeft(rank, &actions);
+  CarryOut(actions, nullptr);
+  UpdateHold();
+  AfterPush();  // a round the worker held up may have closed
+}
+
+void ParameterServer::CheckSilence() {
+  const Clock::time_point now = Clock::now();
+  for (int64_t r = 0; r < static_cast<int64_t>(members_.size()); ++r) {
+    const std::optional<Member>& m = members_[r];
+    if (!m.has_value()) continue;
+    const milliseconds limit = m->ready ? config_.worker_timeout
+                                        : std::max(config_.worker_timeout, kLoadAllowance);
+    if (now - m->last_seen >= limit) {
+      LoseWorker(r, fmt::format("silent for {:g} s", std::chrono::duration<double>(limit).count()));
+    }
+  }
+}
+
+void ParameterServer::UpdateHold() {
+  if (!started_) return;
+  const int64_t live = ActiveWorkers();
+  const bool hold = live < config_.min_workers;
+  if (hold == holding_) return;
+  holding_ = hold;
+  if (hold) {
+    spdlog::warn("training holds: {} live worker{}, fewer than --min-workers {}; waiting for "
+                 "workers to join",
+                 live, live == 1 ? "" : "s", config_.min_workers);
+    if (tracer_) tracer_->Instant("run", "hold", trace::NowMicros(), {{"live", live}});
+    return;
+  }
+  spdlog::info("training goes on with {} live workers", live);
+  if (tracer_) tracer_->Instant("run", "resume", trace::NowMicros(), {{"live", live}});
+  sync::Actions held;
+  held.swap(deferred_);
+  CarryOut(held, nullptr);
+}
+
+void ParameterServer::MaybeCheckpoint() {
+  if (checkpoints_ == nullptr || iterations_ == last_checkpoint_iteration_) return;
+  const Clock::time_point now = Clock::now();
+  const bool by_count = config_.checkpoint_every_iterations > 0 &&
+                        iterations_ >= std::max<int64_t>(last_checkpoint_iteration_, 0) +
+                                           config_.checkpoint_every_iterations;
+  const bool by_time =
+      config_.checkpoint_every_seconds > 0 &&
+      std::chrono::duration<double>(now - last_checkpoint_at_).count() >=
+          config_.checkpoint_every_seconds;
+  if (!by_count && !by_time) return;
+  // With every update the policy emitted applied on every lane, the model,
+  // the optimizer's state and the policy's version agree; what is staged
+  // for a round in progress is not kept (workers redo that round). A large
+  // model's update runs as its pushes stream in: until then, wait.
+  if (store_->ApplyPending()) return;
+  const Clock::time_point start = Clock::now();
+  Checkpoint checkpoint;
+  checkpoint.model = spec_->Name();
+  checkpoint.policy = policy_->Name();
+  checkpoint.optimizer = optimizer_->Name();
+  checkpoint.workers = config_.workers;
+  const sync::PolicyState state = policy_->Save();
+  checkpoint.iteration = state.iteration;
+  checkpoint.version = state.version;
+  checkpoint.policy_extra = state.extra;
+  checkpoint.samples = samples_applied_;
+  checkpoint.seconds = seconds_before_ + Seconds();
+  checkpoint.optimizer_state = optimizer_->State();
+  last_checkpoint_iteration_ = iterations_;
+  last_checkpoint_at_ = now;
+  // As evaluation does: a copy of the model taken once its updates are in
+  // (at once here, nothing being pending); encoding and writing are the
+  // writer thread's.
+  store_->Snapshot([this, checkpoint = std::move(checkpoint)](
+                       std::shared_ptr<const std::vector<float>> values) mutable {
+    checkpoint.params = std::move(values);
+    checkpoints_->Submit(std::move(checkpoint));
+  });
+  checkpoint_path_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
 void ParameterServer::StopWorkers(const std::string& reason) {
   for (std::optional<Member>& m : members_) {
     if (!m.has_value()) continue;
@@ -867,6 +1205,25 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
     problems.push_back("--max-seconds must not be negative");
   }
   if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
+  if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
+  if (config.worker_timeout <= config.heartbeat) {
+    problems.push_back("--worker-timeout must be longer than --heartbeat-ms");
+  }
+  if (config.min_workers < 0 || config.min_workers > config.workers) {
+    problems.push_back("--min-workers must be in 0..--workers");
+  }
+  if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
+      !std::isfinite(config.checkpoint_every_seconds)) {
+    problems.push_back("--checkpoint-every must not be negative");
+  }
+  if (!config.checkpoint.empty() && config.checkpoint_every_iterations == 0 &&
+      config.checkpoint_every_seconds == 0) {
+    problems.push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
+  }
+  if (config.checkpoint.empty() &&
+      (config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0)) {
+    problems.push_back("--checkpoint-every needs --checkpoint FILE");
+  }
   if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
   if (config.curve_secret.empty() != config.curve_allow.empty()) {
     problems.push_back(
@@ -896,18 +1253,20 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
 
 void WriteRunReport(const RunReport& report, std::ostream& out) {
   // One line per key: the message must not break the format.
-  std::string lost_worker = report.lost_worker;
-  std::replace_if(lost_worker.begin(), lost_worker.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+  std::string last_lost = report.last_lost;
+  std::replace_if(last_lost.begin(), last_lost.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
   out << fmt::format(
       "target_reached\t{:d}\nseconds_to_target\t{}\niterations_to_target\t{}\n"
       "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
       "loss\t{}\ncompute_ratio_mean\t{}\ncompute_ratio_min\t{}\nwait_share\t{}\n"
-      "wasted_samples\t{}\nsignal\t{}\nlost_worker\t{}\n",
+      "wasted_samples\t{}\nsignal\t{}\nworkers_lost\t{}\nlast_lost\t{}\nworkers_joined\t{}\n"
+      "resumed_iteration\t{}\ncheckpoints\t{}\n",
       report.target_reached, report.seconds_to_target, report.iterations_to_target,
       report.samples_to_target, report.iterations, report.samples, report.seconds,
       report.last_eval.accuracy, report.last_eval.loss, report.compute_ratio_mean,
       report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
-      lost_worker);
+      report.workers_lost, last_lost, report.workers_joined, report.resumed_iteration,
+      report.checkpoints);
 }
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,

@@ -34,15 +34,28 @@ void BackupPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
     staged_samples_ += push.samples;
   }
+  ++arrived_;
+  MaybeCloseRound(out);
+}
+
+void BackupPolicy::MaybeCloseRound(Actions* out) {
   // The first N - b on-time pushes close the round; with fewer workers joined
   // than b + 1, every push does.
   const int64_t needed = std::max<int64_t>(1, joined_count() - backup_);
-  if (++arrived_ < needed) return;
+  if (arrived_ == 0 || arrived_ < needed) return;
   if (staged_samples_ > 0) EmitApply(1.0 / static_cast<double>(staged_samples_), out);
   ++round_;
   arrived_ = 0;
   staged_samples_ = 0;
   ReleaseHeld(out);
+}
+
+void BackupPolicy::OnJoin(WorkerId w, const WorkerInfo& /*info*/, Actions* /*out*/) {
+  last_pushed_round_[w] = -1;
+}
+
+void BackupPolicy::OnLeave(WorkerId /*w*/, Actions* out) {
+  if (joined_count() > 0) MaybeCloseRound(out);
 }
 
 bool BackupPolicy::MayStart(WorkerId w) const { return last_pushed_round_[w] < round_; }

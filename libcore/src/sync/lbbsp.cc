@@ -174,6 +174,12 @@ LbBspPolicy::LbBspPolicy(const PolicyConfig& config)
 
 void LbBspPolicy::OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {
   cap_[w] = std::max<int64_t>(0, info.max_batch);
+  if (reshaped_) {
+    ForgetSpeed(w);
+    batch_[w] = 0;
+    Resplit();
+    return;
+  }
   // Normally the caps are ample and nothing changes. A cap below the worker's
   // share moves the excess to the others in proportion to their batches; when
   // all caps together hold less than B, every worker runs at its cap and the
@@ -191,6 +197,90 @@ void LbBspPolicy::OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {
   std::vector<int64_t> hi(num_workers());
   for (WorkerId v = 0; v < num_workers(); ++v) hi[v] = cap_[v] > 0 ? cap_[v] : kNoBatchCap;
   batch_ = Distribute(target, weight, lo, hi);
+}
+
+void LbBspPolicy::OnLeave(WorkerId w, Actions* out) {
+  reshaped_ = true;
+  ForgetSpeed(w);
+  batch_[w] = 0;
+  Resplit();
+  BspPolicy::OnLeave(w, out);
+}
+
+void LbBspPolicy::OnAddWorker() {
+  reshaped_ = true;
+  batch_.push_back(0);
+  cap_.push_back(0);
+  window_time_.push_back(0);
+  window_steps_.push_back(0);
+  predictors_.push_back(nullptr);
+  ForgetSpeed(num_workers() - 1);
+}
+
+void LbBspPolicy::ForgetSpeed(WorkerId w) {
+  Result<std::unique_ptr<predict::SpeedPredictor>> made =
+      predict::MakePredictor(config_.predictor, PredictorOptionsFor(config_));
+  predictors_[w] = made.ok() ? std::move(made).value()
+                             : std::make_unique<predict::LastValuePredictor>();
+  window_time_[w] = 0;
+  window_steps_[w] = 0;
+}
+
+void LbBspPolicy::Resplit() {
+  const int64_t n = num_workers();
+  std::vector<double> weight(n, 0);
+  std::vector<int64_t> lo(n, 0);
+  std::vector<int64_t> hi(n, 0);
+  std::vector<int64_t> live_caps;
+  double sum = 0;
+  int64_t with_batch = 0;
+  for (WorkerId v = 0; v < n; ++v) {
+    if (!joined(v)) continue;
+    live_caps.push_back(cap_[v]);
+    if (batch_[v] > 0) {
+      sum += static_cast<double>(batch_[v]);
+      ++with_batch;
+    }
+  }
+  if (live_caps.empty()) return;
+  const double newcomer = with_batch > 0 ? sum / static_cast<double>(with_batch) : 1.0;
+  for (WorkerId v = 0; v < n; ++v) {
+    if (!joined(v)) {
+      batch_[v] = 0;
+      continue;
+    }
+    weight[v] = batch_[v] > 0 ? static_cast<double>(batch_[v]) : newcomer;
+    lo[v] = 1;
+    hi[v] = cap_[v] > 0 ? cap_[v] : kNoBatchCap;
+  }
+  batch_ = Distribute(TargetSum(global_batch_, live_caps), weight, lo, hi);
+}
+
+std::vector<int64_t> LbBspPolicy::SaveExtra() const {
+  std::vector<int64_t> extra(batch_.begin(), batch_.end());
+  extra.push_back(step_);
+  extra.push_back(window_);
+  extra.push_back(window_start_);
+  extra.push_back(fine_tuning_ ? 1 : 0);
+  return extra;
+}
+
+void LbBspPolicy::OnRestore(const PolicyState& state) {
+  BspPolicy::OnRestore(state);
+  const size_t n = batch_.size();
+  if (state.extra.size() != n + 4) return;
+  int64_t sum = 0;
+  for (size_t v = 0; v < n; ++v) {
+    if (state.extra[v] < 1) return;  // not a split this policy could have made
+    sum += state.extra[v];
+  }
+  if (sum != global_batch_ || state.extra[n] < 1 || state.extra[n + 1] < 1) return;
+  std::copy(state.extra.begin(), state.extra.begin() + static_cast<std::ptrdiff_t>(n),
+            batch_.begin());
+  step_ = state.extra[n];
+  window_ = state.extra[n + 1];
+  window_start_ = std::clamp<int64_t>(state.extra[n + 2], 0, state.iteration);
+  fine_tuning_ = state.extra[n + 3] != 0;
 }
 
 void LbBspPolicy::OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) {
@@ -233,11 +323,21 @@ void LbBspPolicy::Rebalance() {
 }
 
 void LbBspPolicy::RebalanceAnalytic() {
-  std::vector<double> speed(num_workers(), 0);
+  // Over the live workers only: one gone keeps batch 0.
+  std::vector<WorkerId> live;
+  std::vector<double> speed;
+  std::vector<int64_t> current;
+  std::vector<int64_t> caps;
   for (WorkerId w = 0; w < num_workers(); ++w) {
-    speed[w] = joined(w) ? predictors_[w]->Predict() : 0;
+    if (!joined(w)) continue;
+    live.push_back(w);
+    speed.push_back(predictors_[w]->Predict());
+    current.push_back(batch_[w]);
+    caps.push_back(cap_[w]);
   }
-  batch_ = AnalyticBatches(global_batch_, speed, batch_, cap_);
+  if (live.empty()) return;
+  const std::vector<int64_t> batch = AnalyticBatches(global_batch_, speed, current, caps);
+  for (size_t k = 0; k < live.size(); ++k) batch_[live[k]] = batch[k];
 }
 
 void LbBspPolicy::RebalanceNumerical() {
@@ -249,7 +349,7 @@ void LbBspPolicy::RebalanceNumerical() {
   double leader_time = 0;
   double straggler_time = 0;
   for (WorkerId w = 0; w < num_workers(); ++w) {
-    if (window_steps_[w] == 0) continue;
+    if (window_steps_[w] == 0 || !joined(w)) continue;
     const double time = window_time_[w] / static_cast<double>(window_steps_[w]);
     if (straggler < 0 || time > straggler_time) {
       straggler = w;

@@ -24,11 +24,53 @@ std::string_view WorkerModeName(WorkerMode mode) {
 }
 
 void Policy::WorkerJoined(WorkerId w, const WorkerInfo& info, Actions* out) {
+  const int64_t start = StartClock();
   if (!workers_[w].joined) ++joined_count_;
   workers_[w].joined = true;
-  workers_[w].clock = 0;
+  workers_[w].pull_held = false;
+  workers_[w].clock = start;
   RecountMinClock();
   OnJoin(w, info, out);
+}
+
+int64_t Policy::StartClock() const { return joined_count_ > 0 ? min_clock_ : floor_clock_; }
+
+void Policy::WorkerLeft(WorkerId w, Actions* out) {
+  if (w < 0 || w >= num_workers() || !workers_[w].joined) return;
+  workers_[w].joined = false;
+  workers_[w].pull_held = false;
+  --joined_count_;
+  // Whoever joins next when no one is left starts where the slowest stood.
+  if (joined_count_ == 0) floor_clock_ = min_clock_;
+  RecountMinClock();
+  // An asynchronous iteration needs fewer pushes now: it may be complete.
+  if (joined_count_ > 0 && pushes_in_iteration_ >= joined_count_) {
+    ++async_iteration_;
+    pushes_in_iteration_ = 0;
+  }
+  OnLeave(w, out);
+}
+
+WorkerId Policy::AddWorker() {
+  workers_.emplace_back();
+  OnAddWorker();
+  return num_workers() - 1;
+}
+
+PolicyState Policy::Save() const {
+  PolicyState state;
+  state.version = version_;
+  state.iteration = iteration();
+  state.extra = SaveExtra();
+  return state;
+}
+
+void Policy::Restore(const PolicyState& state) {
+  version_ = state.version;
+  async_iteration_ = state.iteration;
+  pushes_in_iteration_ = 0;
+  floor_clock_ = state.iteration;
+  OnRestore(state);
 }
 
 void Policy::RecountMinClock() {
@@ -46,10 +88,7 @@ void Policy::RecountMinClock() {
   at_min_clock_ = at_min;
 }
 
-int64_t Policy::iteration() const {
-  const int64_t n = joined_count();
-  return n > 0 ? total_pushes_ / n : 0;
-}
+int64_t Policy::iteration() const { return async_iteration_; }
 
 void Policy::PushArrived(WorkerId w, const PushInfo& push, Actions* out) {
   WorkerState& state = workers_[w];
@@ -69,6 +108,10 @@ void Policy::PushArrived(WorkerId w, const PushInfo& push, Actions* out) {
   const bool was_at_min = state.clock == min_clock_;
   ++state.clock;
   ++total_pushes_;
+  if (++pushes_in_iteration_ >= joined_count_) {
+    ++async_iteration_;
+    pushes_in_iteration_ = 0;
+  }
   // Clocks only rise, one at a time: the minimum moves when the last worker
   // on it moves off.
   if (was_at_min && --at_min_clock_ == 0) RecountMinClock();
@@ -126,16 +169,33 @@ void BspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
     staged_samples_ += push.samples;
   }
-  OnArrival(w, push, ++arrived_ == 1, out);
-  if (arrived_ < joined_count()) return;
+  // The round's first push: none before it, not even from a worker gone since.
+  const bool first = arrived_ == 0 && !pushed_by_gone_;
+  ++arrived_;
+  OnArrival(w, push, first, out);
+  MaybeCloseRound(out);
+}
+
+void BspPolicy::MaybeCloseRound(Actions* out) {
+  if (arrived_ == 0 || arrived_ < joined_count()) return;
   // Σ_i (b_i / B) g_i: each mean gradient weighted by its samples, over their
   // total (A-BSP: Σ_i S_i / Σ_i n_i, the same number).
   if (staged_samples_ > 0) EmitApply(1.0 / static_cast<double>(staged_samples_), out);
   ++round_;
   arrived_ = 0;
   staged_samples_ = 0;
+  pushed_by_gone_ = false;
   OnRoundClosed(out);
   ReleaseHeld(out);
+}
+
+void BspPolicy::OnLeave(WorkerId w, Actions* out) {
+  // Its clock is past the round once it pushed in it.
+  if (clock(w) > round_) {
+    --arrived_;
+    pushed_by_gone_ = true;
+  }
+  MaybeCloseRound(out);
 }
 
 bool BspPolicy::MayStart(WorkerId w) const { return clock(w) <= round_; }
@@ -149,6 +209,13 @@ void SspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     out->push_back(Action::Stage(w, 1.0));
     EmitApply(1.0 / static_cast<double>(joined_count()), out);
   }
+  if (staleness_ >= 0 && MinClock() != released_at_min_clock_) {
+    released_at_min_clock_ = MinClock();
+    ReleaseHeld(out);
+  }
+}
+
+void SspPolicy::OnLeave(WorkerId /*w*/, Actions* out) {
   if (staleness_ >= 0 && MinClock() != released_at_min_clock_) {
     released_at_min_clock_ = MinClock();
     ReleaseHeld(out);

@@ -10,15 +10,22 @@ namespace {
 // the first tokens % n workers getting one more. Each bucket holds its ids
 // highest first, so its owner takes the lowest from the back and helpers take
 // the highest from the front, the ones the owner would reach last.
-void DealTokens(int64_t tokens, std::vector<std::vector<int64_t>>* buckets) {
-  const int64_t n = static_cast<int64_t>(buckets->size());
+// Only the workers `live` marks get tokens (all, when none is marked).
+void DealTokens(int64_t tokens, const std::vector<bool>& live,
+                std::vector<std::vector<int64_t>>* buckets) {
+  const auto marked = static_cast<int64_t>(std::count(live.begin(), live.end(), true));
+  const bool everyone = marked == 0;
+  const int64_t n = everyone ? static_cast<int64_t>(buckets->size()) : marked;
   int64_t next = 0;
-  for (int64_t w = 0; w < n; ++w) {
-    const int64_t count = tokens / n + (w < tokens % n ? 1 : 0);
+  int64_t i = 0;  // the live worker's place among the live
+  for (size_t w = 0; w < buckets->size(); ++w) {
     std::vector<int64_t>& bucket = (*buckets)[w];
     bucket.clear();
+    if (!everyone && !live[w]) continue;
+    const int64_t count = tokens / n + (i < tokens % n ? 1 : 0);
     for (int64_t k = count - 1; k >= 0; --k) bucket.push_back(next + k);
     next += count;
+    ++i;
   }
 }
 
@@ -35,8 +42,56 @@ TokenPolicy::TokenPolicy(int64_t num_workers, int64_t batch, int64_t token_size)
       own_done_(num_workers, 0),
       waiting_(num_workers, false),
       completed_total_(num_workers, 0) {
-  DealTokens(tokens_, &buckets_);
+  Deal();
 }
+
+void TokenPolicy::Deal() {
+  std::vector<bool> live(static_cast<size_t>(num_workers()));
+  for (WorkerId w = 0; w < num_workers(); ++w) live[w] = joined(w);
+  DealTokens(tokens_, live, &buckets_);
+}
+
+void TokenPolicy::OnJoin(WorkerId w, const WorkerInfo& /*info*/, Actions* /*out*/) {
+  // A newcomer helps until the next deal gives it a bucket of its own.
+  in_flight_[w] = -1;
+  owner_of_in_flight_[w] = -1;
+  waiting_[w] = false;
+}
+
+void TokenPolicy::OnLeave(WorkerId w, Actions* out) {
+  if (in_flight_[w] >= 0) {
+    // Helpers take from the front.
+    std::vector<int64_t>& bucket = buckets_[owner_of_in_flight_[w]];
+    bucket.insert(bucket.begin(), in_flight_[w]);
+    in_flight_[w] = -1;
+    owner_of_in_flight_[w] = -1;
+  }
+  waiting_[w] = false;
+  // Held pulls first, then pushes waiting for an answer, as at an iteration's end.
+  ReleaseHeld(out);
+  for (WorkerId v = 0; v < num_workers(); ++v) {
+    if (!joined(v) || !waiting_[v] || in_flight_[v] >= 0) continue;
+    const int64_t token = TakeToken(v);
+    if (token < 0) break;
+    waiting_[v] = false;
+    out->push_back(Action::Grant(v, token));
+    out->push_back(Action::Continue(v, false));
+  }
+}
+
+void TokenPolicy::OnAddWorker() {
+  buckets_.emplace_back();
+  in_flight_.push_back(-1);
+  owner_of_in_flight_.push_back(-1);
+  helpers_.push_back(0);
+  for (std::vector<bool>& row : helped_by_) row.push_back(false);
+  helped_by_.emplace_back(static_cast<size_t>(num_workers()), false);
+  own_done_.push_back(0);
+  waiting_.push_back(false);
+  completed_total_.push_back(0);
+}
+
+void TokenPolicy::OnRestore(const PolicyState& state) { round_ = state.iteration; }
 
 bool TokenPolicy::MayStart(WorkerId w) const {
   // A worker that asks again while training a token is sent that token again.
@@ -120,7 +175,7 @@ void TokenPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   ++round_;
   done_ = 0;
   staged_samples_ = 0;
-  DealTokens(tokens_, &buckets_);
+  Deal();
   std::fill(helpers_.begin(), helpers_.end(), 0);
   for (std::vector<bool>& row : helped_by_) std::fill(row.begin(), row.end(), false);
   std::fill(own_done_.begin(), own_done_.end(), 0);
@@ -130,7 +185,7 @@ void TokenPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   // the loop below skips workers with one.
   ReleaseHeld(out);
   for (WorkerId v = 0; v < num_workers(); ++v) {
-    if (!waiting_[v] || in_flight_[v] >= 0) continue;
+    if (!waiting_[v] || in_flight_[v] >= 0 || !joined(v)) continue;
     const int64_t token = TakeToken(v);
     if (token < 0) break;  // fewer tokens than workers: the rest wait a round
     waiting_[v] = false;

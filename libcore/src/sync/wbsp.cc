@@ -22,18 +22,41 @@ void WbspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     pushed_this_round_[w] = true;
     ++pushed_count_;
   }
-  if (pushed_count_ >= joined_count()) {
-    // A round whose deltas were all unusable leaves the model and its version
-    // as they are, but still ends: the workers download the unchanged model,
-    // which drops local steps that only produced unusable deltas.
-    if (staged_ > 0) EmitApplyDelta(1.0 / static_cast<double>(joined_count()), out);
-    ++round_;
-    staged_ = 0;
-    std::fill(pushed_this_round_.begin(), pushed_this_round_.end(), false);
-    pushed_count_ = 0;
-    std::fill(must_download_.begin(), must_download_.end(), true);
-  }
+  MaybeCloseRound(out);
   out->push_back(Action::Continue(w, must_download_[w]));
+}
+
+void WbspPolicy::MaybeCloseRound(Actions* out) {
+  if (pushed_count_ == 0 || pushed_count_ < joined_count()) return;
+  // A round whose deltas were all unusable leaves the model and its version
+  // as they are, but still ends: the workers download the unchanged model,
+  // which drops local steps that only produced unusable deltas.
+  if (staged_ > 0) EmitApplyDelta(1.0 / static_cast<double>(joined_count()), out);
+  ++round_;
+  staged_ = 0;
+  std::fill(pushed_this_round_.begin(), pushed_this_round_.end(), false);
+  pushed_count_ = 0;
+  for (WorkerId v = 0; v < num_workers(); ++v) must_download_[v] = joined(v);
+}
+
+void WbspPolicy::OnJoin(WorkerId w, const WorkerInfo& /*info*/, Actions* /*out*/) {
+  // Its first pull is its download.
+  pushed_this_round_[w] = false;
+  must_download_[w] = false;
+}
+
+void WbspPolicy::OnLeave(WorkerId w, Actions* out) {
+  if (pushed_this_round_[w]) {
+    pushed_this_round_[w] = false;
+    --pushed_count_;
+  }
+  must_download_[w] = false;
+  MaybeCloseRound(out);
+}
+
+void WbspPolicy::OnAddWorker() {
+  pushed_this_round_.push_back(false);
+  must_download_.push_back(false);
 }
 
 void WbspPolicy::BeforeReply(WorkerId w, Actions* /*out*/) {

@@ -114,6 +114,14 @@ class WorkerRunner {
   Status Join();
   Status Setup();
   Status Train();
+  // Runs the steps of the policy's mode until the server stops the worker.
+  Status RunMode();
+  // Joins the server again after it went away, retrying with back-off for
+  // --reconnect-timeout; Unavailable when it does not come back.
+  Status Reconnect();
+  // Sends a heartbeat when one is due; only from the thread that owns the
+  // socket.
+  void MaybeHeartbeat();
 
   // The loops, one per sync::WorkerMode.
   Status RunSync(bool chunked);
@@ -178,6 +186,11 @@ class WorkerRunner {
   int64_t batch_ = 0;         // samples per step, as the server last set it
   int64_t token_ = -1;        // token granted with the last reply
   int64_t sync_round_ = -1;   // the newest round a SyncNow named
+  bool server_lost_ = false;  // the server went silent, or no longer knows this worker
+  bool refused_ = false;      // the server refused this worker (fatal Error)
+  bool gave_up_ = false;      // the server did not come back: no one to tell
+  std::thread::id socket_thread_;   // the thread that may use endpoint_
+  Clock::time_point last_heartbeat_;
   bool stop_ = false;
   std::string stop_reason_;
   int64_t comm_us_ = 0;       // time the last send took, reported with the next push
@@ -207,7 +220,15 @@ proto::Push WorkerRunner::PushFor(int64_t clock, int64_t batch, const StepResult
 Status WorkerRunner::HandleAside(const proto::Message& message) {
   const proto::MsgType type = proto::TypeOf(message.body);
   if (auto* error = std::get_if<proto::Error>(&message.body)) {
-    if (error->fatal) return Status::Unavailable("the server refused this worker: " + error->message);
+    if (error->fatal && error->rejoin && report_.rank >= 0) {
+      // A server that restarted, or one that declared this worker lost.
+      server_lost_ = true;
+      return Status::Unavailable("the server no longer knows this worker: " + error->message);
+    }
+    if (error->fatal) {
+      refused_ = true;
+      return Status::Unavailable("the server refused this worker: " + error->message);
+    }
     spdlog::warn("the server says: {}", error->message);
   } else if (auto* sync = std::get_if<proto::SyncNow>(&message.body)) {
     sync_round_ = std::max(sync_round_, sync->round);
@@ -227,9 +248,11 @@ Result<proto::Message> WorkerRunner::Await(std::initializer_list<proto::MsgType>
   while (true) {
     if (Interrupted()) return Status::Unavailable("interrupted");
     if (Clock::now() >= deadline) {
+      server_lost_ = true;
       return Status::Unavailable("no answer from the server at " + config_.server + " for " +
                                  fmt::format("{:g}", silence.count() / 1000.0) + " s");
     }
+    MaybeHeartbeat();
     DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, kPollSlice));
     if (!got) continue;
     deadline = Clock::now() + silence;
@@ -248,7 +271,19 @@ Result<proto::Message> WorkerRunner::Await(std::initializer_list<proto::MsgType>
   }
 }
 
+void WorkerRunner::MaybeHeartbeat() {
+  if (std::this_thread::get_id() != socket_thread_) return;
+  const Clock::time_point now = Clock::now();
+  if (now - last_heartbeat_ < config_.heartbeat) return;
+  last_heartbeat_ = now;
+  const int64_t now_us = trace::NowMicros();
+  if (Status sent = endpoint_->SendMessage(nullptr, proto::Heartbeat{now_us}); !sent.ok()) {
+    spdlog::debug("heartbeat to the server failed: {}", sent.ToString());
+  }
+}
+
 Status WorkerRunner::PollControl() {
+  MaybeHeartbeat();
   net::Frames frames;
   while (true) {
     DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, milliseconds(0)));
@@ -305,6 +340,7 @@ Status WorkerRunner::SleepInterruptibly(microseconds d) {
   const Clock::time_point until = Clock::now() + d;
   while (Clock::now() < until) {
     if (Interrupted()) return Status::Unavailable("interrupted");
+    MaybeHeartbeat();  // a long emulated delay must not look like a dead worker
     std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), kPollSlice));
   }
   return Status::Ok();
@@ -735,7 +771,7 @@ Status WorkerRunner::Setup() {
   straggler.seed ^= seed;
   straggler_.emplace(straggler, welcome_.rank, welcome_.num_workers);
   batch_ = welcome_.batch;
-  if (!config_.trace.empty()) {
+  if (!config_.trace.empty() && tracer_ == nullptr) {  // once: a rejoin keeps the trace
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace,
                                                              "worker-" + std::to_string(welcome_.rank)));
     tracer_->Counter("batch", trace::NowMicros(), static_cast<double>(batch_));
@@ -750,6 +786,80 @@ Status WorkerRunner::Setup() {
 Status WorkerRunner::Train() {
   DMLPS_RETURN_IF_ERROR(Setup());
   const Clock::time_point start = Clock::now();
+  Status status = RunMode();
+  while (!status.ok() && server_lost_ && !stop_ && !Interrupted()) {
+    spdlog::warn("{}; reconnecting for up to {:g} s", status.message(),
+                 config_.reconnect_timeout.count() / 1000.0);
+    status = Reconnect();
+    if (!status.ok() || stop_) break;
+    status = RunMode();
+  }
+  report_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  report_.stop_reason = stop_reason_;
+  return status;
+}
+
+Status WorkerRunner::Reconnect() {
+  const Clock::time_point deadline = Clock::now() + config_.reconnect_timeout;
+  milliseconds backoff{250};
+  int64_t want_rank = welcome_.rank;
+  const proto::Welcome before = welcome_;
+  while (true) {
+    if (Interrupted()) return Status::Unavailable("interrupted");
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      // Nobody will read the Hellos still queued: exit without lingering.
+      endpoint_->DiscardUnsent();
+      gave_up_ = true;
+      return Status::Unavailable("the server at " + config_.server + " did not come back within " +
+                                 fmt::format("{:g}", config_.reconnect_timeout.count() / 1000.0) +
+                                 " s (--reconnect-timeout)");
+    }
+    // A fresh socket: the server that comes back knows nothing of the old one.
+    if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
+    endpoint_.reset();
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context_, config_.server));
+    endpoint_.emplace(std::move(endpoint));
+    server_lost_ = false;
+    refused_ = false;
+    stop_ = false;
+    proto::Hello hello{want_rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
+                       config_.max_batch};
+    DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, hello));
+    const auto wait = std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - now) +
+                                            milliseconds(1));
+    Result<proto::Message> reply = Await({proto::MsgType::kWelcome}, wait);
+    if (reply.ok() && stop_) return Status::Ok();  // the run ended meanwhile
+    if (reply.ok()) {
+      const auto& welcome = std::get<proto::Welcome>(reply->body);
+      if (welcome.model != before.model || welcome.num_params != before.num_params ||
+          welcome.mode != before.mode || welcome.input_dim != before.input_dim ||
+          welcome.classes != before.classes) {
+        return Status::Config("the server came back with another job (model " + welcome.model +
+                              ", " + welcome.mode + " steps)");
+      }
+      welcome_ = welcome;
+      report_.rank = welcome_.rank;
+      ++report_.reconnects;
+      if (welcome.shard_index != before.shard_index || welcome.shard_count != before.shard_count ||
+          welcome.rank != before.rank) {
+        DMLPS_RETURN_IF_ERROR(Setup());
+      }
+      sync_round_ = -1;
+      token_ = -1;
+      spdlog::info("rejoined the server at {} as worker {}", config_.server, welcome_.rank);
+      return Status::Ok();
+    }
+    if (refused_) want_rank = -1;  // e.g. its rank is taken: any will do
+    spdlog::debug("no server yet: {}", reply.status().message());
+    // Await waited `wait` already when nothing came; a refusal comes back at once.
+    if (refused_) std::this_thread::sleep_for(std::min(backoff, milliseconds(1000)));
+    backoff = std::min(backoff * 2, milliseconds(4000));
+  }
+}
+
+Status WorkerRunner::RunMode() {
+  server_lost_ = false;
   Status status;
   const std::string& mode = welcome_.mode;
   if (mode == "sync" || mode.empty()) {
@@ -767,13 +877,12 @@ Status WorkerRunner::Train() {
   } else {
     return Status::Protocol("the server asks for steps of an unknown kind '" + mode + "'");
   }
-  report_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  report_.stop_reason = stop_reason_;
   return status;
 }
 
 Result<WorkerReport> WorkerRunner::Run() {
   Eigen::setNbThreads(static_cast<int>(config_.threads));
+  socket_thread_ = std::this_thread::get_id();
   DMLPS_RETURN_IF_ERROR(Prepare());
   Status joined = Join();
   report_.signal = signal_ != nullptr ? signal_->load() : 0;
@@ -781,7 +890,7 @@ Result<WorkerReport> WorkerRunner::Run() {
   DMLPS_RETURN_IF_ERROR(joined);
   Status trained = Train();
   report_.signal = signal_ != nullptr ? signal_->load() : 0;
-  if (!trained.ok() && endpoint_.has_value()) {
+  if (!trained.ok() && endpoint_.has_value() && !gave_up_) {
     // Tell the server why this worker leaves, so it does not wait for it.
     const std::string why = report_.signal != 0 ? "worker interrupted" : trained.message();
     (void)endpoint_->SendMessage(nullptr, proto::Error{why, true});
@@ -815,6 +924,10 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
   if (config.curve_secret.empty() != config.curve_server_key.empty()) {
     problems.push_back("--curve-secret and --curve-server-key go together");
   }
+  if (config.reconnect_timeout.count() < 0) {
+    problems.push_back("--reconnect-timeout must not be negative");
+  }
+  if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
   if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
     problems.push_back("--data: " + d.status().message());
   }

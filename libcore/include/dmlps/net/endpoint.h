@@ -97,6 +97,10 @@ class Endpoint {
   // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
   int64_t refused_connections() const;
 
+  // Messages not sent yet are dropped when the socket closes, rather than
+  // held for the linger time (a peer known to be gone).
+  void DiscardUnsent() { socket_->set(zmq::sockopt::linger, 0); }
+
  private:
   explicit Endpoint(std::unique_ptr<zmq::socket_t> socket);
   // Reads the handshake events of a connected endpoint; fails when the

@@ -28,6 +28,14 @@ class Optimizer {
   virtual void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                          int64_t offset) = 0;
   virtual std::string Name() const = 0;
+  // What the optimizer carries from step to step (for checkpoints): one
+  // float per parameter, or nothing.
+  virtual std::vector<float> State() const { return {}; }
+  // Goes on from a State() saved earlier; InvalidArgument when it does not fit.
+  virtual Status SetState(std::span<const float> state) {
+    return state.empty() ? Status::Ok()
+                         : Status::InvalidArgument(Name() + " keeps no state to restore");
+  }
 };
 
 // Plain SGD: θ ← θ − lr · scale · g.
@@ -49,6 +57,8 @@ class Momentum : public Optimizer {
   void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                  int64_t offset) override;
   std::string Name() const override { return "momentum"; }
+  std::vector<float> State() const override { return velocity_; }
+  Status SetState(std::span<const float> state) override;
 
  private:
   float lr_;

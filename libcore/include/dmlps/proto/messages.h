@@ -114,7 +114,10 @@ struct Heartbeat {
 struct Error {
   std::string message;
   bool fatal = false;  // the receiver should give up (e.g. refused to join)
-  MSGPACK_DEFINE_MAP(message, fatal);
+  // server -> worker, with fatal: the server does not know this worker (it
+  // restarted, or declared the worker lost); a worker may Hello again.
+  bool rejoin = false;
+  MSGPACK_DEFINE_MAP(message, fatal, rejoin);
 };
 
 // The answer to a push under policies whose workers do not wait for a model.

@@ -67,6 +67,15 @@ class ModelStore {
 
   // Operations not yet run by every lane.
   int64_t pending() const { return static_cast<int64_t>(ops_.size()); }
+  // Whether an Apply queued has yet to run on some lane: until it has, the
+  // model and the optimizer's state may stand at different updates lane by
+  // lane.
+  bool ApplyPending() const {
+    for (const Op& op : ops_) {
+      if (op.kind == Op::Kind::kApply) return true;
+    }
+    return false;
+  }
   // A copy of the model where every lane stands now (for tests).
   std::vector<float> Params() const;
 

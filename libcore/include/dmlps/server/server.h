@@ -30,7 +30,13 @@ struct ServerConfig {
   double max_seconds = 0;      // 0: no limit
   int64_t eval_every = 50;     // iterations between evaluations
   uint64_t seed = 1;
-  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds heartbeat{1000};       // between heartbeats to the workers
+  std::chrono::milliseconds worker_timeout{30000};  // a worker silent this long is lost
+  int64_t min_workers = 1;  // fewer live workers than this: training holds until more join
+  std::string checkpoint;   // file to checkpoint to; empty: none
+  int64_t checkpoint_every_iterations = 0;  // 0: not by iterations
+  double checkpoint_every_seconds = 0;      // 0: not by time
+  std::string resume;       // checkpoint to go on from; empty: start afresh
   std::string trace;  // trace file ("-": standard output, which then carries no TSV); empty: none
   std::string report;  // when set, the RunReport is written here at the end (see WriteRunReport)
   // Who may connect, and how much a peer may send (see net::BindOptions).
@@ -63,16 +69,22 @@ struct RunReport {
   double wait_share = 0;           // mean over workers of (time waiting for the server) / run time
   int64_t wasted_samples = 0;      // in pushes the policy dropped
   int signal = 0;                  // the signal that ended the run, or 0
-  std::string lost_worker;         // why the run lost a worker, or empty
+  int64_t workers_lost = 0;        // workers declared lost (silent, or gave up); the run went on
+  std::string last_lost;           // the last of them and why, or empty
+  int64_t workers_joined = 0;      // workers that joined once training was running
+  int64_t resumed_iteration = -1;  // the iteration of the checkpoint resumed from; -1: none
+  int64_t checkpoints = 0;         // checkpoints written
 };
 
 // Writes `report` as "key<TAB>value" lines (booleans 0/1), the format
 // `dmlps-server --report FILE` leaves for scripts and dmlps-bench.
 void WriteRunReport(const RunReport& report, std::ostream& out);
 
-// Runs a training job to its end: binds, waits for config.workers workers,
-// trains until the target, an iteration or time limit, a signal (nonzero in
-// *signal), or the loss of a worker. Writes one TSV line per evaluation to `tsv`
+// Runs a training job to its end: binds, waits for config.workers workers
+// (after config.resume: resumes from that checkpoint, DataLoss when it is
+// corrupt), trains until the target, an iteration or time limit, or a
+// signal (nonzero in *signal). Workers lost on the way are reported and the
+// run goes on without them; workers may join at any time. Writes one TSV line per evaluation to `tsv`
 // (seconds, iteration, accuracy, loss); progress goes to the log.
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal);

@@ -23,8 +23,17 @@ class BackupPolicy : public Policy {
  protected:
   void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
   bool MayStart(WorkerId w) const override;
+  void OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) override;
+  // The round needs N - b pushes of the workers live now; an on-time push of
+  // the worker gone still counts (its gradient is as good as any).
+  void OnLeave(WorkerId w, Actions* out) override;
+  void OnAddWorker() override { last_pushed_round_.push_back(-1); }
+  void OnRestore(const PolicyState& state) override { round_ = state.iteration; }
 
  private:
+  // Closes the round once it has the pushes it needs.
+  void MaybeCloseRound(Actions* out);
+
   int64_t backup_;
   int64_t round_ = 0;
   int64_t arrived_ = 0;

@@ -71,8 +71,19 @@ class LbBspPolicy : public BspPolicy {
   void OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) override;
   void OnRoundClosed(Actions* out) override;
   void BeforeReply(WorkerId w, Actions* out) override;
+  // After a worker is gone or joins a running job, B is split again over the
+  // live workers in proportion to their batches (a newcomer weighs as their
+  // mean); a worker not live has batch 0. Its predictor starts afresh.
+  void OnLeave(WorkerId w, Actions* out) override;
+  void OnAddWorker() override;
+  std::vector<int64_t> SaveExtra() const override;
+  void OnRestore(const PolicyState& state) override;
 
  private:
+  // Splits B over the live workers as OnLeave says.
+  void Resplit();
+  // Worker w's predictor and window, as for a worker never seen.
+  void ForgetSpeed(WorkerId w);
   void Rebalance();
   void RebalanceAnalytic();
   void RebalanceNumerical();
@@ -91,6 +102,8 @@ class LbBspPolicy : public BspPolicy {
   bool fine_tuning_ = false;
   WorkerId last_leader_ = -1;
   WorkerId last_straggler_ = -1;
+  // Workers have come and gone since the run started: joins split B anew.
+  bool reshaped_ = false;
 };
 
 }  // namespace dmlps::sync

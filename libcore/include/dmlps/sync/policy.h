@@ -86,6 +86,17 @@ struct Action {
 
 using Actions = std::vector<Action>;
 
+// What a policy keeps in a checkpoint to go on after a restart: the model's
+// version, the global iteration, and what the policy itself needs (LB-BSP:
+// the batch split and the state of its numerical search; the others need
+// nothing more, since workers rejoin at the iteration's start). Rounds in
+// progress are not kept: checkpoints are taken between iterations.
+struct PolicyState {
+  int64_t version = 0;
+  int64_t iteration = 0;
+  std::vector<int64_t> extra;
+};
+
 struct PolicyConfig {
   // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token
   std::string name = "bsp";
@@ -113,9 +124,19 @@ class Policy {
   // How workers run their steps under this policy.
   virtual WorkerMode mode() const { return WorkerMode::kSync; }
 
-  // Worker `w` is part of the run from clock 0. REQUIRES: w in [0, num_workers).
+  // Worker `w` is part of the run from StartClock() on (clock 0 at the start
+  // of a run). A worker may join a running job, under a rank that a lost
+  // worker left free or one AddWorker made; it then gets the current model
+  // with its first pull. REQUIRES: w in [0, num_workers()), not joined.
   void WorkerJoined(WorkerId w, const WorkerInfo& info, Actions* out);
   void WorkerJoined(WorkerId w, Actions* out) { WorkerJoined(w, WorkerInfo{}, out); }
+  // Worker `w` is gone (lost or left): from now on nothing waits for it. A
+  // round it held up closes if everyone else is in; work it was given (a
+  // batch share, tokens) goes to the others. What it pushed stays applied or
+  // staged. A no-op for a worker not joined.
+  void WorkerLeft(WorkerId w, Actions* out);
+  // Makes room for one more worker and returns its rank (not joined yet).
+  WorkerId AddWorker();
   // Worker `w` finished a step. A push whose clock is not the worker's next one
   // is dropped; otherwise the policy stages, applies and answers.
   void PushArrived(WorkerId w, const PushInfo& push, Actions* out);
@@ -131,13 +152,34 @@ class Policy {
   int64_t clock(WorkerId w) const { return workers_[w].clock; }
   // The slowest joined worker's clock. O(1): kept up to date as clocks move.
   int64_t MinClock() const { return min_clock_; }
+  // Ranks, joined or not.
   int64_t num_workers() const { return static_cast<int64_t>(workers_.size()); }
+  // Workers joined now.
+  int64_t live_workers() const { return joined_count_; }
+  bool joined(WorkerId w) const { return workers_[w].joined; }
+
+  // What a checkpoint keeps; see PolicyState.
+  PolicyState Save() const;
+  // Goes on from `state`, saved by a policy of the same name. Call before
+  // any worker joins. An `extra` that does not fit (another number of
+  // workers) is ignored: the policy starts its own state afresh.
+  void Restore(const PolicyState& state);
 
  protected:
   explicit Policy(int64_t num_workers) : workers_(num_workers) {}
 
+  // The clock a worker joining now starts at; the slowest live worker's by
+  // default, so that it holds no one up and is held by no one.
+  virtual int64_t StartClock() const;
   // Policy-specific reaction to a join, after the worker is recorded.
   virtual void OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {}
+  // Policy-specific reaction to a worker gone, after it is no longer joined.
+  virtual void OnLeave(WorkerId w, Actions* out) {}
+  // One more rank, number num_workers() - 1: per-worker state grows.
+  virtual void OnAddWorker() {}
+  // Policy-specific parts of Save and Restore.
+  virtual std::vector<int64_t> SaveExtra() const { return {}; }
+  virtual void OnRestore(const PolicyState& state) {}
   // Policy-specific handling of a push already accepted in clock order.
   virtual void OnPush(WorkerId w, const PushInfo& push, Actions* out) = 0;
   // Whether worker `w` may be sent the model now.
@@ -154,7 +196,6 @@ class Policy {
   // Answers every held pull whose worker may now start.
   void ReleaseHeld(Actions* out);
   bool pull_held(WorkerId w) const { return workers_[w].pull_held; }
-  bool joined(WorkerId w) const { return workers_[w].joined; }
   int64_t joined_count() const { return joined_count_; }
   int64_t total_pushes() const { return total_pushes_; }
 
@@ -170,6 +211,12 @@ class Policy {
   std::vector<WorkerState> workers_;
   int64_t version_ = 0;
   int64_t total_pushes_ = 0;
+  // The asynchronous policies' iteration: it ends once as many pushes as
+  // workers were live arrived in it, so it only rises as workers come and go.
+  int64_t async_iteration_ = 0;
+  int64_t pushes_in_iteration_ = 0;
+  // The clock a worker starts at when none is live to take it from.
+  int64_t floor_clock_ = 0;
   // Kept as events arrive, so that policies of thousands of workers (the
   // simulator's) pay O(1) per push for them, not O(N).
   int64_t joined_count_ = 0;
@@ -192,6 +239,13 @@ class BspPolicy : public Policy {
   void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
   bool MayStart(WorkerId w) const override;
   std::string Refuse(WorkerId w, const PushInfo& push) const override;
+  // A joining worker pushes in the current round.
+  int64_t StartClock() const override { return round_; }
+  // The round waits for the live workers only: a worker gone before it
+  // pushed no longer counts, and one gone after its push still contributes
+  // its gradient (computed on this version) without being waited for.
+  void OnLeave(WorkerId w, Actions* out) override;
+  void OnRestore(const PolicyState& state) override { round_ = state.iteration; }
 
   // A push was accepted into the round (and staged if usable); `first`: it
   // is the round's first.
@@ -202,9 +256,13 @@ class BspPolicy : public Policy {
   int64_t round() const { return round_; }
 
  private:
+  // Closes the round when every live worker has pushed in it.
+  void MaybeCloseRound(Actions* out);
+
   int64_t round_ = 0;
-  int64_t arrived_ = 0;
+  int64_t arrived_ = 0;  // live workers that pushed in the round
   int64_t staged_samples_ = 0;
+  bool pushed_by_gone_ = false;  // a worker that pushed in the round has gone
 };
 
 // Stale synchronous with bound s: pushes apply on arrival (scaled 1/N) and a
@@ -219,6 +277,8 @@ class SspPolicy : public Policy {
  protected:
   void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
   bool MayStart(WorkerId w) const override;
+  // The slowest worker gone, the minimum clock may rise and free others.
+  void OnLeave(WorkerId w, Actions* out) override;
 
  private:
   int64_t staleness_;

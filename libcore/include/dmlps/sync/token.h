@@ -35,8 +35,17 @@ class TokenPolicy : public Policy {
   void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
   bool MayStart(WorkerId w) const override;
   void BeforeReply(WorkerId w, Actions* out) override;
+  void OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) override;
+  // The token it was training goes back to its bucket, which the others
+  // then empty as helpers; workers waiting for a token get one now. From
+  // the next iteration on, tokens are dealt to the live workers only.
+  void OnLeave(WorkerId w, Actions* out) override;
+  void OnAddWorker() override;
+  void OnRestore(const PolicyState& state) override;
 
  private:
+  // Deals the iteration's tokens into the live workers' buckets.
+  void Deal();
   // The next token for w, taken out of a bucket, or -1 when none is left.
   int64_t TakeToken(WorkerId w);
 

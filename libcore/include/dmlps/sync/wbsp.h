@@ -32,8 +32,17 @@ class WbspPolicy : public Policy {
   void OnPush(WorkerId w, const PushInfo& push, Actions* out) override;
   bool MayStart(WorkerId w) const override { return true; }
   void BeforeReply(WorkerId w, Actions* out) override;
+  void OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) override;
+  // The round waits for the live workers only; deltas the worker gone
+  // pushed in it stay staged and count at the close.
+  void OnLeave(WorkerId w, Actions* out) override;
+  void OnAddWorker() override;
+  void OnRestore(const PolicyState& state) override { round_ = state.iteration; }
 
  private:
+  // Ends the round once every live worker pushed in it.
+  void MaybeCloseRound(Actions* out);
+
   bool overlap_;
   int64_t round_ = 0;
   int64_t staged_ = 0;  // deltas staged in the current round

@@ -27,7 +27,11 @@ struct WorkerConfig {
   std::string device = "cpu";  // model::ParseDevice: cpu, cuda, cuda:N
   StragglerSpec straggler;
   std::chrono::milliseconds connect_timeout{10000};
+  // The server silent this long counts as gone: the worker reconnects.
   std::chrono::milliseconds server_timeout{30000};
+  // How long to keep trying to reach a server that went away before giving up.
+  std::chrono::milliseconds reconnect_timeout{30000};
+  std::chrono::milliseconds heartbeat{1000};  // between heartbeats to the server
   std::string trace;  // trace file ("-": standard output); empty: none
   std::string curve_secret;      // this worker's secret key file; empty: plaintext
   std::string curve_server_key;  // the server's public key, inline (Z85) or a file
@@ -46,11 +50,14 @@ struct WorkerReport {
   double comm_s = 0;
   double seconds = 0;
   std::string stop_reason;
+  int64_t reconnects = 0;  // times the worker joined a server again
   int signal = 0;  // the signal that ended the run, or 0
 };
 
 // Runs one worker until the server stops it (ok), no server answers within
-// the timeouts (Unavailable), the server refuses it, its data is missing or
+// the timeouts (Unavailable; a server that goes away mid-run is retried with
+// back-off for reconnect_timeout, and the worker Hellos again when it is
+// back), the server refuses it, its data is missing or
 // corrupt, or a signal arrives (nonzero in *signal; reported, not an error).
 Result<WorkerReport> RunWorker(const WorkerConfig& config, const std::atomic<int>* signal);
 

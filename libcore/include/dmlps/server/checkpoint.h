@@ -1,0 +1,65 @@
+// Checkpoints: the server's model, optimizer state, iteration and policy
+// state in one file, written atomically and checked on reading.
+//
+// The file (all integers little-endian):
+//   0   8  magic "DMLPSCKP"
+//   8   4  format version (kCheckpointFormat)
+//   12  4  M, bytes of the metadata
+//   16  8  P, parameters
+//   24  8  S, floats of optimizer state (0 or P)
+//   32  M  metadata: a msgpack map (CheckpointMeta)
+//   ..  4P parameters, float32
+//   ..  4S optimizer state, float32
+//   end 4  CRC-32 (IEEE 802.3) of every byte before it
+#ifndef DMLPS_SERVER_CHECKPOINT_H_
+#define DMLPS_SERVER_CHECKPOINT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dmlps/base/status.h"
+
+namespace dmlps::server {
+
+inline constexpr uint32_t kCheckpointFormat = 1;
+
+struct Checkpoint {
+  std::string model;      // model::ModelSpec::Name()
+  std::string policy;     // sync::Policy::Name()
+  std::string optimizer;  // optim::Optimizer::Name()
+  int64_t workers = 1;    // --workers of the run that wrote it
+  int64_t iteration = 0;  // global iterations completed
+  int64_t version = 0;    // applies made to the model
+  int64_t samples = 0;    // samples whose gradients went into the model
+  double seconds = 0;     // training time behind it, summed over restarts
+  std::vector<int64_t> policy_extra;  // sync::PolicyState::extra
+  std::shared_ptr<const std::vector<float>> params;
+  std::vector<float> optimizer_state;  // empty, or one float per parameter
+};
+
+// The bytes of the file for `checkpoint`. REQUIRES: params set.
+std::string EncodeCheckpoint(const Checkpoint& checkpoint);
+
+// Reads the bytes of a checkpoint file; DataLoss naming `source` and what is
+// wrong (truncated, not a checkpoint, another format, checksum mismatch,
+// inconsistent contents) when they are not one EncodeCheckpoint wrote.
+Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& source);
+
+// Writes `checkpoint` to `path` atomically: a temporary file in the same
+// folder, fsync, rename over `path`, fsync of the folder. On any failure
+// the temporary file is removed and whatever `path` held is left as it was
+// (IOError).
+Status WriteCheckpointFile(const std::string& path, const Checkpoint& checkpoint);
+
+// Reads and checks a checkpoint file: NotFound, IOError or DataLoss.
+Result<Checkpoint> ReadCheckpointFile(const std::string& path);
+
+// CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of `bytes`, continuing from `crc`.
+uint32_t Crc32(std::string_view bytes, uint32_t crc = 0);
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_CHECKPOINT_H_

@@ -1,0 +1,278 @@
+#include "dmlps/server/checkpoint.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <msgpack.hpp>
+
+namespace dmlps::server {
+namespace {
+
+constexpr char kMagic[8] = {'D', 'M', 'L', 'P', 'S', 'C', 'K', 'P'};
+constexpr size_t kFixedHeader = 32;
+constexpr size_t kTrailer = 4;
+// Metadata is a few names and counters plus LB-BSP's split: this is ample.
+constexpr uint32_t kMaxMeta = 16 << 20;
+// Training seconds beyond any run (about 30,000 years).
+constexpr double kMaxSeconds = 1e12;
+
+struct CheckpointMeta {
+  std::string model;
+  std::string policy;
+  std::string optimizer;
+  int64_t workers = 0;
+  int64_t iteration = -1;
+  int64_t version = -1;
+  int64_t samples = -1;
+  double seconds = -1;
+  std::vector<int64_t> policy_extra;
+  MSGPACK_DEFINE_MAP(model, policy, optimizer, workers, iteration, version, samples, seconds,
+                     policy_extra);
+};
+
+std::array<uint32_t, 256> MakeCrcTable() {
+  std::array<uint32_t, 256> table{};
+  for (uint32_t n = 0; n < 256; ++n) {
+    uint32_t c = n;
+    for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    table[n] = c;
+  }
+  return table;
+}
+
+void PutU32(std::string* out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void PutU64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint64_t GetLe(std::string_view bytes, size_t at, int width) {
+  uint64_t v = 0;
+  for (int i = 0; i < width; ++i) {
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[at + static_cast<size_t>(i)]))
+         << (8 * i);
+  }
+  return v;
+}
+
+void PutFloats(std::string* out, const float* data, size_t count) {
+  // The wire's float32 are little-endian too, and this host is (codec.h).
+  out->append(reinterpret_cast<const char*>(data), count * sizeof(float));
+}
+
+std::vector<float> GetFloats(std::string_view bytes, size_t at, size_t count) {
+  std::vector<float> values(count);
+  if (count > 0) std::memcpy(values.data(), bytes.data() + at, count * sizeof(float));
+  return values;
+}
+
+std::string Errno() { return std::strerror(errno); }
+
+// Writes all of `bytes` to `fd`.
+bool WriteAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+uint32_t Crc32(std::string_view bytes, uint32_t crc) {
+  static const std::array<uint32_t, 256> table = MakeCrcTable();
+  uint32_t c = crc ^ 0xFFFFFFFFu;
+  for (char ch : bytes) c = table[(c ^ static_cast<unsigned char>(ch)) & 0xff] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
+  CheckpointMeta meta{checkpoint.model,     checkpoint.policy,   checkpoint.optimizer,
+                      checkpoint.workers,   checkpoint.iteration, checkpoint.version,
+                      checkpoint.samples,   checkpoint.seconds,  checkpoint.policy_extra};
+  msgpack::sbuffer packed;
+  msgpack::pack(packed, meta);
+  const std::vector<float>& params = *checkpoint.params;
+  std::string out;
+  out.reserve(kFixedHeader + packed.size() +
+              (params.size() + checkpoint.optimizer_state.size()) * sizeof(float) + kTrailer);
+  out.append(kMagic, sizeof(kMagic));
+  PutU32(&out, kCheckpointFormat);
+  PutU32(&out, static_cast<uint32_t>(packed.size()));
+  PutU64(&out, params.size());
+  PutU64(&out, checkpoint.optimizer_state.size());
+  out.append(packed.data(), packed.size());
+  PutFloats(&out, params.data(), params.size());
+  PutFloats(&out, checkpoint.optimizer_state.data(), checkpoint.optimizer_state.size());
+  PutU32(&out, Crc32(out));
+  return out;
+}
+
+Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& source) {
+  auto bad = [&](const std::string& why) { return Status::DataLoss(source + ": " + why); };
+  if (bytes.size() < sizeof(kMagic) || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return bad(bytes.size() < sizeof(kMagic) && std::string_view(kMagic, bytes.size()) == bytes
+                   ? "truncated checkpoint (" + std::to_string(bytes.size()) + " bytes)"
+                   : "not a dmlps checkpoint (bad magic)");
+  }
+  if (bytes.size() < kFixedHeader + kTrailer) {
+    return bad("truncated checkpoint (" + std::to_string(bytes.size()) + " bytes)");
+  }
+  const auto format = static_cast<uint32_t>(GetLe(bytes, 8, 4));
+  if (format != kCheckpointFormat) {
+    return bad("checkpoint format " + std::to_string(format) + ", this dmlps reads format " +
+               std::to_string(kCheckpointFormat));
+  }
+  const uint64_t meta_size = GetLe(bytes, 12, 4);
+  const uint64_t num_params = GetLe(bytes, 16, 8);
+  const uint64_t num_state = GetLe(bytes, 24, 8);
+  // Sizes from the file are checked against what is there before any use,
+  // each step small enough not to overflow.
+  const uint64_t body = bytes.size() - kFixedHeader - kTrailer;
+  const uint64_t max_floats = body / sizeof(float);
+  if (meta_size > kMaxMeta || num_params > max_floats || num_state > max_floats ||
+      meta_size + (num_params + num_state) * sizeof(float) != body) {
+    const bool short_file =
+        meta_size <= kMaxMeta && num_params <= (uint64_t{1} << 40) && num_state <= (uint64_t{1} << 40) &&
+        meta_size + (num_params + num_state) * sizeof(float) > body;
+    return bad(short_file ? "truncated checkpoint (" + std::to_string(bytes.size()) +
+                                " bytes, the header promises " +
+                                std::to_string(kFixedHeader + kTrailer + meta_size +
+                                               (num_params + num_state) * sizeof(float)) +
+                                ")"
+                          : "the header's sizes do not match the file's " +
+                                std::to_string(bytes.size()) + " bytes");
+  }
+  const size_t crc_at = bytes.size() - kTrailer;
+  const auto stored_crc = static_cast<uint32_t>(GetLe(bytes, crc_at, 4));
+  if (Crc32(bytes.substr(0, crc_at)) != stored_crc) return bad("checksum mismatch (corrupt checkpoint)");
+
+  CheckpointMeta meta;
+  try {
+    size_t offset = 0;
+    msgpack::object_handle handle = msgpack::unpack(
+        bytes.data() + kFixedHeader, meta_size, offset, nullptr, nullptr,
+        msgpack::unpack_limit(/*array=*/1 << 20, /*map=*/32, /*str=*/4096, /*bin=*/0,
+                              /*ext=*/0, /*depth=*/4));
+    if (offset != meta_size) return bad("trailing bytes after the metadata");
+    if (handle.get().type != msgpack::type::MAP) return bad("the metadata is not a map");
+    handle.get().convert(meta);
+  } catch (const std::exception& e) {
+    return bad(std::string("unreadable metadata: ") + e.what());
+  }
+  if (meta.model.empty() || meta.policy.empty() || meta.optimizer.empty()) {
+    return bad("the metadata lacks the model, policy or optimizer");
+  }
+  if (meta.workers < 1 || meta.iteration < 0 || meta.version < 0 || meta.samples < 0 ||
+      !(meta.seconds >= 0) || !std::isfinite(meta.seconds)) {
+    return bad("the metadata holds a negative or missing count");
+  }
+  // Written back, a double this large (2^64) would not even pack: msgpack
+  // turns integral doubles into unsigned integers.
+  if (meta.seconds > kMaxSeconds) return bad("the metadata holds an implausible training time");
+  if (num_params == 0) return bad("the checkpoint holds no parameters");
+  if (num_state != 0 && num_state != num_params) {
+    return bad("optimizer state of " + std::to_string(num_state) + " floats for " +
+               std::to_string(num_params) + " parameters");
+  }
+  Checkpoint checkpoint;
+  checkpoint.model = std::move(meta.model);
+  checkpoint.policy = std::move(meta.policy);
+  checkpoint.optimizer = std::move(meta.optimizer);
+  checkpoint.workers = meta.workers;
+  checkpoint.iteration = meta.iteration;
+  checkpoint.version = meta.version;
+  checkpoint.samples = meta.samples;
+  checkpoint.seconds = meta.seconds;
+  checkpoint.policy_extra = std::move(meta.policy_extra);
+  const size_t params_at = kFixedHeader + meta_size;
+  auto params = std::make_shared<std::vector<float>>(GetFloats(bytes, params_at, num_params));
+  checkpoint.optimizer_state = GetFloats(bytes, params_at + num_params * sizeof(float), num_state);
+  for (float v : *params) {
+    if (!std::isfinite(v)) return bad("a parameter is NaN or infinite");
+  }
+  for (float v : checkpoint.optimizer_state) {
+    if (!std::isfinite(v)) return bad("the optimizer state holds NaN or infinity");
+  }
+  checkpoint.params = std::move(params);
+  return checkpoint;
+}
+
+Status WriteCheckpointFile(const std::string& path, const Checkpoint& checkpoint) {
+  const std::string bytes = EncodeCheckpoint(checkpoint);
+  const std::filesystem::path target(path);
+  std::filesystem::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  // Beside the target, so that the rename stays within one file system.
+  std::string tmp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) return Status::IOError("cannot create a temporary file in " + dir.string() + ": " + Errno());
+  auto fail = [&](const std::string& what) {
+    const std::string why = Errno();
+    ::unlink(tmp.c_str());
+    return Status::IOError(what + ": " + why);
+  };
+  if (!WriteAll(fd, bytes)) {
+    Status s = fail("cannot write " + tmp);
+    ::close(fd);
+    return s;
+  }
+  if (::fsync(fd) != 0) {
+    Status s = fail("cannot sync " + tmp);
+    ::close(fd);
+    return s;
+  }
+  if (::close(fd) != 0) return fail("cannot close " + tmp);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename " + tmp + " to " + path);
+  // The rename itself is durable once the folder is.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return Status::IOError("cannot open " + dir.string() + ": " + Errno());
+  const bool synced = ::fsync(dir_fd) == 0;
+  const std::string why = synced ? "" : Errno();
+  ::close(dir_fd);
+  if (!synced) return Status::IOError("cannot sync " + dir.string() + ": " + why);
+  return Status::Ok();
+}
+
+Result<Checkpoint> ReadCheckpointFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::NotFound(path + ": no such checkpoint");
+    return Status::IOError("cannot open " + path + ": " + Errno());
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::IOError(path + ": not a regular file");
+  }
+  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = Errno();
+      ::close(fd);
+      return Status::IOError("cannot read " + path + ": " + why);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(got);
+  return DecodeCheckpoint(bytes, path);
+}
+
+}  // namespace dmlps::server

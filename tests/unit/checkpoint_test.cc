@@ -1,0 +1,183 @@
+// Checkpoint files: what is written reads back exactly; damage of any kind
+// is refused with DataLoss; a failed write leaves the previous file.
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+#include "dmlps/optim/optimizer.h"
+#include "dmlps/server/checkpoint.h"
+
+namespace dmlps::server {
+namespace {
+
+namespace fs = std::filesystem;
+
+Checkpoint Sample(size_t params = 1000) {
+  Checkpoint c;
+  c.model = "mlp:16";
+  c.policy = "lbbsp";
+  c.optimizer = "momentum";
+  c.workers = 3;
+  c.iteration = 42;
+  c.version = 41;
+  c.samples = 12345;
+  c.seconds = 3.25;
+  c.policy_extra = {20, 20, 24, 16, 5, 0, 1};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  auto values = std::make_shared<std::vector<float>>(params);
+  for (float& v : *values) v = normal(rng);
+  c.params = values;
+  c.optimizer_state.resize(params);
+  for (float& v : c.optimizer_state) v = normal(rng);
+  return c;
+}
+
+void CheckSame(const Checkpoint& a, const Checkpoint& b) {
+  CHECK(a.model == b.model);
+  CHECK(a.policy == b.policy);
+  CHECK(a.optimizer == b.optimizer);
+  CHECK(a.workers == b.workers);
+  CHECK(a.iteration == b.iteration);
+  CHECK(a.version == b.version);
+  CHECK(a.samples == b.samples);
+  CHECK(a.seconds == b.seconds);
+  CHECK(a.policy_extra == b.policy_extra);
+  CHECK(*a.params == *b.params);
+  CHECK(a.optimizer_state == b.optimizer_state);
+}
+
+struct TempDir {
+  TempDir() {
+    char name[] = "/tmp/dmlps-ckpt-test.XXXXXX";
+    REQUIRE(mkdtemp(name) != nullptr);
+    path = name;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path path;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST_CASE("checkpoint: CRC-32 is the IEEE one zlib computes") {
+  const std::string text = "123456789";
+  CHECK(Crc32(text) == 0xCBF43926u);
+  const std::string bytes = EncodeCheckpoint(Sample(300));
+  CHECK(Crc32(bytes) ==
+        crc32(0, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size())));
+  // Continuing from a prefix's CRC gives the whole one.
+  CHECK(Crc32(std::string_view(bytes).substr(100), Crc32(std::string_view(bytes).substr(0, 100))) ==
+        Crc32(bytes));
+}
+
+TEST_CASE("checkpoint: a file written reads back exactly, and no temporary file stays") {
+  TempDir dir;
+  const Checkpoint c = Sample();
+  const std::string path = (dir.path / "run.ckpt").string();
+  REQUIRE(WriteCheckpointFile(path, c).ok());
+  Result<Checkpoint> read = ReadCheckpointFile(path);
+  REQUIRE(read.ok());
+  CheckSame(c, *read);
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+  // Overwritten by a newer one.
+  Checkpoint newer = Sample(10);
+  newer.iteration = 50;
+  REQUIRE(WriteCheckpointFile(path, newer).ok());
+  read = ReadCheckpointFile(path);
+  REQUIRE(read.ok());
+  CHECK(read->iteration == 50);
+  CHECK(read->params->size() == 10);
+}
+
+TEST_CASE("checkpoint: truncated, corrupt or foreign files are refused with DataLoss") {
+  const std::string good = EncodeCheckpoint(Sample(64));
+  REQUIRE(DecodeCheckpoint(good, "f").ok());
+  // Every cut is refused.
+  for (size_t cut = 0; cut < good.size(); cut += 7) {
+    Result<Checkpoint> r = DecodeCheckpoint(std::string_view(good).substr(0, cut), "f");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kDataLoss);
+    CHECK(r.status().message().starts_with("f: "));
+  }
+  Result<Checkpoint> half = DecodeCheckpoint(std::string_view(good).substr(0, good.size() / 2), "f");
+  CHECK(half.status().message().find("truncated") != std::string::npos);
+  // Every single changed byte is refused.
+  for (size_t at = 0; at < good.size(); ++at) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
+    Result<Checkpoint> r = DecodeCheckpoint(bad, "f");
+    REQUIRE_MESSAGE(!r.ok(), "byte " << at);
+    CHECK(r.status().code() == StatusCode::kDataLoss);
+  }
+  std::string flipped = good;
+  flipped[200] ^= 1;
+  CHECK(DecodeCheckpoint(flipped, "f").status().message().find("checksum") != std::string::npos);
+  CHECK(DecodeCheckpoint("hello, world", "f").status().message().find("not a dmlps checkpoint") !=
+        std::string::npos);
+  // Another format version: refused by name, even with a valid checksum.
+  std::string future = good.substr(0, good.size() - 4);
+  future[8] = 2;
+  const uint32_t crc = Crc32(future);
+  for (int i = 0; i < 4; ++i) future.push_back(static_cast<char>((crc >> (8 * i)) & 0xff));
+  CHECK(DecodeCheckpoint(future, "f").status().message().find("format 2") != std::string::npos);
+  // A checksum that is right over contents that are not: NaN parameters.
+  Checkpoint nan = Sample(4);
+  auto values = std::make_shared<std::vector<float>>(*nan.params);
+  (*values)[2] = std::nanf("");
+  nan.params = values;
+  CHECK(DecodeCheckpoint(EncodeCheckpoint(nan), "f").status().message().find("NaN") !=
+        std::string::npos);
+}
+
+TEST_CASE("checkpoint: a failed write leaves the previous file and no temporary") {
+  TempDir dir;
+  const std::string path = (dir.path / "run.ckpt").string();
+  REQUIRE(WriteCheckpointFile(path, Sample(16)).ok());
+  const std::string before = Slurp(path);
+  // A folder that does not exist: nothing can be written.
+  CHECK(WriteCheckpointFile((dir.path / "missing" / "x.ckpt").string(), Sample(16)).code() ==
+        StatusCode::kIOError);
+  // A target the rename cannot replace (a non-empty folder): the temporary
+  // file is removed again.
+  fs::create_directory(dir.path / "busy");
+  std::ofstream(dir.path / "busy" / "f") << "x";
+  Status s = WriteCheckpointFile((dir.path / "busy").string(), Sample(16));
+  CHECK(s.code() == StatusCode::kIOError);
+  CHECK(Slurp(path) == before);
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);
+  CHECK(ReadCheckpointFile((dir.path / "nothing").string()).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("checkpoint: the momentum optimizer's state goes on where it stood") {
+  Result<std::unique_ptr<optim::Optimizer>> a = optim::MakeOptimizer(0.1, 0.9, 3);
+  Result<std::unique_ptr<optim::Optimizer>> b = optim::MakeOptimizer(0.1, 0.9, 3);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  std::vector<float> pa{1, 2, 3};
+  std::vector<float> g{0.5f, -1, 2};
+  (*a)->Step(pa, g, 1);
+  std::vector<float> pb = pa;
+  REQUIRE((*b)->SetState((*a)->State()).ok());
+  (*a)->Step(pa, g, 1);
+  (*b)->Step(pb, g, 1);
+  CHECK(pa == pb);
+  CHECK_FALSE((*b)->SetState(std::vector<float>(2)).ok());
+  Result<std::unique_ptr<optim::Optimizer>> sgd = optim::MakeOptimizer(0.1, 0, 3);
+  CHECK((*sgd)->State().empty());
+  CHECK((*sgd)->SetState({}).ok());
+}
+
+}  // namespace
+}  // namespace dmlps::server
