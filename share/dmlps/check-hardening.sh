@@ -179,7 +179,8 @@ done
 echo "== $NAME: done in $((SECONDS - started)) s; logs in $out" >&2
 # CPU time of the builds, tests and fuzzers (user, system): on a machine
 # shared with other work, the wall time above alone says little.
-echo "$NAME: CPU time: $(times | tail -n 1)" >&2
+times >"$out/times"  # here, not in a pipeline's subshell, which has used none
+echo "$NAME: CPU time: $(tail -n 1 "$out/times")" >&2
 if [ "${#failed[@]}" -gt 0 ]; then
   for f in "${failed[@]}"; do echo "$NAME: FAILED: $f" >&2; done
   exit 1
