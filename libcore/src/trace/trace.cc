@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 namespace dmlps::trace {
@@ -69,8 +70,16 @@ bool ToRecord(const msgpack::object& obj, Record* out, std::string* why) {
         }
         ArgValue value;
         switch (a.val.type) {
+          // msgpack writes a double that is a whole number as an integer, so
+          // one above int64's range comes back as such: keep it a double.
           case msgpack::type::POSITIVE_INTEGER:
-          case msgpack::type::NEGATIVE_INTEGER: value = a.val.as<int64_t>(); break;
+            if (a.val.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+              value = static_cast<double>(a.val.via.u64);
+            } else {
+              value = static_cast<int64_t>(a.val.via.u64);
+            }
+            break;
+          case msgpack::type::NEGATIVE_INTEGER: value = a.val.via.i64; break;
           case msgpack::type::FLOAT32:
           case msgpack::type::FLOAT64: value = a.val.as<double>(); break;
           case msgpack::type::STR: value = a.val.as<std::string>(); break;
