@@ -264,8 +264,11 @@ ReadResult ParseTrace(std::string_view bytes, std::string_view source) {
     if (record.kind == "meta") {
       const double version = record.Number("version", 0);
       if (record.name == "dmlps-trace" && version > kFormatVersion) {
+        // Shown as read: any double, which a cast to int64 need not hold.
+        std::ostringstream shown;
+        shown << version;
         result.status = Status::DataLoss(std::string(source) + ": trace format version " +
-                                         std::to_string(static_cast<int64_t>(version)) +
+                                         shown.str() +
                                          " is newer than this reader's " +
                                          std::to_string(kFormatVersion));
         return result;
