@@ -1,11 +1,13 @@
 #!/bin/sh
 # Installs what building, testing and running dmlps needs on Debian (12 or
 # later): the compiler and CMake, the libraries, scdoc for the man pages and
-# the Fashion-MNIST data set, gnuplot for the trace plots. Uses sudo unless
+# the Fashion-MNIST data set, gnuplot for the trace plots, clang and its
+# sanitizer and libFuzzer runtimes for check-hardening.sh. Uses sudo unless
 # already root; does nothing when everything is present.
 set -eu
 packages="g++ make cmake cppzmq-dev libeigen3-dev libcxxopts-dev libspdlog-dev
-libmsgpack-cxx-dev doctest-dev zlib1g-dev scdoc dataset-fashion-mnist gnuplot-nox"
+libmsgpack-cxx-dev doctest-dev zlib1g-dev scdoc dataset-fashion-mnist gnuplot-nox
+clang libclang-rt-dev"
 # Open MPI's mpirun and iproute2's ip and tc, for the launcher and multi-host tests.
 packages="$packages openmpi-bin iproute2"
 missing=""

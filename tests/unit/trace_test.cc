@@ -239,6 +239,31 @@ TEST_CASE("trace: a written trace reads back record for record") {
   CHECK(read.records[2].Number("value") == 64);
 }
 
+TEST_CASE("trace: a double beyond int64, packed as an unsigned integer, reads back as a double") {
+  // msgpack writes a double that is a whole number as an integer; 2^63 is
+  // one that int64 cannot hold.
+  Record r;
+  r.time_us = 5;
+  r.node = "server-0";
+  r.lane = "run";
+  r.kind = "instant";
+  r.name = "start";
+  r.args = {{"target", 9223372036854775808.0}, {"small", int64_t{-5}}};
+  msgpack::sbuffer bytes;
+  Pack(MetaRecord(0, "test"), &bytes);
+  Pack(r, &bytes);
+  const ReadResult read = ParseTrace(std::string_view(bytes.data(), bytes.size()), "big.trace");
+  REQUIRE(read.status.ok());
+  REQUIRE(read.records.size() == 1);
+  CHECK(read.records[0].Number("target") == 9223372036854775808.0);
+  CHECK(read.records[0].Number("small") == -5);
+  msgpack::sbuffer again;
+  Pack(read.records[0], &again);
+  msgpack::sbuffer first;
+  Pack(r, &first);
+  CHECK(std::string(again.data(), again.size()) == std::string(first.data(), first.size()));
+}
+
 TEST_CASE("trace: a truncated stream keeps the records before the cut and names its offset") {
   const std::string bytes = Merged(SmallTrace());
   const size_t total = ParseTrace(bytes, "whole").records.size();

@@ -1,5 +1,6 @@
 #include "dmlps/proto/codec.h"
 
+#include <atomic>
 #include <bit>
 #include <cstring>
 #include <exception>
@@ -51,8 +52,22 @@ bool AllFiniteValues(const Eigen::Map<const Eigen::VectorXf>& values) {
   return (values * 0.f).sum() == 0.f;
 }
 
+// The reference a zero-copy frame holds on its tensor. ZeroMQ hands the
+// frame to its I/O thread, which calls ReleaseTensor, through lock-free pipes
+// inside libzmq; the release store here and the acquire load there make that
+// hand-over visible to ThreadSanitizer, which does not see into libzmq.
+struct TensorHold {
+  explicit TensorHold(std::shared_ptr<const std::vector<float>> v) : values(std::move(v)) {
+    published.store(true, std::memory_order_release);
+  }
+  std::shared_ptr<const std::vector<float>> values;
+  std::atomic<bool> published{false};
+};
+
 void ReleaseTensor(void* /*data*/, void* hint) {
-  delete static_cast<std::shared_ptr<const std::vector<float>>*>(hint);
+  auto* hold = static_cast<TensorHold*>(hint);
+  (void)hold->published.load(std::memory_order_acquire);
+  delete hold;
 }
 
 }  // namespace
@@ -157,7 +172,7 @@ void AppendTensor(std::shared_ptr<const std::vector<float>> values, int64_t chun
   for (int64_t offset = 0; offset < total; offset += per_frame) {
     const int64_t n = std::min(per_frame, total - offset);
     // ZeroMQ frees each frame separately, so each holds its own reference.
-    auto* hint = new std::shared_ptr<const std::vector<float>>(values);
+    auto* hint = new TensorHold(values);
     void* data = const_cast<float*>(values->data() + offset);
     frames->emplace_back(data, static_cast<size_t>(n) * sizeof(float), &ReleaseTensor, hint);
   }
@@ -166,7 +181,7 @@ void AppendTensor(std::shared_ptr<const std::vector<float>> values, int64_t chun
 void AppendRange(std::shared_ptr<const std::vector<float>> values, int64_t offset, int64_t count,
                  std::vector<zmq::message_t>* frames) {
   void* data = const_cast<float*>(values->data() + offset);
-  auto* hint = new std::shared_ptr<const std::vector<float>>(std::move(values));
+  auto* hint = new TensorHold(std::move(values));
   frames->emplace_back(data, static_cast<size_t>(count) * sizeof(float), &ReleaseTensor, hint);
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 namespace dmlps::trace {
@@ -22,6 +23,23 @@ msgpack::unpack_limit RecordLimits() {
 void PackString(msgpack::packer<msgpack::sbuffer>& p, std::string_view s) {
   p.pack_str(static_cast<uint32_t>(s.size()));
   p.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+// msgpack's pack_double tests whether a double is whole by casting it to
+// uint64_t when it is at most 2^64, and 2^64 itself is out of uint64_t's
+// range: undefined behaviour. Doubles from 2^64 up are written as float64
+// here, the bytes pack_double would write for them.
+void PackDouble(msgpack::packer<msgpack::sbuffer>& p, msgpack::sbuffer* out, double x) {
+  if (!(x >= 18446744073709551616.0)) {
+    p.pack(x);
+    return;
+  }
+  uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof bits);
+  char bytes[9];
+  bytes[0] = static_cast<char>(0xcb);
+  for (int i = 0; i < 8; ++i) bytes[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
+  out->write(bytes, sizeof bytes);
 }
 
 // Reads one record from a decoded map; false with `why` when it is not one.
@@ -69,8 +87,16 @@ bool ToRecord(const msgpack::object& obj, Record* out, std::string* why) {
         }
         ArgValue value;
         switch (a.val.type) {
+          // msgpack writes a double that is a whole number as an integer, so
+          // one above int64's range comes back as such: keep it a double.
           case msgpack::type::POSITIVE_INTEGER:
-          case msgpack::type::NEGATIVE_INTEGER: value = a.val.as<int64_t>(); break;
+            if (a.val.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+              value = static_cast<double>(a.val.via.u64);
+            } else {
+              value = static_cast<int64_t>(a.val.via.u64);
+            }
+            break;
+          case msgpack::type::NEGATIVE_INTEGER: value = a.val.via.i64; break;
           case msgpack::type::FLOAT32:
           case msgpack::type::FLOAT64: value = a.val.as<double>(); break;
           case msgpack::type::STR: value = a.val.as<std::string>(); break;
@@ -154,6 +180,8 @@ void Pack(const Record& r, msgpack::sbuffer* out) {
             using T = std::decay_t<decltype(x)>;
             if constexpr (std::is_same_v<T, std::string>) {
               PackString(p, x);
+            } else if constexpr (std::is_same_v<T, double>) {
+              PackDouble(p, out, x);
             } else {
               p.pack(x);
             }
@@ -255,8 +283,11 @@ ReadResult ParseTrace(std::string_view bytes, std::string_view source) {
     if (record.kind == "meta") {
       const double version = record.Number("version", 0);
       if (record.name == "dmlps-trace" && version > kFormatVersion) {
+        // Shown as read: any double, which a cast to int64 need not hold.
+        std::ostringstream shown;
+        shown << version;
         result.status = Status::DataLoss(std::string(source) + ": trace format version " +
-                                         std::to_string(static_cast<int64_t>(version)) +
+                                         shown.str() +
                                          " is newer than this reader's " +
                                          std::to_string(kFormatVersion));
         return result;
