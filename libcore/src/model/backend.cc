@@ -7,6 +7,12 @@
 #include <sstream>
 #include <system_error>
 
+// libcore/CMakeLists.txt defines it for this file; a copy of the library
+// built elsewhere (the fuzz targets') gets the CPU backend only.
+#ifndef DMLPS_HAVE_CUDA
+#define DMLPS_HAVE_CUDA 0
+#endif
+
 #if DMLPS_HAVE_CUDA
 #include "model/cuda/cuda_net.h"
 #endif
