@@ -164,6 +164,8 @@ class ParameterServer {
   Status Setup();
   void HandleFrames(net::Frames& frames);
   void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+  // Makes the sender of `hello` the member of rank `rank`.
+  void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank);
   void HandlePull(int64_t rank, const proto::Pull& pull);
   void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
   void Start();
@@ -541,6 +543,19 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   }
 }
 
+void ParameterServer::Admit(const zmq::message_t& identity, const proto::Hello& hello,
+                            int64_t rank) {
+  Member member;
+  member.identity = net::CopyFrame(identity);
+  member.info.max_batch = hello.max_batch;
+  member.host = hello.host;
+  member.pid = hello.pid;
+  member.last_seen = Clock::now();
+  members_[rank] = std::move(member);
+  rank_of_[Key(identity)] = rank;
+  ++joined_;
+}
+
 void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
   const std::string who = "peer " + Hex(identity) + " (" + hello.host + ":" +
                           std::to_string(hello.pid) + ")";
@@ -572,15 +587,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
       rank = policy_->AddWorker();
       members_.resize(static_cast<size_t>(rank) + 1);
     }
-    Member member;
-    member.identity = net::CopyFrame(identity);
-    member.info.max_batch = hello.max_batch;
-    member.host = hello.host;
-    member.pid = hello.pid;
-    member.last_seen = Clock::now();
-    members_[rank] = std::move(member);
-    rank_of_[Key(identity)] = rank;
-    ++joined_;
+    Admit(identity, hello, rank);
     spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",
                  rank, hello.host, hello.pid);
   } else {
@@ -615,15 +622,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
       Refuse(identity, who, "a negative max_batch", true);
       return;
     }
-    Member member;
-    member.identity = net::CopyFrame(identity);
-    member.info.max_batch = hello.max_batch;
-    member.host = hello.host;
-    member.pid = hello.pid;
-    member.last_seen = Clock::now();
-    members_[rank] = std::move(member);
-    rank_of_[Key(identity)] = rank;
-    ++joined_;
+    Admit(identity, hello, rank);
     spdlog::info("worker {} joined from {}:{} ({}/{})", rank, hello.host, hello.pid, joined_,
                  config_.workers);
   }
