@@ -239,7 +239,9 @@ Result<RunResult> ReadServerReport(const std::string& path) {
   r.wait_share = *number("wait_share");
   r.wasted_samples = static_cast<int64_t>(*number("wasted_samples"));
   r.accuracy = *number("accuracy");
-  if (auto it = values.find("lost_worker"); it != values.end() && !it->second.empty()) {
+  // The server goes on without a lost worker, but then the run no longer
+  // measures the experiment's cluster.
+  if (auto it = values.find("last_lost"); it != values.end() && !it->second.empty()) {
     r.failure = "lost " + it->second;
   }
   return r;
