@@ -33,7 +33,14 @@ int main(int argc, char** argv) {
        "or PMI: the job's size - 1)", cxxopts::value<std::string>()->default_value(
            std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)), "N")
       ("policy", "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
-       "token", cxxopts::value<std::string>()->default_value(defaults.policy.name), "NAME");
+       "token", cxxopts::value<std::string>()->default_value(defaults.policy.name), "NAME")
+      ("shard", "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
+       "their orders from it (see --coordinator)", cxxopts::value<std::string>()->default_value("0/1"),
+       "I/S")
+      ("coordinator", "Shards 1 and up: the address of shard 0 (its --bind); the model, data and "
+       "policy flags are shard 0's", cxxopts::value<std::string>(), "ADDR")
+      ("advertise", "Shards 1 and up: the address workers reach this shard at (default: the bound "
+       "one)", cxxopts::value<std::string>(), "ADDR");
   options.add_options("Fault tolerance")
       ("heartbeat-ms", "Milliseconds between heartbeats to the workers",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.heartbeat.count())), "MS")
@@ -93,7 +100,11 @@ int main(int argc, char** argv) {
       ("eval-every", "Iterations between evaluations on the test set",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.eval_every)), "N")
       ("report", "At the end, write the run's figures to FILE as key<TAB>value lines",
-       cxxopts::value<std::string>(), "FILE");
+       cxxopts::value<std::string>(), "FILE")
+      ("save-model", "At the end, write the parameters this server holds to FILE as raw "
+       "little-endian float32 (a shard: its slice)", cxxopts::value<std::string>(), "FILE")
+      ("deterministic", "Sum each update's gradients in rank order, not as they arrive: the same "
+       "model bit for bit on every run (and any number of shards)");
   options.add_options("Security and limits")
       ("curve-secret", "Encrypt and authenticate with CURVE: the server's secret key FILE "
        "(from dmlps-keygen; needs --curve-allow)", cxxopts::value<std::string>(), "FILE")
@@ -150,6 +161,26 @@ int main(int argc, char** argv) {
     }
   }
   if (flags.Has("trace")) config.trace = flags.String("trace");
+  if (flags.Has("save-model")) config.save_model = flags.String("save-model");
+  config.deterministic = flags.Has("deterministic");
+  {
+    const std::string shard = flags.String("shard");
+    const size_t slash = shard.find('/');
+    char* end_index = nullptr;
+    char* end_count = nullptr;
+    const std::string index = shard.substr(0, slash);
+    const std::string count = slash == std::string::npos ? "" : shard.substr(slash + 1);
+    const long long i = std::strtoll(index.c_str(), &end_index, 10);
+    const long long n = std::strtoll(count.c_str(), &end_count, 10);
+    if (index.empty() || count.empty() || *end_index != '\0' || *end_count != '\0') {
+      flags.AddProblem("--shard: '" + shard + "' is not I/S (e.g. 1/3)");
+    } else {
+      config.shard_index = i;
+      config.shard_count = n;
+    }
+  }
+  if (flags.Has("coordinator")) config.coordinator = flags.String("coordinator");
+  if (flags.Has("advertise")) config.advertise = flags.String("advertise");
   if (flags.Has("report")) config.report = flags.String("report");
   config.policy.backup = flags.Int("backup", 0, 100000);
   config.policy.chunk = flags.Int("chunk", 1, 1 << 24);

@@ -110,7 +110,7 @@ int Garbage(Endpoint& endpoint) {
 }
 
 int BadWorker(Endpoint& endpoint) {
-  if (!endpoint.SendMessage(nullptr, proto::Hello{-1, "test-peer", 0, 1}).ok()) {
+  if (!endpoint.SendMessage(nullptr, proto::Hello{-1, "test-peer", 0, 1, 0, -1, 0, {}}).ok()) {
     return Fail("cannot send Hello");
   }
   proto::Message reply;

@@ -69,9 +69,31 @@ TEST_CASE("every message type survives a round trip") {
   CHECK(w.seed == std::numeric_limits<uint64_t>::max());
   CHECK(w.shard_count == 4);
 
-  got = Decode(Encoded(Hello{2, "node-a", 4242, 2}));
+  got = Decode(Encoded(Hello{2, "node-a", 4242, 2, 0, 1, 3, "tcp://node-a:7000"}));
   REQUIRE(got.ok());
   CHECK(std::get<Hello>(*got).host == "node-a");
+  CHECK(std::get<Hello>(*got).shard == 1);
+  CHECK(std::get<Hello>(*got).shards == 3);
+  CHECK(std::get<Hello>(*got).address == "tcp://node-a:7000");
+
+  // Shard 0's orders to the other shards keep their order and values.
+  Orders orders;
+  orders.orders = {{Order::kStage, 2, 7, 0.25}, {Order::kApply, -1, 0, -0.05},
+                   {Order::kReply, 2, 0, 12}, {Order::kSnapshot, -1, 0, 3}};
+  got = Decode(Encoded(orders));
+  REQUIRE(got.ok());
+  REQUIRE(TypeOf(*got) == MsgType::kOrders);
+  const auto& back = std::get<Orders>(*got).orders;
+  REQUIRE(back.size() == 4);
+  CHECK(back[0].kind == Order::kStage);
+  CHECK(back[0].worker == 2);
+  CHECK(back[0].clock == 7);
+  CHECK(back[0].value == 0.25);
+  CHECK(back[1].value == -0.05);
+  CHECK(back[3].kind == Order::kSnapshot);
+  got = Decode(Encoded(Slice{5, 1000}));
+  REQUIRE(got.ok());
+  CHECK(std::get<Slice>(*got).num_params == 1000);
   CHECK(std::get<Hello>(*got).rank == 2);
   got = Decode(Encoded(Pull{19}));
   REQUIRE(got.ok());
@@ -139,8 +161,9 @@ TEST_CASE("malformed headers are refused with a protocol error, never a crash") 
         std::string::npos);
   CHECK_FALSE(Decode(header(kProtocolVersion, 0)).ok());
   CHECK(Decode(header(kProtocolVersion, 10)).ok());  // SyncNow
-  CHECK(Decode(header(kProtocolVersion, 11)).ok());  // Chunk, the last type
-  CHECK_FALSE(Decode(header(kProtocolVersion, 12)).ok());
+  CHECK(Decode(header(kProtocolVersion, 11)).ok());  // Chunk
+  CHECK(Decode(header(kProtocolVersion, 13)).ok());  // Slice, the last type
+  CHECK_FALSE(Decode(header(kProtocolVersion, 14)).ok());
   CHECK_FALSE(Decode(header(kProtocolVersion, 200)).ok());
 
   // Shapes that are not [version, type, map].

@@ -254,7 +254,7 @@ Status RunBenchWorker(zmq::context_t& context, const std::string& address,
                       const TransportConfig& config, Shared& shared, std::vector<double>* times) {
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context, address, keys));
   DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(
-      nullptr, proto::Hello{rank, "dmlps-bench", static_cast<int64_t>(getpid()), 1, 0}));
+      nullptr, proto::Hello{rank, "dmlps-bench", static_cast<int64_t>(getpid()), 1, 0, -1, 0, {}}));
   auto gradient = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
                                                              kGradientValue);
   std::vector<float> params(static_cast<size_t>(floats));

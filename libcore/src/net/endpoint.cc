@@ -192,9 +192,12 @@ Status Endpoint::SendMessage(const zmq::message_t* identity, const proto::Body& 
 
 Status Endpoint::SendWithPayload(const zmq::message_t* identity, proto::Body header,
                                  std::shared_ptr<const std::vector<float>> values,
-                                 int64_t chunk_bytes, const proto::Body* then) {
-  const proto::ChunkLayout layout =
-      proto::ChunkLayout::ForBytes(static_cast<int64_t>(values->size()), chunk_bytes);
+                                 int64_t offset, int64_t count, int64_t chunk_bytes,
+                                 const proto::Body* then) {
+  if (offset < 0 || count < 0 || offset + count > static_cast<int64_t>(values->size())) {
+    return Status::InvalidArgument("a payload range outside its tensor");
+  }
+  const proto::ChunkLayout layout = proto::ChunkLayout::ForBytes(count, chunk_bytes);
   const int64_t chunks = layout.streamed() ? layout.count() : 0;
   const int64_t chunk_floats = layout.streamed() ? layout.chunk_floats : 0;
   if (auto* push = std::get_if<proto::Push>(&header)) {
@@ -208,7 +211,7 @@ Status Endpoint::SendWithPayload(const zmq::message_t* identity, proto::Body hea
   }
   if (!layout.streamed()) {
     Frames payload;
-    if (!values->empty()) proto::AppendRange(std::move(values), 0, layout.size, &payload);
+    if (count > 0) proto::AppendRange(std::move(values), offset, layout.size, &payload);
     DMLPS_RETURN_IF_ERROR(SendMessage(identity, header, std::move(payload)));
     return then != nullptr ? SendMessage(identity, *then) : Status::Ok();
   }
@@ -216,10 +219,28 @@ Status Endpoint::SendWithPayload(const zmq::message_t* identity, proto::Body hea
   if (then != nullptr) DMLPS_RETURN_IF_ERROR(SendMessage(identity, *then));
   for (int64_t i = 0; i < chunks; ++i) {
     Frames payload;
-    proto::AppendRange(values, layout.begin(i), layout.end(i) - layout.begin(i), &payload);
+    proto::AppendRange(values, offset + layout.begin(i), layout.end(i) - layout.begin(i),
+                       &payload);
     DMLPS_RETURN_IF_ERROR(SendMessage(identity, proto::Chunk{i}, std::move(payload)));
   }
   return Status::Ok();
+}
+
+Result<int> Endpoint::WaitAny(std::span<Endpoint* const> endpoints,
+                              std::chrono::milliseconds timeout) {
+  std::vector<zmq_pollitem_t> items;
+  items.reserve(endpoints.size());
+  for (Endpoint* e : endpoints) items.push_back({e->socket_->handle(), 0, ZMQ_POLLIN, 0});
+  const int rc = zmq_poll(items.data(), static_cast<int>(items.size()),
+                          static_cast<long>(std::max<int64_t>(timeout.count(), 0)));
+  if (rc < 0) {
+    if (zmq_errno() == EINTR) return -1;
+    return Status::IOError(std::string("poll failed: ") + zmq_strerror(zmq_errno()));
+  }
+  for (size_t i = 0; i < items.size(); ++i) {
+    if ((items[i].revents & ZMQ_POLLIN) != 0) return static_cast<int>(i);
+  }
+  return -1;
 }
 
 Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout) {

@@ -9,7 +9,7 @@
 namespace dmlps::proto {
 namespace {
 
-static_assert(std::variant_size_v<Body> == static_cast<size_t>(MsgType::kChunk),
+static_assert(std::variant_size_v<Body> == static_cast<size_t>(MsgType::kSlice),
               "Body lists one alternative per message type, in MsgType order");
 static_assert(std::endian::native == std::endian::little,
               "payload frames are little-endian float32 viewed in place");
@@ -40,6 +40,8 @@ Result<Body> ConvertByType(MsgType type, const msgpack::object& obj) {
     case MsgType::kContinue: return ConvertBody<Continue>(obj);
     case MsgType::kSyncNow: return ConvertBody<SyncNow>(obj);
     case MsgType::kChunk: return ConvertBody<Chunk>(obj);
+    case MsgType::kOrders: return ConvertBody<Orders>(obj);
+    case MsgType::kSlice: return ConvertBody<Slice>(obj);
   }
   return Status::Protocol("unknown message type " + std::to_string(static_cast<int>(type)));
 }
@@ -85,6 +87,8 @@ std::string_view MsgTypeName(MsgType type) {
     case MsgType::kContinue: return "Continue";
     case MsgType::kSyncNow: return "SyncNow";
     case MsgType::kChunk: return "Chunk";
+    case MsgType::kOrders: return "Orders";
+    case MsgType::kSlice: return "Slice";
   }
   return "unknown";
 }
@@ -137,7 +141,7 @@ Result<Body> DecodeHeader(const void* data, size_t size) {
     }
     uint64_t type = items[1].via.u64;
     if (type < static_cast<uint64_t>(MsgType::kHello) ||
-        type > static_cast<uint64_t>(MsgType::kChunk)) {
+        type > static_cast<uint64_t>(MsgType::kSlice)) {
       return Status::Protocol("unknown message type " + std::to_string(type));
     }
     if (items[2].type != msgpack::type::MAP) {

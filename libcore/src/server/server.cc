@@ -21,6 +21,7 @@
 #include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/evaluator.h"
+#include "server/shard.h"
 
 namespace dmlps::server {
 namespace {
@@ -202,6 +203,26 @@ class ParameterServer {
   double Seconds() const;
   bool Finished() const;
 
+  // Sharded servers, on shard 0: the other shards register, get their
+  // orders (the policy's decisions, translated) and send back their slices
+  // of snapshots.
+  bool sharded() const { return config_.shard_count > 1; }
+  void HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello);
+  void HandleShardMessage(int64_t shard, proto::Message& message);
+  void Order(proto::Order order) {
+    if (sharded()) orders_.push_back(order);
+  }
+  // Sends the orders gathered since the last call to every other shard.
+  void SendOrders();
+  // Snapshot `id` has this shard's part, or shard `shard`'s: evaluates it
+  // once every slice is in.
+  void FillSnapshot(int64_t id, int64_t shard, const float* values, int64_t count);
+  // Waits, for at most `limit`, for the other shards' slices of the
+  // snapshots taken.
+  void AwaitSlices(milliseconds limit);
+  // Writes --save-model: the parameters this shard holds.
+  Status SaveModel();
+
   const ServerConfig& config_;
   std::ostream& tsv_;
   const std::atomic<int>* signal_;
@@ -243,6 +264,42 @@ class ParameterServer {
   Clock::time_point last_checkpoint_at_;
   double checkpoint_path_ms_ = 0;  // time the training thread spent on checkpoints
   double seconds_before_ = 0;      // training time before --resume
+
+  // Sharded servers (see sharded()).
+  struct Peer {
+    zmq::message_t identity;
+    std::string address;
+    std::string host;
+    int64_t pid = 0;
+    Clock::time_point last_seen;
+  };
+  std::vector<int64_t> bounds_;              // where the slices begin, plus the end
+  std::vector<std::optional<Peer>> peers_;   // by shard index; [0] is this one
+  std::map<std::string, int64_t> shard_of_;  // identity bytes -> shard index
+  int64_t peers_joined_ = 0;
+  // Workers that said Hello before every shard had registered: answered then.
+  std::vector<std::pair<zmq::message_t, proto::Hello>> waiting_hellos_;
+  std::vector<proto::Order> orders_;  // not sent yet
+  // --deterministic: the stages since the last apply, summed at the next.
+  struct HeldStage {
+    int64_t worker = 0;
+    int64_t clock = 0;  // the worker's own
+    double weight = 0;
+    std::shared_ptr<proto::IncomingTensor> gradient;
+  };
+  std::vector<HeldStage> held_stages_;
+  // The push being carried out: its worker-side clock, and whether it was staged.
+  int64_t handling_clock_ = -1;
+  bool handling_staged_ = false;
+  struct Assembly {
+    Snapshot snapshot;
+    std::shared_ptr<std::vector<float>> values;
+    int64_t missing = 0;  // slices yet to come, this shard's included
+    bool must = false;
+  };
+  std::map<int64_t, Assembly> assemblies_;  // snapshots waiting for slices, by id
+  int64_t next_snapshot_id_ = 0;
+  Status fatal_;  // a shard was lost: the run ends with this
 };
 
 Status ParameterServer::Setup() {
@@ -266,8 +323,18 @@ Status ParameterServer::Setup() {
   model::Model model(spec);
   std::vector<float> params(model.num_params(), 0.f);
   model.Initialize(config_.seed, params);
-  DMLPS_ASSIGN_OR_RETURN(optimizer_,
-                         optim::MakeOptimizer(config_.lr, config_.momentum, model.num_params()));
+  if (config_.shard_count > model.num_params()) {
+    return Status::InvalidArgument("--shard: " + std::to_string(model.num_params()) +
+                                   " parameters cannot be cut into " +
+                                   std::to_string(config_.shard_count) + " shards");
+  }
+  // Every shard initializes the whole model the same way and keeps its
+  // slice; this one holds the first.
+  bounds_ = ShardBounds(model.num_params(), config_.shard_count);
+  params.resize(static_cast<size_t>(bounds_[1]));
+  peers_.resize(static_cast<size_t>(config_.shard_count));
+  DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
+                                                         static_cast<int64_t>(params.size())));
   sync::PolicyConfig policy_config = config_.policy;
   policy_config.num_workers = config_.workers;
   policy_config.batch = config_.batch;
@@ -279,6 +346,10 @@ Status ParameterServer::Setup() {
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
                spec.Name(), model.num_params(), policy_->Name(),
                sync::WorkerModeName(policy_->mode()), optimizer_->Name(), test_set.rows());
+  if (sharded()) {
+    spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards", config_.shard_count,
+                 bounds_[1]);
+  }
   evaluator_ = std::make_unique<Evaluator>(spec, std::move(test_set));
   members_.resize(config_.workers);
 
@@ -286,8 +357,10 @@ Status ParameterServer::Setup() {
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
   }
   const int64_t model_bytes = model.num_params() * static_cast<int64_t>(sizeof(float));
-  // The largest payload a worker sends: the whole gradient, or one chunk of it.
-  const int64_t largest_push = std::min(model_bytes, proto::kDefaultChunkBytes);
+  // The largest payload a worker sends: the whole gradient (its slice), or
+  // one chunk of it.
+  const int64_t largest_push =
+      std::min(bounds_[1] * static_cast<int64_t>(sizeof(float)), proto::kDefaultChunkBytes);
   if (config_.max_message_bytes > 0 && config_.max_message_bytes < largest_push) {
     return Status::InvalidArgument("--max-message-bytes " +
                                    std::to_string(config_.max_message_bytes) +
@@ -299,21 +372,15 @@ Status ParameterServer::Setup() {
   bind_options.max_frame_bytes = max_message_bytes_;
   bind_options.max_connections = config_.max_connections > 0
                                      ? config_.max_connections
-                                     : config_.workers + kConnectionHeadroom;
+                                     : config_.workers + kConnectionHeadroom +
+                                           config_.shard_count - 1;
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");
   if (!config_.endpoint_file.empty()) {
-    // Written whole under a temporary name, so a reader never sees half an address.
-    const std::string tmp = config_.endpoint_file + ".tmp";
-    std::ofstream out(tmp);
-    out << endpoint_->address() << '\n';
-    out.close();
-    if (!out || std::rename(tmp.c_str(), config_.endpoint_file.c_str()) != 0) {
-      return Status::IOError("cannot write " + config_.endpoint_file);
-    }
+    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
   tsv_ << "seconds\titeration\taccuracy\tloss\n" << std::flush;
   return Status::Ok();
@@ -383,6 +450,11 @@ Result<RunReport> ParameterServer::Run() {
     }
     if (started_) MaybeCheckpoint();
     CloseStalledStreams();
+    SendOrders();
+    if (!fatal_.ok()) {
+      StopWorkers("a server shard was lost");
+      return fatal_;
+    }
   }
   report_.seconds = Seconds();
   report_.iterations = iterations_;
@@ -393,6 +465,15 @@ Result<RunReport> ParameterServer::Run() {
   if (!report_.target_reached && report_.signal == 0) {
     // The last snapshot may wait for chunks still on their way.
     DrainStreams(kDrainLimit);
+    // The other shards' slices of the last snapshots.
+    SendOrders();
+    AwaitSlices(kDrainLimit);
+  }
+  if (!config_.save_model.empty()) {
+    if (Status saved = SaveModel(); !saved.ok()) {
+      StopWorkers(reason);
+      return saved;
+    }
   }
   StopWorkers(reason);
   if (checkpoints_ != nullptr) {
@@ -488,6 +569,16 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     return;
   }
   zmq::message_t identity = net::CopyFrame(frames[0]);
+  if (auto shard = shard_of_.find(Key(identity)); shard != shard_of_.end()) {
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    if (!message.ok()) {
+      Refuse(identity, "server shard " + std::to_string(shard->second), message.status().message(),
+             false);
+      return;
+    }
+    HandleShardMessage(shard->second, *message);
+    return;
+  }
   auto it = rank_of_.find(Key(identity));
   const int64_t rank = it == rank_of_.end() ? -1 : it->second;
   const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "peer " + Hex(identity);
@@ -509,8 +600,20 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   }
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
-    HandleHello(identity, *hello);
+    if (hello->shard >= 0) {
+      HandleShardHello(identity, *hello);
+    } else if (sharded() && peers_joined_ < config_.shard_count - 1 && rank < 0) {
+      // Its Welcome names every shard: it waits until all are here.
+      waiting_hellos_.emplace_back(net::CopyFrame(identity), *hello);
+    } else {
+      HandleHello(identity, *hello);
+    }
     return;
+  }
+  if (rank < 0 && std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) {
+        return Key(w.first) == Key(identity);
+      })) {
+    return;  // a worker waiting for its Welcome keeps itself alive
   }
   if (rank < 0) {
     // A worker of a server that restarted, or one declared lost: it may
@@ -645,6 +748,12 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.token_size = config_.policy.token_size;
   welcome.lr = config_.lr;
   welcome.momentum = config_.momentum;
+  welcome.num_params = bounds_.back();
+  if (sharded()) {
+    welcome.bounds = bounds_;
+    welcome.servers.push_back(endpoint_->address());
+    for (int64_t k = 1; k < config_.shard_count; ++k) welcome.servers.push_back(peers_[k]->address);
+  }
   Status sent = endpoint_->SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
   if (!started_ && joined_ == config_.workers) {
@@ -799,6 +908,8 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
                       {"staleness", policy_->version() - push.base_version}});
   }
   policy_->PushArrived(rank, info, &actions);
+  handling_clock_ = push.clock;
+  handling_staged_ = false;
   // The worker spent the time whether or not its push is used.
   ++member.steps;
   member.compute_s += push.compute_us * 1e-6;
@@ -815,6 +926,9 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
     samples_applied_ += info.usable ? push.samples : 0;
   }
   CarryOut(actions, gradient);
+  // The other shards free their slice of a push this one does not stage.
+  if (!handling_staged_) Order({proto::Order::kDiscard, rank, push.clock, 0});
+  handling_clock_ = -1;
   AfterPush();
 }
 
@@ -905,12 +1019,27 @@ void ParameterServer::CarryOut(const sync::Actions& actions,
     switch (action.kind) {
       case Kind::kStage: {
         if (gradient == nullptr) break;  // the policy only stages usable pushes
+        handling_staged_ = true;
+        if (config_.deterministic) {
+          // Summed at the next apply, in rank order.
+          held_stages_.push_back({action.worker, handling_clock_, action.value, gradient});
+          break;
+        }
         // Summed chunk by chunk as a streamed gradient arrives.
         store_->Stage(gradient, static_cast<float>(action.value));
+        Order({proto::Order::kStage, action.worker, handling_clock_, action.value});
         break;
       }
       case Kind::kApply:
       case Kind::kApplyDelta: {
+        // --deterministic: the same sum whatever order the pushes came in.
+        std::stable_sort(held_stages_.begin(), held_stages_.end(),
+                         [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
+        for (HeldStage& held : held_stages_) {
+          store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
+          Order({proto::Order::kStage, held.worker, held.clock, held.weight});
+        }
+        held_stages_.clear();
         std::function<void()> traced;
         if (tracer_) {
           // The policy counted this apply already: its version is the new one. The
@@ -924,6 +1053,8 @@ void ParameterServer::CarryOut(const sync::Actions& actions,
         }
         store_->Apply(action.kind == Kind::kApply ? optimizer_.get() : nullptr,
                       static_cast<float>(action.value), std::move(traced));
+        Order({action.kind == Kind::kApply ? proto::Order::kApply : proto::Order::kApplyDelta, -1,
+               0, action.value});
         break;
       }
       case Kind::kContinue: {
@@ -987,6 +1118,7 @@ void ParameterServer::ReplyModel(int64_t rank) {
   member.next_batch = 0;
   member.next_token = -1;
   QueueModelReply(*store_, *endpoint_, &member.identity, header, "worker " + std::to_string(rank));
+  Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
 }
 
 void ParameterServer::AfterPush() {
@@ -1013,6 +1145,21 @@ void ParameterServer::SubmitSnapshot(bool must) {
   const int64_t iteration = iterations_;
   const int64_t version = policy_->version();
   const int64_t samples = samples_applied_;
+  if (sharded()) {
+    // The whole model is this shard's slice and the others': each sends its
+    // part once its updates are in, and the snapshot is evaluated when all are.
+    const int64_t id = next_snapshot_id_++;
+    Assembly& assembly = assemblies_[id];
+    assembly.snapshot = {0, iteration, version, samples, nullptr};
+    assembly.missing = config_.shard_count;
+    assembly.must = must;
+    Order({proto::Order::kSnapshot, -1, 0, static_cast<double>(id)});
+    store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
+      if (auto it = assemblies_.find(id); it != assemblies_.end()) it->second.snapshot.seconds = Seconds();
+      FillSnapshot(id, 0, values->data(), static_cast<int64_t>(values->size()));
+    });
+    return;
+  }
   store_->Snapshot([this, must, iteration, version,
                     samples](std::shared_ptr<const std::vector<float>> values) {
     if (!evaluator_->Submit({Seconds(), iteration, version, samples, std::move(values)}, must)) {
@@ -1021,6 +1168,155 @@ void ParameterServer::SubmitSnapshot(bool must) {
       }
     }
   });
+}
+
+void ParameterServer::FillSnapshot(int64_t id, int64_t shard, const float* values, int64_t count) {
+  auto it = assemblies_.find(id);
+  if (it == assemblies_.end()) return;
+  Assembly& assembly = it->second;
+  const auto begin = static_cast<size_t>(bounds_[shard]);
+  if (count != bounds_[shard + 1] - bounds_[shard]) {
+    spdlog::warn("server shard {} sent a slice of {} parameters, not {}; snapshot {} not evaluated",
+                 shard, count, bounds_[shard + 1] - bounds_[shard], id);
+    assemblies_.erase(it);
+    return;
+  }
+  if (assembly.values == nullptr) {
+    assembly.values = std::make_shared<std::vector<float>>(static_cast<size_t>(bounds_.back()));
+  }
+  std::copy_n(values, count, assembly.values->begin() + static_cast<std::ptrdiff_t>(begin));
+  if (--assembly.missing > 0) return;
+  Snapshot snapshot = assembly.snapshot;
+  snapshot.params = std::move(assembly.values);
+  const bool must = assembly.must;
+  assemblies_.erase(it);
+  if (!evaluator_->Submit(std::move(snapshot), must)) {
+    if (skipped_snapshots_++ == 0) {
+      spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
+    }
+  }
+}
+
+void ParameterServer::AwaitSlices(milliseconds limit) {
+  if (!sharded()) return;
+  const Clock::time_point deadline = Clock::now() + limit;
+  net::Frames frames;
+  while (!assemblies_.empty() && Clock::now() < deadline && fatal_.ok()) {
+    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
+    if (!got.ok()) return;
+    if (!*got || frames.size() < 2) continue;
+    auto shard = shard_of_.find(Key(frames[0]));
+    if (shard == shard_of_.end()) continue;  // the run is over for workers
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    if (message.ok()) HandleShardMessage(shard->second, *message);
+  }
+  if (!assemblies_.empty()) {
+    spdlog::warn("{} snapshot{} not evaluated: the other shards' slices did not come",
+                 assemblies_.size(), assemblies_.size() == 1 ? "" : "s");
+  }
+}
+
+void ParameterServer::SendOrders() {
+  if (orders_.empty()) return;
+  proto::Orders batch;
+  batch.orders.swap(orders_);
+  for (int64_t k = 1; k < config_.shard_count; ++k) {
+    if (!peers_[k].has_value()) continue;
+    Status sent = endpoint_->SendMessage(&peers_[k]->identity, batch);
+    if (!sent.ok()) {
+      fatal_ = Status::Unavailable("cannot reach server shard " + std::to_string(k) + ": " +
+                                   sent.message());
+    }
+  }
+}
+
+void ParameterServer::HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  const std::string who = "server shard " + std::to_string(hello.shard) + " (" + hello.host + ":" +
+                          std::to_string(hello.pid) + ")";
+  if (!sharded()) {
+    Refuse(identity, who, "this server is not sharded (no --shard 0/S)", true);
+    return;
+  }
+  if (hello.shards != config_.shard_count || hello.shard < 1 || hello.shard >= config_.shard_count) {
+    Refuse(identity, who,
+           "shard " + std::to_string(hello.shard) + "/" + std::to_string(hello.shards) +
+               " does not fit this job of " + std::to_string(config_.shard_count) + " shards",
+           true);
+    return;
+  }
+  std::optional<Peer>& peer = peers_[hello.shard];
+  if (peer.has_value()) {
+    // A shard lost its state when it went away: the job cannot go on with a
+    // fresh one mid-run, nor have two.
+    Refuse(identity, who, "shard " + std::to_string(hello.shard) + " is taken", true);
+    return;
+  }
+  if (hello.address.empty()) {
+    Refuse(identity, who, "no address for workers to reach it at", true);
+    return;
+  }
+  peer = Peer{net::CopyFrame(identity), hello.address, hello.host, hello.pid, Clock::now()};
+  shard_of_[Key(identity)] = hello.shard;
+  ++peers_joined_;
+  proto::Welcome welcome;
+  welcome.model = spec_->Name();
+  welcome.policy = policy_->Name();
+  welcome.input_dim = spec_->input_dim;
+  welcome.classes = spec_->classes;
+  welcome.num_params = bounds_.back();
+  welcome.shard_index = hello.shard;
+  welcome.shard_count = config_.shard_count;
+  welcome.seed = config_.seed;
+  welcome.lr = config_.lr;
+  welcome.momentum = config_.momentum;
+  welcome.bounds = bounds_;
+  if (Status sent = endpoint_->SendMessage(&identity, welcome); !sent.ok()) {
+    spdlog::warn("cannot welcome {}: {}", who, sent.ToString());
+  }
+  spdlog::info("{} registered: parameters [{}, {}), workers reach it at {} ({}/{} shards)", who,
+               bounds_[hello.shard], bounds_[hello.shard + 1], hello.address, peers_joined_ + 1,
+               config_.shard_count);
+  if (peers_joined_ == config_.shard_count - 1) {
+    std::vector<std::pair<zmq::message_t, proto::Hello>> waiting;
+    waiting.swap(waiting_hellos_);
+    for (auto& [worker, worker_hello] : waiting) HandleHello(worker, worker_hello);
+  }
+}
+
+void ParameterServer::HandleShardMessage(int64_t shard, proto::Message& message) {
+  peers_[shard]->last_seen = Clock::now();
+  const std::string who = "server shard " + std::to_string(shard);
+  if (auto* slice = std::get_if<proto::Slice>(&message.body)) {
+    Result<proto::IncomingTensor> values =
+        proto::IncomingTensor::Open(slice->num_params, 0, 0, std::move(message.payload));
+    if (!values.ok() || !values->complete()) {
+      spdlog::warn("{} sent a bad slice of snapshot {}: {}", who, slice->id,
+                   values.ok() ? "incomplete" : values.status().message());
+      assemblies_.erase(slice->id);
+      return;
+    }
+    std::vector<float> copy(static_cast<size_t>(values->size()));
+    values->CopyTo(0, values->size(), copy);
+    FillSnapshot(slice->id, shard, copy.data(), static_cast<int64_t>(copy.size()));
+  } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
+    if (error->fatal) {
+      fatal_ = Status::Unavailable(who + " gave up: " + error->message);
+    } else {
+      spdlog::warn("{} reports: {}", who, error->message);
+    }
+  } else if (!std::holds_alternative<proto::Heartbeat>(message.body)) {
+    spdlog::warn("ignoring an unexpected {} from {}", proto::MsgTypeName(proto::TypeOf(message.body)),
+                 who);
+  }
+}
+
+Status ParameterServer::SaveModel() {
+  if (store_->ApplyPending()) {
+    return Status::Unavailable("--save-model: an update is still waiting for its gradient's "
+                               "chunks; the model was not saved");
+  }
+  const std::vector<float> params = store_->Params();
+  return WriteRawModel(config_.save_model, params);
 }
 
 void ParameterServer::CollectEvaluations() {
@@ -1067,6 +1363,11 @@ void ParameterServer::SendHeartbeats() {
     Status sent = endpoint_->SendMessage(&m->identity, proto::Heartbeat{now_us});
     if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m->host, m->pid, sent.ToString());
   }
+  for (std::optional<Peer>& peer : peers_) {
+    if (!peer.has_value()) continue;
+    Status sent = endpoint_->SendMessage(&peer->identity, proto::Heartbeat{now_us});
+    if (!sent.ok()) spdlog::debug("heartbeat to {} failed: {}", peer->address, sent.ToString());
+  }
 }
 
 int64_t ParameterServer::ActiveWorkers() const {
@@ -1089,6 +1390,7 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
   rank_of_.erase(Key(member.identity));
   members_[rank].reset();
   --joined_;
+  Order({proto::Order::kForget, rank, 0, 0});
   std::erase_if(deferred_, [rank](const sync::Action& a) { return a.worker == rank; });
   spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, ActiveWorkers(),
                ActiveWorkers() == 1 ? "" : "s");
@@ -1105,6 +1407,15 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
 
 void ParameterServer::CheckSilence() {
   const Clock::time_point now = Clock::now();
+  for (size_t k = 1; k < peers_.size(); ++k) {
+    // A shard holds a slice of the model no one else has: the run cannot go
+    // on without it.
+    if (peers_[k].has_value() && now - peers_[k]->last_seen >= config_.worker_timeout) {
+      fatal_ = Status::Unavailable(fmt::format(
+          "server shard {} at {} lost: silent for {:g} s", k, peers_[k]->address,
+          std::chrono::duration<double>(config_.worker_timeout).count()));
+    }
+  }
   for (int64_t r = 0; r < static_cast<int64_t>(members_.size()); ++r) {
     const std::optional<Member>& m = members_[r];
     if (!m.has_value()) continue;
@@ -1184,6 +1495,13 @@ void ParameterServer::StopWorkers(const std::string& reason) {
     Status sent = endpoint_->SendMessage(&m->identity, proto::Stop{reason});
     if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m->host, m->pid, sent.ToString());
   }
+  // The other shards stop after the orders before: they save what those left.
+  SendOrders();
+  for (std::optional<Peer>& peer : peers_) {
+    if (!peer.has_value()) continue;
+    Status sent = endpoint_->SendMessage(&peer->identity, proto::Stop{reason});
+    if (!sent.ok()) spdlog::debug("cannot stop shard at {}: {}", peer->address, sent.ToString());
+  }
 }
 
 }  // namespace
@@ -1233,6 +1551,28 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (config.max_connections > 0 && config.max_connections < config.workers) {
     problems.push_back("--max-connections must be at least --workers");
   }
+  if (config.shard_count < 1 || config.shard_count > kMaxShards || config.shard_index < 0 ||
+      config.shard_index >= config.shard_count) {
+    problems.push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
+  } else if (config.shard_index > 0 && config.coordinator.empty()) {
+    problems.push_back("--shard " + std::to_string(config.shard_index) + "/" +
+                       std::to_string(config.shard_count) +
+                       " needs --coordinator ADDR (the address of shard 0)");
+  } else if (config.shard_index == 0 && !config.coordinator.empty()) {
+    problems.push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
+  }
+  if (config.shard_index == 0 && !config.advertise.empty()) {
+    problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
+  }
+  if (config.shard_count > 1) {
+    // Each would need every shard's part: not there yet.
+    if (!config.checkpoint.empty() || !config.resume.empty()) {
+      problems.push_back("--checkpoint and --resume do not work with sharded servers yet");
+    }
+    if (!config.curve_secret.empty()) {
+      problems.push_back("--curve-secret does not work with sharded servers yet");
+    }
+  }
   sync::PolicyConfig probe = config.policy;
   probe.num_workers = std::max<int64_t>(config.workers, 1);
   probe.batch = std::max<int64_t>(config.batch, 1);
@@ -1270,6 +1610,7 @@ void WriteRunReport(const RunReport& report, std::ostream& out) {
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal) {
+  if (config.shard_index > 0) return RunServerShard(config, signal);
   ParameterServer server(config, tsv, signal);
   return server.Run();
 }

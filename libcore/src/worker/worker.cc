@@ -132,10 +132,24 @@ class WorkerRunner {
   // Waits for a message of type `want` (or Stop), handling heartbeats, the
   // server's warnings and SyncNow on the way, for at most `silence` without
   // any message from the server.
-  Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants, milliseconds silence);
-  Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants) {
-    return Await(wants, config_.server_timeout);
+  Result<proto::Message> Await(net::Endpoint& from, std::initializer_list<proto::MsgType> wants,
+                               milliseconds silence);
+  Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants, milliseconds silence) {
+    return Await(*endpoint_, wants, silence);
   }
+  Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants) {
+    return Await(*endpoint_, wants, config_.server_timeout);
+  }
+  // Sharded servers: connects to shards 1 and up (welcome_.servers) and
+  // waits until each knows this worker.
+  Status ConnectShards();
+  // Where server shard k's slice of the parameters begins (k = shards: the end).
+  int64_t Bound(size_t k) const {
+    return welcome_.bounds.empty() ? (k == 0 ? 0 : model_->num_params()) : welcome_.bounds[k];
+  }
+  // Copies a Model message from `from` into `out` (its slice of the model),
+  // its streamed chunks as they arrive.
+  Status TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out);
   // Handles what arrived without blocking; sets stop_ on Stop.
   Status PollControl();
   // Deals with a message nobody waits for. Fails on a fatal Error.
@@ -167,6 +181,9 @@ class WorkerRunner {
   const std::atomic<int>* signal_;
   zmq::context_t context_;
   std::optional<net::Endpoint> endpoint_;
+  // Sharded servers: shards 1 and up, on a context of their own.
+  std::unique_ptr<zmq::context_t> shard_context_;
+  std::vector<net::Endpoint> shards_;
   net::ConnectOptions connect_options_;  // CURVE keys, read before joining
   proto::Welcome welcome_;
   data::DataSpec data_spec_;
@@ -241,7 +258,8 @@ Status WorkerRunner::HandleAside(const proto::Message& message) {
   return Status::Ok();
 }
 
-Result<proto::Message> WorkerRunner::Await(std::initializer_list<proto::MsgType> wants,
+Result<proto::Message> WorkerRunner::Await(net::Endpoint& from,
+                                           std::initializer_list<proto::MsgType> wants,
                                            milliseconds silence) {
   Clock::time_point deadline = Clock::now() + silence;
   net::Frames frames;
@@ -253,7 +271,7 @@ Result<proto::Message> WorkerRunner::Await(std::initializer_list<proto::MsgType>
                                  fmt::format("{:g}", silence.count() / 1000.0) + " s");
     }
     MaybeHeartbeat();
-    DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, kPollSlice));
+    DMLPS_ASSIGN_OR_RETURN(bool got, from.Receive(&frames, kPollSlice));
     if (!got) continue;
     deadline = Clock::now() + silence;
     Result<proto::Message> message = proto::DecodeMessage(frames, 0);
@@ -294,27 +312,52 @@ Status WorkerRunner::PollControl() {
   }
 }
 
-Status WorkerRunner::TakeModel(proto::Message& message, std::span<float> params) {
+Status WorkerRunner::TakeSlice(net::Endpoint& from, proto::Message& message,
+                               std::span<float> out) {
   const auto& header = std::get<proto::Model>(message.body);
-  if (header.num_params != model_->num_params()) {
+  if (header.num_params != static_cast<int64_t>(out.size())) {
     return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
-                            " parameters, expected " + std::to_string(model_->num_params()));
+                            " parameters, expected " + std::to_string(out.size()));
   }
   DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
                          proto::IncomingTensor::Open(header.num_params, header.chunks,
                                                      header.chunk_floats,
                                                      std::move(message.payload)));
-  model.CopyTo(0, model.received(), params);
+  model.CopyTo(0, model.received(), out);
   // A streamed model: each chunk is copied in as it arrives.
   while (!model.complete()) {
-    DMLPS_ASSIGN_OR_RETURN(proto::Message piece, Await({proto::MsgType::kChunk}));
+    DMLPS_ASSIGN_OR_RETURN(proto::Message piece, Await(from, {proto::MsgType::kChunk},
+                                                       config_.server_timeout));
     if (stop_) return Status::Ok();
     const int64_t begin = model.received();
     DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload)
                               .WithContext("bad model from the server"));
-    model.CopyTo(begin, model.received(), params);
+    model.CopyTo(begin, model.received(), out);
     model.Release(begin, model.received());  // a large model never sits here whole
   }
+  return Status::Ok();
+}
+
+Status WorkerRunner::TakeModel(proto::Message& message, std::span<float> params) {
+  const proto::Model header = std::get<proto::Model>(message.body);
+  DMLPS_RETURN_IF_ERROR(TakeSlice(*endpoint_, message, params.subspan(0, Bound(1))));
+  // Sharded: the other slices come from their shards, sent as shard 0 sent
+  // this one.
+  for (size_t k = 1; k <= shards_.size() && !stop_; ++k) {
+    DMLPS_ASSIGN_OR_RETURN(proto::Message slice, Await(shards_[k - 1], {proto::MsgType::kModel},
+                                                       config_.server_timeout));
+    if (stop_) return Status::Ok();
+    const auto version = std::get<proto::Model>(slice.body).version;
+    if (version != header.version) {
+      return Status::Protocol("server shard " + std::to_string(k) + " sent version " +
+                              std::to_string(version) + " of its slice, shard 0 version " +
+                              std::to_string(header.version));
+    }
+    DMLPS_RETURN_IF_ERROR(TakeSlice(shards_[k - 1], slice,
+                                    params.subspan(static_cast<size_t>(Bound(k)),
+                                                   static_cast<size_t>(Bound(k + 1) - Bound(k)))));
+  }
+  if (stop_) return Status::Ok();
   version_ = header.version;
   if (header.batch > 0 && header.batch != batch_) {
     batch_ = header.batch;
@@ -400,8 +443,23 @@ Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vecto
   push.memory_bytes = usage_.has_value() ? usage_->resident_bytes : 0;
   // Larger than a chunk: streamed, so the server sums the first chunks while
   // the later ones are on the wire.
-  DMLPS_RETURN_IF_ERROR(endpoint_->SendWithPayload(nullptr, push, std::move(payload),
-                                                   proto::kDefaultChunkBytes, then));
+  if (shards_.empty()) {
+    DMLPS_RETURN_IF_ERROR(endpoint_->SendWithPayload(nullptr, push, std::move(payload),
+                                                     proto::kDefaultChunkBytes, then));
+  } else {
+    // Each shard its slice, the others first: shard 0's orders for this push
+    // then find it there. ZeroMQ's I/O threads send them in parallel.
+    for (size_t k = 1; k <= shards_.size(); ++k) {
+      proto::Push slice = push;
+      slice.num_params = Bound(k + 1) - Bound(k);
+      DMLPS_RETURN_IF_ERROR(shards_[k - 1].SendWithPayload(nullptr, slice, payload, Bound(k),
+                                                           slice.num_params,
+                                                           proto::kDefaultChunkBytes));
+    }
+    push.num_params = Bound(1);
+    DMLPS_RETURN_IF_ERROR(endpoint_->SendWithPayload(nullptr, push, std::move(payload), 0,
+                                                     Bound(1), proto::kDefaultChunkBytes, then));
+  }
   comm_us_ = Micros(Clock::now() - start);
   report_.comm_s += comm_us_ * 1e-6;
   bytes_sent_ += bytes;
@@ -716,7 +774,7 @@ Status WorkerRunner::Join() {
                          net::Endpoint::Connect(context_, config_.server, connect_options_));
   endpoint_.emplace(std::move(endpoint));
   proto::Hello hello{config_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
-                     max_batch_};
+                     max_batch_, -1, 0, {}};
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, hello));
   Result<proto::Message> reply = Await({proto::MsgType::kWelcome}, config_.connect_timeout);
   if (!reply.ok()) {
@@ -734,6 +792,49 @@ Status WorkerRunner::Join() {
   }
   welcome_ = std::get<proto::Welcome>(reply->body);
   report_.rank = welcome_.rank;
+  return ConnectShards();
+}
+
+Status WorkerRunner::ConnectShards() {
+  shards_.clear();
+  const std::vector<int64_t>& bounds = welcome_.bounds;
+  if (bounds.empty() && welcome_.servers.empty()) return Status::Ok();
+  bool valid = bounds.size() == welcome_.servers.size() + 1 && bounds.size() >= 2 &&
+               bounds.front() == 0 && bounds.back() == welcome_.num_params;
+  for (size_t k = 1; valid && k < bounds.size(); ++k) valid = bounds[k] > bounds[k - 1];
+  if (!valid) return Status::Protocol("the server sent server shards that do not fit its model");
+  if (welcome_.servers.size() == 1) return Status::Ok();
+  if (shard_context_ == nullptr) {
+    // I/O threads of their own, so the slices go out and come in in parallel.
+    shard_context_ = std::make_unique<zmq::context_t>(
+        static_cast<int>(std::min<size_t>(welcome_.servers.size() - 1, 4)));
+  }
+  for (size_t k = 1; k < welcome_.servers.size(); ++k) {
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint shard,
+                           net::Endpoint::Connect(*shard_context_, welcome_.servers[k],
+                                                  connect_options_));
+    proto::Hello hello{welcome_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
+                       max_batch_, -1, 0, {}};
+    DMLPS_RETURN_IF_ERROR(shard.SendMessage(nullptr, hello));
+    shards_.push_back(std::move(shard));
+  }
+  // Every shard must know this worker before shard 0 may send it work.
+  for (size_t k = 1; k < welcome_.servers.size(); ++k) {
+    Result<proto::Message> reply =
+        Await(shards_[k - 1], {proto::MsgType::kWelcome}, config_.connect_timeout);
+    if (!reply.ok()) {
+      return reply.status().WithContext("server shard " + std::to_string(k) + " at " +
+                                        welcome_.servers[k]);
+    }
+    if (stop_) return Status::Ok();
+    const auto& welcome = std::get<proto::Welcome>(reply->body);
+    if (welcome.num_params != bounds[k + 1] - bounds[k]) {
+      return Status::Protocol("server shard " + std::to_string(k) + " holds " +
+                              std::to_string(welcome.num_params) + " parameters, not " +
+                              std::to_string(bounds[k + 1] - bounds[k]));
+    }
+  }
+  spdlog::info("connected to {} server shards", welcome_.servers.size());
   return Status::Ok();
 }
 
@@ -824,7 +925,7 @@ Status WorkerRunner::Reconnect() {
     refused_ = false;
     stop_ = false;
     proto::Hello hello{want_rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
-                       config_.max_batch};
+                       config_.max_batch, -1, 0, {}};
     DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, hello));
     const auto wait = std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - now) +
                                             milliseconds(1));
@@ -841,6 +942,7 @@ Status WorkerRunner::Reconnect() {
       welcome_ = welcome;
       report_.rank = welcome_.rank;
       ++report_.reconnects;
+      DMLPS_RETURN_IF_ERROR(ConnectShards());
       if (welcome.shard_index != before.shard_index || welcome.shard_count != before.shard_count ||
           welcome.rank != before.rank) {
         DMLPS_RETURN_IF_ERROR(Setup());

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
@@ -86,13 +87,27 @@ class Endpoint {
   // another type.
   Status SendWithPayload(const zmq::message_t* identity, proto::Body header,
                          std::shared_ptr<const std::vector<float>> values, int64_t chunk_bytes,
-                         const proto::Body* then = nullptr);
+                         const proto::Body* then = nullptr) {
+    const auto size = static_cast<int64_t>(values->size());
+    return SendWithPayload(identity, std::move(header), std::move(values), 0, size, chunk_bytes,
+                           then);
+  }
+  // The same for the `count` floats of `values` from `offset` on: a slice
+  // for one server shard, still without copying.
+  Status SendWithPayload(const zmq::message_t* identity, proto::Body header,
+                         std::shared_ptr<const std::vector<float>> values, int64_t offset,
+                         int64_t count, int64_t chunk_bytes, const proto::Body* then = nullptr);
 
   // Waits up to `timeout` for one multipart message; returns false when none
   // arrived. Interrupted waits (signals) also return false. On a connected
   // endpoint, Config when the server refused this client's key or its lack
   // of one, Unavailable when it refused the connection as one too many.
   Result<bool> Receive(Frames* frames, std::chrono::milliseconds timeout);
+
+  // Waits up to `timeout` until one of `endpoints` has a message to
+  // receive; returns its index, or -1 when none has (or a signal came).
+  static Result<int> WaitAny(std::span<Endpoint* const> endpoints,
+                             std::chrono::milliseconds timeout);
 
   // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
   int64_t refused_connections() const;

@@ -11,13 +11,15 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace dmlps::proto {
 
 // Bumped whenever a header changes incompatibly; peers with another version
 // are refused with an Error naming both versions. Version 2 added streamed
-// payloads (Chunk messages).
-inline constexpr uint32_t kProtocolVersion = 2;
+// payloads (Chunk messages), version 3 sharded servers (Orders and Slice
+// messages, the shard fields of Hello and Welcome).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 enum class MsgType : uint8_t {
   kHello = 1,      // worker -> server: wants to join
@@ -31,6 +33,8 @@ enum class MsgType : uint8_t {
   kContinue = 9,   // server -> worker: push taken; go on (maybe download first, or a token)
   kSyncNow = 10,   // server -> worker: stop after your current chunk and push
   kChunk = 11,     // either way: one piece of a streamed Push or Model payload
+  kOrders = 12,    // shard 0 -> other server shards: what to do to their slices, in order
+  kSlice = 13,     // server shard -> shard 0: its slice of a snapshot; payload = parameters
 };
 
 std::string_view MsgTypeName(MsgType type);
@@ -41,7 +45,13 @@ struct Hello {
   int64_t pid = 0;
   int64_t threads = 1;
   int64_t max_batch = 0;  // the most samples the worker can take in one step; 0: no cap
-  MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch);
+  // A server shard registering with shard 0: its index (>= 1), the number
+  // of shards it was started for, and the address workers reach it at.
+  // -1: a worker.
+  int64_t shard = -1;
+  int64_t shards = 0;
+  std::string address;
+  MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch, shard, shards, address);
 };
 
 struct Welcome {
@@ -61,8 +71,15 @@ struct Welcome {
   int64_t token_size = 0;  // token: samples per token
   double lr = 0;           // local, local-overlap: the local optimizer's learning rate
   double momentum = 0;     // and its momentum
+  // Sharded servers: the address of every server shard (index 0 is the one
+  // that sent this) and where their slices of the flat parameter vector
+  // begin, plus the end (shards + 1 offsets). Both empty: one server holds
+  // the whole model.
+  std::vector<std::string> servers;
+  std::vector<int64_t> bounds;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
-                     shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum);
+                     shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum,
+                     servers, bounds);
 };
 
 struct Pull {
@@ -142,9 +159,41 @@ struct Chunk {
   MSGPACK_DEFINE_MAP(index);
 };
 
+// One thing shard 0 tells another server shard to do to its slice. Shard 0
+// runs the policy; the others carry out its decisions in the order given,
+// so every slice sees the same stages, applies and replies.
+struct Order {
+  enum Kind : int64_t {
+    kStage = 1,       // acc += value * worker's push `clock` (its slice of it)
+    kDiscard = 2,     // worker's push `clock` contributes nothing: free it
+    kApply = 3,       // optimizer step along value * acc; acc = 0
+    kApplyDelta = 4,  // slice += value * acc; acc = 0
+    kReply = 5,       // send worker the slice as it stands now (value: the model's version)
+    kForget = 6,      // the worker is gone: drop its pushes, stages waiting for them skip
+    kSnapshot = 7,    // send shard 0 a Slice of the model as it stands now (value: its id)
+  };
+  int64_t kind = 0;
+  int64_t worker = -1;
+  int64_t clock = 0;  // Stage, Discard: the push's clock, in the worker's own count
+  double value = 0;
+  MSGPACK_DEFINE_ARRAY(kind, worker, clock, value);
+};
+
+struct Orders {
+  std::vector<Order> orders;
+  MSGPACK_DEFINE_MAP(orders);
+};
+
+// A server shard's slice of one snapshot; payload: its num_params floats.
+struct Slice {
+  int64_t id = 0;
+  int64_t num_params = 0;
+  MSGPACK_DEFINE_MAP(id, num_params);
+};
+
 // Alternatives in MsgType order: TypeOf relies on it.
 using Body = std::variant<Hello, Welcome, Pull, Model, Push, Stop, Heartbeat, Error, Continue,
-                          SyncNow, Chunk>;
+                          SyncNow, Chunk, Orders, Slice>;
 
 // The type tag of a body.
 MsgType TypeOf(const Body& body);

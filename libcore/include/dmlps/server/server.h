@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "dmlps/base/status.h"
 #include "dmlps/model/model.h"
@@ -44,7 +45,29 @@ struct ServerConfig {
   std::string curve_allow;        // folder of the admitted workers' public keys (*.pub)
   int64_t max_message_bytes = 0;  // 0: the model's size plus kMessageHeadroom
   int64_t max_connections = 0;    // 0: workers plus kConnectionHeadroom
+  // Sharded servers: this server holds slice shard_index of shard_count of
+  // the flat parameter vector (see ShardBounds). Shard 0 runs the policy and
+  // evaluates; the others take their orders from it at `coordinator` and
+  // tell workers to reach them at `advertise` (empty: the bound address).
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
+  std::string coordinator;
+  std::string advertise;
+  // When set, the parameters this server holds at the end are written here
+  // as raw little-endian float32 (a shard: its slice; the shards' files in
+  // order make the whole model).
+  std::string save_model;
+  // Sum the gradients between two updates in rank order, not as they
+  // arrive, so that a run is the same bit for bit whatever the timing (and
+  // whatever the number of shards). The sum then starts at the update.
+  bool deterministic = false;
 };
+
+// Where the slices of a model of `num_params` floats over `shards` server
+// shards begin, plus the end: shards + 1 offsets, contiguous, sizes that
+// differ by one float at most (a large tensor is split across shards).
+// REQUIRES: 1 <= shards <= num_params.
+std::vector<int64_t> ShardBounds(int64_t num_params, int64_t shards);
 
 // What the default limits allow beyond the model and the cluster: room for
 // headers, and for workers reconnecting and tools probing the server.

@@ -1,0 +1,568 @@
+#include "server/shard.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "dmlps/model/model.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/optim/optimizer.h"
+#include "dmlps/proto/codec.h"
+#include "dmlps/server/model_store.h"
+#include "dmlps/trace/trace.h"
+
+namespace dmlps::server {
+
+std::vector<int64_t> ShardBounds(int64_t num_params, int64_t shards) {
+  std::vector<int64_t> bounds(static_cast<size_t>(shards) + 1);
+  // Sizes num_params / shards, the first num_params % shards one more.
+  const int64_t base = num_params / shards;
+  const int64_t extra = num_params % shards;
+  for (int64_t k = 0; k < shards; ++k) {
+    bounds[static_cast<size_t>(k) + 1] = bounds[static_cast<size_t>(k)] + base + (k < extra ? 1 : 0);
+  }
+  return bounds;
+}
+
+Status WriteRawModel(const std::string& path, std::span<const float> params) {
+  static_assert(std::endian::native == std::endian::little, "raw models are little-endian");
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(params.data()),
+            static_cast<std::streamsize>(params.size() * sizeof(float)));
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::IOError("cannot write the model to " + path);
+  }
+  spdlog::info("model saved to {} ({} parameters)", path, params.size());
+  return Status::Ok();
+}
+
+Status WriteEndpointFile(const std::string& path, const std::string& address) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp);
+  out << address << '\n';
+  out.close();
+  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return Status::IOError("cannot write " + path);
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kPollSlice{20};
+// A Stage order whose push has not come for this long is skipped (the worker
+// died between sending to shard 0 and to this shard): its slice is left out.
+constexpr milliseconds kPushStall{10000};
+// How long a stopped shard waits for the pushes its last orders name.
+constexpr milliseconds kDrainLimit{5000};
+
+std::string Key(const zmq::message_t& identity) {
+  return std::string(static_cast<const char*>(identity.data()), identity.size());
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+// A worker as this shard knows it: where to send its slice of the model,
+// and the push whose chunks are arriving.
+struct Pusher {
+  zmq::message_t identity;
+  std::shared_ptr<proto::IncomingTensor> incoming;
+  int64_t incoming_clock = 0;
+  Clock::time_point incoming_at;
+};
+
+class ShardServer {
+ public:
+  ShardServer(const ServerConfig& config, const std::atomic<int>* signal)
+      : config_(config), signal_(signal) {}
+
+  Result<RunReport> Run();
+
+ private:
+  Status Register();
+  Status Serve();
+  void HandleWorker(net::Frames& frames);
+  Status HandleCoordinator(net::Frames& frames);
+  void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
+  void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
+  // Carries out the orders in turn, until one waits for a push not here yet.
+  void RunOrders();
+  // Whether an order after the first forgets worker `w`.
+  bool ForgottenLater(int64_t w) const;
+  void Forget(int64_t w);
+  void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
+              bool fatal, bool rejoin = false);
+  // Drops the unfinished push of `pusher`: what is missing is left out.
+  void Abandon(Pusher& pusher, const std::string& why);
+  bool Interrupted() const { return signal_ != nullptr && signal_->load() != 0; }
+
+  const ServerConfig& config_;
+  const std::atomic<int>* signal_;
+  const std::string name_ = "shard " + std::to_string(config_.shard_index);
+
+  zmq::context_t context_;
+  std::optional<net::Endpoint> workers_;      // the ROUTER workers push to
+  std::optional<net::Endpoint> coordinator_;  // the DEALER to shard 0
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::optional<ModelStore> store_;
+  int64_t begin_ = 0;  // this slice in the flat parameter vector
+  int64_t size_ = 0;
+  int64_t max_bytes_ = 0;  // the most a worker's message may carry
+
+  std::map<int64_t, Pusher> pushers_;            // by rank
+  std::map<std::string, int64_t> rank_of_;       // identity bytes -> rank
+  using PushKey = std::pair<int64_t, int64_t>;   // rank, the worker's clock
+  std::map<PushKey, std::shared_ptr<proto::IncomingTensor>> pushes_;  // not ordered yet
+  std::set<PushKey> discarded_;  // discarded before they arrived
+  std::deque<proto::Order> orders_;
+  Clock::time_point waiting_since_;  // when the first order began to wait; epoch: it does not
+
+  Clock::time_point coordinator_seen_;
+  Clock::time_point last_heartbeat_;
+  bool stopped_ = false;
+  bool draining_done_ = false;
+  std::string stop_reason_;
+  int64_t staged_ = 0;
+  int64_t skipped_ = 0;
+  int64_t refusals_ = 0;
+  RunReport report_;
+};
+
+void ShardServer::Refuse(const zmq::message_t& identity, const std::string& who,
+                         const std::string& why, bool fatal, bool rejoin) {
+  if (++refusals_ <= 20) {
+    spdlog::warn("{}: refused {}: {}", name_, who, why);
+  } else {
+    spdlog::debug("{}: refused {}: {}", name_, who, why);
+  }
+  Status sent = workers_->SendMessage(&identity, proto::Error{why, fatal, rejoin});
+  if (!sent.ok()) spdlog::debug("cannot tell {}: {}", who, sent.ToString());
+}
+
+Status ShardServer::Register() {
+  net::BindOptions bind_options;
+  if (config_.max_message_bytes > 0) bind_options.max_frame_bytes = config_.max_message_bytes;
+  bind_options.max_connections = config_.max_connections;
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint workers,
+                         net::Endpoint::Bind(context_, config_.bind, bind_options));
+  workers_.emplace(std::move(workers));
+  if (!config_.endpoint_file.empty()) {
+    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, workers_->address()));
+  }
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint coordinator,
+                         net::Endpoint::Connect(context_, config_.coordinator));
+  coordinator_.emplace(std::move(coordinator));
+  proto::Hello hello;
+  hello.host = HostName();
+  hello.pid = getpid();
+  hello.shard = config_.shard_index;
+  hello.shards = config_.shard_count;
+  hello.address = config_.advertise.empty() ? workers_->address() : config_.advertise;
+  DMLPS_RETURN_IF_ERROR(coordinator_->SendMessage(nullptr, hello));
+  spdlog::info("{} of {}: listening on {}, registering with shard 0 at {}", name_,
+               config_.shard_count, workers_->address(), config_.coordinator);
+
+  // Shard 0 answers once its data is loaded: as long as a worker may wait.
+  const Clock::time_point deadline = Clock::now() + config_.worker_timeout;
+  net::Frames frames;
+  while (true) {
+    if (Interrupted()) return Status::Ok();
+    if (Clock::now() >= deadline) {
+      return Status::Unavailable("no answer from shard 0 at " + config_.coordinator + " for " +
+                                 fmt::format("{:g}", std::chrono::duration<double>(
+                                                         config_.worker_timeout).count()) +
+                                 " s");
+    }
+    DMLPS_ASSIGN_OR_RETURN(bool got, coordinator_->Receive(&frames, kPollSlice));
+    if (!got) continue;
+    DMLPS_ASSIGN_OR_RETURN(proto::Message message, proto::DecodeMessage(frames, 0));
+    if (auto* error = std::get_if<proto::Error>(&message.body)) {
+      if (error->fatal) return Status::Unavailable("shard 0 refused this shard: " + error->message);
+      spdlog::warn("shard 0 says: {}", error->message);
+      continue;
+    }
+    if (auto* stop = std::get_if<proto::Stop>(&message.body)) {
+      return Status::Unavailable("shard 0 stopped before this shard joined: " + stop->reason);
+    }
+    auto* welcome = std::get_if<proto::Welcome>(&message.body);
+    if (welcome == nullptr) continue;  // heartbeats
+
+    DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
+                           model::ParseModelSpec(welcome->model, welcome->input_dim,
+                                                 welcome->classes));
+    model::Model model(spec);
+    if (model.num_params() != welcome->num_params ||
+        welcome->bounds != ShardBounds(model.num_params(), config_.shard_count)) {
+      return Status::Protocol("shard 0 sent a model of " + std::to_string(welcome->num_params) +
+                              " parameters or slices that do not fit " + spec.Name());
+    }
+    // The whole model initialized as shard 0 does; this shard keeps its slice.
+    std::vector<float> params(static_cast<size_t>(model.num_params()));
+    model.Initialize(welcome->seed, params);
+    begin_ = welcome->bounds[static_cast<size_t>(config_.shard_index)];
+    size_ = welcome->bounds[static_cast<size_t>(config_.shard_index) + 1] - begin_;
+    std::vector<float> slice(params.begin() + begin_, params.begin() + begin_ + size_);
+    DMLPS_ASSIGN_OR_RETURN(optimizer_,
+                           optim::MakeOptimizer(welcome->lr, welcome->momentum, size_));
+    store_.emplace(std::move(slice), proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)));
+    max_bytes_ = config_.max_message_bytes > 0
+                     ? config_.max_message_bytes
+                     : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;
+    spdlog::info("{}: model {}, parameters [{}, {}) of {}, {} (policy {} on shard 0)", name_,
+                 spec.Name(), begin_, begin_ + size_, model.num_params(), optimizer_->Name(),
+                 welcome->policy);
+    coordinator_seen_ = Clock::now();
+    return Status::Ok();
+  }
+}
+
+void ShardServer::HandleWorker(net::Frames& frames) {
+  if (frames.size() < 2) return;
+  zmq::message_t identity = net::CopyFrame(frames[0]);
+  auto it = rank_of_.find(Key(identity));
+  const int64_t rank = it == rank_of_.end() ? -1 : it->second;
+  const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "a peer";
+  int64_t bytes = 0;
+  for (size_t i = 1; i < frames.size(); ++i) bytes += static_cast<int64_t>(frames[i].size());
+  if (bytes > max_bytes_) {
+    Refuse(identity, who, "message of " + std::to_string(bytes) + " bytes (at most " +
+                              std::to_string(max_bytes_) + ")",
+           rank < 0);
+    return;
+  }
+  Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+  if (!message.ok()) {
+    Refuse(identity, who, message.status().message(), rank < 0);
+    return;
+  }
+  proto::Body& body = message->body;
+  if (auto* hello = std::get_if<proto::Hello>(&body)) {
+    // A worker shard 0 admitted, under the rank it got there.
+    if (hello->rank < 0 || hello->shard >= 0) {
+      Refuse(identity, who, "only workers that joined shard 0 (with their rank) push here", true);
+      return;
+    }
+    if (auto old = pushers_.find(hello->rank); old != pushers_.end()) {
+      // The same rank from a new socket: a worker that joined again.
+      rank_of_.erase(Key(old->second.identity));
+      if (old->second.incoming != nullptr) Abandon(old->second, "it joined again");
+    }
+    pushers_[hello->rank].identity = net::CopyFrame(identity);
+    rank_of_[Key(identity)] = hello->rank;
+    proto::Welcome welcome;
+    welcome.rank = hello->rank;
+    welcome.num_params = size_;
+    welcome.shard_index = config_.shard_index;
+    welcome.shard_count = config_.shard_count;
+    if (Status sent = workers_->SendMessage(&identity, welcome); !sent.ok()) {
+      spdlog::warn("{}: cannot welcome worker {}: {}", name_, hello->rank, sent.ToString());
+    }
+    spdlog::debug("{}: worker {} ({}:{}) connected", name_, hello->rank, hello->host, hello->pid);
+    return;
+  }
+  if (rank < 0) {
+    Refuse(identity, who, std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello",
+           true, /*rejoin=*/true);
+    return;
+  }
+  if (auto* push = std::get_if<proto::Push>(&body)) {
+    HandlePush(rank, *push, message->payload);
+  } else if (auto* chunk = std::get_if<proto::Chunk>(&body)) {
+    HandleChunk(rank, *chunk, message->payload);
+  } else if (auto* error = std::get_if<proto::Error>(&body)) {
+    spdlog::debug("{}: worker {} says: {}", name_, rank, error->message);
+  } else if (!std::holds_alternative<proto::Heartbeat>(body)) {
+    Refuse(identity, who,
+           "a worker may send a shard beyond 0 only its pushes, not " +
+               std::string(proto::MsgTypeName(proto::TypeOf(body))),
+           false);
+  }
+}
+
+void ShardServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
+  Pusher& pusher = pushers_[rank];
+  const std::string who = "worker " + std::to_string(rank);
+  if (pusher.incoming != nullptr) Abandon(pusher, "broken off by its next push");
+  Result<proto::IncomingTensor> opened = proto::IncomingTensor::Open(
+      push.num_params, push.chunks, push.chunk_floats, std::move(payload));
+  std::string problem;
+  if (push.num_params != size_) {
+    problem = "push carries " + std::to_string(push.num_params) + " parameters, this shard's " +
+              "slice has " + std::to_string(size_);
+  } else if (!opened.ok()) {
+    problem = opened.status().message();
+  }
+  // A push this shard cannot take still gets its orders: as one that
+  // carries nothing, so that the orders naming it go on.
+  auto tensor = std::make_shared<proto::IncomingTensor>(
+      problem.empty() ? std::move(opened).value()
+                      : std::move(proto::IncomingTensor::Open(size_, 1, std::max<int64_t>(size_, 1),
+                                                              {}))
+                            .value());
+  if (!problem.empty()) {
+    tensor->Close();
+    Refuse(pusher.identity, who, problem + "; this slice of it is left out", false);
+  } else if (!tensor->streamed() && !tensor->AllFinite(0, tensor->size())) {
+    tensor->Exclude(0, tensor->size());
+    Refuse(pusher.identity, who,
+           "gradient slice contains NaN or infinite values; this slice of it is left out", false);
+  }
+  if (tensor->streamed() && !tensor->settled()) {
+    pusher.incoming = tensor;
+    pusher.incoming_clock = push.clock;
+    pusher.incoming_at = Clock::now();
+  }
+  const PushKey key{rank, push.clock};
+  if (discarded_.erase(key) == 0) pushes_[key] = std::move(tensor);
+  RunOrders();
+}
+
+void ShardServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
+  Pusher& pusher = pushers_[rank];
+  if (pusher.incoming == nullptr) {
+    Refuse(pusher.identity, "worker " + std::to_string(rank),
+           "chunk " + std::to_string(chunk.index) + " without a streamed push to belong to", false);
+    return;
+  }
+  Result<bool> finite = TakeChunk(*pusher.incoming, chunk.index, payload);
+  if (!finite.ok()) {
+    Abandon(pusher, finite.status().message());
+    return;
+  }
+  if (!*finite) {
+    Refuse(pusher.identity, "worker " + std::to_string(rank),
+           "push " + std::to_string(pusher.incoming_clock) + ", chunk " +
+               std::to_string(chunk.index) + " contains NaN or infinite values; it is left out",
+           false);
+  }
+  pusher.incoming_at = Clock::now();
+  if (pusher.incoming->complete()) pusher.incoming.reset();
+  store_->Advance();
+}
+
+void ShardServer::Abandon(Pusher& pusher, const std::string& why) {
+  Refuse(pusher.identity, "a worker",
+         "push " + std::to_string(pusher.incoming_clock) + ": " + why +
+             "; the rest of its slice is left out",
+         false);
+  pusher.incoming->Close();
+  pusher.incoming.reset();
+  store_->Advance();
+}
+
+bool ShardServer::ForgottenLater(int64_t w) const {
+  return std::any_of(orders_.begin() + 1, orders_.end(), [w](const proto::Order& o) {
+    return o.kind == proto::Order::kForget && o.worker == w;
+  });
+}
+
+void ShardServer::Forget(int64_t w) {
+  std::erase_if(pushes_, [w](const auto& entry) { return entry.first.first == w; });
+  std::erase_if(discarded_, [w](const PushKey& key) { return key.first == w; });
+  if (auto it = pushers_.find(w); it != pushers_.end()) {
+    if (it->second.incoming != nullptr) {
+      it->second.incoming->Close();
+      it->second.incoming.reset();
+      store_->Advance();
+    }
+    rank_of_.erase(Key(it->second.identity));
+    pushers_.erase(it);
+  }
+}
+
+void ShardServer::RunOrders() {
+  while (!orders_.empty()) {
+    const proto::Order order = orders_.front();
+    switch (order.kind) {
+      case proto::Order::kStage: {
+        auto it = pushes_.find({order.worker, order.clock});
+        if (it == pushes_.end()) {
+          const Clock::time_point now = Clock::now();
+          if (waiting_since_ == Clock::time_point{}) waiting_since_ = now;
+          if (!ForgottenLater(order.worker)) {
+            if (now - waiting_since_ < kPushStall && !draining_done_) return;  // on its way
+            spdlog::warn("{}: push {} of worker {} never came; its slice is left out", name_,
+                         order.clock, order.worker);
+          }
+          ++skipped_;
+          break;
+        }
+        store_->Stage(it->second, static_cast<float>(order.value));
+        pushes_.erase(it);
+        ++staged_;
+        break;
+      }
+      case proto::Order::kDiscard:
+        if (pushes_.erase({order.worker, order.clock}) == 0) {
+          discarded_.insert({order.worker, order.clock});
+        }
+        break;
+      case proto::Order::kApply:
+        store_->Apply(optimizer_.get(), static_cast<float>(order.value));
+        break;
+      case proto::Order::kApplyDelta:
+        store_->Apply(nullptr, static_cast<float>(order.value));
+        break;
+      case proto::Order::kReply: {
+        auto it = pushers_.find(order.worker);
+        if (it == pushers_.end()) {
+          spdlog::warn("{}: no connection from worker {} to send its slice of the model to", name_,
+                       order.worker);
+          break;
+        }
+        proto::Model header;
+        header.version = static_cast<int64_t>(order.value);
+        QueueModelReply(*store_, *workers_, &it->second.identity, header,
+                        "worker " + std::to_string(order.worker));
+        break;
+      }
+      case proto::Order::kForget:
+        Forget(order.worker);
+        break;
+      case proto::Order::kSnapshot: {
+        const auto id = static_cast<int64_t>(order.value);
+        store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
+          net::Frames payload;
+          const auto count = static_cast<int64_t>(values->size());
+          if (count > 0) proto::AppendRange(std::move(values), 0, count, &payload);
+          Status sent = coordinator_->SendMessage(nullptr, proto::Slice{id, count}, std::move(payload));
+          if (!sent.ok()) spdlog::warn("{}: cannot send snapshot {}: {}", name_, id, sent.ToString());
+        });
+        break;
+      }
+      default:
+        spdlog::warn("{}: ignoring an order of unknown kind {}", name_, order.kind);
+        break;
+    }
+    waiting_since_ = Clock::time_point{};
+    orders_.pop_front();
+  }
+}
+
+Status ShardServer::HandleCoordinator(net::Frames& frames) {
+  Result<proto::Message> decoded = proto::DecodeMessage(frames, 0);
+  if (!decoded.ok()) return decoded.status().WithContext("bad message from shard 0");
+  proto::Message& message = *decoded;
+  coordinator_seen_ = Clock::now();
+  if (auto* orders = std::get_if<proto::Orders>(&message.body)) {
+    orders_.insert(orders_.end(), orders->orders.begin(), orders->orders.end());
+    RunOrders();
+  } else if (auto* stop = std::get_if<proto::Stop>(&message.body)) {
+    stopped_ = true;
+    stop_reason_ = stop->reason;
+  } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
+    if (error->fatal) return Status::Unavailable("shard 0 dropped this shard: " + error->message);
+    spdlog::warn("shard 0 says: {}", error->message);
+  }
+  return Status::Ok();
+}
+
+Status ShardServer::Serve() {
+  std::array<net::Endpoint*, 2> sockets{&*coordinator_, &*workers_};
+  net::Frames frames;
+  last_heartbeat_ = Clock::now();
+  while (!stopped_) {
+    if (Interrupted()) {
+      report_.signal = signal_->load();
+      return Status::Ok();
+    }
+    DMLPS_ASSIGN_OR_RETURN(int ready, net::Endpoint::WaitAny(sockets, kPollSlice));
+    if (ready >= 0) {
+      // Orders first: they free what pushes wait on.
+      while (!stopped_) {
+        DMLPS_ASSIGN_OR_RETURN(bool got, coordinator_->Receive(&frames, milliseconds(0)));
+        if (!got) break;
+        DMLPS_RETURN_IF_ERROR(HandleCoordinator(frames));
+      }
+      for (int i = 0; i < 256; ++i) {
+        DMLPS_ASSIGN_OR_RETURN(bool got, workers_->Receive(&frames, milliseconds(0)));
+        if (!got) break;
+        HandleWorker(frames);
+      }
+    }
+    RunOrders();
+    const Clock::time_point now = Clock::now();
+    if (now - last_heartbeat_ >= config_.heartbeat) {
+      last_heartbeat_ = now;
+      Status sent = coordinator_->SendMessage(nullptr, proto::Heartbeat{trace::NowMicros()});
+      if (!sent.ok()) spdlog::debug("{}: heartbeat to shard 0 failed: {}", name_, sent.ToString());
+    }
+    if (now - coordinator_seen_ >= config_.worker_timeout) {
+      return Status::Unavailable(fmt::format("shard 0 at {} silent for {:g} s", config_.coordinator,
+                                             std::chrono::duration<double>(config_.worker_timeout)
+                                                 .count()));
+    }
+    for (auto& [rank, pusher] : pushers_) {
+      if (pusher.incoming != nullptr && now - pusher.incoming_at >= kPushStall) {
+        Abandon(pusher, "no chunk for " + std::to_string(kPushStall.count() / 1000) + " s");
+      }
+    }
+  }
+  // The last orders may name pushes still arriving: take them, for a while.
+  const Clock::time_point deadline = Clock::now() + kDrainLimit;
+  while ((!orders_.empty() || store_->ApplyPending()) && Clock::now() < deadline) {
+    DMLPS_ASSIGN_OR_RETURN(bool got, workers_->Receive(&frames, kPollSlice));
+    if (got) HandleWorker(frames);
+    RunOrders();
+  }
+  draining_done_ = true;  // a stage still waiting now is skipped
+  RunOrders();
+  return Status::Ok();
+}
+
+Result<RunReport> ShardServer::Run() {
+  DMLPS_RETURN_IF_ERROR(Register());
+  if (Interrupted()) {
+    report_.signal = signal_->load();
+    return report_;
+  }
+  Status served = Serve();
+  if (!served.ok() || report_.signal != 0) {
+    // Shard 0 cannot go on without this slice: it should know at once.
+    const std::string why = report_.signal != 0 ? name_ + " interrupted" : served.message();
+    (void)coordinator_->SendMessage(nullptr, proto::Error{why, true});
+    DMLPS_RETURN_IF_ERROR(served);
+    return report_;
+  }
+  spdlog::info("{} stopped by shard 0 ({}): {} pushes staged, {} left out", name_, stop_reason_,
+               staged_, skipped_);
+  if (!config_.save_model.empty()) {
+    if (store_->ApplyPending()) {
+      return Status::Unavailable("--save-model: an update is still waiting for its gradient's "
+                                 "chunks; the model was not saved");
+    }
+    DMLPS_RETURN_IF_ERROR(WriteRawModel(config_.save_model, store_->Params()));
+  }
+  return report_;
+}
+
+}  // namespace
+
+Result<RunReport> RunServerShard(const ServerConfig& config, const std::atomic<int>* signal) {
+  ShardServer shard(config, signal);
+  return shard.Run();
+}
+
+}  // namespace dmlps::server
