@@ -1224,8 +1224,8 @@ void ParameterServer::SendOrders() {
     if (!peers_[k].has_value()) continue;
     Status sent = endpoint_->SendMessage(&peers_[k]->identity, batch);
     if (!sent.ok()) {
-      fatal_ = Status::Unavailable("cannot reach server shard " + std::to_string(k) + ": " +
-                                   sent.message());
+      fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " +
+                                   peers_[k]->address + " lost: " + sent.message());
     }
   }
 }

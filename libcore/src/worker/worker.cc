@@ -271,6 +271,12 @@ Result<proto::Message> WorkerRunner::Await(net::Endpoint& from,
                                  fmt::format("{:g}", silence.count() / 1000.0) + " s");
     }
     MaybeHeartbeat();
+    if (&from != &*endpoint_) {
+      // Awaiting another server shard: shard 0 may stop the run meanwhile
+      // (one shard lost, say), or fail this worker.
+      DMLPS_RETURN_IF_ERROR(PollControl());
+      if (stop_) return proto::Message{proto::Stop{stop_reason_}, {}};
+    }
     DMLPS_ASSIGN_OR_RETURN(bool got, from.Receive(&frames, kPollSlice));
     if (!got) continue;
     deadline = Clock::now() + silence;

@@ -1,0 +1,119 @@
+# Sharded servers. 1 shard and 3 shards, with 3 workers under BSP, the same
+# seed and data order and --deterministic, end with the same model bit for
+# bit; a 3-shard cluster trains to a target; bad shard flags are usage
+# errors; a shard that does not fit the job is refused; a shard lost
+# mid-run ends the run with an error instead of a hang.
+. "$(dirname "$0")/lib.sh"
+
+# start_shard INDEX COUNT ARGS...: starts shard INDEX of COUNT against shard
+# 0 at $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log.
+start_shard() {
+  local index=$1 count=$2
+  shift 2
+  "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$index/$count" \
+    --coordinator "$ENDPOINT" "$@" 2>"$WORK/shard-$index.log" &
+  SHARD_PID=$!
+  CHILDREN+=("$SHARD_PID")
+}
+
+# cluster SHARDS TAG SERVER-ARGS...: shard 0, SHARDS - 1 more and 3 workers,
+# to the end; each shard saves its slice, TAG.model is the whole model.
+cluster() {
+  local shards=$1 tag=$2
+  shift 2
+  start_server --shard "0/$shards" --workers 3 --save-model "$WORK/$tag.0" "$@"
+  local pids=("$SERVER_PID")
+  for ((k = 1; k < shards; k++)); do
+    start_shard "$k" "$shards" --save-model "$WORK/$tag.$k"
+    pids+=("$SHARD_PID")
+  done
+  local workers=()
+  for r in 0 1 2; do
+    start_worker "$tag-worker-$r" --rank "$r"
+    workers+=("$WORKER_PID")
+  done
+  for pid in "${pids[@]}"; do
+    wait_for "$pid" 120
+    expect_exit 0 "$RC" "server shard (pid $pid) of $tag"
+  done
+  for pid in "${workers[@]}"; do
+    wait_for "$pid" 30
+    expect_exit 0 "$RC" "worker (pid $pid) of $tag"
+  done
+  cp "$WORK/server.tsv" "$WORK/$tag.tsv"
+  : >"$WORK/$tag.model"
+  for ((k = 0; k < shards; k++)); do cat "$WORK/$tag.$k" >>"$WORK/$tag.model"; done
+}
+
+# --- Bit for bit: 1 shard against 3.
+same=(--policy bsp --model mlp:32 --batch 32 --seed 11 --max-iterations 40 --eval-every 20
+      --deterministic)
+cluster 1 one "${same[@]}"
+cluster 3 three "${same[@]}"
+params=$((784 * 32 + 32 + 32 * 10 + 10))
+[ "$(stat -c %s "$WORK/one.model")" -eq $((params * 4)) ] || fail "one.model is not $params floats"
+grep -q "parameters \[8484, 16967)" "$WORK/shard-1.log" ||
+  fail "shard 1 does not hold the second third of the parameters"
+cmp "$WORK/one.model" "$WORK/three.model" ||
+  fail "1 shard and 3 shards ended with different models"
+# And the model trained: the accuracy rose from the untrained one.
+awk -F '\t' 'NR == 2 { first = $3 } END { exit !($3 > first + 0.3) }' "$WORK/three.tsv" ||
+  fail "the 3-shard run did not train: $(cat "$WORK/three.tsv")"
+diff <(cut -f 2- "$WORK/one.tsv") <(cut -f 2- "$WORK/three.tsv") >/dev/null ||
+  fail "1 shard and 3 shards evaluated differently"
+echo "1 shard and 3 shards: the same $params parameters bit for bit; $(tail -n 1 "$WORK/three.tsv")"
+
+# --- A 3-shard cluster trains to a target, with a model streamed in chunks
+# (mlp:512: 1.6 MB, a slice larger than one 1 MiB chunk on 2 shards).
+start_server --shard 0/2 --workers 2 --policy bsp --model mlp:512 --target-accuracy 0.8 \
+  --max-iterations 2000 --eval-every 25
+start_shard 1 2
+shard=$SHARD_PID
+start_worker w0
+w0=$WORKER_PID
+start_worker w1
+w1=$WORKER_PID
+wait_for "$SERVER_PID" 240
+expect_exit 0 "$RC" "dmlps-server --shard 0/2 to 0.8"
+for pid in "$shard" "$w0" "$w1"; do
+  wait_for "$pid" 30
+  expect_exit 0 "$RC" "a member of the 2-shard cluster"
+done
+echo "2 shards, mlp:512: $(tail -n 1 "$WORK/server.tsv")"
+
+# --- Usage errors.
+RC=0
+"$BIN/dmlps-server" --shard 3/2 2>"$WORK/usage.err" || RC=$?
+expect_exit 64 "$RC" "--shard 3/2"
+RC=0
+"$BIN/dmlps-server" --shard 1/3 2>"$WORK/usage.err" || RC=$?
+expect_exit 64 "$RC" "--shard 1/3 without --coordinator"
+grep -q -- "--coordinator" "$WORK/usage.err" || fail "no word of --coordinator: $(cat "$WORK/usage.err")"
+RC=0
+"$BIN/dmlps-server" --shard one/two 2>"$WORK/usage.err" || RC=$?
+expect_exit 64 "$RC" "--shard one/two"
+
+# --- A shard of another job is refused, with a one-line reason.
+start_server --shard 0/2 --workers 1 --model mlp:32 --max-seconds 30
+start_shard 1 3 --worker-timeout 10
+wait_for "$SHARD_PID" 20
+expect_exit 69 "$RC" "shard 1/3 joining a job of 2 shards"
+grep -q "does not fit this job of 2 shards" "$WORK/shard-1.log" ||
+  fail "the refusal does not say why: $(cat "$WORK/shard-1.log")"
+
+# --- A shard lost mid-run: shard 0 ends the run with an error, the workers stop.
+kill -9 "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+start_server --shard 0/2 --workers 1 --model mlp:32 --max-seconds 60 --heartbeat-ms 100 \
+  --worker-timeout 1.5
+start_shard 1 2 --heartbeat-ms 100
+shard=$SHARD_PID
+start_worker lone
+worker=$WORKER_PID
+wait_iteration 100 60
+kill -9 "$shard"
+wait_for "$SERVER_PID" 20
+expect_exit 69 "$RC" "shard 0 after losing shard 1"
+grep -q "server shard 1 at .* lost" "$WORK/server.log" || fail "shard 0 does not say shard 1 was lost"
+wait_for "$worker" 20
+echo "a lost shard: shard 0 exits 69, the worker exits $RC"
