@@ -37,8 +37,10 @@ int main(int argc, char** argv) {
       ("shard", "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
        "their orders from it (see --coordinator)", cxxopts::value<std::string>()->default_value("0/1"),
        "I/S")
-      ("coordinator", "Shards 1 and up: the address of shard 0 (its --bind); the model, data and "
-       "policy flags are shard 0's", cxxopts::value<std::string>(), "ADDR")
+      ("coordinator", "Shards 1 and up: the address of shard 0 (its --bind), by default where "
+       "dmlps-worker finds the server ($DMLPS_SERVER, Slurm's first node, or 127.0.0.1, at "
+       "$DMLPS_PORT); the model, data and policy flags are shard 0's",
+       cxxopts::value<std::string>()->default_value(launch.server), "ADDR")
       ("advertise", "Shards 1 and up: the address workers reach this shard at (default: the bound "
        "one)", cxxopts::value<std::string>(), "ADDR");
   options.add_options("Fault tolerance")
@@ -179,7 +181,9 @@ int main(int argc, char** argv) {
       config.shard_count = n;
     }
   }
-  if (flags.Has("coordinator")) config.coordinator = flags.String("coordinator");
+  if (config.shard_index > 0 || flags.Has("coordinator")) {
+    config.coordinator = flags.String("coordinator");
+  }
   if (flags.Has("advertise")) config.advertise = flags.String("advertise");
   if (flags.Has("report")) config.report = flags.String("report");
   config.policy.backup = flags.Int("backup", 0, 100000);

@@ -62,3 +62,24 @@ grep -q $'^target_reached\t1$' "$WORK/report" || fail "the target was not reache
 acc=$(tail -n 1 "$WORK/server.tsv" | cut -f 3)
 awk -v a="$acc" -v t="$target" 'BEGIN { exit !(a >= t) }' || fail "final accuracy $acc is below $target"
 echo "mpirun -np 4: 1 server, 3 workers reached accuracy $acc in $seconds s (whole job): $(tail -n 1 "$WORK/server.tsv")"
+
+# --shards 2: launcher ranks 0 and 1 are server shards (ports P and P+1),
+# ranks 2..4 workers 0..2; each shard saves its slice, and the slices make
+# the whole model.
+port2=$((port + 2))
+rc=0
+timeout -s TERM -k 10 120 mpirun --oversubscribe --allow-run-as-root --bind-to none -np 5 \
+  "$src/share/dmlps/launch/dmlps-launch" --bin "$BIN" --port "$port2" --shards 2 \
+    --policy bsp --model mlp:32 --max-iterations 100 --eval-every 50 \
+    --save-model "$WORK/part%r" \
+  --shard-args --save-model "$WORK/part%r" \
+  >"$WORK/sharded.tsv" 2>"$WORK/mpirun-sharded.log" || rc=$?
+expect_exit 0 "$rc" "mpirun -np 5 dmlps-launch --shards 2"
+[ -z "$(launched_pids)" ] || fail "processes of the sharded run outlived mpirun: $(launched_pids)"
+grep -q "server shard 1 .* registered" "$WORK/mpirun-sharded.log" ||
+  fail "shard 1 did not register with shard 0"
+grep -q "all 3 workers ready" "$WORK/mpirun-sharded.log" || fail "shard 0 did not count 3 workers"
+bytes=$(( $(stat -c %s "$WORK/part0") + $(stat -c %s "$WORK/part1") ))
+[ "$bytes" -eq $(( (784 * 32 + 32 + 32 * 10 + 10) * 4 )) ] ||
+  fail "the two shards' slices hold $bytes bytes, not the whole model"
+echo "mpirun -np 5 --shards 2: 2 server shards, 3 workers: $(tail -n 1 "$WORK/sharded.tsv")"

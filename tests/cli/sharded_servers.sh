@@ -86,9 +86,10 @@ RC=0
 "$BIN/dmlps-server" --shard 3/2 2>"$WORK/usage.err" || RC=$?
 expect_exit 64 "$RC" "--shard 3/2"
 RC=0
-"$BIN/dmlps-server" --shard 1/3 2>"$WORK/usage.err" || RC=$?
-expect_exit 64 "$RC" "--shard 1/3 without --coordinator"
-grep -q -- "--coordinator" "$WORK/usage.err" || fail "no word of --coordinator: $(cat "$WORK/usage.err")"
+"$BIN/dmlps-server" --shard 0/3 --coordinator tcp://127.0.0.1:5555 2>"$WORK/usage.err" || RC=$?
+expect_exit 64 "$RC" "--shard 0/3 with --coordinator"
+grep -q -- "--coordinator is for shards 1 and up" "$WORK/usage.err" ||
+  fail "no word of --coordinator: $(cat "$WORK/usage.err")"
 RC=0
 "$BIN/dmlps-server" --shard one/two 2>"$WORK/usage.err" || RC=$?
 expect_exit 64 "$RC" "--shard one/two"

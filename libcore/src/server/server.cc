@@ -1555,9 +1555,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
       config.shard_index >= config.shard_count) {
     problems.push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
   } else if (config.shard_index > 0 && config.coordinator.empty()) {
-    problems.push_back("--shard " + std::to_string(config.shard_index) + "/" +
-                       std::to_string(config.shard_count) +
-                       " needs --coordinator ADDR (the address of shard 0)");
+    problems.push_back("--coordinator must not be empty (the address of shard 0)");
   } else if (config.shard_index == 0 && !config.coordinator.empty()) {
     problems.push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
   }
