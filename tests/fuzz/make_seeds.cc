@@ -145,6 +145,13 @@ std::vector<std::pair<std::string, std::string>> CodecSeeds() {
   seeds.emplace_back("continue", CodecSeed(0).Add(proto::Continue{true, 4, 32}).bytes());
   seeds.emplace_back("syncnow", CodecSeed(0).Add(proto::SyncNow{9}).bytes());
   seeds.emplace_back("chunk", CodecSeed(0).Add(proto::Chunk{0}, {FloatBytes({1, 2})}).bytes());
+  {
+    proto::Orders orders;
+    orders.orders = {{proto::Order::kStage, 1, 4, 32}, {proto::Order::kApply, -1, 0, 0.01},
+                     {proto::Order::kReply, 1, 0, 5}, {proto::Order::kSnapshot, -1, 0, 2}};
+    seeds.emplace_back("orders", CodecSeed(0).Add(orders).bytes());
+  }
+  seeds.emplace_back("slice", CodecSeed(0).Add(proto::Slice{2, 3}, {FloatBytes({1, 2, 3})}).bytes());
   seeds.emplace_back("push-streamed",
                      CodecSeed(0)
                          .Add(streamed)

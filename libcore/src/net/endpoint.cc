@@ -1,5 +1,7 @@
 #include "dmlps/net/endpoint.h"
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 #include <zmq.h>
 
@@ -345,6 +347,12 @@ Status Endpoint::CheckHandshakes() {
 
 zmq::message_t CopyFrame(const zmq::message_t& frame) {
   return zmq::message_t(frame.data(), frame.size());
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
 }
 
 }  // namespace dmlps::net

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "dmlps/data/dataset.h"
@@ -214,9 +216,10 @@ class ParameterServer {
   }
   // Sends the orders gathered since the last call to every other shard.
   void SendOrders();
-  // Snapshot `id` has this shard's part, or shard `shard`'s: evaluates it
-  // once every slice is in.
-  void FillSnapshot(int64_t id, int64_t shard, const float* values, int64_t count);
+  // Snapshot `id` gets shard `shard`'s slice of `count` floats, which
+  // `copy` writes into the span it is given; evaluated once every slice is in.
+  void FillSnapshot(int64_t id, int64_t shard, int64_t count,
+                    const std::function<void(std::span<float>)>& copy);
   // Waits, for at most `limit`, for the other shards' slices of the
   // snapshots taken.
   void AwaitSlices(milliseconds limit);
@@ -1156,7 +1159,8 @@ void ParameterServer::SubmitSnapshot(bool must) {
     Order({proto::Order::kSnapshot, -1, 0, static_cast<double>(id)});
     store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
       if (auto it = assemblies_.find(id); it != assemblies_.end()) it->second.snapshot.seconds = Seconds();
-      FillSnapshot(id, 0, values->data(), static_cast<int64_t>(values->size()));
+      FillSnapshot(id, 0, static_cast<int64_t>(values->size()),
+                   [&](std::span<float> out) { std::copy(values->begin(), values->end(), out.begin()); });
     });
     return;
   }
@@ -1170,7 +1174,8 @@ void ParameterServer::SubmitSnapshot(bool must) {
   });
 }
 
-void ParameterServer::FillSnapshot(int64_t id, int64_t shard, const float* values, int64_t count) {
+void ParameterServer::FillSnapshot(int64_t id, int64_t shard, int64_t count,
+                                   const std::function<void(std::span<float>)>& copy) {
   auto it = assemblies_.find(id);
   if (it == assemblies_.end()) return;
   Assembly& assembly = it->second;
@@ -1184,7 +1189,7 @@ void ParameterServer::FillSnapshot(int64_t id, int64_t shard, const float* value
   if (assembly.values == nullptr) {
     assembly.values = std::make_shared<std::vector<float>>(static_cast<size_t>(bounds_.back()));
   }
-  std::copy_n(values, count, assembly.values->begin() + static_cast<std::ptrdiff_t>(begin));
+  copy(std::span<float>(*assembly.values).subspan(begin, static_cast<size_t>(count)));
   if (--assembly.missing > 0) return;
   Snapshot snapshot = assembly.snapshot;
   snapshot.params = std::move(assembly.values);
@@ -1295,9 +1300,8 @@ void ParameterServer::HandleShardMessage(int64_t shard, proto::Message& message)
       assemblies_.erase(slice->id);
       return;
     }
-    std::vector<float> copy(static_cast<size_t>(values->size()));
-    values->CopyTo(0, values->size(), copy);
-    FillSnapshot(slice->id, shard, copy.data(), static_cast<int64_t>(copy.size()));
+    FillSnapshot(slice->id, shard, values->size(),
+                 [&](std::span<float> out) { values->CopyTo(0, values->size(), out); });
   } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
     if (error->fatal) {
       fatal_ = Status::Unavailable(who + " gave up: " + error->message);

@@ -78,12 +78,6 @@ std::string Key(const zmq::message_t& identity) {
   return std::string(static_cast<const char*>(identity.data()), identity.size());
 }
 
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 // A worker as this shard knows it: where to send its slice of the model,
 // and the push whose chunks are arriving.
 struct Pusher {
@@ -175,7 +169,7 @@ Status ShardServer::Register() {
                          net::Endpoint::Connect(context_, config_.coordinator));
   coordinator_.emplace(std::move(coordinator));
   proto::Hello hello;
-  hello.host = HostName();
+  hello.host = net::HostName();
   hello.pid = getpid();
   hello.shard = config_.shard_index;
   hello.shards = config_.shard_count;

@@ -49,12 +49,6 @@ Status CheckReadable(const std::string& path) {
   return Status::Ok();
 }
 
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
-}
-
 // The vectors pushes send from. ZeroMQ may still be sending from one, so a
 // buffer is reused only once nothing else holds it. They live as long as the
 // loop that pushes them, so a GPU backend page-locks each once and copies
@@ -779,7 +773,7 @@ Status WorkerRunner::Join() {
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Connect(context_, config_.server, connect_options_));
   endpoint_.emplace(std::move(endpoint));
-  proto::Hello hello{config_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
+  proto::Hello hello{config_.rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads,
                      max_batch_, -1, 0, {}};
   DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, hello));
   Result<proto::Message> reply = Await({proto::MsgType::kWelcome}, config_.connect_timeout);
@@ -819,7 +813,7 @@ Status WorkerRunner::ConnectShards() {
     DMLPS_ASSIGN_OR_RETURN(net::Endpoint shard,
                            net::Endpoint::Connect(*shard_context_, welcome_.servers[k],
                                                   connect_options_));
-    proto::Hello hello{welcome_.rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
+    proto::Hello hello{welcome_.rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads,
                        max_batch_, -1, 0, {}};
     DMLPS_RETURN_IF_ERROR(shard.SendMessage(nullptr, hello));
     shards_.push_back(std::move(shard));
@@ -930,7 +924,7 @@ Status WorkerRunner::Reconnect() {
     server_lost_ = false;
     refused_ = false;
     stop_ = false;
-    proto::Hello hello{want_rank, HostName(), static_cast<int64_t>(getpid()), config_.threads,
+    proto::Hello hello{want_rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads,
                        config_.max_batch, -1, 0, {}};
     DMLPS_RETURN_IF_ERROR(endpoint_->SendMessage(nullptr, hello));
     const auto wait = std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - now) +

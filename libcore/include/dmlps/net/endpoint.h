@@ -131,6 +131,10 @@ class Endpoint {
   std::string address_;
 };
 
+// This machine's host name, as a process tells its peers ("unknown" when it
+// cannot be read).
+std::string HostName();
+
 // Copies a ROUTER identity frame, for replying later.
 zmq::message_t CopyFrame(const zmq::message_t& frame);
 
