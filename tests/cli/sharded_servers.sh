@@ -1,8 +1,9 @@
 # Sharded servers. 1 shard and 3 shards, with 3 workers under BSP, the same
 # seed and data order and --deterministic, end with the same model bit for
 # bit; a 3-shard cluster trains to a target; bad shard flags are usage
-# errors; a shard that does not fit the job is refused; a shard lost
-# mid-run ends the run with an error instead of a hang.
+# errors; a shard that does not fit the job is refused; garbage sent to a
+# shard is answered with errors; a shard lost mid-run ends the run with an
+# error instead of a hang.
 . "$(dirname "$0")/lib.sh"
 
 # start_shard INDEX COUNT ARGS...: starts shard INDEX of COUNT against shard
@@ -67,12 +68,19 @@ echo "1 shard and 3 shards: the same $params parameters bit for bit; $(tail -n 1
 # (mlp:512: 1.6 MB, a slice larger than one 1 MiB chunk on 2 shards).
 start_server --shard 0/2 --workers 2 --policy bsp --model mlp:512 --target-accuracy 0.8 \
   --max-iterations 2000 --eval-every 25
-start_shard 1 2
+start_shard 1 2 --endpoint-file "$WORK/shard1.endpoint"
 shard=$SHARD_PID
 start_worker w0
 w0=$WORKER_PID
 start_worker w1
 w1=$WORKER_PID
+# A peer sending garbage to shard 1 mid-run gets Errors; training goes on.
+for _ in $(seq 100); do [ -s "$WORK/shard1.endpoint" ] && break; sleep 0.1; done
+wait_iteration 25 120
+RC=0
+"$TEST_BIN/dmlps-test-peer" garbage "$(cat "$WORK/shard1.endpoint")" >"$WORK/peer.out" \
+  2>"$WORK/peer.log" || RC=$?
+expect_exit 0 "$RC" "dmlps-test-peer garbage against shard 1"
 wait_for "$SERVER_PID" 240
 expect_exit 0 "$RC" "dmlps-server --shard 0/2 to 0.8"
 for pid in "$shard" "$w0" "$w1"; do
