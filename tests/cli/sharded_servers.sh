@@ -3,7 +3,7 @@
 # bit; a 3-shard cluster trains to a target; bad shard flags are usage
 # errors; a shard that does not fit the job is refused; garbage sent to a
 # shard is answered with errors; a shard lost mid-run ends the run with an
-# error instead of a hang.
+# error instead of a hang, a lost worker does not stop the shards.
 . "$(dirname "$0")/lib.sh"
 
 # start_shard INDEX COUNT ARGS...: starts shard INDEX of COUNT against shard
@@ -88,6 +88,28 @@ for pid in "$shard" "$w0" "$w1"; do
   expect_exit 0 "$RC" "a member of the 2-shard cluster"
 done
 echo "2 shards, mlp:512: $(tail -n 1 "$WORK/server.tsv")"
+
+# --- A worker lost mid-run: shard 0 forgets it, every shard goes on with the
+# other two (--deterministic: the round's pushes are staged at its end).
+start_server --shard 0/2 --workers 3 --policy bsp --model mlp:32 --max-iterations 300 \
+  --eval-every 50 --deterministic --heartbeat-ms 100 --worker-timeout 1.5
+start_shard 1 2 --heartbeat-ms 100
+shard=$SHARD_PID
+pids=()
+for r in 0 1 2; do
+  start_worker "lose-$r" --rank "$r" --heartbeat-ms 100
+  pids+=("$WORKER_PID")
+done
+wait_iteration 50 60
+kill -9 "${pids[2]}"
+wait_for "$SERVER_PID" 60
+expect_exit 0 "$RC" "dmlps-server --shard 0/2 after losing worker 2"
+grep -q "lost worker 2" "$WORK/server.log" || fail "shard 0 did not lose worker 2"
+for pid in "$shard" "${pids[0]}" "${pids[1]}"; do
+  wait_for "$pid" 30
+  expect_exit 0 "$RC" "a member of the cluster that lost a worker"
+done
+echo "2 shards, a worker lost: $(tail -n 1 "$WORK/server.tsv")"
 
 # --- Usage errors.
 RC=0

@@ -103,7 +103,8 @@ class ShardServer {
   void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
   // Carries out the orders in turn, until one waits for a push not here yet.
   void RunOrders();
-  // Whether an order after the first forgets worker `w`.
+  // Whether an order after the first forgets worker `w` (the push the first
+  // waits for will then not come).
   bool ForgottenLater(int64_t w) const;
   void Forget(int64_t w);
   void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
@@ -130,6 +131,7 @@ class ShardServer {
   using PushKey = std::pair<int64_t, int64_t>;   // rank, the worker's clock
   std::map<PushKey, std::shared_ptr<proto::IncomingTensor>> pushes_;  // not ordered yet
   std::set<PushKey> discarded_;  // discarded before they arrived
+  std::set<int64_t> forgotten_;  // ranks lost, not joined again
   std::deque<proto::Order> orders_;
   Clock::time_point waiting_since_;  // when the first order began to wait; epoch: it does not
 
@@ -264,6 +266,7 @@ void ShardServer::HandleWorker(net::Frames& frames) {
       if (old->second.incoming != nullptr) Abandon(old->second, "it joined again");
     }
     pushers_[hello->rank].identity = net::CopyFrame(identity);
+    forgotten_.erase(hello->rank);
     rank_of_[Key(identity)] = hello->rank;
     proto::Welcome welcome;
     welcome.rank = hello->rank;
@@ -373,7 +376,10 @@ bool ShardServer::ForgottenLater(int64_t w) const {
 }
 
 void ShardServer::Forget(int64_t w) {
-  std::erase_if(pushes_, [w](const auto& entry) { return entry.first.first == w; });
+  // Its pushes here stay: shard 0 may still order them (--deterministic
+  // stages a round's pushes at its end). A push shard 0 never got stays
+  // until the rank pushes again under the same clock.
+  forgotten_.insert(w);
   std::erase_if(discarded_, [w](const PushKey& key) { return key.first == w; });
   if (auto it = pushers_.find(w); it != pushers_.end()) {
     if (it->second.incoming != nullptr) {
@@ -395,7 +401,8 @@ void ShardServer::RunOrders() {
         if (it == pushes_.end()) {
           const Clock::time_point now = Clock::now();
           if (waiting_since_ == Clock::time_point{}) waiting_since_ = now;
-          if (!ForgottenLater(order.worker)) {
+          // A push of a worker gone will not come.
+          if (!forgotten_.contains(order.worker) && !ForgottenLater(order.worker)) {
             if (now - waiting_since_ < kPushStall && !draining_done_) return;  // on its way
             spdlog::warn("{}: push {} of worker {} never came; its slice is left out", name_,
                          order.clock, order.worker);
