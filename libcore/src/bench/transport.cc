@@ -345,6 +345,14 @@ Status RunBenchWorker(zmq::context_t& context, zmq::context_t* shard_context,
   if (!std::all_of(params.begin(), params.end(), [](float v) { return std::isfinite(v); })) {
     return Status::Internal("the bench model is no longer finite");
   }
+  // Every parameter went through the same updates, in whichever slice: a
+  // slice lost or put in the wrong place shows as a value apart.
+  const float first = params.front();
+  if (!(first < 0) || !std::all_of(params.begin(), params.end(), [first](float v) {
+        return std::abs(v - first) <= 1e-4f * std::abs(first);
+      })) {
+    return Status::Internal("the bench model's parameters differ after the same updates");
+  }
   return Status::Ok();
 }
 
