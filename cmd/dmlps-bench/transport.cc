@@ -30,22 +30,46 @@ std::string JoinSizes(const std::vector<int64_t>& sizes) {
   return text;
 }
 
+std::string JoinCounts(const std::vector<int64_t>& counts) {
+  std::string text;
+  for (int64_t n : counts) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(n);
+  }
+  return text;
+}
+
+// A comma-separated list of counts (range checks are ValidateTransportConfig's).
+std::vector<int64_t> ReadCounts(cli::FlagReader& flags, const std::string& flag,
+                                const std::string& noun) {
+  std::vector<int64_t> counts;
+  for (const std::string& item : SplitList(flags.String(flag))) {
+    if (item.empty() || item.size() > 4 ||
+        !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      flags.AddProblem("--" + flag + ": '" + item + "' is not a number of " + noun);
+      continue;
+    }
+    counts.push_back(std::stoll(item));
+  }
+  return counts;
+}
+
 }  // namespace
 
 void AddTransportOptions(cxxopts::Options& options) {
   const bench::TransportConfig d;
-  std::string workers;
-  for (int64_t w : d.workers) {
-    if (!workers.empty()) workers += ',';
-    workers += std::to_string(w);
-  }
   options.add_options("Transport")
       ("sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G",
        cxxopts::value<std::string>()->default_value(JoinSizes(d.sizes)), "SIZE,...")
       ("transports", "Transports to measure: tcp (loopback), ipc",
        cxxopts::value<std::string>()->default_value("tcp,ipc"), "LIST")
       ("worker-counts", "Workers of the dmlps clusters measured, comma-separated",
-       cxxopts::value<std::string>()->default_value(workers), "N,...")
+       cxxopts::value<std::string>()->default_value(JoinCounts(d.workers)), "N,...")
+      ("shards", "Server shards of the dmlps-sharded clusters measured, comma-separated, or none",
+       cxxopts::value<std::string>()->default_value(JoinCounts(d.shards)), "N,...")
+      ("shard-workers", "Workers of the dmlps-sharded clusters",
+       cxxopts::value<std::string>()->default_value(std::to_string(d.shard_workers)), "N")
+      ("sharded-only", "Measure the dmlps-sharded rows and nothing else")
       ("rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
        cxxopts::value<std::string>()->default_value(std::to_string(d.rounds)), "R")
       ("warmup", "Untimed rounds at the start of each turn",
@@ -73,17 +97,11 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
     if (read_size("sizes", item, &bytes)) config.sizes.push_back(bytes);
   }
   config.transports = SplitList(flags.String("transports"));
-  config.workers.clear();
-  for (const std::string& item : SplitList(flags.String("worker-counts"))) {
-    int64_t n = 0;
-    if (item.empty() || item.size() > 4 ||
-        !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      flags.AddProblem("--worker-counts: '" + item + "' is not a number of workers");
-      continue;
-    }
-    n = std::stoll(item);
-    config.workers.push_back(n);
-  }
+  config.workers = ReadCounts(flags, "worker-counts", "workers");
+  config.shards.clear();
+  if (flags.String("shards") != "none") config.shards = ReadCounts(flags, "shards", "shards");
+  config.shard_workers = flags.Int("shard-workers", 1, 64);
+  config.sharded_only = flags.Has("sharded-only");
   config.rounds = flags.Int("rounds", 1, 1000000);
   config.warmup = flags.Int("warmup", 0, 1000000);
   read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
@@ -95,8 +113,11 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   cli::SetupLogging(kProgram, parsed);
   const std::atomic<int>* signal = cli::InstallSignalHandlers();
   auto progress = [](const bench::TransportRow& row) {
-    spdlog::info("{} {} {}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
+    spdlog::info("{} {} {}{}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
                  row.transport, bench::FormatByteSize(row.bytes), row.what,
+                 row.shards > 0 ? fmt::format(" over {} shard{}", row.shards,
+                                              row.shards == 1 ? "" : "s")
+                                : std::string(),
                  row.workers > 0 ? fmt::format(" with {} worker{}", row.workers,
                                                row.workers == 1 ? "" : "s")
                                  : std::string(),

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <zmq.hpp>
 
@@ -23,6 +24,7 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/model_store.h"
+#include "dmlps/server/server.h"
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::bench {
@@ -248,41 +250,78 @@ Result<proto::Message> AwaitFromServer(net::Endpoint& endpoint, proto::MsgType w
 // A worker's side of the round trips, as dmlps-worker does it: Push (the
 // gradient, streamed when larger than a chunk, with the next Pull right
 // after its header), then the Model, copied into its parameters chunk by
-// chunk as it arrives.
-Status RunBenchWorker(zmq::context_t& context, const std::string& address,
-                      const net::ConnectOptions& keys, int64_t rank, int64_t floats,
-                      const TransportConfig& config, Shared& shared, std::vector<double>* times) {
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context, address, keys));
-  DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(
-      nullptr, proto::Hello{rank, "dmlps-bench", static_cast<int64_t>(getpid()), 1, 0, -1, 0, {}}));
+// chunk as it arrives. With server shards (`addresses` and `bounds`, where
+// each shard's slice begins, plus the end), as dmlps-worker does with
+// sharded servers: each shard gets its slice of the gradient without
+// copying, shard 0's last, and the model is assembled from the slices, shard
+// 0's first; shards 1 and up are reached through `shard_context`. Unlike
+// dmlps-server's shards, which take their orders from shard 0, each bench
+// shard runs BSP over its slice on its own, so each gets the next Pull.
+Status RunBenchWorker(zmq::context_t& context, zmq::context_t* shard_context,
+                      const std::vector<std::string>& addresses,
+                      const std::vector<int64_t>& bounds, const net::ConnectOptions& keys,
+                      int64_t rank, const TransportConfig& config, Shared& shared,
+                      std::vector<double>* times) {
+  const size_t shards = addresses.size();
+  if (shards == 0 || bounds.size() != shards + 1) return Status::Internal("bad bench shards");
+  const int64_t floats = bounds.back();
+  std::vector<net::Endpoint> endpoints;
+  endpoints.reserve(shards);
+  for (size_t k = 0; k < shards; ++k) {
+    zmq::context_t& own = k == 0 || shard_context == nullptr ? context : *shard_context;
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(own, addresses[k], keys));
+    DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(
+        nullptr,
+        proto::Hello{rank, "dmlps-bench", static_cast<int64_t>(getpid()), 1, 0, -1, 0, {}}));
+    endpoints.push_back(std::move(endpoint));
+  }
   auto gradient = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
                                                              kGradientValue);
   std::vector<float> params(static_cast<size_t>(floats));
   int64_t version = 0;
-  auto receive_model = [&]() -> Status {
+  // Shard k's slice of the model, into its place in params; its version.
+  auto receive_slice = [&](size_t k) -> Result<int64_t> {
+    const int64_t begin = bounds[k];
+    const int64_t count = bounds[k + 1] - begin;
     DMLPS_ASSIGN_OR_RETURN(proto::Message reply,
-                           AwaitFromServer(endpoint, proto::MsgType::kModel, config, shared));
+                           AwaitFromServer(endpoints[k], proto::MsgType::kModel, config, shared));
     const auto& header = std::get<proto::Model>(reply.body);
-    if (header.num_params != floats) {
+    if (header.num_params != count) {
       return Status::Protocol("a model of " + std::to_string(header.num_params) + " floats");
     }
+    const std::span<float> out(params.data() + begin, static_cast<size_t>(count));
     DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
                            proto::IncomingTensor::Open(header.num_params, header.chunks,
                                                        header.chunk_floats,
                                                        std::move(reply.payload)));
-    model.CopyTo(0, model.received(), params);
+    model.CopyTo(0, model.received(), out);
     while (!model.complete()) {
-      DMLPS_ASSIGN_OR_RETURN(proto::Message piece,
-                             AwaitFromServer(endpoint, proto::MsgType::kChunk, config, shared));
-      const int64_t begin = model.received();
+      DMLPS_ASSIGN_OR_RETURN(proto::Message piece, AwaitFromServer(endpoints[k],
+                                                                   proto::MsgType::kChunk,
+                                                                   config, shared));
+      const int64_t from = model.received();
       DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload));
-      model.CopyTo(begin, model.received(), params);
-      model.Release(begin, model.received());
+      model.CopyTo(from, model.received(), out);
+      model.Release(from, model.received());
     }
-    version = header.version;
+    return header.version;
+  };
+  auto receive_model = [&]() -> Status {
+    DMLPS_ASSIGN_OR_RETURN(int64_t first, receive_slice(0));
+    for (size_t k = 1; k < shards; ++k) {
+      DMLPS_ASSIGN_OR_RETURN(int64_t other, receive_slice(k));
+      if (other != first) {
+        return Status::Protocol("bench shard " + std::to_string(k) + " sent version " +
+                                std::to_string(other) + ", shard 0 version " +
+                                std::to_string(first));
+      }
+    }
+    version = first;
     return Status::Ok();
   };
-  DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(nullptr, proto::Pull{0}));
+  for (net::Endpoint& endpoint : endpoints) {
+    DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(nullptr, proto::Pull{0}));
+  }
   DMLPS_RETURN_IF_ERROR(receive_model());
   for (int64_t round = 0; round < config.warmup + config.rounds; ++round) {
     const Clock::time_point start = Clock::now();
@@ -291,16 +330,28 @@ Status RunBenchWorker(zmq::context_t& context, const std::string& address,
     push.base_version = version;
     push.batch = 1;
     push.samples = 1;
-    push.num_params = floats;
     // As dmlps-worker: the next Pull right after the push's header.
     const proto::Body pull = proto::Pull{round + 1};
-    DMLPS_RETURN_IF_ERROR(
-        endpoint.SendWithPayload(nullptr, push, gradient, config.chunk_bytes, &pull));
+    for (size_t i = 1; i <= shards; ++i) {
+      const size_t k = i % shards;  // 1, 2, ..., then 0
+      push.num_params = bounds[k + 1] - bounds[k];
+      DMLPS_RETURN_IF_ERROR(endpoints[k].SendWithPayload(nullptr, push, gradient, bounds[k],
+                                                         push.num_params, config.chunk_bytes,
+                                                         &pull));
+    }
     DMLPS_RETURN_IF_ERROR(receive_model());
     if (round >= config.warmup) times->push_back(Millis(Clock::now() - start));
   }
   if (!std::all_of(params.begin(), params.end(), [](float v) { return std::isfinite(v); })) {
     return Status::Internal("the bench model is no longer finite");
+  }
+  // Every parameter went through the same updates, in whichever slice: a
+  // slice lost or put in the wrong place shows as a value apart.
+  const float first = params.front();
+  if (!(first < 0) || !std::all_of(params.begin(), params.end(), [first](float v) {
+        return std::abs(v - first) <= 1e-4f * std::abs(first);
+      })) {
+    return Status::Internal("the bench model's parameters differ after the same updates");
   }
   return Status::Ok();
 }
@@ -451,17 +502,33 @@ class BenchServer {
   bool started_ = false;
 };
 
-// dmlps round trips with one server and `workers` workers, each with a
-// ZeroMQ context of its own as separate processes would have. A round's
-// time is that of its slowest worker. With `curve`, every connection is
-// encrypted and the server admits the workers' keys only.
-Result<std::vector<double>> DmlpsRoundTrips(const std::string& bind_address, int64_t bytes,
-                                            int64_t workers, bool curve,
+// dmlps round trips with one server per address in `bind_addresses` (the
+// model cut over them as server::ShardBounds cuts it) and `workers`
+// workers, each server and each worker with a ZeroMQ context of its own as
+// separate processes would have (a worker's shards 1 and up on a second
+// one, as dmlps-worker's). A round's time is that of its slowest worker.
+// With `curve`, every connection is encrypted and the servers admit the
+// workers' keys only.
+Result<std::vector<double>> DmlpsRoundTrips(const std::vector<std::string>& bind_addresses,
+                                            int64_t bytes, int64_t workers, bool curve,
                                             const TransportConfig& config, Shared& shared) {
   const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
-  zmq::context_t server_context(1);
+  const auto shards = static_cast<int64_t>(bind_addresses.size());
+  const std::vector<int64_t> bounds = server::ShardBounds(floats, shards);
+  std::vector<std::unique_ptr<zmq::context_t>> server_contexts;
+  for (int64_t k = 0; k < shards; ++k) {
+    server_contexts.push_back(std::make_unique<zmq::context_t>(1));
+  }
   std::vector<std::unique_ptr<zmq::context_t>> worker_contexts;
-  for (int64_t w = 0; w < workers; ++w) worker_contexts.push_back(std::make_unique<zmq::context_t>(1));
+  std::vector<std::unique_ptr<zmq::context_t>> shard_contexts;
+  for (int64_t w = 0; w < workers; ++w) {
+    worker_contexts.push_back(std::make_unique<zmq::context_t>(1));
+    if (shards > 1) {
+      // As dmlps-worker: I/O threads of their own for the other shards.
+      shard_contexts.push_back(
+          std::make_unique<zmq::context_t>(static_cast<int>(std::min<int64_t>(shards - 1, 4))));
+    }
+  }
   net::BindOptions bind_options;
   std::vector<net::ConnectOptions> keys(static_cast<size_t>(workers));
   if (curve) {
@@ -473,32 +540,51 @@ Result<std::vector<double>> DmlpsRoundTrips(const std::string& bind_address, int
       k = {pair.secret_key, server_pair.public_key};
     }
   }
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                         net::Endpoint::Bind(server_context, bind_address, bind_options));
-  const std::string address = endpoint.address();
+  std::vector<net::Endpoint> endpoints;
+  std::vector<std::string> addresses;
+  endpoints.reserve(static_cast<size_t>(shards));
+  for (int64_t k = 0; k < shards; ++k) {
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                           net::Endpoint::Bind(*server_contexts[static_cast<size_t>(k)],
+                                               bind_addresses[static_cast<size_t>(k)],
+                                               bind_options));
+    addresses.push_back(endpoint.address());
+    endpoints.push_back(std::move(endpoint));
+  }
   std::vector<std::vector<double>> times(static_cast<size_t>(workers));
   {
-    Threads server_thread;
-    BenchServer server(endpoint, floats, workers, config, shared);
-    server_thread.Start([&] {
-      NameThread("bench-server");
-      Status served = server.Run(server_thread.quit_flag());
-      if (!served.ok()) shared.Fail(served.WithContext("bench server"));
-    });
+    std::vector<std::unique_ptr<BenchServer>> servers;
+    for (int64_t k = 0; k < shards; ++k) {
+      const auto i = static_cast<size_t>(k);
+      servers.push_back(std::make_unique<BenchServer>(endpoints[i], bounds[i + 1] - bounds[i],
+                                                      workers, config, shared));
+    }
+    Threads server_threads;
+    for (int64_t k = 0; k < shards; ++k) {
+      server_threads.Start([&, k] {
+        NameThread(shards == 1 ? std::string("bench-server") : "bench-shard" + std::to_string(k));
+        Status served = servers[static_cast<size_t>(k)]->Run(server_threads.quit_flag());
+        if (!served.ok()) {
+          shared.Fail(served.WithContext(shards == 1 ? std::string("bench server")
+                                                    : "bench server shard " + std::to_string(k)));
+        }
+      });
+    }
     {
       Threads worker_threads;
       for (int64_t w = 0; w < workers; ++w) {
         worker_threads.Start([&, w] {
+          const auto i = static_cast<size_t>(w);
           NameThread("bench-worker" + std::to_string(w));
-          Status done = RunBenchWorker(*worker_contexts[static_cast<size_t>(w)], address,
-                                       keys[static_cast<size_t>(w)], w, floats, config, shared,
-                                       &times[static_cast<size_t>(w)]);
+          Status done = RunBenchWorker(*worker_contexts[i],
+                                       shards > 1 ? shard_contexts[i].get() : nullptr, addresses,
+                                       bounds, keys[i], w, config, shared, &times[i]);
           if (!done.ok()) shared.Fail(done.WithContext("bench worker " + std::to_string(w)));
         });
       }
       worker_threads.JoinAll();
     }
-    server_thread.JoinAll();
+    server_threads.JoinAll();
   }
   if (shared.Stopping()) return shared.Reason();
   std::vector<double> rounds(static_cast<size_t>(config.rounds), 0.0);
@@ -571,11 +657,23 @@ std::string Title(const TransportConfig& c) {
   for (const std::string& t : c.transports) transports += (transports.empty() ? "" : ",") + t;
   std::string workers;
   for (int64_t w : c.workers) workers += (workers.empty() ? "" : ",") + std::to_string(w);
-  return fmt::format(
-      "dmlps-bench transport: payloads {} over {}; dmlps with 1 server and {} workers (bsp, "
-      "sgd); chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
-      sizes, transports, workers, FormatByteSize(c.chunk_bytes), c.rounds,
-      std::min(c.rounds, kTurns), c.warmup);
+  std::string title = fmt::format("dmlps-bench transport: payloads {} over {}", sizes, transports);
+  if (!c.sharded_only) {
+    title += fmt::format("; dmlps with 1 server and {} workers (bsp, sgd)", workers);
+  }
+  if (!c.shards.empty()) {
+    std::string shards;
+    for (int64_t k : c.shards) {
+      if (!shards.empty()) shards += ',';
+      shards += std::to_string(k);
+    }
+    title += fmt::format("; dmlps-sharded with {} server shards and {} workers", shards,
+                         c.shard_workers);
+  }
+  title += fmt::format("; chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
+                       FormatByteSize(c.chunk_bytes), c.rounds, std::min(c.rounds, kTurns),
+                       c.warmup);
+  return title;
 }
 
 std::string GoalLine(const TransportGoal& g) {
@@ -584,15 +682,27 @@ std::string GoalLine(const TransportGoal& g) {
 }
 
 void WriteTable(const TransportReport& report, std::ostream& out) {
-  const std::vector<std::string> header = {"transport", "size",   "what",   "workers",
-                                           "median ms", "min ms", "max ms", "GB/s",
-                                           "vs zmq",    "vs memcpy"};
+  // The shards column and the speedup only when sharded rows are measured.
+  bool sharded = false;
+  for (const TransportRow& r : report.rows) sharded = sharded || r.shards > 0;
+  std::vector<std::string> header = {"transport", "size",   "what",   "workers",
+                                     "median ms", "min ms", "max ms", "GB/s",
+                                     "vs zmq",    "vs memcpy"};
+  if (sharded) {
+    header.insert(header.begin() + 4, "shards");
+    header.push_back("speedup");
+  }
   std::vector<std::vector<std::string>> cells;
   for (const TransportRow& r : report.rows) {
-    cells.push_back({r.transport, FormatByteSize(r.bytes), r.what,
-                     r.workers > 0 ? std::to_string(r.workers) : std::string("-"),
-                     Fixed(r.ms.median, 3), Fixed(r.ms.min, 3), Fixed(r.ms.max, 3),
-                     Fixed(r.gbps, 2), Ratio(r.vs_zmq), Ratio(r.vs_memcpy)});
+    std::vector<std::string> row = {r.transport, FormatByteSize(r.bytes), r.what,
+                                    r.workers > 0 ? std::to_string(r.workers) : std::string("-"),
+                                    Fixed(r.ms.median, 3), Fixed(r.ms.min, 3), Fixed(r.ms.max, 3),
+                                    Fixed(r.gbps, 2), Ratio(r.vs_zmq), Ratio(r.vs_memcpy)};
+    if (sharded) {
+      row.insert(row.begin() + 4, r.shards > 0 ? std::to_string(r.shards) : std::string("-"));
+      row.push_back(Ratio(r.speedup));
+    }
+    cells.push_back(std::move(row));
   }
   out << Title(report.config) << '\n';
   WriteAligned(header, cells, 3, out);
@@ -612,14 +722,15 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
 
 void WriteTsv(const TransportReport& report, std::ostream& out) {
   out << "transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq"
-         "\tvs_memcpy\n";
+         "\tvs_memcpy\tshards\tspeedup\n";
   auto ratio = [](const std::optional<double>& r) {
     return r.has_value() ? fmt::format("{}", *r) : std::string("-");
   };
   for (const TransportRow& r : report.rows) {
     out << r.transport << '\t' << r.bytes << '\t' << r.what << '\t' << r.workers << '\t'
         << fmt::format("{}\t{}\t{}\t{}\t{}", r.ms.median, r.ms.min, r.ms.max, r.ms.count, r.gbps)
-        << '\t' << ratio(r.vs_zmq) << '\t' << ratio(r.vs_memcpy) << '\n';
+        << '\t' << ratio(r.vs_zmq) << '\t' << ratio(r.vs_memcpy) << '\t' << r.shards << '\t'
+        << ratio(r.speedup) << '\n';
   }
 }
 
@@ -639,7 +750,11 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
   }
   out << "],\"workers\":[";
   for (size_t i = 0; i < c.workers.size(); ++i) out << (i ? "," : "") << c.workers[i];
-  out << "],\"rounds\":" << c.rounds << ",\"warmup\":" << c.warmup
+  out << "],\"shards\":[";
+  for (size_t i = 0; i < c.shards.size(); ++i) out << (i ? "," : "") << c.shards[i];
+  out << "],\"shard_workers\":" << c.shard_workers
+      << ",\"sharded_only\":" << (c.sharded_only ? "true" : "false");
+  out << ",\"rounds\":" << c.rounds << ",\"warmup\":" << c.warmup
       << ",\"chunk_bytes\":" << c.chunk_bytes << "},\"rows\":[";
   for (size_t i = 0; i < report.rows.size(); ++i) {
     const TransportRow& r = report.rows[i];
@@ -651,7 +766,8 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
     out << ",\"workers\":" << r.workers << ",\"median_ms\":" << JsonNumber(r.ms.median)
         << ",\"min_ms\":" << JsonNumber(r.ms.min) << ",\"max_ms\":" << JsonNumber(r.ms.max)
         << ",\"rounds\":" << r.ms.count << ",\"gbps\":" << JsonNumber(r.gbps)
-        << ",\"vs_zmq\":" << ratio(r.vs_zmq) << ",\"vs_memcpy\":" << ratio(r.vs_memcpy) << '}';
+        << ",\"vs_zmq\":" << ratio(r.vs_zmq) << ",\"vs_memcpy\":" << ratio(r.vs_memcpy)
+        << ",\"shards\":" << r.shards << ",\"speedup\":" << ratio(r.speedup) << '}';
   }
   out << "],\"goals\":[";
   for (size_t i = 0; i < report.goals.size(); ++i) {
@@ -696,6 +812,25 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
       config.chunk_bytes > proto::kMaxChunkFloats * static_cast<int64_t>(sizeof(float))) {
     problems.push_back("--chunk-bytes must be a whole number of floats from 4 bytes to 256M");
   }
+  for (int64_t k : config.shards) {
+    if (k < 1 || k > 64) {
+      problems.push_back("--shards: " + std::to_string(k) + " is not in 1..64");
+      continue;
+    }
+    for (int64_t s : config.sizes) {
+      if (s >= 4 && s / 4 < k) {
+        problems.push_back("--shards: " + std::to_string(k) + " shards need at least " +
+                           std::to_string(k) + " floats; --sizes gives " + std::to_string(s) +
+                           " bytes");
+      }
+    }
+  }
+  if (config.shard_workers < 1 || config.shard_workers > 64) {
+    problems.push_back("--shard-workers must be in 1..64");
+  }
+  if (config.sharded_only && config.shards.empty()) {
+    problems.push_back("--sharded-only: no shard count to measure (--shards none)");
+  }
   if (config.timeout.count() <= 0) problems.push_back("the timeout must be positive");
   return problems;
 }
@@ -734,7 +869,7 @@ std::string FormatByteSize(int64_t bytes) {
 
 int64_t BytesMoved(const TransportRow& row) {
   if (row.what == "memcpy" || row.what == "sum") return row.bytes;
-  if (row.what == "dmlps" || row.what == "dmlps-curve") {
+  if (row.what == "dmlps" || row.what == "dmlps-curve" || row.what == "dmlps-sharded") {
     return 2 * std::max<int64_t>(row.workers, 1) * row.bytes;
   }
   return 2 * row.bytes;
@@ -742,10 +877,10 @@ int64_t BytesMoved(const TransportRow& row) {
 
 void CompleteTransportReport(TransportReport* report) {
   auto find = [&](const std::string& transport, int64_t bytes, const std::string& what,
-                  int64_t workers) -> const TransportRow* {
+                  int64_t workers, int64_t shards = 0) -> const TransportRow* {
     for (const TransportRow& r : report->rows) {
       if (r.transport == transport && r.bytes == bytes && r.what == what && r.workers == workers &&
-          r.ms.count > 0 && r.ms.median > 0) {
+          r.shards == shards && r.ms.count > 0 && r.ms.median > 0) {
         return &r;
       }
     }
@@ -757,6 +892,11 @@ void CompleteTransportReport(TransportReport* report) {
     }
     if (const TransportRow* copy = find("mem", r.bytes, "memcpy", 0); copy != nullptr) {
       r.vs_memcpy = r.ms.median / copy->ms.median;
+    }
+    if (r.what != "dmlps-sharded" || r.ms.median <= 0) continue;
+    if (const TransportRow* one = find(r.transport, r.bytes, r.what, r.workers, 1);
+        one != nullptr) {
+      r.speedup = one->ms.median / r.ms.median;
     }
   }
   report->goals.clear();
@@ -810,43 +950,63 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
   };
   for (int64_t bytes : config.sizes) {
     std::vector<Slot> slots;
-    auto slot = [&](std::string transport, std::string what, int64_t workers, auto take) {
+    auto slot = [&](std::string transport, std::string what, int64_t workers, int64_t shards,
+                    auto take) {
       Slot s;
       s.row.transport = std::move(transport);
       s.row.bytes = bytes;
       s.row.what = std::move(what);
       s.row.workers = workers;
+      s.row.shards = shards;
       s.take = take;
       slots.push_back(std::move(s));
     };
-    slot("mem", "memcpy", 0, [bytes](const TransportConfig& c) -> Result<std::vector<double>> {
-      return MemcpyTimes(bytes, c);
-    });
-    slot("mem", "sum", 0, [bytes](const TransportConfig& c) { return SumTimes(bytes, c); });
+    const bool all = !config.sharded_only;
+    if (all) {
+      slot("mem", "memcpy", 0, 0,
+           [bytes](const TransportConfig& c) -> Result<std::vector<double>> {
+             return MemcpyTimes(bytes, c);
+           });
+      slot("mem", "sum", 0, 0, [bytes](const TransportConfig& c) { return SumTimes(bytes, c); });
+    }
     const int64_t pieces = (bytes + config.chunk_bytes - 1) / config.chunk_bytes;
     for (const std::string& transport : config.transports) {
-      slot(transport, "zmq", 0, [&, bytes, transport](const TransportConfig& c) {
-        Shared shared(signal);
-        return RawPingPong(address(transport), bytes, 1, c, shared);
-      });
-      if (pieces > 1) {
-        slot(transport, "zmq-chunks", 0, [&, bytes, pieces, transport](const TransportConfig& c) {
+      if (all) {
+        slot(transport, "zmq", 0, 0, [&, bytes, transport](const TransportConfig& c) {
           Shared shared(signal);
-          return RawPingPong(address(transport), bytes, pieces, c, shared);
+          return RawPingPong(address(transport), bytes, 1, c, shared);
         });
       }
+      if (all && pieces > 1) {
+        slot(transport, "zmq-chunks", 0, 0,
+             [&, bytes, pieces, transport](const TransportConfig& c) {
+               Shared shared(signal);
+               return RawPingPong(address(transport), bytes, pieces, c, shared);
+             });
+      }
       for (int64_t workers : config.workers) {
-        slot(transport, "dmlps", workers, [&, bytes, workers, transport](const TransportConfig& c) {
-          Shared shared(signal);
-          return DmlpsRoundTrips(address(transport), bytes, workers, false, c, shared);
-        });
+        if (!all) break;
+        slot(transport, "dmlps", workers, 0,
+             [&, bytes, workers, transport](const TransportConfig& c) {
+               Shared shared(signal);
+               return DmlpsRoundTrips({address(transport)}, bytes, workers, false, c, shared);
+             });
         if (config.curve) {
-          slot(transport, "dmlps-curve", workers,
+          slot(transport, "dmlps-curve", workers, 0,
                [&, bytes, workers, transport](const TransportConfig& c) {
                  Shared shared(signal);
-                 return DmlpsRoundTrips(address(transport), bytes, workers, true, c, shared);
+                 return DmlpsRoundTrips({address(transport)}, bytes, workers, true, c, shared);
                });
         }
+      }
+      for (int64_t shards : config.shards) {
+        slot(transport, "dmlps-sharded", config.shard_workers, shards,
+             [&, bytes, shards, transport](const TransportConfig& c) {
+               Shared shared(signal);
+               std::vector<std::string> addresses;
+               for (int64_t k = 0; k < shards; ++k) addresses.push_back(address(transport));
+               return DmlpsRoundTrips(addresses, bytes, c.shard_workers, false, c, shared);
+             });
       }
     }
     // The measurements take turns, a few rounds each, so that whatever
@@ -864,6 +1024,7 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
     }
     for (Slot& s : slots) {
       TransportRow row = MakeRow(s.row.transport, bytes, s.row.what, s.row.workers, s.times);
+      row.shards = s.row.shards;
       if (progress) progress(row);
       report.rows.push_back(std::move(row));
     }

@@ -3,9 +3,10 @@
 // payload, the server's staging sum of a gradient of that size, raw ZeroMQ
 // ping-pong of the payload (one message, and cut into the chunks dmlps
 // streams), and dmlps round trips with 1 server and N workers, over tcp
-// loopback and ipc. The dmlps side is the server's and the worker's own
-// code: Endpoint, streamed payloads (IncomingTensor), the BSP policy and
-// the ModelStore that sums, applies and replies.
+// loopback and ipc, and with the model cut over S server shards. The dmlps
+// side is the server's and the worker's own code: Endpoint, streamed
+// payloads (IncomingTensor), the BSP policy and the ModelStore that sums,
+// applies and replies.
 #ifndef DMLPS_BENCH_TRANSPORT_H_
 #define DMLPS_BENCH_TRANSPORT_H_
 
@@ -34,6 +35,11 @@ struct TransportConfig {
   int64_t chunk_bytes = proto::kDefaultChunkBytes;  // streamed chunk (and raw piece) size
   std::chrono::milliseconds timeout{30000};          // the longest any one wait may last
   bool curve = false;  // also measure dmlps round trips encrypted with CURVE (dmlps-curve rows)
+  // dmlps-sharded rows: the model cut over each of these numbers of server
+  // shards (see server::ShardBounds), with shard_workers workers; empty: none.
+  std::vector<int64_t> shards = {1, 2, 4};
+  int64_t shard_workers = 4;
+  bool sharded_only = false;  // measure the dmlps-sharded rows and nothing else
 };
 
 // Every problem with a config, one line each; empty when it can run.
@@ -56,16 +62,23 @@ struct TransportRow {
   // payload and pulls the model back; the server sums all workers' gradients
   // (BSP) before it answers; a round is timed to its slowest worker.
   // dmlps-curve: the same over CURVE, with the server's ZAP handler.
+  // dmlps-sharded: the dmlps round trips with the model cut over `shards`
+  // servers, each summing, applying and streaming back its slice; every
+  // worker pushes each shard its slice and assembles the model from theirs.
   std::string what;
   int64_t workers = 0;  // dmlps: workers; others 0
+  int64_t shards = 0;   // dmlps-sharded: server shards; others 0
   Spread ms;            // milliseconds per round
   double gbps = 0;      // bytes moved per second at the median (see GbPerSecond)
   std::optional<double> vs_zmq;     // median over zmq's (same transport and size)
   std::optional<double> vs_memcpy;  // median over memcpy's (same size)
+  // dmlps-sharded: the median of 1 shard over this one's (same transport,
+  // size and workers): the speedup the shards give.
+  std::optional<double> speedup;
 };
 
 // Bytes a row's round moves: the payload for memcpy and sum, twice it for
-// ping-pong (there and back), 2 * workers times it for dmlps.
+// ping-pong (there and back), 2 * workers times it for dmlps (sharded or not).
 int64_t BytesMoved(const TransportRow& row);
 
 // A goal of the tracker's issue, checked against the medians.
