@@ -34,18 +34,23 @@ std::string JoinSizes(const std::vector<int64_t>& sizes) {
 
 void AddTransportOptions(cxxopts::Options& options) {
   const bench::TransportConfig d;
-  std::string workers;
-  for (int64_t w : d.workers) {
-    if (!workers.empty()) workers += ',';
-    workers += std::to_string(w);
-  }
+  auto join = [](const std::vector<int64_t>& counts) {
+    std::string text;
+    for (int64_t n : counts) {
+      if (!text.empty()) text += ',';
+      text += std::to_string(n);
+    }
+    return text;
+  };
   options.add_options("Transport")
       ("sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G",
        cxxopts::value<std::string>()->default_value(JoinSizes(d.sizes)), "SIZE,...")
       ("transports", "Transports to measure: tcp (loopback), ipc",
        cxxopts::value<std::string>()->default_value("tcp,ipc"), "LIST")
       ("worker-counts", "Workers of the dmlps clusters measured, comma-separated",
-       cxxopts::value<std::string>()->default_value(workers), "N,...")
+       cxxopts::value<std::string>()->default_value(join(d.workers)), "N,...")
+      ("sum-threads", "Threads of the server's sum, comma-separated: a sum row for each",
+       cxxopts::value<std::string>()->default_value(join(d.sum_threads)), "N,...")
       ("rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
        cxxopts::value<std::string>()->default_value(std::to_string(d.rounds)), "R")
       ("warmup", "Untimed rounds at the start of each turn",
@@ -73,17 +78,21 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
     if (read_size("sizes", item, &bytes)) config.sizes.push_back(bytes);
   }
   config.transports = SplitList(flags.String("transports"));
-  config.workers.clear();
-  for (const std::string& item : SplitList(flags.String("worker-counts"))) {
-    int64_t n = 0;
-    if (item.empty() || item.size() > 4 ||
-        !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      flags.AddProblem("--worker-counts: '" + item + "' is not a number of workers");
-      continue;
+  // Counts of at most 4 digits; their ranges are ValidateTransportConfig's.
+  auto read_counts = [&](const std::string& flag, const std::string& what,
+                         std::vector<int64_t>* out) {
+    out->clear();
+    for (const std::string& item : SplitList(flags.String(flag))) {
+      if (item.empty() || item.size() > 4 ||
+          !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        flags.AddProblem("--" + flag + ": '" + item + "' is not a number of " + what);
+        continue;
+      }
+      out->push_back(std::stoll(item));
     }
-    n = std::stoll(item);
-    config.workers.push_back(n);
-  }
+  };
+  read_counts("worker-counts", "workers", &config.workers);
+  read_counts("sum-threads", "threads", &config.sum_threads);
   config.rounds = flags.Int("rounds", 1, 1000000);
   config.warmup = flags.Int("warmup", 0, 1000000);
   read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
@@ -95,11 +104,15 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   cli::SetupLogging(kProgram, parsed);
   const std::atomic<int>* signal = cli::InstallSignalHandlers();
   auto progress = [](const bench::TransportRow& row) {
+    std::string who;
+    if (row.workers > 0) {
+      who = fmt::format(" with {} worker{}", row.workers, row.workers == 1 ? "" : "s");
+    }
+    if (row.threads > 0) {
+      who = fmt::format(" on {} thread{}", row.threads, row.threads == 1 ? "" : "s");
+    }
     spdlog::info("{} {} {}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
-                 row.transport, bench::FormatByteSize(row.bytes), row.what,
-                 row.workers > 0 ? fmt::format(" with {} worker{}", row.workers,
-                                               row.workers == 1 ? "" : "s")
-                                 : std::string(),
+                 row.transport, bench::FormatByteSize(row.bytes), row.what, who,
                  row.ms.median, row.ms.min, row.ms.max, row.gbps);
   };
   Result<bench::TransportReport> report = bench::RunTransportBench(config, signal, progress);

@@ -1,7 +1,7 @@
 # dmlps-bench transport, shrunk: small payloads, a few rounds, every kind of
-# row (memcpy, sum, zmq, zmq-chunks, dmlps with 1 and 2 workers, and with
-# --curve dmlps-curve) over tcp and ipc; the table's structure, TSV columns
-# and JSON; bad flags exit 64.
+# row (memcpy, sum on 1 and 2 threads, zmq, zmq-chunks, dmlps with 1 and 2
+# workers, and with --curve dmlps-curve) over tcp and ipc; the table's
+# structure, TSV columns and JSON; bad flags exit 64.
 . "$(dirname "$0")/lib.sh"
 bench=$BIN/dmlps-bench
 small=(--sizes 64K,256K --chunk-bytes 64K --worker-counts 1,2 --rounds 3 --warmup 1)
@@ -10,13 +10,13 @@ small=(--sizes 64K,256K --chunk-bytes 64K --worker-counts 1,2 --rounds 3 --warmu
 "$bench" transport "${small[@]}" --format tsv >"$WORK/table.tsv" 2>"$WORK/bench.log" ||
   fail "dmlps-bench transport exited $?"
 cat "$WORK/table.tsv"
-head -n 1 "$WORK/table.tsv" | grep -q $'^transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq\tvs_memcpy$' ||
+head -n 1 "$WORK/table.tsv" | grep -q $'^transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq\tvs_memcpy\tthreads$' ||
   fail "unexpected TSV header"
-# Per size: memcpy, sum; per transport: zmq, (zmq-chunks for 256K), dmlps x2.
-# 2 sizes: 2 * 2 + 2 * (3 + 4) = 18 rows.
-[ "$(wc -l <"$WORK/table.tsv")" -eq 19 ] || fail "expected a header and 18 rows"
+# Per size: memcpy, sum on 1 and 2 threads; per transport: zmq, (zmq-chunks
+# for 256K), dmlps x2. 2 sizes: 2 * 3 + 2 * (3 + 4) = 20 rows.
+[ "$(wc -l <"$WORK/table.tsv")" -eq 21 ] || fail "expected a header and 20 rows"
 awk -F '\t' 'NR > 1 {
-  if (NF != 11) { print "columns: " $0; bad = 1 }
+  if (NF != 12) { print "columns: " $0; bad = 1 }
   if (!($5 > 0 && $6 > 0 && $6 <= $5 && $5 <= $7)) { print "times: " $0; bad = 1 }
   if ($8 != 3) { print "rounds: " $0; bad = 1 }
   if (!($9 > 0)) { print "GB/s: " $0; bad = 1 }
@@ -25,6 +25,8 @@ awk -F '\t' 'NR > 1 {
   if ($3 == "memcpy" && $11 != 1) { print "memcpy against itself: " $0; bad = 1 }
   if ($3 == "dmlps" && ($10 == "-" || $11 == "-")) { print "dmlps without ratios: " $0; bad = 1 }
   if ($1 == "mem" && $4 != 0) { print "workers of a local row: " $0; bad = 1 }
+  if (($3 == "sum") != ($12 > 0)) { print "threads: " $0; bad = 1 }
+  if ($3 == "sum") sums[$2 " " $12] = 1
   seen[$1 " " $2 " " $3 " " $4] = 1
 } END {
   split("tcp ipc", ts, " ")
@@ -34,6 +36,7 @@ awk -F '\t' 'NR > 1 {
     if (!((ts[i] " 262144 dmlps 2") in seen)) { print "no 2-worker row for " ts[i]; bad = 1 }
   }
   if (!(("mem 65536 memcpy 0") in seen) || !(("mem 262144 sum 0") in seen)) { print "no local rows"; bad = 1 }
+  if (!(("262144 1") in sums) || !(("262144 2") in sums)) { print "no sum on 1 and 2 threads"; bad = 1 }
   exit bad
 }' "$WORK/table.tsv" || fail "implausible table"
 grep -q "tcp 256K dmlps with 2 workers: median" "$WORK/bench.log" || fail "no progress on stderr"
@@ -48,7 +51,9 @@ head -n 1 "$WORK/table.txt" | grep -q "^dmlps-bench transport: payloads 64K,256K
 sed -n 2p "$WORK/table.txt" | grep -q "^transport  size  what .*median ms.*vs zmq  vs memcpy$" ||
   fail "no header line"
 [ "$(grep -c '^ipc ' "$WORK/table.txt")" -eq 5 ] || fail "expected 5 ipc rows"
-[ "$(grep -c '^aggregation: ' "$WORK/table.txt")" -eq 2 ] || fail "expected 2 aggregation lines"
+[ "$(grep -c '^aggregation: ' "$WORK/table.txt")" -eq 4 ] || fail "expected 4 aggregation lines"
+grep -q '^aggregation: 256K summed on 2 threads at .* memcpy' "$WORK/table.txt" ||
+  fail "no aggregation line for 2 threads"
 if grep -q '^goal: ' "$WORK/table.txt"; then fail "goal lines for sizes without goals"; fi
 
 # --curve: a dmlps-curve row beside each dmlps row, both transports, with
@@ -76,7 +81,9 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["config"]["sizes"] == [4 << 20], doc["config"]
 whats = [r["what"] for r in doc["rows"]]
-assert whats == ["memcpy", "sum", "zmq", "zmq-chunks", "dmlps"], whats
+assert whats == ["memcpy", "sum", "sum", "zmq", "zmq-chunks", "dmlps"], whats
+assert [r["threads"] for r in doc["rows"]] == [0, 1, 2, 0, 0, 0], doc["rows"]
+assert doc["config"]["sum_threads"] == [1, 2], doc["config"]
 for r in doc["rows"]:
     assert r["median_ms"] > 0 and r["min_ms"] <= r["median_ms"] <= r["max_ms"], r
     assert r["gbps"] > 0 and r["rounds"] == 2, r
@@ -101,9 +108,10 @@ for want in "--sizes: 'x'" "--rounds" "--chunk-bytes" "--format"; do
 done
 [ ! -s "$WORK/bad.out" ] || fail "a usage error wrote to stdout"
 rc=0
-"$bench" transport --sizes 4M,6 --transports udp --worker-counts 0 >/dev/null 2>"$WORK/bad2.err" || rc=$?
+"$bench" transport --sizes 4M,6 --transports udp --worker-counts 0 --sum-threads 0 >/dev/null \
+  2>"$WORK/bad2.err" || rc=$?
 expect_exit 64 "$rc" "invalid transport config"
-for want in "--sizes: 6 bytes" "unknown transport 'udp'" "--worker-counts: 0"; do
+for want in "--sizes: 6 bytes" "unknown transport 'udp'" "--worker-counts: 0" "--sum-threads: 0"; do
   grep -q -- "$want" "$WORK/bad2.err" || fail "no error naming $want: $(cat "$WORK/bad2.err")"
 done
 rc=0

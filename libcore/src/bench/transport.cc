@@ -523,11 +523,14 @@ std::vector<double> MemcpyTimes(int64_t bytes, const TransportConfig& config) {
 }
 
 // The server's staging sum: one gradient of the payload, whole, staged into
-// the ModelStore's accumulator (acc += w * g, lane by lane).
-Result<std::vector<double>> SumTimes(int64_t bytes, const TransportConfig& config) {
+// the ModelStore's accumulator (acc += w * g, lane by lane) on `threads`
+// threads.
+Result<std::vector<double>> SumTimes(int64_t bytes, int64_t threads,
+                                     const TransportConfig& config) {
   const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
   server::ModelStore store(std::vector<float>(static_cast<size_t>(floats), 0.f),
-                           config.chunk_bytes / static_cast<int64_t>(sizeof(float)));
+                           config.chunk_bytes / static_cast<int64_t>(sizeof(float)),
+                           static_cast<int>(threads));
   auto values = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
                                                            kGradientValue);
   net::Frames frames;
@@ -546,12 +549,13 @@ Result<std::vector<double>> SumTimes(int64_t bytes, const TransportConfig& confi
 }
 
 TransportRow MakeRow(std::string transport, int64_t bytes, std::string what, int64_t workers,
-                     const std::vector<double>& times) {
+                     int64_t threads, const std::vector<double>& times) {
   TransportRow row;
   row.transport = std::move(transport);
   row.bytes = bytes;
   row.what = std::move(what);
   row.workers = workers;
+  row.threads = threads;
   row.ms = SpreadOf(times);
   const double seconds = row.ms.median / 1000.0;
   row.gbps = seconds > 0 ? static_cast<double>(BytesMoved(row)) / seconds / 1e9 : 0;
@@ -571,10 +575,16 @@ std::string Title(const TransportConfig& c) {
   for (const std::string& t : c.transports) transports += (transports.empty() ? "" : ",") + t;
   std::string workers;
   for (int64_t w : c.workers) workers += (workers.empty() ? "" : ",") + std::to_string(w);
+  std::string threads;
+  for (int64_t t : c.sum_threads) {
+    if (!threads.empty()) threads += ',';
+    threads += std::to_string(t);
+  }
   return fmt::format(
       "dmlps-bench transport: payloads {} over {}; dmlps with 1 server and {} workers (bsp, "
-      "sgd); chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
-      sizes, transports, workers, FormatByteSize(c.chunk_bytes), c.rounds,
+      "sgd); sums on {} threads; chunks of {}; median of {} rounds in {} turns, each after {} "
+      "warm-up",
+      sizes, transports, workers, threads, FormatByteSize(c.chunk_bytes), c.rounds,
       std::min(c.rounds, kTurns), c.warmup);
 }
 
@@ -585,41 +595,43 @@ std::string GoalLine(const TransportGoal& g) {
 
 void WriteTable(const TransportReport& report, std::ostream& out) {
   const std::vector<std::string> header = {"transport", "size",   "what",   "workers",
-                                           "median ms", "min ms", "max ms", "GB/s",
-                                           "vs zmq",    "vs memcpy"};
+                                           "threads",   "median ms", "min ms", "max ms",
+                                           "GB/s",      "vs zmq",    "vs memcpy"};
   std::vector<std::vector<std::string>> cells;
   for (const TransportRow& r : report.rows) {
     cells.push_back({r.transport, FormatByteSize(r.bytes), r.what,
                      r.workers > 0 ? std::to_string(r.workers) : std::string("-"),
+                     r.threads > 0 ? std::to_string(r.threads) : std::string("-"),
                      Fixed(r.ms.median, 3), Fixed(r.ms.min, 3), Fixed(r.ms.max, 3),
                      Fixed(r.gbps, 2), Ratio(r.vs_zmq), Ratio(r.vs_memcpy)});
   }
   out << Title(report.config) << '\n';
   WriteAligned(header, cells, 3, out);
   for (const TransportGoal& g : report.goals) out << GoalLine(g) << '\n';
-  // Aggregation against memcpy, for each size.
+  // Aggregation against memcpy, for each size and number of threads.
   for (const TransportRow& sum : report.rows) {
     if (sum.what != "sum") continue;
     for (const TransportRow& copy : report.rows) {
       if (copy.what != "memcpy" || copy.bytes != sum.bytes) continue;
-      out << fmt::format("aggregation: {} summed at {:.2f} GB/s of gradient, {:.2f}x memcpy's "
-                         "{:.2f} GB/s\n",
-                         FormatByteSize(sum.bytes), sum.gbps,
-                         copy.gbps > 0 ? sum.gbps / copy.gbps : 0.0, copy.gbps);
+      out << fmt::format("aggregation: {} summed on {} thread{} at {:.2f} GB/s of gradient, "
+                         "{:.2f}x memcpy's {:.2f} GB/s\n",
+                         FormatByteSize(sum.bytes), sum.threads, sum.threads == 1 ? "" : "s",
+                         sum.gbps, copy.gbps > 0 ? sum.gbps / copy.gbps : 0.0, copy.gbps);
     }
   }
 }
 
 void WriteTsv(const TransportReport& report, std::ostream& out) {
   out << "transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq"
-         "\tvs_memcpy\n";
+         "\tvs_memcpy\tthreads\n";
   auto ratio = [](const std::optional<double>& r) {
     return r.has_value() ? fmt::format("{}", *r) : std::string("-");
   };
   for (const TransportRow& r : report.rows) {
     out << r.transport << '\t' << r.bytes << '\t' << r.what << '\t' << r.workers << '\t'
         << fmt::format("{}\t{}\t{}\t{}\t{}", r.ms.median, r.ms.min, r.ms.max, r.ms.count, r.gbps)
-        << '\t' << ratio(r.vs_zmq) << '\t' << ratio(r.vs_memcpy) << '\n';
+        << '\t' << ratio(r.vs_zmq) << '\t' << ratio(r.vs_memcpy) << '\t' << r.threads
+        << '\n';
   }
 }
 
@@ -639,6 +651,8 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
   }
   out << "],\"workers\":[";
   for (size_t i = 0; i < c.workers.size(); ++i) out << (i ? "," : "") << c.workers[i];
+  out << "],\"sum_threads\":[";
+  for (size_t i = 0; i < c.sum_threads.size(); ++i) out << (i ? "," : "") << c.sum_threads[i];
   out << "],\"rounds\":" << c.rounds << ",\"warmup\":" << c.warmup
       << ",\"chunk_bytes\":" << c.chunk_bytes << "},\"rows\":[";
   for (size_t i = 0; i < report.rows.size(); ++i) {
@@ -648,7 +662,7 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
     WriteJsonString(r.transport, out);
     out << ",\"bytes\":" << r.bytes << ",\"what\":";
     WriteJsonString(r.what, out);
-    out << ",\"workers\":" << r.workers << ",\"median_ms\":" << JsonNumber(r.ms.median)
+    out << ",\"workers\":" << r.workers << ",\"threads\":" << r.threads << ",\"median_ms\":" << JsonNumber(r.ms.median)
         << ",\"min_ms\":" << JsonNumber(r.ms.min) << ",\"max_ms\":" << JsonNumber(r.ms.max)
         << ",\"rounds\":" << r.ms.count << ",\"gbps\":" << JsonNumber(r.gbps)
         << ",\"vs_zmq\":" << ratio(r.vs_zmq) << ",\"vs_memcpy\":" << ratio(r.vs_memcpy) << '}';
@@ -687,6 +701,12 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
     if (t != "tcp" && t != "ipc") problems.push_back("--transports: unknown transport '" + t + "' (tcp or ipc)");
   }
   if (config.workers.empty()) problems.push_back("--worker-counts: no cluster size");
+  if (config.sum_threads.empty()) problems.push_back("--sum-threads: no number of threads");
+  for (int64_t t : config.sum_threads) {
+    if (t < 1 || t > 256) {
+      problems.push_back("--sum-threads: " + std::to_string(t) + " is not in 1..256");
+    }
+  }
   for (int64_t w : config.workers) {
     if (w < 1 || w > 64) problems.push_back("--worker-counts: " + std::to_string(w) + " is not in 1..64");
   }
@@ -822,7 +842,12 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
     slot("mem", "memcpy", 0, [bytes](const TransportConfig& c) -> Result<std::vector<double>> {
       return MemcpyTimes(bytes, c);
     });
-    slot("mem", "sum", 0, [bytes](const TransportConfig& c) { return SumTimes(bytes, c); });
+    for (int64_t threads : config.sum_threads) {
+      slot("mem", "sum", 0, [bytes, threads](const TransportConfig& c) {
+        return SumTimes(bytes, threads, c);
+      });
+      slots.back().row.threads = threads;
+    }
     const int64_t pieces = (bytes + config.chunk_bytes - 1) / config.chunk_bytes;
     for (const std::string& transport : config.transports) {
       slot(transport, "zmq", 0, [&, bytes, transport](const TransportConfig& c) {
@@ -863,7 +888,8 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
       }
     }
     for (Slot& s : slots) {
-      TransportRow row = MakeRow(s.row.transport, bytes, s.row.what, s.row.workers, s.times);
+      TransportRow row =
+          MakeRow(s.row.transport, bytes, s.row.what, s.row.workers, s.row.threads, s.times);
       if (progress) progress(row);
       report.rows.push_back(std::move(row));
     }
