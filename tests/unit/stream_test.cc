@@ -222,7 +222,7 @@ TEST_CASE("a chunk with NaN is left out, and a closed stream lets the lanes go o
 }
 
 TEST_CASE("replies view the model in place; a lane still being sent is copied before it changes") {
-  for (const int threads : {1, 4}) {
+  for (const int64_t threads : {1, 4}) {
     CAPTURE(threads);
     server::ModelStore store(std::vector<float>(6, 2.f), 4, threads);  // lanes of 4 and 2
     CHECK(store.threads() == threads);
@@ -297,7 +297,7 @@ struct Rounds {
   std::vector<std::vector<float>> snapshots;
   bool off_thread = false;   // a sink or callback ran on another thread
   bool frames_kept = true;   // frames still held show what they showed when sent
-  int threads = 0;
+  int64_t threads = 0;
 };
 
 // Pseudo-random floats in [-1, 1), the same for the same seed.
@@ -320,7 +320,7 @@ constexpr int kRounds = 4;
 // queued first, then the pushes' chunks arrive interleaved in a fixed
 // shuffled order (round 2's second push whole, round 1's first push with a
 // NaN chunk), while some replies' frames are held as ZeroMQ would hold them.
-Rounds RunRounds(int threads) {
+Rounds RunRounds(int64_t threads) {
   const int64_t n = kRoundFloats;
   server::ModelStore store(Noise(n, 99), kRoundLane, threads);
   const int64_t lanes = store.layout().count();

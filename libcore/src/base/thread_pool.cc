@@ -12,8 +12,8 @@ struct ThreadPool::Loop {
   std::atomic<int64_t> done{0};  // iterations run
 };
 
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < threads; ++i) {
+ThreadPool::ThreadPool(int64_t threads) {
+  for (int64_t i = 1; i < threads; ++i) {
     try {
       workers_.emplace_back([this] { Work(); });
     } catch (const std::system_error&) {

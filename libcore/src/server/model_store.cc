@@ -31,7 +31,7 @@ bool SoleOwner(const std::shared_ptr<std::vector<float>>& buffer) {
 
 }  // namespace
 
-ModelStore::ModelStore(std::vector<float> params, int64_t lane_floats, int threads)
+ModelStore::ModelStore(std::vector<float> params, int64_t lane_floats, int64_t threads)
     : layout_{static_cast<int64_t>(params.size()), std::max<int64_t>(lane_floats, 1)},
       lanes_(static_cast<size_t>(layout_.count())),
       spares_(static_cast<size_t>(layout_.count())),

@@ -274,8 +274,7 @@ Status ParameterServer::Setup() {
   DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   store_.emplace(std::move(params),
-                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
-                 static_cast<int>(config_.threads));
+                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)), config_.threads);
   if (!config_.checkpoint.empty()) checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
                spec.Name(), model.num_params(), policy_->Name(),

@@ -17,14 +17,14 @@ class ThreadPool {
  public:
   // `threads` threads in all, the caller's one included: starts threads - 1
   // (none for 1 or less). They sleep between loops.
-  explicit ThreadPool(int threads);
+  explicit ThreadPool(int64_t threads);
   // Stops and joins the threads. REQUIRES: no ParallelFor running.
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   // The threads that run a loop, the caller's included.
-  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  int64_t threads() const { return static_cast<int64_t>(workers_.size()) + 1; }
 
   // Runs body(i) once for every i in [0, count), in no set order and on any
   // of the threads, the caller's among them; returns once all have run, and

@@ -43,7 +43,7 @@ class ModelStore {
   // A model holding `params`, in lanes of `lane_floats` floats (at least 1),
   // worked on by `threads` threads, the caller's included (1: the caller's
   // alone; a model of one lane always runs on the caller's thread).
-  ModelStore(std::vector<float> params, int64_t lane_floats, int threads = 1);
+  ModelStore(std::vector<float> params, int64_t lane_floats, int64_t threads = 1);
   ~ModelStore();
   ModelStore(const ModelStore&) = delete;
   ModelStore& operator=(const ModelStore&) = delete;
@@ -51,7 +51,7 @@ class ModelStore {
   const proto::ChunkLayout& layout() const { return layout_; }
   int64_t size() const { return layout_.size; }
   // The threads that run the lanes' float work, the caller's included.
-  int threads() const { return pool_ != nullptr ? pool_->threads() : 1; }
+  int64_t threads() const { return pool_ != nullptr ? pool_->threads() : 1; }
 
   // Queues acc += weight * push, over the values of `push` that are not left
   // out; a lane runs it once push holds that lane's floats or is closed. A
