@@ -70,6 +70,8 @@ void AddTransportOptions(cxxopts::Options& options) {
       ("shard-workers", "Workers of the dmlps-sharded clusters",
        cxxopts::value<std::string>()->default_value(std::to_string(d.shard_workers)), "N")
       ("sharded-only", "Measure the dmlps-sharded rows and nothing else")
+      ("sum-threads", "Threads of the server's sum, comma-separated: a sum row for each",
+       cxxopts::value<std::string>()->default_value(JoinCounts(d.sum_threads)), "N,...")
       ("rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
        cxxopts::value<std::string>()->default_value(std::to_string(d.rounds)), "R")
       ("warmup", "Untimed rounds at the start of each turn",
@@ -102,6 +104,7 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   if (flags.String("shards") != "none") config.shards = ReadCounts(flags, "shards", "shards");
   config.shard_workers = flags.Int("shard-workers", 1, 64);
   config.sharded_only = flags.Has("sharded-only");
+  config.sum_threads = ReadCounts(flags, "sum-threads", "threads");
   config.rounds = flags.Int("rounds", 1, 1000000);
   config.warmup = flags.Int("warmup", 0, 1000000);
   read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
@@ -113,14 +116,16 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   cli::SetupLogging(kProgram, parsed);
   const std::atomic<int>* signal = cli::InstallSignalHandlers();
   auto progress = [](const bench::TransportRow& row) {
-    spdlog::info("{} {} {}{}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
-                 row.transport, bench::FormatByteSize(row.bytes), row.what,
-                 row.shards > 0 ? fmt::format(" over {} shard{}", row.shards,
-                                              row.shards == 1 ? "" : "s")
-                                : std::string(),
-                 row.workers > 0 ? fmt::format(" with {} worker{}", row.workers,
-                                               row.workers == 1 ? "" : "s")
-                                 : std::string(),
+    std::string who;
+    if (row.shards > 0) who += fmt::format(" over {} shard{}", row.shards, row.shards == 1 ? "" : "s");
+    if (row.workers > 0) {
+      who += fmt::format(" with {} worker{}", row.workers, row.workers == 1 ? "" : "s");
+    }
+    if (row.threads > 0) {
+      who += fmt::format(" on {} thread{}", row.threads, row.threads == 1 ? "" : "s");
+    }
+    spdlog::info("{} {} {}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
+                 row.transport, bench::FormatByteSize(row.bytes), row.what, who,
                  row.ms.median, row.ms.min, row.ms.max, row.gbps);
   };
   Result<bench::TransportReport> report = bench::RunTransportBench(config, signal, progress);

@@ -91,7 +91,9 @@ int main(int argc, char** argv) {
       ("momentum", "Momentum (0 for plain SGD)",
        cxxopts::value<std::string>()->default_value("0.9"), "MU")
       ("seed", "Seed for the initial model and the workers' sampling",
-       cxxopts::value<std::string>()->default_value(std::to_string(defaults.seed)), "N");
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.seed)), "N")
+      ("threads", "Threads that sum pushes and apply updates (1..256)",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.threads)), "N");
   options.add_options("Stopping and evaluation")
       ("target-accuracy", "Stop when test accuracy reaches this; exit 1 if never (0: no target)",
        cxxopts::value<std::string>()->default_value("0"), "ACC")
@@ -136,6 +138,7 @@ int main(int argc, char** argv) {
   config.lr = flags.Real("lr", 0, 1e6);
   config.momentum = flags.Real("momentum", 0, 1);
   config.seed = static_cast<uint64_t>(flags.Int("seed", 0));
+  config.threads = flags.Int("threads", 1, 256);
   config.target_accuracy = flags.Real("target-accuracy", 0, 1);
   config.max_iterations = flags.Int("max-iterations", 0);
   config.max_seconds = flags.Real("max-seconds", 0);

@@ -44,6 +44,7 @@ complete -c $c -l worker-counts -x -d 'transport: workers of the clusters measur
 complete -c $c -l rounds -x -d 'transport: timed round trips per measurement'
 complete -c $c -l warmup -x -d 'transport: untimed round trips before them'
 complete -c $c -l chunk-bytes -x -d 'transport: chunk size of streamed payloads'
+complete -c $c -l sum-threads -x -d 'transport: threads of the sum rows'
 complete -c $c -l curve -d 'transport: also measure dmlps round trips over CURVE'
 complete -c $c -l shards -x -d 'transport: server shards of the dmlps-sharded clusters, or none'
 complete -c $c -l shard-workers -x -d 'transport: workers of the dmlps-sharded clusters'

@@ -66,6 +66,7 @@ complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'
 complete -c $c -l momentum -x -d 'Momentum (0 for plain SGD)'
 complete -c $c -l seed -x -d 'Seed for the initial model and the sampling'
+complete -c $c -l threads -x -d 'Threads that sum pushes and apply updates'
 
 complete -c $c -l target-accuracy -x -d 'Stop when the test accuracy reaches this'
 complete -c $c -l max-iterations -x -d 'Stop after this many iterations'

@@ -29,7 +29,7 @@ EOF
 # that cover the server's and worker's threads, sockets, bad peers and
 # signals, with little training so that they stay short when instrumented.
 ASAN_TESTS='^(unit|cli\.(bsp_trains|sharded_servers|wbsp_overlap_trains|backup_trains|bad_input|bad_worker|garbage_peer|no_server|signals|libsvm_trains))$'
-TSAN_TESTS='^(unit|cli\.(bsp_trains|sharded_servers|wbsp_overlap_trains|backup_trains|garbage_peer|signals))$'
+TSAN_TESTS='^(unit|cli\.(bsp_trains|sharded_servers|wbsp_overlap_trains|backup_trains|garbage_peer|signals|server_threads))$'
 
 steps="asan,tsan,fuzz" fuzz_seconds=30 jobs="" out=""
 while [ $# -gt 0 ]; do

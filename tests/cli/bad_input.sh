@@ -13,6 +13,11 @@ run 64 dmlps-server --workers abc
 grep -q "^dmlps-server: error: --workers: 'abc' is not an integer$" "$WORK/err" || fail "bad --workers message"
 run 64 dmlps-server --workers 0 --lr -1 --policy nope --batch 1x
 [ "$(grep -c '^dmlps-server: error:' "$WORK/err")" -eq 4 ] || fail "not every problem reported: $(cat "$WORK/err")"
+run 64 dmlps-server --threads 0
+grep -q "^dmlps-server: error: --threads: 0 is outside 1..256$" "$WORK/err" || fail "bad --threads message"
+[ "$(grep -c 'error:' "$WORK/err")" -eq 1 ] || fail "more than one line for --threads 0"
+run 64 dmlps-server --threads 257
+run 64 dmlps-server --threads two
 run 64 dmlps-server --staleness 2
 grep -q "staleness applies only to --policy ssp" "$WORK/err" || fail "--staleness without ssp accepted"
 run 64 dmlps-server --model mlp:12x

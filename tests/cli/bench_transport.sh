@@ -1,7 +1,8 @@
 # dmlps-bench transport, shrunk: small payloads, a few rounds, every kind of
-# row (memcpy, sum, zmq, zmq-chunks, dmlps with 1 and 2 workers, dmlps-sharded
-# over 1 and 2 shards, and with --curve dmlps-curve) over tcp and ipc; the
-# table's structure, TSV columns and JSON; bad flags exit 64.
+# row (memcpy, sum on 1 and 2 threads, zmq, zmq-chunks, dmlps with 1 and 2
+# workers, dmlps-sharded over 1 and 2 shards, and with --curve dmlps-curve)
+# over tcp and ipc; the table's structure, TSV columns and JSON; bad flags
+# exit 64.
 . "$(dirname "$0")/lib.sh"
 bench=$BIN/dmlps-bench
 small=(--sizes 64K,256K --chunk-bytes 64K --worker-counts 1,2 --shards 1,2 --shard-workers 2
@@ -11,13 +12,13 @@ small=(--sizes 64K,256K --chunk-bytes 64K --worker-counts 1,2 --shards 1,2 --sha
 "$bench" transport "${small[@]}" --format tsv >"$WORK/table.tsv" 2>"$WORK/bench.log" ||
   fail "dmlps-bench transport exited $?"
 cat "$WORK/table.tsv"
-head -n 1 "$WORK/table.tsv" | grep -q $'^transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq\tvs_memcpy\tshards\tspeedup$' ||
+head -n 1 "$WORK/table.tsv" | grep -q $'^transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq\tvs_memcpy\tshards\tspeedup\tthreads$' ||
   fail "unexpected TSV header"
-# Per size: memcpy, sum; per transport: zmq, (zmq-chunks for 256K), dmlps x2,
-# dmlps-sharded x2. 2 sizes: 2 * 2 + 2 * (5 + 6) = 26 rows.
-[ "$(wc -l <"$WORK/table.tsv")" -eq 27 ] || fail "expected a header and 26 rows"
+# Per size: memcpy, sum on 1 and 2 threads; per transport: zmq, (zmq-chunks
+# for 256K), dmlps x2, dmlps-sharded x2. 2 sizes: 2 * 3 + 2 * (5 + 6) = 28 rows.
+[ "$(wc -l <"$WORK/table.tsv")" -eq 29 ] || fail "expected a header and 28 rows"
 awk -F '\t' 'NR > 1 {
-  if (NF != 13) { print "columns: " $0; bad = 1 }
+  if (NF != 14) { print "columns: " $0; bad = 1 }
   if (!($5 > 0 && $6 > 0 && $6 <= $5 && $5 <= $7)) { print "times: " $0; bad = 1 }
   if ($8 != 3) { print "rounds: " $0; bad = 1 }
   if (!($9 > 0)) { print "GB/s: " $0; bad = 1 }
@@ -29,6 +30,8 @@ awk -F '\t' 'NR > 1 {
   if (($3 == "dmlps-sharded") != ($12 > 0)) { print "shards: " $0; bad = 1 }
   if (($3 == "dmlps-sharded") != ($13 != "-")) { print "speedup: " $0; bad = 1 }
   if ($3 == "dmlps-sharded" && $12 == 1 && $13 != 1) { print "1 shard against itself: " $0; bad = 1 }
+  if (($3 == "sum") != ($14 > 0)) { print "threads: " $0; bad = 1 }
+  if ($3 == "sum") sums[$2 " " $14] = 1
   # GB/s is every worker'"'"'s push and reply per round.
   if ($3 ~ /^dmlps/ && (g = 2 * $4 * $2 / ($5 / 1000) / 1e9) && ($9 / g > 1.001 || $9 / g < 0.999)) {
     print "GB/s of a dmlps row: " $0; bad = 1
@@ -43,6 +46,7 @@ awk -F '\t' 'NR > 1 {
     if (!((ts[i] " 262144 dmlps-sharded 2 2") in seen)) { print "no 2-shard row for " ts[i]; bad = 1 }
   }
   if (!(("mem 65536 memcpy 0 0") in seen) || !(("mem 262144 sum 0 0") in seen)) { print "no local rows"; bad = 1 }
+  if (!(("262144 1") in sums) || !(("262144 2") in sums)) { print "no sum on 1 and 2 threads"; bad = 1 }
   exit bad
 }' "$WORK/table.tsv" || fail "implausible table"
 grep -q "tcp 256K dmlps with 2 workers: median" "$WORK/bench.log" || fail "no progress on stderr"
@@ -56,14 +60,17 @@ grep -q "ipc 64K dmlps-sharded over 2 shards with 2 workers: median" "$WORK/benc
 cat "$WORK/table.txt"
 head -n 1 "$WORK/table.txt" | grep -q "^dmlps-bench transport: payloads 64K,256K over ipc" ||
   fail "no title line"
-sed -n 2p "$WORK/table.txt" | grep -q "^transport  size  what .*workers  shards  median ms.*vs zmq  vs memcpy  speedup$" ||
+sed -n 2p "$WORK/table.txt" | grep -q "^transport  size  what .*workers  shards  threads  median ms.*vs zmq  vs memcpy  speedup$" ||
   fail "no header line"
 [ "$(grep -c '^ipc ' "$WORK/table.txt")" -eq 9 ] || fail "expected 9 ipc rows"
 grep -q '^ipc  *256K  *dmlps-sharded  *2  *2  ' "$WORK/table.txt" || fail "no 2-shard row in the table"
+[ "$(grep -c '^aggregation: ' "$WORK/table.txt")" -eq 4 ] || fail "expected 4 aggregation lines"
+grep -q '^aggregation: 256K summed on 2 threads at .* memcpy' "$WORK/table.txt" ||
+  fail "no aggregation line for 2 threads"
 # Without sharded rows, the table keeps its columns.
 "$bench" transport --sizes 64K --transports ipc --worker-counts 1 --shards none --rounds 1 \
   --warmup 0 >"$WORK/plain.txt" 2>/dev/null || fail "--shards none exited $?"
-sed -n 2p "$WORK/plain.txt" | grep -q "^transport  size  what  *workers  median ms.*vs memcpy$" ||
+sed -n 2p "$WORK/plain.txt" | grep -q "^transport  size  what  *workers  threads  median ms.*vs memcpy$" ||
   fail "--shards none: not the plain header"
 if grep -q 'sharded' "$WORK/plain.txt"; then fail "--shards none measured sharded rows"; fi
 
@@ -72,7 +79,6 @@ if grep -q 'sharded' "$WORK/plain.txt"; then fail "--shards none measured sharde
 "$bench" transport --sizes 256K --chunk-bytes 64K --transports tcp --sharded-only --shards 1,3 \
   --shard-workers 3 --rounds 3 --warmup 1 --format json >"$WORK/sharded.json" 2>/dev/null ||
   fail "--sharded-only exited $?"
-[ "$(grep -c '^aggregation: ' "$WORK/table.txt")" -eq 2 ] || fail "expected 2 aggregation lines"
 if grep -q '^goal: ' "$WORK/table.txt"; then fail "goal lines for sizes without goals"; fi
 
 # --curve: a dmlps-curve row beside each dmlps row, both transports, with
@@ -100,7 +106,9 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["config"]["sizes"] == [4 << 20], doc["config"]
 whats = [r["what"] for r in doc["rows"]]
-assert whats == ["memcpy", "sum", "zmq", "zmq-chunks", "dmlps"], whats
+assert whats == ["memcpy", "sum", "sum", "zmq", "zmq-chunks", "dmlps"], whats
+assert [r["threads"] for r in doc["rows"]] == [0, 1, 2, 0, 0, 0], doc["rows"]
+assert doc["config"]["sum_threads"] == [1, 2], doc["config"]
 for r in doc["rows"]:
     assert r["median_ms"] > 0 and r["min_ms"] <= r["median_ms"] <= r["max_ms"], r
     assert r["gbps"] > 0 and r["rounds"] == 2, r
@@ -141,9 +149,10 @@ for want in "--sizes: 'x'" "--rounds" "--chunk-bytes" "--format"; do
 done
 [ ! -s "$WORK/bad.out" ] || fail "a usage error wrote to stdout"
 rc=0
-"$bench" transport --sizes 4M,6 --transports udp --worker-counts 0 >/dev/null 2>"$WORK/bad2.err" || rc=$?
+"$bench" transport --sizes 4M,6 --transports udp --worker-counts 0 --sum-threads 0 >/dev/null \
+  2>"$WORK/bad2.err" || rc=$?
 expect_exit 64 "$rc" "invalid transport config"
-for want in "--sizes: 6 bytes" "unknown transport 'udp'" "--worker-counts: 0"; do
+for want in "--sizes: 6 bytes" "unknown transport 'udp'" "--worker-counts: 0" "--sum-threads: 0"; do
   grep -q -- "$want" "$WORK/bad2.err" || fail "no error naming $want: $(cat "$WORK/bad2.err")"
 done
 rc=0

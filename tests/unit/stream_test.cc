@@ -2,9 +2,13 @@
 // lane-by-lane pipelining, and a streamed message across real sockets.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <thread>
 
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
@@ -218,45 +222,254 @@ TEST_CASE("a chunk with NaN is left out, and a closed stream lets the lanes go o
 }
 
 TEST_CASE("replies view the model in place; a lane still being sent is copied before it changes") {
-  server::ModelStore store(std::vector<float>(6, 2.f), 4);  // lanes of 4 and 2
-  std::vector<zmq::message_t> held;  // as ZeroMQ holds frames not yet sent
-  auto sink = [&](int64_t, zmq::message_t frame) { held.push_back(std::move(frame)); };
-  store.Send(sink);
-  store.Send(sink);
-  REQUIRE(held.size() == 4);
-  CHECK(held[0].data() == held[2].data());  // one buffer per lane, no copy
-  std::vector<std::shared_ptr<const std::vector<float>>> snapshots;
-  auto keep = [&](std::shared_ptr<const std::vector<float>> v) { snapshots.push_back(v); };
-  store.Snapshot(keep);
-  store.Snapshot(keep);
-  REQUIRE(snapshots.size() == 2);
-  CHECK(snapshots[0] == snapshots[1]);  // snapshots of one state share a copy
-  CHECK(*snapshots[0] == std::vector<float>(6, 2.f));
+  for (const int64_t threads : {1, 4}) {
+    CAPTURE(threads);
+    server::ModelStore store(std::vector<float>(6, 2.f), 4, threads);  // lanes of 4 and 2
+    CHECK(store.threads() == threads);
+    std::vector<zmq::message_t> held;  // as ZeroMQ holds frames not yet sent
+    auto sink = [&](int64_t, zmq::message_t frame) { held.push_back(std::move(frame)); };
+    store.Send(sink);
+    store.Send(sink);
+    REQUIRE(held.size() == 4);
+    CHECK(held[0].data() == held[2].data());  // one buffer per lane, no copy
+    std::vector<std::shared_ptr<const std::vector<float>>> snapshots;
+    auto keep = [&](std::shared_ptr<const std::vector<float>> v) { snapshots.push_back(v); };
+    store.Snapshot(keep);
+    store.Snapshot(keep);
+    REQUIRE(snapshots.size() == 2);
+    CHECK(snapshots[0] == snapshots[1]);  // snapshots of one state share a copy
+    CHECK(*snapshots[0] == std::vector<float>(6, 2.f));
 
-  const std::vector<float> ones(6, 1.f);
-  Result<IncomingTensor> opened = IncomingTensor::Open(6, 0, 0, FramesOf(ones, 0, 6));
-  REQUIRE(opened.ok());
-  store.Stage(std::make_shared<IncomingTensor>(std::move(opened).value()), 1.f);
-  store.Apply(nullptr, 1.f);  // params += acc
-  CHECK(store.Params() == std::vector<float>(6, 3.f));
-  // The frames still held show the model they were sent from.
-  CHECK(static_cast<const float*>(held[0].data())[3] == 2.f);
-  CHECK(static_cast<const float*>(held[1].data())[1] == 2.f);
-  CHECK(*snapshots[0] == std::vector<float>(6, 2.f));
-  store.Send(sink);
-  REQUIRE(held.size() == 6);
-  CHECK(held[4].data() != held[0].data());
-  CHECK(static_cast<const float*>(held[4].data())[0] == 3.f);
+    const std::vector<float> ones(6, 1.f);
+    Result<IncomingTensor> opened = IncomingTensor::Open(6, 0, 0, FramesOf(ones, 0, 6));
+    REQUIRE(opened.ok());
+    store.Stage(std::make_shared<IncomingTensor>(std::move(opened).value()), 1.f);
+    store.Apply(nullptr, 1.f);  // params += acc
+    CHECK(store.Params() == std::vector<float>(6, 3.f));
+    // The frames still held show the model they were sent from.
+    CHECK(static_cast<const float*>(held[0].data())[3] == 2.f);
+    CHECK(static_cast<const float*>(held[1].data())[1] == 2.f);
+    CHECK(*snapshots[0] == std::vector<float>(6, 2.f));
+    store.Send(sink);
+    REQUIRE(held.size() == 6);
+    CHECK(held[4].data() != held[0].data());
+    CHECK(static_cast<const float*>(held[4].data())[0] == 3.f);
 
-  // Once nothing views a lane, an apply changes it in place.
-  held.clear();
-  store.Send(sink);
-  const void* before = held[0].data();
-  held.clear();
-  store.Apply(nullptr, 1.f);  // acc is 0: nothing changes but the buffer's owner
-  store.Send(sink);
-  CHECK(held[0].data() == before);
+    // Once nothing views a lane, an apply changes it in place.
+    held.clear();
+    store.Send(sink);
+    const void* before0 = held[0].data();
+    const void* before1 = held[1].data();
+    held.clear();
+    store.Apply(nullptr, 1.f);  // acc is 0: nothing changes but the buffer's owner
+    store.Send(sink);
+    CHECK(held[0].data() == before0);
+    CHECK(held[1].data() == before1);
+    CHECK(store.pending() == 0);
+
+    // Also when the lanes apply in different calls, lane 1 after lane 0.
+    held.clear();
+    auto push = Streamed(6, 2, 4);
+    store.Stage(push, 1.f);
+    store.Apply(nullptr, 1.f);  // params += acc
+    store.Send(sink);
+    net::Frames chunk0 = FramesOf(ones, 0, 4);
+    REQUIRE(server::TakeChunk(*push, 0, chunk0).ok());
+    store.Advance();
+    REQUIRE(held.size() == 1);
+    CHECK(held[0].data() == before0);
+    held.clear();
+    net::Frames chunk1 = FramesOf(ones, 4, 6);
+    REQUIRE(server::TakeChunk(*push, 1, chunk1).ok());
+    store.Advance();
+    REQUIRE(held.size() == 1);
+    CHECK(held[0].data() == before1);
+    CHECK(store.Params() == std::vector<float>(6, 4.f));
+  }
+}
+
+// What a sequence of rounds did to a ModelStore: the model, and what its
+// sinks and callbacks saw, in the order they were called.
+struct Rounds {
+  std::vector<float> params;
+  std::vector<std::string> events;
+  std::vector<std::vector<float>> sent;  // round * 5 + index: the chunk's values when handed over
+  std::vector<std::vector<float>> snapshots;
+  bool off_thread = false;   // a sink or callback ran on another thread
+  bool frames_kept = true;   // frames still held show what they showed when sent
+  int64_t threads = 0;
+};
+
+// Pseudo-random floats in [-1, 1), the same for the same seed.
+std::vector<float> Noise(int64_t n, uint64_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (float& f : v) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    f = static_cast<float>(static_cast<double>(x >> 40) / static_cast<double>(1 << 23)) - 1.f;
+  }
+  return v;
+}
+
+constexpr int64_t kRoundLane = 40000;                 // floats: a lane of several blocks
+constexpr int64_t kRoundFloats = 4 * kRoundLane + 1234;  // 5 lanes, the last one short
+constexpr int kRounds = 4;
+
+// Four rounds of two pushes each, summed with weights 0.75 and 0.25 and
+// applied with momentum, each followed by a reply and a snapshot; all of it
+// queued first, then the pushes' chunks arrive interleaved in a fixed
+// shuffled order (round 2's second push whole, round 1's first push with a
+// NaN chunk), while some replies' frames are held as ZeroMQ would hold them.
+Rounds RunRounds(int64_t threads) {
+  const int64_t n = kRoundFloats;
+  server::ModelStore store(Noise(n, 99), kRoundLane, threads);
+  const int64_t lanes = store.layout().count();
+  REQUIRE(lanes == 5);
+  auto momentum = optim::MakeOptimizer(0.05, 0.9, n);
+  REQUIRE(momentum.ok());
+  const std::thread::id caller = std::this_thread::get_id();
+  Rounds out;
+  out.threads = store.threads();
+  auto note = [&](std::string event) {
+    if (std::this_thread::get_id() != caller) out.off_thread = true;
+    out.events.push_back(std::move(event));
+  };
+  std::vector<std::pair<zmq::message_t, size_t>> held;  // frame, its index in out.sent
+  out.sent.resize(static_cast<size_t>(kRounds * lanes));
+
+  std::vector<std::vector<float>> grads;
+  std::vector<std::shared_ptr<IncomingTensor>> pushes;
+  for (int round = 0; round < kRounds; ++round) {
+    for (int w = 0; w < 2; ++w) {
+      grads.push_back(Noise(n, static_cast<uint64_t>(round * 2 + w)));
+      if (round == 1 && w == 0) grads.back()[2 * kRoundLane + 7] = std::nanf("");
+      if (round == 2 && w == 1) {
+        Result<IncomingTensor> whole = IncomingTensor::Open(n, 0, 0, FramesOf(grads.back(), 0, n));
+        REQUIRE(whole.ok());
+        pushes.push_back(std::make_shared<IncomingTensor>(std::move(whole).value()));
+      } else {
+        pushes.push_back(Streamed(n, lanes, kRoundLane));
+      }
+      store.Stage(pushes.back(), w == 0 ? 0.75f : 0.25f);
+    }
+    store.Apply(momentum->get(), 1.f / 3, [&note, round] { note("applied " + std::to_string(round)); });
+    store.Send([&, round](int64_t index, zmq::message_t frame) {
+      note("chunk " + std::to_string(round) + "." + std::to_string(index));
+      const float* data = static_cast<const float*>(frame.data());
+      const auto at = static_cast<size_t>(round * lanes + index);
+      out.sent[at].assign(data, data + frame.size() / sizeof(float));
+      if (round % 2 == 0) held.emplace_back(std::move(frame), at);
+    });
+    store.Snapshot([&, round](std::shared_ptr<const std::vector<float>> values) {
+      note("snapshot " + std::to_string(round));
+      out.snapshots.push_back(*values);
+    });
+  }
+
+  // Deliver every streamed chunk, each push's in order, pushes picked in a
+  // fixed pseudo-random order; Advance after some of them, so that one
+  // Advance finds one lane ready, or several.
+  std::vector<int64_t> next(pushes.size(), 0);
+  uint64_t pick = 12345;
+  for (int64_t delivered = 0;; ++delivered) {
+    std::vector<size_t> open;
+    for (size_t p = 0; p < pushes.size(); ++p) {
+      if (!pushes[p]->complete()) open.push_back(p);
+    }
+    if (open.empty()) break;
+    pick = pick * 6364136223846793005ull + 1442695040888963407ull;
+    const size_t p = open[(pick >> 33) % open.size()];
+    const int64_t index = next[p]++;
+    net::Frames chunk = FramesOf(grads[p], index * kRoundLane, std::min(n, (index + 1) * kRoundLane));
+    REQUIRE(server::TakeChunk(*pushes[p], index, chunk).ok());
+    if ((pick >> 20) % 4 == 0) store.Advance();
+    // Now and then ZeroMQ is done sending the oldest frame held.
+    if (delivered % 5 == 4 && !held.empty()) held.erase(held.begin());
+  }
+  store.Advance();
   CHECK(store.pending() == 0);
+  for (const auto& [frame, at] : held) {
+    const float* data = static_cast<const float*>(frame.data());
+    if (!std::equal(out.sent[at].begin(), out.sent[at].end(), data)) out.frames_kept = false;
+  }
+  out.params = store.Params();
+  return out;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST_CASE("the model store's threads end bit for bit where one thread does") {
+  const Rounds one = RunRounds(1);
+  const Rounds four = RunRounds(4);
+  CHECK(one.threads == 1);
+  CHECK(four.threads == 4);
+
+  // The same rounds computed plainly, over the whole model at once: the
+  // store (with one thread) computes what it should.
+  std::vector<float> params = Noise(kRoundFloats, 99);
+  std::vector<float> velocity(params.size(), 0.f);
+  for (int round = 0; round < kRounds; ++round) {
+    const std::vector<float> g0 = Noise(kRoundFloats, static_cast<uint64_t>(round * 2));
+    const std::vector<float> g1 = Noise(kRoundFloats, static_cast<uint64_t>(round * 2 + 1));
+    for (size_t i = 0; i < params.size(); ++i) {
+      const bool nan_chunk = round == 1 && i >= 2 * kRoundLane && i < 3 * kRoundLane;
+      const float acc = (nan_chunk ? 0.f : 0.75f * g0[i]) + 0.25f * g1[i];
+      velocity[i] = 0.9f * velocity[i] + acc / 3;
+      params[i] -= 0.05f * velocity[i];
+    }
+  }
+  REQUIRE(one.params.size() == params.size());
+  for (size_t i = 0; i < params.size(); i += 997) {
+    CHECK(one.params[i] == doctest::Approx(params[i]).epsilon(1e-4));
+  }
+
+  for (const Rounds* r : {&one, &four}) {
+    CHECK_FALSE(r->off_thread);
+    CHECK(r->frames_kept);
+    REQUIRE(r->sent.size() == static_cast<size_t>(kRounds * 5));
+    REQUIRE(r->snapshots.size() == static_cast<size_t>(kRounds));
+    // A reply shows the model as it stood when it was queued, as does the
+    // snapshot queued right after it, however late its chunks went out.
+    for (int round = 0; round < kRounds; ++round) {
+      for (int64_t index = 0; index < 5; ++index) {
+        const std::vector<float>& snapshot = r->snapshots[static_cast<size_t>(round)];
+        const auto begin = snapshot.begin() + index * kRoundLane;
+        const auto end = snapshot.begin() + std::min(kRoundFloats, (index + 1) * kRoundLane);
+        CHECK(SameBits(r->sent[static_cast<size_t>(round * 5 + index)], std::vector<float>(begin, end)));
+      }
+    }
+    // Each reply's chunks in index order.
+    for (int round = 0; round < kRounds; ++round) {
+      int64_t expected = 0;
+      for (const std::string& e : r->events) {
+        if (e.rfind("chunk " + std::to_string(round) + ".", 0) == 0) {
+          CHECK(e == "chunk " + std::to_string(round) + "." + std::to_string(expected++));
+        }
+      }
+      CHECK(expected == 5);
+    }
+  }
+  CHECK(one.events == four.events);
+  CHECK(SameBits(one.params, four.params));
+  for (size_t i = 0; i < one.sent.size(); ++i) {
+    INFO("chunk handed over ", i);
+    CHECK(SameBits(one.sent[i], four.sent[i]));
+  }
+  for (size_t i = 0; i < one.snapshots.size(); ++i) {
+    INFO("snapshot ", i);
+    CHECK(SameBits(one.snapshots[i], four.snapshots[i]));
+  }
+  // The last snapshot is the model as it ends.
+  CHECK(SameBits(one.snapshots.back(), one.params));
+}
+
+TEST_CASE("a model of one lane runs on the caller's thread whatever the threads asked") {
+  server::ModelStore small(std::vector<float>(100, 1.f), 128, 8);
+  CHECK(small.threads() == 1);
+  server::ModelStore large(std::vector<float>(300, 1.f), 128, 3);
+  CHECK(large.threads() == 3);
 }
 
 TEST_CASE("a payload larger than a chunk crosses real sockets as Chunk messages") {

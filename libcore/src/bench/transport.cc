@@ -609,11 +609,13 @@ std::vector<double> MemcpyTimes(int64_t bytes, const TransportConfig& config) {
 }
 
 // The server's staging sum: one gradient of the payload, whole, staged into
-// the ModelStore's accumulator (acc += w * g, lane by lane).
-Result<std::vector<double>> SumTimes(int64_t bytes, const TransportConfig& config) {
+// the ModelStore's accumulator (acc += w * g, lane by lane) on `threads`
+// threads.
+Result<std::vector<double>> SumTimes(int64_t bytes, int64_t threads,
+                                     const TransportConfig& config) {
   const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
   server::ModelStore store(std::vector<float>(static_cast<size_t>(floats), 0.f),
-                           config.chunk_bytes / static_cast<int64_t>(sizeof(float)));
+                           config.chunk_bytes / static_cast<int64_t>(sizeof(float)), threads);
   auto values = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
                                                            kGradientValue);
   net::Frames frames;
@@ -632,12 +634,13 @@ Result<std::vector<double>> SumTimes(int64_t bytes, const TransportConfig& confi
 }
 
 TransportRow MakeRow(std::string transport, int64_t bytes, std::string what, int64_t workers,
-                     const std::vector<double>& times) {
+                     int64_t threads, const std::vector<double>& times) {
   TransportRow row;
   row.transport = std::move(transport);
   row.bytes = bytes;
   row.what = std::move(what);
   row.workers = workers;
+  row.threads = threads;
   row.ms = SpreadOf(times);
   const double seconds = row.ms.median / 1000.0;
   row.gbps = seconds > 0 ? static_cast<double>(BytesMoved(row)) / seconds / 1e9 : 0;
@@ -659,7 +662,13 @@ std::string Title(const TransportConfig& c) {
   for (int64_t w : c.workers) workers += (workers.empty() ? "" : ",") + std::to_string(w);
   std::string title = fmt::format("dmlps-bench transport: payloads {} over {}", sizes, transports);
   if (!c.sharded_only) {
-    title += fmt::format("; dmlps with 1 server and {} workers (bsp, sgd)", workers);
+    std::string threads;
+    for (int64_t t : c.sum_threads) {
+      if (!threads.empty()) threads += ',';
+      threads += std::to_string(t);
+    }
+    title += fmt::format("; dmlps with 1 server and {} workers (bsp, sgd); sums on {} threads",
+                         workers, threads);
   }
   if (!c.shards.empty()) {
     std::string shards;
@@ -686,8 +695,8 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
   bool sharded = false;
   for (const TransportRow& r : report.rows) sharded = sharded || r.shards > 0;
   std::vector<std::string> header = {"transport", "size",   "what",   "workers",
-                                     "median ms", "min ms", "max ms", "GB/s",
-                                     "vs zmq",    "vs memcpy"};
+                                     "threads",   "median ms", "min ms", "max ms",
+                                     "GB/s",      "vs zmq",    "vs memcpy"};
   if (sharded) {
     header.insert(header.begin() + 4, "shards");
     header.push_back("speedup");
@@ -696,6 +705,7 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
   for (const TransportRow& r : report.rows) {
     std::vector<std::string> row = {r.transport, FormatByteSize(r.bytes), r.what,
                                     r.workers > 0 ? std::to_string(r.workers) : std::string("-"),
+                                    r.threads > 0 ? std::to_string(r.threads) : std::string("-"),
                                     Fixed(r.ms.median, 3), Fixed(r.ms.min, 3), Fixed(r.ms.max, 3),
                                     Fixed(r.gbps, 2), Ratio(r.vs_zmq), Ratio(r.vs_memcpy)};
     if (sharded) {
@@ -707,22 +717,22 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
   out << Title(report.config) << '\n';
   WriteAligned(header, cells, 3, out);
   for (const TransportGoal& g : report.goals) out << GoalLine(g) << '\n';
-  // Aggregation against memcpy, for each size.
+  // Aggregation against memcpy, for each size and number of threads.
   for (const TransportRow& sum : report.rows) {
     if (sum.what != "sum") continue;
     for (const TransportRow& copy : report.rows) {
       if (copy.what != "memcpy" || copy.bytes != sum.bytes) continue;
-      out << fmt::format("aggregation: {} summed at {:.2f} GB/s of gradient, {:.2f}x memcpy's "
-                         "{:.2f} GB/s\n",
-                         FormatByteSize(sum.bytes), sum.gbps,
-                         copy.gbps > 0 ? sum.gbps / copy.gbps : 0.0, copy.gbps);
+      out << fmt::format("aggregation: {} summed on {} thread{} at {:.2f} GB/s of gradient, "
+                         "{:.2f}x memcpy's {:.2f} GB/s\n",
+                         FormatByteSize(sum.bytes), sum.threads, sum.threads == 1 ? "" : "s",
+                         sum.gbps, copy.gbps > 0 ? sum.gbps / copy.gbps : 0.0, copy.gbps);
     }
   }
 }
 
 void WriteTsv(const TransportReport& report, std::ostream& out) {
   out << "transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq"
-         "\tvs_memcpy\tshards\tspeedup\n";
+         "\tvs_memcpy\tshards\tspeedup\tthreads\n";
   auto ratio = [](const std::optional<double>& r) {
     return r.has_value() ? fmt::format("{}", *r) : std::string("-");
   };
@@ -730,7 +740,7 @@ void WriteTsv(const TransportReport& report, std::ostream& out) {
     out << r.transport << '\t' << r.bytes << '\t' << r.what << '\t' << r.workers << '\t'
         << fmt::format("{}\t{}\t{}\t{}\t{}", r.ms.median, r.ms.min, r.ms.max, r.ms.count, r.gbps)
         << '\t' << ratio(r.vs_zmq) << '\t' << ratio(r.vs_memcpy) << '\t' << r.shards << '\t'
-        << ratio(r.speedup) << '\n';
+        << ratio(r.speedup) << '\t' << r.threads << '\n';
   }
 }
 
@@ -754,7 +764,9 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
   for (size_t i = 0; i < c.shards.size(); ++i) out << (i ? "," : "") << c.shards[i];
   out << "],\"shard_workers\":" << c.shard_workers
       << ",\"sharded_only\":" << (c.sharded_only ? "true" : "false");
-  out << ",\"rounds\":" << c.rounds << ",\"warmup\":" << c.warmup
+  out << ",\"sum_threads\":[";
+  for (size_t i = 0; i < c.sum_threads.size(); ++i) out << (i ? "," : "") << c.sum_threads[i];
+  out << "],\"rounds\":" << c.rounds << ",\"warmup\":" << c.warmup
       << ",\"chunk_bytes\":" << c.chunk_bytes << "},\"rows\":[";
   for (size_t i = 0; i < report.rows.size(); ++i) {
     const TransportRow& r = report.rows[i];
@@ -763,7 +775,7 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
     WriteJsonString(r.transport, out);
     out << ",\"bytes\":" << r.bytes << ",\"what\":";
     WriteJsonString(r.what, out);
-    out << ",\"workers\":" << r.workers << ",\"median_ms\":" << JsonNumber(r.ms.median)
+    out << ",\"workers\":" << r.workers << ",\"threads\":" << r.threads << ",\"median_ms\":" << JsonNumber(r.ms.median)
         << ",\"min_ms\":" << JsonNumber(r.ms.min) << ",\"max_ms\":" << JsonNumber(r.ms.max)
         << ",\"rounds\":" << r.ms.count << ",\"gbps\":" << JsonNumber(r.gbps)
         << ",\"vs_zmq\":" << ratio(r.vs_zmq) << ",\"vs_memcpy\":" << ratio(r.vs_memcpy)
@@ -803,6 +815,12 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
     if (t != "tcp" && t != "ipc") problems.push_back("--transports: unknown transport '" + t + "' (tcp or ipc)");
   }
   if (config.workers.empty()) problems.push_back("--worker-counts: no cluster size");
+  if (config.sum_threads.empty()) problems.push_back("--sum-threads: no number of threads");
+  for (int64_t t : config.sum_threads) {
+    if (t < 1 || t > 256) {
+      problems.push_back("--sum-threads: " + std::to_string(t) + " is not in 1..256");
+    }
+  }
   for (int64_t w : config.workers) {
     if (w < 1 || w > 64) problems.push_back("--worker-counts: " + std::to_string(w) + " is not in 1..64");
   }
@@ -967,7 +985,12 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
            [bytes](const TransportConfig& c) -> Result<std::vector<double>> {
              return MemcpyTimes(bytes, c);
            });
-      slot("mem", "sum", 0, 0, [bytes](const TransportConfig& c) { return SumTimes(bytes, c); });
+      for (int64_t threads : config.sum_threads) {
+        slot("mem", "sum", 0, 0, [bytes, threads](const TransportConfig& c) {
+          return SumTimes(bytes, threads, c);
+        });
+        slots.back().row.threads = threads;
+      }
     }
     const int64_t pieces = (bytes + config.chunk_bytes - 1) / config.chunk_bytes;
     for (const std::string& transport : config.transports) {
@@ -1023,7 +1046,8 @@ Result<TransportReport> RunTransportBench(const TransportConfig& config,
       }
     }
     for (Slot& s : slots) {
-      TransportRow row = MakeRow(s.row.transport, bytes, s.row.what, s.row.workers, s.times);
+      TransportRow row =
+          MakeRow(s.row.transport, bytes, s.row.what, s.row.workers, s.row.threads, s.times);
       row.shards = s.row.shards;
       if (progress) progress(row);
       report.rows.push_back(std::move(row));

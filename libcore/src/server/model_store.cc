@@ -31,7 +31,7 @@ bool SoleOwner(const std::shared_ptr<std::vector<float>>& buffer) {
 
 }  // namespace
 
-ModelStore::ModelStore(std::vector<float> params, int64_t lane_floats)
+ModelStore::ModelStore(std::vector<float> params, int64_t lane_floats, int64_t threads)
     : layout_{static_cast<int64_t>(params.size()), std::max<int64_t>(lane_floats, 1)},
       lanes_(static_cast<size_t>(layout_.count())),
       spares_(static_cast<size_t>(layout_.count())),
@@ -41,7 +41,11 @@ ModelStore::ModelStore(std::vector<float> params, int64_t lane_floats)
     lanes_[static_cast<size_t>(lane)] = std::make_shared<std::vector<float>>(
         params.begin() + layout_.begin(lane), params.begin() + layout_.end(lane));
   }
+  // A model of one lane is too small to pay for waking threads.
+  if (threads > 1 && layout_.count() > 1) pool_ = std::make_unique<ThreadPool>(threads);
 }
+
+ModelStore::~ModelStore() = default;
 
 std::vector<float> ModelStore::Params() const {
   std::vector<float> params;
@@ -115,8 +119,46 @@ void ModelStore::Queue(Op op) {
 }
 
 void ModelStore::Advance() {
-  // Lanes in index order: a reply's chunks then tend to be ready in order.
-  for (int64_t lane = 0; lane < static_cast<int64_t>(cursor_.size()); ++lane) RunLane(lane);
+  const auto lanes = static_cast<int64_t>(cursor_.size());
+  if (pool_ == nullptr) {
+    // Lanes in index order, each handed over before the next runs: a
+    // reply's chunks go out as soon as each is there.
+    if (runs_.empty()) runs_.resize(1);
+    LaneRun& run = runs_.front();
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      if (!PlanLane(lane, &run)) continue;
+      RunFloats(run, layout_.begin(run.lane), layout_.end(run.lane));
+      FinishLane(run);
+    }
+  } else {
+    // Every lane is planned, their float work is shared out block by block
+    // over the threads, and then the lanes are handed over in index order
+    // on this thread, as above.
+    if (runs_.size() < static_cast<size_t>(lanes)) runs_.resize(static_cast<size_t>(lanes));
+    size_t planned = 0;
+    for (int64_t lane = 0; lane < lanes; ++lane) {
+      if (PlanLane(lane, &runs_[planned])) ++planned;
+    }
+    struct Block {
+      size_t run;
+      int64_t from;
+      int64_t to;
+    };
+    std::vector<Block> blocks;
+    for (size_t r = 0; r < planned; ++r) {
+      const LaneRun& run = runs_[r];
+      if (!run.floats) continue;
+      const int64_t end = layout_.end(run.lane);
+      for (int64_t from = layout_.begin(run.lane); from < end; from += kBlockFloats) {
+        blocks.push_back({r, from, std::min(end, from + kBlockFloats)});
+      }
+    }
+    pool_->ParallelFor(static_cast<int64_t>(blocks.size()), [&](int64_t i) {
+      const Block& block = blocks[static_cast<size_t>(i)];
+      RunFloats(runs_[block.run], block.from, block.to);
+    });
+    for (size_t r = 0; r < planned; ++r) FinishLane(runs_[r]);
+  }
   // Every lane runs the operations in order, so those at the front that all
   // lanes ran are done.
   while (!ops_.empty() && ops_.front().remaining == 0) {
@@ -125,26 +167,33 @@ void ModelStore::Advance() {
   }
 }
 
-void ModelStore::RunLane(int64_t lane) {
+bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
   int64_t& cursor = cursor_[static_cast<size_t>(lane)];
   const int64_t queued = first_op_ + static_cast<int64_t>(ops_.size());
   int64_t ready = cursor;
   while (ready < queued && Ready(At(ready), lane)) ++ready;
-  if (ready == cursor) return;
+  if (ready == cursor) return false;
+  run->lane = lane;
+  run->first = cursor;
+  run->ready = ready;
+  run->floats = false;
+  run->segments.clear();
   // The first snapshot of a model state makes the copy.
-  std::vector<char> fills(static_cast<size_t>(ready - cursor), 0);
+  run->fills.assign(static_cast<size_t>(ready - cursor), 0);
   for (int64_t at = cursor; at < ready; ++at) {
     Op& op = At(at);
+    if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kApply) run->floats = true;
     if (op.point != nullptr && !op.point->filled[static_cast<size_t>(lane)]) {
       op.point->filled[static_cast<size_t>(lane)] = 1;
-      fills[static_cast<size_t>(at - cursor)] = 1;
+      run->fills[static_cast<size_t>(at - cursor)] = 1;
+      run->floats = true;
     }
   }
-  const int64_t begin = layout_.begin(lane);
-  const int64_t end = layout_.end(lane);
   for (int64_t first = cursor; first < ready;) {
     // A segment ends with a Send: the reply views the lane as it stands
     // there, so an apply after it must not change that buffer in place.
+    LaneRun::Segment segment;
+    segment.first = first;
     int64_t last = first;
     bool applies = false;
     while (last < ready) {
@@ -152,32 +201,58 @@ void ModelStore::RunLane(int64_t lane) {
       applies = applies || kind == Op::Kind::kApply;
       if (kind == Op::Kind::kSend) break;
     }
-    if (applies) Unshare(lane);
-    // The segment's operations run block by block, each block passing
-    // through all of them while it is in cache: a lane's sum and apply then
-    // cost about one trip through memory instead of one each.
-    for (int64_t from = begin; from < end; from += kBlockFloats) {
-      const int64_t to = std::min(end, from + kBlockFloats);
-      for (int64_t at = first; at < last; ++at) {
-        RunBlock(At(at), lane, from, to, fills[static_cast<size_t>(at - cursor)] != 0);
-      }
-    }
-    for (int64_t at = first; at < last; ++at) Finish(at, lane);
+    segment.last = last;
+    // The segments planned before hold their buffers, as the replies
+    // made from them will: Unshare sees those as viewed.
+    if (applies) segment.copy_from = Unshare(lane);
+    segment.params = lanes_[static_cast<size_t>(lane)];
+    run->segments.push_back(std::move(segment));
     first = last;
   }
   cursor = ready;
+  return true;
 }
 
-void ModelStore::Unshare(int64_t lane) {
+void ModelStore::RunFloats(const LaneRun& run, int64_t from, int64_t to) {
+  const int64_t begin = layout_.begin(run.lane);
+  const int64_t end = layout_.end(run.lane);
+  // The segments' operations run block by block, each block passing
+  // through all of them while it is in cache: a lane's sum and apply then
+  // cost about one trip through memory instead of one each.
+  for (int64_t block = from; block < to; block += kBlockFloats) {
+    const int64_t block_end = std::min({to, end, block + kBlockFloats});
+    for (const LaneRun::Segment& segment : run.segments) {
+      float* params = segment.params->data();
+      if (segment.copy_from != nullptr) {
+        std::memcpy(params + (block - begin), segment.copy_from->data() + (block - begin),
+                    static_cast<size_t>(block_end - block) * sizeof(float));
+      }
+      for (int64_t at = segment.first; at < segment.last; ++at) {
+        RunBlock(ops_[static_cast<size_t>(at - first_op_)], params, run.lane, block, block_end,
+                 run.fills[static_cast<size_t>(at - run.first)] != 0);
+      }
+    }
+  }
+}
+
+void ModelStore::FinishLane(LaneRun& run) {
+  for (const LaneRun::Segment& segment : run.segments) {
+    for (int64_t at = segment.first; at < segment.last; ++at) Finish(at, run.lane, segment.params);
+  }
+  // Let go of the buffers: a lane that no reply views is changed in place.
+  run.segments.clear();
+}
+
+std::shared_ptr<std::vector<float>> ModelStore::Unshare(int64_t lane) {
   std::shared_ptr<std::vector<float>>& current = lanes_[static_cast<size_t>(lane)];
-  if (SoleOwner(current)) return;  // no frame views it: change it in place
+  if (SoleOwner(current)) return nullptr;  // no frame views it: change it in place
   std::shared_ptr<std::vector<float>>& spare = spares_[static_cast<size_t>(lane)];
   std::shared_ptr<std::vector<float>> fresh =
       spare != nullptr && SoleOwner(spare) ? spare
                                            : std::make_shared<std::vector<float>>(current->size());
-  std::memcpy(fresh->data(), current->data(), current->size() * sizeof(float));
   spare = std::move(current);
   current = std::move(fresh);
+  return spare;
 }
 
 bool ModelStore::Ready(const Op& op, int64_t lane) const {
@@ -185,9 +260,10 @@ bool ModelStore::Ready(const Op& op, int64_t lane) const {
   return op.push->settled() || op.push->received() >= layout_.end(lane);
 }
 
-void ModelStore::RunBlock(Op& op, int64_t lane, int64_t from, int64_t to, bool fill) {
+void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_t from,
+                          int64_t to, bool fill) {
   const auto n = static_cast<size_t>(to - from);
-  float* params = lanes_[static_cast<size_t>(lane)]->data() + (from - layout_.begin(lane));
+  float* params = lane_params + (from - layout_.begin(lane));
   switch (op.kind) {
     case Op::Kind::kStage: {
       const float weight = op.value;
@@ -208,7 +284,7 @@ void ModelStore::RunBlock(Op& op, int64_t lane, int64_t from, int64_t to, bool f
   }
 }
 
-void ModelStore::Finish(int64_t at, int64_t lane) {
+void ModelStore::Finish(int64_t at, int64_t lane, const std::shared_ptr<std::vector<float>>& params) {
   Op& op = At(at);
   const int64_t begin = layout_.begin(lane);
   const int64_t end = layout_.end(lane);
@@ -222,7 +298,7 @@ void ModelStore::Finish(int64_t at, int64_t lane) {
   }
   if (op.kind == Op::Kind::kSend) {
     net::Frames frames;
-    proto::AppendRange(lanes_[static_cast<size_t>(lane)], 0, end - begin, &frames);
+    proto::AppendRange(params, 0, end - begin, &frames);
     op.held.emplace(lane, std::move(frames[0]));
     // Hand over in index order whatever is ready.
     for (auto it = op.held.begin(); it != op.held.end() && it->first == op.next_chunk;

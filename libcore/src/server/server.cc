@@ -344,7 +344,7 @@ Status ParameterServer::Setup() {
   DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   store_.emplace(std::move(params),
-                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)));
+                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)), config_.threads);
   if (!config_.checkpoint.empty()) checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
                spec.Name(), model.num_params(), policy_->Name(),
@@ -1518,6 +1518,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (!(config.momentum >= 0 && config.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
+  if (config.threads < 1 || config.threads > 256) problems.push_back("--threads must be in 1..256");
   if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
     problems.push_back("--target-accuracy must be in [0, 1]");
   }

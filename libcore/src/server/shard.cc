@@ -222,7 +222,8 @@ Status ShardServer::Register() {
     std::vector<float> slice(params.begin() + begin_, params.begin() + begin_ + size_);
     DMLPS_ASSIGN_OR_RETURN(optimizer_,
                            optim::MakeOptimizer(welcome->lr, welcome->momentum, size_));
-    store_.emplace(std::move(slice), proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)));
+    store_.emplace(std::move(slice), proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
+                   config_.threads);
     max_bytes_ = config_.max_message_bytes > 0
                      ? config_.max_message_bytes
                      : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;

@@ -30,6 +30,7 @@ struct TransportConfig {
   std::vector<int64_t> sizes = {int64_t{4} << 20, int64_t{64} << 20};  // payload bytes
   std::vector<std::string> transports = {"tcp", "ipc"};
   std::vector<int64_t> workers = {1, 2, 4};  // dmlps cluster sizes
+  std::vector<int64_t> sum_threads = {1, 2};  // ModelStore threads of the sum rows
   int64_t rounds = 21;   // timed repetitions of each measurement, taken in 3 turns
   int64_t warmup = 2;    // untimed ones at the start of each turn
   int64_t chunk_bytes = proto::kDefaultChunkBytes;  // streamed chunk (and raw piece) size
@@ -56,7 +57,7 @@ struct TransportRow {
   std::string transport;  // tcp, ipc; "mem" for memcpy and sum
   int64_t bytes = 0;      // the payload
   // memcpy: one copy of the payload. sum: the server staging one gradient
-  // (acc += w * g). zmq: raw ZeroMQ ping-pong, the payload as one message
+  // (acc += w * g) on `threads` threads. zmq: raw ZeroMQ ping-pong, the payload as one message
   // echoed back. zmq-chunks: the same cut into pieces of the chunk size, each
   // echoed as it arrives. dmlps: each worker pushes a gradient of the
   // payload and pulls the model back; the server sums all workers' gradients
@@ -68,6 +69,9 @@ struct TransportRow {
   std::string what;
   int64_t workers = 0;  // dmlps: workers; others 0
   int64_t shards = 0;   // dmlps-sharded: server shards; others 0
+  // sum: the ModelStore's threads asked for (a payload of one chunk is
+  // summed on the caller's thread alone); others 0.
+  int64_t threads = 0;
   Spread ms;            // milliseconds per round
   double gbps = 0;      // bytes moved per second at the median (see GbPerSecond)
   std::optional<double> vs_zmq;     // median over zmq's (same transport and size)

@@ -23,8 +23,10 @@ class Optimizer {
   // The same step on the slice of the model that starts at parameter
   // `offset` (`params` and `grad` hold that slice), with the optimizer's
   // state for those parameters: a model updated slice by slice, each slice
-  // once per step, ends where Step would have taken it. REQUIRES: the slice
-  // lies inside the size the optimizer was made for.
+  // once per step, ends where Step would have taken it. Steps on disjoint
+  // slices may run at the same time on different threads: a slice's step
+  // touches only that slice's state. REQUIRES: the slice lies inside the
+  // size the optimizer was made for.
   virtual void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                          int64_t offset) = 0;
   virtual std::string Name() const = 0;
@@ -73,7 +75,8 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int
 // What the server does on a policy's Apply or ApplyDelta: with an optimizer,
 // one step along scale * acc; without one (nullptr), params += scale * acc, a
 // plain sum of model deltas. Then acc is zeroed for the next round.
-// `params` and `acc` may be the slice of the model that starts at `offset`.
+// `params` and `acc` may be the slice of the model that starts at `offset`;
+// calls on disjoint slices may run at the same time (see StepSlice).
 // REQUIRES: params and acc of equal size, inside the optimizer's.
 void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
                       std::span<float> acc, int64_t offset = 0);

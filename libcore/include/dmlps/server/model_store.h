@@ -15,6 +15,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "dmlps/base/thread_pool.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
@@ -25,8 +26,12 @@ namespace dmlps::server {
 // replies). What the server does to the model is queued as operations; every
 // lane runs every operation in the order queued, each as soon as the data it
 // needs is there, so the end result is that of running them one after the
-// other over the whole model. Single-threaded: all calls, and the callbacks
-// they make, happen on the caller's thread; callbacks must not call the store.
+// other over the whole model. All calls, and the callbacks they make, happen
+// on the caller's thread, in the same order whatever the threads; callbacks
+// must not call the store. Only the float work of the lanes (sums, optimizer
+// steps, copies) may run on the store's own threads, over disjoint ranges
+// and with each float's operations in the same order, so that the model
+// ends bit for bit where one thread would have taken it.
 class ModelStore {
  public:
   // Takes one chunk of a reply: its index in layout() and a frame viewing a
@@ -35,11 +40,18 @@ class ModelStore {
   // Takes a whole snapshot of the model.
   using SnapshotSink = std::function<void(std::shared_ptr<const std::vector<float>> values)>;
 
-  // A model holding `params`, in lanes of `lane_floats` floats (at least 1).
-  ModelStore(std::vector<float> params, int64_t lane_floats);
+  // A model holding `params`, in lanes of `lane_floats` floats (at least 1),
+  // worked on by `threads` threads, the caller's included (1: the caller's
+  // alone; a model of one lane always runs on the caller's thread).
+  ModelStore(std::vector<float> params, int64_t lane_floats, int64_t threads = 1);
+  ~ModelStore();
+  ModelStore(const ModelStore&) = delete;
+  ModelStore& operator=(const ModelStore&) = delete;
 
   const proto::ChunkLayout& layout() const { return layout_; }
   int64_t size() const { return layout_.size; }
+  // The threads that run the lanes' float work, the caller's included.
+  int64_t threads() const { return pool_ != nullptr ? pool_->threads() : 1; }
 
   // Queues acc += weight * push, over the values of `push` that are not left
   // out; a lane runs it once push holds that lane's floats or is closed. A
@@ -102,18 +114,51 @@ class ModelStore {
 
   void Queue(Op op);
   Op& At(int64_t at) { return ops_[static_cast<size_t>(at - first_op_)]; }
-  // Runs lane `lane` as far as it can go.
-  void RunLane(int64_t lane);
+  // What one lane runs in one go: planned on the caller's thread (which
+  // buffers, what to copy), its float work run on any thread, then finished
+  // on the caller's thread.
+  struct LaneRun {
+    // Operations up to and including a Send, or the last ones: a reply
+    // views the lane as it stands after the Send, so an apply after it
+    // must not change that buffer in place.
+    struct Segment {
+      int64_t first = 0;  // queue positions [first, last)
+      int64_t last = 0;
+      // The lane's buffer the segment works on; holding it here marks it
+      // as viewed for the segments after a Send.
+      std::shared_ptr<std::vector<float>> params;
+      // When set, copied into params before the segment (copy on write).
+      std::shared_ptr<std::vector<float>> copy_from;
+    };
+    int64_t lane = 0;
+    int64_t first = 0;  // queue positions [first, ready) that the lane runs
+    int64_t ready = 0;
+    std::vector<char> fills;  // per operation: copy the lane into its point
+    std::vector<Segment> segments;
+    bool floats = false;  // whether anything but handing over is to do
+  };
+
+  // Plans lane `lane`'s run of whatever its data allows into `run`, and
+  // moves its cursor past it; false when nothing can run.
+  bool PlanLane(int64_t lane, LaneRun* run);
+  // Runs the float work of `run` on floats [from, to) of its lane.
+  void RunFloats(const LaneRun& run, int64_t from, int64_t to);
+  // After the float work of `run`: frees, hands over, counts down, and lets
+  // go of the buffers it held.
+  void FinishLane(LaneRun& run);
   // Whether lane `lane` has what `op` needs.
   bool Ready(const Op& op, int64_t lane) const;
-  // Runs `op` on floats [from, to) of lane `lane`; `fill`: copy them into
-  // its point.
-  void RunBlock(Op& op, int64_t lane, int64_t from, int64_t to, bool fill);
+  // Runs `op` on floats [from, to) of lane `lane`, whose values are at
+  // `params`; `fill`: copy them into its point.
+  void RunBlock(const Op& op, float* params, int64_t lane, int64_t from, int64_t to,
+                bool fill);
   // Gives lane `lane` a buffer of its own before it changes, when a reply
-  // still views the one it has.
-  void Unshare(int64_t lane);
-  // After `op` ran over all of lane `lane`: frees, hands over, counts down.
-  void Finish(int64_t at, int64_t lane);
+  // still views the one it has; returns the buffer to copy from into the
+  // new one (null: none is needed), which the caller copies.
+  std::shared_ptr<std::vector<float>> Unshare(int64_t lane);
+  // After `op` ran over all of lane `lane`, whose values were at `params`:
+  // frees, hands over, counts down.
+  void Finish(int64_t at, int64_t lane, const std::shared_ptr<std::vector<float>>& params);
   std::shared_ptr<Point> CurrentPoint();
   std::shared_ptr<std::vector<float>> Buffer();
 
@@ -128,6 +173,8 @@ class ModelStore {
   std::vector<int64_t> cursor_;  // per lane: the queue position of its next operation
   std::shared_ptr<Point> point_;  // the state after the last queued operation, once asked for
   std::vector<std::shared_ptr<std::vector<float>>> buffers_;  // snapshot copies to reuse
+  std::unique_ptr<ThreadPool> pool_;  // null: everything on the caller's thread
+  std::vector<LaneRun> runs_;         // Advance's plans, kept for their memory
 };
 
 // Takes a Chunk message's payload into a streamed push (IncomingTensor::Add)

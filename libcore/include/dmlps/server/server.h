@@ -31,6 +31,7 @@ struct ServerConfig {
   double max_seconds = 0;      // 0: no limit
   int64_t eval_every = 50;     // iterations between evaluations
   uint64_t seed = 1;
+  int64_t threads = 1;  // threads that sum pushes and apply updates, the event loop's included
   std::chrono::milliseconds heartbeat{1000};       // between heartbeats to the workers
   std::chrono::milliseconds worker_timeout{30000};  // a worker silent this long is lost
   int64_t min_workers = 1;  // fewer live workers than this: training holds until more join
