@@ -23,23 +23,14 @@
 #include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/evaluator.h"
+#include "server/loop.h"
 #include "server/shard.h"
 
 namespace dmlps::server {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// How long one wait for a message lasts before the loop looks at its timers.
-constexpr milliseconds kPollSlice{20};
-// How long the end of a run waits for the chunks of streamed pushes in flight.
-constexpr milliseconds kDrainLimit{5000};
-// A streamed push whose chunks stop coming for this long is closed, what is
-// missing left out, so that the model's other lanes and replies go on.
-constexpr milliseconds kStreamStall{10000};
-// Refused messages logged at warning level before the log quietens down.
-constexpr int64_t kLoudRefusals = 20;
 // A worker loading its data sends nothing: before its first pull it is
 // given at least this long.
 constexpr milliseconds kLoadAllowance{60000};
@@ -57,9 +48,7 @@ std::string Hex(const zmq::message_t& identity) {
   return out;
 }
 
-std::string Key(const zmq::message_t& identity) {
-  return std::string(static_cast<const char*>(identity.data()), identity.size());
-}
+std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
 
 struct Member {
   zmq::message_t identity;

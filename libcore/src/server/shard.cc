@@ -21,6 +21,7 @@
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
+#include "server/loop.h"
 
 namespace dmlps::server {
 
@@ -64,19 +65,13 @@ Status WriteEndpointFile(const std::string& path, const std::string& address) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kPollSlice{20};
 // A Stage order whose push has not come for this long is skipped (the worker
 // died between sending to shard 0 and to this shard): its slice is left out.
-constexpr milliseconds kPushStall{10000};
-// How long a stopped shard waits for the pushes its last orders name.
-constexpr milliseconds kDrainLimit{5000};
+constexpr milliseconds kPushStall = kStreamStall;
 
-std::string Key(const zmq::message_t& identity) {
-  return std::string(static_cast<const char*>(identity.data()), identity.size());
-}
+std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
 
 // A worker as this shard knows it: where to send its slice of the model,
 // and the push whose chunks are arriving.
@@ -148,7 +143,7 @@ class ShardServer {
 
 void ShardServer::Refuse(const zmq::message_t& identity, const std::string& who,
                          const std::string& why, bool fatal, bool rejoin) {
-  if (++refusals_ <= 20) {
+  if (++refusals_ <= kLoudRefusals) {
     spdlog::warn("{}: refused {}: {}", name_, who, why);
   } else {
     spdlog::debug("{}: refused {}: {}", name_, who, why);
