@@ -261,7 +261,13 @@ Result<proto::Message> WorkerRunner::Await(net::Endpoint& from,
     if (Interrupted()) return Status::Unavailable("interrupted");
     if (Clock::now() >= deadline) {
       server_lost_ = true;
-      return Status::Unavailable("no answer from the server at " + config_.server + " for " +
+      std::string who = "the server at " + config_.server;
+      for (size_t k = 1; k <= shards_.size(); ++k) {
+        if (&from == &shards_[k - 1]) {
+          who = "server shard " + std::to_string(k) + " at " + welcome_.servers[k];
+        }
+      }
+      return Status::Unavailable("no answer from " + who + " for " +
                                  fmt::format("{:g}", silence.count() / 1000.0) + " s");
     }
     MaybeHeartbeat();
