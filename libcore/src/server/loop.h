@@ -6,7 +6,11 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <optional>
 #include <zmq.hpp>
+
+#include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
 
 namespace dmlps::server {
 
@@ -25,6 +29,26 @@ inline constexpr int64_t kLoudRefusals = 20;
 // A ROUTER identity as a map key.
 inline std::string IdentityKey(const zmq::message_t& identity) {
   return std::string(static_cast<const char*>(identity.data()), identity.size());
+}
+
+// Decodes what a ROUTER received (the identity first): nothing, and the
+// reason in *why, when the frames after the identity hold more than
+// `max_bytes` (read no further) or do not decode.
+inline std::optional<proto::Message> DecodeBounded(net::Frames& frames, int64_t max_bytes,
+                                                   std::string* why) {
+  int64_t bytes = 0;
+  for (size_t i = 1; i < frames.size(); ++i) bytes += static_cast<int64_t>(frames[i].size());
+  if (bytes > max_bytes) {
+    *why = "message of " + std::to_string(bytes) + " bytes (at most " + std::to_string(max_bytes) +
+           ")";
+    return std::nullopt;
+  }
+  Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+  if (!message.ok()) {
+    *why = message.status().message();
+    return std::nullopt;
+  }
+  return std::move(message).value();
 }
 
 }  // namespace dmlps::server

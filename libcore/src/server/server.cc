@@ -574,20 +574,11 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   auto it = rank_of_.find(Key(identity));
   const int64_t rank = it == rank_of_.end() ? -1 : it->second;
   const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "peer " + Hex(identity);
-  int64_t bytes = 0;
-  for (size_t i = 1; i < frames.size(); ++i) bytes += static_cast<int64_t>(frames[i].size());
-  if (bytes > max_message_bytes_) {
-    // Dropped unread: a worker's step is not counted either.
-    Refuse(identity, who,
-           "message of " + std::to_string(bytes) + " bytes (at most " +
-               std::to_string(max_message_bytes_) + ", --max-message-bytes)",
-           rank < 0);
-    return;
-  }
-
-  Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-  if (!message.ok()) {
-    Refuse(identity, who, message.status().message(), rank < 0);
+  // One too large is dropped unread: a worker's step is not counted either.
+  std::string why;
+  std::optional<proto::Message> message = DecodeBounded(frames, max_message_bytes_, &why);
+  if (!message.has_value()) {
+    Refuse(identity, who, why, rank < 0);
     return;
   }
   proto::Body& body = message->body;

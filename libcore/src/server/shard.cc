@@ -236,17 +236,10 @@ void ShardServer::HandleWorker(net::Frames& frames) {
   auto it = rank_of_.find(Key(identity));
   const int64_t rank = it == rank_of_.end() ? -1 : it->second;
   const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "a peer";
-  int64_t bytes = 0;
-  for (size_t i = 1; i < frames.size(); ++i) bytes += static_cast<int64_t>(frames[i].size());
-  if (bytes > max_bytes_) {
-    Refuse(identity, who, "message of " + std::to_string(bytes) + " bytes (at most " +
-                              std::to_string(max_bytes_) + ")",
-           rank < 0);
-    return;
-  }
-  Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-  if (!message.ok()) {
-    Refuse(identity, who, message.status().message(), rank < 0);
+  std::string why;
+  std::optional<proto::Message> message = DecodeBounded(frames, max_bytes_, &why);
+  if (!message.has_value()) {
+    Refuse(identity, who, why, rank < 0);
     return;
   }
   proto::Body& body = message->body;
