@@ -6,7 +6,6 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -20,8 +19,7 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
-#include "dmlps/worker/epoch_cursor.h"
-#include "dmlps/worker/resource_usage.h"
+#include "worker/compute.h"
 #include "worker/link.h"
 
 namespace dmlps::worker {
@@ -33,65 +31,12 @@ using std::chrono::milliseconds;
 using Vec = Eigen::Map<Eigen::VectorXf>;
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 
-constexpr milliseconds kUsageEvery{100};
-
-int64_t Micros(Clock::duration d) {
-  return std::chrono::duration_cast<microseconds>(d).count();
-}
-
 Status CheckReadable(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return Status::NotFound(path + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return Status::NotFound(path + ": not a regular file");
   return Status::Ok();
 }
-
-// The vectors pushes send from. ZeroMQ may still be sending from one, so a
-// buffer is reused only once nothing else holds it. They live as long as the
-// loop that pushes them, so a GPU backend page-locks each once and copies
-// gradients straight into what the push sends.
-class PushBuffers {
- public:
-  PushBuffers(model::Backend* backend, size_t size) : backend_(backend), size_(size) {}
-  PushBuffers(const PushBuffers&) = delete;
-  PushBuffers& operator=(const PushBuffers&) = delete;
-  ~PushBuffers() {
-    for (const auto& buffer : buffers_) backend_->UnpinHostBuffer(*buffer);
-  }
-
-  // A buffer that nothing but `*held` (the caller's last one) and this pool
-  // holds; *held becomes it.
-  std::vector<float>& Take(std::shared_ptr<std::vector<float>>* held) {
-    held->reset();
-    for (const auto& buffer : buffers_) {
-      if (buffer.use_count() == 1) {
-        *held = buffer;
-        return **held;
-      }
-    }
-    auto buffer = std::make_shared<std::vector<float>>(size_);
-    if (Status pinned = backend_->PinHostBuffer(*buffer); !pinned.ok()) {
-      spdlog::warn("pushes will be staged through pageable memory: {}", pinned.message());
-    } else {
-      buffers_.push_back(buffer);
-    }
-    *held = std::move(buffer);
-    return **held;
-  }
-
- private:
-  model::Backend* backend_;
-  size_t size_;
-  std::vector<std::shared_ptr<std::vector<float>>> buffers_;
-};
-
-// What one computed step produced, for its push.
-struct StepResult {
-  double loss = 0;
-  int64_t samples = 0;
-  microseconds compute{0};
-  microseconds straggle{0};
-};
 
 class WorkerRunner {
  public:
@@ -120,11 +65,6 @@ class WorkerRunner {
   Result<bool> Download(int64_t clock, std::span<float> params, bool pulled = false);
   // Copies a Model message's payload into params and notes its version, batch, token.
   Status TakeModel(proto::Message& message, std::span<float> params);
-  // Computes the mean gradient of `samples` samples on params into grad;
-  // then sleeps the emulated slowness of `step`. A step's later chunks
-  // (first_part false) only scale with the slowdown: delays come once a step.
-  Result<StepResult> Compute(int64_t step, int64_t samples, std::span<const float> params,
-                             std::span<float> grad, bool first_part = true);
   // Sends a push and its payload, after the emulated transfer time.
   // `then`, when given, goes right after the push's header, before its
   // chunks: the next Pull, so that a large model streams back while the
@@ -140,26 +80,18 @@ class WorkerRunner {
   const std::atomic<int>* signal_;
   ServerLink link_;
   data::DataSpec data_spec_;
-  data::Dataset shard_;
   model::Device device_;
   int64_t max_batch_ = 0;                   // sent with Hello
   std::optional<model::ModelSpec> sized_for_;  // the model --max-batch auto was derived for
-  std::unique_ptr<model::Backend> model_;
-  std::optional<EpochCursor> cursor_;
-  std::optional<StragglerProfile> straggler_;
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
-  std::vector<int64_t> indices_;
-  Eigen::MatrixXf x_;
-  std::vector<int32_t> y_;
+  std::unique_ptr<StepComputer> computer_;
 
   int64_t version_ = 0;       // of the model last received
   int64_t batch_ = 0;         // samples per step, as the server last set it
   int64_t token_ = -1;        // token granted with the last reply
   int64_t comm_us_ = 0;       // time the last send took, reported with the next push
   int64_t bytes_sent_ = 0;    // payload bytes pushed so far
-  std::optional<ResourceSample> usage_;  // the latest /proc reading
-  Clock::time_point usage_read_;         // when it was attempted
-  double cpu_cores_ = 0;                 // CPU use between the last two readings
+  UsageMeter usage_;
   WorkerReport report_;
 };
 
@@ -201,57 +133,16 @@ Result<bool> WorkerRunner::Download(int64_t clock, std::span<float> params, bool
   return !link_.stopped();
 }
 
-Result<StepResult> WorkerRunner::Compute(int64_t step, int64_t samples,
-                                         std::span<const float> params, std::span<float> grad,
-                                         bool first_part) {
-  StepResult result;
-  const Clock::time_point start = Clock::now();
-  const int64_t start_us = trace::NowMicros();
-  cursor_->Take(samples, &indices_);
-  shard_.Gather(indices_, &x_, &y_);
-  DMLPS_ASSIGN_OR_RETURN(result.loss, model_->LossAndGradient(params, x_, y_, grad));
-  result.compute = microseconds(Micros(Clock::now() - start));
-  result.samples = samples;
-  result.straggle =
-      first_part ? straggler_->ExtraDelay(step, result.compute)
-                 : microseconds(std::llround((straggler_->SlowdownAt(step) - 1) *
-                                             static_cast<double>(result.compute.count())));
-  if (tracer_) {
-    tracer_->Span("compute", "step", start_us, result.compute.count(),
-                  {{"clock", step}, {"samples", samples}, {"loss", result.loss}});
-  }
-  if (result.straggle.count() > 0) {
-    if (tracer_) {
-      tracer_->Span("compute", "straggle", start_us + result.compute.count(),
-                    result.straggle.count(), {{"clock", step}});
-    }
-    DMLPS_RETURN_IF_ERROR(link_.Pause(result.straggle));
-  }
-  if (!std::isfinite(result.loss)) spdlog::warn("step {}: the training loss is {}", step, result.loss);
-  return result;
-}
-
 Status WorkerRunner::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
                               const proto::Body* then) {
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
   const int64_t bytes = static_cast<int64_t>(payload->size() * sizeof(float));
-  const microseconds transfer =
-      straggler_->TransferTime(push.clock, bytes);
-  if (transfer.count() > 0) DMLPS_RETURN_IF_ERROR(link_.Pause(transfer));
+  DMLPS_RETURN_IF_ERROR(computer_->EmulateTransfer(push.clock, bytes));
   push.comm_us = comm_us_;
-  // CPU and memory as /proc tells them, for predictors that take them in.
-  // A reading costs about 26 µs, a few percent of a small step, so it is
-  // taken at most every kUsageEvery and repeated in between.
-  if (usage_ == std::nullopt || Clock::now() - usage_read_ >= kUsageEvery) {
-    if (Result<ResourceSample> now = ReadSelfUsage(); now.ok()) {
-      if (usage_.has_value()) cpu_cores_ = CpuCores(*usage_, *now);
-      usage_ = *now;
-    }
-    usage_read_ = Clock::now();
-  }
-  push.cpu = cpu_cores_;
-  push.memory_bytes = usage_.has_value() ? usage_->resident_bytes : 0;
+  const UsageMeter::Usage usage = usage_.Read();
+  push.cpu = usage.cpu_cores;
+  push.memory_bytes = usage.memory_bytes;
   DMLPS_RETURN_IF_ERROR(link_.SendPush(push, std::move(payload), then));
   comm_us_ = Micros(Clock::now() - start);
   report_.comm_s += comm_us_ * 1e-6;
@@ -275,8 +166,8 @@ void WorkerRunner::Count(const StepResult& step) {
 // Bulk-synchronous family: pull, compute one batch (chunked: stop early when
 // told), push the mean gradient. The server decides when a pull is answered.
 Status WorkerRunner::RunSync(bool chunked) {
-  std::vector<float> params(model_->num_params());
-  PushBuffers buffers(model_.get(), params.size());
+  std::vector<float> params(computer_->num_params());
+  PushBuffers buffers(computer_->backend(), params.size());
   std::shared_ptr<std::vector<float>> gradient;
   std::vector<float> chunk_gradient(chunked ? params.size() : 0);
   bool pulled = false;  // the Pull went out with the last push
@@ -288,7 +179,7 @@ Status WorkerRunner::RunSync(bool chunked) {
     std::vector<float>& grad = buffers.Take(&gradient);
     StepResult step;
     if (!chunked) {
-      DMLPS_ASSIGN_OR_RETURN(step, Compute(clock, batch_, params, grad));
+      DMLPS_ASSIGN_OR_RETURN(step, computer_->Compute(clock, batch_, params, grad));
       Count(step);
     } else {
       // A-BSP: chunk after chunk, looking for SyncNow in between; the mean
@@ -299,7 +190,7 @@ Status WorkerRunner::RunSync(bool chunked) {
       while (step.samples < batch_) {
         const int64_t n = std::min(link_.welcome().chunk, batch_ - step.samples);
         DMLPS_ASSIGN_OR_RETURN(StepResult part,
-                               Compute(clock, n, params, chunk_gradient, step.samples == 0));
+                               computer_->Compute(clock, n, params, chunk_gradient, step.samples == 0));
         Count(part);
         sum += static_cast<float>(n) * ConstVec(chunk_gradient.data(), sum.size());
         loss_sum += part.loss * static_cast<double>(n);
@@ -322,9 +213,9 @@ Status WorkerRunner::RunSync(bool chunked) {
 // WBSP: train the local copy; after every step push its delta since the last
 // push, and download the global model when the answer says so.
 Status WorkerRunner::RunLocal() {
-  const size_t n = static_cast<size_t>(model_->num_params());
+  const size_t n = static_cast<size_t>(computer_->num_params());
   std::vector<float> params(n), base(n), grad(n), velocity(n, 0.f);
-  PushBuffers buffers(model_.get(), n);
+  PushBuffers buffers(computer_->backend(), n);
   std::shared_ptr<std::vector<float>> delta;
   DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
   if (!more) return Status::Ok();
@@ -333,7 +224,7 @@ Status WorkerRunner::RunLocal() {
   const auto mu = static_cast<float>(link_.welcome().momentum);
   int64_t wait_us = 0;
   for (int64_t clock = 0;; ++clock) {
-    DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, batch_, params, grad));
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, computer_->Compute(clock, batch_, params, grad));
     const Clock::time_point update_start = Clock::now();
     optim::LocalMomentumStep(params, velocity, grad, lr, mu);
     std::vector<float>& d = buffers.Take(&delta);
@@ -366,7 +257,7 @@ Status WorkerRunner::RunLocal() {
 // downloads when told. On download the local model becomes the downloaded
 // one plus the local steps not yet handed over for pushing.
 Status WorkerRunner::RunLocalOverlap() {
-  const size_t n = static_cast<size_t>(model_->num_params());
+  const size_t n = static_cast<size_t>(computer_->num_params());
   std::vector<float> params(n);
   DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
   if (!more) return Status::Ok();
@@ -405,7 +296,7 @@ Status WorkerRunner::RunLocalOverlap() {
           shared.has_download = false;
         }
       }
-      Result<StepResult> step = Compute(step_no, batch_, params, grad);
+      Result<StepResult> step = computer_->Compute(step_no, batch_, params, grad);
       if (!step.ok()) {
         std::lock_guard lock(shared.mutex);
         shared.compute_status = step.status();
@@ -434,7 +325,7 @@ Status WorkerRunner::RunLocalOverlap() {
   });
 
   Status status;
-  PushBuffers buffers(model_.get(), n);
+  PushBuffers buffers(computer_->backend(), n);
   std::shared_ptr<std::vector<float>> delta;
   std::vector<float> model(n);
   version_ = start_version;
@@ -496,8 +387,8 @@ Status WorkerRunner::RunLocalOverlap() {
 // Fela's tokens: train the token granted, push it, and go on with the next
 // grant; a new model arrives with the first token of each iteration.
 Status WorkerRunner::RunToken() {
-  std::vector<float> params(model_->num_params());
-  PushBuffers buffers(model_.get(), params.size());
+  std::vector<float> params(computer_->num_params());
+  PushBuffers buffers(computer_->backend(), params.size());
   std::shared_ptr<std::vector<float>> gradient;
   DMLPS_ASSIGN_OR_RETURN(bool more, Download(0, params));
   if (!more) return Status::Ok();
@@ -505,7 +396,7 @@ Status WorkerRunner::RunToken() {
   for (int64_t clock = 0;; ++clock) {
     if (token_ < 0) return Status::Protocol("the server sent no token to train");
     std::vector<float>& grad = buffers.Take(&gradient);
-    DMLPS_ASSIGN_OR_RETURN(StepResult step, Compute(clock, link_.welcome().token_size, params, grad));
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, computer_->Compute(clock, link_.welcome().token_size, params, grad));
     Count(step);
     DMLPS_RETURN_IF_ERROR(SendPush(PushFor(clock, link_.welcome().token_size, step, wait_us), gradient));
     // The answer is the next token on this model (Continue), or the new
@@ -558,18 +449,20 @@ Status WorkerRunner::Prepare() {
 }
 
 Status WorkerRunner::Setup() {
-  const data::Shard shard{link_.welcome().shard_index, link_.welcome().shard_count};
-  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count || link_.welcome().batch < 1 ||
-      link_.welcome().chunk < 0 || link_.welcome().token_size < 0) {
+  const proto::Welcome& welcome = link_.welcome();
+  const data::Shard shard{welcome.shard_index, welcome.shard_count};
+  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count || welcome.batch < 1 ||
+      welcome.chunk < 0 || welcome.token_size < 0) {
     return Status::Protocol("the server sent an impossible shard, batch, chunk or token size");
   }
-  DMLPS_ASSIGN_OR_RETURN(shard_, data::LoadTrain(data_spec_, shard));
-  DMLPS_RETURN_IF_ERROR(shard_.ConformTo(link_.welcome().input_dim, link_.welcome().classes)
+  DMLPS_ASSIGN_OR_RETURN(data::Dataset data, data::LoadTrain(data_spec_, shard));
+  DMLPS_RETURN_IF_ERROR(data.ConformTo(welcome.input_dim, welcome.classes)
                             .WithContext(config_.data + " does not fit the server's model"));
-  if (shard_.rows() == 0) return Status::DataLoss(config_.data + ": this worker's shard is empty");
-  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec, model::ParseModelSpec(link_.welcome().model,
-                                                                       link_.welcome().input_dim,
-                                                                       link_.welcome().classes));
+  const int64_t rows = data.rows();
+  if (rows == 0) return Status::DataLoss(config_.data + ": this worker's shard is empty");
+  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec, model::ParseModelSpec(welcome.model,
+                                                                       welcome.input_dim,
+                                                                       welcome.classes));
   if (sized_for_.has_value() && sized_for_->Name() != spec.Name()) {
     std::string message = "--max-batch auto was derived for ";
     message += sized_for_->Name();
@@ -579,27 +472,29 @@ Status WorkerRunner::Setup() {
     message += spec.Name();
     return Status::Config(message);
   }
-  DMLPS_ASSIGN_OR_RETURN(model_, model::MakeBackend(spec, device_));
-  if (model_->num_params() != link_.welcome().num_params) {
-    return Status::Protocol("the server's model has " + std::to_string(link_.welcome().num_params) +
+  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<model::Backend> model, model::MakeBackend(spec, device_));
+  if (model->num_params() != welcome.num_params) {
+    return Status::Protocol("the server's model has " + std::to_string(welcome.num_params) +
                             " parameters, " + spec.Name() + " here has " +
-                            std::to_string(model_->num_params()));
+                            std::to_string(model->num_params()));
   }
-  const uint64_t seed = link_.welcome().seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(link_.welcome().rank);
-  cursor_.emplace(shard_.rows(), seed);
-  StragglerSpec straggler = config_.straggler;
-  straggler.seed ^= seed;
-  straggler_.emplace(straggler, link_.welcome().rank, link_.welcome().num_workers);
-  batch_ = link_.welcome().batch;
+  batch_ = welcome.batch;
   if (!config_.trace.empty() && tracer_ == nullptr) {  // once: a rejoin keeps the trace
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace,
-                                                             "worker-" + std::to_string(link_.welcome().rank)));
+                                                             "worker-" + std::to_string(welcome.rank)));
     tracer_->Counter("batch", trace::NowMicros(), static_cast<double>(batch_));
   }
+  const uint64_t seed = welcome.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(welcome.rank);
+  StragglerSpec straggler = config_.straggler;
+  straggler.seed ^= seed;
+  computer_ = std::make_unique<StepComputer>(
+      std::move(data), std::move(model), seed,
+      StragglerProfile(straggler, welcome.rank, welcome.num_workers), tracer_.get(),
+      [this](std::chrono::microseconds d) { return link_.Pause(d); });
   spdlog::info("worker {} of {}: policy {} ({} steps), model {}, shard {}/{} with {} samples, "
                "batch {}",
-               link_.welcome().rank, link_.welcome().num_workers, link_.welcome().policy, link_.welcome().mode, spec.Name(),
-               shard.index, shard.count, shard_.rows(), link_.welcome().batch);
+               welcome.rank, welcome.num_workers, welcome.policy, welcome.mode, spec.Name(),
+               shard.index, shard.count, rows, welcome.batch);
   return Status::Ok();
 }
 
