@@ -121,6 +121,26 @@ void StepContext::CountReplyWait(int64_t clock, int64_t asked_us, int64_t wait_u
   if (tracer_) tracer_->Span("wait", "reply", asked_us, wait_us, {{"clock", clock}});
 }
 
+Status RunSteps(sync::WorkerMode mode, StepContext& steps) {
+  const proto::Welcome& welcome = steps.link().welcome();
+  switch (mode) {
+    case sync::WorkerMode::kSync:
+      return RunSyncSteps(steps, false);
+    case sync::WorkerMode::kChunked:
+      if (welcome.chunk < 1) return Status::Protocol("chunked steps need a chunk size");
+      return RunSyncSteps(steps, true);
+    case sync::WorkerMode::kLocal:
+      return RunLocalSteps(steps);
+    case sync::WorkerMode::kLocalOverlap:
+      return RunLocalOverlapSteps(steps);
+    case sync::WorkerMode::kToken:
+      if (welcome.token_size < 1) return Status::Protocol("token steps need a token size");
+      return RunTokenSteps(steps);
+  }
+  return Status::Internal("no loop for steps of the kind " +
+                          std::string(sync::WorkerModeName(mode)));
+}
+
 // Pull, compute one batch (chunked: stop early when told), push the mean
 // gradient. The server decides when a pull is answered.
 Status RunSyncSteps(StepContext& steps, bool chunked) {

@@ -10,6 +10,7 @@
 
 #include "dmlps/base/status.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/sync/policy.h"
 #include "dmlps/trace/trace.h"
 #include "dmlps/worker/worker.h"
 #include "worker/compute.h"
@@ -69,8 +70,12 @@ class StepContext {
   WorkerReport& report_;
 };
 
-// The loops: each runs steps until the server says Stop (ok) or something
-// fails; a server gone silent shows in link().server_lost().
+// Runs the loop of `mode` until the server says Stop (ok) or something
+// fails; a server gone silent shows in link().server_lost(). Protocol when
+// the Welcome lacks what the mode needs (a chunk or a token size).
+Status RunSteps(sync::WorkerMode mode, StepContext& steps);
+
+// The loops, one per mode, as RunSteps.
 // Bulk-synchronous family (sync; chunked: A-BSP, stopping early on SyncNow).
 Status RunSyncSteps(StepContext& steps, bool chunked);
 // WBSP: a local copy trained step by step, its deltas pushed.

@@ -14,6 +14,7 @@
 #include "dmlps/model/backend.h"
 #include "dmlps/model/model.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/sync/policy.h"
 #include "dmlps/trace/trace.h"
 #include "worker/compute.h"
 #include "worker/link.h"
@@ -31,6 +32,16 @@ Status CheckReadable(const std::string& path) {
   return Status::Ok();
 }
 
+// The mode a Welcome names; no name: sync.
+Result<sync::WorkerMode> ModeOf(const proto::Welcome& welcome) {
+  if (welcome.mode.empty()) return sync::WorkerMode::kSync;
+  Result<sync::WorkerMode> mode = sync::ParseWorkerMode(welcome.mode);
+  if (!mode.ok()) {
+    return Status::Protocol("the server asks for steps of an unknown kind '" + welcome.mode + "'");
+  }
+  return mode;
+}
+
 class WorkerRunner {
  public:
   WorkerRunner(const WorkerConfig& config, const std::atomic<int>* signal)
@@ -42,8 +53,8 @@ class WorkerRunner {
   Status Prepare();
   Status Setup();
   Status Train();
-  // Runs the steps of the policy's mode until the server stops the worker.
-  Status RunMode();
+  // Runs the steps of `mode` until the server stops the worker.
+  Status RunMode(sync::WorkerMode mode);
   // Joins the server again after it went away (see ServerLink::Rejoin).
   Status Reconnect();
 
@@ -143,13 +154,15 @@ Status WorkerRunner::Setup() {
 Status WorkerRunner::Train() {
   DMLPS_RETURN_IF_ERROR(Setup());
   const Clock::time_point start = Clock::now();
-  Status status = RunMode();
+  // A rejoin keeps the mode: a server that comes back with another job is refused.
+  const Result<sync::WorkerMode> mode = ModeOf(link_.welcome());
+  Status status = mode.ok() ? RunMode(*mode) : mode.status();
   while (!status.ok() && link_.server_lost() && !link_.stopped() && !link_.Interrupted()) {
     spdlog::warn("{}; reconnecting for up to {:g} s", status.message(),
                  config_.reconnect_timeout.count() / 1000.0);
     status = Reconnect();
     if (!status.ok() || link_.stopped()) break;
-    status = RunMode();
+    status = RunMode(*mode);
   }
   report_.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   report_.stop_reason = link_.stop_reason();
@@ -168,21 +181,9 @@ Status WorkerRunner::Reconnect() {
   return Status::Ok();
 }
 
-Status WorkerRunner::RunMode() {
+Status WorkerRunner::RunMode(sync::WorkerMode mode) {
   StepContext steps(link_, *computer_, state_, tracer_.get(), report_);
-  const std::string& mode = link_.welcome().mode;
-  if (mode == "sync" || mode.empty()) return RunSyncSteps(steps, false);
-  if (mode == "chunked") {
-    if (link_.welcome().chunk < 1) return Status::Protocol("chunked steps need a chunk size");
-    return RunSyncSteps(steps, true);
-  }
-  if (mode == "local") return RunLocalSteps(steps);
-  if (mode == "local-overlap") return RunLocalOverlapSteps(steps);
-  if (mode == "token") {
-    if (link_.welcome().token_size < 1) return Status::Protocol("token steps need a token size");
-    return RunTokenSteps(steps);
-  }
-  return Status::Protocol("the server asks for steps of an unknown kind '" + mode + "'");
+  return RunSteps(mode, steps);
 }
 
 Result<WorkerReport> WorkerRunner::Run() {
