@@ -56,7 +56,9 @@ class StepComputer {
   // bandwidth cap; at once without one.
   Status EmulateTransfer(int64_t step, int64_t bytes);
 
+  // The model's size, which every gradient and push has.
   int64_t num_params() const { return model_->num_params(); }
+  // The backend, for buffers it should page-lock; owned here.
   model::Backend* backend() { return model_.get(); }
 
  private:
@@ -101,6 +103,7 @@ class UsageMeter {
     double cpu_cores = 0;      // CPU use between the last two readings
     int64_t memory_bytes = 0;  // resident; 0 before the first reading
   };
+  // The latest reading, taken now when the last is 100 ms old.
   Usage Read();
 
  private:

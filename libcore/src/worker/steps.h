@@ -57,6 +57,7 @@ class StepContext {
   // Counts `wait_us` spent waiting for the answer to push `clock`.
   void CountReplyWait(int64_t clock, int64_t asked_us, int64_t wait_us);
 
+  // The parts a loop drives directly.
   ServerLink& link() { return link_; }
   StepComputer& computer() { return computer_; }
   StepState& state() { return state_; }
