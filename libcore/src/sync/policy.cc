@@ -23,6 +23,14 @@ std::string_view WorkerModeName(WorkerMode mode) {
   return "sync";
 }
 
+Result<WorkerMode> ParseWorkerMode(std::string_view name) {
+  for (WorkerMode mode : {WorkerMode::kSync, WorkerMode::kChunked, WorkerMode::kLocal,
+                          WorkerMode::kLocalOverlap, WorkerMode::kToken}) {
+    if (WorkerModeName(mode) == name) return mode;
+  }
+  return Status::InvalidArgument("unknown worker mode '" + std::string(name) + "'");
+}
+
 void Policy::WorkerJoined(WorkerId w, const WorkerInfo& info, Actions* out) {
   const int64_t start = StartClock();
   if (!workers_[w].joined) ++joined_count_;

@@ -50,6 +50,8 @@ enum class WorkerMode {
   kToken,         // train the tokens the server grants, one push each (token)
 };
 std::string_view WorkerModeName(WorkerMode mode);
+// The mode WorkerModeName calls `name`; InvalidArgument for any other name.
+Result<WorkerMode> ParseWorkerMode(std::string_view name);
 
 struct Action {
   enum class Kind {

@@ -1,0 +1,97 @@
+#include "worker/compute.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <utility>
+
+namespace dmlps::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::microseconds;
+
+constexpr std::chrono::milliseconds kUsageEvery{100};
+
+}  // namespace
+
+StepComputer::StepComputer(data::Dataset shard, std::unique_ptr<model::Backend> model,
+                           uint64_t seed, StragglerProfile straggler, trace::TraceWriter* tracer,
+                           Pause pause)
+    : shard_(std::move(shard)),
+      model_(std::move(model)),
+      cursor_(shard_.rows(), seed),
+      straggler_(std::move(straggler)),
+      tracer_(tracer),
+      pause_(std::move(pause)) {}
+
+Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
+                                         std::span<const float> params, std::span<float> grad,
+                                         bool first_part) {
+  StepResult result;
+  const Clock::time_point start = Clock::now();
+  const int64_t start_us = trace::NowMicros();
+  cursor_.Take(samples, &indices_);
+  shard_.Gather(indices_, &x_, &y_);
+  DMLPS_ASSIGN_OR_RETURN(result.loss, model_->LossAndGradient(params, x_, y_, grad));
+  result.compute = microseconds(Micros(Clock::now() - start));
+  result.samples = samples;
+  result.straggle =
+      first_part ? straggler_.ExtraDelay(step, result.compute)
+                 : microseconds(std::llround((straggler_.SlowdownAt(step) - 1) *
+                                             static_cast<double>(result.compute.count())));
+  if (tracer_) {
+    tracer_->Span("compute", "step", start_us, result.compute.count(),
+                  {{"clock", step}, {"samples", samples}, {"loss", result.loss}});
+  }
+  if (result.straggle.count() > 0) {
+    if (tracer_) {
+      tracer_->Span("compute", "straggle", start_us + result.compute.count(),
+                    result.straggle.count(), {{"clock", step}});
+    }
+    DMLPS_RETURN_IF_ERROR(pause_(result.straggle));
+  }
+  if (!std::isfinite(result.loss)) spdlog::warn("step {}: the training loss is {}", step, result.loss);
+  return result;
+}
+
+Status StepComputer::EmulateTransfer(int64_t step, int64_t bytes) {
+  const microseconds transfer = straggler_.TransferTime(step, bytes);
+  if (transfer.count() > 0) return pause_(transfer);
+  return Status::Ok();
+}
+
+PushBuffers::~PushBuffers() {
+  for (const auto& buffer : buffers_) backend_->UnpinHostBuffer(*buffer);
+}
+
+std::vector<float>& PushBuffers::Take(std::shared_ptr<std::vector<float>>* held) {
+  held->reset();
+  for (const auto& buffer : buffers_) {
+    if (buffer.use_count() == 1) {
+      *held = buffer;
+      return **held;
+    }
+  }
+  auto buffer = std::make_shared<std::vector<float>>(size_);
+  if (Status pinned = backend_->PinHostBuffer(*buffer); !pinned.ok()) {
+    spdlog::warn("pushes will be staged through pageable memory: {}", pinned.message());
+  } else {
+    buffers_.push_back(buffer);
+  }
+  *held = std::move(buffer);
+  return **held;
+}
+
+UsageMeter::Usage UsageMeter::Read() {
+  if (usage_ == std::nullopt || Clock::now() - read_ >= kUsageEvery) {
+    if (Result<ResourceSample> now = ReadSelfUsage(); now.ok()) {
+      if (usage_.has_value()) cpu_cores_ = CpuCores(*usage_, *now);
+      usage_ = *now;
+    }
+    read_ = Clock::now();
+  }
+  return Usage{cpu_cores_, usage_.has_value() ? usage_->resident_bytes : 0};
+}
+
+}  // namespace dmlps::worker

@@ -1,0 +1,117 @@
+// A worker's compute: gradients on its shard of the data, with the emulated
+// slowness of a straggler, and the buffers and resource readings its pushes
+// carry. Nothing here touches the network.
+#ifndef DMLPS_WORKER_COMPUTE_H_
+#define DMLPS_WORKER_COMPUTE_H_
+
+#include <Eigen/Core>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "dmlps/base/status.h"
+#include "dmlps/data/dataset.h"
+#include "dmlps/model/backend.h"
+#include "dmlps/trace/trace.h"
+#include "dmlps/worker/epoch_cursor.h"
+#include "dmlps/worker/resource_usage.h"
+#include "dmlps/worker/straggler.h"
+
+namespace dmlps::worker {
+
+// Whole microseconds in `d`, as pushes and traces count time.
+inline int64_t Micros(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+}
+
+// What one computed step produced, for its push.
+struct StepResult {
+  double loss = 0;
+  int64_t samples = 0;
+  std::chrono::microseconds compute{0};
+  std::chrono::microseconds straggle{0};
+};
+
+class StepComputer {
+ public:
+  // How emulated slowness is waited out: a sleep that keeps the server
+  // informed and fails on a signal.
+  using Pause = std::function<Status(std::chrono::microseconds)>;
+
+  // Trains `model` on `shard` in the order a cursor seeded with `seed`
+  // gives; `tracer` (null: none) outlives this. REQUIRES: shard not empty.
+  StepComputer(data::Dataset shard, std::unique_ptr<model::Backend> model, uint64_t seed,
+               StragglerProfile straggler, trace::TraceWriter* tracer, Pause pause);
+
+  // Computes the mean gradient of the next `samples` samples on params into
+  // grad; then sleeps the emulated slowness of `step`. A step's later chunks
+  // (first_part false) only scale with the slowdown: delays come once a step.
+  Result<StepResult> Compute(int64_t step, int64_t samples, std::span<const float> params,
+                             std::span<float> grad, bool first_part = true);
+  // Sleeps as long as sending `bytes` in `step` takes under the emulated
+  // bandwidth cap; at once without one.
+  Status EmulateTransfer(int64_t step, int64_t bytes);
+
+  // The model's size, which every gradient and push has.
+  int64_t num_params() const { return model_->num_params(); }
+  // The backend, for buffers it should page-lock; owned here.
+  model::Backend* backend() { return model_.get(); }
+
+ private:
+  data::Dataset shard_;
+  std::unique_ptr<model::Backend> model_;
+  EpochCursor cursor_;
+  StragglerProfile straggler_;
+  trace::TraceWriter* tracer_;
+  Pause pause_;
+  std::vector<int64_t> indices_;
+  Eigen::MatrixXf x_;
+  std::vector<int32_t> y_;
+};
+
+// The vectors pushes send from. ZeroMQ may still be sending from one, so a
+// buffer is reused only once nothing else holds it. They live as long as the
+// loop that pushes them, so a GPU backend page-locks each once and copies
+// gradients straight into what the push sends.
+class PushBuffers {
+ public:
+  PushBuffers(model::Backend* backend, size_t size) : backend_(backend), size_(size) {}
+  PushBuffers(const PushBuffers&) = delete;
+  PushBuffers& operator=(const PushBuffers&) = delete;
+  ~PushBuffers();
+
+  // A buffer that nothing but `*held` (the caller's last one) and this pool
+  // holds; *held becomes it.
+  std::vector<float>& Take(std::shared_ptr<std::vector<float>>* held);
+
+ private:
+  model::Backend* backend_;
+  size_t size_;
+  std::vector<std::shared_ptr<std::vector<float>>> buffers_;
+};
+
+// CPU and memory as /proc tells them, for predictors that take them in. A
+// reading costs about 26 µs, a few percent of a small step, so it is taken
+// at most every 100 ms and repeated in between.
+class UsageMeter {
+ public:
+  struct Usage {
+    double cpu_cores = 0;      // CPU use between the last two readings
+    int64_t memory_bytes = 0;  // resident; 0 before the first reading
+  };
+  // The latest reading, taken now when the last is 100 ms old.
+  Usage Read();
+
+ private:
+  std::optional<ResourceSample> usage_;          // the latest /proc reading
+  std::chrono::steady_clock::time_point read_;  // when it was attempted
+  double cpu_cores_ = 0;
+};
+
+}  // namespace dmlps::worker
+
+#endif  // DMLPS_WORKER_COMPUTE_H_

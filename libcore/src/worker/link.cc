@@ -1,0 +1,344 @@
+#include "worker/link.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "dmlps/net/curve.h"
+#include "dmlps/trace/trace.h"
+
+namespace dmlps::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string Seconds(milliseconds d) { return fmt::format("{:g}", d.count() / 1000.0); }
+
+}  // namespace
+
+ServerLink::ServerLink(const WorkerConfig& config, const std::atomic<int>* signal)
+    : config_(config), signal_(signal), socket_thread_(std::this_thread::get_id()) {}
+
+Status ServerLink::LoadKeys() {
+  if (config_.curve_secret.empty()) return Status::Ok();
+  DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config_.curve_secret));
+  DMLPS_ASSIGN_OR_RETURN(connect_options_.curve_server_key,
+                         net::ReadPublicKey(config_.curve_server_key));
+  connect_options_.curve_secret = pair.secret_key;
+  return Status::Ok();
+}
+
+Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch) {
+  proto::Hello hello{rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads,
+                     max_batch, -1, 0, {}};
+  return to.SendMessage(nullptr, hello);
+}
+
+Status ServerLink::Join(int64_t max_batch) {
+  max_batch_ = max_batch;
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                         net::Endpoint::Connect(context_, config_.server, connect_options_));
+  endpoint_.emplace(std::move(endpoint));
+  DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, config_.rank, max_batch_));
+  Result<proto::Message> reply = Await(*endpoint_, {proto::MsgType::kWelcome},
+                                       config_.connect_timeout);
+  if (!reply.ok()) {
+    if (Interrupted()) return reply.status();
+    if (reply.status().code() == StatusCode::kUnavailable &&
+        reply.status().message().starts_with("no answer")) {
+      return Status::Unavailable("no server answered at " + config_.server + " within " +
+                                 Seconds(config_.connect_timeout) + " s");
+    }
+    return reply.status();
+  }
+  if (stop_) {
+    return Status::Unavailable("the server stopped before this worker joined: " + stop_reason_);
+  }
+  welcome_ = std::get<proto::Welcome>(reply->body);
+  rank_ = welcome_.rank;
+  return ConnectShards();
+}
+
+Status ServerLink::ConnectShards() {
+  shards_.clear();
+  const std::vector<int64_t>& bounds = welcome_.bounds;
+  if (bounds.empty() && welcome_.servers.empty()) return Status::Ok();
+  bool valid = bounds.size() == welcome_.servers.size() + 1 && bounds.size() >= 2 &&
+               bounds.front() == 0 && bounds.back() == welcome_.num_params;
+  for (size_t k = 1; valid && k < bounds.size(); ++k) valid = bounds[k] > bounds[k - 1];
+  if (!valid) return Status::Protocol("the server sent server shards that do not fit its model");
+  if (welcome_.servers.size() == 1) return Status::Ok();
+  if (shard_context_ == nullptr) {
+    // I/O threads of their own, so the slices go out and come in in parallel.
+    shard_context_ = std::make_unique<zmq::context_t>(
+        static_cast<int>(std::min<size_t>(welcome_.servers.size() - 1, 4)));
+  }
+  for (size_t k = 1; k < welcome_.servers.size(); ++k) {
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint shard,
+                           net::Endpoint::Connect(*shard_context_, welcome_.servers[k],
+                                                  connect_options_));
+    DMLPS_RETURN_IF_ERROR(SayHello(shard, welcome_.rank, max_batch_));
+    shards_.push_back(std::move(shard));
+  }
+  // Every shard must know this worker before shard 0 may send it work.
+  for (size_t k = 1; k < welcome_.servers.size(); ++k) {
+    Result<proto::Message> reply =
+        Await(shards_[k - 1], {proto::MsgType::kWelcome}, config_.connect_timeout);
+    if (!reply.ok()) {
+      return reply.status().WithContext("server shard " + std::to_string(k) + " at " +
+                                        welcome_.servers[k]);
+    }
+    if (stop_) return Status::Ok();
+    const auto& welcome = std::get<proto::Welcome>(reply->body);
+    if (welcome.num_params != bounds[k + 1] - bounds[k]) {
+      return Status::Protocol("server shard " + std::to_string(k) + " holds " +
+                              std::to_string(welcome.num_params) + " parameters, not " +
+                              std::to_string(bounds[k + 1] - bounds[k]));
+    }
+  }
+  spdlog::info("connected to {} server shards", welcome_.servers.size());
+  return Status::Ok();
+}
+
+Result<bool> ServerLink::Rejoin() {
+  const Clock::time_point deadline = Clock::now() + config_.reconnect_timeout;
+  milliseconds backoff{250};
+  int64_t want_rank = welcome_.rank;
+  const proto::Welcome before = welcome_;
+  while (true) {
+    if (Interrupted()) return Status::Unavailable("interrupted");
+    const Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      // Nobody will read the Hellos still queued: exit without lingering.
+      endpoint_->DiscardUnsent();
+      gave_up_ = true;
+      return Status::Unavailable("the server at " + config_.server + " did not come back within " +
+                                 Seconds(config_.reconnect_timeout) + " s (--reconnect-timeout)");
+    }
+    // A fresh socket: the server that comes back knows nothing of the old one.
+    if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
+    endpoint_.reset();
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context_, config_.server));
+    endpoint_.emplace(std::move(endpoint));
+    server_lost_ = false;
+    refused_ = false;
+    stop_ = false;
+    DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, want_rank, config_.max_batch));
+    const auto wait = std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - now) +
+                                            milliseconds(1));
+    Result<proto::Message> reply = Await(*endpoint_, {proto::MsgType::kWelcome}, wait);
+    if (reply.ok() && stop_) return false;  // the run ended meanwhile
+    if (reply.ok()) {
+      const auto& welcome = std::get<proto::Welcome>(reply->body);
+      if (welcome.model != before.model || welcome.num_params != before.num_params ||
+          welcome.mode != before.mode || welcome.input_dim != before.input_dim ||
+          welcome.classes != before.classes) {
+        return Status::Config("the server came back with another job (model " + welcome.model +
+                              ", " + welcome.mode + " steps)");
+      }
+      welcome_ = welcome;
+      rank_ = welcome_.rank;
+      ++reconnects_;
+      DMLPS_RETURN_IF_ERROR(ConnectShards());
+      sync_round_ = -1;
+      return welcome.shard_index != before.shard_index ||
+             welcome.shard_count != before.shard_count || welcome.rank != before.rank;
+    }
+    if (refused_) want_rank = -1;  // e.g. its rank is taken: any will do
+    spdlog::debug("no server yet: {}", reply.status().message());
+    // Await waited `wait` already when nothing came; a refusal comes back at once.
+    if (refused_) std::this_thread::sleep_for(std::min(backoff, milliseconds(1000)));
+    backoff = std::min(backoff * 2, milliseconds(4000));
+  }
+}
+
+void ServerLink::Leave(const std::string& why) {
+  if (!endpoint_.has_value() || gave_up_) return;
+  (void)endpoint_->SendMessage(nullptr, proto::Error{why, true});
+}
+
+Status ServerLink::SendPull(int64_t clock) {
+  return endpoint_->SendMessage(nullptr, proto::Pull{clock});
+}
+
+Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
+                            const proto::Body* then) {
+  // Larger than a chunk: streamed, so the server sums the first chunks while
+  // the later ones are on the wire.
+  if (shards_.empty()) {
+    push.num_params = welcome_.num_params;
+    return endpoint_->SendWithPayload(nullptr, push, std::move(payload),
+                                      proto::kDefaultChunkBytes, then);
+  }
+  // Each shard its slice, the others first: shard 0's orders for this push
+  // then find it there. ZeroMQ's I/O threads send them in parallel.
+  for (size_t k = 1; k <= shards_.size(); ++k) {
+    proto::Push slice = push;
+    slice.num_params = Bound(k + 1) - Bound(k);
+    DMLPS_RETURN_IF_ERROR(shards_[k - 1].SendWithPayload(nullptr, slice, payload, Bound(k),
+                                                         slice.num_params,
+                                                         proto::kDefaultChunkBytes));
+  }
+  push.num_params = Bound(1);
+  return endpoint_->SendWithPayload(nullptr, push, std::move(payload), 0, Bound(1),
+                                    proto::kDefaultChunkBytes, then);
+}
+
+Status ServerLink::HandleAside(const proto::Message& message) {
+  const proto::MsgType type = proto::TypeOf(message.body);
+  if (auto* error = std::get_if<proto::Error>(&message.body)) {
+    if (error->fatal && error->rejoin && rank_ >= 0) {
+      // A server that restarted, or one that declared this worker lost.
+      server_lost_ = true;
+      return Status::Unavailable("the server no longer knows this worker: " + error->message);
+    }
+    if (error->fatal) {
+      refused_ = true;
+      return Status::Unavailable("the server refused this worker: " + error->message);
+    }
+    spdlog::warn("the server says: {}", error->message);
+  } else if (auto* sync = std::get_if<proto::SyncNow>(&message.body)) {
+    sync_round_ = std::max(sync_round_, sync->round);
+  } else if (auto* stop = std::get_if<proto::Stop>(&message.body)) {
+    stop_ = true;
+    stop_reason_ = stop->reason;
+  } else if (type != proto::MsgType::kHeartbeat) {
+    spdlog::warn("ignoring an unexpected {} from the server", proto::MsgTypeName(type));
+  }
+  return Status::Ok();
+}
+
+Result<proto::Message> ServerLink::Await(std::initializer_list<proto::MsgType> wants) {
+  return Await(*endpoint_, wants, config_.server_timeout);
+}
+
+Result<proto::Message> ServerLink::Await(net::Endpoint& from,
+                                         std::initializer_list<proto::MsgType> wants,
+                                         milliseconds silence) {
+  Clock::time_point deadline = Clock::now() + silence;
+  net::Frames frames;
+  while (true) {
+    if (Interrupted()) return Status::Unavailable("interrupted");
+    if (Clock::now() >= deadline) {
+      server_lost_ = true;
+      std::string who = "the server at " + config_.server;
+      for (size_t k = 1; k <= shards_.size(); ++k) {
+        if (&from == &shards_[k - 1]) {
+          who = "server shard " + std::to_string(k) + " at " + welcome_.servers[k];
+        }
+      }
+      return Status::Unavailable("no answer from " + who + " for " + Seconds(silence) + " s");
+    }
+    MaybeHeartbeat();
+    if (&from != &*endpoint_) {
+      // Awaiting another server shard: shard 0 may stop the run meanwhile
+      // (one shard lost, say), or fail this worker.
+      DMLPS_RETURN_IF_ERROR(PollControl());
+      if (stop_) return proto::Message{proto::Stop{stop_reason_}, {}};
+    }
+    DMLPS_ASSIGN_OR_RETURN(bool got, from.Receive(&frames, kPollSlice));
+    if (!got) continue;
+    deadline = Clock::now() + silence;
+    Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) return message.status().WithContext("bad message from the server");
+    const proto::MsgType type = proto::TypeOf(message->body);
+    if (std::find(wants.begin(), wants.end(), type) != wants.end() ||
+        type == proto::MsgType::kStop) {
+      if (auto* stop = std::get_if<proto::Stop>(&message->body)) {
+        stop_ = true;
+        stop_reason_ = stop->reason;
+      }
+      return message;
+    }
+    DMLPS_RETURN_IF_ERROR(HandleAside(*message));
+  }
+}
+
+void ServerLink::MaybeHeartbeat() {
+  if (std::this_thread::get_id() != socket_thread_) return;
+  const Clock::time_point now = Clock::now();
+  if (now - last_heartbeat_ < config_.heartbeat) return;
+  last_heartbeat_ = now;
+  const int64_t now_us = trace::NowMicros();
+  if (Status sent = endpoint_->SendMessage(nullptr, proto::Heartbeat{now_us}); !sent.ok()) {
+    spdlog::debug("heartbeat to the server failed: {}", sent.ToString());
+  }
+}
+
+Status ServerLink::PollControl() {
+  MaybeHeartbeat();
+  net::Frames frames;
+  while (true) {
+    DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, milliseconds(0)));
+    if (!got) return Status::Ok();
+    Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) return message.status().WithContext("bad message from the server");
+    DMLPS_RETURN_IF_ERROR(HandleAside(*message));
+  }
+}
+
+Status ServerLink::Pause(std::chrono::microseconds d) {
+  const Clock::time_point until = Clock::now() + d;
+  while (Clock::now() < until) {
+    if (Interrupted()) return Status::Unavailable("interrupted");
+    MaybeHeartbeat();
+    std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), kPollSlice));
+  }
+  return Status::Ok();
+}
+
+int64_t ServerLink::Bound(size_t k) const {
+  return welcome_.bounds.empty() ? (k == 0 ? 0 : welcome_.num_params) : welcome_.bounds[k];
+}
+
+Status ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message,
+                             std::span<float> out) {
+  const auto& header = std::get<proto::Model>(message.body);
+  if (header.num_params != static_cast<int64_t>(out.size())) {
+    return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
+                            " parameters, expected " + std::to_string(out.size()));
+  }
+  DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
+                         proto::IncomingTensor::Open(header.num_params, header.chunks,
+                                                     header.chunk_floats,
+                                                     std::move(message.payload)));
+  model.CopyTo(0, model.received(), out);
+  // A streamed model: each chunk is copied in as it arrives.
+  while (!model.complete()) {
+    DMLPS_ASSIGN_OR_RETURN(proto::Message piece, Await(from, {proto::MsgType::kChunk},
+                                                       config_.server_timeout));
+    if (stop_) return Status::Ok();
+    const int64_t begin = model.received();
+    DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload)
+                              .WithContext("bad model from the server"));
+    model.CopyTo(begin, model.received(), out);
+    model.Release(begin, model.received());  // a large model never sits here whole
+  }
+  return Status::Ok();
+}
+
+Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<float> params) {
+  const proto::Model header = std::get<proto::Model>(message.body);
+  DMLPS_RETURN_IF_ERROR(TakeSlice(*endpoint_, message, params.subspan(0, Bound(1))));
+  // Sharded: the other slices come from their shards, sent as shard 0 sent
+  // this one.
+  for (size_t k = 1; k <= shards_.size() && !stop_; ++k) {
+    DMLPS_ASSIGN_OR_RETURN(proto::Message slice, Await(shards_[k - 1], {proto::MsgType::kModel},
+                                                       config_.server_timeout));
+    if (stop_) return header;
+    const auto version = std::get<proto::Model>(slice.body).version;
+    if (version != header.version) {
+      return Status::Protocol("server shard " + std::to_string(k) + " sent version " +
+                              std::to_string(version) + " of its slice, shard 0 version " +
+                              std::to_string(header.version));
+    }
+    DMLPS_RETURN_IF_ERROR(TakeSlice(shards_[k - 1], slice,
+                                    params.subspan(static_cast<size_t>(Bound(k)),
+                                                   static_cast<size_t>(Bound(k + 1) - Bound(k)))));
+  }
+  return header;
+}
+
+}  // namespace dmlps::worker

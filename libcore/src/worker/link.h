@@ -1,0 +1,134 @@
+// A worker's link to its server: joining it (and the other server shards),
+// joining again when it went away, and the protocol's messages both ways,
+// with heartbeats and the server's control messages handled on the side.
+#ifndef DMLPS_WORKER_LINK_H_
+#define DMLPS_WORKER_LINK_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+#include <zmq.hpp>
+
+#include "dmlps/base/status.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
+#include "dmlps/worker/worker.h"
+
+namespace dmlps::worker {
+
+// How long one wait for the server lasts before the worker looks at signals
+// and heartbeats again.
+inline constexpr std::chrono::milliseconds kPollSlice{100};
+
+class ServerLink {
+ public:
+  // The thread that constructs the link is the one that may use its sockets.
+  ServerLink(const WorkerConfig& config, const std::atomic<int>* signal);
+  ServerLink(const ServerLink&) = delete;
+  ServerLink& operator=(const ServerLink&) = delete;
+
+  // Reads the CURVE keys the config names; before Join, so that a bad key
+  // fails before any server waits for this worker.
+  Status LoadKeys();
+  // Says Hello (offering `max_batch` samples a step), waits for the Welcome
+  // and joins the other server shards it names. Unavailable when no server
+  // answers within --connect-timeout, or when the server stops first.
+  Status Join(int64_t max_batch);
+  // Joins the server again after it went away, retrying with back-off for
+  // --reconnect-timeout; Unavailable when it does not come back, Config when
+  // it comes back with another job. True when the new Welcome moved this
+  // worker to another rank or shard, so its data must be set up again; ok
+  // and stopped() when the run ended meanwhile.
+  Result<bool> Rejoin();
+  // Tells the server why this worker leaves, so it does not wait for it;
+  // nothing when there is no server left to tell.
+  void Leave(const std::string& why);
+
+  // Sends Pull for step `clock`: the server answers with the model.
+  Status SendPull(int64_t clock);
+  // Sends a step's push and its payload: whole or streamed in chunks, and
+  // with sharded servers each shard its slice. `then`, when given, goes
+  // right after the push's header, before its chunks (the next Pull, so that
+  // a large model streams back while the gradient is still arriving).
+  Status SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
+                  const proto::Body* then = nullptr);
+  // Waits for a message of a type in `wants` (or Stop), handling heartbeats,
+  // the server's warnings and SyncNow on the way; Unavailable when the
+  // server stays silent for --server-timeout.
+  Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants);
+  // Handles what arrived without blocking: a Stop, a SyncNow, a warning.
+  Status PollControl();
+  // Copies the model whose header `message` (a Model from shard 0) is into
+  // `params`, streamed chunks as they arrive and the other shards' slices
+  // from them; returns shard 0's header. A Stop may cut it short: see
+  // stopped().
+  Result<proto::Model> TakeModel(proto::Message& message, std::span<float> params);
+  // Sleeps `d`, heartbeating meanwhile so that a long emulated delay does
+  // not look like a dead worker; Unavailable when a signal arrives.
+  Status Pause(std::chrono::microseconds d);
+
+  bool Interrupted() const { return signal_ != nullptr && signal_->load() != 0; }
+  // The server said Stop; stop_reason() says why.
+  bool stopped() const { return stop_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+  // The last failure was the server going silent or forgetting this worker:
+  // worth a Rejoin.
+  bool server_lost() const { return server_lost_; }
+  // The newest round a SyncNow named; -1 since the last (re)join.
+  int64_t sync_round() const { return sync_round_; }
+  const proto::Welcome& welcome() const { return welcome_; }
+  // The rank the server gave; -1 until it did.
+  int64_t rank() const { return rank_; }
+  int64_t reconnects() const { return reconnects_; }
+
+ private:
+  Result<proto::Message> Await(net::Endpoint& from, std::initializer_list<proto::MsgType> wants,
+                               std::chrono::milliseconds silence);
+  // Sends a heartbeat when one is due; only from the thread that owns the
+  // sockets.
+  void MaybeHeartbeat();
+  // Deals with a message nobody waits for. Fails on a fatal Error.
+  Status HandleAside(const proto::Message& message);
+  // Sharded servers: connects to shards 1 and up (welcome_.servers) and
+  // waits until each knows this worker.
+  Status ConnectShards();
+  // Where server shard k's slice of the parameters begins (k = shards: the end).
+  int64_t Bound(size_t k) const;
+  // Copies a Model message from `from` into `out` (its slice of the model),
+  // its streamed chunks as they arrive.
+  Status TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out);
+  // Says Hello on `to` as rank `rank` (-1: any).
+  Status SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch);
+
+  const WorkerConfig& config_;
+  const std::atomic<int>* signal_;
+  zmq::context_t context_;
+  std::optional<net::Endpoint> endpoint_;
+  // Sharded servers: shards 1 and up, on a context of their own.
+  std::unique_ptr<zmq::context_t> shard_context_;
+  std::vector<net::Endpoint> shards_;
+  net::ConnectOptions connect_options_;  // CURVE keys, read before joining
+  int64_t max_batch_ = 0;                // offered to every shard
+  proto::Welcome welcome_;
+  int64_t rank_ = -1;
+  int64_t reconnects_ = 0;
+  int64_t sync_round_ = -1;
+  bool server_lost_ = false;  // the server went silent, or no longer knows this worker
+  bool refused_ = false;      // the server refused this worker (fatal Error)
+  bool gave_up_ = false;      // the server did not come back: no one to tell
+  bool stop_ = false;
+  std::string stop_reason_;
+  std::thread::id socket_thread_;  // the thread that may use the sockets
+  std::chrono::steady_clock::time_point last_heartbeat_;
+};
+
+}  // namespace dmlps::worker
+
+#endif  // DMLPS_WORKER_LINK_H_

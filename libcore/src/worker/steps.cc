@@ -1,0 +1,253 @@
+#include "worker/steps.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+
+#include "dmlps/optim/optimizer.h"
+
+namespace dmlps::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::microseconds;
+using Vec = Eigen::Map<Eigen::VectorXf>;
+using ConstVec = Eigen::Map<const Eigen::VectorXf>;
+
+// A-BSP's step: chunk after chunk into `grad`, looking for SyncNow in
+// between; the mean gradient over the samples actually processed is what
+// goes out. Cut short, with nothing to push, when the server stops.
+Result<StepResult> ComputeInChunks(StepContext& steps, int64_t clock, std::span<const float> params,
+                                   std::vector<float>& grad, std::vector<float>& chunk_gradient) {
+  ServerLink& link = steps.link();
+  const int64_t batch = steps.state().batch;
+  StepResult step;
+  Vec sum(grad.data(), static_cast<Eigen::Index>(grad.size()));
+  sum.setZero();
+  double loss_sum = 0;
+  while (step.samples < batch) {
+    const int64_t n = std::min(link.welcome().chunk, batch - step.samples);
+    DMLPS_ASSIGN_OR_RETURN(StepResult part, steps.computer().Compute(clock, n, params,
+                                                                      chunk_gradient,
+                                                                      step.samples == 0));
+    steps.Count(part);
+    sum += static_cast<float>(n) * ConstVec(chunk_gradient.data(), sum.size());
+    loss_sum += part.loss * static_cast<double>(n);
+    step.samples += n;
+    step.compute += part.compute;
+    step.straggle += part.straggle;
+    DMLPS_RETURN_IF_ERROR(link.PollControl());
+    if (link.stopped()) return step;
+    if (link.sync_round() >= clock) break;  // told to stop: the rest waits for the next step
+  }
+  sum /= static_cast<float>(step.samples);
+  step.loss = loss_sum / static_cast<double>(step.samples);
+  return step;
+}
+
+}  // namespace
+
+Status StepContext::TakeModel(proto::Message& message, std::span<float> params) {
+  DMLPS_ASSIGN_OR_RETURN(proto::Model header, link_.TakeModel(message, params));
+  if (link_.stopped()) return Status::Ok();
+  state_.version = header.version;
+  if (header.batch > 0 && header.batch != state_.batch) {
+    state_.batch = header.batch;
+    if (tracer_) tracer_->Counter("batch", trace::NowMicros(), static_cast<double>(state_.batch));
+  }
+  state_.token = header.token;
+  return Status::Ok();
+}
+
+Result<bool> StepContext::Download(int64_t clock, std::span<float> params, bool pulled) {
+  const Clock::time_point start = Clock::now();
+  const int64_t start_us = trace::NowMicros();
+  if (!pulled) DMLPS_RETURN_IF_ERROR(link_.SendPull(clock));
+  DMLPS_ASSIGN_OR_RETURN(proto::Message reply, link_.Await({proto::MsgType::kModel}));
+  // A streamed model's chunks arrive while this waits.
+  if (!link_.stopped()) DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
+  report_.wait_s += std::chrono::duration<double>(Clock::now() - start).count();
+  if (tracer_) tracer_->Span("wait", "pull", start_us, Micros(Clock::now() - start), {{"clock", clock}});
+  return !link_.stopped();
+}
+
+Status StepContext::Push(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
+                         const proto::Body* then) {
+  const Clock::time_point start = Clock::now();
+  const int64_t start_us = trace::NowMicros();
+  const int64_t bytes = static_cast<int64_t>(payload->size() * sizeof(float));
+  DMLPS_RETURN_IF_ERROR(computer_.EmulateTransfer(push.clock, bytes));
+  push.comm_us = state_.comm_us;
+  const UsageMeter::Usage usage = state_.usage.Read();
+  push.cpu = usage.cpu_cores;
+  push.memory_bytes = usage.memory_bytes;
+  DMLPS_RETURN_IF_ERROR(link_.SendPush(push, std::move(payload), then));
+  state_.comm_us = Micros(Clock::now() - start);
+  report_.comm_s += state_.comm_us * 1e-6;
+  state_.bytes_sent += bytes;
+  if (tracer_) {
+    tracer_->Span("comm", "push", start_us, state_.comm_us,
+                  {{"clock", push.clock}, {"bytes", bytes}, {"cpu", push.cpu},
+                   {"memory", push.memory_bytes}});
+    tracer_->Counter("bytes_sent", start_us + state_.comm_us,
+                     static_cast<double>(state_.bytes_sent));
+  }
+  return Status::Ok();
+}
+
+proto::Push StepContext::PushFor(int64_t clock, int64_t batch, const StepResult& step,
+                                 int64_t wait_us) const {
+  proto::Push push;
+  push.clock = clock;
+  push.base_version = state_.version;
+  push.batch = batch;
+  push.samples = step.samples;
+  push.loss = step.loss;
+  push.compute_us = step.compute.count();
+  push.straggle_us = step.straggle.count();
+  push.wait_us = wait_us;
+  return push;
+}
+
+void StepContext::Count(const StepResult& step) {
+  ++report_.steps;
+  report_.samples += step.samples;
+  report_.compute_s += step.compute.count() * 1e-6;
+  report_.straggle_s += step.straggle.count() * 1e-6;
+}
+
+void StepContext::CountReplyWait(int64_t clock, int64_t asked_us, int64_t wait_us) {
+  report_.wait_s += wait_us * 1e-6;
+  if (tracer_) tracer_->Span("wait", "reply", asked_us, wait_us, {{"clock", clock}});
+}
+
+Status RunSteps(sync::WorkerMode mode, StepContext& steps) {
+  const proto::Welcome& welcome = steps.link().welcome();
+  switch (mode) {
+    case sync::WorkerMode::kSync:
+      return RunSyncSteps(steps, false);
+    case sync::WorkerMode::kChunked:
+      if (welcome.chunk < 1) return Status::Protocol("chunked steps need a chunk size");
+      return RunSyncSteps(steps, true);
+    case sync::WorkerMode::kLocal:
+      return RunLocalSteps(steps);
+    case sync::WorkerMode::kLocalOverlap:
+      return RunLocalOverlapSteps(steps);
+    case sync::WorkerMode::kToken:
+      if (welcome.token_size < 1) return Status::Protocol("token steps need a token size");
+      return RunTokenSteps(steps);
+  }
+  return Status::Internal("no loop for steps of the kind " +
+                          std::string(sync::WorkerModeName(mode)));
+}
+
+// Pull, compute one batch (chunked: stop early when told), push the mean
+// gradient. The server decides when a pull is answered.
+Status RunSyncSteps(StepContext& steps, bool chunked) {
+  StepComputer& computer = steps.computer();
+  std::vector<float> params(computer.num_params());
+  PushBuffers buffers(computer.backend(), params.size());
+  std::shared_ptr<std::vector<float>> gradient;
+  std::vector<float> chunk_gradient(chunked ? params.size() : 0);
+  bool pulled = false;  // the Pull went out with the last push
+  for (int64_t clock = 0;; ++clock) {
+    const double waited_before = steps.report().wait_s;
+    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, params, pulled));
+    if (!more) return Status::Ok();
+    const int64_t wait_us = static_cast<int64_t>((steps.report().wait_s - waited_before) * 1e6);
+    std::vector<float>& grad = buffers.Take(&gradient);
+    StepResult step;
+    if (!chunked) {
+      DMLPS_ASSIGN_OR_RETURN(step, computer.Compute(clock, steps.state().batch, params, grad));
+      steps.Count(step);
+    } else {
+      DMLPS_ASSIGN_OR_RETURN(step, ComputeInChunks(steps, clock, params, grad, chunk_gradient));
+      if (steps.link().stopped()) return Status::Ok();
+    }
+    const proto::Body pull = proto::Pull{clock + 1};
+    DMLPS_RETURN_IF_ERROR(
+        steps.Push(steps.PushFor(clock, steps.state().batch, step, wait_us), gradient, &pull));
+    pulled = true;
+  }
+}
+
+// Train the local copy; after every step push its delta since the last
+// push, and download the global model when the answer says so.
+Status RunLocalSteps(StepContext& steps) {
+  StepComputer& computer = steps.computer();
+  const size_t n = static_cast<size_t>(computer.num_params());
+  std::vector<float> params(n), base(n), grad(n), velocity(n, 0.f);
+  PushBuffers buffers(computer.backend(), n);
+  std::shared_ptr<std::vector<float>> delta;
+  DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, params));
+  if (!more) return Status::Ok();
+  base = params;
+  const auto lr = static_cast<float>(steps.link().welcome().lr);
+  const auto mu = static_cast<float>(steps.link().welcome().momentum);
+  int64_t wait_us = 0;
+  for (int64_t clock = 0;; ++clock) {
+    const int64_t batch = steps.state().batch;
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, computer.Compute(clock, batch, params, grad));
+    const Clock::time_point update_start = Clock::now();
+    optim::LocalMomentumStep(params, velocity, grad, lr, mu);
+    std::vector<float>& d = buffers.Take(&delta);
+    const auto size = static_cast<Eigen::Index>(n);
+    Vec(d.data(), size) = ConstVec(params.data(), size) - ConstVec(base.data(), size);
+    base = params;
+    step.compute += microseconds(Micros(Clock::now() - update_start));  // the local update is compute too
+    steps.Count(step);
+
+    DMLPS_RETURN_IF_ERROR(steps.Push(steps.PushFor(clock, batch, step, wait_us), delta));
+    const Clock::time_point asked = Clock::now();
+    const int64_t asked_us = trace::NowMicros();
+    DMLPS_ASSIGN_OR_RETURN(proto::Message reply, steps.link().Await({proto::MsgType::kContinue}));
+    wait_us = Micros(Clock::now() - asked);
+    steps.CountReplyWait(clock, asked_us, wait_us);
+    if (steps.link().stopped()) return Status::Ok();
+    if (std::get<proto::Continue>(reply.body).download) {
+      const double before = steps.report().wait_s;
+      DMLPS_ASSIGN_OR_RETURN(more, steps.Download(clock + 1, params));
+      if (!more) return Status::Ok();
+      wait_us += static_cast<int64_t>((steps.report().wait_s - before) * 1e6);
+      base = params;
+    }
+  }
+}
+
+// Train the token granted, push it, and go on with the next grant; a new
+// model arrives with the first token of each iteration.
+Status RunTokenSteps(StepContext& steps) {
+  StepComputer& computer = steps.computer();
+  ServerLink& link = steps.link();
+  const int64_t token_size = link.welcome().token_size;
+  std::vector<float> params(computer.num_params());
+  PushBuffers buffers(computer.backend(), params.size());
+  std::shared_ptr<std::vector<float>> gradient;
+  DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, params));
+  if (!more) return Status::Ok();
+  int64_t wait_us = 0;
+  for (int64_t clock = 0;; ++clock) {
+    if (steps.state().token < 0) return Status::Protocol("the server sent no token to train");
+    std::vector<float>& grad = buffers.Take(&gradient);
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, computer.Compute(clock, token_size, params, grad));
+    steps.Count(step);
+    DMLPS_RETURN_IF_ERROR(steps.Push(steps.PushFor(clock, token_size, step, wait_us), gradient));
+    // The answer is the next token on this model (Continue), or the new
+    // model with a token once the iteration is complete.
+    const Clock::time_point asked = Clock::now();
+    const int64_t asked_us = trace::NowMicros();
+    DMLPS_ASSIGN_OR_RETURN(proto::Message reply,
+                           link.Await({proto::MsgType::kContinue, proto::MsgType::kModel}));
+    if (link.stopped()) return Status::Ok();
+    if (auto* next = std::get_if<proto::Continue>(&reply.body)) {
+      steps.state().token = next->token;
+    } else {
+      DMLPS_RETURN_IF_ERROR(steps.TakeModel(reply, params));
+      if (link.stopped()) return Status::Ok();
+    }
+    wait_us = Micros(Clock::now() - asked);
+    steps.CountReplyWait(clock, asked_us, wait_us);
+  }
+}
+
+}  // namespace dmlps::worker
