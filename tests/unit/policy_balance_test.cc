@@ -23,17 +23,13 @@
 namespace dmlps::sync {
 namespace {
 
-using Kind = Action::Kind;
 
 using testing::Count;
 using testing::CountFor;
-
-const Action* Find(const Actions& actions, Kind kind, WorkerId w = -1) {
-  auto it = std::find_if(actions.begin(), actions.end(), [&](const Action& a) {
-    return a.kind == kind && (w < 0 || a.worker == w);
-  });
-  return it == actions.end() ? nullptr : &*it;
-}
+using testing::Find;
+using testing::IndexOf;
+using testing::Is;
+using testing::WorkerOf;
 
 // Seconds worker w takes for `samples` samples in its step number `step`.
 using StepTime = std::function<double(WorkerId w, int64_t samples, int64_t step)>;
@@ -192,44 +188,35 @@ class LbDriver {
 
   void Carry(const Actions& actions) {
     for (const Action& a : actions) {
-      switch (a.kind) {
-        case Kind::kSetBatch: {
-          Worker& worker = workers_[a.worker];
-          const auto b = static_cast<int64_t>(a.value);
-          CHECK(b >= 1);
-          if (caps_[a.worker] > 0) CHECK(b <= caps_[a.worker]);
-          worker.next_batch = b;
-          worker.batch_sent = true;
-          break;
-        }
-        case Kind::kReplyModel: {
-          Worker& worker = workers_[a.worker];
-          REQUIRE(worker.waiting);
-          CHECK(worker.batch_sent);  // the batch size travels with the model
-          worker.waiting = false;
-          worker.batch_sent = false;
-          worker.batch = worker.next_batch;
-          worker.base_version = policy_->version();
-          worker.busy_s = step_time_(a.worker, worker.batch, worker.clock);
-          queue_.push({now_ + worker.busy_s, seq_++, a.worker});
-          break;
-        }
-        case Kind::kStage:
-          staged_ += a.value;
-          break;
-        case Kind::kApply:
-          REQUIRE(staged_ > 0);
-          CHECK(a.value == doctest::Approx(1.0 / staged_));  // the mean over all samples
-          CHECK(staged_ == doctest::Approx(static_cast<double>(expected_sum_)));
-          staged_ = 0;
-          ++applies_;
-          break;
-        case Kind::kHold:
-          CHECK(workers_[a.worker].waiting);
-          break;
-        default:
-          FAIL("unexpected action " << static_cast<int>(a.kind) << " for worker " << a.worker
-                                    << ": " << a.reason);
+      if (const auto* set = std::get_if<SetBatch>(&a)) {
+        Worker& worker = workers_[set->worker];
+        const int64_t b = set->samples;
+        CHECK(b >= 1);
+        if (caps_[set->worker] > 0) CHECK(b <= caps_[set->worker]);
+        worker.next_batch = b;
+        worker.batch_sent = true;
+      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
+        Worker& worker = workers_[reply->worker];
+        REQUIRE(worker.waiting);
+        CHECK(worker.batch_sent);  // the batch size travels with the model
+        worker.waiting = false;
+        worker.batch_sent = false;
+        worker.batch = worker.next_batch;
+        worker.base_version = policy_->version();
+        worker.busy_s = step_time_(reply->worker, worker.batch, worker.clock);
+        queue_.push({now_ + worker.busy_s, seq_++, reply->worker});
+      } else if (const auto* stage = std::get_if<Stage>(&a)) {
+        staged_ += stage->weight;
+      } else if (const auto* apply = std::get_if<Apply>(&a)) {
+        REQUIRE(staged_ > 0);
+        CHECK(apply->scale == doctest::Approx(1.0 / staged_));  // the mean over all samples
+        CHECK(staged_ == doctest::Approx(static_cast<double>(expected_sum_)));
+        staged_ = 0;
+        ++applies_;
+      } else if (Is<Hold>(a)) {
+        CHECK(workers_[WorkerOf(a)].waiting);
+      } else {
+        FAIL("unexpected action " << a.index() << " for worker " << WorkerOf(a));
       }
     }
     CheckBatches();
@@ -359,11 +346,11 @@ TEST_CASE("lbbsp: even initial batches sent before the model; one batch-weighted
   }
   REQUIRE(a.size() == 6);
   for (WorkerId w = 0; w < 3; ++w) {
-    CHECK(a[2 * w].kind == Kind::kSetBatch);
-    CHECK(a[2 * w].worker == w);
-    CHECK(a[2 * w].value == 10);
-    CHECK(a[2 * w + 1].kind == Kind::kReplyModel);
-    CHECK(a[2 * w + 1].worker == w);
+    CHECK(Is<SetBatch>(a[2 * w]));
+    CHECK(WorkerOf(a[2 * w]) == w);
+    CHECK(std::get<SetBatch>(a[2 * w]).samples == 10);
+    CHECK(Is<ReplyModel>(a[2 * w + 1]));
+    CHECK(WorkerOf(a[2 * w + 1]) == w);
   }
 
   // Batches of 12, 10 and 8 (as after a rebalance): the apply weighs each
@@ -371,29 +358,27 @@ TEST_CASE("lbbsp: even initial batches sent before the model; one batch-weighted
   a.clear();
   lb->PushArrived(0, {0, 0, 12, true, 12, 1.0}, &a);
   lb->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kHold) == 1);  // BSP: waits for the round
+  CHECK(Count<Hold>(a) == 1);  // BSP: waits for the round
   lb->PushArrived(1, {0, 0, 10, false, 10, 1.0}, &a);  // refused payload: no weight
   lb->PushArrived(2, {0, 0, 8, true, 8, 1.0}, &a);
-  CHECK(Count(a, Kind::kStage) == 2);
-  const Action* apply = Find(a, Kind::kApply);
+  CHECK(Count<Stage>(a) == 2);
+  const Apply* apply = Find<Apply>(a);
   REQUIRE(apply != nullptr);
-  CHECK(apply->value == doctest::Approx(1.0 / 20));
+  CHECK(apply->scale == doctest::Approx(1.0 / 20));
   CHECK(lb->version() == 1);
   CHECK(lb->iteration() == 1);
   // The held worker is released with its batch first.
-  const Action* set = Find(a, Kind::kSetBatch, 0);
-  const Action* reply = Find(a, Kind::kReplyModel, 0);
-  REQUIRE(set != nullptr);
-  REQUIRE(reply != nullptr);
-  CHECK(set < reply);
-  CHECK(apply < reply);
+  REQUIRE(Find<SetBatch>(a, 0) != nullptr);
+  REQUIRE(Find<ReplyModel>(a, 0) != nullptr);
+  CHECK(IndexOf<SetBatch>(a, 0) < IndexOf<ReplyModel>(a, 0));
+  CHECK(IndexOf<Apply>(a) < IndexOf<ReplyModel>(a, 0));
 
   // As BSP, a gradient computed on an older version is refused.
   a.clear();
   lb->PushArrived(1, {1, 0, 10, true, 10, 1.0}, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
-  CHECK(a[0].reason.find("version 0") != std::string::npos);
+  CHECK(Is<Drop>(a[0]));
+  CHECK(std::get<Drop>(a[0]).reason.find("version 0") != std::string::npos);
 }
 
 // Closes one round in which worker w took busy[w] seconds for its batch
@@ -404,7 +389,7 @@ void LbRound(LbBspPolicy* lb, const std::vector<double>& busy) {
     const int64_t b = lb->batch(w);
     lb->PushArrived(w, {lb->clock(w), lb->version(), b, true, b, busy[w]}, &a);
   }
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
 }
 
 TEST_CASE("lbbsp cpu: largest-remainder rounding, caps cut off in proportion, unreported speeds kept") {
@@ -472,7 +457,7 @@ TEST_CASE("lbbsp cpu: a step's time is the server's reply-to-push time when that
     push.cycle_s = w == 1 ? 3.0 : 0.5;  // shorter than the busy time: ignored
     lb.PushArrived(w, push, &a);
   }
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
   CHECK(lb.batch(0) == 15);
   CHECK(lb.batch(1) == 5);
 }
@@ -716,48 +701,39 @@ class TokenDriver {
 
   void Carry(const Actions& actions) {
     for (const Action& a : actions) {
-      switch (a.kind) {
-        case Kind::kGrant: {
-          const auto token = static_cast<int64_t>(a.value);
-          CHECK(workers_[a.worker].token < 0);
-          CHECK(token >= 0);
-          CHECK(token < policy_->tokens_per_iteration());
-          CHECK(granted_.insert(token).second);  // never granted twice in an iteration
-          workers_[a.worker].token = token;
-          break;
-        }
-        case Kind::kContinue:
-          CHECK(a.value == 0);
-          CHECK(workers_[a.worker].base_version == policy_->version());
-          Start(a.worker);
-          break;
-        case Kind::kReplyModel:
-          ++replies_in_iteration_[a.worker];
-          CHECK(replies_in_iteration_[a.worker] == 1);  // one new model per iteration
-          workers_[a.worker].base_version = policy_->version();
-          Start(a.worker);
-          break;
-        case Kind::kHold:
-          CHECK(workers_[a.worker].waiting);
-          CHECK(workers_[a.worker].token < 0);
-          break;
-        case Kind::kStage:
-          staged_ += a.value;
-          break;
-        case Kind::kApply:
-          CHECK(a.value == doctest::Approx(1.0 / staged_));
-          CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));
-          CHECK(static_cast<int64_t>(completed_.size()) == policy_->tokens_per_iteration());
-          CHECK(granted_.size() == completed_.size());
-          staged_ = 0;
-          granted_.clear();
-          completed_.clear();
-          std::fill(replies_in_iteration_.begin(), replies_in_iteration_.end(), 0);
-          ++applies_;
-          break;
-        default:
-          FAIL("unexpected action " << static_cast<int>(a.kind) << " for worker " << a.worker
-                                    << ": " << a.reason);
+      if (const auto* grant = std::get_if<Grant>(&a)) {
+        const int64_t token = grant->token;
+        CHECK(workers_[grant->worker].token < 0);
+        CHECK(token >= 0);
+        CHECK(token < policy_->tokens_per_iteration());
+        CHECK(granted_.insert(token).second);  // never granted twice in an iteration
+        workers_[grant->worker].token = token;
+      } else if (const auto* next = std::get_if<Continue>(&a)) {
+        CHECK_FALSE(next->download);
+        CHECK(workers_[next->worker].base_version == policy_->version());
+        Start(next->worker);
+      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
+        ++replies_in_iteration_[reply->worker];
+        CHECK(replies_in_iteration_[reply->worker] == 1);  // one new model per iteration
+        workers_[reply->worker].base_version = policy_->version();
+        Start(reply->worker);
+      } else if (Is<Hold>(a)) {
+        CHECK(workers_[WorkerOf(a)].waiting);
+        CHECK(workers_[WorkerOf(a)].token < 0);
+      } else if (const auto* stage = std::get_if<Stage>(&a)) {
+        staged_ += stage->weight;
+      } else if (const auto* apply = std::get_if<Apply>(&a)) {
+        CHECK(apply->scale == doctest::Approx(1.0 / staged_));
+        CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));
+        CHECK(static_cast<int64_t>(completed_.size()) == policy_->tokens_per_iteration());
+        CHECK(granted_.size() == completed_.size());
+        staged_ = 0;
+        granted_.clear();
+        completed_.clear();
+        std::fill(replies_in_iteration_.begin(), replies_in_iteration_.end(), 0);
+        ++applies_;
+      } else {
+        FAIL("unexpected action " << a.index() << " for worker " << WorkerOf(a));
       }
     }
   }
@@ -788,8 +764,8 @@ Actions PushToken(Policy* policy, WorkerId w, int64_t samples = 16) {
 
 // The token granted in `a`, or -1.
 int64_t GrantedToken(const Actions& a, WorkerId w) {
-  const Action* grant = Find(a, Kind::kGrant, w);
-  return grant == nullptr ? -1 : static_cast<int64_t>(grant->value);
+  const Grant* grant = Find<Grant>(a, w);
+  return grant == nullptr ? -1 : grant->token;
 }
 
 TEST_CASE("token: tokens dealt evenly; a pull gets a token and the model; MakePolicy checks the size") {
@@ -801,8 +777,8 @@ TEST_CASE("token: tokens dealt evenly; a pull gets a token and the model; MakePo
   for (WorkerId w = 0; w < 3; ++w) token.PullRequested(w, &a);
   REQUIRE(a.size() == 6);
   for (WorkerId w = 0; w < 3; ++w) {
-    CHECK(a[2 * w].kind == Kind::kGrant);  // the token travels with the model
-    CHECK(a[2 * w + 1].kind == Kind::kReplyModel);
+    CHECK(Is<Grant>(a[2 * w]));  // the token travels with the model
+    CHECK(Is<ReplyModel>(a[2 * w + 1]));
   }
   CHECK(GrantedToken(a, 0) == 0);
   CHECK(GrantedToken(a, 1) == 3);
@@ -829,14 +805,14 @@ TEST_CASE("token: helpers go to the straggler with the fewest helpers, then the 
 
   a = PushToken(&token, 1);  // worker 1 has made progress
   CHECK(GrantedToken(a, 1) == 4);
-  CHECK(Find(a, Kind::kContinue, 1) != nullptr);
+  CHECK(Find<Continue>(a, 1) != nullptr);
   CHECK(GrantedToken(PushToken(&token, 0), 0) == 1);
   CHECK(GrantedToken(PushToken(&token, 0), 0) == 2);
   // Own bucket empty; nobody has helpers; 2 and 3 have done nothing of their
   // own, 1 has: worker 2 (the lower rank of the two), from its far end.
   a = PushToken(&token, 0);
   CHECK(GrantedToken(a, 0) == 8);
-  CHECK(Find(a, Kind::kContinue, 0) != nullptr);
+  CHECK(Find<Continue>(a, 0) != nullptr);
 
   CHECK(GrantedToken(PushToken(&token, 3), 3) == 10);
   CHECK(GrantedToken(PushToken(&token, 3), 3) == 11);
@@ -849,18 +825,18 @@ TEST_CASE("token: helpers go to the straggler with the fewest helpers, then the 
   for (WorkerId w : {1, 2, 3}) {
     a = PushToken(&token, w);
     REQUIRE(a.size() == 2);
-    CHECK(a[0].kind == Kind::kStage);
-    CHECK(a[1].kind == Kind::kHold);
+    CHECK(Is<Stage>(a[0]));
+    CHECK(Is<Hold>(a[1]));
   }
   a = PushToken(&token, 0);
-  CHECK(Count(a, Kind::kStage) == 1);
-  const Action* apply = Find(a, Kind::kApply);
+  CHECK(Count<Stage>(a) == 1);
+  const Apply* apply = Find<Apply>(a);
   REQUIRE(apply != nullptr);
-  CHECK(apply->value == doctest::Approx(1.0 / 192));
+  CHECK(apply->scale == doctest::Approx(1.0 / 192));
   CHECK(token.iteration() == 1);
   // Everyone starts the next iteration on its own first token.
   for (WorkerId w = 0; w < 4; ++w) {
-    CHECK(CountFor(a, Kind::kReplyModel, w) == 1);
+    CHECK(CountFor<ReplyModel>(a, w) == 1);
     CHECK(GrantedToken(a, w) == 3 * w);
   }
   CHECK(token.completed(0) == 5);
@@ -894,32 +870,31 @@ TEST_CASE("token: a worker with nothing to do is held and answered once when the
   token.PullRequested(1, &a);
   a = PushToken(&token, 0);
   REQUIRE(a.size() == 2);
-  CHECK(a[1].kind == Kind::kHold);
-  CHECK(a[1].worker == 0);
+  CHECK(Is<Hold>(a[1]));
+  CHECK(WorkerOf(a[1]) == 0);
   // A held worker that asks again (say, after a reconnect) is held too ...
   a.clear();
   token.PullRequested(0, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kHold);
+  CHECK(Is<Hold>(a[0]));
   // ... and still gets one answer, with one token.
   a = PushToken(&token, 1);
-  CHECK(Count(a, Kind::kApply) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
-  CHECK(CountFor(a, Kind::kGrant, 0) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 1);
-  CHECK(CountFor(a, Kind::kGrant, 1) == 1);
-  const Action* grant = Find(a, Kind::kGrant, 0);
-  CHECK(grant < Find(a, Kind::kReplyModel, 0));
-  CHECK(Find(a, Kind::kApply) < grant);  // the model sent is the new one
+  CHECK(Count<Apply>(a) == 1);
+  CHECK(CountFor<ReplyModel>(a, 0) == 1);
+  CHECK(CountFor<Grant>(a, 0) == 1);
+  CHECK(CountFor<ReplyModel>(a, 1) == 1);
+  CHECK(CountFor<Grant>(a, 1) == 1);
+  CHECK(IndexOf<Grant>(a, 0) < IndexOf<ReplyModel>(a, 0));
+  CHECK(IndexOf<Apply>(a) < IndexOf<Grant>(a, 0));  // the model sent is the new one
 
   // A push with no token in flight is a protocol error, not a completion.
   a = PushToken(&token, 0);  // completes its token and waits
-  CHECK(CountFor(a, Kind::kHold, 0) == 1);
+  CHECK(CountFor<Hold>(a, 0) == 1);
   a.clear();
   token.PushArrived(0, {token.clock(0), token.version(), 16, true, 16, 1.0}, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
-  CHECK(a[0].reason.find("token") != std::string::npos);
+  CHECK(Is<Drop>(a[0]));
+  CHECK(std::get<Drop>(a[0]).reason.find("token") != std::string::npos);
 }
 
 TEST_CASE("token: with fewer tokens than workers, a pull waits and the iteration ends once") {
@@ -930,28 +905,28 @@ TEST_CASE("token: with fewer tokens than workers, a pull waits and the iteration
   for (WorkerId w = 0; w < 3; ++w) token.PullRequested(w, &a);
   CHECK(GrantedToken(a, 0) == 0);
   CHECK(GrantedToken(a, 1) == 1);
-  CHECK(CountFor(a, Kind::kHold, 2) == 1);
+  CHECK(CountFor<Hold>(a, 2) == 1);
   a = PushToken(&token, 0, 2);
-  CHECK(CountFor(a, Kind::kHold, 0) == 1);
+  CHECK(CountFor<Hold>(a, 0) == 1);
   a = PushToken(&token, 1, 1);  // the short last token
-  const Action* apply = Find(a, Kind::kApply);
+  const Apply* apply = Find<Apply>(a);
   REQUIRE(apply != nullptr);
-  CHECK(apply->value == doctest::Approx(1.0 / 3));
+  CHECK(apply->scale == doctest::Approx(1.0 / 3));
   // Two tokens for three waiting workers: two answered, once each, the held
   // pull first; worker 2 helps 0, and 0 helps 1.
-  CHECK(Count(a, Kind::kReplyModel) == 2);
-  CHECK(Count(a, Kind::kGrant) == 2);
+  CHECK(Count<ReplyModel>(a) == 2);
+  CHECK(Count<Grant>(a) == 2);
   CHECK(GrantedToken(a, 2) == 0);
   CHECK(GrantedToken(a, 0) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 0);
+  CHECK(CountFor<ReplyModel>(a, 1) == 0);
   // Worker 1 waits out this iteration and starts the next.
   a = PushToken(&token, 2, 2);
-  CHECK(CountFor(a, Kind::kHold, 2) == 1);
+  CHECK(CountFor<Hold>(a, 2) == 1);
   a = PushToken(&token, 0, 1);
-  CHECK(Count(a, Kind::kApply) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 2) == 0);
+  CHECK(Count<Apply>(a) == 1);
+  CHECK(CountFor<ReplyModel>(a, 1) == 1);
+  CHECK(CountFor<ReplyModel>(a, 0) == 1);
+  CHECK(CountFor<ReplyModel>(a, 2) == 0);
 }
 
 TEST_CASE("token driver: a 4x faster worker trains about 4x the tokens; every token once per iteration") {

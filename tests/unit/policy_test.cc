@@ -11,13 +11,14 @@
 namespace dmlps::sync {
 namespace {
 
-using Kind = Action::Kind;
 
 using testing::Count;
+using testing::Is;
+using testing::WorkerOf;
 
 bool RepliesTo(const Actions& actions, WorkerId w) {
   return std::any_of(actions.begin(), actions.end(),
-                     [&](const Action& a) { return a.kind == Kind::kReplyModel && a.worker == w; });
+                     [&](const Action& a) { return Is<ReplyModel>(a) && WorkerOf(a) == w; });
 }
 
 std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t staleness = 3) {
@@ -45,19 +46,19 @@ struct Cluster {
 
   // Carries out actions, checking each against `check`.
   template <typename Check>
-  void Apply(const Actions& actions, WorkerId pusher, int64_t pusher_base, Check&& check) {
+  void Carry(const Actions& actions, WorkerId pusher, int64_t pusher_base, Check&& check) {
     for (const Action& a : actions) {
       check(a, pusher, pusher_base);
-      if (a.kind == Kind::kReplyModel) {
-        Worker& w = state[a.worker];
+      if (Is<ReplyModel>(a)) {
+        Worker& w = state[WorkerOf(a)];
         REQUIRE(w.phase == Phase::kWaiting);
         w.phase = Phase::kComputing;
         w.base_version = policy->version();
         w.started_clock = w.clock;
         ++replies;
       }
-      if (a.kind == Kind::kApply) ++applies;
-      if (a.kind == Kind::kStage) ++stages;
+      if (Is<Apply>(a)) ++applies;
+      if (Is<Stage>(a)) ++stages;
     }
   }
 
@@ -76,15 +77,15 @@ struct Cluster {
     if (worker.phase == Phase::kIdle) {
       worker.phase = Phase::kWaiting;
       policy->PullRequested(w, &actions);
-      Apply(actions, -1, -1, check);
+      Carry(actions, -1, -1, check);
     } else {
       PushInfo push{worker.clock, worker.base_version, 10 + w, true};
       push.usable = std::uniform_real_distribution<double>(0, 1)(rng) >= unusable_fraction;
       worker.phase = Phase::kIdle;
       ++worker.clock;
       policy->PushArrived(w, push, &actions);
-      CHECK(Count(actions, Kind::kDrop) == 0);
-      Apply(actions, w, push.base_version, check);
+      CHECK(Count<Drop>(actions) == 0);
+      Carry(actions, w, push.base_version, check);
     }
     return true;
   }
@@ -100,26 +101,26 @@ TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker push
   auto bsp = Make("bsp", 3);
   Actions a;
   for (WorkerId w = 0; w < 3; ++w) bsp->PullRequested(w, &a);
-  CHECK(Count(a, Kind::kReplyModel) == 3);  // iteration 0 may start at once
+  CHECK(Count<ReplyModel>(a) == 3);  // iteration 0 may start at once
 
   a.clear();
   bsp->PushArrived(0, {0, 0, 64, true}, &a);
   bsp->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kStage) == 1);
-  CHECK(a[0].value == 64);
-  CHECK(Count(a, Kind::kApply) == 0);
-  CHECK(Count(a, Kind::kHold) == 1);  // worker 0 waits for the others
+  CHECK(Count<Stage>(a) == 1);
+  CHECK(std::get<Stage>(a[0]).weight == 64);
+  CHECK(Count<Apply>(a) == 0);
+  CHECK(Count<Hold>(a) == 1);  // worker 0 waits for the others
   a.clear();
   bsp->PushArrived(2, {0, 0, 32, true}, &a);
   bsp->PullRequested(2, &a);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<Apply>(a) == 0);
   a.clear();
   bsp->PushArrived(1, {0, 0, 32, true}, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
-  auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kApply; });
-  CHECK(apply->value == doctest::Approx(1.0 / 128));  // Σ b_i g_i / Σ b_i
+  REQUIRE(Count<Apply>(a) == 1);
+  auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return Is<Apply>(x); });
+  CHECK(std::get<Apply>(*apply).scale == doctest::Approx(1.0 / 128));  // Σ b_i g_i / Σ b_i
   // The apply precedes the replies, and both waiting workers are released.
-  CHECK(apply < std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kReplyModel; }));
+  CHECK(apply - a.begin() < testing::IndexOf<ReplyModel>(a));
   CHECK(RepliesTo(a, 0));
   CHECK(RepliesTo(a, 2));
   CHECK_FALSE(RepliesTo(a, 1));  // it has not asked yet
@@ -138,16 +139,16 @@ TEST_CASE("BSP: a gradient computed on an old version is dropped, as is a repeat
   a.clear();
   bsp->PushArrived(0, {1, 0, 8, true}, &a);  // computed on version 0
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
-  CHECK(a[0].reason.find("version 0") != std::string::npos);
+  CHECK(Is<Drop>(a[0]));
+  CHECK(std::get<Drop>(a[0]).reason.find("version 0") != std::string::npos);
   CHECK(bsp->clock(0) == 1);  // not counted
   a.clear();
   bsp->PushArrived(0, {0, 1, 8, true}, &a);  // clock 0 again
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(Is<Drop>(a[0]));
   a.clear();
   bsp->PushArrived(0, {1, 1, 8, true}, &a);
-  CHECK(Count(a, Kind::kStage) == 1);
+  CHECK(Count<Stage>(a) == 1);
 }
 
 TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them applies nothing") {
@@ -158,22 +159,21 @@ TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them 
   a.clear();
   bsp->PushArrived(0, {0, 0, 8, false}, &a);
   bsp->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kStage) == 0);
-  CHECK(Count(a, Kind::kHold) == 1);
+  CHECK(Count<Stage>(a) == 0);
+  CHECK(Count<Hold>(a) == 1);
   a.clear();
   bsp->PushArrived(1, {0, 0, 8, true}, &a);
-  CHECK(Count(a, Kind::kStage) == 1);
-  REQUIRE(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Stage>(a) == 1);
+  REQUIRE(Count<Apply>(a) == 1);
   // Only the usable push's samples are in the mean.
-  CHECK(std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kApply; })->value ==
-        doctest::Approx(1.0 / 8));
+  CHECK(testing::Find<Apply>(a)->scale == doctest::Approx(1.0 / 8));
   CHECK(RepliesTo(a, 0));
 
   a.clear();
   bsp->PullRequested(1, &a);
   bsp->PushArrived(0, {1, 1, 8, false}, &a);
   bsp->PushArrived(1, {1, 1, 8, false}, &a);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<Apply>(a) == 0);
   CHECK(bsp->version() == 1);
   CHECK(bsp->MinClock() == 2);  // the round still advanced
 }
@@ -184,10 +184,10 @@ TEST_CASE("BSP invariant under random interleavings: gradients applied at v were
     Cluster cluster(bsp.get(), seed);
     for (int step = 0; step < 2000; ++step) {
       const bool progressed = cluster.Step([&](const Action& a, WorkerId pusher, int64_t base) {
-        if (a.kind == Kind::kStage) CHECK(base == cluster.version_before);
-        if (a.kind == Kind::kReplyModel) {
+        if (Is<Stage>(a)) CHECK(base == cluster.version_before);
+        if (Is<ReplyModel>(a)) {
           // No worker starts iteration c until every worker finished c - 1.
-          CHECK(cluster.state[a.worker].clock <= bsp->MinClock());
+          CHECK(cluster.state[WorkerOf(a)].clock <= bsp->MinClock());
         }
       }, /*unusable_fraction=*/0.1);
       REQUIRE(progressed);  // BSP never deadlocks
@@ -208,9 +208,9 @@ TEST_CASE("ASP: every pull answered at once, every push applied at once scaled b
     a.clear();
     asp->PushArrived(0, {c, c, 16, true}, &a);
     REQUIRE(a.size() == 2);
-    CHECK(a[0].kind == Kind::kStage);
-    CHECK(a[1].kind == Kind::kApply);
-    CHECK(a[1].value == doctest::Approx(0.25));
+    CHECK(Is<Stage>(a[0]));
+    CHECK(Is<Apply>(a[1]));
+    CHECK(std::get<Apply>(a[1]).scale == doctest::Approx(0.25));
     a.clear();
     asp->PullRequested(0, &a);
     CHECK(RepliesTo(a, 0));  // worker 0 runs ahead freely
@@ -233,11 +233,11 @@ TEST_CASE("SSP: a worker more than s clocks ahead of the slowest waits, and is r
   a.clear();
   ssp->PushArrived(0, {2, 2, 8, true}, &a);
   ssp->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kHold) == 1);  // clock 3 would be 3 ahead
+  CHECK(Count<Hold>(a) == 1);  // clock 3 would be 3 ahead
   a.clear();
   ssp->PushArrived(1, {0, 0, 8, true}, &a);
   CHECK(RepliesTo(a, 0));  // the slowest moved: 3 - 1 <= 2
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
 }
 
 TEST_CASE("SSP invariant under random interleavings: nobody starts more than s clocks ahead") {
@@ -249,12 +249,12 @@ TEST_CASE("SSP invariant under random interleavings: nobody starts more than s c
       int64_t max_lead = 0;
       for (int step = 0; step < 3000; ++step) {
         REQUIRE(cluster.Step([&](const Action& a, WorkerId, int64_t) {
-          if (a.kind == Kind::kReplyModel) {
-            const int64_t lead = cluster.state[a.worker].clock - ssp->MinClock();
+          if (Is<ReplyModel>(a)) {
+            const int64_t lead = cluster.state[WorkerOf(a)].clock - ssp->MinClock();
             CHECK(lead <= s);
             max_lead = std::max(max_lead, lead);
           }
-          if (a.kind == Kind::kApply) CHECK(a.value == doctest::Approx(1.0 / n));
+          if (Is<Apply>(a)) CHECK(std::get<Apply>(a).scale == doctest::Approx(1.0 / n));
         }));
       }
       // Every step applies on arrival.

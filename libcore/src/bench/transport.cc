@@ -463,28 +463,21 @@ class BenchServer {
 
   Status CarryOut(const sync::Actions& actions,
                   const std::shared_ptr<proto::IncomingTensor>& gradient) {
-    using Kind = sync::Action::Kind;
     for (const sync::Action& action : actions) {
-      switch (action.kind) {
-        case Kind::kStage:
-          if (gradient != nullptr) store_.Stage(gradient, static_cast<float>(action.value));
-          break;
-        case Kind::kApply:
-          store_.Apply(optimizer_.get(), static_cast<float>(action.value));
-          break;
-        case Kind::kReplyModel: {
-          proto::Model header;
-          header.version = policy_->version();
-          server::QueueModelReply(store_, endpoint_, &peers_[static_cast<size_t>(action.worker)].identity,
-                                  header, "bench worker " + std::to_string(action.worker));
-          break;
-        }
-        case Kind::kHold:
-          break;
-        case Kind::kDrop:
-          return Status::Internal("the BSP policy dropped a push: " + action.reason);
-        default:
-          return Status::Internal("the BSP policy asked for something a bench server cannot do");
+      if (const auto* stage = std::get_if<sync::Stage>(&action)) {
+        if (gradient != nullptr) store_.Stage(gradient, static_cast<float>(stage->weight));
+      } else if (const auto* apply = std::get_if<sync::Apply>(&action)) {
+        store_.Apply(optimizer_.get(), static_cast<float>(apply->scale));
+      } else if (const auto* reply = std::get_if<sync::ReplyModel>(&action)) {
+        proto::Model header;
+        header.version = policy_->version();
+        server::QueueModelReply(store_, endpoint_, &peers_[static_cast<size_t>(reply->worker)].identity,
+                                header, "bench worker " + std::to_string(reply->worker));
+      } else if (std::holds_alternative<sync::Hold>(action)) {
+      } else if (const auto* drop = std::get_if<sync::Drop>(&action)) {
+        return Status::Internal("the BSP policy dropped a push: " + drop->reason);
+      } else {
+        return Status::Internal("the BSP policy asked for something a bench server cannot do");
       }
     }
     return Status::Ok();

@@ -50,6 +50,19 @@ std::string Hex(const zmq::message_t& identity) {
 
 std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
 
+// The worker an action addresses; -1 for none.
+int64_t ActionWorker(const sync::Action& action) {
+  return std::visit(
+      [](const auto& a) -> int64_t {
+        if constexpr (requires { a.worker; }) {
+          return a.worker;
+        } else {
+          return -1;
+        }
+      },
+      action);
+}
+
 struct Member {
   zmq::message_t identity;
   std::string host;
@@ -899,7 +912,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   member.straggle_s += push.straggle_us * 1e-6;
   member.wait_s += push.wait_us * 1e-6;
   const bool dropped = std::any_of(actions.begin(), actions.end(), [](const sync::Action& a) {
-    return a.kind == sync::Action::Kind::kDrop;
+    return std::holds_alternative<sync::Drop>(a);
   });
   if (dropped) {
     ++dropped_pushes_;
@@ -989,103 +1002,89 @@ void ParameterServer::DrainStreams(milliseconds limit) {
 
 void ParameterServer::CarryOut(const sync::Actions& actions,
                                const std::shared_ptr<proto::IncomingTensor>& gradient) {
-  using Kind = sync::Action::Kind;
   for (const sync::Action& action : actions) {
     // An answer for a worker no longer here (lost while it was held) has
     // no one to go to.
-    const bool addressed = action.kind != Kind::kStage && action.kind != Kind::kApply &&
-                           action.kind != Kind::kApplyDelta;
-    if (addressed && (action.worker < 0 || action.worker >= static_cast<int64_t>(members_.size()) ||
-                      !members_[action.worker].has_value())) {
+    const bool addressed = !std::holds_alternative<sync::Stage>(action) &&
+                           !std::holds_alternative<sync::Apply>(action) &&
+                           !std::holds_alternative<sync::ApplyDelta>(action);
+    const int64_t worker = ActionWorker(action);
+    if (addressed && (worker < 0 || worker >= static_cast<int64_t>(members_.size()) ||
+                      !members_[worker].has_value())) {
       continue;
     }
-    switch (action.kind) {
-      case Kind::kStage: {
-        if (gradient == nullptr) break;  // the policy only stages usable pushes
-        handling_staged_ = true;
-        if (config_.deterministic) {
-          // Summed at the next apply, in rank order.
-          held_stages_.push_back({action.worker, handling_clock_, action.value, gradient});
-          break;
-        }
-        // Summed chunk by chunk as a streamed gradient arrives.
-        store_->Stage(gradient, static_cast<float>(action.value));
-        Order({proto::Order::kStage, action.worker, handling_clock_, action.value});
-        break;
+    if (const auto* stage = std::get_if<sync::Stage>(&action)) {
+      if (gradient == nullptr) continue;  // the policy only stages usable pushes
+      handling_staged_ = true;
+      if (config_.deterministic) {
+        // Summed at the next apply, in rank order.
+        held_stages_.push_back({stage->worker, handling_clock_, stage->weight, gradient});
+        continue;
       }
-      case Kind::kApply:
-      case Kind::kApplyDelta: {
-        // --deterministic: the same sum whatever order the pushes came in.
-        std::stable_sort(held_stages_.begin(), held_stages_.end(),
-                         [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
-        for (HeldStage& held : held_stages_) {
-          store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
-          Order({proto::Order::kStage, held.worker, held.clock, held.weight});
-        }
-        held_stages_.clear();
-        std::function<void()> traced;
-        if (tracer_) {
-          // The policy counted this apply already: its version is the new one. The
-          // span ends when the last chunk is applied (streamed: once it arrived).
-          const int64_t start_us = trace::NowMicros();
-          const int64_t version = policy_->version();
-          traced = [this, start_us, version] {
-            tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
-                          {{"version", version}});
-          };
-        }
-        store_->Apply(action.kind == Kind::kApply ? optimizer_.get() : nullptr,
-                      static_cast<float>(action.value), std::move(traced));
-        Order({action.kind == Kind::kApply ? proto::Order::kApply : proto::Order::kApplyDelta, -1,
-               0, action.value});
-        break;
+      // Summed chunk by chunk as a streamed gradient arrives.
+      store_->Stage(gradient, static_cast<float>(stage->weight));
+      Order({proto::Order::kStage, stage->worker, handling_clock_, stage->weight});
+    } else if (std::holds_alternative<sync::Apply>(action) ||
+               std::holds_alternative<sync::ApplyDelta>(action)) {
+      const bool delta = std::holds_alternative<sync::ApplyDelta>(action);
+      const double scale =
+          delta ? std::get<sync::ApplyDelta>(action).scale : std::get<sync::Apply>(action).scale;
+      // --deterministic: the same sum whatever order the pushes came in.
+      std::stable_sort(held_stages_.begin(), held_stages_.end(),
+                       [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
+      for (HeldStage& held : held_stages_) {
+        store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
+        Order({proto::Order::kStage, held.worker, held.clock, held.weight});
       }
-      case Kind::kContinue: {
-        if (holding_) {
-          deferred_.push_back(action);
-          break;
-        }
-        Member& member = *members_[action.worker];
-        proto::Continue reply{action.value != 0, member.next_token, member.next_batch};
-        member.next_token = -1;
-        member.next_batch = 0;
-        Status sent = endpoint_->SendMessage(&member.identity, reply);
-        if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", action.worker, sent.ToString());
-        break;
+      held_stages_.clear();
+      std::function<void()> traced;
+      if (tracer_) {
+        // The policy counted this apply already: its version is the new one. The
+        // span ends when the last chunk is applied (streamed: once it arrived).
+        const int64_t start_us = trace::NowMicros();
+        const int64_t version = policy_->version();
+        traced = [this, start_us, version] {
+          tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
+                        {{"version", version}});
+        };
       }
-      case Kind::kSyncNow: {
-        Member& member = *members_[action.worker];
-        // In the worker's own count of its steps.
-        const int64_t round = static_cast<int64_t>(action.value) - member.clock_offset;
-        Status sent = endpoint_->SendMessage(&member.identity, proto::SyncNow{round});
-        if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", action.worker, sent.ToString());
-        break;
+      store_->Apply(delta ? nullptr : optimizer_.get(), static_cast<float>(scale), std::move(traced));
+      Order({delta ? proto::Order::kApplyDelta : proto::Order::kApply, -1, 0, scale});
+    } else if (const auto* next = std::get_if<sync::Continue>(&action)) {
+      if (holding_) {
+        deferred_.push_back(action);
+        continue;
       }
-      case Kind::kSetBatch:
-        members_[action.worker]->next_batch = static_cast<int64_t>(action.value);
-        break;
-      case Kind::kGrant:
-        members_[action.worker]->next_token = static_cast<int64_t>(action.value);
-        break;
-      case Kind::kReplyModel:
-        if (holding_) {
-          deferred_.push_back(action);
-          break;
-        }
-        ReplyModel(action.worker);
-        break;
-      case Kind::kHold:
-        break;
-      case Kind::kDrop: {
-        Member& member = *members_[action.worker];
-        if (action.value != 0) {
-          // Work the policy expects to throw away (a late push): no one's fault.
-          spdlog::debug("worker {}: push dropped: {}", action.worker, action.reason);
-        } else {
-          Refuse(member.identity, "worker " + std::to_string(action.worker),
-                 "push dropped: " + action.reason, false);
-        }
-        break;
+      Member& member = *members_[worker];
+      proto::Continue reply{next->download, member.next_token, member.next_batch};
+      member.next_token = -1;
+      member.next_batch = 0;
+      Status sent = endpoint_->SendMessage(&member.identity, reply);
+      if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", worker, sent.ToString());
+    } else if (const auto* sync_now = std::get_if<sync::SyncNow>(&action)) {
+      Member& member = *members_[worker];
+      // In the worker's own count of its steps.
+      const int64_t round = sync_now->round - member.clock_offset;
+      Status sent = endpoint_->SendMessage(&member.identity, proto::SyncNow{round});
+      if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", worker, sent.ToString());
+    } else if (const auto* set = std::get_if<sync::SetBatch>(&action)) {
+      members_[worker]->next_batch = set->samples;
+    } else if (const auto* grant = std::get_if<sync::Grant>(&action)) {
+      members_[worker]->next_token = grant->token;
+    } else if (std::holds_alternative<sync::ReplyModel>(action)) {
+      if (holding_) {
+        deferred_.push_back(action);
+        continue;
+      }
+      ReplyModel(worker);
+    } else if (const auto* drop = std::get_if<sync::Drop>(&action)) {
+      Member& member = *members_[worker];
+      if (drop->late) {
+        // Work the policy expects to throw away (a late push): no one's fault.
+        spdlog::debug("worker {}: push dropped: {}", worker, drop->reason);
+      } else {
+        Refuse(member.identity, "worker " + std::to_string(worker),
+               "push dropped: " + drop->reason, false);
       }
     }
   }
@@ -1375,7 +1374,7 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
   members_[rank].reset();
   --joined_;
   Order({proto::Order::kForget, rank, 0, 0});
-  std::erase_if(deferred_, [rank](const sync::Action& a) { return a.worker == rank; });
+  std::erase_if(deferred_, [rank](const sync::Action& a) { return ActionWorker(a) == rank; });
   spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, ActiveWorkers(),
                ActiveWorkers() == 1 ? "" : "s");
   if (tracer_) {

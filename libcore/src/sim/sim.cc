@@ -36,7 +36,6 @@
 namespace dmlps::sim {
 namespace {
 
-using Kind = sync::Action::Kind;
 using sync::WorkerMode;
 using Vec = Eigen::Map<Eigen::VectorXf>;
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
@@ -571,7 +570,7 @@ void Simulator::ServerNext() {
     handling_push_ = true;
     policy_->PushArrived(w, message.push, &actions);
     const bool dropped = std::any_of(actions.begin(), actions.end(),
-                                     [](const sync::Action& a) { return a.kind == Kind::kDrop; });
+                                     [](const sync::Action& a) { return std::holds_alternative<sync::Drop>(a); });
     if (dropped) {
       ++report_.dropped_pushes;
       report_.wasted_samples += message.push.samples;
@@ -588,50 +587,48 @@ double Simulator::CarryOut(const sync::Actions& actions, int64_t pusher) {
   const auto p = static_cast<double>(num_params_) * config_.cost.param_s;
   double cost = 0;
   for (const sync::Action& action : actions) {
-    const auto w = static_cast<size_t>(std::max<int64_t>(0, action.worker));
-    switch (action.kind) {
-      case Kind::kStage:
-        if (pusher >= 0) {
-          Stage(pusher, static_cast<float>(action.value));
-          cost += p;
-        }
-        break;
-      case Kind::kApply:
-      case Kind::kApplyDelta:
-        optim::ApplyAccumulated(action.kind == Kind::kApply ? optimizer_.get() : nullptr,
-                                static_cast<float>(action.value), params_, accumulator_);
-        cost += (action.kind == Kind::kApply && config_.momentum > 0 ? 3 : 2) * p;
-        break;
-      case Kind::kContinue: {
-        Message reply;
-        reply.kind = MessageKind::kContinue;
-        reply.worker = action.worker;
-        reply.download = action.value != 0;
-        reply.token = members_[w].next_token;
-        reply.batch = members_[w].next_batch;
-        members_[w].next_token = -1;
-        members_[w].next_batch = 0;
-        outbox_.emplace_back(action.worker, std::move(reply));
-        break;
+    if (const auto* stage = std::get_if<sync::Stage>(&action)) {
+      if (pusher >= 0) {
+        Stage(pusher, static_cast<float>(stage->weight));
+        cost += p;
       }
-      case Kind::kSyncNow: {
-        Message sync_now;
-        sync_now.kind = MessageKind::kSyncNow;
-        sync_now.worker = action.worker;
-        sync_now.round = static_cast<int64_t>(action.value);
-        outbox_.emplace_back(action.worker, std::move(sync_now));
-        break;
+    } else if (const auto* apply = std::get_if<sync::Apply>(&action)) {
+      optim::ApplyAccumulated(optimizer_.get(), static_cast<float>(apply->scale), params_,
+                              accumulator_);
+      cost += (config_.momentum > 0 ? 3 : 2) * p;
+    } else if (const auto* delta = std::get_if<sync::ApplyDelta>(&action)) {
+      optim::ApplyAccumulated(nullptr, static_cast<float>(delta->scale), params_, accumulator_);
+      cost += 2 * p;
+    } else if (const auto* next = std::get_if<sync::Continue>(&action)) {
+      Member& member = members_[static_cast<size_t>(next->worker)];
+      Message reply;
+      reply.kind = MessageKind::kContinue;
+      reply.worker = next->worker;
+      reply.download = next->download;
+      reply.token = member.next_token;
+      reply.batch = member.next_batch;
+      member.next_token = -1;
+      member.next_batch = 0;
+      outbox_.emplace_back(next->worker, std::move(reply));
+    } else if (const auto* sync_now = std::get_if<sync::SyncNow>(&action)) {
+      Message message;
+      message.kind = MessageKind::kSyncNow;
+      message.worker = sync_now->worker;
+      message.round = sync_now->round;
+      outbox_.emplace_back(sync_now->worker, std::move(message));
+    } else if (const auto* set = std::get_if<sync::SetBatch>(&action)) {
+      members_[static_cast<size_t>(set->worker)].next_batch = set->samples;
+    } else if (const auto* grant = std::get_if<sync::Grant>(&action)) {
+      members_[static_cast<size_t>(grant->worker)].next_token = grant->token;
+    } else if (const auto* reply = std::get_if<sync::ReplyModel>(&action)) {
+      ReplyModel(reply->worker, &cost);
+    } else if (const auto* drop = std::get_if<sync::Drop>(&action)) {
+      // A late push is wasted work the policy expects; any other drop means
+      // the simulated worker broke the protocol, which is a bug here.
+      if (!drop->late) {
+        Fail("internal: worker " + std::to_string(drop->worker) + "'s push dropped: " +
+             drop->reason);
       }
-      case Kind::kSetBatch: members_[w].next_batch = static_cast<int64_t>(action.value); break;
-      case Kind::kGrant: members_[w].next_token = static_cast<int64_t>(action.value); break;
-      case Kind::kReplyModel: ReplyModel(action.worker, &cost); break;
-      case Kind::kHold: break;
-      case Kind::kDrop:
-        // A late push is wasted work the policy expects; any other drop means
-        // the simulated worker broke the protocol, which is a bug here.
-        if (action.value == 0) Fail("internal: worker " + std::to_string(action.worker) +
-                                    "'s push dropped: " + action.reason);
-        break;
     }
   }
   return cost;
