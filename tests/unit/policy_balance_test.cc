@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <set>
 #include <string>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "dmlps/predict/predictor.h"
+#include "dmlps/sync/driver.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/policy.h"
 #include "policy_test_util.h"
@@ -69,17 +71,18 @@ PolicyConfig LbConfig(int64_t n, int64_t batch, const std::string& mode = "cpu")
   return config;
 }
 
-// Plays the workers of an LB-BSP run: pull, take the batch size sent with the
-// model, compute it for step_time seconds of virtual time, push with that
-// busy time, pull again. Checks every action list as it goes.
-class LbDriver {
+// Plays the workers of an LB-BSP run through a policy driver: pull, take the
+// batch size sent with the model, compute it for step_time seconds of virtual
+// time, push with that busy time, pull again. Checks every effect as it goes.
+class LbCluster : private DriverSink<int> {
  public:
-  LbDriver(const PolicyConfig& config, StepTime step_time, std::vector<int64_t> caps = {})
+  LbCluster(const PolicyConfig& config, StepTime step_time, std::vector<int64_t> caps = {})
       : step_time_(std::move(step_time)), caps_(std::move(caps)) {
     Result<std::unique_ptr<Policy>> made = MakePolicy(config);
     REQUIRE(made.ok());
-    owned_ = std::move(made).value();
-    policy_ = dynamic_cast<LbBspPolicy*>(owned_.get());
+    driver_.emplace(std::move(made).value(), DriverOptions{},
+                    static_cast<DriverSink<int>&>(*this));
+    policy_ = dynamic_cast<const LbBspPolicy*>(&driver_->policy());
     REQUIRE(policy_ != nullptr);
     const int64_t n = config.num_workers;
     caps_.resize(n, 0);
@@ -94,11 +97,9 @@ class LbDriver {
       cap_sum += cap;
     }
     if (all_capped) expected_sum_ = std::min(expected_sum_, cap_sum);
-    for (WorkerId w = 0; w < n; ++w) {
-      Actions actions;
-      policy_->WorkerJoined(w, WorkerInfo{caps_[w]}, &actions);
-      CHECK(actions.empty());
-    }
+    for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, WorkerInfo{caps_[w]});
+    driver_->Start();  // no pull yet: nothing to answer
+    CHECK(applies_ == 0);
     CheckBatches();
   }
 
@@ -120,14 +121,14 @@ class LbDriver {
       busy_[w].push_back(worker.busy_s);
       batches_[w].push_back(worker.batch);
       ++worker.clock;
-      Actions actions;
-      policy_->PushArrived(w, push, &actions);
-      Carry(actions);
+      const PushOutcome outcome = driver_->Push(w, push, 0);
+      CHECK_FALSE(outcome.dropped);
+      AfterEvent();
       Pull(w);
     }
   }
 
-  LbBspPolicy& policy() { return *policy_; }
+  const LbBspPolicy& policy() const { return *policy_; }
   int64_t applies() const { return applies_; }
   // Worker w's batch in its step `round` (= the round, under BSP).
   int64_t batch_in(WorkerId w, int64_t round) const { return batches_[w][round]; }
@@ -171,8 +172,6 @@ class LbDriver {
  private:
   struct Worker {
     bool waiting = false;     // pulled, not yet answered
-    bool batch_sent = false;  // a SetBatch came since the last ReplyModel
-    int64_t next_batch = 0;
     int64_t batch = 0;        // of the step it computes
     double busy_s = 0;
     int64_t base_version = 0;
@@ -181,46 +180,51 @@ class LbDriver {
 
   void Pull(WorkerId w) {
     workers_[w].waiting = true;
-    Actions actions;
-    policy_->PullRequested(w, &actions);
-    Carry(actions);
+    driver_->Pull(w);
+    AfterEvent();
   }
 
-  void Carry(const Actions& actions) {
-    for (const Action& a : actions) {
-      if (const auto* set = std::get_if<SetBatch>(&a)) {
-        Worker& worker = workers_[set->worker];
-        const int64_t b = set->samples;
-        CHECK(b >= 1);
-        if (caps_[set->worker] > 0) CHECK(b <= caps_[set->worker]);
-        worker.next_batch = b;
-        worker.batch_sent = true;
-      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
-        Worker& worker = workers_[reply->worker];
-        REQUIRE(worker.waiting);
-        CHECK(worker.batch_sent);  // the batch size travels with the model
-        worker.waiting = false;
-        worker.batch_sent = false;
-        worker.batch = worker.next_batch;
-        worker.base_version = policy_->version();
-        worker.busy_s = step_time_(reply->worker, worker.batch, worker.clock);
-        queue_.push({now_ + worker.busy_s, seq_++, reply->worker});
-      } else if (const auto* stage = std::get_if<Stage>(&a)) {
-        staged_ += stage->weight;
-      } else if (const auto* apply = std::get_if<Apply>(&a)) {
-        REQUIRE(staged_ > 0);
-        CHECK(apply->scale == doctest::Approx(1.0 / staged_));  // the mean over all samples
-        CHECK(staged_ == doctest::Approx(static_cast<double>(expected_sum_)));
-        staged_ = 0;
-        ++applies_;
-      } else if (Is<Hold>(a)) {
-        CHECK(workers_[WorkerOf(a)].waiting);
-      } else {
-        FAIL("unexpected action " << a.index() << " for worker " << WorkerOf(a));
-      }
+  // A pull not answered waits (Hold) for the round: the driver and the
+  // workers agree on who waits.
+  void AfterEvent() {
+    for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
+      CHECK(workers_[w].waiting == driver_->pull_pending(w));
     }
     CheckBatches();
   }
+
+  // The driver's sink.
+  void Stage(const HandledPush<int>& /*push*/, double weight) override { staged_ += weight; }
+  void Apply(double scale, bool with_optimizer) override {
+    CHECK(with_optimizer);
+    REQUIRE(staged_ > 0);
+    CHECK(scale == doctest::Approx(1.0 / staged_));  // the mean over all samples
+    CHECK(staged_ == doctest::Approx(static_cast<double>(expected_sum_)));
+    staged_ = 0;
+    ++applies_;
+  }
+  void SendModel(WorkerId w, const Reply& reply) override {
+    Worker& worker = workers_[w];
+    REQUIRE(worker.waiting);
+    // The batch size travels with the model, within [1, cap].
+    CHECK(reply.batch >= 1);
+    if (caps_[w] > 0) CHECK(reply.batch <= caps_[w]);
+    worker.waiting = false;
+    worker.batch = reply.batch;
+    worker.base_version = reply.version;
+    worker.busy_s = step_time_(w, worker.batch, worker.clock);
+    queue_.push({now_ + worker.busy_s, seq_++, w});
+  }
+  void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
+    FAIL("unexpected Continue for worker " << w);
+  }
+  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
+    FAIL("unexpected SyncNow for worker " << w);
+  }
+  void Dropped(WorkerId w, const Drop& drop) override {
+    FAIL("unexpected drop for worker " << w << ": " << drop.reason);
+  }
+  void Evaluate(bool /*must*/) override {}
 
   // Sum b_i = B, each within [1, cap], after every action list.
   void CheckBatches() {
@@ -234,8 +238,8 @@ class LbDriver {
     CHECK(sum == expected_sum_);
   }
 
-  std::unique_ptr<Policy> owned_;
-  LbBspPolicy* policy_ = nullptr;
+  std::optional<PolicyDriver<int>> driver_;
+  const LbBspPolicy* policy_ = nullptr;  // the driver's
   StepTime step_time_;
   std::vector<int64_t> caps_;
   int64_t expected_sum_ = 0;
@@ -479,7 +483,7 @@ TEST_CASE("lbbsp cpu: under a steady 4x straggler the iteration times converge, 
     CAPTURE(predictor);
     PolicyConfig config = LbConfig(4, 64);
     config.predictor = predictor;
-    LbDriver driver(config, Linear(kOneSlow, 0.002));
+    LbCluster driver(config, Linear(kOneSlow, 0.002));
     driver.Run(100);
     CHECK(driver.applies() == 100);
     CHECK(driver.MaxSpread(0, 5) > 3);  // before the first rebalance
@@ -495,7 +499,7 @@ TEST_CASE("lbbsp cpu: under a steady 4x straggler the iteration times converge, 
 TEST_CASE("lbbsp cpu: without rebalancing the straggler keeps everyone waiting") {
   PolicyConfig config = LbConfig(4, 64);
   config.rebalance_every = 1000000;
-  LbDriver driver(config, Linear(kOneSlow, 0.002));
+  LbCluster driver(config, Linear(kOneSlow, 0.002));
   driver.Run(100);
   CHECK(driver.MinSpread(20, 100) > 3);
   for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == 64);
@@ -512,7 +516,7 @@ TEST_CASE("lbbsp cpu: batches re-adapt when another worker slows down mid-run, w
     CAPTURE(predictor);
     PolicyConfig config = LbConfig(4, 64);
     config.predictor = predictor;
-    LbDriver driver(config, step_time);
+    LbCluster driver(config, step_time);
     driver.Run(300);
     CHECK(driver.MaxSpread(100, 150) <= 1.15);
     CHECK(driver.batch_in(1, 149) > 3 * driver.batch_in(3, 149));
@@ -527,7 +531,7 @@ TEST_CASE("lbbsp cpu: batches re-adapt when another worker slows down mid-run, w
 TEST_CASE("lbbsp: a cap on the fastest worker holds and the others take the rest") {
   // Worker 0 is twice as fast as 1 and 2: unbounded it would take 120 of 256.
   const std::vector<double> per_sample = {0.0005, 0.001, 0.001, 0.004};
-  LbDriver driver(LbConfig(4, 64), Linear(per_sample), {80, 0, 0, 0});
+  LbCluster driver(LbConfig(4, 64), Linear(per_sample), {80, 0, 0, 0});
   driver.Run(60);
   CHECK(driver.policy().batch(0) == 80);
   // The 176 left go to the others by speed: 4 : 4 : 1.
@@ -540,7 +544,7 @@ TEST_CASE("lbbsp: a cap on the fastest worker holds and the others take the rest
 TEST_CASE("lbbsp: caps apply from the join on; when they hold less than B, every worker runs at its cap") {
   {
     // A cap below the even share: the excess goes to the others at once.
-    LbDriver driver(LbConfig(4, 64), Linear(kOneSlow), {10, 0, 0, 0});
+    LbCluster driver(LbConfig(4, 64), Linear(kOneSlow), {10, 0, 0, 0});
     CHECK(driver.policy().batch(0) == 10);
     CHECK(driver.policy().batch(1) + driver.policy().batch(2) + driver.policy().batch(3) == 246);
     driver.Run(30);
@@ -548,13 +552,13 @@ TEST_CASE("lbbsp: caps apply from the join on; when they hold less than B, every
   }
   {
     // A cap on the slow worker that balancing would never reach is harmless.
-    LbDriver driver(LbConfig(4, 64), Linear(kOneSlow), {0, 0, 0, 64});
+    LbCluster driver(LbConfig(4, 64), Linear(kOneSlow), {0, 0, 0, 64});
     driver.Run(30);
     CHECK(driver.MaxSpread(20, 30) <= 1.15);
   }
   {
     // All capped, sum of caps 90 < B = 256: the sum is the caps' (documented).
-    LbDriver driver(LbConfig(4, 64), Linear(kOneSlow), {20, 20, 20, 30});
+    LbCluster driver(LbConfig(4, 64), Linear(kOneSlow), {20, 20, 20, 30});
     for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == (w == 3 ? 30 : 20));
     driver.Run(30);
     for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == (w == 3 ? 30 : 20));
@@ -566,7 +570,7 @@ TEST_CASE("lbbsp gpu: non-linear step times converge by fast approach, then fine
   // whatever its batch, so a speed measured at one batch says little about
   // another; the balanced batches (about 79 and 20) are past that.
   PolicyConfig config = LbConfig(4, 64, "gpu");
-  LbDriver driver(config, Saturating(kOneSlow, 0.070));
+  LbCluster driver(config, Saturating(kOneSlow, 0.070));
   CHECK(driver.policy().step() == 256 / 16);  // B / (4N)
   CHECK_FALSE(driver.policy().fine_tuning());
   driver.Run(10);
@@ -593,7 +597,7 @@ TEST_CASE("lbbsp gpu: non-linear step times converge by fast approach, then fine
 
   // Without moves the spread stays.
   config.rebalance_every = 1000000;
-  LbDriver still(config, Saturating(kOneSlow, 0.070));
+  LbCluster still(config, Saturating(kOneSlow, 0.070));
   still.Run(50);
   CHECK(still.MinSpread(0, 50) > 2.5);
   CHECK_FALSE(still.policy().fine_tuning());
@@ -604,7 +608,7 @@ TEST_CASE("lbbsp gpu: the leader is below its cap, and the first step follows --
   config.lb_step = 8;
   // Worker 0, the fastest, may not grow: worker 1 leads.
   const std::vector<double> per_sample = {0.0005, 0.001, 0.001, 0.004};
-  LbDriver driver(config, Saturating(per_sample, 0.001), {64, 0, 0, 0});
+  LbCluster driver(config, Saturating(per_sample, 0.001), {64, 0, 0, 0});
   CHECK(driver.policy().step() == 8);
   driver.Run(5);
   CHECK(driver.policy().batch(0) == 64);
@@ -616,12 +620,13 @@ TEST_CASE("lbbsp gpu: the leader is below its cap, and the first step follows --
 
 // --- Token scheduling -------------------------------------------------------
 
-// Plays the workers of a token run: each trains the token it was granted for
-// step_time(w, samples) and pushes; its next token comes with Continue (within
-// an iteration) or ReplyModel (a new one); Hold makes it wait.
-class TokenDriver {
+// Plays the workers of a token run through a policy driver: each trains the
+// token it was granted for step_time(w, samples) and pushes; its next token
+// comes with a go-ahead (within an iteration) or the model (a new one); until
+// then it waits.
+class TokenCluster : private DriverSink<int> {
  public:
-  TokenDriver(int64_t n, int64_t batch, int64_t token_size, StepTime step_time)
+  TokenCluster(int64_t n, int64_t batch, int64_t token_size, StepTime step_time)
       : step_time_(std::move(step_time)),
         global_batch_(batch * n),
         token_size_(token_size),
@@ -634,12 +639,13 @@ class TokenDriver {
     config.token_size = token_size;
     Result<std::unique_ptr<Policy>> made = MakePolicy(config);
     REQUIRE(made.ok());
-    owned_ = std::move(made).value();
-    policy_ = dynamic_cast<TokenPolicy*>(owned_.get());
+    driver_.emplace(std::move(made).value(), DriverOptions{},
+                    static_cast<DriverSink<int>&>(*this));
+    policy_ = dynamic_cast<const TokenPolicy*>(&driver_->policy());
     REQUIRE(policy_ != nullptr);
     CHECK(policy_->mode() == WorkerMode::kToken);
-    Actions ignored;
-    for (WorkerId w = 0; w < n; ++w) policy_->WorkerJoined(w, &ignored);
+    for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, {});
+    driver_->Start();
   }
 
   void Run(int64_t iterations) {
@@ -647,9 +653,8 @@ class TokenDriver {
       started_ = true;
       for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
         workers_[w].waiting = true;
-        Actions actions;
-        policy_->PullRequested(w, &actions);
-        Carry(actions);
+        driver_->Pull(w);
+        CheckWaiting();
       }
     }
     while (policy_->iteration() < iterations) {
@@ -667,13 +672,12 @@ class TokenDriver {
                           worker.busy_s};
       worker.token = -1;
       worker.waiting = true;
-      Actions actions;
-      policy_->PushArrived(w, push, &actions);
-      Carry(actions);
+      CHECK_FALSE(driver_->Push(w, push, 0).dropped);
+      CheckWaiting();
     }
   }
 
-  TokenPolicy& policy() { return *policy_; }
+  const TokenPolicy& policy() const { return *policy_; }
   int64_t applies() const { return applies_; }
   double now() const { return now_; }
 
@@ -699,47 +703,59 @@ class TokenDriver {
     queue_.push({now_ + worker.busy_s, seq_++, w});
   }
 
-  void Carry(const Actions& actions) {
-    for (const Action& a : actions) {
-      if (const auto* grant = std::get_if<Grant>(&a)) {
-        const int64_t token = grant->token;
-        CHECK(workers_[grant->worker].token < 0);
-        CHECK(token >= 0);
-        CHECK(token < policy_->tokens_per_iteration());
-        CHECK(granted_.insert(token).second);  // never granted twice in an iteration
-        workers_[grant->worker].token = token;
-      } else if (const auto* next = std::get_if<Continue>(&a)) {
-        CHECK_FALSE(next->download);
-        CHECK(workers_[next->worker].base_version == policy_->version());
-        Start(next->worker);
-      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
-        ++replies_in_iteration_[reply->worker];
-        CHECK(replies_in_iteration_[reply->worker] == 1);  // one new model per iteration
-        workers_[reply->worker].base_version = policy_->version();
-        Start(reply->worker);
-      } else if (Is<Hold>(a)) {
-        CHECK(workers_[WorkerOf(a)].waiting);
-        CHECK(workers_[WorkerOf(a)].token < 0);
-      } else if (const auto* stage = std::get_if<Stage>(&a)) {
-        staged_ += stage->weight;
-      } else if (const auto* apply = std::get_if<Apply>(&a)) {
-        CHECK(apply->scale == doctest::Approx(1.0 / staged_));
-        CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));
-        CHECK(static_cast<int64_t>(completed_.size()) == policy_->tokens_per_iteration());
-        CHECK(granted_.size() == completed_.size());
-        staged_ = 0;
-        granted_.clear();
-        completed_.clear();
-        std::fill(replies_in_iteration_.begin(), replies_in_iteration_.end(), 0);
-        ++applies_;
-      } else {
-        FAIL("unexpected action " << a.index() << " for worker " << WorkerOf(a));
-      }
+  // A worker waiting for its answer (held) has no token.
+  void CheckWaiting() {
+    for (const Worker& worker : workers_) {
+      if (worker.waiting) CHECK(worker.token < 0);
     }
   }
 
-  std::unique_ptr<Policy> owned_;
-  TokenPolicy* policy_ = nullptr;
+  // The token a reply carries.
+  void TakeToken(WorkerId w, int64_t token) {
+    CHECK(workers_[w].token < 0);
+    CHECK(token >= 0);
+    CHECK(token < policy_->tokens_per_iteration());
+    CHECK(granted_.insert(token).second);  // never granted twice in an iteration
+    workers_[w].token = token;
+  }
+
+  // The driver's sink.
+  void Stage(const HandledPush<int>& /*push*/, double weight) override { staged_ += weight; }
+  void Apply(double scale, bool with_optimizer) override {
+    CHECK(with_optimizer);
+    CHECK(scale == doctest::Approx(1.0 / staged_));
+    CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));
+    CHECK(static_cast<int64_t>(completed_.size()) == policy_->tokens_per_iteration());
+    CHECK(granted_.size() == completed_.size());
+    staged_ = 0;
+    granted_.clear();
+    completed_.clear();
+    std::fill(replies_in_iteration_.begin(), replies_in_iteration_.end(), 0);
+    ++applies_;
+  }
+  void SendModel(WorkerId w, const Reply& reply) override {
+    TakeToken(w, reply.token);
+    ++replies_in_iteration_[w];
+    CHECK(replies_in_iteration_[w] == 1);  // one new model per iteration
+    workers_[w].base_version = reply.version;
+    Start(w);
+  }
+  void SendContinue(WorkerId w, bool download, const Reply& reply) override {
+    TakeToken(w, reply.token);
+    CHECK_FALSE(download);
+    CHECK(workers_[w].base_version == policy_->version());
+    Start(w);
+  }
+  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
+    FAIL("unexpected SyncNow for worker " << w);
+  }
+  void Dropped(WorkerId w, const Drop& drop) override {
+    FAIL("unexpected drop for worker " << w << ": " << drop.reason);
+  }
+  void Evaluate(bool /*must*/) override {}
+
+  std::optional<PolicyDriver<int>> driver_;
+  const TokenPolicy* policy_ = nullptr;  // the driver's
   StepTime step_time_;
   int64_t global_batch_;
   int64_t token_size_;
@@ -930,7 +946,7 @@ TEST_CASE("token: with fewer tokens than workers, a pull waits and the iteration
 }
 
 TEST_CASE("token driver: a 4x faster worker trains about 4x the tokens; every token once per iteration") {
-  TokenDriver driver(4, 64, 4, Linear(kOneSlow, 0.0002));
+  TokenCluster driver(4, 64, 4, Linear(kOneSlow, 0.0002));
   driver.Run(200);
   CHECK(driver.applies() == 200);
   const TokenPolicy& token = driver.policy();
@@ -951,7 +967,7 @@ TEST_CASE("token driver: a 4x faster worker trains about 4x the tokens; every to
 }
 
 TEST_CASE("token driver: equal workers share the tokens equally") {
-  TokenDriver driver(3, 32, 8, Linear({0.001, 0.001, 0.001}));
+  TokenCluster driver(3, 32, 8, Linear({0.001, 0.001, 0.001}));
   driver.Run(50);
   CHECK(driver.applies() == 50);
   for (WorkerId w = 0; w < 3; ++w) CHECK(driver.policy().completed(w) == 50 * 4);
