@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <random>
 
+#include "dmlps/sync/driver.h"
 #include "dmlps/sync/policy.h"
 #include "policy_test_util.h"
 
@@ -29,12 +32,21 @@ std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t stalene
   return std::move(p).value();
 }
 
-// Plays workers against a policy the way the server does: each worker pulls,
-// receives the model (with the version current at the reply), computes, and
-// pushes with that base version. The order in which workers act is random.
-struct Cluster {
-  explicit Cluster(Policy* policy, uint64_t seed) : policy(policy), rng(seed) {
-    state.resize(policy->num_workers());
+// Plays workers against a policy through a driver, the way the server does:
+// each worker pulls, receives the model (with the version current at the
+// reply), computes, and pushes with that base version. The order in which
+// workers act is random. A push's payload is the version it was computed on.
+class Cluster : private DriverSink<int64_t> {
+ public:
+  Cluster(const std::string& name, int64_t n, uint64_t seed, int64_t staleness = 3)
+      : state(n), rng_(seed) {
+    Result<std::unique_ptr<Policy>> p =
+        MakePolicy({.name = name, .num_workers = n, .staleness = staleness});
+    REQUIRE(p.ok());
+    driver_.emplace(std::move(p).value(), DriverOptions{},
+                    static_cast<DriverSink<int64_t>&>(*this));
+    for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, {});
+    driver_->Start();  // every worker joins; none has pulled yet
   }
   enum class Phase { kIdle, kWaiting, kComputing };
   struct Worker {
@@ -43,58 +55,76 @@ struct Cluster {
     int64_t clock = 0;        // pushes done
     int64_t started_clock = -1;
   };
+  // What a test checks as the cluster runs; each is optional.
+  struct Checks {
+    std::function<void(int64_t base)> staged;  // a push computed on version `base` is staged
+    std::function<void(WorkerId w)> replied;   // w is sent the model, before it starts
+    std::function<void(double scale)> applied;
+  };
 
-  // Carries out actions, checking each against `check`.
-  template <typename Check>
-  void Carry(const Actions& actions, WorkerId pusher, int64_t pusher_base, Check&& check) {
-    for (const Action& a : actions) {
-      check(a, pusher, pusher_base);
-      if (Is<ReplyModel>(a)) {
-        Worker& w = state[WorkerOf(a)];
-        REQUIRE(w.phase == Phase::kWaiting);
-        w.phase = Phase::kComputing;
-        w.base_version = policy->version();
-        w.started_clock = w.clock;
-        ++replies;
-      }
-      if (Is<Apply>(a)) ++applies;
-      if (Is<Stage>(a)) ++stages;
-    }
-  }
+  const Policy& policy() const { return driver_->policy(); }
 
   // One random step; returns false when no worker can act (a deadlock).
-  template <typename Check>
-  bool Step(Check&& check, double unusable_fraction = 0) {
+  bool Step(double unusable_fraction = 0) {
     std::vector<WorkerId> can_act;
     for (WorkerId w = 0; w < static_cast<WorkerId>(state.size()); ++w) {
       if (state[w].phase != Phase::kWaiting) can_act.push_back(w);
     }
     if (can_act.empty()) return false;
-    const WorkerId w = can_act[std::uniform_int_distribution<size_t>(0, can_act.size() - 1)(rng)];
+    const WorkerId w = can_act[std::uniform_int_distribution<size_t>(0, can_act.size() - 1)(rng_)];
     Worker& worker = state[w];
-    Actions actions;
-    version_before = policy->version();
+    version_before = policy().version();
     if (worker.phase == Phase::kIdle) {
       worker.phase = Phase::kWaiting;
-      policy->PullRequested(w, &actions);
-      Carry(actions, -1, -1, check);
+      driver_->Pull(w);
     } else {
       PushInfo push{worker.clock, worker.base_version, 10 + w, true};
-      push.usable = std::uniform_real_distribution<double>(0, 1)(rng) >= unusable_fraction;
+      push.usable = std::uniform_real_distribution<double>(0, 1)(rng_) >= unusable_fraction;
       worker.phase = Phase::kIdle;
       ++worker.clock;
-      policy->PushArrived(w, push, &actions);
-      CHECK(Count<Drop>(actions) == 0);
-      Carry(actions, w, push.base_version, check);
+      driver_->Push(w, push, push.base_version);
     }
     return true;
   }
 
-  Policy* policy;
-  std::mt19937_64 rng;
+  Checks checks;
   std::vector<Worker> state;
   int64_t replies = 0, applies = 0, stages = 0;
   int64_t version_before = 0;  // the model's version when the current event arrived
+
+ private:
+  // The driver's sink.
+  void Stage(const HandledPush<int64_t>& push, double /*weight*/) override {
+    if (checks.staged) checks.staged(push.payload);
+    ++stages;
+  }
+  void Apply(double scale, bool with_optimizer) override {
+    CHECK(with_optimizer);
+    if (checks.applied) checks.applied(scale);
+    ++applies;
+  }
+  void SendModel(WorkerId w, const Reply& reply) override {
+    if (checks.replied) checks.replied(w);
+    Worker& worker = state[w];
+    REQUIRE(worker.phase == Phase::kWaiting);
+    worker.phase = Phase::kComputing;
+    worker.base_version = reply.version;
+    worker.started_clock = worker.clock;
+    ++replies;
+  }
+  void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
+    FAIL("unexpected Continue for worker " << w);
+  }
+  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
+    FAIL("unexpected SyncNow for worker " << w);
+  }
+  void Dropped(WorkerId w, const Drop& drop) override {
+    FAIL_CHECK("push of worker " << w << " dropped: " << drop.reason);
+  }
+  void Evaluate(bool /*must*/) override {}
+
+  std::mt19937_64 rng_;
+  std::optional<PolicyDriver<int64_t>> driver_;
 };
 
 TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker pushed") {
@@ -180,21 +210,19 @@ TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them 
 
 TEST_CASE("BSP invariant under random interleavings: gradients applied at v were computed on v") {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    auto bsp = Make("bsp", 1 + static_cast<int64_t>(seed % 5));
-    Cluster cluster(bsp.get(), seed);
+    Cluster cluster("bsp", 1 + static_cast<int64_t>(seed % 5), seed);
+    const Policy& bsp = cluster.policy();
+    cluster.checks.staged = [&](int64_t base) { CHECK(base == cluster.version_before); };
+    cluster.checks.replied = [&](WorkerId w) {
+      // No worker starts iteration c until every worker finished c - 1.
+      CHECK(cluster.state[w].clock <= bsp.MinClock());
+    };
     for (int step = 0; step < 2000; ++step) {
-      const bool progressed = cluster.Step([&](const Action& a, WorkerId pusher, int64_t base) {
-        if (Is<Stage>(a)) CHECK(base == cluster.version_before);
-        if (Is<ReplyModel>(a)) {
-          // No worker starts iteration c until every worker finished c - 1.
-          CHECK(cluster.state[WorkerOf(a)].clock <= bsp->MinClock());
-        }
-      }, /*unusable_fraction=*/0.1);
-      REQUIRE(progressed);  // BSP never deadlocks
+      REQUIRE(cluster.Step(/*unusable_fraction=*/0.1));  // BSP never deadlocks
     }
     // One apply per completed round (less rounds in which nothing was usable).
-    CHECK(cluster.applies <= bsp->MinClock());
-    CHECK(cluster.applies >= bsp->MinClock() * 8 / 10);
+    CHECK(cluster.applies <= bsp.MinClock());
+    CHECK(cluster.applies >= bsp.MinClock() * 8 / 10);
   }
 }
 
@@ -244,19 +272,15 @@ TEST_CASE("SSP invariant under random interleavings: nobody starts more than s c
   for (int64_t s : {0, 1, 3, 7}) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       const int64_t n = 2 + static_cast<int64_t>(seed % 4);
-      auto ssp = Make("ssp", n, s);
-      Cluster cluster(ssp.get(), seed * 31 + s);
+      Cluster cluster("ssp", n, seed * 31 + s, s);
       int64_t max_lead = 0;
-      for (int step = 0; step < 3000; ++step) {
-        REQUIRE(cluster.Step([&](const Action& a, WorkerId, int64_t) {
-          if (Is<ReplyModel>(a)) {
-            const int64_t lead = cluster.state[WorkerOf(a)].clock - ssp->MinClock();
-            CHECK(lead <= s);
-            max_lead = std::max(max_lead, lead);
-          }
-          if (Is<Apply>(a)) CHECK(std::get<Apply>(a).scale == doctest::Approx(1.0 / n));
-        }));
-      }
+      cluster.checks.replied = [&](WorkerId w) {
+        const int64_t lead = cluster.state[w].clock - cluster.policy().MinClock();
+        CHECK(lead <= s);
+        max_lead = std::max(max_lead, lead);
+      };
+      cluster.checks.applied = [&](double scale) { CHECK(scale == doctest::Approx(1.0 / n)); };
+      for (int step = 0; step < 3000; ++step) REQUIRE(cluster.Step());
       // Every step applies on arrival.
       CHECK(cluster.applies == cluster.stages);
       CHECK(max_lead <= s);
