@@ -28,6 +28,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <span>
 
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/sim/sim.h"

@@ -117,13 +117,21 @@ class DriverCore {
   // (must). False when the run had ended already.
   bool EndRun();
 
+  // The policy's iteration as of the last Advance: what evaluations and
+  // checkpoints are stamped with.
   int64_t iteration() const { return iteration_; }
+  // Usable samples of the pushes not dropped, since the run began (resumed
+  // runs: from the checkpoint's count).
   int64_t samples_applied() const { return samples_applied_; }
+  // Pushes dropped, and the samples they carried: wasted work.
   int64_t dropped_pushes() const { return dropped_pushes_; }
   int64_t wasted_samples() const { return wasted_samples_; }
   bool started() const { return started_; }
+  // The iteration limit was reached, or EndRun called: the run is over.
   bool limit_reached() const { return limit_reached_; }
+  // Fewer than min_workers are live: replies wait.
   bool holding() const { return holding_; }
+  // Workers the policy counts now.
   int64_t live_workers() const { return policy_->live_workers(); }
   // Whether the policy counts worker w (joined, not lost).
   bool active(WorkerId w) const { return slots_[w].active; }
