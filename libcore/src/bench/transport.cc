@@ -25,6 +25,7 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/model_store.h"
 #include "dmlps/server/server.h"
+#include "dmlps/sync/driver.h"
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::bench {
@@ -359,7 +360,8 @@ Status RunBenchWorker(zmq::context_t& context, zmq::context_t* shard_context,
 // The server's side, as dmlps-server does it with the BSP policy: pushes are
 // opened as IncomingTensors (whole, or chunk by chunk), summed, applied and
 // answered through the ModelStore, the model streaming back chunk by chunk.
-class BenchServer {
+// The policy's actions come through the driver, as dmlps-server's do.
+class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTensor>> {
  public:
   BenchServer(net::Endpoint& endpoint, int64_t floats, int64_t workers,
               const TransportConfig& config, Shared& shared)
@@ -376,7 +378,8 @@ class BenchServer {
     policy_config.name = "bsp";
     policy_config.num_workers = workers_;
     policy_config.batch = 1;
-    DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
+    DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
+    driver_.emplace(std::move(policy), sync::DriverOptions{}, static_cast<Sink&>(*this));
     DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(kLearningRate, 0, store_.size()));
     net::Frames frames;
     while (!quit.load() && !shared_.Stopping()) {
@@ -388,10 +391,11 @@ class BenchServer {
   }
 
  private:
+  using Gradient = std::shared_ptr<proto::IncomingTensor>;
+  using Sink = sync::DriverSink<Gradient>;
   struct Peer {
     zmq::message_t identity;
-    bool pulled = false;
-    std::shared_ptr<proto::IncomingTensor> incoming;
+    Gradient incoming;
   };
 
   Status Handle(net::Frames& frames) {
@@ -404,28 +408,22 @@ class BenchServer {
       }
       peers_[static_cast<size_t>(hello->rank)].identity = net::CopyFrame(frames[0]);
       rank_of_[key] = hello->rank;
+      driver_->Attach(hello->rank, {});
       return Status::Ok();
     }
     auto it = rank_of_.find(key);
     if (it == rank_of_.end()) return Status::Protocol("a message before Hello");
     const int64_t rank = it->second;
     Peer& peer = peers_[static_cast<size_t>(rank)];
-    sync::Actions actions;
     if (std::holds_alternative<proto::Pull>(message.body)) {
-      if (started_) {
-        policy_->PullRequested(rank, &actions);
-        return CarryOut(actions, nullptr);
-      }
+      driver_->Pull(rank);
       // As dmlps-server: the first pulls are answered once every worker is in.
-      peer.pulled = true;
-      if (static_cast<int64_t>(rank_of_.size()) < workers_) return Status::Ok();
-      for (const Peer& p : peers_) {
-        if (!p.pulled) return Status::Ok();
+      if (!driver_->started() && static_cast<int64_t>(rank_of_.size()) == workers_) {
+        bool all_pulled = true;
+        for (int64_t w = 0; w < workers_; ++w) all_pulled = all_pulled && driver_->pull_pending(w);
+        if (all_pulled) driver_->Start();
       }
-      started_ = true;
-      for (int64_t w = 0; w < workers_; ++w) policy_->WorkerJoined(w, &actions);
-      for (int64_t w = 0; w < workers_; ++w) policy_->PullRequested(w, &actions);
-      return CarryOut(actions, nullptr);
+      return TakeError();
     }
     if (auto* push = std::get_if<proto::Push>(&message.body)) {
       if (push->num_params != store_.size()) {
@@ -438,15 +436,15 @@ class BenchServer {
       if (!opened.streamed() && !opened.AllFinite(0, opened.size())) {
         return Status::Protocol("a gradient with NaN or infinite values");
       }
-      auto gradient = std::make_shared<proto::IncomingTensor>(std::move(opened));
+      Gradient gradient = std::make_shared<proto::IncomingTensor>(std::move(opened));
       if (gradient->streamed()) peer.incoming = gradient;
       sync::PushInfo info;
       info.clock = push->clock;
       info.base_version = push->base_version;
       info.samples = push->samples;
       info.batch = push->batch;
-      policy_->PushArrived(rank, info, &actions);
-      return CarryOut(actions, gradient);
+      driver_->Push(rank, info, gradient);
+      return TakeError();
     }
     if (auto* chunk = std::get_if<proto::Chunk>(&message.body)) {
       if (peer.incoming == nullptr) return Status::Protocol("a Chunk without a streamed push");
@@ -461,33 +459,38 @@ class BenchServer {
                             std::string(proto::MsgTypeName(proto::TypeOf(message.body))));
   }
 
-  Status CarryOut(const sync::Actions& actions,
-                  const std::shared_ptr<proto::IncomingTensor>& gradient) {
-    using Kind = sync::Action::Kind;
-    for (const sync::Action& action : actions) {
-      switch (action.kind) {
-        case Kind::kStage:
-          if (gradient != nullptr) store_.Stage(gradient, static_cast<float>(action.value));
-          break;
-        case Kind::kApply:
-          store_.Apply(optimizer_.get(), static_cast<float>(action.value));
-          break;
-        case Kind::kReplyModel: {
-          proto::Model header;
-          header.version = policy_->version();
-          server::QueueModelReply(store_, endpoint_, &peers_[static_cast<size_t>(action.worker)].identity,
-                                  header, "bench worker " + std::to_string(action.worker));
-          break;
-        }
-        case Kind::kHold:
-          break;
-        case Kind::kDrop:
-          return Status::Internal("the BSP policy dropped a push: " + action.reason);
-        default:
-          return Status::Internal("the BSP policy asked for something a bench server cannot do");
-      }
-    }
-    return Status::Ok();
+  // The first error the sink met since the last call, which clears it.
+  Status TakeError() {
+    Status error = std::move(error_);
+    error_ = Status::Ok();
+    return error;
+  }
+  void Fail(Status status) {
+    if (error_.ok()) error_ = std::move(status);
+  }
+
+  // The driver's sink: BSP stages, applies and answers pulls, nothing more.
+  void Stage(const sync::HandledPush<Gradient>& push, double weight) override {
+    if (push.payload != nullptr) store_.Stage(push.payload, static_cast<float>(weight));
+  }
+  void Apply(double scale, bool with_optimizer) override {
+    if (!with_optimizer) return Fail(Unexpected());
+    store_.Apply(optimizer_.get(), static_cast<float>(scale));
+  }
+  void SendModel(int64_t w, const sync::Reply& reply) override {
+    proto::Model header;
+    header.version = reply.version;
+    server::QueueModelReply(store_, endpoint_, &peers_[static_cast<size_t>(w)].identity, header,
+                            "bench worker " + std::to_string(w));
+  }
+  void SendContinue(int64_t, bool, const sync::Reply&) override { Fail(Unexpected()); }
+  void SendSyncNow(int64_t, int64_t) override { Fail(Unexpected()); }
+  void Dropped(int64_t, const sync::Drop& drop) override {
+    Fail(Status::Internal("the BSP policy dropped a push: " + drop.reason));
+  }
+  void Evaluate(bool) override {}
+  static Status Unexpected() {
+    return Status::Internal("the BSP policy asked for something a bench server cannot do");
   }
 
   net::Endpoint& endpoint_;
@@ -495,11 +498,11 @@ class BenchServer {
   const TransportConfig& config_;
   Shared& shared_;
   server::ModelStore store_;
-  std::unique_ptr<sync::Policy> policy_;
+  std::optional<sync::PolicyDriver<Gradient>> driver_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<Peer> peers_;
   std::map<std::string, int64_t> rank_of_;
-  bool started_ = false;
+  Status error_;
 };
 
 // dmlps round trips with one server per address in `bind_addresses` (the

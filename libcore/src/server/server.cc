@@ -21,6 +21,8 @@
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/checkpoint.h"
 #include "dmlps/server/model_store.h"
+#include "dmlps/sync/driver.h"
+#include "dmlps/sync/summary.h"
 #include "dmlps/trace/trace.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
@@ -50,32 +52,21 @@ std::string Hex(const zmq::message_t& identity) {
 
 std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
 
+// A push's payload as the server holds it: null when it was refused.
+using Gradient = std::shared_ptr<proto::IncomingTensor>;
+
 struct Member {
   zmq::message_t identity;
   std::string host;
   int64_t pid = 0;
-  sync::WorkerInfo info;
   bool ready = false;         // it pulled once: its data is loaded
-  bool active = false;        // the policy counts it (joined)
   Clock::time_point last_seen;  // when it was last heard from
-  // The policy's clock minus the worker's: a worker that joins a running job
-  // counts its steps from 0, the policy from where the run stands.
-  int64_t clock_offset = 0;
-  bool pull_pending = false;  // a pull arrived and has no reply yet
   // The payload of the worker's last push while its chunks are still coming.
   std::shared_ptr<proto::IncomingTensor> incoming;
   int64_t incoming_clock = 0;
   Clock::time_point incoming_at;  // when its last chunk (or header) arrived
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
-  int64_t next_batch = 0;   // batch size to send with the next reply; 0: unchanged
-  int64_t next_token = -1;  // token to send with the next reply; -1: none
-  // Totals the worker reported, for the closing summary.
-  int64_t steps = 0;
-  int64_t samples = 0;
-  int64_t refused = 0;
-  double compute_s = 0;
-  double straggle_s = 0;
-  double wait_s = 0;
+  sync::WorkerTotals totals;     // what it reported, for the closing summary
 };
 
 // Writes checkpoints on a thread of its own, so that training never waits
@@ -145,7 +136,9 @@ class CheckpointWriter {
   std::thread thread_;
 };
 
-class ParameterServer {
+// The policy's decisions reach the model store, the workers and (sharded)
+// the other shards through the driver's sink, below.
+class ParameterServer : private sync::DriverSink<Gradient> {
  public:
   ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
       : config_(config), tsv_(tsv), signal_(signal) {}
@@ -167,10 +160,17 @@ class ParameterServer {
   void CloseStalledStreams();
   // Before the run ends: lets the streams in flight finish, for at most `limit`.
   void DrainStreams(milliseconds limit);
-  void CarryOut(const sync::Actions& actions,
-                const std::shared_ptr<proto::IncomingTensor>& gradient);
-  void ReplyModel(int64_t rank);
-  void AfterPush();
+  // The driver's sink: what the policy's actions do here.
+  void Stage(const sync::HandledPush<Gradient>& push, double weight) override;
+  void Apply(double scale, bool with_optimizer) override;
+  void SendModel(int64_t rank, const sync::Reply& reply) override;
+  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override;
+  void SendSyncNow(int64_t rank, int64_t round) override;
+  void Dropped(int64_t rank, const sync::Drop& drop) override;
+  void Evaluate(bool must) override { SubmitSnapshot(must); }
+  void LimitReached() override;
+  void IterationAdvanced() override { MaybeCheckpoint(); }
+  void HoldChanged(bool holding, int64_t live) override;
   // Queues the current model for evaluation; `must` ones are never skipped.
   void SubmitSnapshot(bool must);
   void CollectEvaluations();
@@ -181,10 +181,6 @@ class ParameterServer {
   void LoseWorker(int64_t rank, const std::string& why);
   // Loses the workers silent for longer than --worker-timeout.
   void CheckSilence();
-  int64_t ActiveWorkers() const;
-  // Holds training while fewer than --min-workers are live; answers what
-  // was held once enough are back.
-  void UpdateHold();
   // Loads --resume into the model, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
   // Hands a checkpoint to the writer when one is due and every update
@@ -221,7 +217,9 @@ class ParameterServer {
 
   zmq::context_t context_;
   std::optional<net::Endpoint> endpoint_;
-  std::unique_ptr<sync::Policy> policy_;
+  // The policy and what it decided per worker; policy_ is its policy, to read.
+  std::optional<sync::PolicyDriver<Gradient>> driver_;
+  const sync::Policy* policy_ = nullptr;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<model::ModelSpec> spec_;
   std::unique_ptr<Evaluator> evaluator_;
@@ -238,19 +236,11 @@ class ParameterServer {
   Clock::time_point start_;
   Clock::time_point last_heartbeat_;
 
-  int64_t iterations_ = 0;
-  int64_t next_eval_ = 0;
-  int64_t dropped_pushes_ = 0;
-  int64_t wasted_samples_ = 0;
-  int64_t samples_applied_ = 0;  // usable samples of accepted pushes
   int64_t refusals_ = 0;
   int64_t max_message_bytes_ = 0;
   int64_t skipped_snapshots_ = 0;
-  bool limit_reached_ = false;
   RunReport report_;
 
-  bool holding_ = false;       // fewer than --min-workers live: replies wait
-  sync::Actions deferred_;     // the replies held meanwhile, in order
   std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
   int64_t last_checkpoint_iteration_ = -1;
   Clock::time_point last_checkpoint_at_;
@@ -280,9 +270,6 @@ class ParameterServer {
     std::shared_ptr<proto::IncomingTensor> gradient;
   };
   std::vector<HeldStage> held_stages_;
-  // The push being carried out: its worker-side clock, and whether it was staged.
-  int64_t handling_clock_ = -1;
-  bool handling_staged_ = false;
   struct Assembly {
     Snapshot snapshot;
     std::shared_ptr<std::vector<float>> values;
@@ -330,7 +317,13 @@ Status ParameterServer::Setup() {
   sync::PolicyConfig policy_config = config_.policy;
   policy_config.num_workers = config_.workers;
   policy_config.batch = config_.batch;
-  DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
+  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
+  driver_.emplace(std::move(policy),
+                  sync::DriverOptions{.eval_every = config_.eval_every,
+                                      .max_iterations = config_.max_iterations,
+                                      .min_workers = config_.min_workers},
+                  static_cast<sync::DriverSink<Gradient>&>(*this));
+  policy_ = &driver_->policy();
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   store_.emplace(std::move(params),
                  proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)), config_.threads);
@@ -384,7 +377,7 @@ double ParameterServer::Seconds() const {
 }
 
 bool ParameterServer::Finished() const {
-  return report_.target_reached || limit_reached_ || report_.signal != 0;
+  return report_.target_reached || driver_->limit_reached() || report_.signal != 0;
 }
 
 Status ParameterServer::Resume(std::vector<float>* params) {
@@ -406,9 +399,8 @@ Status ParameterServer::Resume(std::vector<float>* params) {
   }
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   *params = *checkpoint.params;
-  policy_->Restore({checkpoint.version, checkpoint.iteration, checkpoint.policy_extra});
-  iterations_ = checkpoint.iteration;
-  samples_applied_ = checkpoint.samples;
+  driver_->Restore({checkpoint.version, checkpoint.iteration, checkpoint.policy_extra},
+                  checkpoint.samples);
   seconds_before_ = checkpoint.seconds;
   last_checkpoint_iteration_ = checkpoint.iteration;
   report_.resumed_iteration = checkpoint.iteration;
@@ -431,10 +423,9 @@ Result<RunReport> ParameterServer::Run() {
     CollectEvaluations();
     if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
     if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
-        !limit_reached_) {
+        !driver_->limit_reached()) {
       spdlog::info("time limit of {} s reached", config_.max_seconds);
-      limit_reached_ = true;
-      SubmitSnapshot(true);
+      driver_->EndRun();
     }
     if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
       SendHeartbeats();
@@ -449,7 +440,7 @@ Result<RunReport> ParameterServer::Run() {
     }
   }
   report_.seconds = Seconds();
-  report_.iterations = iterations_;
+  report_.iterations = driver_->iteration();
 
   std::string reason = report_.target_reached ? "target accuracy reached"
                        : report_.signal != 0  ? "server interrupted"
@@ -492,43 +483,38 @@ Result<RunReport> ParameterServer::Run() {
 
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute).
-  double ratio_sum = 0;
-  double wait_sum = 0;
-  double ratio_min = 1;
-  int64_t counted = 0;
+  std::vector<sync::WorkerTotals> totals;
   for (const std::optional<Member>& m : members_) {
-    if (!m.has_value() || m->steps == 0) continue;
+    if (!m.has_value() || m->totals.steps == 0) continue;
     const int64_t rank = &m - members_.data();
-    const double busy = m->compute_s + m->straggle_s;
-    const double ratio = report_.seconds > 0 ? std::min(1.0, busy / report_.seconds) : 0;
-    ratio_sum += ratio;
-    wait_sum += report_.seconds > 0 ? std::min(1.0, m->wait_s / report_.seconds) : 0;
-    ratio_min = std::min(ratio_min, ratio);
-    ++counted;
+    const sync::WorkerTotals& t = m->totals;
+    totals.push_back(t);
     spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
                  "wait {:.1f} s, compute ratio {:.2f}, {} refused",
-                 rank, m->steps, m->samples, m->compute_s, m->straggle_s, m->wait_s, ratio,
-                 m->refused);
+                 rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s,
+                 sync::ComputeRatio(t, report_.seconds), t.refused);
   }
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
-                     {{"seconds", report_.seconds}, {"iterations", iterations_}});
+                     {{"seconds", report_.seconds}, {"iterations", report_.iterations}});
     if (Status flushed = tracer_->Flush(); !flushed.ok()) spdlog::warn("{}", flushed.message());
   }
-  report_.compute_ratio_mean = counted > 0 ? ratio_sum / counted : 0;
-  report_.compute_ratio_min = counted > 0 ? ratio_min : 0;
-  report_.wasted_samples = wasted_samples_;
-  report_.samples = samples_applied_;
-  report_.wait_share = counted > 0 ? wait_sum / counted : 0;
+  const sync::RunSummary summary = sync::Summarize(totals, report_.seconds);
+  report_.compute_ratio_mean = summary.compute_ratio_mean;
+  report_.compute_ratio_min = summary.compute_ratio_min;
+  report_.wasted_samples = driver_->wasted_samples();
+  report_.samples = driver_->samples_applied();
+  report_.wait_share = summary.wait_share;
   spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
                "wasted samples {}",
-               policy_->Name(), report_.seconds, iterations_, report_.compute_ratio_mean,
-               report_.compute_ratio_min, wasted_samples_);
+               policy_->Name(), report_.seconds, report_.iterations, report_.compute_ratio_mean,
+               report_.compute_ratio_min, report_.wasted_samples);
   if (skipped_snapshots_ > 0) {
     spdlog::info("{} snapshots not evaluated: evaluation fell behind", skipped_snapshots_);
   }
-  if (dropped_pushes_ > 0) {
-    spdlog::info("{} pushes dropped ({} samples wasted)", dropped_pushes_, wasted_samples_);
+  if (driver_->dropped_pushes() > 0) {
+    spdlog::info("{} pushes dropped ({} samples wasted)", driver_->dropped_pushes(),
+                 report_.wasted_samples);
   }
   if (report_.target_reached) {
     spdlog::info("reached accuracy {:.4f} >= {} after {:.2f} s and {} iterations",
@@ -633,13 +619,13 @@ void ParameterServer::Admit(const zmq::message_t& identity, const proto::Hello& 
                             int64_t rank) {
   Member member;
   member.identity = net::CopyFrame(identity);
-  member.info.max_batch = hello.max_batch;
   member.host = hello.host;
   member.pid = hello.pid;
   member.last_seen = Clock::now();
   members_[rank] = std::move(member);
   rank_of_[Key(identity)] = rank;
   ++joined_;
+  driver_->Attach(rank, sync::WorkerInfo{hello.max_batch});
 }
 
 void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
@@ -670,7 +656,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
                true);
         return;
       }
-      rank = policy_->AddWorker();
+      rank = driver_->AddRank();
       members_.resize(static_cast<size_t>(rank) + 1);
     }
     Admit(identity, hello, rank);
@@ -759,66 +745,47 @@ void ParameterServer::Start() {
                report_.resumed_iteration >= 0
                    ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
                    : std::string("starts"));
-  sync::Actions actions;
-  for (int64_t r = 0; r < config_.workers; ++r) {
-    policy_->WorkerJoined(r, members_[r]->info, &actions);
-    members_[r]->active = true;
-    members_[r]->clock_offset = policy_->clock(r);
-  }
   last_checkpoint_at_ = Clock::now();
-  // Pulls that arrived while the cluster was assembling are answered now.
-  for (int64_t r = 0; r < config_.workers; ++r) {
-    if (members_[r]->pull_pending) policy_->PullRequested(r, &actions);
-  }
-  CarryOut(actions, nullptr);
-  next_eval_ = iterations_ + config_.eval_every;
-  SubmitSnapshot(true);  // the untrained (or resumed) model: accuracy at time zero
+  // Pulls that arrived while the cluster was assembling are answered now;
+  // the untrained (or resumed) model is evaluated: accuracy at time zero.
+  driver_->Start();
 }
 
 void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
   Member& member = *members_[rank];
-  if (member.pull_pending) {
+  if (driver_->pull_pending(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
            false);
     return;
   }
-  if (started_ && !member.active) {
+  if (started_ && !driver_->active(rank)) {
     // A worker joining the running job, ready now: the policy counts it from
     // here, its first pull gets the current model.
-    sync::Actions actions;
-    policy_->WorkerJoined(rank, member.info, &actions);
-    member.active = true;
     member.ready = true;
-    member.clock_offset = policy_->clock(rank) - pull.clock;
     ++report_.workers_joined;
     spdlog::info("worker {} ({}:{}) trains from iteration {}; {} live workers", rank, member.host,
-                 member.pid, iterations_, ActiveWorkers());
+                 member.pid, driver_->iteration(), driver_->live_workers() + 1);
     if (tracer_) tracer_->Instant("run", "worker joined", trace::NowMicros(), {{"worker", rank}});
-    CarryOut(actions, nullptr);
-    UpdateHold();
+    driver_->Join(rank, pull.clock);
   }
-  if (started_ && pull.clock + member.clock_offset != policy_->clock(rank)) {
+  if (started_ && pull.clock != driver_->worker_clock(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank),
            "pull for clock " + std::to_string(pull.clock) + ", but the worker has pushed " +
-               std::to_string(policy_->clock(rank) - member.clock_offset) + " times",
+               std::to_string(driver_->worker_clock(rank)) + " times",
            false);
     return;
   }
   member.ready = true;
-  member.pull_pending = true;
+  driver_->Pull(rank);
   if (!started_) {
     // A worker pulls once its data is loaded: the run's clock starts when all
     // are ready, so loading data is not counted as training time.
-    const bool all_ready = joined_ == config_.workers &&
-                           std::all_of(members_.begin(), members_.end(), [](const auto& m) {
-                             return m.has_value() && m->pull_pending;
-                           });
+    bool all_ready = joined_ == config_.workers;
+    for (int64_t r = 0; r < config_.workers && all_ready; ++r) {
+      all_ready = members_[r].has_value() && driver_->pull_pending(r);
+    }
     if (all_ready) Start();
-    return;
   }
-  sync::Actions actions;
-  policy_->PullRequested(rank, &actions);
-  CarryOut(actions, nullptr);
 }
 
 void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
@@ -836,7 +803,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   // A payload that cannot be used still ends the worker's step, so that one
   // bad push cannot stall the others; it just contributes nothing.
   sync::PushInfo info;
-  info.clock = push.clock + member.clock_offset;
+  info.clock = push.clock;  // the driver counts from where the worker joined
   info.base_version = push.base_version;
   info.samples = push.samples;
   info.batch = push.batch;
@@ -878,11 +845,10 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   }
   if (!problem.empty()) {
     info.usable = false;
-    ++member.refused;
+    ++member.totals.refused;
     Refuse(member.identity, who, problem + "; step counted, gradient ignored", false);
   }
 
-  sync::Actions actions;
   if (tracer_) {
     tracer_->Instant("comm", "push", trace::NowMicros(),
                      {{"worker", rank},
@@ -890,29 +856,17 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
                       {"samples", push.samples},
                       {"staleness", policy_->version() - push.base_version}});
   }
-  policy_->PushArrived(rank, info, &actions);
-  handling_clock_ = push.clock;
-  handling_staged_ = false;
+  const sync::PushOutcome outcome = driver_->Push(rank, info, gradient);
   // The worker spent the time whether or not its push is used.
-  ++member.steps;
-  member.compute_s += push.compute_us * 1e-6;
-  member.straggle_s += push.straggle_us * 1e-6;
-  member.wait_s += push.wait_us * 1e-6;
-  const bool dropped = std::any_of(actions.begin(), actions.end(), [](const sync::Action& a) {
-    return a.kind == sync::Action::Kind::kDrop;
-  });
-  if (dropped) {
-    ++dropped_pushes_;
-    wasted_samples_ += push.samples;
-  } else {
-    member.samples += info.usable ? push.samples : 0;
-    samples_applied_ += info.usable ? push.samples : 0;
-  }
-  CarryOut(actions, gradient);
+  sync::WorkerTotals& totals = member.totals;
+  ++totals.steps;
+  totals.compute_s += push.compute_us * 1e-6;
+  totals.straggle_s += push.straggle_us * 1e-6;
+  totals.wait_s += push.wait_us * 1e-6;
+  totals.samples += outcome.samples;
   // The other shards free their slice of a push this one does not stage.
-  if (!handling_staged_) Order({proto::Order::kDiscard, rank, push.clock, 0});
-  handling_clock_ = -1;
-  AfterPush();
+  if (!outcome.staged) Order({proto::Order::kDiscard, rank, push.clock, 0});
+  driver_->Advance();
 }
 
 void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
@@ -925,14 +879,14 @@ void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::
   }
   Result<bool> finite = TakeChunk(*member.incoming, chunk.index, payload);
   if (!finite.ok()) {
-    ++member.refused;
+    ++member.totals.refused;
     AbandonIncoming(member, "push " + std::to_string(member.incoming_clock) + ": " +
                                 finite.status().message() +
                                 "; the rest of its gradient is left out");
     return;
   }
   if (!*finite) {
-    ++member.refused;
+    ++member.totals.refused;
     Refuse(member.identity, who,
            "push " + std::to_string(member.incoming_clock) + ", chunk " +
                std::to_string(chunk.index) + " contains NaN or infinite values; that chunk is "
@@ -987,147 +941,85 @@ void ParameterServer::DrainStreams(milliseconds limit) {
   }
 }
 
-void ParameterServer::CarryOut(const sync::Actions& actions,
-                               const std::shared_ptr<proto::IncomingTensor>& gradient) {
-  using Kind = sync::Action::Kind;
-  for (const sync::Action& action : actions) {
-    // An answer for a worker no longer here (lost while it was held) has
-    // no one to go to.
-    const bool addressed = action.kind != Kind::kStage && action.kind != Kind::kApply &&
-                           action.kind != Kind::kApplyDelta;
-    if (addressed && (action.worker < 0 || action.worker >= static_cast<int64_t>(members_.size()) ||
-                      !members_[action.worker].has_value())) {
-      continue;
-    }
-    switch (action.kind) {
-      case Kind::kStage: {
-        if (gradient == nullptr) break;  // the policy only stages usable pushes
-        handling_staged_ = true;
-        if (config_.deterministic) {
-          // Summed at the next apply, in rank order.
-          held_stages_.push_back({action.worker, handling_clock_, action.value, gradient});
-          break;
-        }
-        // Summed chunk by chunk as a streamed gradient arrives.
-        store_->Stage(gradient, static_cast<float>(action.value));
-        Order({proto::Order::kStage, action.worker, handling_clock_, action.value});
-        break;
-      }
-      case Kind::kApply:
-      case Kind::kApplyDelta: {
-        // --deterministic: the same sum whatever order the pushes came in.
-        std::stable_sort(held_stages_.begin(), held_stages_.end(),
-                         [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
-        for (HeldStage& held : held_stages_) {
-          store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
-          Order({proto::Order::kStage, held.worker, held.clock, held.weight});
-        }
-        held_stages_.clear();
-        std::function<void()> traced;
-        if (tracer_) {
-          // The policy counted this apply already: its version is the new one. The
-          // span ends when the last chunk is applied (streamed: once it arrived).
-          const int64_t start_us = trace::NowMicros();
-          const int64_t version = policy_->version();
-          traced = [this, start_us, version] {
-            tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
-                          {{"version", version}});
-          };
-        }
-        store_->Apply(action.kind == Kind::kApply ? optimizer_.get() : nullptr,
-                      static_cast<float>(action.value), std::move(traced));
-        Order({action.kind == Kind::kApply ? proto::Order::kApply : proto::Order::kApplyDelta, -1,
-               0, action.value});
-        break;
-      }
-      case Kind::kContinue: {
-        if (holding_) {
-          deferred_.push_back(action);
-          break;
-        }
-        Member& member = *members_[action.worker];
-        proto::Continue reply{action.value != 0, member.next_token, member.next_batch};
-        member.next_token = -1;
-        member.next_batch = 0;
-        Status sent = endpoint_->SendMessage(&member.identity, reply);
-        if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", action.worker, sent.ToString());
-        break;
-      }
-      case Kind::kSyncNow: {
-        Member& member = *members_[action.worker];
-        // In the worker's own count of its steps.
-        const int64_t round = static_cast<int64_t>(action.value) - member.clock_offset;
-        Status sent = endpoint_->SendMessage(&member.identity, proto::SyncNow{round});
-        if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", action.worker, sent.ToString());
-        break;
-      }
-      case Kind::kSetBatch:
-        members_[action.worker]->next_batch = static_cast<int64_t>(action.value);
-        break;
-      case Kind::kGrant:
-        members_[action.worker]->next_token = static_cast<int64_t>(action.value);
-        break;
-      case Kind::kReplyModel:
-        if (holding_) {
-          deferred_.push_back(action);
-          break;
-        }
-        ReplyModel(action.worker);
-        break;
-      case Kind::kHold:
-        break;
-      case Kind::kDrop: {
-        Member& member = *members_[action.worker];
-        if (action.value != 0) {
-          // Work the policy expects to throw away (a late push): no one's fault.
-          spdlog::debug("worker {}: push dropped: {}", action.worker, action.reason);
-        } else {
-          Refuse(member.identity, "worker " + std::to_string(action.worker),
-                 "push dropped: " + action.reason, false);
-        }
-        break;
-      }
-    }
+void ParameterServer::Stage(const sync::HandledPush<Gradient>& push, double weight) {
+  if (push.payload == nullptr) return;  // the policy only stages usable pushes
+  if (config_.deterministic) {
+    // Summed at the next apply, in rank order.
+    held_stages_.push_back({push.worker, push.clock, weight, push.payload});
+    return;
   }
+  // Summed chunk by chunk as a streamed gradient arrives.
+  store_->Stage(push.payload, static_cast<float>(weight));
+  Order({proto::Order::kStage, push.worker, push.clock, weight});
 }
 
-void ParameterServer::ReplyModel(int64_t rank) {
+void ParameterServer::Apply(double scale, bool with_optimizer) {
+  // --deterministic: the same sum whatever order the pushes came in.
+  std::stable_sort(held_stages_.begin(), held_stages_.end(),
+                   [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
+  for (HeldStage& held : held_stages_) {
+    store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
+    Order({proto::Order::kStage, held.worker, held.clock, held.weight});
+  }
+  held_stages_.clear();
+  std::function<void()> traced;
+  if (tracer_) {
+    // The policy counted this apply already: its version is the new one. The
+    // span ends when the last chunk is applied (streamed: once it arrived).
+    const int64_t start_us = trace::NowMicros();
+    const int64_t version = policy_->version();
+    traced = [this, start_us, version] {
+      tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
+                    {{"version", version}});
+    };
+  }
+  store_->Apply(with_optimizer ? optimizer_.get() : nullptr, static_cast<float>(scale),
+                std::move(traced));
+  Order({with_optimizer ? proto::Order::kApply : proto::Order::kApplyDelta, -1, 0, scale});
+}
+
+void ParameterServer::SendModel(int64_t rank, const sync::Reply& reply) {
   Member& member = *members_[rank];
-  member.pull_pending = false;
   member.replied_at = Clock::now();
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
-  proto::Model header{policy_->version(), store_->size(), member.next_batch, member.next_token};
-  member.next_batch = 0;
-  member.next_token = -1;
+  proto::Model header{reply.version, store_->size(), reply.batch, reply.token};
   QueueModelReply(*store_, *endpoint_, &member.identity, header, "worker " + std::to_string(rank));
   Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
 }
 
-void ParameterServer::AfterPush() {
-  const int64_t before = iterations_;
-  iterations_ = policy_->iteration();
-  if (iterations_ != before) MaybeCheckpoint();
-  if (config_.max_iterations > 0 && iterations_ >= config_.max_iterations) {
-    if (!limit_reached_) {
-      spdlog::info("iteration limit of {} reached", config_.max_iterations);
-      limit_reached_ = true;
-      SubmitSnapshot(true);
-    }
-    return;
+void ParameterServer::SendContinue(int64_t rank, bool download, const sync::Reply& reply) {
+  Member& member = *members_[rank];
+  Status sent =
+      endpoint_->SendMessage(&member.identity, proto::Continue{download, reply.token, reply.batch});
+  if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", rank, sent.ToString());
+}
+
+void ParameterServer::SendSyncNow(int64_t rank, int64_t round) {
+  Status sent = endpoint_->SendMessage(&members_[rank]->identity, proto::SyncNow{round});
+  if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", rank, sent.ToString());
+}
+
+void ParameterServer::Dropped(int64_t rank, const sync::Drop& drop) {
+  if (drop.late) {
+    // Work the policy expects to throw away (a late push): no one's fault.
+    spdlog::debug("worker {}: push dropped: {}", rank, drop.reason);
+  } else {
+    Refuse(members_[rank]->identity, "worker " + std::to_string(rank),
+           "push dropped: " + drop.reason, false);
   }
-  if (iterations_ >= next_eval_) {
-    next_eval_ = iterations_ + config_.eval_every;
-    SubmitSnapshot(false);
-  }
+}
+
+void ParameterServer::LimitReached() {
+  spdlog::info("iteration limit of {} reached", config_.max_iterations);
 }
 
 void ParameterServer::SubmitSnapshot(bool must) {
   // The model of this version exists once its last chunk is applied: it is
   // stamped then (at once, unless a streamed push is still arriving).
-  const int64_t iteration = iterations_;
+  const int64_t iteration = driver_->iteration();
   const int64_t version = policy_->version();
-  const int64_t samples = samples_applied_;
+  const int64_t samples = driver_->samples_applied();
   if (sharded()) {
     // The whole model is this shard's slice and the others': each sends its
     // part once its updates are in, and the snapshot is evaluated when all are.
@@ -1354,14 +1246,8 @@ void ParameterServer::SendHeartbeats() {
   }
 }
 
-int64_t ParameterServer::ActiveWorkers() const {
-  return std::count_if(members_.begin(), members_.end(),
-                       [](const std::optional<Member>& m) { return m.has_value() && m->active; });
-}
-
 void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
   Member& member = *members_[rank];
-  const bool was_active = member.active;
   ++report_.workers_lost;
   report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
                       std::to_string(member.pid) + "): " + why;
@@ -1375,18 +1261,14 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
   members_[rank].reset();
   --joined_;
   Order({proto::Order::kForget, rank, 0, 0});
-  std::erase_if(deferred_, [rank](const sync::Action& a) { return a.worker == rank; });
-  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, ActiveWorkers(),
-               ActiveWorkers() == 1 ? "" : "s");
+  const int64_t live = driver_->live_workers() - (driver_->active(rank) ? 1 : 0);
+  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, live,
+               live == 1 ? "" : "s");
   if (tracer_) {
     tracer_->Instant("run", "worker lost", trace::NowMicros(), {{"worker", rank}, {"why", why}});
   }
-  if (!started_ || !was_active) return;
-  sync::Actions actions;
-  policy_->WorkerLeft(rank, &actions);
-  CarryOut(actions, nullptr);
-  UpdateHold();
-  AfterPush();  // a round the worker held up may have closed
+  // The policy stops waiting for it; a round it held up may close.
+  driver_->Lose(rank);
 }
 
 void ParameterServer::CheckSilence() {
@@ -1411,13 +1293,8 @@ void ParameterServer::CheckSilence() {
   }
 }
 
-void ParameterServer::UpdateHold() {
-  if (!started_) return;
-  const int64_t live = ActiveWorkers();
-  const bool hold = live < config_.min_workers;
-  if (hold == holding_) return;
-  holding_ = hold;
-  if (hold) {
+void ParameterServer::HoldChanged(bool holding, int64_t live) {
+  if (holding) {
     spdlog::warn("training holds: {} live worker{}, fewer than --min-workers {}; waiting for "
                  "workers to join",
                  live, live == 1 ? "" : "s", config_.min_workers);
@@ -1426,16 +1303,14 @@ void ParameterServer::UpdateHold() {
   }
   spdlog::info("training goes on with {} live workers", live);
   if (tracer_) tracer_->Instant("run", "resume", trace::NowMicros(), {{"live", live}});
-  sync::Actions held;
-  held.swap(deferred_);
-  CarryOut(held, nullptr);
 }
 
 void ParameterServer::MaybeCheckpoint() {
-  if (checkpoints_ == nullptr || iterations_ == last_checkpoint_iteration_) return;
+  const int64_t iteration = driver_->iteration();
+  if (checkpoints_ == nullptr || iteration == last_checkpoint_iteration_) return;
   const Clock::time_point now = Clock::now();
   const bool by_count = config_.checkpoint_every_iterations > 0 &&
-                        iterations_ >= std::max<int64_t>(last_checkpoint_iteration_, 0) +
+                        iteration >= std::max<int64_t>(last_checkpoint_iteration_, 0) +
                                            config_.checkpoint_every_iterations;
   const bool by_time =
       config_.checkpoint_every_seconds > 0 &&
@@ -1457,10 +1332,10 @@ void ParameterServer::MaybeCheckpoint() {
   checkpoint.iteration = state.iteration;
   checkpoint.version = state.version;
   checkpoint.policy_extra = state.extra;
-  checkpoint.samples = samples_applied_;
+  checkpoint.samples = driver_->samples_applied();
   checkpoint.seconds = seconds_before_ + Seconds();
   checkpoint.optimizer_state = optimizer_->State();
-  last_checkpoint_iteration_ = iterations_;
+  last_checkpoint_iteration_ = iteration;
   last_checkpoint_at_ = now;
   // As evaluation does: a copy of the model taken once its updates are in
   // (at once here, nothing being pending); encoding and writing are the

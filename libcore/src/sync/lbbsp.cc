@@ -311,7 +311,7 @@ void LbBspPolicy::OnRoundClosed(Actions* out) {
 }
 
 void LbBspPolicy::BeforeReply(WorkerId w, Actions* out) {
-  out->push_back(Action::SetBatch(w, batch_[w]));
+  out->push_back(SetBatch{w, batch_[w]});
 }
 
 void LbBspPolicy::Rebalance() {
