@@ -5,14 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <span>
-#include <thread>
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/net/curve.h"
@@ -22,6 +19,7 @@
 #include "dmlps/server/checkpoint.h"
 #include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
+#include "server/checkpoint_writer.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
 #include "server/shard.h"
@@ -78,73 +76,6 @@ struct Member {
   double wait_s = 0;
 };
 
-// Writes checkpoints on a thread of its own, so that training never waits
-// for the disk; a newer checkpoint replaces one not yet begun.
-class CheckpointWriter {
- public:
-  explicit CheckpointWriter(std::string path) : path_(std::move(path)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~CheckpointWriter() { Finish(); }
-
-  void Submit(Checkpoint checkpoint) {
-    std::lock_guard lock(mutex_);
-    pending_ = std::move(checkpoint);
-    wake_.notify_one();
-  }
-  // Writes what is pending and stops the thread.
-  void Finish() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-      wake_.notify_one();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-  int64_t written() const {
-    std::lock_guard lock(mutex_);
-    return written_;
-  }
-  double write_ms() const {
-    std::lock_guard lock(mutex_);
-    return write_ms_;
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return pending_.has_value() || done_; });
-      if (!pending_.has_value()) return;
-      Checkpoint checkpoint = std::move(*pending_);
-      pending_.reset();
-      lock.unlock();
-      const Clock::time_point start = Clock::now();
-      Status written = WriteCheckpointFile(path_, checkpoint);
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      lock.lock();
-      if (written.ok()) {
-        ++written_;
-        write_ms_ += ms;
-        spdlog::info("checkpoint of iteration {} written to {} ({:.1f} ms)", checkpoint.iteration,
-                     path_, ms);
-      } else {
-        spdlog::error("checkpoint of iteration {} not written, the previous one is kept: {}",
-                      checkpoint.iteration, written.message());
-      }
-    }
-  }
-
-  const std::string path_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<Checkpoint> pending_;
-  bool done_ = false;
-  int64_t written_ = 0;
-  double write_ms_ = 0;  // summed over the files written
-  std::thread thread_;
-};
-
 class ParameterServer {
  public:
   ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
@@ -187,6 +118,8 @@ class ParameterServer {
   void UpdateHold();
   // Loads --resume into the model, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
+  // What this run's checkpoints record of it, and resuming checks.
+  CheckpointIdentity Identity() const;
   // Hands a checkpoint to the writer when one is due and every update
   // queued has been applied.
   void MaybeCheckpoint();
@@ -390,23 +323,11 @@ bool ParameterServer::Finished() const {
 Status ParameterServer::Resume(std::vector<float>* params) {
   DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
   const std::string& source = config_.resume;
-  if (checkpoint.model != spec_->Name() ||
-      static_cast<int64_t>(checkpoint.params->size()) != static_cast<int64_t>(params->size())) {
-    return Status::Config(source + ": a checkpoint of model " + checkpoint.model + " (" +
-                          std::to_string(checkpoint.params->size()) + " parameters), this run's is " +
-                          spec_->Name() + " (" + std::to_string(params->size()) + ")");
-  }
-  if (checkpoint.policy != policy_->Name()) {
-    return Status::Config(source + ": a checkpoint of policy " + checkpoint.policy +
-                          ", this run's is " + policy_->Name());
-  }
-  if (checkpoint.optimizer != optimizer_->Name()) {
-    return Status::Config(source + ": a checkpoint of optimizer " + checkpoint.optimizer +
-                          ", this run's is " + optimizer_->Name() + " (see --momentum)");
-  }
+  DMLPS_RETURN_IF_ERROR(CheckResumable(checkpoint, source, Identity(),
+                                       static_cast<int64_t>(params->size())));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   *params = *checkpoint.params;
-  policy_->Restore({checkpoint.version, checkpoint.iteration, checkpoint.policy_extra});
+  policy_->Restore(SavedPolicyState(checkpoint));
   iterations_ = checkpoint.iteration;
   samples_applied_ = checkpoint.samples;
   seconds_before_ = checkpoint.seconds;
@@ -416,6 +337,10 @@ Status ParameterServer::Resume(std::vector<float>* params) {
                source, checkpoint.iteration, checkpoint.version, checkpoint.samples,
                checkpoint.seconds);
   return Status::Ok();
+}
+
+CheckpointIdentity ParameterServer::Identity() const {
+  return {spec_->Name(), policy_->Name(), optimizer_->Name()};
 }
 
 Result<RunReport> ParameterServer::Run() {
@@ -1448,18 +1373,9 @@ void ParameterServer::MaybeCheckpoint() {
   // model's update runs as its pushes stream in: until then, wait.
   if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
-  Checkpoint checkpoint;
-  checkpoint.model = spec_->Name();
-  checkpoint.policy = policy_->Name();
-  checkpoint.optimizer = optimizer_->Name();
-  checkpoint.workers = config_.workers;
-  const sync::PolicyState state = policy_->Save();
-  checkpoint.iteration = state.iteration;
-  checkpoint.version = state.version;
-  checkpoint.policy_extra = state.extra;
-  checkpoint.samples = samples_applied_;
-  checkpoint.seconds = seconds_before_ + Seconds();
-  checkpoint.optimizer_state = optimizer_->State();
+  Checkpoint checkpoint = MakeCheckpoint(Identity(), config_.workers, policy_->Save(),
+                                         samples_applied_, seconds_before_ + Seconds(),
+                                         optimizer_->State());
   last_checkpoint_iteration_ = iterations_;
   last_checkpoint_at_ = now;
   // As evaluation does: a copy of the model taken once its updates are in
