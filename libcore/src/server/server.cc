@@ -9,7 +9,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <span>
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/net/curve.h"
@@ -20,6 +19,7 @@
 #include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/checkpoint_writer.h"
+#include "server/coordinator.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
 #include "server/shard.h"
@@ -127,26 +127,16 @@ class ParameterServer {
   double Seconds() const;
   bool Finished() const;
 
-  // Sharded servers, on shard 0: the other shards register, get their
-  // orders (the policy's decisions, translated) and send back their slices
-  // of snapshots.
+  // Sharded servers: this is shard 0, which tells the others (shards_)
+  // what the policy decided, translated into orders.
   bool sharded() const { return config_.shard_count > 1; }
-  void HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello);
-  void HandleShardMessage(int64_t shard, proto::Message& message);
-  void Order(proto::Order order) {
-    if (sharded()) orders_.push_back(order);
-  }
-  // Sends the orders gathered since the last call to every other shard.
-  void SendOrders();
-  // Snapshot `id` gets shard `shard`'s slice of `count` floats, which
-  // `copy` writes into the span it is given; evaluated once every slice is in.
-  void FillSnapshot(int64_t id, int64_t shard, int64_t count,
-                    const std::function<void(std::span<float>)>& copy);
-  // Waits, for at most `limit`, for the other shards' slices of the
-  // snapshots taken.
-  void AwaitSlices(milliseconds limit);
+  void Order(proto::Order order) { shards_->Order(order); }
+  // Hands a whole snapshot to the evaluator; counts it when skipped.
+  void Evaluate(Snapshot snapshot, bool must);
   // Writes --save-model: the parameters this shard holds.
   Status SaveModel();
+  // Sets up shards_, once the endpoint is bound.
+  void StartCoordinator();
 
   const ServerConfig& config_;
   std::ostream& tsv_;
@@ -191,20 +181,8 @@ class ParameterServer {
   double seconds_before_ = 0;      // training time before --resume
 
   // Sharded servers (see sharded()).
-  struct Peer {
-    zmq::message_t identity;
-    std::string address;
-    std::string host;
-    int64_t pid = 0;
-    Clock::time_point last_seen;
-  };
-  std::vector<int64_t> bounds_;              // where the slices begin, plus the end
-  std::vector<std::optional<Peer>> peers_;   // by shard index; [0] is this one
-  std::map<std::string, int64_t> shard_of_;  // identity bytes -> shard index
-  int64_t peers_joined_ = 0;
-  // Workers that said Hello before every shard had registered: answered then.
-  std::vector<std::pair<zmq::message_t, proto::Hello>> waiting_hellos_;
-  std::vector<proto::Order> orders_;  // not sent yet
+  std::vector<int64_t> bounds_;               // where the slices begin, plus the end
+  std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
   // --deterministic: the stages since the last apply, summed at the next.
   struct HeldStage {
     int64_t worker = 0;
@@ -216,15 +194,6 @@ class ParameterServer {
   // The push being carried out: its worker-side clock, and whether it was staged.
   int64_t handling_clock_ = -1;
   bool handling_staged_ = false;
-  struct Assembly {
-    Snapshot snapshot;
-    std::shared_ptr<std::vector<float>> values;
-    int64_t missing = 0;  // slices yet to come, this shard's included
-    bool must = false;
-  };
-  std::map<int64_t, Assembly> assemblies_;  // snapshots waiting for slices, by id
-  int64_t next_snapshot_id_ = 0;
-  Status fatal_;  // a shard was lost: the run ends with this
 };
 
 Status ParameterServer::Setup() {
@@ -257,7 +226,6 @@ Status ParameterServer::Setup() {
   // slice; this one holds the first.
   bounds_ = ShardBounds(model.num_params(), config_.shard_count);
   params.resize(static_cast<size_t>(bounds_[1]));
-  peers_.resize(static_cast<size_t>(config_.shard_count));
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
                                                          static_cast<int64_t>(params.size())));
   sync::PolicyConfig policy_config = config_.policy;
@@ -302,6 +270,7 @@ Status ParameterServer::Setup() {
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
+  StartCoordinator();
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");
   if (!config_.endpoint_file.empty()) {
@@ -367,10 +336,10 @@ Result<RunReport> ParameterServer::Run() {
     }
     if (started_) MaybeCheckpoint();
     CloseStalledStreams();
-    SendOrders();
-    if (!fatal_.ok()) {
+    shards_->SendOrders();
+    if (!shards_->fatal().ok()) {
       StopWorkers("a server shard was lost");
-      return fatal_;
+      return shards_->fatal();
     }
   }
   report_.seconds = Seconds();
@@ -383,8 +352,8 @@ Result<RunReport> ParameterServer::Run() {
     // The last snapshot may wait for chunks still on their way.
     DrainStreams(kDrainLimit);
     // The other shards' slices of the last snapshots.
-    SendOrders();
-    AwaitSlices(kDrainLimit);
+    shards_->SendOrders();
+    shards_->AwaitSlices(kDrainLimit);
   }
   if (!config_.save_model.empty()) {
     if (Status saved = SaveModel(); !saved.ok()) {
@@ -486,14 +455,13 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     return;
   }
   zmq::message_t identity = net::CopyFrame(frames[0]);
-  if (auto shard = shard_of_.find(Key(identity)); shard != shard_of_.end()) {
+  if (const int64_t shard = shards_->ShardOf(identity); shard >= 0) {
     Result<proto::Message> message = proto::DecodeMessage(frames, 1);
     if (!message.ok()) {
-      Refuse(identity, "server shard " + std::to_string(shard->second), message.status().message(),
-             false);
+      Refuse(identity, "server shard " + std::to_string(shard), message.status().message(), false);
       return;
     }
-    HandleShardMessage(shard->second, *message);
+    shards_->HandleMessage(shard, *message);
     return;
   }
   auto it = rank_of_.find(Key(identity));
@@ -509,18 +477,18 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
     if (hello->shard >= 0) {
-      HandleShardHello(identity, *hello);
-    } else if (sharded() && peers_joined_ < config_.shard_count - 1 && rank < 0) {
+      if (Status registered = shards_->Register(identity, *hello); !registered.ok()) {
+        Refuse(identity, ShardName(*hello), registered.message(), true);
+      }
+    } else if (!shards_->AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
-      waiting_hellos_.emplace_back(net::CopyFrame(identity), *hello);
+      shards_->HoldHello(identity, *hello);
     } else {
       HandleHello(identity, *hello);
     }
     return;
   }
-  if (rank < 0 && std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) {
-        return Key(w.first) == Key(identity);
-      })) {
+  if (rank < 0 && shards_->Holds(identity)) {
     return;  // a worker waiting for its Welcome keeps itself alive
   }
   if (rank < 0) {
@@ -657,11 +625,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.lr = config_.lr;
   welcome.momentum = config_.momentum;
   welcome.num_params = bounds_.back();
-  if (sharded()) {
-    welcome.bounds = bounds_;
-    welcome.servers.push_back(endpoint_->address());
-    for (int64_t k = 1; k < config_.shard_count; ++k) welcome.servers.push_back(peers_[k]->address);
-  }
+  shards_->DescribeShards(&welcome);
   Status sent = endpoint_->SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
   if (!started_ && joined_ == config_.workers) {
@@ -1054,52 +1018,20 @@ void ParameterServer::SubmitSnapshot(bool must) {
   const int64_t version = policy_->version();
   const int64_t samples = samples_applied_;
   if (sharded()) {
-    // The whole model is this shard's slice and the others': each sends its
-    // part once its updates are in, and the snapshot is evaluated when all are.
-    const int64_t id = next_snapshot_id_++;
-    Assembly& assembly = assemblies_[id];
-    assembly.snapshot = {0, iteration, version, samples, nullptr};
-    assembly.missing = config_.shard_count;
-    assembly.must = must;
-    Order({proto::Order::kSnapshot, -1, 0, static_cast<double>(id)});
+    // The other shards' slices complete it.
+    const int64_t id = shards_->BeginSnapshot({0, iteration, version, samples, nullptr}, must);
     store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
-      if (auto it = assemblies_.find(id); it != assemblies_.end()) it->second.snapshot.seconds = Seconds();
-      FillSnapshot(id, 0, static_cast<int64_t>(values->size()),
-                   [&](std::span<float> out) { std::copy(values->begin(), values->end(), out.begin()); });
+      shards_->AddOwnSlice(id, Seconds(), *values);
     });
     return;
   }
   store_->Snapshot([this, must, iteration, version,
                     samples](std::shared_ptr<const std::vector<float>> values) {
-    if (!evaluator_->Submit({Seconds(), iteration, version, samples, std::move(values)}, must)) {
-      if (skipped_snapshots_++ == 0) {
-        spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
-      }
-    }
+    Evaluate({Seconds(), iteration, version, samples, std::move(values)}, must);
   });
 }
 
-void ParameterServer::FillSnapshot(int64_t id, int64_t shard, int64_t count,
-                                   const std::function<void(std::span<float>)>& copy) {
-  auto it = assemblies_.find(id);
-  if (it == assemblies_.end()) return;
-  Assembly& assembly = it->second;
-  const auto begin = static_cast<size_t>(bounds_[shard]);
-  if (count != bounds_[shard + 1] - bounds_[shard]) {
-    spdlog::warn("server shard {} sent a slice of {} parameters, not {}; snapshot {} not evaluated",
-                 shard, count, bounds_[shard + 1] - bounds_[shard], id);
-    assemblies_.erase(it);
-    return;
-  }
-  if (assembly.values == nullptr) {
-    assembly.values = std::make_shared<std::vector<float>>(static_cast<size_t>(bounds_.back()));
-  }
-  copy(std::span<float>(*assembly.values).subspan(begin, static_cast<size_t>(count)));
-  if (--assembly.missing > 0) return;
-  Snapshot snapshot = assembly.snapshot;
-  snapshot.params = std::move(assembly.values);
-  const bool must = assembly.must;
-  assemblies_.erase(it);
+void ParameterServer::Evaluate(Snapshot snapshot, bool must) {
   if (!evaluator_->Submit(std::move(snapshot), must)) {
     if (skipped_snapshots_++ == 0) {
       spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
@@ -1107,116 +1039,21 @@ void ParameterServer::FillSnapshot(int64_t id, int64_t shard, int64_t count,
   }
 }
 
-void ParameterServer::AwaitSlices(milliseconds limit) {
-  if (!sharded()) return;
-  const Clock::time_point deadline = Clock::now() + limit;
-  net::Frames frames;
-  while (!assemblies_.empty() && Clock::now() < deadline && fatal_.ok()) {
-    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
-    if (!got.ok()) return;
-    if (!*got || frames.size() < 2) continue;
-    auto shard = shard_of_.find(Key(frames[0]));
-    if (shard == shard_of_.end()) continue;  // the run is over for workers
-    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-    if (message.ok()) HandleShardMessage(shard->second, *message);
-  }
-  if (!assemblies_.empty()) {
-    spdlog::warn("{} snapshot{} not evaluated: the other shards' slices did not come",
-                 assemblies_.size(), assemblies_.size() == 1 ? "" : "s");
-  }
-}
-
-void ParameterServer::SendOrders() {
-  if (orders_.empty()) return;
-  proto::Orders batch;
-  batch.orders.swap(orders_);
-  for (int64_t k = 1; k < config_.shard_count; ++k) {
-    if (!peers_[k].has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peers_[k]->identity, batch);
-    if (!sent.ok()) {
-      fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " +
-                                   peers_[k]->address + " lost: " + sent.message());
-    }
-  }
-}
-
-void ParameterServer::HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  const std::string who = "server shard " + std::to_string(hello.shard) + " (" + hello.host + ":" +
-                          std::to_string(hello.pid) + ")";
-  if (!sharded()) {
-    Refuse(identity, who, "this server is not sharded (no --shard 0/S)", true);
-    return;
-  }
-  if (hello.shards != config_.shard_count || hello.shard < 1 || hello.shard >= config_.shard_count) {
-    Refuse(identity, who,
-           "shard " + std::to_string(hello.shard) + "/" + std::to_string(hello.shards) +
-               " does not fit this job of " + std::to_string(config_.shard_count) + " shards",
-           true);
-    return;
-  }
-  std::optional<Peer>& peer = peers_[hello.shard];
-  if (peer.has_value()) {
-    // A shard lost its state when it went away: the job cannot go on with a
-    // fresh one mid-run, nor have two.
-    Refuse(identity, who, "shard " + std::to_string(hello.shard) + " is taken", true);
-    return;
-  }
-  if (hello.address.empty()) {
-    Refuse(identity, who, "no address for workers to reach it at", true);
-    return;
-  }
-  peer = Peer{net::CopyFrame(identity), hello.address, hello.host, hello.pid, Clock::now()};
-  shard_of_[Key(identity)] = hello.shard;
-  ++peers_joined_;
-  proto::Welcome welcome;
-  welcome.model = spec_->Name();
-  welcome.policy = policy_->Name();
-  welcome.input_dim = spec_->input_dim;
-  welcome.classes = spec_->classes;
-  welcome.num_params = bounds_.back();
-  welcome.shard_index = hello.shard;
-  welcome.shard_count = config_.shard_count;
-  welcome.seed = config_.seed;
-  welcome.lr = config_.lr;
-  welcome.momentum = config_.momentum;
-  welcome.bounds = bounds_;
-  if (Status sent = endpoint_->SendMessage(&identity, welcome); !sent.ok()) {
-    spdlog::warn("cannot welcome {}: {}", who, sent.ToString());
-  }
-  spdlog::info("{} registered: parameters [{}, {}), workers reach it at {} ({}/{} shards)", who,
-               bounds_[hello.shard], bounds_[hello.shard + 1], hello.address, peers_joined_ + 1,
-               config_.shard_count);
-  if (peers_joined_ == config_.shard_count - 1) {
-    std::vector<std::pair<zmq::message_t, proto::Hello>> waiting;
-    waiting.swap(waiting_hellos_);
-    for (auto& [worker, worker_hello] : waiting) HandleHello(worker, worker_hello);
-  }
-}
-
-void ParameterServer::HandleShardMessage(int64_t shard, proto::Message& message) {
-  peers_[shard]->last_seen = Clock::now();
-  const std::string who = "server shard " + std::to_string(shard);
-  if (auto* slice = std::get_if<proto::Slice>(&message.body)) {
-    Result<proto::IncomingTensor> values =
-        proto::IncomingTensor::Open(slice->num_params, 0, 0, std::move(message.payload));
-    if (!values.ok() || !values->complete()) {
-      spdlog::warn("{} sent a bad slice of snapshot {}: {}", who, slice->id,
-                   values.ok() ? "incomplete" : values.status().message());
-      assemblies_.erase(slice->id);
-      return;
-    }
-    FillSnapshot(slice->id, shard, values->size(),
-                 [&](std::span<float> out) { values->CopyTo(0, values->size(), out); });
-  } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
-    if (error->fatal) {
-      fatal_ = Status::Unavailable(who + " gave up: " + error->message);
-    } else {
-      spdlog::warn("{} reports: {}", who, error->message);
-    }
-  } else if (!std::holds_alternative<proto::Heartbeat>(message.body)) {
-    spdlog::warn("ignoring an unexpected {} from {}", proto::MsgTypeName(proto::TypeOf(message.body)),
-                 who);
-  }
+void ParameterServer::StartCoordinator() {
+  proto::Welcome shard_welcome;
+  shard_welcome.model = spec_->Name();
+  shard_welcome.policy = policy_->Name();
+  shard_welcome.input_dim = spec_->input_dim;
+  shard_welcome.classes = spec_->classes;
+  shard_welcome.seed = config_.seed;
+  shard_welcome.lr = config_.lr;
+  shard_welcome.momentum = config_.momentum;
+  shards_ = std::make_unique<ShardCoordinator>(
+      *endpoint_, bounds_, std::move(shard_welcome),
+      [this](Snapshot snapshot, bool must) { Evaluate(std::move(snapshot), must); },
+      [this](const zmq::message_t& identity, const proto::Hello& hello) {
+        HandleHello(identity, hello);
+      });
 }
 
 Status ParameterServer::SaveModel() {
@@ -1272,11 +1109,7 @@ void ParameterServer::SendHeartbeats() {
     Status sent = endpoint_->SendMessage(&m->identity, proto::Heartbeat{now_us});
     if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m->host, m->pid, sent.ToString());
   }
-  for (std::optional<Peer>& peer : peers_) {
-    if (!peer.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peer->identity, proto::Heartbeat{now_us});
-    if (!sent.ok()) spdlog::debug("heartbeat to {} failed: {}", peer->address, sent.ToString());
-  }
+  shards_->SendHeartbeats(now_us);
 }
 
 int64_t ParameterServer::ActiveWorkers() const {
@@ -1316,15 +1149,7 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
 
 void ParameterServer::CheckSilence() {
   const Clock::time_point now = Clock::now();
-  for (size_t k = 1; k < peers_.size(); ++k) {
-    // A shard holds a slice of the model no one else has: the run cannot go
-    // on without it.
-    if (peers_[k].has_value() && now - peers_[k]->last_seen >= config_.worker_timeout) {
-      fatal_ = Status::Unavailable(fmt::format(
-          "server shard {} at {} lost: silent for {:g} s", k, peers_[k]->address,
-          std::chrono::duration<double>(config_.worker_timeout).count()));
-    }
-  }
+  shards_->CheckSilence(now, config_.worker_timeout);
   for (int64_t r = 0; r < static_cast<int64_t>(members_.size()); ++r) {
     const std::optional<Member>& m = members_[r];
     if (!m.has_value()) continue;
@@ -1396,12 +1221,7 @@ void ParameterServer::StopWorkers(const std::string& reason) {
     if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m->host, m->pid, sent.ToString());
   }
   // The other shards stop after the orders before: they save what those left.
-  SendOrders();
-  for (std::optional<Peer>& peer : peers_) {
-    if (!peer.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peer->identity, proto::Stop{reason});
-    if (!sent.ok()) spdlog::debug("cannot stop shard at {}: {}", peer->address, sent.ToString());
-  }
+  shards_->Stop(reason);
 }
 
 }  // namespace
