@@ -20,6 +20,7 @@
 #include "dmlps/trace/trace.h"
 #include "server/checkpoint_writer.h"
 #include "server/coordinator.h"
+#include "server/evaluation_log.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
 #include "server/shard.h"
@@ -276,7 +277,7 @@ Status ParameterServer::Setup() {
   if (!config_.endpoint_file.empty()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
-  tsv_ << "seconds\titeration\taccuracy\tloss\n" << std::flush;
+  WriteEvaluationHeader(tsv_);
   return Status::Ok();
 }
 
@@ -1066,37 +1067,8 @@ Status ParameterServer::SaveModel() {
 }
 
 void ParameterServer::CollectEvaluations() {
-  for (const Evaluation& e : evaluator_->TakeResults()) {
-    if (report_.target_reached) break;  // later snapshots do not change the answer
-    report_.last_eval = e.result;
-    tsv_ << fmt::format("{:.3f}\t{}\t{:.4f}\t{:.4f}\n", e.snapshot.seconds, e.snapshot.iteration,
-                        e.result.accuracy, e.result.loss)
-         << std::flush;
-    spdlog::info("{:7.2f} s  iteration {:6}  accuracy {:.4f}  loss {:.4f}", e.snapshot.seconds,
-                 e.snapshot.iteration, e.result.accuracy, e.result.loss);
-    if (tracer_) {
-      const int64_t snapshot_us = start_us_ + static_cast<int64_t>(e.snapshot.seconds * 1e6);
-      tracer_->Span("eval", "eval", e.start_us, e.duration_us,
-                    {{"iteration", e.snapshot.iteration},
-                     {"accuracy", e.result.accuracy},
-                     {"loss", e.result.loss},
-                     {"snapshot_us", snapshot_us}});
-      tracer_->Counter("accuracy", snapshot_us, e.result.accuracy, {{"iteration", e.snapshot.iteration}});
-      tracer_->Counter("loss", snapshot_us, e.result.loss, {{"iteration", e.snapshot.iteration}});
-    }
-    if (config_.target_accuracy > 0 && e.result.accuracy >= config_.target_accuracy) {
-      report_.target_reached = true;
-      report_.seconds_to_target = e.snapshot.seconds;
-      report_.iterations_to_target = e.snapshot.iteration;
-      report_.samples_to_target = e.snapshot.samples;
-      if (tracer_) {
-        tracer_->Instant("run", "target", trace::NowMicros(),
-                         {{"accuracy", e.result.accuracy},
-                          {"seconds", e.snapshot.seconds},
-                          {"iteration", e.snapshot.iteration}});
-      }
-    }
-  }
+  RecordEvaluations(evaluator_->TakeResults(), config_.target_accuracy, start_us_, tsv_,
+                    tracer_.get(), &report_);
 }
 
 void ParameterServer::SendHeartbeats() {
@@ -1225,107 +1197,6 @@ void ParameterServer::StopWorkers(const std::string& reason) {
 }
 
 }  // namespace
-
-std::vector<std::string> ValidateConfig(const ServerConfig& config) {
-  std::vector<std::string> problems;
-  if (config.workers < 1) problems.push_back("--workers must be at least 1");
-  if (config.batch < 1) problems.push_back("--batch must be at least 1");
-  if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("--lr must be positive");
-  if (!(config.momentum >= 0 && config.momentum < 1)) {
-    problems.push_back("--momentum must be in [0, 1)");
-  }
-  if (config.threads < 1 || config.threads > 256) problems.push_back("--threads must be in 1..256");
-  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
-    problems.push_back("--target-accuracy must be in [0, 1]");
-  }
-  if (config.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
-  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
-    problems.push_back("--max-seconds must not be negative");
-  }
-  if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
-  if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
-  if (config.worker_timeout <= config.heartbeat) {
-    problems.push_back("--worker-timeout must be longer than --heartbeat-ms");
-  }
-  if (config.min_workers < 0 || config.min_workers > config.workers) {
-    problems.push_back("--min-workers must be in 0..--workers");
-  }
-  if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
-      !std::isfinite(config.checkpoint_every_seconds)) {
-    problems.push_back("--checkpoint-every must not be negative");
-  }
-  if (!config.checkpoint.empty() && config.checkpoint_every_iterations == 0 &&
-      config.checkpoint_every_seconds == 0) {
-    problems.push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
-  }
-  if (config.checkpoint.empty() &&
-      (config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0)) {
-    problems.push_back("--checkpoint-every needs --checkpoint FILE");
-  }
-  if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
-  if (config.curve_secret.empty() != config.curve_allow.empty()) {
-    problems.push_back(
-        "--curve-secret and --curve-allow go together (CURVE admits only the listed workers)");
-  }
-  if (config.max_message_bytes < 0) problems.push_back("--max-message-bytes must not be negative");
-  if (config.max_connections < 0) problems.push_back("--max-connections must not be negative");
-  if (config.max_connections > 0 && config.max_connections < config.workers) {
-    problems.push_back("--max-connections must be at least --workers");
-  }
-  if (config.shard_count < 1 || config.shard_count > kMaxShards || config.shard_index < 0 ||
-      config.shard_index >= config.shard_count) {
-    problems.push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
-  } else if (config.shard_index > 0 && config.coordinator.empty()) {
-    problems.push_back("--coordinator must not be empty (the address of shard 0)");
-  } else if (config.shard_index == 0 && !config.coordinator.empty()) {
-    problems.push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
-  }
-  if (config.shard_index == 0 && !config.advertise.empty()) {
-    problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
-  }
-  if (config.shard_count > 1) {
-    // Each would need every shard's part: not there yet.
-    if (!config.checkpoint.empty() || !config.resume.empty()) {
-      problems.push_back("--checkpoint and --resume do not work with sharded servers yet");
-    }
-    if (!config.curve_secret.empty()) {
-      problems.push_back("--curve-secret does not work with sharded servers yet");
-    }
-  }
-  sync::PolicyConfig probe = config.policy;
-  probe.num_workers = std::max<int64_t>(config.workers, 1);
-  probe.batch = std::max<int64_t>(config.batch, 1);
-  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
-    problems.push_back("--policy: " + p.status().message());
-  }
-  if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
-    problems.push_back("--data: " + d.status().message());
-  }
-  // 16 inputs, a 4x4 image, fit every kind of model; the data's own shape is
-  // checked once it is loaded.
-  if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
-    problems.push_back("--model: " + m.status().message());
-  }
-  return problems;
-}
-
-void WriteRunReport(const RunReport& report, std::ostream& out) {
-  // One line per key: the message must not break the format.
-  std::string last_lost = report.last_lost;
-  std::replace_if(last_lost.begin(), last_lost.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
-  out << fmt::format(
-      "target_reached\t{:d}\nseconds_to_target\t{}\niterations_to_target\t{}\n"
-      "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
-      "loss\t{}\ncompute_ratio_mean\t{}\ncompute_ratio_min\t{}\nwait_share\t{}\n"
-      "wasted_samples\t{}\nsignal\t{}\nworkers_lost\t{}\nlast_lost\t{}\nworkers_joined\t{}\n"
-      "resumed_iteration\t{}\ncheckpoints\t{}\n",
-      report.target_reached, report.seconds_to_target, report.iterations_to_target,
-      report.samples_to_target, report.iterations, report.samples, report.seconds,
-      report.last_eval.accuracy, report.last_eval.loss, report.compute_ratio_mean,
-      report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
-      report.workers_lost, last_lost, report.workers_joined, report.resumed_iteration,
-      report.checkpoints);
-}
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal) {
