@@ -124,6 +124,8 @@ class ParameterServer {
   // Hands a checkpoint to the writer when one is due and every update
   // queued has been applied.
   void MaybeCheckpoint();
+  // At the end: writes the checkpoint pending and reports what was written.
+  void FinishCheckpoints();
   void StopWorkers(const std::string& reason);
   double Seconds() const;
   bool Finished() const;
@@ -363,16 +365,7 @@ Result<RunReport> ParameterServer::Run() {
     }
   }
   StopWorkers(reason);
-  if (checkpoints_ != nullptr) {
-    checkpoints_->Finish();
-    report_.checkpoints = checkpoints_->written();
-    if (report_.checkpoints > 0) {
-      spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
-                   "(off it)",
-                   report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
-                   checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
-    }
-  }
+  FinishCheckpoints();
   if (report_.workers_lost > 0 || report_.workers_joined > 0) {
     spdlog::info("membership: {} workers lost (last: {}), {} joined while training",
                  report_.workers_lost, report_.last_lost, report_.workers_joined);
@@ -1184,6 +1177,18 @@ void ParameterServer::MaybeCheckpoint() {
     checkpoints_->Submit(std::move(checkpoint));
   });
   checkpoint_path_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+void ParameterServer::FinishCheckpoints() {
+  if (checkpoints_ == nullptr) return;
+  checkpoints_->Finish();
+  report_.checkpoints = checkpoints_->written();
+  if (report_.checkpoints > 0) {
+    spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
+                 "(off it)",
+                 report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
+                 checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
+  }
 }
 
 void ParameterServer::StopWorkers(const std::string& reason) {
