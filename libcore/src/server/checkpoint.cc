@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <msgpack.hpp>
+#include <utility>
 
 namespace dmlps::server {
 namespace {
@@ -273,6 +274,46 @@ Result<Checkpoint> ReadCheckpointFile(const std::string& path) {
   ::close(fd);
   bytes.resize(got);
   return DecodeCheckpoint(bytes, path);
+}
+
+Checkpoint MakeCheckpoint(const CheckpointIdentity& identity, int64_t workers,
+                          const sync::PolicyState& state, int64_t samples, double seconds,
+                          std::vector<float> optimizer_state) {
+  Checkpoint checkpoint;
+  checkpoint.model = identity.model;
+  checkpoint.policy = identity.policy;
+  checkpoint.optimizer = identity.optimizer;
+  checkpoint.workers = workers;
+  checkpoint.iteration = state.iteration;
+  checkpoint.version = state.version;
+  checkpoint.policy_extra = state.extra;
+  checkpoint.samples = samples;
+  checkpoint.seconds = seconds;
+  checkpoint.optimizer_state = std::move(optimizer_state);
+  return checkpoint;
+}
+
+Status CheckResumable(const Checkpoint& checkpoint, const std::string& source,
+                      const CheckpointIdentity& identity, int64_t num_params) {
+  if (checkpoint.model != identity.model ||
+      static_cast<int64_t>(checkpoint.params->size()) != num_params) {
+    return Status::Config(source + ": a checkpoint of model " + checkpoint.model + " (" +
+                          std::to_string(checkpoint.params->size()) + " parameters), this run's is " +
+                          identity.model + " (" + std::to_string(num_params) + ")");
+  }
+  if (checkpoint.policy != identity.policy) {
+    return Status::Config(source + ": a checkpoint of policy " + checkpoint.policy +
+                          ", this run's is " + identity.policy);
+  }
+  if (checkpoint.optimizer != identity.optimizer) {
+    return Status::Config(source + ": a checkpoint of optimizer " + checkpoint.optimizer +
+                          ", this run's is " + identity.optimizer + " (see --momentum)");
+  }
+  return Status::Ok();
+}
+
+sync::PolicyState SavedPolicyState(const Checkpoint& checkpoint) {
+  return {checkpoint.version, checkpoint.iteration, checkpoint.policy_extra};
 }
 
 }  // namespace dmlps::server

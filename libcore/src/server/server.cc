@@ -5,14 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <span>
-#include <thread>
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/net/curve.h"
@@ -24,6 +20,9 @@
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
 #include "dmlps/trace/trace.h"
+#include "server/checkpoint_writer.h"
+#include "server/coordinator.h"
+#include "server/evaluation_log.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
 #include "server/shard.h"
@@ -67,73 +66,6 @@ struct Member {
   Clock::time_point incoming_at;  // when its last chunk (or header) arrived
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
   sync::WorkerTotals totals;     // what it reported, for the closing summary
-};
-
-// Writes checkpoints on a thread of its own, so that training never waits
-// for the disk; a newer checkpoint replaces one not yet begun.
-class CheckpointWriter {
- public:
-  explicit CheckpointWriter(std::string path) : path_(std::move(path)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~CheckpointWriter() { Finish(); }
-
-  void Submit(Checkpoint checkpoint) {
-    std::lock_guard lock(mutex_);
-    pending_ = std::move(checkpoint);
-    wake_.notify_one();
-  }
-  // Writes what is pending and stops the thread.
-  void Finish() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-      wake_.notify_one();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-  int64_t written() const {
-    std::lock_guard lock(mutex_);
-    return written_;
-  }
-  double write_ms() const {
-    std::lock_guard lock(mutex_);
-    return write_ms_;
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return pending_.has_value() || done_; });
-      if (!pending_.has_value()) return;
-      Checkpoint checkpoint = std::move(*pending_);
-      pending_.reset();
-      lock.unlock();
-      const Clock::time_point start = Clock::now();
-      Status written = WriteCheckpointFile(path_, checkpoint);
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      lock.lock();
-      if (written.ok()) {
-        ++written_;
-        write_ms_ += ms;
-        spdlog::info("checkpoint of iteration {} written to {} ({:.1f} ms)", checkpoint.iteration,
-                     path_, ms);
-      } else {
-        spdlog::error("checkpoint of iteration {} not written, the previous one is kept: {}",
-                      checkpoint.iteration, written.message());
-      }
-    }
-  }
-
-  const std::string path_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<Checkpoint> pending_;
-  bool done_ = false;
-  int64_t written_ = 0;
-  double write_ms_ = 0;  // summed over the files written
-  std::thread thread_;
 };
 
 // The policy's decisions reach the model store, the workers and (sharded)
@@ -183,33 +115,27 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void CheckSilence();
   // Loads --resume into the model, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
+  // What this run's checkpoints record of it, and resuming checks.
+  CheckpointIdentity Identity() const;
   // Hands a checkpoint to the writer when one is due and every update
   // queued has been applied.
   void MaybeCheckpoint();
+  // At the end: writes the checkpoint pending and reports what was written.
+  void FinishCheckpoints();
   void StopWorkers(const std::string& reason);
   double Seconds() const;
   bool Finished() const;
 
-  // Sharded servers, on shard 0: the other shards register, get their
-  // orders (the policy's decisions, translated) and send back their slices
-  // of snapshots.
+  // Sharded servers: this is shard 0, which tells the others (shards_)
+  // what the policy decided, translated into orders.
   bool sharded() const { return config_.shard_count > 1; }
-  void HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello);
-  void HandleShardMessage(int64_t shard, proto::Message& message);
-  void Order(proto::Order order) {
-    if (sharded()) orders_.push_back(order);
-  }
-  // Sends the orders gathered since the last call to every other shard.
-  void SendOrders();
-  // Snapshot `id` gets shard `shard`'s slice of `count` floats, which
-  // `copy` writes into the span it is given; evaluated once every slice is in.
-  void FillSnapshot(int64_t id, int64_t shard, int64_t count,
-                    const std::function<void(std::span<float>)>& copy);
-  // Waits, for at most `limit`, for the other shards' slices of the
-  // snapshots taken.
-  void AwaitSlices(milliseconds limit);
+  void Order(proto::Order order) { shards_->Order(order); }
+  // Hands a whole snapshot to the evaluator; counts it when skipped.
+  void Evaluate(Snapshot snapshot, bool must);
   // Writes --save-model: the parameters this shard holds.
   Status SaveModel();
+  // Sets up shards_, once the endpoint is bound.
+  void StartCoordinator();
 
   const ServerConfig& config_;
   std::ostream& tsv_;
@@ -248,20 +174,8 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   double seconds_before_ = 0;      // training time before --resume
 
   // Sharded servers (see sharded()).
-  struct Peer {
-    zmq::message_t identity;
-    std::string address;
-    std::string host;
-    int64_t pid = 0;
-    Clock::time_point last_seen;
-  };
-  std::vector<int64_t> bounds_;              // where the slices begin, plus the end
-  std::vector<std::optional<Peer>> peers_;   // by shard index; [0] is this one
-  std::map<std::string, int64_t> shard_of_;  // identity bytes -> shard index
-  int64_t peers_joined_ = 0;
-  // Workers that said Hello before every shard had registered: answered then.
-  std::vector<std::pair<zmq::message_t, proto::Hello>> waiting_hellos_;
-  std::vector<proto::Order> orders_;  // not sent yet
+  std::vector<int64_t> bounds_;               // where the slices begin, plus the end
+  std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
   // --deterministic: the stages since the last apply, summed at the next.
   struct HeldStage {
     int64_t worker = 0;
@@ -270,15 +184,6 @@ class ParameterServer : private sync::DriverSink<Gradient> {
     std::shared_ptr<proto::IncomingTensor> gradient;
   };
   std::vector<HeldStage> held_stages_;
-  struct Assembly {
-    Snapshot snapshot;
-    std::shared_ptr<std::vector<float>> values;
-    int64_t missing = 0;  // slices yet to come, this shard's included
-    bool must = false;
-  };
-  std::map<int64_t, Assembly> assemblies_;  // snapshots waiting for slices, by id
-  int64_t next_snapshot_id_ = 0;
-  Status fatal_;  // a shard was lost: the run ends with this
 };
 
 Status ParameterServer::Setup() {
@@ -311,7 +216,6 @@ Status ParameterServer::Setup() {
   // slice; this one holds the first.
   bounds_ = ShardBounds(model.num_params(), config_.shard_count);
   params.resize(static_cast<size_t>(bounds_[1]));
-  peers_.resize(static_cast<size_t>(config_.shard_count));
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
                                                          static_cast<int64_t>(params.size())));
   sync::PolicyConfig policy_config = config_.policy;
@@ -362,12 +266,13 @@ Status ParameterServer::Setup() {
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
+  StartCoordinator();
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");
   if (!config_.endpoint_file.empty()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
-  tsv_ << "seconds\titeration\taccuracy\tloss\n" << std::flush;
+  WriteEvaluationHeader(tsv_);
   return Status::Ok();
 }
 
@@ -383,24 +288,11 @@ bool ParameterServer::Finished() const {
 Status ParameterServer::Resume(std::vector<float>* params) {
   DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
   const std::string& source = config_.resume;
-  if (checkpoint.model != spec_->Name() ||
-      static_cast<int64_t>(checkpoint.params->size()) != static_cast<int64_t>(params->size())) {
-    return Status::Config(source + ": a checkpoint of model " + checkpoint.model + " (" +
-                          std::to_string(checkpoint.params->size()) + " parameters), this run's is " +
-                          spec_->Name() + " (" + std::to_string(params->size()) + ")");
-  }
-  if (checkpoint.policy != policy_->Name()) {
-    return Status::Config(source + ": a checkpoint of policy " + checkpoint.policy +
-                          ", this run's is " + policy_->Name());
-  }
-  if (checkpoint.optimizer != optimizer_->Name()) {
-    return Status::Config(source + ": a checkpoint of optimizer " + checkpoint.optimizer +
-                          ", this run's is " + optimizer_->Name() + " (see --momentum)");
-  }
+  DMLPS_RETURN_IF_ERROR(CheckResumable(checkpoint, source, Identity(),
+                                       static_cast<int64_t>(params->size())));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   *params = *checkpoint.params;
-  driver_->Restore({checkpoint.version, checkpoint.iteration, checkpoint.policy_extra},
-                  checkpoint.samples);
+  driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
   seconds_before_ = checkpoint.seconds;
   last_checkpoint_iteration_ = checkpoint.iteration;
   report_.resumed_iteration = checkpoint.iteration;
@@ -408,6 +300,10 @@ Status ParameterServer::Resume(std::vector<float>* params) {
                source, checkpoint.iteration, checkpoint.version, checkpoint.samples,
                checkpoint.seconds);
   return Status::Ok();
+}
+
+CheckpointIdentity ParameterServer::Identity() const {
+  return {spec_->Name(), policy_->Name(), optimizer_->Name()};
 }
 
 Result<RunReport> ParameterServer::Run() {
@@ -433,10 +329,10 @@ Result<RunReport> ParameterServer::Run() {
     }
     if (started_) MaybeCheckpoint();
     CloseStalledStreams();
-    SendOrders();
-    if (!fatal_.ok()) {
+    shards_->SendOrders();
+    if (!shards_->fatal().ok()) {
       StopWorkers("a server shard was lost");
-      return fatal_;
+      return shards_->fatal();
     }
   }
   report_.seconds = Seconds();
@@ -449,8 +345,8 @@ Result<RunReport> ParameterServer::Run() {
     // The last snapshot may wait for chunks still on their way.
     DrainStreams(kDrainLimit);
     // The other shards' slices of the last snapshots.
-    SendOrders();
-    AwaitSlices(kDrainLimit);
+    shards_->SendOrders();
+    shards_->AwaitSlices(kDrainLimit);
   }
   if (!config_.save_model.empty()) {
     if (Status saved = SaveModel(); !saved.ok()) {
@@ -459,16 +355,7 @@ Result<RunReport> ParameterServer::Run() {
     }
   }
   StopWorkers(reason);
-  if (checkpoints_ != nullptr) {
-    checkpoints_->Finish();
-    report_.checkpoints = checkpoints_->written();
-    if (report_.checkpoints > 0) {
-      spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
-                   "(off it)",
-                   report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
-                   checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
-    }
-  }
+  FinishCheckpoints();
   if (report_.workers_lost > 0 || report_.workers_joined > 0) {
     spdlog::info("membership: {} workers lost (last: {}), {} joined while training",
                  report_.workers_lost, report_.last_lost, report_.workers_joined);
@@ -547,14 +434,13 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     return;
   }
   zmq::message_t identity = net::CopyFrame(frames[0]);
-  if (auto shard = shard_of_.find(Key(identity)); shard != shard_of_.end()) {
+  if (const int64_t shard = shards_->ShardOf(identity); shard >= 0) {
     Result<proto::Message> message = proto::DecodeMessage(frames, 1);
     if (!message.ok()) {
-      Refuse(identity, "server shard " + std::to_string(shard->second), message.status().message(),
-             false);
+      Refuse(identity, "server shard " + std::to_string(shard), message.status().message(), false);
       return;
     }
-    HandleShardMessage(shard->second, *message);
+    shards_->HandleMessage(shard, *message);
     return;
   }
   auto it = rank_of_.find(Key(identity));
@@ -570,18 +456,18 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
     if (hello->shard >= 0) {
-      HandleShardHello(identity, *hello);
-    } else if (sharded() && peers_joined_ < config_.shard_count - 1 && rank < 0) {
+      if (Status registered = shards_->Register(identity, *hello); !registered.ok()) {
+        Refuse(identity, ShardName(*hello), registered.message(), true);
+      }
+    } else if (!shards_->AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
-      waiting_hellos_.emplace_back(net::CopyFrame(identity), *hello);
+      shards_->HoldHello(identity, *hello);
     } else {
       HandleHello(identity, *hello);
     }
     return;
   }
-  if (rank < 0 && std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) {
-        return Key(w.first) == Key(identity);
-      })) {
+  if (rank < 0 && shards_->Holds(identity)) {
     return;  // a worker waiting for its Welcome keeps itself alive
   }
   if (rank < 0) {
@@ -718,11 +604,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.lr = config_.lr;
   welcome.momentum = config_.momentum;
   welcome.num_params = bounds_.back();
-  if (sharded()) {
-    welcome.bounds = bounds_;
-    welcome.servers.push_back(endpoint_->address());
-    for (int64_t k = 1; k < config_.shard_count; ++k) welcome.servers.push_back(peers_[k]->address);
-  }
+  shards_->DescribeShards(&welcome);
   Status sent = endpoint_->SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
   if (!started_ && joined_ == config_.workers) {
@@ -1021,52 +903,20 @@ void ParameterServer::SubmitSnapshot(bool must) {
   const int64_t version = policy_->version();
   const int64_t samples = driver_->samples_applied();
   if (sharded()) {
-    // The whole model is this shard's slice and the others': each sends its
-    // part once its updates are in, and the snapshot is evaluated when all are.
-    const int64_t id = next_snapshot_id_++;
-    Assembly& assembly = assemblies_[id];
-    assembly.snapshot = {0, iteration, version, samples, nullptr};
-    assembly.missing = config_.shard_count;
-    assembly.must = must;
-    Order({proto::Order::kSnapshot, -1, 0, static_cast<double>(id)});
+    // The other shards' slices complete it.
+    const int64_t id = shards_->BeginSnapshot({0, iteration, version, samples, nullptr}, must);
     store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
-      if (auto it = assemblies_.find(id); it != assemblies_.end()) it->second.snapshot.seconds = Seconds();
-      FillSnapshot(id, 0, static_cast<int64_t>(values->size()),
-                   [&](std::span<float> out) { std::copy(values->begin(), values->end(), out.begin()); });
+      shards_->AddOwnSlice(id, Seconds(), *values);
     });
     return;
   }
   store_->Snapshot([this, must, iteration, version,
                     samples](std::shared_ptr<const std::vector<float>> values) {
-    if (!evaluator_->Submit({Seconds(), iteration, version, samples, std::move(values)}, must)) {
-      if (skipped_snapshots_++ == 0) {
-        spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
-      }
-    }
+    Evaluate({Seconds(), iteration, version, samples, std::move(values)}, must);
   });
 }
 
-void ParameterServer::FillSnapshot(int64_t id, int64_t shard, int64_t count,
-                                   const std::function<void(std::span<float>)>& copy) {
-  auto it = assemblies_.find(id);
-  if (it == assemblies_.end()) return;
-  Assembly& assembly = it->second;
-  const auto begin = static_cast<size_t>(bounds_[shard]);
-  if (count != bounds_[shard + 1] - bounds_[shard]) {
-    spdlog::warn("server shard {} sent a slice of {} parameters, not {}; snapshot {} not evaluated",
-                 shard, count, bounds_[shard + 1] - bounds_[shard], id);
-    assemblies_.erase(it);
-    return;
-  }
-  if (assembly.values == nullptr) {
-    assembly.values = std::make_shared<std::vector<float>>(static_cast<size_t>(bounds_.back()));
-  }
-  copy(std::span<float>(*assembly.values).subspan(begin, static_cast<size_t>(count)));
-  if (--assembly.missing > 0) return;
-  Snapshot snapshot = assembly.snapshot;
-  snapshot.params = std::move(assembly.values);
-  const bool must = assembly.must;
-  assemblies_.erase(it);
+void ParameterServer::Evaluate(Snapshot snapshot, bool must) {
   if (!evaluator_->Submit(std::move(snapshot), must)) {
     if (skipped_snapshots_++ == 0) {
       spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
@@ -1074,116 +924,21 @@ void ParameterServer::FillSnapshot(int64_t id, int64_t shard, int64_t count,
   }
 }
 
-void ParameterServer::AwaitSlices(milliseconds limit) {
-  if (!sharded()) return;
-  const Clock::time_point deadline = Clock::now() + limit;
-  net::Frames frames;
-  while (!assemblies_.empty() && Clock::now() < deadline && fatal_.ok()) {
-    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
-    if (!got.ok()) return;
-    if (!*got || frames.size() < 2) continue;
-    auto shard = shard_of_.find(Key(frames[0]));
-    if (shard == shard_of_.end()) continue;  // the run is over for workers
-    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-    if (message.ok()) HandleShardMessage(shard->second, *message);
-  }
-  if (!assemblies_.empty()) {
-    spdlog::warn("{} snapshot{} not evaluated: the other shards' slices did not come",
-                 assemblies_.size(), assemblies_.size() == 1 ? "" : "s");
-  }
-}
-
-void ParameterServer::SendOrders() {
-  if (orders_.empty()) return;
-  proto::Orders batch;
-  batch.orders.swap(orders_);
-  for (int64_t k = 1; k < config_.shard_count; ++k) {
-    if (!peers_[k].has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peers_[k]->identity, batch);
-    if (!sent.ok()) {
-      fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " +
-                                   peers_[k]->address + " lost: " + sent.message());
-    }
-  }
-}
-
-void ParameterServer::HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  const std::string who = "server shard " + std::to_string(hello.shard) + " (" + hello.host + ":" +
-                          std::to_string(hello.pid) + ")";
-  if (!sharded()) {
-    Refuse(identity, who, "this server is not sharded (no --shard 0/S)", true);
-    return;
-  }
-  if (hello.shards != config_.shard_count || hello.shard < 1 || hello.shard >= config_.shard_count) {
-    Refuse(identity, who,
-           "shard " + std::to_string(hello.shard) + "/" + std::to_string(hello.shards) +
-               " does not fit this job of " + std::to_string(config_.shard_count) + " shards",
-           true);
-    return;
-  }
-  std::optional<Peer>& peer = peers_[hello.shard];
-  if (peer.has_value()) {
-    // A shard lost its state when it went away: the job cannot go on with a
-    // fresh one mid-run, nor have two.
-    Refuse(identity, who, "shard " + std::to_string(hello.shard) + " is taken", true);
-    return;
-  }
-  if (hello.address.empty()) {
-    Refuse(identity, who, "no address for workers to reach it at", true);
-    return;
-  }
-  peer = Peer{net::CopyFrame(identity), hello.address, hello.host, hello.pid, Clock::now()};
-  shard_of_[Key(identity)] = hello.shard;
-  ++peers_joined_;
-  proto::Welcome welcome;
-  welcome.model = spec_->Name();
-  welcome.policy = policy_->Name();
-  welcome.input_dim = spec_->input_dim;
-  welcome.classes = spec_->classes;
-  welcome.num_params = bounds_.back();
-  welcome.shard_index = hello.shard;
-  welcome.shard_count = config_.shard_count;
-  welcome.seed = config_.seed;
-  welcome.lr = config_.lr;
-  welcome.momentum = config_.momentum;
-  welcome.bounds = bounds_;
-  if (Status sent = endpoint_->SendMessage(&identity, welcome); !sent.ok()) {
-    spdlog::warn("cannot welcome {}: {}", who, sent.ToString());
-  }
-  spdlog::info("{} registered: parameters [{}, {}), workers reach it at {} ({}/{} shards)", who,
-               bounds_[hello.shard], bounds_[hello.shard + 1], hello.address, peers_joined_ + 1,
-               config_.shard_count);
-  if (peers_joined_ == config_.shard_count - 1) {
-    std::vector<std::pair<zmq::message_t, proto::Hello>> waiting;
-    waiting.swap(waiting_hellos_);
-    for (auto& [worker, worker_hello] : waiting) HandleHello(worker, worker_hello);
-  }
-}
-
-void ParameterServer::HandleShardMessage(int64_t shard, proto::Message& message) {
-  peers_[shard]->last_seen = Clock::now();
-  const std::string who = "server shard " + std::to_string(shard);
-  if (auto* slice = std::get_if<proto::Slice>(&message.body)) {
-    Result<proto::IncomingTensor> values =
-        proto::IncomingTensor::Open(slice->num_params, 0, 0, std::move(message.payload));
-    if (!values.ok() || !values->complete()) {
-      spdlog::warn("{} sent a bad slice of snapshot {}: {}", who, slice->id,
-                   values.ok() ? "incomplete" : values.status().message());
-      assemblies_.erase(slice->id);
-      return;
-    }
-    FillSnapshot(slice->id, shard, values->size(),
-                 [&](std::span<float> out) { values->CopyTo(0, values->size(), out); });
-  } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
-    if (error->fatal) {
-      fatal_ = Status::Unavailable(who + " gave up: " + error->message);
-    } else {
-      spdlog::warn("{} reports: {}", who, error->message);
-    }
-  } else if (!std::holds_alternative<proto::Heartbeat>(message.body)) {
-    spdlog::warn("ignoring an unexpected {} from {}", proto::MsgTypeName(proto::TypeOf(message.body)),
-                 who);
-  }
+void ParameterServer::StartCoordinator() {
+  proto::Welcome shard_welcome;
+  shard_welcome.model = spec_->Name();
+  shard_welcome.policy = policy_->Name();
+  shard_welcome.input_dim = spec_->input_dim;
+  shard_welcome.classes = spec_->classes;
+  shard_welcome.seed = config_.seed;
+  shard_welcome.lr = config_.lr;
+  shard_welcome.momentum = config_.momentum;
+  shards_ = std::make_unique<ShardCoordinator>(
+      *endpoint_, bounds_, std::move(shard_welcome),
+      [this](Snapshot snapshot, bool must) { Evaluate(std::move(snapshot), must); },
+      [this](const zmq::message_t& identity, const proto::Hello& hello) {
+        HandleHello(identity, hello);
+      });
 }
 
 Status ParameterServer::SaveModel() {
@@ -1196,37 +951,8 @@ Status ParameterServer::SaveModel() {
 }
 
 void ParameterServer::CollectEvaluations() {
-  for (const Evaluation& e : evaluator_->TakeResults()) {
-    if (report_.target_reached) break;  // later snapshots do not change the answer
-    report_.last_eval = e.result;
-    tsv_ << fmt::format("{:.3f}\t{}\t{:.4f}\t{:.4f}\n", e.snapshot.seconds, e.snapshot.iteration,
-                        e.result.accuracy, e.result.loss)
-         << std::flush;
-    spdlog::info("{:7.2f} s  iteration {:6}  accuracy {:.4f}  loss {:.4f}", e.snapshot.seconds,
-                 e.snapshot.iteration, e.result.accuracy, e.result.loss);
-    if (tracer_) {
-      const int64_t snapshot_us = start_us_ + static_cast<int64_t>(e.snapshot.seconds * 1e6);
-      tracer_->Span("eval", "eval", e.start_us, e.duration_us,
-                    {{"iteration", e.snapshot.iteration},
-                     {"accuracy", e.result.accuracy},
-                     {"loss", e.result.loss},
-                     {"snapshot_us", snapshot_us}});
-      tracer_->Counter("accuracy", snapshot_us, e.result.accuracy, {{"iteration", e.snapshot.iteration}});
-      tracer_->Counter("loss", snapshot_us, e.result.loss, {{"iteration", e.snapshot.iteration}});
-    }
-    if (config_.target_accuracy > 0 && e.result.accuracy >= config_.target_accuracy) {
-      report_.target_reached = true;
-      report_.seconds_to_target = e.snapshot.seconds;
-      report_.iterations_to_target = e.snapshot.iteration;
-      report_.samples_to_target = e.snapshot.samples;
-      if (tracer_) {
-        tracer_->Instant("run", "target", trace::NowMicros(),
-                         {{"accuracy", e.result.accuracy},
-                          {"seconds", e.snapshot.seconds},
-                          {"iteration", e.snapshot.iteration}});
-      }
-    }
-  }
+  RecordEvaluations(evaluator_->TakeResults(), config_.target_accuracy, start_us_, tsv_,
+                    tracer_.get(), &report_);
 }
 
 void ParameterServer::SendHeartbeats() {
@@ -1239,11 +965,7 @@ void ParameterServer::SendHeartbeats() {
     Status sent = endpoint_->SendMessage(&m->identity, proto::Heartbeat{now_us});
     if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m->host, m->pid, sent.ToString());
   }
-  for (std::optional<Peer>& peer : peers_) {
-    if (!peer.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peer->identity, proto::Heartbeat{now_us});
-    if (!sent.ok()) spdlog::debug("heartbeat to {} failed: {}", peer->address, sent.ToString());
-  }
+  shards_->SendHeartbeats(now_us);
 }
 
 void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
@@ -1273,15 +995,7 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
 
 void ParameterServer::CheckSilence() {
   const Clock::time_point now = Clock::now();
-  for (size_t k = 1; k < peers_.size(); ++k) {
-    // A shard holds a slice of the model no one else has: the run cannot go
-    // on without it.
-    if (peers_[k].has_value() && now - peers_[k]->last_seen >= config_.worker_timeout) {
-      fatal_ = Status::Unavailable(fmt::format(
-          "server shard {} at {} lost: silent for {:g} s", k, peers_[k]->address,
-          std::chrono::duration<double>(config_.worker_timeout).count()));
-    }
-  }
+  shards_->CheckSilence(now, config_.worker_timeout);
   for (int64_t r = 0; r < static_cast<int64_t>(members_.size()); ++r) {
     const std::optional<Member>& m = members_[r];
     if (!m.has_value()) continue;
@@ -1323,18 +1037,9 @@ void ParameterServer::MaybeCheckpoint() {
   // model's update runs as its pushes stream in: until then, wait.
   if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
-  Checkpoint checkpoint;
-  checkpoint.model = spec_->Name();
-  checkpoint.policy = policy_->Name();
-  checkpoint.optimizer = optimizer_->Name();
-  checkpoint.workers = config_.workers;
-  const sync::PolicyState state = policy_->Save();
-  checkpoint.iteration = state.iteration;
-  checkpoint.version = state.version;
-  checkpoint.policy_extra = state.extra;
-  checkpoint.samples = driver_->samples_applied();
-  checkpoint.seconds = seconds_before_ + Seconds();
-  checkpoint.optimizer_state = optimizer_->State();
+  Checkpoint checkpoint = MakeCheckpoint(Identity(), config_.workers, policy_->Save(),
+                                         driver_->samples_applied(), seconds_before_ + Seconds(),
+                                         optimizer_->State());
   last_checkpoint_iteration_ = iteration;
   last_checkpoint_at_ = now;
   // As evaluation does: a copy of the model taken once its updates are in
@@ -1348,6 +1053,18 @@ void ParameterServer::MaybeCheckpoint() {
   checkpoint_path_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+void ParameterServer::FinishCheckpoints() {
+  if (checkpoints_ == nullptr) return;
+  checkpoints_->Finish();
+  report_.checkpoints = checkpoints_->written();
+  if (report_.checkpoints > 0) {
+    spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
+                 "(off it)",
+                 report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
+                 checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
+  }
+}
+
 void ParameterServer::StopWorkers(const std::string& reason) {
   for (std::optional<Member>& m : members_) {
     if (!m.has_value()) continue;
@@ -1355,116 +1072,10 @@ void ParameterServer::StopWorkers(const std::string& reason) {
     if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m->host, m->pid, sent.ToString());
   }
   // The other shards stop after the orders before: they save what those left.
-  SendOrders();
-  for (std::optional<Peer>& peer : peers_) {
-    if (!peer.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peer->identity, proto::Stop{reason});
-    if (!sent.ok()) spdlog::debug("cannot stop shard at {}: {}", peer->address, sent.ToString());
-  }
+  shards_->Stop(reason);
 }
 
 }  // namespace
-
-std::vector<std::string> ValidateConfig(const ServerConfig& config) {
-  std::vector<std::string> problems;
-  if (config.workers < 1) problems.push_back("--workers must be at least 1");
-  if (config.batch < 1) problems.push_back("--batch must be at least 1");
-  if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("--lr must be positive");
-  if (!(config.momentum >= 0 && config.momentum < 1)) {
-    problems.push_back("--momentum must be in [0, 1)");
-  }
-  if (config.threads < 1 || config.threads > 256) problems.push_back("--threads must be in 1..256");
-  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
-    problems.push_back("--target-accuracy must be in [0, 1]");
-  }
-  if (config.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
-  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
-    problems.push_back("--max-seconds must not be negative");
-  }
-  if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
-  if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
-  if (config.worker_timeout <= config.heartbeat) {
-    problems.push_back("--worker-timeout must be longer than --heartbeat-ms");
-  }
-  if (config.min_workers < 0 || config.min_workers > config.workers) {
-    problems.push_back("--min-workers must be in 0..--workers");
-  }
-  if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
-      !std::isfinite(config.checkpoint_every_seconds)) {
-    problems.push_back("--checkpoint-every must not be negative");
-  }
-  if (!config.checkpoint.empty() && config.checkpoint_every_iterations == 0 &&
-      config.checkpoint_every_seconds == 0) {
-    problems.push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
-  }
-  if (config.checkpoint.empty() &&
-      (config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0)) {
-    problems.push_back("--checkpoint-every needs --checkpoint FILE");
-  }
-  if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
-  if (config.curve_secret.empty() != config.curve_allow.empty()) {
-    problems.push_back(
-        "--curve-secret and --curve-allow go together (CURVE admits only the listed workers)");
-  }
-  if (config.max_message_bytes < 0) problems.push_back("--max-message-bytes must not be negative");
-  if (config.max_connections < 0) problems.push_back("--max-connections must not be negative");
-  if (config.max_connections > 0 && config.max_connections < config.workers) {
-    problems.push_back("--max-connections must be at least --workers");
-  }
-  if (config.shard_count < 1 || config.shard_count > kMaxShards || config.shard_index < 0 ||
-      config.shard_index >= config.shard_count) {
-    problems.push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
-  } else if (config.shard_index > 0 && config.coordinator.empty()) {
-    problems.push_back("--coordinator must not be empty (the address of shard 0)");
-  } else if (config.shard_index == 0 && !config.coordinator.empty()) {
-    problems.push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
-  }
-  if (config.shard_index == 0 && !config.advertise.empty()) {
-    problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
-  }
-  if (config.shard_count > 1) {
-    // Each would need every shard's part: not there yet.
-    if (!config.checkpoint.empty() || !config.resume.empty()) {
-      problems.push_back("--checkpoint and --resume do not work with sharded servers yet");
-    }
-    if (!config.curve_secret.empty()) {
-      problems.push_back("--curve-secret does not work with sharded servers yet");
-    }
-  }
-  sync::PolicyConfig probe = config.policy;
-  probe.num_workers = std::max<int64_t>(config.workers, 1);
-  probe.batch = std::max<int64_t>(config.batch, 1);
-  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
-    problems.push_back("--policy: " + p.status().message());
-  }
-  if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
-    problems.push_back("--data: " + d.status().message());
-  }
-  // 16 inputs, a 4x4 image, fit every kind of model; the data's own shape is
-  // checked once it is loaded.
-  if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
-    problems.push_back("--model: " + m.status().message());
-  }
-  return problems;
-}
-
-void WriteRunReport(const RunReport& report, std::ostream& out) {
-  // One line per key: the message must not break the format.
-  std::string last_lost = report.last_lost;
-  std::replace_if(last_lost.begin(), last_lost.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
-  out << fmt::format(
-      "target_reached\t{:d}\nseconds_to_target\t{}\niterations_to_target\t{}\n"
-      "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
-      "loss\t{}\ncompute_ratio_mean\t{}\ncompute_ratio_min\t{}\nwait_share\t{}\n"
-      "wasted_samples\t{}\nsignal\t{}\nworkers_lost\t{}\nlast_lost\t{}\nworkers_joined\t{}\n"
-      "resumed_iteration\t{}\ncheckpoints\t{}\n",
-      report.target_reached, report.seconds_to_target, report.iterations_to_target,
-      report.samples_to_target, report.iterations, report.samples, report.seconds,
-      report.last_eval.accuracy, report.last_eval.loss, report.compute_ratio_mean,
-      report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
-      report.workers_lost, last_lost, report.workers_joined, report.resumed_iteration,
-      report.checkpoints);
-}
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal) {

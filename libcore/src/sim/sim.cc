@@ -22,7 +22,6 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <limits>
 #include <memory>
 #include <numbers>
 #include <optional>
@@ -35,6 +34,8 @@
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
 #include "dmlps/worker/epoch_cursor.h"
+#include "sim/cpu.h"
+#include "sim/network.h"
 
 namespace dmlps::sim {
 namespace {
@@ -46,8 +47,6 @@ using std::chrono::microseconds;
 
 // A message's msgpack header, about; payloads add 4 bytes a parameter.
 constexpr int64_t kHeaderBytes = 96;
-// Remaining work below this is done (seconds): rounding in the processor model.
-constexpr double kWorkEpsilon = 1e-12;
 
 // splitmix64's finalizer: spreads a seed over all 64 bits.
 uint64_t Mix64(uint64_t x) {
@@ -163,12 +162,6 @@ struct SimWorker {
 // lazily computed step (empty for a local step's delta, which its worker holds).
 using Samples = std::span<const int64_t>;
 
-struct CpuJob {
-  int64_t target = 0;
-  double remaining = 0;  // seconds of work alone on a core
-  double shared_speed = 1;
-};
-
 class Simulator : private sync::DriverSink<Samples> {
  public:
   Simulator(const SimConfig& config, const data::Dataset& train, const data::Dataset& test)
@@ -177,6 +170,15 @@ class Simulator : private sync::DriverSink<Samples> {
         test_(test),
         n_(config.policy.num_workers),
         mode_(WorkerMode::kSync),
+        network_(config.network, n_, config.network.cores_copy && config.shared_cores > 0,
+                 {[this](double time, int64_t slot, bool to_server) {
+                    Schedule(time, to_server ? EventKind::kAtServer : EventKind::kAtWorker, slot);
+                  },
+                  [this](int64_t slot, double work) { StartJob(kMessageJob - slot, work, 1); }}),
+        cpu_(std::max<int64_t>(config.shared_cores, 1),
+             [this](double time, uint64_t generation) {
+               Schedule(time, EventKind::kCpuTick, 0, generation);
+             }),
         model_(config.model),
         eval_model_(config.model) {}
 
@@ -187,16 +189,13 @@ class Simulator : private sync::DriverSink<Samples> {
   void Schedule(double time, EventKind kind, int64_t a, uint64_t b = 0);
   void Dispatch(const Event& event);
 
-  // The network.
+  // The network: messages wait in slots of messages_ while network_ carries them.
   void Send(int64_t from, int64_t to, int64_t bytes, Message message);
   int64_t ServerNode() const { return n_; }
   int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
 
-  // The processor(s).
+  // The processor(s): a machine each, or cores shared (cpu_).
   void StartJob(int64_t target, double work, double shared_speed);
-  double Rate(const CpuJob& job) const;
-  void AdvanceCpu();
-  void ScheduleCpuTick();
   void OnCpuTick(uint64_t generation);
   void OnJobDone(int64_t target);
 
@@ -247,21 +246,8 @@ class Simulator : private sync::DriverSink<Samples> {
 
   std::vector<Message> messages_;
   std::vector<int64_t> free_slots_;
-  std::vector<double> tx_free_;  // per node (workers, then the server): link busy until
-  std::vector<double> rx_free_;
-  // NetworkModel::cores_copy: per message slot its copy, and per connection
-  // the slots whose copy runs (front) or waits.
-  struct Copy {
-    int64_t channel = 0;
-    double work = 0;
-    bool to_server = false;
-  };
-  std::vector<Copy> copies_;
-  std::vector<std::deque<int64_t>> channels_;
-
-  std::vector<CpuJob> jobs_;  // shared cores only
-  double cpu_time_ = 0;       // when jobs_' remaining work was last brought up to date
-  uint64_t cpu_generation_ = 0;
+  SimNetwork network_;
+  SimCpu cpu_;  // shared cores only
 
   // The server.
   std::optional<sync::PolicyDriver<Samples>> driver_;
@@ -306,8 +292,6 @@ Status Simulator::Setup() {
   grad_.assign(params_.size(), 0.f);
   DMLPS_ASSIGN_OR_RETURN(optimizer_,
                          optim::MakeOptimizer(config_.lr, config_.momentum, num_params_));
-  tx_free_.assign(static_cast<size_t>(n_ + 1), 0);
-  rx_free_.assign(static_cast<size_t>(n_ + 1), 0);
 
   const uint64_t noise_mix = config_.noise_seed == 0 ? 0 : Mix64(config_.noise_seed);
   workers_.resize(static_cast<size_t>(n_));
@@ -416,25 +400,7 @@ void Simulator::Send(int64_t from, int64_t to, int64_t bytes, Message message) {
     free_slots_.pop_back();
     messages_[static_cast<size_t>(slot)] = std::move(message);
   }
-  const double gbps = config_.network.link_gbps;
-  const double transfer = gbps > 0 ? static_cast<double>(bytes) * 8 / (gbps * 1e9) : 0;
-  if (config_.network.cores_copy && config_.shared_cores > 0) {
-    // One connection per worker and direction, in order, as ZeroMQ's are.
-    const int64_t channel = to == ServerNode() ? from : n_ + 1 + to;
-    copies_.resize(messages_.size());
-    copies_[static_cast<size_t>(slot)] = {channel, transfer, to == ServerNode()};
-    channels_.resize(static_cast<size_t>(2 * n_ + 2));
-    channels_[static_cast<size_t>(channel)].push_back(slot);
-    if (channels_[static_cast<size_t>(channel)].size() == 1) StartJob(kMessageJob - slot, transfer, 1);
-    return;
-  }
-  // Both ends' links carry it at once, when both are free.
-  const double start =
-      std::max({now_, tx_free_[static_cast<size_t>(from)], rx_free_[static_cast<size_t>(to)]});
-  tx_free_[static_cast<size_t>(from)] = start + transfer;
-  rx_free_[static_cast<size_t>(to)] = start + transfer;
-  Schedule(start + transfer + config_.network.latency_s,
-           to == ServerNode() ? EventKind::kAtServer : EventKind::kAtWorker, slot);
+  network_.Send(now_, from, to, bytes, slot);
 }
 
 // ---------------------------------------------------------------- processors
@@ -447,44 +413,11 @@ void Simulator::StartJob(int64_t target, double work, double shared_speed) {
     if (target != kEvalJob) Schedule(now_ + work, EventKind::kJobDone, target);
     return;
   }
-  AdvanceCpu();
-  jobs_.push_back({target, work, shared_speed});
-  ScheduleCpuTick();
-}
-
-double Simulator::Rate(const CpuJob& job) const {
-  const auto k = static_cast<double>(jobs_.size());
-  const double share = std::min(1.0, static_cast<double>(config_.shared_cores) / k);
-  return (jobs_.size() > 1 ? job.shared_speed : 1.0) * share;
-}
-
-void Simulator::AdvanceCpu() {
-  const double elapsed = now_ - cpu_time_;
-  if (elapsed > 0) {
-    for (CpuJob& job : jobs_) job.remaining -= elapsed * Rate(job);
-  }
-  cpu_time_ = now_;
-}
-
-void Simulator::ScheduleCpuTick() {
-  ++cpu_generation_;
-  if (jobs_.empty()) return;
-  double next = std::numeric_limits<double>::infinity();
-  for (const CpuJob& job : jobs_) next = std::min(next, std::max(0.0, job.remaining) / Rate(job));
-  Schedule(now_ + next, EventKind::kCpuTick, 0, cpu_generation_);
+  cpu_.Start(now_, target, work, shared_speed);
 }
 
 void Simulator::OnCpuTick(uint64_t generation) {
-  if (generation != cpu_generation_) return;  // the jobs changed since it was set
-  AdvanceCpu();
-  std::vector<int64_t> done;
-  std::erase_if(jobs_, [&](const CpuJob& job) {
-    if (job.remaining > kWorkEpsilon) return false;
-    done.push_back(job.target);
-    return true;
-  });
-  ScheduleCpuTick();
-  for (int64_t target : done) OnJobDone(target);
+  for (int64_t target : cpu_.OnTick(now_, generation)) OnJobDone(target);
 }
 
 void Simulator::OnJobDone(int64_t target) {
@@ -494,15 +427,7 @@ void Simulator::OnJobDone(int64_t target) {
   }
   if (target == kEvalJob) return;
   if (target <= kMessageJob) {
-    const int64_t slot = kMessageJob - target;
-    const Copy& copy = copies_[static_cast<size_t>(slot)];
-    Schedule(now_ + config_.network.latency_s, copy.to_server ? EventKind::kAtServer : EventKind::kAtWorker,
-             slot);
-    std::deque<int64_t>& queue = channels_[static_cast<size_t>(copy.channel)];
-    queue.pop_front();
-    if (!queue.empty()) {
-      StartJob(kMessageJob - queue.front(), copies_[static_cast<size_t>(queue.front())].work, 1);
-    }
+    network_.CopyDone(now_, kMessageJob - target);
     return;
   }
   SimWorker& w = workers_[static_cast<size_t>(target)];
