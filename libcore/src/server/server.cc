@@ -115,7 +115,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void CheckSilence();
   // Loads --resume into the model, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
-  // What this run's checkpoints record of it, and resuming checks.
+  // The names this run's checkpoints record, which one resumed must match.
   CheckpointIdentity Identity() const;
   // Hands a checkpoint to the writer when one is due and every update
   // queued has been applied.
