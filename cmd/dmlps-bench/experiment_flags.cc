@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cmd/dmlps-bench/commands.h"
+#include "dmlps/cli/flags.h"
 
 namespace dmlps::bench_cli {
 namespace {
@@ -62,16 +63,9 @@ void AddExperimentOptions(cxxopts::Options& options) {
       ("bandwidth-mbps", "Cap on what each worker sends, megabits/s, per worker or one for all "
        "(0: no cap)", cxxopts::value<std::string>()->default_value("0"), "M,...")
       ("bandwidth-schedule", "Bandwidth cap by iteration for some workers: "
-       "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100", cxxopts::value<std::string>(), "SPEC")
-      ("model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]",
-       cxxopts::value<std::string>()->default_value(d.model), "SPEC")
-      ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
-       cxxopts::value<std::string>()->default_value(d.data), "SPEC")
-      ("batch", "Samples per worker step (lbbsp: the mean)",
-       cxxopts::value<std::string>()->default_value(std::to_string(d.batch)), "B")
-      ("lr", "Learning rate", cxxopts::value<std::string>()->default_value("0.1"), "RATE")
-      ("momentum", "Momentum of the server's optimizer",
-       cxxopts::value<std::string>()->default_value("0.9"), "MU")
+       "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100", cxxopts::value<std::string>(), "SPEC");
+  cli::AddTrainingOptions(options, "Experiment", {d.model, d.data, d.batch, d.lr, d.momentum});
+  options.add_options("Experiment")
       ("target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
        cxxopts::value<std::string>()->default_value("0.85"), "ACC")
       ("eval-every", "Iterations between evaluations: the granularity of the time to target",
@@ -93,11 +87,12 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   for (const std::string& p : e.policies) {
     if (p.empty()) flags.AddProblem("--policies: an empty entry");
   }
-  e.model = flags.String("model");
-  e.data = flags.String("data");
-  e.batch = flags.Int("batch", 1, 1 << 24);
-  e.lr = flags.Real("lr", 0, 1e6);
-  e.momentum = flags.Real("momentum", 0, 1);
+  const cli::TrainingFlags training = cli::ReadTrainingOptions(flags);
+  e.model = training.model;
+  e.data = training.data;
+  e.batch = training.batch;
+  e.lr = training.lr;
+  e.momentum = training.momentum;
   e.target = flags.Real("target", 0, 1);
   e.eval_every = flags.Int("eval-every", 1);
   e.max_iterations = flags.Int("max-iterations", 0);

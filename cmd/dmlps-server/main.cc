@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "dmlps/cli/cli.h"
+#include "dmlps/cli/flags.h"
 #include "dmlps/launch/launch.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/server/server.h"
@@ -80,16 +81,10 @@ int main(int argc, char** argv) {
        cxxopts::value<std::string>()->default_value("0"), "N")
       ("token-size", "token: samples per token",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.policy.token_size)), "N");
+  dmlps::cli::AddTrainingOptions(options, "Training",
+                                 {defaults.model, defaults.data, defaults.batch, defaults.lr,
+                                  defaults.momentum});
   options.add_options("Training")
-      ("model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]",
-       cxxopts::value<std::string>()->default_value(defaults.model), "SPEC")
-      ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE (test set FILE.t)",
-       cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
-      ("batch", "Samples per worker step",
-       cxxopts::value<std::string>()->default_value(std::to_string(defaults.batch)), "B")
-      ("lr", "Learning rate", cxxopts::value<std::string>()->default_value("0.05"), "RATE")
-      ("momentum", "Momentum (0 for plain SGD)",
-       cxxopts::value<std::string>()->default_value("0.9"), "MU")
       ("seed", "Seed for the initial model and the workers' sampling",
        cxxopts::value<std::string>()->default_value(std::to_string(defaults.seed)), "N")
       ("threads", "Threads that sum pushes and apply updates (1..256)",
@@ -132,11 +127,12 @@ int main(int argc, char** argv) {
   config.workers = flags.Int("workers", 1, 100000);
   config.policy.name = flags.String("policy");
   config.policy.staleness = flags.Int("staleness", 0, 1000000);
-  config.model = flags.String("model");
-  config.data = flags.String("data");
-  config.batch = flags.Int("batch", 1, 1 << 24);
-  config.lr = flags.Real("lr", 0, 1e6);
-  config.momentum = flags.Real("momentum", 0, 1);
+  const dmlps::cli::TrainingFlags training = dmlps::cli::ReadTrainingOptions(flags);
+  config.model = training.model;
+  config.data = training.data;
+  config.batch = training.batch;
+  config.lr = training.lr;
+  config.momentum = training.momentum;
   config.seed = static_cast<uint64_t>(flags.Int("seed", 0));
   config.threads = flags.Int("threads", 1, 256);
   config.target_accuracy = flags.Real("target-accuracy", 0, 1);
