@@ -5,22 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <sstream>
 
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/flags.h"
+#include "dmlps/cli/values.h"
 
 namespace dmlps::bench_cli {
 namespace {
-
-std::vector<std::string> SplitOn(const std::string& text, char separator) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, separator)) items.push_back(item);
-  if (!text.empty() && text.back() == separator) items.push_back("");
-  return items;
-}
 
 // The factors as the user would type them, 1,1,1,4, with a run of more
 // than three equal ones shortened: 1 (x4095),4.
@@ -83,7 +74,7 @@ void AddExperimentOptions(cxxopts::Options& options) {
 bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   bench::Experiment e;
   e.workers = flags.Int("workers", 1, 100000);
-  e.policies = SplitOn(flags.String("policies"), ',');
+  e.policies = cli::SplitList(flags.String("policies"), ',');
   for (const std::string& p : e.policies) {
     if (p.empty()) flags.AddProblem("--policies: an empty entry");
   }
@@ -133,7 +124,7 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   // RANK=I:V,...[;RANK=...]: a schedule for each worker named.
   auto schedules = [&](const std::string& flag, auto parse, auto member) {
     if (!flags.Has(flag)) return;
-    for (const std::string& entry : SplitOn(flags.String(flag), ';')) {
+    for (const std::string& entry : cli::SplitList(flags.String(flag), ';')) {
       const size_t eq = entry.find('=');
       int64_t rank = -1;
       if (eq != std::string::npos && eq > 0 &&

@@ -4,22 +4,13 @@
 
 #include <algorithm>
 #include <iostream>
-#include <sstream>
 
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/bench/transport.h"
+#include "dmlps/cli/values.h"
 
 namespace dmlps::bench_cli {
 namespace {
-
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) items.push_back(item);
-  if (!text.empty() && text.back() == ',') items.push_back("");
-  return items;
-}
 
 std::string JoinSizes(const std::vector<int64_t>& sizes) {
   std::string text;
@@ -43,7 +34,7 @@ std::string JoinCounts(const std::vector<int64_t>& counts) {
 std::vector<int64_t> ReadCounts(cli::FlagReader& flags, const std::string& flag,
                                 const std::string& noun) {
   std::vector<int64_t> counts;
-  for (const std::string& item : SplitList(flags.String(flag))) {
+  for (const std::string& item : cli::SplitList(flags.String(flag))) {
     if (item.empty() || item.size() > 4 ||
         !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       flags.AddProblem("--" + flag + ": '" + item + "' is not a number of " + noun);
@@ -94,11 +85,11 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
     return true;
   };
   config.sizes.clear();
-  for (const std::string& item : SplitList(flags.String("sizes"))) {
+  for (const std::string& item : cli::SplitList(flags.String("sizes"))) {
     int64_t bytes = 0;
     if (read_size("sizes", item, &bytes)) config.sizes.push_back(bytes);
   }
-  config.transports = SplitList(flags.String("transports"));
+  config.transports = cli::SplitList(flags.String("transports"));
   config.workers = ReadCounts(flags, "worker-counts", "workers");
   config.shards.clear();
   if (flags.String("shards") != "none") config.shards = ReadCounts(flags, "shards", "shards");

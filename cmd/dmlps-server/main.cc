@@ -1,8 +1,6 @@
 // dmlps-server: holds the model and runs a synchronization policy for a
 // cluster of dmlps-worker processes.
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -11,6 +9,7 @@
 
 #include "dmlps/cli/cli.h"
 #include "dmlps/cli/flags.h"
+#include "dmlps/cli/values.h"
 #include "dmlps/launch/launch.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/server/server.h"
@@ -146,39 +145,21 @@ int main(int argc, char** argv) {
   if (flags.Has("checkpoint")) config.checkpoint = flags.String("checkpoint");
   if (flags.Has("resume")) config.resume = flags.String("resume");
   if (flags.Has("checkpoint-every")) {
-    const std::string every = flags.String("checkpoint-every");
-    const bool seconds = !every.empty() && every.back() == 's';
-    const std::string number = seconds ? every.substr(0, every.size() - 1) : every;
-    char* end = nullptr;
-    const double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
-    if (end == nullptr || *end != '\0' || !(value > 0) || !std::isfinite(value) ||
-        (!seconds && (value != std::floor(value) || value > 1e12))) {
-      flags.AddProblem("--checkpoint-every: '" + every +
-                       "' is neither a positive whole number of iterations nor seconds like 30s");
-    } else if (seconds) {
-      config.checkpoint_every_seconds = value;
+    if (auto every = dmlps::cli::ParseCheckpointEvery(flags.String("checkpoint-every")); every.ok()) {
+      config.checkpoint_every_iterations = every->iterations;
+      config.checkpoint_every_seconds = every->seconds;
     } else {
-      config.checkpoint_every_iterations = static_cast<int64_t>(value);
+      flags.AddProblem("--checkpoint-every: " + every.status().message());
     }
   }
   if (flags.Has("trace")) config.trace = flags.String("trace");
   if (flags.Has("save-model")) config.save_model = flags.String("save-model");
   config.deterministic = flags.Has("deterministic");
-  {
-    const std::string shard = flags.String("shard");
-    const size_t slash = shard.find('/');
-    char* end_index = nullptr;
-    char* end_count = nullptr;
-    const std::string index = shard.substr(0, slash);
-    const std::string count = slash == std::string::npos ? "" : shard.substr(slash + 1);
-    const long long i = std::strtoll(index.c_str(), &end_index, 10);
-    const long long n = std::strtoll(count.c_str(), &end_count, 10);
-    if (index.empty() || count.empty() || *end_index != '\0' || *end_count != '\0') {
-      flags.AddProblem("--shard: '" + shard + "' is not I/S (e.g. 1/3)");
-    } else {
-      config.shard_index = i;
-      config.shard_count = n;
-    }
+  if (auto shard = dmlps::cli::ParseShard(flags.String("shard")); shard.ok()) {
+    config.shard_index = shard->index;
+    config.shard_count = shard->count;
+  } else {
+    flags.AddProblem("--shard: " + shard.status().message());
   }
   if (config.shard_index > 0 || flags.Has("coordinator")) {
     config.coordinator = flags.String("coordinator");
