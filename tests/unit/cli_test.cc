@@ -2,9 +2,15 @@
 // share: every good spelling, and every bad one with its one-line message.
 #include <doctest/doctest.h>
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "dmlps/cli/programs.h"
 #include "dmlps/cli/values.h"
 
 namespace dmlps::cli {
@@ -90,6 +96,32 @@ TEST_CASE("Lists split at their separator, keeping empty items") {
   CHECK(SplitList(",") == Items{"", ""});
   CHECK(SplitList("0=0:1;3=150:4", ';') == Items{"0=0:1", "3=150:4"});
   CHECK(SplitList("a,b;c", ';') == Items{"a,b", "c"});
+}
+
+TEST_CASE("--report is written whole, or not at all with an IOError") {
+  namespace fs = std::filesystem;
+  std::string folder = (fs::temp_directory_path() / "dmlps-cli-test.XXXXXX").string();
+  REQUIRE(mkdtemp(folder.data()) != nullptr);
+  server::RunReport report;
+  report.target_reached = true;
+  report.iterations = 1234;
+  report.seconds = 5.5;
+  std::ostringstream expected;
+  server::WriteRunReport(report, expected);
+
+  const std::string path = folder + "/report.tsv";
+  REQUIRE(WriteRunReportFile(report, path).ok());
+  std::ifstream in(path);
+  std::stringstream written;
+  written << in.rdbuf();
+  CHECK(written.str() == expected.str());
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+
+  const Status missing = WriteRunReportFile(report, folder + "/no/such/folder/report.tsv");
+  CHECK(missing.code() == StatusCode::kIOError);
+  CHECK(missing.message() == "cannot write " + folder + "/no/such/folder/report.tsv");
+  std::error_code ec;
+  fs::remove_all(folder, ec);
 }
 
 }  // namespace
