@@ -1,7 +1,5 @@
 // The flags run and sim share: the job, per-worker straggler profiles and
-// the policies to compare; and --format.
-#include <spdlog/fmt/fmt.h>
-
+// the policies to compare; --format; and the one parser of them all.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,27 +9,6 @@
 #include "dmlps/cli/values.h"
 
 namespace dmlps::bench_cli {
-namespace {
-
-// The factors as the user would type them, 1,1,1,4, with a run of more
-// than three equal ones shortened: 1 (x4095),4.
-std::string JoinFactors(const std::vector<worker::StragglerSpec>& specs) {
-  std::string text;
-  for (size_t i = 0; i < specs.size();) {
-    size_t run = 1;
-    while (i + run < specs.size() && specs[i + run].slowdown == specs[i].slowdown) ++run;
-    const size_t shown = run > 3 ? 1 : run;
-    for (size_t k = 0; k < shown; ++k) {
-      if (!text.empty()) text += ',';
-      text += fmt::format("{}", specs[i].slowdown);
-    }
-    if (run > 3) text += fmt::format(" (x{})", run);
-    i += run;
-  }
-  return text;
-}
-
-}  // namespace
 
 void AddExperimentOptions(cxxopts::Options& options) {
   const bench::Experiment d;
@@ -125,23 +102,17 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   auto schedules = [&](const std::string& flag, auto parse, auto member) {
     if (!flags.Has(flag)) return;
     for (const std::string& entry : cli::SplitList(flags.String(flag), ';')) {
-      const size_t eq = entry.find('=');
-      int64_t rank = -1;
-      if (eq != std::string::npos && eq > 0 &&
-          entry.find_first_not_of("0123456789") == eq && eq < 7) {
-        rank = std::stoll(entry.substr(0, eq));
-      }
-      if (rank < 0 || rank >= n) {
-        flags.AddProblem("--" + flag + ": '" + entry + "' is not RANK=I:V,... with RANK in 0.." +
-                         std::to_string(n - 1));
+      Result<std::pair<int64_t, std::string>> ranked = bench::ParseRankEntry(entry, n);
+      if (!ranked.ok()) {
+        flags.AddProblem("--" + flag + ": " + ranked.status().message());
         continue;
       }
-      auto schedule = parse(entry.substr(eq + 1));
+      auto schedule = parse(ranked->second);
       if (!schedule.ok()) {
         flags.AddProblem("--" + flag + ": " + schedule.status().message());
         continue;
       }
-      e.stragglers[static_cast<size_t>(rank)].*member = *schedule;
+      e.stragglers[static_cast<size_t>(ranked->first)].*member = *schedule;
     }
   };
   schedules("slowdown-schedule", worker::ParseSlowdownSchedule, &worker::StragglerSpec::schedule);
@@ -151,17 +122,16 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   return e;
 }
 
-std::string Describe(const bench::Experiment& e) {
-  std::string text = fmt::format("{} workers, {}, {}, batch {}, lr {}, slowdown {}", e.workers,
-                                 e.model, e.data, e.batch, e.lr, JoinFactors(e.stragglers));
-  if (e.target > 0) {
-    text += fmt::format(", target {}", e.target);
-  } else {
-    text += ", no target (times are to the end of each run)";
-  }
-  if (e.max_iterations > 0) text += fmt::format(", at most {} iterations", e.max_iterations);
-  text += fmt::format(", {} run{} each", e.repeat, e.repeat == 1 ? "" : "s");
-  return text;
+void AddOptions(cxxopts::Options& options) {
+  AddExperimentOptions(options);
+  AddRunOptions(options);
+  AddSimOptions(options);
+  AddTransportOptions(options);
+  AddProfileOptions(options);
+  AddOutputOptions(options);
+  options.add_options("Positional")("subcommand", "", cxxopts::value<std::string>());
+  options.parse_positional({"subcommand"});
+  cli::AddCommonOptions(options);
 }
 
 void AddOutputOptions(cxxopts::Options& options) {

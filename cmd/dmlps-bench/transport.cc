@@ -1,33 +1,26 @@
 // dmlps-bench transport: parses the Transport flags, runs
 // bench::RunTransportBench and prints its table on stdout.
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
-#include <iostream>
 
 #include "cmd/dmlps-bench/commands.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/cli/bench_programs.h"
 #include "dmlps/cli/values.h"
 
 namespace dmlps::bench_cli {
 namespace {
 
-std::string JoinSizes(const std::vector<int64_t>& sizes) {
+// The values as `format` spells each, comma-separated: a default for --help.
+std::string JoinValues(const std::vector<int64_t>& values, std::string (*format)(int64_t)) {
   std::string text;
-  for (int64_t s : sizes) {
+  for (int64_t v : values) {
     if (!text.empty()) text += ',';
-    text += bench::FormatByteSize(s);
+    text += format(v);
   }
   return text;
 }
 
 std::string JoinCounts(const std::vector<int64_t>& counts) {
-  std::string text;
-  for (int64_t n : counts) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(n);
-  }
-  return text;
+  return JoinValues(counts, [](int64_t n) { return std::to_string(n); });
 }
 
 // A comma-separated list of counts (range checks are ValidateTransportConfig's).
@@ -51,7 +44,7 @@ void AddTransportOptions(cxxopts::Options& options) {
   const bench::TransportConfig d;
   options.add_options("Transport")
       ("sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G",
-       cxxopts::value<std::string>()->default_value(JoinSizes(d.sizes)), "SIZE,...")
+       cxxopts::value<std::string>()->default_value(JoinValues(d.sizes, bench::FormatByteSize)), "SIZE,...")
       ("transports", "Transports to measure: tcp (loopback), ipc",
        cxxopts::value<std::string>()->default_value("tcp,ipc"), "LIST")
       ("worker-counts", "Workers of the dmlps clusters measured, comma-separated",
@@ -105,26 +98,7 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
 
   cli::SetupLogging(kProgram, parsed);
-  const std::atomic<int>* signal = cli::InstallSignalHandlers();
-  auto progress = [](const bench::TransportRow& row) {
-    std::string who;
-    if (row.shards > 0) who += fmt::format(" over {} shard{}", row.shards, row.shards == 1 ? "" : "s");
-    if (row.workers > 0) {
-      who += fmt::format(" with {} worker{}", row.workers, row.workers == 1 ? "" : "s");
-    }
-    if (row.threads > 0) {
-      who += fmt::format(" on {} thread{}", row.threads, row.threads == 1 ? "" : "s");
-    }
-    spdlog::info("{} {} {}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
-                 row.transport, bench::FormatByteSize(row.bytes), row.what, who,
-                 row.ms.median, row.ms.min, row.ms.max, row.gbps);
-  };
-  Result<bench::TransportReport> report = bench::RunTransportBench(config, signal, progress);
-  if (signal->load() != 0) return cli::ExitCodeForSignal(signal->load());
-  if (!report.ok()) return cli::ReportError(kProgram, report.status());
-  bench::WriteTransportReport(*report, format, std::cout);
-  std::cout.flush();
-  return 0;
+  return cli::RunBenchTransportProgram(config, format);
 }
 
 }  // namespace dmlps::bench_cli

@@ -10,7 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "dmlps/bench/experiment.h"
+#include "dmlps/bench/run.h"
 #include "dmlps/cli/programs.h"
+#include "dmlps/cli/subcommands.h"
 #include "dmlps/cli/values.h"
 
 namespace dmlps::cli {
@@ -122,6 +125,99 @@ TEST_CASE("--report is written whole, or not at all with an IOError") {
   CHECK(missing.message() == "cannot write " + folder + "/no/such/folder/report.tsv");
   std::error_code ec;
   fs::remove_all(folder, ec);
+}
+
+TEST_CASE("A schedule entry names a rank below the workers, then its schedule") {
+  Result<std::pair<int64_t, std::string>> entry = bench::ParseRankEntry("3=0:1,150:4", 4);
+  REQUIRE(entry.ok());
+  CHECK(entry->first == 3);
+  CHECK(entry->second == "0:1,150:4");
+  entry = bench::ParseRankEntry("0=", 1);
+  REQUIRE(entry.ok());
+  CHECK(entry->first == 0);
+  CHECK(entry->second == "");
+  for (const char* text : {"4=0:1", "x", "=0:1", "-1=0:1", "a=0:1", "1a=0:1", "1234567=0:1",
+                           "+1=0:1", ""}) {
+    CAPTURE(text);
+    entry = bench::ParseRankEntry(text, 4);
+    REQUIRE_FALSE(entry.ok());
+    CHECK(entry.status().message() == Quoted(text) + " is not RANK=I:V,... with RANK in 0..3");
+  }
+}
+
+TEST_CASE("An experiment's title says its job, its stragglers and its end") {
+  bench::Experiment e;
+  e.stragglers.assign(4, worker::StragglerSpec{});
+  e.stragglers.back().slowdown = 4;
+  CHECK(bench::DescribeExperiment(e) ==
+        "4 workers, mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1,1,1,4, target 0.85, "
+        "1 run each");
+  e.workers = 4096;
+  e.stragglers.assign(4096, worker::StragglerSpec{});
+  e.stragglers.back().slowdown = 2.5;
+  e.target = 0;
+  e.max_iterations = 300;
+  e.repeat = 3;
+  CHECK(bench::DescribeExperiment(e) ==
+        "4096 workers, mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1 (x4095),2.5, no "
+        "target (times are to the end of each run), at most 300 iterations, 3 runs each");
+}
+
+TEST_CASE("A run of dmlps-bench run has a folder and a line of outcome") {
+  CHECK(bench::RunFolderName("ssp:3", 2) == "ssp-3-2");
+  CHECK(bench::RunFolderName("lbbsp:a/b", 1) == "lbbsp-a-b-1");
+  bench::RunResult r;
+  r.seconds = 12.345;
+  r.iterations = 400;
+  r.accuracy = 0.85123;
+  r.compute_ratio_mean = 0.9;
+  r.compute_ratio_min = 0.5;
+  r.reached = true;
+  CHECK(bench::DescribeOutcome(r, true) ==
+        "reached the target in 12.35 s, 400 iterations, accuracy 0.8512, compute ratio "
+        "0.900/0.500");
+  r.reached = false;
+  CHECK(bench::DescribeOutcome(r, true).rfind("missed the target after 12.35 s", 0) == 0);
+  CHECK(bench::DescribeOutcome(r, false).rfind("ran 12.35 s", 0) == 0);
+  r.failure = "the server exited 70";
+  CHECK(bench::DescribeOutcome(r, true) == "FAILED: the server exited 70");
+}
+
+struct Entry {
+  const char* name;
+  const char* help;
+};
+const Entry kTable[] = {{"summary", "one"}, {"merge", "two"}, {"plot", "three"}};
+
+TEST_CASE("A subcommand table makes the help and names its entries") {
+  CHECK(DescribeSubcommands("Intro.\n\n", kTable, 10) ==
+        "Intro.\n\nSubcommands:\n  summary   one\n  merge     two\n  plot      three\n");
+  CHECK(SubcommandNames(kTable) == "summary, merge, plot");
+  CHECK(SubcommandNames(kTable, " or ") == "summary, merge or plot");
+  const Entry one[] = {{"run", ""}};
+  CHECK(SubcommandNames(one, " or ") == "run");
+}
+
+TEST_CASE("The subcommand is found by name, or its absence said") {
+  cxxopts::Options options("prog");
+  options.add_options()("subcommand", "", cxxopts::value<std::string>());
+  options.parse_positional({"subcommand"});
+  auto find = [&](std::vector<const char*> argv, std::vector<std::string>* problems) {
+    argv.insert(argv.begin(), "prog");
+    const cxxopts::ParseResult parsed =
+        options.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    FlagReader flags(parsed);
+    const Entry* entry = FindSubcommand(flags, kTable, "NAMES");
+    *problems = flags.problems();
+    return entry;
+  };
+  std::vector<std::string> problems;
+  CHECK(find({"merge"}, &problems) == &kTable[1]);
+  CHECK(problems.empty());
+  CHECK(find({}, &problems) == nullptr);
+  CHECK(problems == std::vector<std::string>{"no subcommand (NAMES)"});
+  CHECK(find({"nope"}, &problems) == nullptr);
+  CHECK(problems == std::vector<std::string>{"unknown subcommand 'nope' (NAMES)"});
 }
 
 }  // namespace

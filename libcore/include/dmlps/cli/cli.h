@@ -64,6 +64,10 @@ int ReportUsageErrors(std::string_view program, const std::vector<std::string>& 
 // Prints "program: error: message"; returns the exit code for the status.
 int ReportError(std::string_view program, const Status& status);
 
+// The folder this program lives in ("." when /proc cannot say): the dmlps
+// binaries are installed, and built, side by side.
+std::string ProgramFolder();
+
 // SIGINT and SIGTERM set a flag instead of killing the process, so runs can
 // stop their peers and exit cleanly. Returns the flag (0, or the signal).
 const std::atomic<int>* InstallSignalHandlers();
