@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cxxopts.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/report.h"
@@ -20,6 +22,8 @@ inline constexpr std::string_view kProgram = cli::kBenchProgram;
 // Every subcommand's option groups, the positional SUBCOMMAND and the
 // Common flags: one parser for all.
 void AddOptions(cxxopts::Options& options);
+// The option groups, in the order --help shows them.
+const std::vector<std::string>& HelpGroups();
 
 // "Experiment": the job, the straggler profiles and the policies, shared by
 // run and sim.

@@ -122,6 +122,12 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   return e;
 }
 
+const std::vector<std::string>& HelpGroups() {
+  static const std::vector<std::string> kGroups = {"Experiment", "Run",    "Simulation", "Transport",
+                                                   "Profile",    "Output", "Common"};
+  return kGroups;
+}
+
 void AddOptions(cxxopts::Options& options) {
   AddExperimentOptions(options);
   AddRunOptions(options);

@@ -46,17 +46,17 @@ int main(int argc, char** argv) {
                                "to stderr.\n\n", Subcommands(), 11));
   options.positional_help("SUBCOMMAND");
   bench_cli::AddOptions(options);
-  const std::vector<std::string> groups = {"Experiment", "Run",     "Simulation", "Transport",
-                                           "Profile",    "Output", "Common"};
+
   int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed = cli::ParseArgs(options, groups, argc, argv, &exit_code);
+  std::optional<cxxopts::ParseResult> parsed =
+      cli::ParseArgs(options, bench_cli::HelpGroups(), argc, argv, &exit_code);
   if (!parsed) return exit_code;
   cli::FlagReader flags(*parsed);
 
   const Subcommand* subcommand =
       cli::FindSubcommand(flags, Subcommands(), cli::SubcommandNames(Subcommands()));
   if (subcommand == nullptr) return cli::ReportUsageErrors(bench_cli::kProgram, flags.problems());
-  cli::RefuseOtherGroupsFlags(flags, options, *parsed, subcommand->name, groups, subcommand->groups,
-                              subcommand->borrowed);
+  cli::RefuseOtherGroupsFlags(flags, options, *parsed, subcommand->name, bench_cli::HelpGroups(),
+                              subcommand->groups, subcommand->borrowed);
   return subcommand->body(*parsed, flags);
 }

@@ -66,9 +66,8 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
       ("ema-alpha", "lbbsp with --predictor ema: weight of the newest speed",
        cxxopts::value<std::string>()->default_value("0.5"), "A")
       ("arima-order", "lbbsp with --predictor arima: the order P,D,Q",
-       cxxopts::value<std::string>()->default_value(std::to_string(defaults.arima_p) + "," +
-                                                    std::to_string(defaults.arima_d) + "," +
-                                                    std::to_string(defaults.arima_q)),
+       cxxopts::value<std::string>()->default_value(
+           cli::FormatArimaOrder(defaults.arima_p, defaults.arima_d, defaults.arima_q)),
        "P,D,Q")
       ("lb-step", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))",
        cxxopts::value<std::string>()->default_value("0"), "N")

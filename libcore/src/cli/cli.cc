@@ -74,6 +74,11 @@ double FlagReader::Real(const std::string& name, double min, double max) {
   return value;
 }
 
+std::vector<std::string> FlagReader::List(const std::string& name) const {
+  if (!Has(name)) return {};
+  return result_[name].as<std::vector<std::string>>();
+}
+
 void FlagReader::AddProblems(const std::vector<std::string>& problems) {
   for (const std::string& p : problems) {
     // One complaint per flag: a value already refused is not judged again.

@@ -53,4 +53,8 @@ std::vector<std::string> SplitList(std::string_view text, char separator) {
   return items;
 }
 
+std::string FormatArimaOrder(int64_t p, int64_t d, int64_t q) {
+  return std::to_string(p) + "," + std::to_string(d) + "," + std::to_string(q);
+}
+
 }  // namespace dmlps::cli

@@ -35,6 +35,8 @@ class FlagReader {
   double Real(const std::string& name, double min = -std::numeric_limits<double>::infinity(),
               double max = std::numeric_limits<double>::infinity());
   bool Has(const std::string& name) const { return result_.count(name) > 0; }
+  // The values of a list flag, such as positional FILE...; none when absent.
+  std::vector<std::string> List(const std::string& name) const;
 
   void AddProblem(std::string problem) { problems_.push_back(std::move(problem)); }
   // Adds problems found later, skipping those about a flag already refused.

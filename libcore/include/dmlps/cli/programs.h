@@ -6,14 +6,18 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dmlps/base/status.h"
 #include "dmlps/launch/launch.h"
 #include "dmlps/server/server.h"
+#include "dmlps/worker/worker.h"
 
 namespace dmlps::cli {
 
 inline constexpr std::string_view kServerProgram = "dmlps-server";
+inline constexpr std::string_view kWorkerProgram = "dmlps-worker";
+inline constexpr std::string_view kKeygenProgram = "dmlps-keygen";
 
 // Writes the report as server::WriteRunReport does, whole under a temporary
 // name first, so that a reader never sees half a report. IOError when it
@@ -26,6 +30,16 @@ Status WriteRunReportFile(const server::RunReport& report, const std::string& pa
 // code of the error. REQUIRES: config checked by server::ValidateConfig,
 // logging set up.
 int RunServerProgram(const server::ServerConfig& config, const launch::Launcher& launcher);
+
+// Trains until the server says stop or a signal stops it. Exit: 0; 128+N
+// on signal N; else the code of the error (69 when no server answers).
+// REQUIRES: config checked by worker::ValidateConfig, logging set up.
+int RunWorkerProgram(const worker::WorkerConfig& config, const launch::Launcher& launcher);
+
+// Makes a CURVE key pair for each name, NAME.key and NAME.pub (replacing
+// files that exist only when `force`), and prints each public key on
+// stdout. Stops at the first pair it cannot make or write.
+int RunKeygenProgram(const std::vector<std::string>& names, bool force);
 
 }  // namespace dmlps::cli
 

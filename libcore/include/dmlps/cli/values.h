@@ -37,6 +37,10 @@ Result<CheckpointEvery> ParseCheckpointEvery(std::string_view text);
 // "a" and ""); "" is no item at all.
 std::vector<std::string> SplitList(std::string_view text, char separator = ',');
 
+// "P,D,Q", as predict::ParseArimaOrder reads it back: the default that
+// --arima-order shows.
+std::string FormatArimaOrder(int64_t p, int64_t d, int64_t q);
+
 }  // namespace dmlps::cli
 
 #endif  // DMLPS_CLI_VALUES_H_
