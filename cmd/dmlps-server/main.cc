@@ -3,12 +3,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
 
+#include "dmlps/base/file.h"
 #include "dmlps/cli/cli.h"
 #include "dmlps/launch/launch.h"
 #include "dmlps/predict/predictor.h"
@@ -240,11 +240,9 @@ int main(int argc, char** argv) {
   if (!report.ok()) return dmlps::cli::ReportError("dmlps-server", report.status());
   if (!config.report.empty()) {
     // Written whole under a temporary name, so a reader never sees half a report.
-    const std::string tmp = config.report + ".tmp";
-    std::ofstream out(tmp);
-    dmlps::server::WriteRunReport(*report, out);
-    out.close();
-    if (!out || std::rename(tmp.c_str(), config.report.c_str()) != 0) {
+    std::ostringstream text;
+    dmlps::server::WriteRunReport(*report, text);
+    if (!dmlps::WriteFileAtomically(config.report, text.str()).ok()) {
       return dmlps::cli::ReportError("dmlps-server",
                                      dmlps::Status::IOError("cannot write " + config.report));
     }
