@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "dmlps/model/model.h"
+#include "dmlps/predict/batches.h"
 #include "dmlps/predict/predictor.h"
-#include "dmlps/sync/lbbsp.h"
 
 namespace {
 
@@ -105,7 +105,7 @@ int main() {
       subject.predictors[w]->Observe(o);
     }
     for (int64_t w = 0; w < workers; ++w) speed[w] = subject.predictors[w]->Predict();
-    subject.batches = sync::AnalyticBatches(batch * workers, speed, subject.batches, caps);
+    subject.batches = predict::AnalyticBatches(batch * workers, speed, subject.batches, caps);
     checksum += static_cast<double>(subject.batches[0]);
   };
   for (Subject& subject : subjects) {

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "dmlps/predict/batches.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/predict/replay.h"
-#include "dmlps/sync/lbbsp.h"
 #include "dmlps/trace/trace.h"
 
 namespace dmlps::predict {
@@ -446,7 +446,7 @@ TEST_CASE("replay: every worker under every predictor, the all rows, and a plan 
     // 1 : 2 : 4 of 700, and exactly what the policy's allocation gives.
     CHECK(batch[0] == doctest::Approx(100).epsilon(0.03));
     CHECK(batch[2] == doctest::Approx(400).epsilon(0.03));
-    CHECK(batch == sync::AnalyticBatches(700, speed, {234, 233, 233}, {0, 0, 0}));
+    CHECK(batch == AnalyticBatches(700, speed, {234, 233, 233}, {0, 0, 0}));
   }
 
   // Fewer predictors, in the order given.

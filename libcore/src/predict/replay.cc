@@ -9,7 +9,7 @@
 #include <map>
 
 #include "dmlps/base/json.h"
-#include "dmlps/sync/lbbsp.h"
+#include "dmlps/predict/batches.h"
 
 namespace dmlps::predict {
 namespace {
@@ -262,7 +262,7 @@ Result<ReplayReport> ReplayTraces(const std::vector<trace::Record>& records,
     for (size_t p = 0; p < predictors; ++p) {
       std::vector<double> speed(workers);
       for (size_t w = 0; w < workers; ++w) speed[w] = report.rows[w * predictors + p].next_speed;
-      const std::vector<int64_t> batch = sync::AnalyticBatches(options.plan, speed, even, caps);
+      const std::vector<int64_t> batch = AnalyticBatches(options.plan, speed, even, caps);
       for (size_t w = 0; w < workers; ++w) {
         report.rows[w * predictors + p].batch = batch[w];
         all[p].next_speed += speed[w];
