@@ -13,7 +13,7 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
-#include "dmlps/server/model_store.h"
+#include "server/model_store.h"
 
 namespace dmlps {
 namespace {

@@ -20,10 +20,10 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/checkpoint.h"
-#include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
+#include "server/model_store.h"
 #include "server/shard.h"
 
 namespace dmlps::server {

@@ -18,9 +18,9 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
-#include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/loop.h"
+#include "server/model_store.h"
 
 namespace dmlps::server {
 
