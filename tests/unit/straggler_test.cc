@@ -1,5 +1,5 @@
 // Checks each kind of emulated slowness against its definition in the
-// "Emulating heterogeneity" section of ALGORITHMS.md.
+// "Emulating heterogeneity" section of docs/algorithms.md.
 #include <doctest/doctest.h>
 
 #include <algorithm>
