@@ -1,6 +1,5 @@
 // Tests for datasets: IDX and LIBSVM readers, sharding, batching, data specs.
 #include <doctest/doctest.h>
-#include <stdlib.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -12,32 +11,12 @@
 #include <vector>
 
 #include "dmlps/data/dataset.h"
+#include "test_util.h"
 
 namespace dmlps::data {
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/dmlps-data-test-XXXXXX";
-    const char* made = ::mkdtemp(pattern);
-    REQUIRE(made != nullptr);
-    path_ = made;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 using Bytes = std::vector<uint8_t>;
 
