@@ -14,28 +14,19 @@
 #include "dmlps/model/backend.h"
 #include "dmlps/model/model.h"
 #include "model/cnn.h"
+#include "model_test_util.h"
 
 namespace dmlps::model {
 namespace {
 
-ModelSpec MustParse(std::string_view text, int64_t input_dim, int64_t classes) {
-  Result<ModelSpec> spec = ParseModelSpec(text, input_dim, classes);
-  REQUIRE_MESSAGE(spec.ok(), spec.status().message());
-  return *spec;
-}
+using testing::MustParse;
+using testing::RandomLabels;
 
 std::vector<double> RandomVector(int64_t n, double scale, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> dist(-scale, scale);
   std::vector<double> v(static_cast<size_t>(n));
   for (double& e : v) e = dist(rng);
   return v;
-}
-
-std::vector<int32_t> RandomLabels(int64_t n, int64_t classes, std::mt19937_64& rng) {
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(classes - 1));
-  std::vector<int32_t> y(static_cast<size_t>(n));
-  for (int32_t& label : y) label = dist(rng);
-  return y;
 }
 
 double Dot(const std::vector<double>& a, const std::vector<double>& b) {
