@@ -1,5 +1,7 @@
 # Fish completion for dmlps-bench(1).
 
+source (dirname (status filename))/__dmlps_common.fish
+
 set -l c dmlps-bench
 set -l subcommands run sim transport profile
 
@@ -54,8 +56,4 @@ complete -c $c -l factor -x -d 'profile: each batch size this many times the one
 complete -c $c -l reps -x -d 'profile: timed steps per batch size'
 complete -c $c -l format -x -d 'Output' -a 'table tsv json'
 
-complete -c $c -s h -l help -d 'Print the subcommands and options and exit'
-complete -c $c -l version -d 'Print the version and exit'
-complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
-complete -c $c -s q -l quiet -d 'Log only warnings and errors'
-complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
+__dmlps_complete_common $c 'Print the subcommands and options and exit'
