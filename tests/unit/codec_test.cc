@@ -134,6 +134,21 @@ TEST_CASE("every message type survives a round trip") {
   CHECK(TypeOf(*got) == MsgType::kError);
 }
 
+TEST_CASE("each message type has its name, in the order of the Body variant") {
+  const std::vector<std::pair<MsgType, std::string_view>> names = {
+      {MsgType::kHello, "Hello"},       {MsgType::kWelcome, "Welcome"},
+      {MsgType::kPull, "Pull"},         {MsgType::kModel, "Model"},
+      {MsgType::kPush, "Push"},         {MsgType::kStop, "Stop"},
+      {MsgType::kHeartbeat, "Heartbeat"}, {MsgType::kError, "Error"},
+      {MsgType::kContinue, "Continue"}, {MsgType::kSyncNow, "SyncNow"},
+      {MsgType::kChunk, "Chunk"},       {MsgType::kOrders, "Orders"},
+      {MsgType::kSlice, "Slice"}};
+  for (const auto& [type, name] : names) CHECK(MsgTypeName(type) == name);
+  CHECK(MsgTypeName(TypeOf(Body(Heartbeat{}))) == "Heartbeat");
+  CHECK(MsgTypeName(static_cast<MsgType>(0)) == "unknown");
+  CHECK(MsgTypeName(static_cast<MsgType>(14)) == "unknown");
+}
+
 TEST_CASE("malformed headers are refused with a protocol error, never a crash") {
   const std::string valid = Encoded(Push{});
   // Every proper prefix of a valid header is refused.

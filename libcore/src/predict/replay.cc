@@ -278,12 +278,7 @@ Result<ReplayReport> ReplayTraces(const std::vector<trace::Record>& records,
   return report;
 }
 
-Result<ReportFormat> ParseReportFormat(std::string_view text) {
-  if (text == "table") return ReportFormat::kTable;
-  if (text == "tsv") return ReportFormat::kTsv;
-  if (text == "json") return ReportFormat::kJson;
-  return Status::InvalidArgument("unknown format '" + std::string(text) + "' (table, tsv or json)");
-}
+Result<ReportFormat> ParseReportFormat(std::string_view text) { return ParseOutputFormat(text); }
 
 namespace {
 
