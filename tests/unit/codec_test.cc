@@ -8,6 +8,7 @@
 
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
+#include "net_test_util.h"
 
 namespace dmlps::proto {
 namespace {
@@ -320,20 +321,16 @@ TEST_CASE("misaligned frames are copied once, and NaN or Inf is detected") {
 }
 
 TEST_CASE("a message crosses a real ROUTER/DEALER pair with its payload") {
-  zmq::context_t context;
-  Result<net::Endpoint> server = net::Endpoint::Bind(context, "inproc://codec-test");
-  REQUIRE(server.ok());
-  Result<net::Endpoint> client = net::Endpoint::Connect(context, "inproc://codec-test");
-  REQUIRE(client.ok());
+  testing::EndpointPair pair("inproc://codec-test");
   auto grad = std::make_shared<std::vector<float>>(3000, 0.25f);
   std::vector<zmq::message_t> payload;
   AppendTensor(grad, 1024, &payload);
   Push push;
   push.num_params = 3000;
   push.samples = 8;
-  REQUIRE(client->SendMessage(nullptr, push, std::move(payload)).ok());
+  REQUIRE(pair.client->SendMessage(nullptr, push, std::move(payload)).ok());
   net::Frames frames;
-  Result<bool> got = server->Receive(&frames, std::chrono::milliseconds(2000));
+  Result<bool> got = pair.server->Receive(&frames, std::chrono::milliseconds(2000));
   REQUIRE(got.ok());
   REQUIRE(*got);
   Result<Message> message = DecodeMessage(frames, 1);  // frame 0 names the peer
@@ -346,7 +343,7 @@ TEST_CASE("a message crosses a real ROUTER/DEALER pair with its payload") {
   CHECK(out[2999] == 0.25f);
 
   // Nothing more is coming: the wait ends at its timeout with no message.
-  got = server->Receive(&frames, std::chrono::milliseconds(50));
+  got = pair.server->Receive(&frames, std::chrono::milliseconds(50));
   REQUIRE(got.ok());
   CHECK_FALSE(*got);
 }
