@@ -21,13 +21,7 @@ namespace {
 
 using testing::MustParse;
 using testing::RandomLabels;
-
-std::vector<double> RandomVector(int64_t n, double scale, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> dist(-scale, scale);
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double& e : v) e = dist(rng);
-  return v;
-}
+using testing::RandomVector;
 
 double Dot(const std::vector<double>& a, const std::vector<double>& b) {
   double sum = 0;
@@ -124,8 +118,8 @@ TEST_CASE("Im2Col copies 3x3 neighbourhoods and Col2Im is its adjoint") {
   // <Im2Col(a), b> == <a, Col2Im(b)> for 3 channels over 2 images of 8x8.
   std::mt19937_64 rng(7);
   const int64_t c = 3, s = 8, n = 2;
-  std::vector<double> a = RandomVector(c * n * s * s, 1, rng);
-  std::vector<double> b = RandomVector(9 * c * n * s * s, 1, rng);
+  std::vector<double> a = RandomVector<double>(c * n * s * s, 1, rng);
+  std::vector<double> b = RandomVector<double>(9 * c * n * s * s, 1, rng);
   std::vector<double> a_cols(b.size()), b_back(a.size());
   Im2Col(a.data(), c, s, n, a_cols.data());
   Col2Im(b.data(), c, s, n, b_back.data());
@@ -188,7 +182,7 @@ TEST_CASE("The CNN's gradient matches central differences in double") {
     INFO(spec.Name());
     std::mt19937_64 rng(11);
     const int64_t n = spec.hidden.empty() ? 20 : 130;
-    std::vector<double> x = RandomVector(spec.input_dim * n, 1, rng);
+    std::vector<double> x = RandomVector<double>(spec.input_dim * n, 1, rng);
     std::vector<int32_t> y = RandomLabels(n, spec.classes, rng);
     std::vector<double> params = InitialParams(spec, 3);
     CnnCore<double> net(spec);
@@ -232,7 +226,7 @@ TEST_CASE("The float CNN model agrees with the double one and scores what it com
   ModelSpec spec = MustParse("cnn:4,6,8", 144, 5);
   std::mt19937_64 rng(5);
   const int64_t n = 40;
-  std::vector<double> x = RandomVector(spec.input_dim * n, 1, rng);
+  std::vector<double> x = RandomVector<double>(spec.input_dim * n, 1, rng);
   std::vector<int32_t> y = RandomLabels(n, spec.classes, rng);
   std::vector<double> params = InitialParams(spec, 9);
   CnnCore<double> reference(spec);

@@ -1,4 +1,4 @@
-// Model specs and random labels, for the tests of the MLP and the CNN.
+// Model specs and random inputs and labels, for the tests of the models.
 #ifndef DMLPS_TESTS_UNIT_MODEL_TEST_UTIL_H_
 #define DMLPS_TESTS_UNIT_MODEL_TEST_UTIL_H_
 
@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "dmlps/model/model.h"
@@ -18,6 +19,15 @@ inline ModelSpec MustParse(std::string_view text, int64_t input_dim, int64_t cla
   Result<ModelSpec> spec = ParseModelSpec(text, input_dim, classes);
   REQUIRE_MESSAGE(spec.ok(), spec.status().message());
   return *spec;
+}
+
+// n values of type T drawn uniformly from [-scale, scale].
+template <typename T>
+std::vector<T> RandomVector(int64_t n, std::type_identity_t<T> scale, std::mt19937_64& rng) {
+  std::uniform_real_distribution<T> dist(-scale, scale);
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& e : v) e = dist(rng);
+  return v;
 }
 
 // n labels drawn uniformly from [0, classes).

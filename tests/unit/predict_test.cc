@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dmlps/predict/batches.h"
@@ -257,12 +259,17 @@ TEST_CASE("predict: options are checked, and the ARIMA order parsed strictly") {
   bad.ema_alpha = 0;
   CHECK_FALSE(MakePredictor("ema", bad).ok());
   CHECK(MakePredictor("last", bad).ok());  // a setting only its predictor uses
-  bad = options;
-  bad.arima_p = 9;
-  CHECK_FALSE(MakePredictor("arima", bad).ok());
-  bad = options;
-  bad.arima_d = 3;
-  CHECK_FALSE(MakePredictor("arima", bad).ok());
+  // One setting out of range each, refused by the predictor that uses it.
+  const std::vector<std::pair<std::string, std::function<void(PredictorOptions*)>>> spoilt = {
+      {"arima", [](PredictorOptions* o) { o->arima_p = 9; }},
+      {"arima", [](PredictorOptions* o) { o->arima_d = 3; }},
+      {"narx", [](PredictorOptions* o) { o->narx_lags = 0; }},
+      {"narx", [](PredictorOptions* o) { o->narx_hidden = 257; }}};
+  for (const auto& [name, spoil] : spoilt) {
+    bad = options;
+    spoil(&bad);
+    CHECK_FALSE(MakePredictor(name, bad).ok());
+  }
   bad = options;
   bad.arima_window = ArimaPredictor::MinHistory(2, 0, 1) - 1;
   Result<std::unique_ptr<SpeedPredictor>> small = MakePredictor("arima", bad);
@@ -270,12 +277,6 @@ TEST_CASE("predict: options are checked, and the ARIMA order parsed strictly") {
   CHECK(small.status().message().find("window") != std::string::npos);
   bad.arima_window = ArimaPredictor::MinHistory(2, 0, 1);
   CHECK(MakePredictor("arima", bad).ok());
-  bad = options;
-  bad.narx_lags = 0;
-  CHECK_FALSE(MakePredictor("narx", bad).ok());
-  bad = options;
-  bad.narx_hidden = 257;
-  CHECK_FALSE(MakePredictor("narx", bad).ok());
 
   PredictorOptions parsed;
   REQUIRE(ParseArimaOrder("3,1,2", &parsed).ok());
