@@ -234,37 +234,31 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
     bytes[0] = 0x1F;
     bytes[1] = 0x8C;
     WritePlain(path, bytes);
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    CheckRefused(data, StatusCode::kDataLoss, {path, "magic"});
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss, {path, "magic"});
   }
   SUBCASE("element type other than unsigned byte") {
     const std::string path = dir.File("float-images");
     WriteGzip(path, Idx(0x0D, {4, 2, 2}, Bytes(64, 0)));
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    CheckRefused(data, StatusCode::kDataLoss, {"0x0D", "unsigned byte"});
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss, {"0x0D", "unsigned byte"});
   }
   SUBCASE("images and labels swapped") {
-    Result<Dataset> data = ReadIdx(good_labels, good_images);
-    CheckRefused(data, StatusCode::kDataLoss, {"dimensions"});
+    CheckRefused(ReadIdx(good_labels, good_images), StatusCode::kDataLoss, {"dimensions"});
   }
   SUBCASE("zero-sized images") {
     const std::string path = dir.File("flat-images");
     WriteGzip(path, Idx(0x08, {4, 0, 2}, {}));
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    CheckRefused(data, StatusCode::kDataLoss);
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss);
   }
   SUBCASE("truncated header") {
     const std::string path = dir.File("short-header");
     Bytes bytes = Idx(0x08, {4, 2, 2}, {});
     bytes.resize(9);
     WriteGzip(path, bytes);
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    CheckRefused(data, StatusCode::kDataLoss, {"header"});
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss, {"header"});
 
     const std::string empty = dir.File("empty");
     WritePlain(empty, {});
-    Result<Dataset> none = ReadIdx(empty, good_labels);
-    CheckRefused(none, StatusCode::kDataLoss);
+    CheckRefused(ReadIdx(empty, good_labels), StatusCode::kDataLoss);
   }
   SUBCASE("truncated images") {
     const std::string path = dir.File("short-images");
@@ -272,15 +266,14 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
     payload.resize(10);  // two whole images and part of a third
     WriteGzip(path, Idx(0x08, {4, 2, 2}, payload));
     for (int64_t index = 0; index < 4; ++index) {  // every shard sees it
-      Result<Dataset> data = ReadIdx(path, good_labels, Shard{index, 4});
-      CheckRefused(data, StatusCode::kDataLoss, {path, "truncated", "2 whole images"});
+      CheckRefused(ReadIdx(path, good_labels, Shard{index, 4}), StatusCode::kDataLoss,
+                   {path, "truncated", "2 whole images"});
     }
   }
   SUBCASE("truncated labels") {
     const std::string path = dir.File("short-labels");
     WritePlain(path, Idx(0x08, {4}, LabelsPayload(3, 10)));
-    Result<Dataset> data = ReadIdx(good_images, path);
-    CheckRefused(data, StatusCode::kDataLoss, {path, "only 3"});
+    CheckRefused(ReadIdx(good_images, path), StatusCode::kDataLoss, {path, "only 3"});
   }
   SUBCASE("truncated gzip stream") {
     const std::string whole = dir.File("whole.gz");
@@ -295,8 +288,7 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
     WritePlain(path, compressed);
     const std::string labels = dir.File("labels64");
     WritePlain(labels, Idx(0x08, {64}, LabelsPayload(64, 10)));
-    Result<Dataset> data = ReadIdx(path, labels);
-    CheckRefused(data, StatusCode::kDataLoss, {path});
+    CheckRefused(ReadIdx(path, labels), StatusCode::kDataLoss, {path});
   }
   SUBCASE("a damaged gzip checksum") {
     const std::string whole = dir.File("whole.gz");
@@ -317,35 +309,29 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
   SUBCASE("more data than the header promises") {
     const std::string images = dir.File("long-images");
     WriteGzip(images, Idx(0x08, {4, 2, 2}, ImagesPayload(5, 2, 2)));
-    Result<Dataset> long_images = ReadIdx(images, good_labels);
-    CheckRefused(long_images, StatusCode::kDataLoss, {"more data"});
+    CheckRefused(ReadIdx(images, good_labels), StatusCode::kDataLoss, {"more data"});
 
     const std::string labels = dir.File("long-labels");
     WritePlain(labels, Idx(0x08, {4}, LabelsPayload(6, 10)));
-    Result<Dataset> long_labels = ReadIdx(good_images, labels);
-    CheckRefused(long_labels, StatusCode::kDataLoss, {labels});
+    CheckRefused(ReadIdx(good_images, labels), StatusCode::kDataLoss, {labels});
   }
   SUBCASE("counts that differ") {
     const std::string path = dir.File("five-labels");
     WriteGzip(path, Idx(0x08, {5}, LabelsPayload(5, 10)));
-    Result<Dataset> data = ReadIdx(good_images, path);
-    CheckRefused(data, StatusCode::kDataLoss, {"4 images", "5 labels"});
+    CheckRefused(ReadIdx(good_images, path), StatusCode::kDataLoss, {"4 images", "5 labels"});
   }
   SUBCASE("missing files") {
     const std::string missing = dir.File("no-such-file.gz");
     Result<Dataset> images = ReadIdx(missing, good_labels);
     CheckRefused(images, StatusCode::kNotFound);
     CHECK(images.status().message() == missing + ": No such file or directory");
-    Result<Dataset> labels = ReadIdx(good_images, missing);
-    CheckRefused(labels, StatusCode::kNotFound);
+    CheckRefused(ReadIdx(good_images, missing), StatusCode::kNotFound);
   }
   SUBCASE("a directory is unreadable, not missing") {
-    Result<Dataset> data = ReadIdx(dir.path(), good_labels);
-    CheckRefused(data, StatusCode::kIOError);
+    CheckRefused(ReadIdx(dir.path(), good_labels), StatusCode::kIOError);
   }
   SUBCASE("a shard that does not exist") {
-    Result<Dataset> data = ReadIdx(good_images, good_labels, Shard{4, 4});
-    CheckRefused(data, StatusCode::kInvalidArgument);
+    CheckRefused(ReadIdx(good_images, good_labels, Shard{4, 4}), StatusCode::kInvalidArgument);
   }
 }
 
@@ -469,11 +455,9 @@ TEST_CASE("ReadLibsvm names the file and line of bad input") {
   CheckRefused(none, StatusCode::kNotFound);
   CHECK(none.status().message() == missing + ": No such file or directory");
 
-  Result<Dataset> directory = ReadLibsvm(dir.path());
-  CheckRefused(directory, StatusCode::kIOError);
+  CheckRefused(ReadLibsvm(dir.path()), StatusCode::kIOError);
 
-  Result<Dataset> bad_shard = ReadLibsvm(missing, Shard{-1, 2});
-  CheckRefused(bad_shard, StatusCode::kInvalidArgument);
+  CheckRefused(ReadLibsvm(missing, Shard{-1, 2}), StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("Gather writes dense rows as columns") {
@@ -606,8 +590,7 @@ TEST_CASE("ParseDataSpec rejects other spellings") {
   for (const char* text : {"", "mnist", "fashion-mnistx", "FASHION-MNIST", "csv:x.csv",
                            "fashion-mnist:", "idx:", "libsvm:", ":dir", "libsvm"}) {
     CAPTURE(text);
-    Result<DataSpec> spec = ParseDataSpec(text);
-    CheckRefused(spec, StatusCode::kInvalidArgument);
+    CheckRefused(ParseDataSpec(text), StatusCode::kInvalidArgument);
   }
   Result<DataSpec> unknown = ParseDataSpec("mnist");
   REQUIRE_FALSE(unknown.ok());
@@ -635,8 +618,7 @@ TEST_CASE("LoadTrain and LoadTest find gzip or plain IDX files and LIBSVM pairs"
 
   Result<DataSpec> elsewhere = ParseDataSpec("fashion-mnist:" + dir.File("nothing-here"));
   REQUIRE(elsewhere.ok());
-  Result<Dataset> missing = LoadTest(*elsewhere);
-  CheckRefused(missing, StatusCode::kNotFound, {"t10k-images-idx3-ubyte.gz"});
+  CheckRefused(LoadTest(*elsewhere), StatusCode::kNotFound, {"t10k-images-idx3-ubyte.gz"});
 
   WriteText(dir.File("a.svm"), "1 1:1\n0 2:1\n1 3:1\n0 1:2\n");
   WriteText(dir.File("a.svm.t"), "1 5:1\n");
