@@ -29,6 +29,9 @@ function __dmlps_complete_common -a c help
     complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
 end
 
+# Model spellings to offer for --model.
+set -g __dmlps_models 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
+
 # LB-BSP's speed predictors, for dmlps-server --predictor and
 # dmlps-predict --predictors.
 set -g __dmlps_predictors "last\t'The last speed'

@@ -19,7 +19,7 @@ complete -c $c -l delay-prob -x -d 'Probability per step of the delay'
 complete -c $c -l round-robin-ms -x -d 'In iteration t the worker of rank t mod N sleeps D ms'
 complete -c $c -l bandwidth-mbps -x -d 'Cap on what each worker sends, megabits/s'
 complete -c $c -l bandwidth-schedule -x -d 'Bandwidth cap by iteration: RANK=I:M,...;...'
-complete -c $c -l model -x -d 'Model' -a 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
+complete -c $c -l model -x -d 'Model' -a "$__dmlps_models"
 complete -c $c -l data -x -d 'Dataset' -a 'fashion-mnist fashion-mnist: idx: libsvm:'
 complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'

@@ -41,7 +41,7 @@ complete -c $c -l arima-order -x -d 'lbbsp with --predictor arima: the order P,D
 complete -c $c -l lb-step -x -d 'lbbsp gpu mode: samples moved per rebalance at first'
 complete -c $c -l token-size -x -d 'token: samples per token'
 
-complete -c $c -l model -x -d 'Model to train' -a 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
+complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models"
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
 complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'

@@ -20,24 +20,16 @@ namespace {
 namespace fs = std::filesystem;
 
 Checkpoint Sample(size_t params = 1000) {
-  Checkpoint c;
-  c.model = "mlp:16";
-  c.policy = "lbbsp";
-  c.optimizer = "momentum";
-  c.workers = 3;
-  c.iteration = 42;
-  c.version = 41;
-  c.samples = 12345;
-  c.seconds = 3.25;
-  c.policy_extra = {20, 20, 24, 16, 5, 0, 1};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   auto values = std::make_shared<std::vector<float>>(params);
   for (float& v : *values) v = normal(rng);
-  c.params = values;
-  c.optimizer_state.resize(params);
-  for (float& v : c.optimizer_state) v = normal(rng);
-  return c;
+  std::vector<float> state(params);
+  for (float& v : state) v = normal(rng);
+  return {.model = "mlp:16", .policy = "lbbsp", .optimizer = "momentum", .workers = 3,
+          .iteration = 42, .version = 41, .samples = 12345, .seconds = 3.25,
+          .policy_extra = {20, 20, 24, 16, 5, 0, 1}, .params = std::move(values),
+          .optimizer_state = std::move(state)};
 }
 
 void CheckSame(const Checkpoint& a, const Checkpoint& b) {

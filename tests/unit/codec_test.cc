@@ -28,16 +28,8 @@ std::string PackRaw(const std::function<void(msgpack::packer<msgpack::sbuffer>&)
 Result<Body> Decode(const std::string& bytes) { return DecodeHeader(bytes.data(), bytes.size()); }
 
 TEST_CASE("every message type survives a round trip") {
-  Push push;
-  push.clock = 7;
-  push.base_version = 6;
-  push.batch = 64;
-  push.samples = 60;
-  push.num_params = 101770;
-  push.loss = 0.25;
-  push.compute_us = 1234;
-  push.straggle_us = 3702;
-  push.wait_us = 55;
+  const Push push{.clock = 7, .base_version = 6, .batch = 64, .samples = 60, .num_params = 101770,
+                  .loss = 0.25, .compute_us = 1234, .straggle_us = 3702, .wait_us = 55};
   Result<Body> got = Decode(Encoded(push));
   REQUIRE(got.ok());
   const Push& p = std::get<Push>(*got);
@@ -49,18 +41,13 @@ TEST_CASE("every message type survives a round trip") {
   CHECK(p.straggle_us == 3702);
   CHECK(p.wait_us == 55);
 
-  Welcome welcome;
-  welcome.rank = 3;
-  welcome.num_workers = 4;
-  welcome.model = "mlp:128";
-  welcome.policy = "ssp:3";
-  welcome.batch = 32;
-  welcome.input_dim = 784;
-  welcome.classes = 10;
-  welcome.num_params = 101770;
-  welcome.shard_index = 3;
-  welcome.shard_count = 4;
-  welcome.seed = std::numeric_limits<uint64_t>::max();
+  // Every field set, the strings and lists too.
+  const Welcome welcome{.rank = 3, .num_workers = 4, .model = "mlp:128", .policy = "ssp:3",
+                        .batch = 32, .input_dim = 784, .classes = 10, .num_params = 101770,
+                        .shard_index = 3, .shard_count = 4,
+                        .seed = std::numeric_limits<uint64_t>::max(), .mode = "chunked",
+                        .chunk = 16, .token_size = 8, .lr = 0.1, .momentum = 0.9,
+                        .servers = {"tcp://a:5555", "tcp://b:5556"}, .bounds = {0, 50000, 101770}};
   got = Decode(Encoded(welcome));
   REQUIRE(got.ok());
   const Welcome& w = std::get<Welcome>(*got);
@@ -69,6 +56,11 @@ TEST_CASE("every message type survives a round trip") {
   CHECK(w.policy == "ssp:3");
   CHECK(w.seed == std::numeric_limits<uint64_t>::max());
   CHECK(w.shard_count == 4);
+  CHECK(w.mode == "chunked");
+  CHECK(w.chunk == 16);
+  CHECK(w.momentum == 0.9);
+  CHECK(w.servers == welcome.servers);
+  CHECK(w.bounds == welcome.bounds);
 
   got = Decode(Encoded(Hello{2, "node-a", 4242, 2, 0, 1, 3, "tcp://node-a:7000"}));
   REQUIRE(got.ok());
