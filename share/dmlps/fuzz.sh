@@ -26,11 +26,13 @@ usage: $NAME [--seconds S] [--build DIR] [--targets LIST] [--jobs N] [--out DIR]
 EOF
 }
 
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
+
 seconds=30 build="" targets="codec,idx,libsvm,trace,checkpoint" jobs="" out="" lock="" source="" extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds|--build|--targets|--jobs|--out|--lock|--source)
-      if [ $# -lt 2 ]; then echo "$NAME: error: $1 needs a value" >&2; exit 64; fi
+      need_value "$1" $#
       case "$1" in
         --seconds) seconds=$2 ;; --build) build=$2 ;; --targets) targets=$2 ;;
         --jobs) jobs=$2 ;; --out) out=$2 ;; --lock) lock=$2 ;; --source) source=$2 ;;
@@ -38,17 +40,13 @@ while [ $# -gt 0 ]; do
       shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
+    *) unknown_option "$1" ;;
   esac
 done
 
 errors=0
-if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
-  echo "$NAME: error: --seconds: '$seconds' is not a positive whole number" >&2; errors=1
-fi
-if [ -n "$jobs" ] && ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
-  echo "$NAME: error: --jobs: '$jobs' is not a positive whole number" >&2; errors=1
-fi
+check_whole --seconds "$seconds" || errors=1
+[ -z "$jobs" ] || check_whole --jobs "$jobs" || errors=1
 IFS=, read -r -a target_list <<<"$targets"
 for t in "${target_list[@]}"; do
   case "$t" in

@@ -23,10 +23,10 @@
 #include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
-#include "dmlps/server/model_store.h"
 #include "dmlps/server/server.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/policy.h"
+#include "server/model_store.h"
 
 namespace dmlps::bench {
 namespace {

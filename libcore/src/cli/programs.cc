@@ -7,19 +7,16 @@
 #include <iostream>
 #include <sstream>
 
+#include "dmlps/base/file.h"
 #include "dmlps/cli/cli.h"
 #include "dmlps/net/curve.h"
 
 namespace dmlps::cli {
 
 Status WriteRunReportFile(const server::RunReport& report, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp);
-  server::WriteRunReport(report, out);
-  out.close();
-  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::IOError("cannot write " + path);
-  }
+  std::ostringstream text;
+  server::WriteRunReport(report, text);
+  if (!WriteFileAtomically(path, text.str()).ok()) return Status::IOError("cannot write " + path);
   return Status::Ok();
 }
 

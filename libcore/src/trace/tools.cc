@@ -508,11 +508,7 @@ void WriteSummary(const TraceSummary& summary, SummaryFormat format, std::ostrea
           << ",\"median_step_s\":" << JsonNumber(w.median_step_s)
           << ",\"slow_steps\":" << w.slow_steps << ",\"timed_steps\":" << w.timed_steps
           << ",\"straggler\":";
-      if (w.straggler.empty()) {
-        out << "null";
-      } else {
-        WriteJsonString(w.straggler, out);
-      }
+      WriteJsonStringOrNull(w.straggler, out);
       out << "}";
     }
     out << "]}\n";
