@@ -108,6 +108,11 @@ for t in "${target_list[@]}"; do
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp "$source/tests/fuzz/corpus/$t/"* "$dir/corpus/"
   if [ "$t" = trace ]; then cp "$source"/tests/data/*.trace "$dir/corpus/"; fi
+  # Inputs that once crashed a target run again as seeds, so a regression
+  # shows on the first execution.
+  for crash in "$source/tests/fuzz/crashes/$t"-*; do
+    if [ -f "$crash" ]; then cp "$crash" "$dir/corpus/"; fi
+  done
   seeds=$(find "$dir/corpus" -type f | wc -l)
   run=("$build/tests/fuzz/dmlps-fuzz-$t" -max_total_time="$seconds" -print_final_stats=1
        -artifact_prefix="$dir/artifacts/" "${extra[@]}" "$dir/corpus")

@@ -9,6 +9,8 @@
 #include <utility>
 #include <variant>
 
+#include "dmlps/base/msgpack_double.h"
+
 namespace dmlps::proto {
 namespace {
 
@@ -88,8 +90,8 @@ MsgType TypeOf(const Body& body) {
 }
 
 zmq::message_t EncodeHeader(const Body& body) {
-  msgpack::sbuffer buffer;
-  msgpack::packer<msgpack::sbuffer> packer(buffer);
+  PackBuffer buffer;
+  msgpack::packer<PackBuffer> packer(buffer);
   packer.pack_array(3);
   packer.pack(kProtocolVersion);
   packer.pack(static_cast<uint32_t>(TypeOf(body)));

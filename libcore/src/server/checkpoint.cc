@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "dmlps/base/file.h"
+#include "dmlps/base/msgpack_double.h"
 
 namespace dmlps::server {
 namespace {
@@ -91,7 +92,7 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
   CheckpointMeta meta{checkpoint.model,     checkpoint.policy,   checkpoint.optimizer,
                       checkpoint.workers,   checkpoint.iteration, checkpoint.version,
                       checkpoint.samples,   checkpoint.seconds,  checkpoint.policy_extra};
-  msgpack::sbuffer packed;
+  PackBuffer packed;
   msgpack::pack(packed, meta);
   const std::vector<float>& params = *checkpoint.params;
   std::string out;
