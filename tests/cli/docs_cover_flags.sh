@@ -101,8 +101,18 @@ if command -v fish >/dev/null; then
 fi
 if command -v scdoc >/dev/null; then
   for page in "$src"/man/*.scd; do
-    scdoc <"$page" >/dev/null 2>"$tmp/scdoc.err" ||
+    scdoc <"$page" >"$tmp/page.roff" 2>"$tmp/scdoc.err" ||
       fail "scdoc rejects ${page#"$src"/}: $(cat "$tmp/scdoc.err")"
+    # scdoc drops a lone backslash at the end of a line and leaves the space
+    # before it: an example's continuation is lost in the rendered page, and
+    # a pasted command loses its arguments. Continuations need \\ in the
+    # source; in the roff, no example line may end in a space.
+    awk -v page="${page#"$src"/}" '
+      /^\.nf/ { example = 1; next }
+      /^\.fi/ { example = 0; next }
+      example && / $/ { print page ": example line ends without its continuation: " $0; bad = 1 }
+      END { exit bad }' "$tmp/page.roff" >"$tmp/continuations" ||
+      fail "$(cat "$tmp/continuations")"
   done
 fi
 
