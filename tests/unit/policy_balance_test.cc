@@ -102,18 +102,11 @@ class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
 
  private:
   struct Worker {
-    bool waiting = false;     // pulled, not yet answered
-    int64_t batch = 0;        // of the step it computes
+    int64_t batch = 0;  // of the step it computes
     double busy_s = 0;
     int64_t base_version = 0;
     int64_t clock = 0;
   };
-
-  void Pull(WorkerId w) override {
-    workers_[w].waiting = true;
-    driver_->Pull(w);
-    AfterEvent();
-  }
 
   void StepEnded(WorkerId w) override {
     Worker& worker = workers_[w];
@@ -130,9 +123,9 @@ class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
 
   // A pull not answered waits (Hold) for the round: the driver and the
   // workers agree on who waits.
-  void AfterEvent() {
+  void AfterEvent() override {
     for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
-      CHECK(workers_[w].waiting == driver_->pull_pending(w));
+      CHECK(waiting_[w] == driver_->pull_pending(w));
     }
     CheckBatches();
   }
@@ -149,11 +142,11 @@ class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
   }
   void SendModel(WorkerId w, const Reply& reply) override {
     Worker& worker = workers_[w];
-    REQUIRE(worker.waiting);
+    REQUIRE(waiting_[w]);
     // The batch size travels with the model, within [1, cap].
     CHECK(reply.batch >= 1);
     if (caps_[w] > 0) CHECK(reply.batch <= caps_[w]);
-    worker.waiting = false;
+    waiting_[w] = false;
     worker.batch = reply.batch;
     worker.base_version = reply.version;
     worker.busy_s = step_time_(w, worker.batch, worker.clock);

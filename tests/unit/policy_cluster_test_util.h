@@ -37,10 +37,11 @@ class ScriptedCluster : public DriverSink<Payload> {
                     static_cast<DriverSink<Payload>&>(*this));
     policy_ = dynamic_cast<const P*>(&driver_->policy());
     if constexpr (!std::is_same_v<P, Policy>) REQUIRE(policy_ != nullptr);
+    waiting_.assign(driver_->policy().num_workers(), false);
   }
 
   // Plays the workers in virtual time until `iterations` rounds have
-  // completed in all: each pulls (on the first call), then a step ends
+  // completed in all: each pulls (on the first call), then StepEnded comes
   // whenever the work a worker started on time_ is done.
   void Run(int64_t iterations) {
     if (!started_) {
@@ -52,10 +53,16 @@ class ScriptedCluster : public DriverSink<Payload> {
       StepEnded(time_.Next());
     }
   }
-  // Worker w asks for the model, from Run.
-  virtual void Pull(WorkerId w) { driver_->Pull(w); }
+  // Worker w asks for the model, and waits until the answer comes.
+  void Pull(WorkerId w) {
+    waiting_[w] = true;
+    driver_->Pull(w);
+    AfterEvent();
+  }
   // Worker w's work on time_ is done: it pushes, from Run.
   virtual void StepEnded(WorkerId w) { FAIL("no work was started for worker " << w); }
+  // Checks what must hold after each event the cluster plays (a pull, a push).
+  virtual void AfterEvent() {}
 
   // The driver's sink: what no cluster here expects.
   void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
@@ -72,6 +79,9 @@ class ScriptedCluster : public DriverSink<Payload> {
   std::optional<PolicyDriver<Payload>> driver_;
   const P* policy_ = nullptr;  // the driver's
   VirtualTime time_;
+  // Per worker: it asked (pulled, or pushed where a push asks for the next
+  // step) and has no answer yet.
+  std::vector<bool> waiting_;
 
  private:
   bool started_ = false;

@@ -149,16 +149,12 @@ TEST_CASE("BSP: a gradient computed on an old version is dropped, as is a repeat
 
 TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them applies nothing") {
   auto bsp = Make("bsp", 2);
-  Actions a;
-  bsp->PullRequested(0, &a);
-  bsp->PullRequested(1, &a);
-  a.clear();
-  bsp->PushArrived(0, {0, 0, 8, false}, &a);
+  PullEach(bsp.get(), 2);
+  Actions a = PushActions(bsp.get(), 0, {0, 0, 8, false});
   bsp->PullRequested(0, &a);
   CHECK(Count<Stage>(a) == 0);
   CHECK(Count<Hold>(a) == 1);
-  a.clear();
-  bsp->PushArrived(1, {0, 0, 8, true}, &a);
+  a = PushActions(bsp.get(), 1, {0, 0, 8, true});
   CHECK(Count<Stage>(a) == 1);
   REQUIRE(Count<Apply>(a) == 1);
   // Only the usable push's samples are in the mean.

@@ -18,15 +18,6 @@
 namespace dmlps::sync::testing {
 namespace {
 
-PolicyConfig TokenConfig(int64_t n, int64_t batch, int64_t token_size) {
-  PolicyConfig config;
-  config.name = "token";
-  config.num_workers = n;
-  config.batch = batch;
-  config.token_size = token_size;
-  return config;
-}
-
 // Plays the workers of a token run through a policy driver: each trains the
 // token it was granted for step_time(w, samples) and pushes; its next token
 // comes with a go-ahead (within an iteration) or the model (a new one); until
@@ -34,7 +25,8 @@ PolicyConfig TokenConfig(int64_t n, int64_t batch, int64_t token_size) {
 class TokenCluster : private ScriptedCluster<int, TokenPolicy> {
  public:
   TokenCluster(int64_t n, int64_t batch, int64_t token_size, StepTime step_time)
-      : ScriptedCluster(TokenConfig(n, batch, token_size)),
+      : ScriptedCluster(
+            {.name = "token", .num_workers = n, .batch = batch, .token_size = token_size}),
         step_time_(std::move(step_time)),
         global_batch_(batch * n),
         token_size_(token_size),
@@ -52,18 +44,11 @@ class TokenCluster : private ScriptedCluster<int, TokenPolicy> {
 
  private:
   struct Worker {
-    bool waiting = false;  // pulled or pushed, not yet answered
-    int64_t token = -1;    // granted, not yet pushed
+    int64_t token = -1;  // granted, not yet pushed
     int64_t base_version = 0;
     int64_t clock = 0;
     double busy_s = 0;
   };
-
-  void Pull(WorkerId w) override {
-    workers_[w].waiting = true;
-    driver_->Pull(w);
-    CheckWaiting();
-  }
 
   void StepEnded(WorkerId w) override {
     Worker& worker = workers_[w];
@@ -74,9 +59,9 @@ class TokenCluster : private ScriptedCluster<int, TokenPolicy> {
     const PushInfo push{worker.clock++, worker.base_version, samples, true, samples,
                         worker.busy_s};
     worker.token = -1;
-    worker.waiting = true;
+    waiting_[w] = true;
     CHECK_FALSE(driver_->Push(w, push, 0).dropped);
-    CheckWaiting();
+    AfterEvent();
   }
 
   int64_t SamplesOf(int64_t token) const {
@@ -85,17 +70,17 @@ class TokenCluster : private ScriptedCluster<int, TokenPolicy> {
 
   void Start(WorkerId w) {
     Worker& worker = workers_[w];
-    REQUIRE(worker.waiting);
+    REQUIRE(waiting_[w]);
     REQUIRE(worker.token >= 0);  // the Grant came first
-    worker.waiting = false;
+    waiting_[w] = false;
     worker.busy_s = step_time_(w, SamplesOf(worker.token), worker.clock);
     time_.Start(w, worker.busy_s);
   }
 
   // A worker waiting for its answer (held) has no token.
-  void CheckWaiting() {
-    for (const Worker& worker : workers_) {
-      if (worker.waiting) CHECK(worker.token < 0);
+  void AfterEvent() override {
+    for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
+      if (waiting_[w]) CHECK(workers_[w].token < 0);
     }
   }
 
@@ -180,7 +165,7 @@ TEST_CASE("token: tokens dealt evenly; a pull gets a token and the model; MakePo
   CHECK(GrantedToken(a, 1) == 3);
   CHECK(GrantedToken(a, 2) == 6);
 
-  PolicyConfig config = TokenConfig(2, 8, 0);
+  PolicyConfig config{.name = "token", .num_workers = 2, .batch = 8, .token_size = 0};
   CHECK_FALSE(MakePolicy(config).ok());
   config.token_size = 17;
   CHECK_FALSE(MakePolicy(config).ok());
