@@ -17,7 +17,8 @@ namespace dmlps::sync::testing {
 namespace {
 
 std::unique_ptr<Policy> Make(const std::string& name, int64_t n) {
-  return MakeJoined(PolicyConfig{.name = name, .num_workers = n, .batch = 32, .staleness = 1, .backup = 1});
+  return MakeJoined(
+      PolicyConfig{.name = name, .num_workers = n, .batch = 32, .staleness = 1, .backup = 1});
 }
 
 TEST_CASE("membership: BSP's barrier shrinks when a worker that has not pushed is lost") {
@@ -200,7 +201,8 @@ TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or 
 }
 
 TEST_CASE("membership: tokens a lost worker held are re-issued to the waiting workers") {
-  auto policy = MakeJoined(PolicyConfig{.name = "token", .num_workers = 3, .batch = 16, .token_size = 16});
+  auto policy =
+      MakeJoined(PolicyConfig{.name = "token", .num_workers = 3, .batch = 16, .token_size = 16});
   auto* token = dynamic_cast<TokenPolicy*>(policy.get());
   REQUIRE(token->tokens_per_iteration() == 3);
   CHECK(Count<Grant>(PullEach(token, 3)) == 3);
