@@ -24,6 +24,7 @@
 #include "server/coordinator.h"
 #include "server/evaluation_log.h"
 #include "server/evaluator.h"
+#include "server/intake.h"
 #include "server/loop.h"
 #include "server/shard.h"
 
@@ -60,10 +61,6 @@ struct Member {
   int64_t pid = 0;
   bool ready = false;         // it pulled once: its data is loaded
   Clock::time_point last_seen;  // when it was last heard from
-  // The payload of the worker's last push while its chunks are still coming.
-  std::shared_ptr<proto::IncomingTensor> incoming;
-  int64_t incoming_clock = 0;
-  Clock::time_point incoming_at;  // when its last chunk (or header) arrived
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
   sync::WorkerTotals totals;     // what it reported, for the closing summary
 };
@@ -87,8 +84,9 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
   void Start();
   void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
-  // The worker's streamed push will get no more chunks: what is missing is left out.
-  void AbandonIncoming(Member& member, const std::string& why);
+  // The streamed push of worker `rank` will get no more chunks: what is
+  // missing is left out.
+  void AbandonStream(int64_t rank, const std::string& why);
   void CloseStalledStreams();
   // Before the run ends: lets the streams in flight finish, for at most `limit`.
   void DrainStreams(milliseconds limit);
@@ -154,6 +152,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
 
   // The model and the accumulator; streamed pushes and replies pipeline in it.
   std::optional<ModelStore> store_;
+  PushStreams streams_;  // the pushes whose chunks are still coming, by rank
 
   std::vector<std::optional<Member>> members_;  // by rank; as many as the policy's ranks
   std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
@@ -677,58 +676,29 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
     Refuse(member.identity, who, "push before training started", false);
     return;
   }
-  if (push.samples < 0 || push.batch < 0 || push.compute_us < 0 || push.wait_us < 0 ||
-      push.straggle_us < 0) {
+  if (HasNegativeCounts(push)) {
     Refuse(member.identity, who, "push with a negative count or time", false);
     return;
   }
   // A payload that cannot be used still ends the worker's step, so that one
   // bad push cannot stall the others; it just contributes nothing.
-  sync::PushInfo info;
-  info.clock = push.clock;  // the driver counts from where the worker joined
-  info.base_version = push.base_version;
-  info.samples = push.samples;
-  info.batch = push.batch;
-  info.busy_s = (push.compute_us + push.straggle_us) * 1e-6;
-  info.comm_s = push.comm_us > 0 ? push.comm_us * 1e-6 : 0;
-  // (A streamed push is timed to its header: its chunks are still coming.)
-  if (member.replied_at != Clock::time_point{}) {
-    info.cycle_s = std::chrono::duration<double>(Clock::now() - member.replied_at).count();
-  }
-  info.cpu = std::isfinite(push.cpu) ? push.cpu : 0;
-  info.memory = static_cast<double>(push.memory_bytes);
-  if (member.incoming != nullptr) {
-    AbandonIncoming(member, "push " + std::to_string(member.incoming_clock) +
-                                " broken off by the next push; its missing chunks are left out");
+  sync::PushInfo info = PushInfoOf(push, member.replied_at, Clock::now());
+  if (streams_.open(rank)) {
+    AbandonStream(rank, "push " + std::to_string(streams_.clock(rank)) +
+                            " broken off by the next push; its missing chunks are left out");
   }
   // A streamed gradient is checked chunk by chunk as it arrives (HandleChunk);
   // one that came whole is checked now.
-  std::shared_ptr<proto::IncomingTensor> gradient;
-  std::string problem;
-  Result<proto::IncomingTensor> opened = proto::IncomingTensor::Open(
-      push.num_params, push.chunks, push.chunk_floats, std::move(payload));
-  const bool streamed = opened.ok() && opened->streamed();
-  if (push.num_params != store_->size()) {
-    problem = "push carries " + std::to_string(push.num_params) +
-              " parameters, the model has " + std::to_string(store_->size());
-  } else if (!opened.ok()) {
-    problem = opened.status().message();
-  } else if (!opened->streamed() && !opened->AllFinite(0, opened->size())) {
-    problem = "gradient contains NaN or infinite values";
+  OpenedPush opened = OpenPush(push, store_->size(), "the model", payload);
+  if (opened.fault == OpenedPush::kNone) {
+    // Its chunks follow, if streamed. (A streamed push refused here has the
+    // wrong size: its chunks are refused one by one rather than held.)
+    streams_.Follow(rank, opened.tensor, push.clock);
   } else {
-    gradient = std::make_shared<proto::IncomingTensor>(std::move(opened).value());
-  }
-  if (streamed && gradient != nullptr) {
-    // Its chunks follow. (A streamed push refused here has the wrong size:
-    // its chunks are refused one by one rather than held.)
-    member.incoming = gradient;
-    member.incoming_clock = push.clock;
-    member.incoming_at = Clock::now();
-  }
-  if (!problem.empty()) {
+    opened.tensor.reset();
     info.usable = false;
     ++member.totals.refused;
-    Refuse(member.identity, who, problem + "; step counted, gradient ignored", false);
+    Refuse(member.identity, who, opened.why + "; step counted, gradient ignored", false);
   }
 
   if (tracer_) {
@@ -738,7 +708,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
                       {"samples", push.samples},
                       {"staleness", policy_->version() - push.base_version}});
   }
-  const sync::PushOutcome outcome = driver_->Push(rank, info, gradient);
+  const sync::PushOutcome outcome = driver_->Push(rank, info, opened.tensor);
   // The worker spent the time whether or not its push is used.
   sync::WorkerTotals& totals = member.totals;
   ++totals.steps;
@@ -754,61 +724,49 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
 void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
   Member& member = *members_[rank];
   const std::string who = "worker " + std::to_string(rank);
-  if (member.incoming == nullptr) {
-    Refuse(member.identity, who,
-           "chunk " + std::to_string(chunk.index) + " without a streamed push to belong to", false);
-    return;
+  const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
+  switch (taken.verdict) {
+    case PushStreams::Verdict::kNoStream:
+      Refuse(member.identity, who,
+             "chunk " + std::to_string(chunk.index) + " without a streamed push to belong to",
+             false);
+      return;
+    case PushStreams::Verdict::kBroken:
+      ++member.totals.refused;
+      AbandonStream(rank, "push " + std::to_string(taken.clock) + ": " + taken.error.message() +
+                              "; the rest of its gradient is left out");
+      return;
+    case PushStreams::Verdict::kNonFinite:
+      ++member.totals.refused;
+      Refuse(member.identity, who,
+             "push " + std::to_string(taken.clock) + ", chunk " + std::to_string(chunk.index) +
+                 " contains NaN or infinite values; that chunk is left out",
+             false);
+      break;
+    case PushStreams::Verdict::kTaken:
+      break;
   }
-  Result<bool> finite = TakeChunk(*member.incoming, chunk.index, payload);
-  if (!finite.ok()) {
-    ++member.totals.refused;
-    AbandonIncoming(member, "push " + std::to_string(member.incoming_clock) + ": " +
-                                finite.status().message() +
-                                "; the rest of its gradient is left out");
-    return;
-  }
-  if (!*finite) {
-    ++member.totals.refused;
-    Refuse(member.identity, who,
-           "push " + std::to_string(member.incoming_clock) + ", chunk " +
-               std::to_string(chunk.index) + " contains NaN or infinite values; that chunk is "
-               "left out",
-           false);
-  }
-  member.incoming_at = Clock::now();
-  if (member.incoming->complete()) member.incoming.reset();
   store_->Advance();
 }
 
 void ParameterServer::CloseStalledStreams() {
-  const Clock::time_point now = Clock::now();
-  for (std::optional<Member>& m : members_) {
-    if (m.has_value() && m->incoming != nullptr && now - m->incoming_at >= kStreamStall) {
-      AbandonIncoming(*m, "push " + std::to_string(m->incoming_clock) + ": no chunk for " +
-                              std::to_string(kStreamStall.count() / 1000) +
-                              " s; the rest of its gradient is left out");
-    }
+  for (const int64_t rank : streams_.StalledAt(Clock::now(), kStreamStall)) {
+    AbandonStream(rank, "push " + std::to_string(streams_.clock(rank)) + ": no chunk for " +
+                            std::to_string(kStreamStall.count() / 1000) +
+                            " s; the rest of its gradient is left out");
   }
 }
 
-void ParameterServer::AbandonIncoming(Member& member, const std::string& why) {
-  const auto it = rank_of_.find(Key(member.identity));
-  Refuse(member.identity, "worker " + std::to_string(it == rank_of_.end() ? -1 : it->second), why,
-         false);
-  member.incoming->Close();
-  member.incoming.reset();
+void ParameterServer::AbandonStream(int64_t rank, const std::string& why) {
+  Refuse(members_[rank]->identity, "worker " + std::to_string(rank), why, false);
+  streams_.Close(rank);
   store_->Advance();
 }
 
 void ParameterServer::DrainStreams(milliseconds limit) {
   const Clock::time_point deadline = Clock::now() + limit;
-  auto streaming = [&] {
-    return std::any_of(members_.begin(), members_.end(), [](const std::optional<Member>& m) {
-      return m.has_value() && m->incoming != nullptr;
-    });
-  };
   net::Frames frames;
-  while (store_->pending() > 0 && streaming() && Clock::now() < deadline) {
+  while (store_->pending() > 0 && streams_.any_open() && Clock::now() < deadline) {
     Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
     if (!got.ok()) return;
     if (!*got || frames.size() < 2) continue;
@@ -973,12 +931,8 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
   ++report_.workers_lost;
   report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
                       std::to_string(member.pid) + "): " + why;
-  if (member.incoming != nullptr) {
-    // Its missing chunks will never come: let the others' replies go on.
-    member.incoming->Close();
-    member.incoming.reset();
-    store_->Advance();
-  }
+  // Its missing chunks will never come: let the others' replies go on.
+  if (streams_.Close(rank)) store_->Advance();
   rank_of_.erase(Key(member.identity));
   members_[rank].reset();
   --joined_;
