@@ -26,18 +26,13 @@
 #include "server/evaluator.h"
 #include "server/intake.h"
 #include "server/loop.h"
+#include "server/membership.h"
 #include "server/shard.h"
 
 namespace dmlps::server {
 namespace {
 
 using std::chrono::milliseconds;
-
-// A worker loading its data sends nothing: before its first pull it is
-// given at least this long.
-constexpr milliseconds kLoadAllowance{60000};
-// The most ranks a running job hands out.
-constexpr int64_t kMaxRanks = 100000;
 
 std::string Hex(const zmq::message_t& identity) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -50,20 +45,8 @@ std::string Hex(const zmq::message_t& identity) {
   return out;
 }
 
-std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
-
 // A push's payload as the server holds it: null when it was refused.
 using Gradient = std::shared_ptr<proto::IncomingTensor>;
-
-struct Member {
-  zmq::message_t identity;
-  std::string host;
-  int64_t pid = 0;
-  bool ready = false;         // it pulled once: its data is loaded
-  Clock::time_point last_seen;  // when it was last heard from
-  Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
-  sync::WorkerTotals totals;     // what it reported, for the closing summary
-};
 
 // The policy's decisions reach the model store, the workers and (sharded)
 // the other shards through the driver's sink, below.
@@ -80,6 +63,8 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
   // Makes the sender of `hello` the member of rank `rank`.
   void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank);
+  // Tells the member of `rank` what the job is and where the shards are.
+  void SendWelcome(const zmq::message_t& identity, int64_t rank);
   void HandlePull(int64_t rank, const proto::Pull& pull);
   void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
   void Start();
@@ -154,9 +139,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   std::optional<ModelStore> store_;
   PushStreams streams_;  // the pushes whose chunks are still coming, by rank
 
-  std::vector<std::optional<Member>> members_;  // by rank; as many as the policy's ranks
-  std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
-  int64_t joined_ = 0;
+  Membership members_{config_.workers};  // as many ranks as the policy's
   bool started_ = false;
   Clock::time_point start_;
   Clock::time_point last_heartbeat_;
@@ -239,7 +222,6 @@ Status ParameterServer::Setup() {
                  bounds_[1]);
   }
   evaluator_ = std::make_unique<Evaluator>(spec, std::move(test_set));
-  members_.resize(config_.workers);
 
   if (!config_.trace.empty()) {
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
@@ -370,16 +352,15 @@ Result<RunReport> ParameterServer::Run() {
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute).
   std::vector<sync::WorkerTotals> totals;
-  for (const std::optional<Member>& m : members_) {
-    if (!m.has_value() || m->totals.steps == 0) continue;
-    const int64_t rank = &m - members_.data();
-    const sync::WorkerTotals& t = m->totals;
+  members_.ForEach([&](int64_t rank, const Member& m) {
+    if (m.totals.steps == 0) return;
+    const sync::WorkerTotals& t = m.totals;
     totals.push_back(t);
     spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
                  "wait {:.1f} s, compute ratio {:.2f}, {} refused",
                  rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s,
                  sync::ComputeRatio(t, report_.seconds), t.refused);
-  }
+  });
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
                      {{"seconds", report_.seconds}, {"iterations", report_.iterations}});
@@ -442,8 +423,7 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     shards_->HandleMessage(shard, *message);
     return;
   }
-  auto it = rank_of_.find(Key(identity));
-  const int64_t rank = it == rank_of_.end() ? -1 : it->second;
+  const int64_t rank = members_.RankOf(identity);
   const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "peer " + Hex(identity);
   // One too large is dropped unread: a worker's step is not counted either.
   std::string why;
@@ -477,7 +457,7 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
            /*rejoin=*/true);
     return;
   }
-  Member& member = *members_[rank];
+  Member& member = members_.at(rank);
   member.last_seen = Clock::now();
   if (auto* pull = std::get_if<proto::Pull>(&body)) {
     HandlePull(rank, *pull);
@@ -502,87 +482,43 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
 
 void ParameterServer::Admit(const zmq::message_t& identity, const proto::Hello& hello,
                             int64_t rank) {
-  Member member;
-  member.identity = net::CopyFrame(identity);
-  member.host = hello.host;
-  member.pid = hello.pid;
-  member.last_seen = Clock::now();
-  members_[rank] = std::move(member);
-  rank_of_[Key(identity)] = rank;
-  ++joined_;
+  members_.Admit(rank, identity, hello, Clock::now());
   driver_->Attach(rank, sync::WorkerInfo{hello.max_batch});
-}
-
-void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  const std::string who = "peer " + Hex(identity) + " (" + hello.host + ":" +
-                          std::to_string(hello.pid) + ")";
-  auto it = rank_of_.find(Key(identity));
-  int64_t rank = -1;
-  if (it != rank_of_.end()) {
-    rank = it->second;  // a repeated Hello gets the same answer again
-  } else if (started_) {
-    // A running job takes anyone: the rank asked for when it is free, else
-    // the lowest rank a lost worker left free, else a new one.
-    if (hello.max_batch < 0 || hello.rank < -1) {
-      Refuse(identity, who, "a negative rank or max_batch", true);
-      return;
-    }
-    const auto ranks = static_cast<int64_t>(members_.size());
-    if (hello.rank >= 0 && hello.rank < ranks && !members_[hello.rank].has_value()) {
-      rank = hello.rank;
-    } else {
-      for (int64_t r = 0; r < ranks && rank < 0; ++r) {
-        if (!members_[r].has_value()) rank = r;
-      }
-    }
-    if (rank < 0) {
-      if (ranks >= kMaxRanks) {
-        Refuse(identity, who, "the job has " + std::to_string(ranks) + " ranks, the most it takes",
-               true);
-        return;
-      }
-      rank = driver_->AddRank();
-      members_.resize(static_cast<size_t>(rank) + 1);
-    }
-    Admit(identity, hello, rank);
+  if (started_) {
     spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",
                  rank, hello.host, hello.pid);
   } else {
-    if (joined_ >= config_.workers) {
-      Refuse(identity, who,
-             "the cluster is full (" + std::to_string(config_.workers) + " workers)", true);
+    spdlog::info("worker {} joined from {}:{} ({}/{})", rank, hello.host, hello.pid,
+                 members_.joined(), config_.workers);
+  }
+}
+
+void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  const HelloDecision decision = members_.Decide(identity, hello, started_);
+  int64_t rank = decision.rank;
+  switch (decision.kind) {
+    case HelloDecision::kRefuse:
+      Refuse(identity,
+             "peer " + Hex(identity) + " (" + hello.host + ":" + std::to_string(hello.pid) + ")",
+             decision.why, true);
       return;
-    }
-    if (hello.rank >= config_.workers || hello.rank < -1) {
-      Refuse(identity, who,
-             "rank " + std::to_string(hello.rank) + " is outside 0.." +
-                 std::to_string(config_.workers - 1),
-             true);
-      return;
-    }
-    if (hello.rank >= 0) {
-      if (members_[hello.rank].has_value()) {
-        Refuse(identity, who, "rank " + std::to_string(hello.rank) + " is taken", true);
-        return;
-      }
-      rank = hello.rank;
-    } else {
-      // The lowest free rank.
-      for (int64_t r = 0; r < config_.workers; ++r) {
-        if (!members_[r].has_value()) {
-          rank = r;
-          break;
-        }
-      }
-    }
-    if (hello.max_batch < 0) {
-      Refuse(identity, who, "a negative max_batch", true);
-      return;
-    }
-    Admit(identity, hello, rank);
-    spdlog::info("worker {} joined from {}:{} ({}/{})", rank, hello.host, hello.pid, joined_,
+    case HelloDecision::kKnown:
+      break;
+    case HelloDecision::kNewRank:
+      rank = driver_->AddRank();
+      [[fallthrough]];
+    case HelloDecision::kAdmit:
+      Admit(identity, hello, rank);
+      break;
+  }
+  SendWelcome(identity, rank);
+  if (!started_ && members_.joined() == config_.workers) {
+    spdlog::info("all {} workers joined; training starts when each has loaded its data",
                  config_.workers);
   }
+}
+
+void ParameterServer::SendWelcome(const zmq::message_t& identity, int64_t rank) {
   proto::Welcome welcome;
   welcome.rank = rank;
   welcome.num_workers = config_.workers;
@@ -591,7 +527,6 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.batch = config_.batch;
   welcome.input_dim = spec_->input_dim;
   welcome.classes = spec_->classes;
-  welcome.num_params = store_->size();
   // A rank beyond --workers (a worker that joined a running job) shares a
   // shard with a lower rank.
   welcome.shard_index = rank % config_.workers;
@@ -606,10 +541,6 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   shards_->DescribeShards(&welcome);
   Status sent = endpoint_->SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
-  if (!started_ && joined_ == config_.workers) {
-    spdlog::info("all {} workers joined; training starts when each has loaded its data",
-                 config_.workers);
-  }
 }
 
 void ParameterServer::Start() {
@@ -633,7 +564,7 @@ void ParameterServer::Start() {
 }
 
 void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
-  Member& member = *members_[rank];
+  Member& member = members_.at(rank);
   if (driver_->pull_pending(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
            false);
@@ -661,16 +592,16 @@ void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
   if (!started_) {
     // A worker pulls once its data is loaded: the run's clock starts when all
     // are ready, so loading data is not counted as training time.
-    bool all_ready = joined_ == config_.workers;
+    bool all_ready = members_.joined() == config_.workers;
     for (int64_t r = 0; r < config_.workers && all_ready; ++r) {
-      all_ready = members_[r].has_value() && driver_->pull_pending(r);
+      all_ready = members_.Has(r) && driver_->pull_pending(r);
     }
     if (all_ready) Start();
   }
 }
 
 void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
-  Member& member = *members_[rank];
+  Member& member = members_.at(rank);
   const std::string who = "worker " + std::to_string(rank);
   if (!started_) {
     Refuse(member.identity, who, "push before training started", false);
@@ -722,7 +653,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
 }
 
 void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
-  Member& member = *members_[rank];
+  Member& member = members_.at(rank);
   const std::string who = "worker " + std::to_string(rank);
   const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
   switch (taken.verdict) {
@@ -758,7 +689,7 @@ void ParameterServer::CloseStalledStreams() {
 }
 
 void ParameterServer::AbandonStream(int64_t rank, const std::string& why) {
-  Refuse(members_[rank]->identity, "worker " + std::to_string(rank), why, false);
+  Refuse(members_.at(rank).identity, "worker " + std::to_string(rank), why, false);
   streams_.Close(rank);
   store_->Advance();
 }
@@ -771,12 +702,12 @@ void ParameterServer::DrainStreams(milliseconds limit) {
     if (!got.ok()) return;
     if (!*got || frames.size() < 2) continue;
     // Only the chunks matter now.
-    auto it = rank_of_.find(Key(frames[0]));
-    if (it == rank_of_.end()) continue;
+    const int64_t rank = members_.RankOf(frames[0]);
+    if (rank < 0) continue;
     Result<proto::Message> message = proto::DecodeMessage(frames, 1);
     if (!message.ok()) continue;
     if (auto* chunk = std::get_if<proto::Chunk>(&message->body)) {
-      HandleChunk(it->second, *chunk, message->payload);
+      HandleChunk(rank, *chunk, message->payload);
     }
   }
 }
@@ -819,7 +750,7 @@ void ParameterServer::Apply(double scale, bool with_optimizer) {
 }
 
 void ParameterServer::SendModel(int64_t rank, const sync::Reply& reply) {
-  Member& member = *members_[rank];
+  Member& member = members_.at(rank);
   member.replied_at = Clock::now();
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
@@ -829,14 +760,14 @@ void ParameterServer::SendModel(int64_t rank, const sync::Reply& reply) {
 }
 
 void ParameterServer::SendContinue(int64_t rank, bool download, const sync::Reply& reply) {
-  Member& member = *members_[rank];
+  Member& member = members_.at(rank);
   Status sent =
       endpoint_->SendMessage(&member.identity, proto::Continue{download, reply.token, reply.batch});
   if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", rank, sent.ToString());
 }
 
 void ParameterServer::SendSyncNow(int64_t rank, int64_t round) {
-  Status sent = endpoint_->SendMessage(&members_[rank]->identity, proto::SyncNow{round});
+  Status sent = endpoint_->SendMessage(&members_.at(rank).identity, proto::SyncNow{round});
   if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", rank, sent.ToString());
 }
 
@@ -845,7 +776,7 @@ void ParameterServer::Dropped(int64_t rank, const sync::Drop& drop) {
     // Work the policy expects to throw away (a late push): no one's fault.
     spdlog::debug("worker {}: push dropped: {}", rank, drop.reason);
   } else {
-    Refuse(members_[rank]->identity, "worker " + std::to_string(rank),
+    Refuse(members_.at(rank).identity, "worker " + std::to_string(rank),
            "push dropped: " + drop.reason, false);
   }
 }
@@ -918,24 +849,21 @@ void ParameterServer::SendHeartbeats() {
   const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
-  for (std::optional<Member>& m : members_) {
-    if (!m.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&m->identity, proto::Heartbeat{now_us});
-    if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m->host, m->pid, sent.ToString());
-  }
+  members_.ForEach([&](int64_t, Member& m) {
+    Status sent = endpoint_->SendMessage(&m.identity, proto::Heartbeat{now_us});
+    if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m.host, m.pid, sent.ToString());
+  });
   shards_->SendHeartbeats(now_us);
 }
 
 void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
-  Member& member = *members_[rank];
+  Member& member = members_.at(rank);
   ++report_.workers_lost;
   report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
                       std::to_string(member.pid) + "): " + why;
   // Its missing chunks will never come: let the others' replies go on.
   if (streams_.Close(rank)) store_->Advance();
-  rank_of_.erase(Key(member.identity));
-  members_[rank].reset();
-  --joined_;
+  members_.Remove(rank);
   Order({proto::Order::kForget, rank, 0, 0});
   const int64_t live = driver_->live_workers() - (driver_->active(rank) ? 1 : 0);
   spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, live,
@@ -950,14 +878,9 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
 void ParameterServer::CheckSilence() {
   const Clock::time_point now = Clock::now();
   shards_->CheckSilence(now, config_.worker_timeout);
-  for (int64_t r = 0; r < static_cast<int64_t>(members_.size()); ++r) {
-    const std::optional<Member>& m = members_[r];
-    if (!m.has_value()) continue;
-    const milliseconds limit = m->ready ? config_.worker_timeout
-                                        : std::max(config_.worker_timeout, kLoadAllowance);
-    if (now - m->last_seen >= limit) {
-      LoseWorker(r, fmt::format("silent for {:g} s", std::chrono::duration<double>(limit).count()));
-    }
+  for (const Membership::Silent& silent : members_.SilentAt(now, config_.worker_timeout)) {
+    LoseWorker(silent.rank,
+               fmt::format("silent for {:g} s", std::chrono::duration<double>(silent.limit).count()));
   }
 }
 
@@ -1020,11 +943,10 @@ void ParameterServer::FinishCheckpoints() {
 }
 
 void ParameterServer::StopWorkers(const std::string& reason) {
-  for (std::optional<Member>& m : members_) {
-    if (!m.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&m->identity, proto::Stop{reason});
-    if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m->host, m->pid, sent.ToString());
-  }
+  members_.ForEach([&](int64_t, Member& m) {
+    Status sent = endpoint_->SendMessage(&m.identity, proto::Stop{reason});
+    if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m.host, m.pid, sent.ToString());
+  });
   // The other shards stop after the orders before: they save what those left.
   shards_->Stop(reason);
 }
