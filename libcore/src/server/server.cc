@@ -25,8 +25,10 @@
 #include "server/evaluation_log.h"
 #include "server/evaluator.h"
 #include "server/intake.h"
+#include "server/listen_options.h"
 #include "server/loop.h"
 #include "server/membership.h"
+#include "server/run_report.h"
 #include "server/shard.h"
 
 namespace dmlps::server {
@@ -58,7 +60,24 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   Result<RunReport> Run();
 
  private:
+  // The phases of a run, in order. Setup loads the data and the model,
+  // starts the policy and listens; the workers join and load their data
+  // (WaitForWorkers) until all are ready; Train runs the policy until the
+  // target, a limit or a signal; Finish lets what is in flight land, stops
+  // the workers and sums up.
   Status Setup();
+  Status WaitForWorkers();
+  Status Train();
+  Result<RunReport> Finish();
+  // Setup's parts: the model, the optimizer and the store; the policy's driver.
+  Status SetUpModel(const data::Dataset& test_set);
+  Status SetUpPolicy();
+  // One turn of the event loop: a message handled, then the timers
+  // (evaluations, limits, heartbeats and silence, checkpoints, stalled
+  // streams, the other shards' orders). An error ends the run.
+  Status Turn();
+  // The closing summary: per worker, and in the report.
+  void Summarize();
   void HandleFrames(net::Frames& frames);
   void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
   // Makes the sender of `hello` the member of rank `rank`.
@@ -144,6 +163,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   Clock::time_point start_;
   Clock::time_point last_heartbeat_;
 
+  net::Frames frames_;  // the message received last
   int64_t refusals_ = 0;
   int64_t max_message_bytes_ = 0;
   int64_t skipped_snapshots_ = 0;
@@ -170,18 +190,32 @@ class ParameterServer : private sync::DriverSink<Gradient> {
 
 Status ParameterServer::Setup() {
   // Keys first: a bad key file should not wait for the data to load.
-  net::BindOptions bind_options;
-  if (!config_.curve_secret.empty()) {
-    DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config_.curve_secret));
-    DMLPS_ASSIGN_OR_RETURN(bind_options.allowed_keys, net::ReadAllowedKeys(config_.curve_allow));
-    bind_options.curve_secret = pair.secret_key;
-    spdlog::info("CURVE on: server key {}, {} worker key{} admitted from {}", pair.public_key,
-                 bind_options.allowed_keys.size(), bind_options.allowed_keys.size() == 1 ? "" : "s",
-                 config_.curve_allow);
-  }
+  DMLPS_ASSIGN_OR_RETURN(net::BindOptions bind_options, ReadServerKeys(config_));
   DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
   DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
   if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
+  DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
+  evaluator_ = std::make_unique<Evaluator>(*spec_, std::move(test_set));
+
+  if (!config_.trace.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
+  }
+  DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, bounds_, &bind_options));
+  max_message_bytes_ = bind_options.max_frame_bytes;
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                         net::Endpoint::Bind(context_, config_.bind, bind_options));
+  endpoint_.emplace(std::move(endpoint));
+  StartCoordinator();
+  spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
+               config_.workers == 1 ? "" : "s");
+  if (!config_.endpoint_file.empty()) {
+    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
+  }
+  WriteEvaluationHeader(tsv_);
+  return Status::Ok();
+}
+
+Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
   DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
                          model::ParseModelSpec(config_.model, test_set.dim,
                                                std::max<int64_t>(test_set.classes, 2)));
@@ -200,16 +234,7 @@ Status ParameterServer::Setup() {
   params.resize(static_cast<size_t>(bounds_[1]));
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
                                                          static_cast<int64_t>(params.size())));
-  sync::PolicyConfig policy_config = config_.policy;
-  policy_config.num_workers = config_.workers;
-  policy_config.batch = config_.batch;
-  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
-  driver_.emplace(std::move(policy),
-                  sync::DriverOptions{.eval_every = config_.eval_every,
-                                      .max_iterations = config_.max_iterations,
-                                      .min_workers = config_.min_workers},
-                  static_cast<sync::DriverSink<Gradient>&>(*this));
-  policy_ = &driver_->policy();
+  DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   store_.emplace(std::move(params),
                  proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)), config_.threads);
@@ -221,39 +246,20 @@ Status ParameterServer::Setup() {
     spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards", config_.shard_count,
                  bounds_[1]);
   }
-  evaluator_ = std::make_unique<Evaluator>(spec, std::move(test_set));
+  return Status::Ok();
+}
 
-  if (!config_.trace.empty()) {
-    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
-  }
-  const int64_t model_bytes = model.num_params() * static_cast<int64_t>(sizeof(float));
-  // The largest payload a worker sends: the whole gradient (its slice), or
-  // one chunk of it.
-  const int64_t largest_push =
-      std::min(bounds_[1] * static_cast<int64_t>(sizeof(float)), proto::kDefaultChunkBytes);
-  if (config_.max_message_bytes > 0 && config_.max_message_bytes < largest_push) {
-    return Status::InvalidArgument("--max-message-bytes " +
-                                   std::to_string(config_.max_message_bytes) +
-                                   " is less than a worker's push of this model needs (" +
-                                   std::to_string(largest_push) + " bytes)");
-  }
-  max_message_bytes_ = config_.max_message_bytes > 0 ? config_.max_message_bytes
-                                                     : model_bytes + kMessageHeadroom;
-  bind_options.max_frame_bytes = max_message_bytes_;
-  bind_options.max_connections = config_.max_connections > 0
-                                     ? config_.max_connections
-                                     : config_.workers + kConnectionHeadroom +
-                                           config_.shard_count - 1;
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                         net::Endpoint::Bind(context_, config_.bind, bind_options));
-  endpoint_.emplace(std::move(endpoint));
-  StartCoordinator();
-  spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
-               config_.workers == 1 ? "" : "s");
-  if (!config_.endpoint_file.empty()) {
-    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
-  }
-  WriteEvaluationHeader(tsv_);
+Status ParameterServer::SetUpPolicy() {
+  sync::PolicyConfig policy_config = config_.policy;
+  policy_config.num_workers = config_.workers;
+  policy_config.batch = config_.batch;
+  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
+  driver_.emplace(std::move(policy),
+                  sync::DriverOptions{.eval_every = config_.eval_every,
+                                      .max_iterations = config_.max_iterations,
+                                      .min_workers = config_.min_workers},
+                  static_cast<sync::DriverSink<Gradient>&>(*this));
+  policy_ = &driver_->policy();
   return Status::Ok();
 }
 
@@ -292,36 +298,52 @@ Result<RunReport> ParameterServer::Run() {
   Eigen::setNbThreads(1);
   DMLPS_RETURN_IF_ERROR(Setup());
   last_heartbeat_ = Clock::now();
-  net::Frames frames;
-  while (!Finished()) {
-    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
-    if (!got.ok()) return got.status();
-    if (*got) HandleFrames(frames);
-    CollectEvaluations();
-    if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
-    if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
-        !driver_->limit_reached()) {
-      spdlog::info("time limit of {} s reached", config_.max_seconds);
-      driver_->EndRun();
-    }
-    if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
-      SendHeartbeats();
-      CheckSilence();
-    }
-    if (started_) MaybeCheckpoint();
-    CloseStalledStreams();
-    shards_->SendOrders();
-    if (!shards_->fatal().ok()) {
-      StopWorkers("a server shard was lost");
-      return shards_->fatal();
-    }
+  DMLPS_RETURN_IF_ERROR(WaitForWorkers());
+  DMLPS_RETURN_IF_ERROR(Train());
+  return Finish();
+}
+
+Status ParameterServer::WaitForWorkers() {
+  while (!started_ && !Finished()) DMLPS_RETURN_IF_ERROR(Turn());
+  return Status::Ok();
+}
+
+Status ParameterServer::Train() {
+  while (!Finished()) DMLPS_RETURN_IF_ERROR(Turn());
+  return Status::Ok();
+}
+
+Status ParameterServer::Turn() {
+  Result<bool> got = endpoint_->Receive(&frames_, kPollSlice);
+  if (!got.ok()) return got.status();
+  if (*got) HandleFrames(frames_);
+  CollectEvaluations();
+  if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
+  if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
+      !driver_->limit_reached()) {
+    spdlog::info("time limit of {} s reached", config_.max_seconds);
+    driver_->EndRun();
   }
+  if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
+    SendHeartbeats();
+    CheckSilence();
+  }
+  if (started_) MaybeCheckpoint();
+  CloseStalledStreams();
+  shards_->SendOrders();
+  if (!shards_->fatal().ok()) {
+    StopWorkers("a server shard was lost");
+    return shards_->fatal();
+  }
+  return Status::Ok();
+}
+
+Result<RunReport> ParameterServer::Finish() {
   report_.seconds = Seconds();
   report_.iterations = driver_->iteration();
-
-  std::string reason = report_.target_reached ? "target accuracy reached"
-                       : report_.signal != 0  ? "server interrupted"
-                                              : "limit reached";
+  const std::string reason = report_.target_reached ? "target accuracy reached"
+                             : report_.signal != 0  ? "server interrupted"
+                                                    : "limit reached";
   if (!report_.target_reached && report_.signal == 0) {
     // The last snapshot may wait for chunks still on their way.
     DrainStreams(kDrainLimit);
@@ -348,7 +370,11 @@ Result<RunReport> ParameterServer::Run() {
     evaluator_->WaitIdle();
     CollectEvaluations();
   }
+  Summarize();
+  return report_;
+}
 
+void ParameterServer::Summarize() {
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute).
   std::vector<sync::WorkerTotals> totals;
@@ -372,26 +398,8 @@ Result<RunReport> ParameterServer::Run() {
   report_.wasted_samples = driver_->wasted_samples();
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
-  spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
-               "wasted samples {}",
-               policy_->Name(), report_.seconds, report_.iterations, report_.compute_ratio_mean,
-               report_.compute_ratio_min, report_.wasted_samples);
-  if (skipped_snapshots_ > 0) {
-    spdlog::info("{} snapshots not evaluated: evaluation fell behind", skipped_snapshots_);
-  }
-  if (driver_->dropped_pushes() > 0) {
-    spdlog::info("{} pushes dropped ({} samples wasted)", driver_->dropped_pushes(),
-                 report_.wasted_samples);
-  }
-  if (report_.target_reached) {
-    spdlog::info("reached accuracy {:.4f} >= {} after {:.2f} s and {} iterations",
-                 report_.last_eval.accuracy, config_.target_accuracy, report_.seconds_to_target,
-                 report_.iterations_to_target);
-  } else if (config_.target_accuracy > 0) {
-    spdlog::warn("target accuracy {} not reached (best seen at the end: {:.4f})",
-                 config_.target_accuracy, report_.last_eval.accuracy);
-  }
-  return report_;
+  LogRunSummary(report_, policy_->Name(), config_.target_accuracy, skipped_snapshots_,
+                driver_->dropped_pushes());
 }
 
 void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& who,
