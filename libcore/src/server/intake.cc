@@ -3,7 +3,7 @@
 #include <cmath>
 #include <utility>
 
-#include "dmlps/server/model_store.h"
+#include "server/model_store.h"
 
 namespace dmlps::server {
 

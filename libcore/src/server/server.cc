@@ -16,7 +16,6 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/checkpoint.h"
-#include "dmlps/server/model_store.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
 #include "dmlps/trace/trace.h"
@@ -28,6 +27,7 @@
 #include "server/listen_options.h"
 #include "server/loop.h"
 #include "server/membership.h"
+#include "server/model_store.h"
 #include "server/run_report.h"
 #include "server/shard.h"
 
