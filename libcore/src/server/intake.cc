@@ -62,13 +62,24 @@ void PushStreams::Follow(int64_t worker, std::shared_ptr<proto::IncomingTensor> 
 
 PushStreams::Taken PushStreams::Take(int64_t worker, int64_t index, net::Frames& payload) {
   auto it = streams_.find(worker);
-  if (it == streams_.end()) return {Verdict::kNoStream, 0, Status::Ok()};
+  if (it == streams_.end()) {
+    return {Verdict::kNoStream, 0, Status::Ok(),
+            "chunk " + std::to_string(index) + " without a streamed push to belong to"};
+  }
   const int64_t clock = it->second.clock;
   Result<bool> finite = TakeChunk(*it->second.tensor, index, payload);
-  if (!finite.ok()) return {Verdict::kBroken, clock, finite.status()};
+  if (!finite.ok()) {
+    return {Verdict::kBroken, clock, finite.status(),
+            "push " + std::to_string(clock) + ": " + finite.status().message()};
+  }
   it->second.last_chunk = Clock::now();
   if (it->second.tensor->complete()) streams_.erase(it);
-  return {*finite ? Verdict::kTaken : Verdict::kNonFinite, clock, Status::Ok()};
+  if (!*finite) {
+    return {Verdict::kNonFinite, clock, Status::Ok(),
+            "push " + std::to_string(clock) + ", chunk " + std::to_string(index) +
+                " contains NaN or infinite values"};
+  }
+  return {Verdict::kTaken, clock, Status::Ok(), ""};
 }
 
 bool PushStreams::Close(int64_t worker) {

@@ -1,8 +1,9 @@
 // What a server takes in from a worker's push: the header checked, the
 // payload opened (whole, or announced and then streamed chunk by chunk),
 // and the streams in flight followed to their last chunk. Shard 0, the
-// other shards and the transport bench's server share it; it decides, and
-// each of them words its own refusals and advances its own model store.
+// other shards and the transport bench's server share it; it decides and
+// says why, and each of them refuses in its own words and advances its own
+// model store.
 #ifndef DMLPS_SERVER_INTAKE_H_
 #define DMLPS_SERVER_INTAKE_H_
 
@@ -71,6 +72,10 @@ class PushStreams {
     Verdict verdict = Verdict::kTaken;
     int64_t clock = 0;  // of the push the chunk belongs to
     Status error;       // kBroken: the Protocol error IncomingTensor::Add gave
+    // What a refusal says, before what the receiver leaves out: "chunk 3
+    // without a streamed push to belong to", "push 7, chunk 3 contains NaN
+    // or infinite values", "push 7: <error>". Empty with kTaken.
+    std::string why;
   };
 
   // Follows the push of `worker` at its `clock` when chunks of `tensor` are

@@ -30,6 +30,7 @@
 #include "server/model_store.h"
 #include "server/run_report.h"
 #include "server/shard.h"
+#include "server/updates.h"
 
 namespace dmlps::server {
 namespace {
@@ -94,9 +95,15 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void CloseStalledStreams();
   // Before the run ends: lets the streams in flight finish, for at most `limit`.
   void DrainStreams(milliseconds limit);
-  // The driver's sink: what the policy's actions do here.
-  void Stage(const sync::HandledPush<Gradient>& push, double weight) override;
-  void Apply(double scale, bool with_optimizer) override;
+  // The driver's sink: what the policy's actions do here. Updates go to
+  // the model store and the other shards (ModelUpdates), replies to the
+  // workers.
+  void Stage(const sync::HandledPush<Gradient>& push, double weight) override {
+    updates_->Stage(push.worker, push.clock, weight, push.payload);
+  }
+  void Apply(double scale, bool with_optimizer) override {
+    updates_->Apply(scale, with_optimizer, policy_->version());
+  }
   void SendModel(int64_t rank, const sync::Reply& reply) override;
   void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override;
   void SendSyncNow(int64_t rank, int64_t round) override;
@@ -170,22 +177,13 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   RunReport report_;
 
   std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
-  int64_t last_checkpoint_iteration_ = -1;
-  Clock::time_point last_checkpoint_at_;
-  double checkpoint_path_ms_ = 0;  // time the training thread spent on checkpoints
-  double seconds_before_ = 0;      // training time before --resume
+  std::optional<CheckpointSchedule> checkpoint_schedule_;
+  double seconds_before_ = 0;  // training time before --resume
 
   // Sharded servers (see sharded()).
   std::vector<int64_t> bounds_;               // where the slices begin, plus the end
   std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
-  // --deterministic: the stages since the last apply, summed at the next.
-  struct HeldStage {
-    int64_t worker = 0;
-    int64_t clock = 0;  // the worker's own
-    double weight = 0;
-    std::shared_ptr<proto::IncomingTensor> gradient;
-  };
-  std::vector<HeldStage> held_stages_;
+  std::optional<ModelUpdates> updates_;       // set with shards_
 };
 
 Status ParameterServer::Setup() {
@@ -206,6 +204,7 @@ Status ParameterServer::Setup() {
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
   StartCoordinator();
+  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get());
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");
   if (!config_.endpoint_file.empty()) {
@@ -239,6 +238,8 @@ Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
   store_.emplace(std::move(params),
                  proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)), config_.threads);
   if (!config_.checkpoint.empty()) checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
+  checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
+                               config_.checkpoint_every_seconds, report_.resumed_iteration);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
                spec.Name(), model.num_params(), policy_->Name(),
                sync::WorkerModeName(policy_->mode()), optimizer_->Name(), test_set.rows());
@@ -281,7 +282,6 @@ Status ParameterServer::Resume(std::vector<float>* params) {
   *params = *checkpoint.params;
   driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
   seconds_before_ = checkpoint.seconds;
-  last_checkpoint_iteration_ = checkpoint.iteration;
   report_.resumed_iteration = checkpoint.iteration;
   spdlog::info("resuming from {}: iteration {}, model version {}, {} samples trained, {:.1f} s",
                source, checkpoint.iteration, checkpoint.version, checkpoint.samples,
@@ -432,12 +432,11 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     return;
   }
   const int64_t rank = members_.RankOf(identity);
-  const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "peer " + Hex(identity);
+  const std::string who = SenderName(rank, "peer " + Hex(identity));
   // One too large is dropped unread: a worker's step is not counted either.
-  std::string why;
-  std::optional<proto::Message> message = DecodeBounded(frames, max_message_bytes_, &why);
-  if (!message.has_value()) {
-    Refuse(identity, who, why, rank < 0);
+  Result<proto::Message> message = DecodeBounded(frames, max_message_bytes_);
+  if (!message.ok()) {
+    Refuse(identity, who, message.status().message(), rank < 0);
     return;
   }
   proto::Body& body = message->body;
@@ -565,7 +564,7 @@ void ParameterServer::Start() {
                report_.resumed_iteration >= 0
                    ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
                    : std::string("starts"));
-  last_checkpoint_at_ = Clock::now();
+  checkpoint_schedule_->Start(Clock::now());
   // Pulls that arrived while the cluster was assembling are answered now;
   // the untrained (or resumed) model is evaluated: accuracy at time zero.
   driver_->Start();
@@ -662,28 +661,19 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
 
 void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
   Member& member = members_.at(rank);
-  const std::string who = "worker " + std::to_string(rank);
   const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
-  switch (taken.verdict) {
-    case PushStreams::Verdict::kNoStream:
-      Refuse(member.identity, who,
-             "chunk " + std::to_string(chunk.index) + " without a streamed push to belong to",
-             false);
-      return;
-    case PushStreams::Verdict::kBroken:
-      ++member.totals.refused;
-      AbandonStream(rank, "push " + std::to_string(taken.clock) + ": " + taken.error.message() +
-                              "; the rest of its gradient is left out");
-      return;
-    case PushStreams::Verdict::kNonFinite:
-      ++member.totals.refused;
-      Refuse(member.identity, who,
-             "push " + std::to_string(taken.clock) + ", chunk " + std::to_string(chunk.index) +
-                 " contains NaN or infinite values; that chunk is left out",
-             false);
-      break;
-    case PushStreams::Verdict::kTaken:
-      break;
+  if (taken.verdict == PushStreams::Verdict::kNoStream) {
+    Refuse(member.identity, "worker " + std::to_string(rank), taken.why, false);
+    return;
+  }
+  if (taken.verdict != PushStreams::Verdict::kTaken) ++member.totals.refused;
+  if (taken.verdict == PushStreams::Verdict::kBroken) {
+    AbandonStream(rank, taken.why + "; the rest of its gradient is left out");
+    return;
+  }
+  if (taken.verdict == PushStreams::Verdict::kNonFinite) {
+    Refuse(member.identity, "worker " + std::to_string(rank),
+           taken.why + "; that chunk is left out", false);
   }
   store_->Advance();
 }
@@ -718,43 +708,6 @@ void ParameterServer::DrainStreams(milliseconds limit) {
       HandleChunk(rank, *chunk, message->payload);
     }
   }
-}
-
-void ParameterServer::Stage(const sync::HandledPush<Gradient>& push, double weight) {
-  if (push.payload == nullptr) return;  // the policy only stages usable pushes
-  if (config_.deterministic) {
-    // Summed at the next apply, in rank order.
-    held_stages_.push_back({push.worker, push.clock, weight, push.payload});
-    return;
-  }
-  // Summed chunk by chunk as a streamed gradient arrives.
-  store_->Stage(push.payload, static_cast<float>(weight));
-  Order({proto::Order::kStage, push.worker, push.clock, weight});
-}
-
-void ParameterServer::Apply(double scale, bool with_optimizer) {
-  // --deterministic: the same sum whatever order the pushes came in.
-  std::stable_sort(held_stages_.begin(), held_stages_.end(),
-                   [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
-  for (HeldStage& held : held_stages_) {
-    store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
-    Order({proto::Order::kStage, held.worker, held.clock, held.weight});
-  }
-  held_stages_.clear();
-  std::function<void()> traced;
-  if (tracer_) {
-    // The policy counted this apply already: its version is the new one. The
-    // span ends when the last chunk is applied (streamed: once it arrived).
-    const int64_t start_us = trace::NowMicros();
-    const int64_t version = policy_->version();
-    traced = [this, start_us, version] {
-      tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
-                    {{"version", version}});
-    };
-  }
-  store_->Apply(with_optimizer ? optimizer_.get() : nullptr, static_cast<float>(scale),
-                std::move(traced));
-  Order({with_optimizer ? proto::Order::kApply : proto::Order::kApplyDelta, -1, 0, scale});
 }
 
 void ParameterServer::SendModel(int64_t rank, const sync::Reply& reply) {
@@ -906,16 +859,9 @@ void ParameterServer::HoldChanged(bool holding, int64_t live) {
 
 void ParameterServer::MaybeCheckpoint() {
   const int64_t iteration = driver_->iteration();
-  if (checkpoints_ == nullptr || iteration == last_checkpoint_iteration_) return;
+  if (checkpoints_ == nullptr) return;
   const Clock::time_point now = Clock::now();
-  const bool by_count = config_.checkpoint_every_iterations > 0 &&
-                        iteration >= std::max<int64_t>(last_checkpoint_iteration_, 0) +
-                                           config_.checkpoint_every_iterations;
-  const bool by_time =
-      config_.checkpoint_every_seconds > 0 &&
-      std::chrono::duration<double>(now - last_checkpoint_at_).count() >=
-          config_.checkpoint_every_seconds;
-  if (!by_count && !by_time) return;
+  if (!checkpoint_schedule_->Due(iteration, now)) return;
   // With every update the policy emitted applied on every lane, the model,
   // the optimizer's state and the policy's version agree; what is staged
   // for a round in progress is not kept (workers redo that round). A large
@@ -925,8 +871,6 @@ void ParameterServer::MaybeCheckpoint() {
   Checkpoint checkpoint = MakeCheckpoint(Identity(), config_.workers, policy_->Save(),
                                          driver_->samples_applied(), seconds_before_ + Seconds(),
                                          optimizer_->State());
-  last_checkpoint_iteration_ = iteration;
-  last_checkpoint_at_ = now;
   // As evaluation does: a copy of the model taken once its updates are in
   // (at once here, nothing being pending); encoding and writing are the
   // writer thread's.
@@ -935,19 +879,15 @@ void ParameterServer::MaybeCheckpoint() {
     checkpoint.params = std::move(values);
     checkpoints_->Submit(std::move(checkpoint));
   });
-  checkpoint_path_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  checkpoint_schedule_->Taken(
+      iteration, now, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
 }
 
 void ParameterServer::FinishCheckpoints() {
   if (checkpoints_ == nullptr) return;
   checkpoints_->Finish();
   report_.checkpoints = checkpoints_->written();
-  if (report_.checkpoints > 0) {
-    spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
-                 "(off it)",
-                 report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
-                 checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
-  }
+  checkpoint_schedule_->LogCosts(report_.checkpoints, checkpoints_->write_ms());
 }
 
 void ParameterServer::StopWorkers(const std::string& reason) {

@@ -220,11 +220,10 @@ void ShardServer::HandleWorker(net::Frames& frames) {
   zmq::message_t identity = net::CopyFrame(frames[0]);
   auto it = rank_of_.find(Key(identity));
   const int64_t rank = it == rank_of_.end() ? -1 : it->second;
-  const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "a peer";
-  std::string why;
-  std::optional<proto::Message> message = DecodeBounded(frames, max_bytes_, &why);
-  if (!message.has_value()) {
-    Refuse(identity, who, why, rank < 0);
+  const std::string who = SenderName(rank, "a peer");
+  Result<proto::Message> message = DecodeBounded(frames, max_bytes_);
+  if (!message.ok()) {
+    Refuse(identity, who, message.status().message(), rank < 0);
     return;
   }
   proto::Body& body = message->body;
@@ -296,25 +295,20 @@ void ShardServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames&
 }
 
 void ShardServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
-  const std::string who = "worker " + std::to_string(rank);
   const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
+  const std::string who = "worker " + std::to_string(rank);
   switch (taken.verdict) {
+    case PushStreams::Verdict::kTaken:
+      break;
+    case PushStreams::Verdict::kNonFinite:
+      Refuse(pushers_[rank].identity, who, taken.why + "; it is left out", false);
+      break;
     case PushStreams::Verdict::kNoStream:
-      Refuse(pushers_[rank].identity, who,
-             "chunk " + std::to_string(chunk.index) + " without a streamed push to belong to",
-             false);
+      Refuse(pushers_[rank].identity, who, taken.why, false);
       return;
     case PushStreams::Verdict::kBroken:
       Abandon(rank, taken.error.message());
       return;
-    case PushStreams::Verdict::kNonFinite:
-      Refuse(pushers_[rank].identity, who,
-             "push " + std::to_string(taken.clock) + ", chunk " + std::to_string(chunk.index) +
-                 " contains NaN or infinite values; it is left out",
-             false);
-      break;
-    case PushStreams::Verdict::kTaken:
-      break;
   }
   store_->Advance();
 }
