@@ -1,5 +1,7 @@
 #include "server/evaluator.h"
 
+#include <spdlog/spdlog.h>
+
 #include "dmlps/trace/trace.h"
 
 namespace dmlps::server {
@@ -25,6 +27,12 @@ bool Evaluator::Submit(Snapshot snapshot, bool must) {
   }
   wake_.Signal();
   return true;
+}
+
+void Evaluator::SubmitOrSkip(Snapshot snapshot, bool must) {
+  if (!Submit(std::move(snapshot), must) && skipped_++ == 0) {
+    spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
+  }
 }
 
 std::vector<Evaluation> Evaluator::TakeResults() {

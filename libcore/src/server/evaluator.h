@@ -47,6 +47,10 @@ class Evaluator {
   // Queues a snapshot, evaluated in order. When evaluation has fallen
   // kMaxQueued behind, a snapshot that is not a `must` is skipped: returns false.
   bool Submit(Snapshot snapshot, bool must) EXCLUDES(mutex_);
+  // As Submit, counting a skipped snapshot (skipped()) and warning at the
+  // first. Called from one thread only.
+  void SubmitOrSkip(Snapshot snapshot, bool must) EXCLUDES(mutex_);
+  int64_t skipped() const { return skipped_; }
   // Results finished since the last call, oldest first.
   std::vector<Evaluation> TakeResults() EXCLUDES(mutex_);
   // Blocks until every queued snapshot has a result.
@@ -70,6 +74,7 @@ class Evaluator {
   std::vector<Evaluation> done_ GUARDED_BY(mutex_);
   bool busy_ GUARDED_BY(mutex_) = false;
   bool stopping_ GUARDED_BY(mutex_) = false;
+  int64_t skipped_ = 0;  // SubmitOrSkip's caller's alone
   std::thread thread_;
 };
 

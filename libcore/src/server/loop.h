@@ -32,6 +32,19 @@ inline std::string IdentityKey(const zmq::message_t& identity) {
   return std::string(static_cast<const char*>(identity.data()), identity.size());
 }
 
+// The first bytes of a ROUTER identity in hex, to name a peer that holds
+// no rank.
+inline std::string HexPrefix(const zmq::message_t& identity) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  const auto* bytes = static_cast<const unsigned char*>(identity.data());
+  for (size_t i = 0; i < identity.size() && i < 8; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 15];
+  }
+  return out;
+}
+
 // How a refusal names the sender of a message: "worker 3" for one holding
 // a rank (-1: none), else `stranger`.
 inline std::string SenderName(int64_t rank, std::string_view stranger) {

@@ -30,6 +30,14 @@ void WriteRunReport(const RunReport& report, std::ostream& out) {
       report.checkpoints);
 }
 
+void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds) {
+  const sync::WorkerTotals& t = totals;
+  spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
+               "wait {:.1f} s, compute ratio {:.2f}, {} refused",
+               rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s,
+               sync::ComputeRatio(t, seconds), t.refused);
+}
+
 void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,
                    int64_t skipped_snapshots, int64_t dropped_pushes) {
   spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "

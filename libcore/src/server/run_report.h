@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dmlps/server/server.h"
+#include "dmlps/sync/summary.h"
 
 namespace dmlps::server {
 
@@ -14,6 +15,9 @@ namespace dmlps::server {
 // work that did not count (`skipped_snapshots` not evaluated,
 // `dropped_pushes` dropped) and whether `target_accuracy` (0: none) was
 // reached.
+// Logs what worker `rank` did over a run of `seconds`, for the closing summary.
+void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds);
+
 void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,
                    int64_t skipped_snapshots, int64_t dropped_pushes);
 

@@ -1,190 +1,21 @@
 #include "dmlps/server/server.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
-#include <fstream>
 #include <functional>
-#include <map>
-#include <optional>
+#include <utility>
 
 #include "dmlps/data/dataset.h"
-#include "dmlps/net/curve.h"
-#include "dmlps/net/endpoint.h"
-#include "dmlps/optim/optimizer.h"
-#include "dmlps/proto/codec.h"
-#include "dmlps/server/checkpoint.h"
-#include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
-#include "dmlps/trace/trace.h"
-#include "server/checkpoint_writer.h"
-#include "server/coordinator.h"
 #include "server/evaluation_log.h"
-#include "server/evaluator.h"
-#include "server/intake.h"
 #include "server/listen_options.h"
-#include "server/loop.h"
-#include "server/membership.h"
-#include "server/model_store.h"
+#include "server/parameter_server.h"
 #include "server/run_report.h"
 #include "server/shard.h"
-#include "server/updates.h"
+#include "server/welcome.h"
 
 namespace dmlps::server {
-namespace {
-
-using std::chrono::milliseconds;
-
-std::string Hex(const zmq::message_t& identity) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  const auto* bytes = static_cast<const unsigned char*>(identity.data());
-  for (size_t i = 0; i < identity.size() && i < 8; ++i) {
-    out += kDigits[bytes[i] >> 4];
-    out += kDigits[bytes[i] & 15];
-  }
-  return out;
-}
-
-// A push's payload as the server holds it: null when it was refused.
-using Gradient = std::shared_ptr<proto::IncomingTensor>;
-
-// The policy's decisions reach the model store, the workers and (sharded)
-// the other shards through the driver's sink, below.
-class ParameterServer : private sync::DriverSink<Gradient> {
- public:
-  ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
-      : config_(config), tsv_(tsv), signal_(signal) {}
-
-  Result<RunReport> Run();
-
- private:
-  // The phases of a run, in order. Setup loads the data and the model,
-  // starts the policy and listens; the workers join and load their data
-  // (WaitForWorkers) until all are ready; Train runs the policy until the
-  // target, a limit or a signal; Finish lets what is in flight land, stops
-  // the workers and sums up.
-  Status Setup();
-  Status WaitForWorkers();
-  Status Train();
-  Result<RunReport> Finish();
-  // Setup's parts: the model, the optimizer and the store; the policy's driver.
-  Status SetUpModel(const data::Dataset& test_set);
-  Status SetUpPolicy();
-  // One turn of the event loop: a message handled, then the timers
-  // (evaluations, limits, heartbeats and silence, checkpoints, stalled
-  // streams, the other shards' orders). An error ends the run.
-  Status Turn();
-  // The closing summary: per worker, and in the report.
-  void Summarize();
-  void HandleFrames(net::Frames& frames);
-  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
-  // Makes the sender of `hello` the member of rank `rank`.
-  void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank);
-  // Tells the member of `rank` what the job is and where the shards are.
-  void SendWelcome(const zmq::message_t& identity, int64_t rank);
-  void HandlePull(int64_t rank, const proto::Pull& pull);
-  void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
-  void Start();
-  void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
-  // The streamed push of worker `rank` will get no more chunks: what is
-  // missing is left out.
-  void AbandonStream(int64_t rank, const std::string& why);
-  void CloseStalledStreams();
-  // Before the run ends: lets the streams in flight finish, for at most `limit`.
-  void DrainStreams(milliseconds limit);
-  // The driver's sink: what the policy's actions do here. Updates go to
-  // the model store and the other shards (ModelUpdates), replies to the
-  // workers.
-  void Stage(const sync::HandledPush<Gradient>& push, double weight) override {
-    updates_->Stage(push.worker, push.clock, weight, push.payload);
-  }
-  void Apply(double scale, bool with_optimizer) override {
-    updates_->Apply(scale, with_optimizer, policy_->version());
-  }
-  void SendModel(int64_t rank, const sync::Reply& reply) override;
-  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override;
-  void SendSyncNow(int64_t rank, int64_t round) override;
-  void Dropped(int64_t rank, const sync::Drop& drop) override;
-  void Evaluate(bool must) override { SubmitSnapshot(must); }
-  void LimitReached() override;
-  void IterationAdvanced() override { MaybeCheckpoint(); }
-  void HoldChanged(bool holding, int64_t live) override;
-  // Queues the current model for evaluation; `must` ones are never skipped.
-  void SubmitSnapshot(bool must);
-  void CollectEvaluations();
-  void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
-              bool fatal, bool rejoin = false);
-  void SendHeartbeats();
-  // Goes on without worker `rank`: the policy stops waiting for it.
-  void LoseWorker(int64_t rank, const std::string& why);
-  // Loses the workers silent for longer than --worker-timeout.
-  void CheckSilence();
-  // Loads --resume into the model, the optimizer and the policy.
-  Status Resume(std::vector<float>* params);
-  // The names this run's checkpoints record, which one resumed must match.
-  CheckpointIdentity Identity() const;
-  // Hands a checkpoint to the writer when one is due and every update
-  // queued has been applied.
-  void MaybeCheckpoint();
-  // At the end: writes the checkpoint pending and reports what was written.
-  void FinishCheckpoints();
-  void StopWorkers(const std::string& reason);
-  double Seconds() const;
-  bool Finished() const;
-
-  // Sharded servers: this is shard 0, which tells the others (shards_)
-  // what the policy decided, translated into orders.
-  bool sharded() const { return config_.shard_count > 1; }
-  void Order(proto::Order order) { shards_->Order(order); }
-  // Hands a whole snapshot to the evaluator; counts it when skipped.
-  void Evaluate(Snapshot snapshot, bool must);
-  // Writes --save-model: the parameters this shard holds.
-  Status SaveModel();
-  // Sets up shards_, once the endpoint is bound.
-  void StartCoordinator();
-
-  const ServerConfig& config_;
-  std::ostream& tsv_;
-  const std::atomic<int>* signal_;
-
-  zmq::context_t context_;
-  std::optional<net::Endpoint> endpoint_;
-  // The policy and what it decided per worker; policy_ is its policy, to read.
-  std::optional<sync::PolicyDriver<Gradient>> driver_;
-  const sync::Policy* policy_ = nullptr;
-  std::unique_ptr<optim::Optimizer> optimizer_;
-  std::optional<model::ModelSpec> spec_;
-  std::unique_ptr<Evaluator> evaluator_;
-  std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
-  int64_t start_us_ = 0;                         // the run's start, µs since the Unix epoch
-
-  // The model and the accumulator; streamed pushes and replies pipeline in it.
-  std::optional<ModelStore> store_;
-  PushStreams streams_;  // the pushes whose chunks are still coming, by rank
-
-  Membership members_{config_.workers};  // as many ranks as the policy's
-  bool started_ = false;
-  Clock::time_point start_;
-  Clock::time_point last_heartbeat_;
-
-  net::Frames frames_;  // the message received last
-  int64_t refusals_ = 0;
-  int64_t max_message_bytes_ = 0;
-  int64_t skipped_snapshots_ = 0;
-  RunReport report_;
-
-  std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
-  std::optional<CheckpointSchedule> checkpoint_schedule_;
-  double seconds_before_ = 0;  // training time before --resume
-
-  // Sharded servers (see sharded()).
-  std::vector<int64_t> bounds_;               // where the slices begin, plus the end
-  std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
-  std::optional<ModelUpdates> updates_;       // set with shards_
-};
 
 Status ParameterServer::Setup() {
   // Keys first: a bad key file should not wait for the data to load.
@@ -380,12 +211,8 @@ void ParameterServer::Summarize() {
   std::vector<sync::WorkerTotals> totals;
   members_.ForEach([&](int64_t rank, const Member& m) {
     if (m.totals.steps == 0) return;
-    const sync::WorkerTotals& t = m.totals;
-    totals.push_back(t);
-    spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
-                 "wait {:.1f} s, compute ratio {:.2f}, {} refused",
-                 rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s,
-                 sync::ComputeRatio(t, report_.seconds), t.refused);
+    totals.push_back(m.totals);
+    LogWorkerTotals(rank, m.totals, report_.seconds);
   });
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
@@ -398,156 +225,8 @@ void ParameterServer::Summarize() {
   report_.wasted_samples = driver_->wasted_samples();
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
-  LogRunSummary(report_, policy_->Name(), config_.target_accuracy, skipped_snapshots_,
+  LogRunSummary(report_, policy_->Name(), config_.target_accuracy, evaluator_->skipped(),
                 driver_->dropped_pushes());
-}
-
-void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& who,
-                             const std::string& why, bool fatal, bool rejoin) {
-  ++refusals_;
-  if (refusals_ <= kLoudRefusals) {
-    spdlog::warn("refused a message from {}: {}", who, why);
-    if (refusals_ == kLoudRefusals) spdlog::warn("further refusals are logged at debug level");
-  } else {
-    spdlog::debug("refused a message from {}: {}", who, why);
-  }
-  Status sent = endpoint_->SendMessage(&identity, proto::Error{why, fatal, rejoin});
-  if (!sent.ok()) spdlog::debug("could not tell {} why: {}", who, sent.ToString());
-}
-
-void ParameterServer::HandleFrames(net::Frames& frames) {
-  if (frames.size() < 2) {
-    // A ROUTER always gives the identity first, so one frame means an empty message.
-    if (!frames.empty()) Refuse(frames[0], "peer " + Hex(frames[0]), "empty message", true);
-    return;
-  }
-  zmq::message_t identity = net::CopyFrame(frames[0]);
-  if (const int64_t shard = shards_->ShardOf(identity); shard >= 0) {
-    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-    if (!message.ok()) {
-      Refuse(identity, "server shard " + std::to_string(shard), message.status().message(), false);
-      return;
-    }
-    shards_->HandleMessage(shard, *message);
-    return;
-  }
-  const int64_t rank = members_.RankOf(identity);
-  const std::string who = SenderName(rank, "peer " + Hex(identity));
-  // One too large is dropped unread: a worker's step is not counted either.
-  Result<proto::Message> message = DecodeBounded(frames, max_message_bytes_);
-  if (!message.ok()) {
-    Refuse(identity, who, message.status().message(), rank < 0);
-    return;
-  }
-  proto::Body& body = message->body;
-  if (auto* hello = std::get_if<proto::Hello>(&body)) {
-    if (hello->shard >= 0) {
-      if (Status registered = shards_->Register(identity, *hello); !registered.ok()) {
-        Refuse(identity, ShardName(*hello), registered.message(), true);
-      }
-    } else if (!shards_->AllRegistered() && rank < 0) {
-      // Its Welcome names every shard: it waits until all are here.
-      shards_->HoldHello(identity, *hello);
-    } else {
-      HandleHello(identity, *hello);
-    }
-    return;
-  }
-  if (rank < 0 && shards_->Holds(identity)) {
-    return;  // a worker waiting for its Welcome keeps itself alive
-  }
-  if (rank < 0) {
-    // A worker of a server that restarted, or one declared lost: it may
-    // Hello again.
-    Refuse(identity, who,
-           std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello", true,
-           /*rejoin=*/true);
-    return;
-  }
-  Member& member = members_.at(rank);
-  member.last_seen = Clock::now();
-  if (auto* pull = std::get_if<proto::Pull>(&body)) {
-    HandlePull(rank, *pull);
-  } else if (auto* push = std::get_if<proto::Push>(&body)) {
-    HandlePush(rank, *push, message->payload);
-  } else if (auto* chunk = std::get_if<proto::Chunk>(&body)) {
-    HandleChunk(rank, *chunk, message->payload);
-  } else if (std::holds_alternative<proto::Heartbeat>(body)) {
-    // Its arrival is all it says.
-  } else if (auto* error = std::get_if<proto::Error>(&body)) {
-    if (error->fatal) {
-      LoseWorker(rank, "gave up: " + error->message);
-    } else {
-      spdlog::warn("worker {} reports: {}", rank, error->message);
-    }
-  } else {
-    Refuse(identity, who,
-           "a worker may not send " + std::string(proto::MsgTypeName(proto::TypeOf(body))),
-           false);
-  }
-}
-
-void ParameterServer::Admit(const zmq::message_t& identity, const proto::Hello& hello,
-                            int64_t rank) {
-  members_.Admit(rank, identity, hello, Clock::now());
-  driver_->Attach(rank, sync::WorkerInfo{hello.max_batch});
-  if (started_) {
-    spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",
-                 rank, hello.host, hello.pid);
-  } else {
-    spdlog::info("worker {} joined from {}:{} ({}/{})", rank, hello.host, hello.pid,
-                 members_.joined(), config_.workers);
-  }
-}
-
-void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  const HelloDecision decision = members_.Decide(identity, hello, started_);
-  int64_t rank = decision.rank;
-  switch (decision.kind) {
-    case HelloDecision::kRefuse:
-      Refuse(identity,
-             "peer " + Hex(identity) + " (" + hello.host + ":" + std::to_string(hello.pid) + ")",
-             decision.why, true);
-      return;
-    case HelloDecision::kKnown:
-      break;
-    case HelloDecision::kNewRank:
-      rank = driver_->AddRank();
-      [[fallthrough]];
-    case HelloDecision::kAdmit:
-      Admit(identity, hello, rank);
-      break;
-  }
-  SendWelcome(identity, rank);
-  if (!started_ && members_.joined() == config_.workers) {
-    spdlog::info("all {} workers joined; training starts when each has loaded its data",
-                 config_.workers);
-  }
-}
-
-void ParameterServer::SendWelcome(const zmq::message_t& identity, int64_t rank) {
-  proto::Welcome welcome;
-  welcome.rank = rank;
-  welcome.num_workers = config_.workers;
-  welcome.model = spec_->Name();
-  welcome.policy = policy_->Name();
-  welcome.batch = config_.batch;
-  welcome.input_dim = spec_->input_dim;
-  welcome.classes = spec_->classes;
-  // A rank beyond --workers (a worker that joined a running job) shares a
-  // shard with a lower rank.
-  welcome.shard_index = rank % config_.workers;
-  welcome.shard_count = config_.workers;
-  welcome.seed = config_.seed;
-  welcome.mode = std::string(sync::WorkerModeName(policy_->mode()));
-  welcome.chunk = config_.policy.chunk;
-  welcome.token_size = config_.policy.token_size;
-  welcome.lr = config_.lr;
-  welcome.momentum = config_.momentum;
-  welcome.num_params = bounds_.back();
-  shards_->DescribeShards(&welcome);
-  Status sent = endpoint_->SendMessage(&identity, welcome);
-  if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
 }
 
 void ParameterServer::Start() {
@@ -568,146 +247,6 @@ void ParameterServer::Start() {
   // Pulls that arrived while the cluster was assembling are answered now;
   // the untrained (or resumed) model is evaluated: accuracy at time zero.
   driver_->Start();
-}
-
-void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
-  Member& member = members_.at(rank);
-  if (driver_->pull_pending(rank)) {
-    Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
-           false);
-    return;
-  }
-  if (started_ && !driver_->active(rank)) {
-    // A worker joining the running job, ready now: the policy counts it from
-    // here, its first pull gets the current model.
-    member.ready = true;
-    ++report_.workers_joined;
-    spdlog::info("worker {} ({}:{}) trains from iteration {}; {} live workers", rank, member.host,
-                 member.pid, driver_->iteration(), driver_->live_workers() + 1);
-    if (tracer_) tracer_->Instant("run", "worker joined", trace::NowMicros(), {{"worker", rank}});
-    driver_->Join(rank, pull.clock);
-  }
-  if (started_ && pull.clock != driver_->worker_clock(rank)) {
-    Refuse(member.identity, "worker " + std::to_string(rank),
-           "pull for clock " + std::to_string(pull.clock) + ", but the worker has pushed " +
-               std::to_string(driver_->worker_clock(rank)) + " times",
-           false);
-    return;
-  }
-  member.ready = true;
-  driver_->Pull(rank);
-  if (!started_) {
-    // A worker pulls once its data is loaded: the run's clock starts when all
-    // are ready, so loading data is not counted as training time.
-    bool all_ready = members_.joined() == config_.workers;
-    for (int64_t r = 0; r < config_.workers && all_ready; ++r) {
-      all_ready = members_.Has(r) && driver_->pull_pending(r);
-    }
-    if (all_ready) Start();
-  }
-}
-
-void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
-  Member& member = members_.at(rank);
-  const std::string who = "worker " + std::to_string(rank);
-  if (!started_) {
-    Refuse(member.identity, who, "push before training started", false);
-    return;
-  }
-  if (HasNegativeCounts(push)) {
-    Refuse(member.identity, who, "push with a negative count or time", false);
-    return;
-  }
-  // A payload that cannot be used still ends the worker's step, so that one
-  // bad push cannot stall the others; it just contributes nothing.
-  sync::PushInfo info = PushInfoOf(push, member.replied_at, Clock::now());
-  if (streams_.open(rank)) {
-    AbandonStream(rank, "push " + std::to_string(streams_.clock(rank)) +
-                            " broken off by the next push; its missing chunks are left out");
-  }
-  // A streamed gradient is checked chunk by chunk as it arrives (HandleChunk);
-  // one that came whole is checked now.
-  OpenedPush opened = OpenPush(push, store_->size(), "the model", payload);
-  if (opened.fault == OpenedPush::kNone) {
-    // Its chunks follow, if streamed. (A streamed push refused here has the
-    // wrong size: its chunks are refused one by one rather than held.)
-    streams_.Follow(rank, opened.tensor, push.clock);
-  } else {
-    opened.tensor.reset();
-    info.usable = false;
-    ++member.totals.refused;
-    Refuse(member.identity, who, opened.why + "; step counted, gradient ignored", false);
-  }
-
-  if (tracer_) {
-    tracer_->Instant("comm", "push", trace::NowMicros(),
-                     {{"worker", rank},
-                      {"clock", push.clock},
-                      {"samples", push.samples},
-                      {"staleness", policy_->version() - push.base_version}});
-  }
-  const sync::PushOutcome outcome = driver_->Push(rank, info, opened.tensor);
-  // The worker spent the time whether or not its push is used.
-  sync::WorkerTotals& totals = member.totals;
-  ++totals.steps;
-  totals.compute_s += push.compute_us * 1e-6;
-  totals.straggle_s += push.straggle_us * 1e-6;
-  totals.wait_s += push.wait_us * 1e-6;
-  totals.samples += outcome.samples;
-  // The other shards free their slice of a push this one does not stage.
-  if (!outcome.staged) Order({proto::Order::kDiscard, rank, push.clock, 0});
-  driver_->Advance();
-}
-
-void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
-  Member& member = members_.at(rank);
-  const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
-  if (taken.verdict == PushStreams::Verdict::kNoStream) {
-    Refuse(member.identity, "worker " + std::to_string(rank), taken.why, false);
-    return;
-  }
-  if (taken.verdict != PushStreams::Verdict::kTaken) ++member.totals.refused;
-  if (taken.verdict == PushStreams::Verdict::kBroken) {
-    AbandonStream(rank, taken.why + "; the rest of its gradient is left out");
-    return;
-  }
-  if (taken.verdict == PushStreams::Verdict::kNonFinite) {
-    Refuse(member.identity, "worker " + std::to_string(rank),
-           taken.why + "; that chunk is left out", false);
-  }
-  store_->Advance();
-}
-
-void ParameterServer::CloseStalledStreams() {
-  for (const int64_t rank : streams_.StalledAt(Clock::now(), kStreamStall)) {
-    AbandonStream(rank, "push " + std::to_string(streams_.clock(rank)) + ": no chunk for " +
-                            std::to_string(kStreamStall.count() / 1000) +
-                            " s; the rest of its gradient is left out");
-  }
-}
-
-void ParameterServer::AbandonStream(int64_t rank, const std::string& why) {
-  Refuse(members_.at(rank).identity, "worker " + std::to_string(rank), why, false);
-  streams_.Close(rank);
-  store_->Advance();
-}
-
-void ParameterServer::DrainStreams(milliseconds limit) {
-  const Clock::time_point deadline = Clock::now() + limit;
-  net::Frames frames;
-  while (store_->pending() > 0 && streams_.any_open() && Clock::now() < deadline) {
-    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
-    if (!got.ok()) return;
-    if (!*got || frames.size() < 2) continue;
-    // Only the chunks matter now.
-    const int64_t rank = members_.RankOf(frames[0]);
-    if (rank < 0) continue;
-    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-    if (!message.ok()) continue;
-    if (auto* chunk = std::get_if<proto::Chunk>(&message->body)) {
-      HandleChunk(rank, *chunk, message->payload);
-    }
-  }
 }
 
 void ParameterServer::SendModel(int64_t rank, const sync::Reply& reply) {
@@ -762,30 +301,14 @@ void ParameterServer::SubmitSnapshot(bool must) {
   }
   store_->Snapshot([this, must, iteration, version,
                     samples](std::shared_ptr<const std::vector<float>> values) {
-    Evaluate({Seconds(), iteration, version, samples, std::move(values)}, must);
+    evaluator_->SubmitOrSkip({Seconds(), iteration, version, samples, std::move(values)}, must);
   });
 }
 
-void ParameterServer::Evaluate(Snapshot snapshot, bool must) {
-  if (!evaluator_->Submit(std::move(snapshot), must)) {
-    if (skipped_snapshots_++ == 0) {
-      spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
-    }
-  }
-}
-
 void ParameterServer::StartCoordinator() {
-  proto::Welcome shard_welcome;
-  shard_welcome.model = spec_->Name();
-  shard_welcome.policy = policy_->Name();
-  shard_welcome.input_dim = spec_->input_dim;
-  shard_welcome.classes = spec_->classes;
-  shard_welcome.seed = config_.seed;
-  shard_welcome.lr = config_.lr;
-  shard_welcome.momentum = config_.momentum;
   shards_ = std::make_unique<ShardCoordinator>(
-      *endpoint_, bounds_, std::move(shard_welcome),
-      [this](Snapshot snapshot, bool must) { Evaluate(std::move(snapshot), must); },
+      *endpoint_, bounds_, JobWelcome(config_, *spec_, policy_->Name()),
+      [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
       [this](const zmq::message_t& identity, const proto::Hello& hello) {
         HandleHello(identity, hello);
       });
@@ -803,46 +326,6 @@ Status ParameterServer::SaveModel() {
 void ParameterServer::CollectEvaluations() {
   RecordEvaluations(evaluator_->TakeResults(), config_.target_accuracy, start_us_, tsv_,
                     tracer_.get(), &report_);
-}
-
-void ParameterServer::SendHeartbeats() {
-  last_heartbeat_ = Clock::now();
-  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
-  members_.ForEach([&](int64_t, Member& m) {
-    Status sent = endpoint_->SendMessage(&m.identity, proto::Heartbeat{now_us});
-    if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m.host, m.pid, sent.ToString());
-  });
-  shards_->SendHeartbeats(now_us);
-}
-
-void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
-  Member& member = members_.at(rank);
-  ++report_.workers_lost;
-  report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
-                      std::to_string(member.pid) + "): " + why;
-  // Its missing chunks will never come: let the others' replies go on.
-  if (streams_.Close(rank)) store_->Advance();
-  members_.Remove(rank);
-  Order({proto::Order::kForget, rank, 0, 0});
-  const int64_t live = driver_->live_workers() - (driver_->active(rank) ? 1 : 0);
-  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, live,
-               live == 1 ? "" : "s");
-  if (tracer_) {
-    tracer_->Instant("run", "worker lost", trace::NowMicros(), {{"worker", rank}, {"why", why}});
-  }
-  // The policy stops waiting for it; a round it held up may close.
-  driver_->Lose(rank);
-}
-
-void ParameterServer::CheckSilence() {
-  const Clock::time_point now = Clock::now();
-  shards_->CheckSilence(now, config_.worker_timeout);
-  for (const Membership::Silent& silent : members_.SilentAt(now, config_.worker_timeout)) {
-    LoseWorker(silent.rank,
-               fmt::format("silent for {:g} s", std::chrono::duration<double>(silent.limit).count()));
-  }
 }
 
 void ParameterServer::HoldChanged(bool holding, int64_t live) {
@@ -889,17 +372,6 @@ void ParameterServer::FinishCheckpoints() {
   report_.checkpoints = checkpoints_->written();
   checkpoint_schedule_->LogCosts(report_.checkpoints, checkpoints_->write_ms());
 }
-
-void ParameterServer::StopWorkers(const std::string& reason) {
-  members_.ForEach([&](int64_t, Member& m) {
-    Status sent = endpoint_->SendMessage(&m.identity, proto::Stop{reason});
-    if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m.host, m.pid, sent.ToString());
-  });
-  // The other shards stop after the orders before: they save what those left.
-  shards_->Stop(reason);
-}
-
-}  // namespace
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal) {
