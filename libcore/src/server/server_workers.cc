@@ -46,10 +46,7 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   const std::string who = SenderName(rank, "peer " + HexPrefix(identity));
   // One too large is dropped unread: a worker's step is not counted either.
   Result<proto::Message> message = DecodeBounded(frames, max_message_bytes_);
-  if (!message.ok()) {
-    Refuse(identity, who, message.status().message(), rank < 0);
-    return;
-  }
+  if (!message.ok()) return Refuse(identity, who, message.status().message(), rank < 0);
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
     if (hello->shard >= 0) {
