@@ -4,13 +4,15 @@ namespace dmlps::server {
 
 proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec& spec,
                           const std::string& policy) {
-  return proto::Welcome{.model = spec.Name(),
-                        .policy = policy,
-                        .input_dim = spec.input_dim,
-                        .classes = spec.classes,
-                        .seed = config.seed,
-                        .lr = config.lr,
-                        .momentum = config.momentum};
+  proto::Welcome welcome;
+  welcome.model = spec.Name();
+  welcome.policy = policy;
+  welcome.input_dim = spec.input_dim;
+  welcome.classes = spec.classes;
+  welcome.seed = config.seed;
+  welcome.lr = config.lr;
+  welcome.momentum = config.momentum;
+  return welcome;
 }
 
 proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec& spec,
