@@ -4,10 +4,8 @@
 #ifndef DMLPS_CMD_BENCH_COMMANDS_H_
 #define DMLPS_CMD_BENCH_COMMANDS_H_
 
-#include <atomic>
 #include <cxxopts.hpp>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "dmlps/bench/experiment.h"
@@ -16,8 +14,6 @@
 #include "dmlps/cli/cli.h"
 
 namespace dmlps::bench_cli {
-
-inline constexpr std::string_view kProgram = cli::kBenchProgram;
 
 // Every subcommand's option groups, the positional SUBCOMMAND and the
 // Common flags: one parser for all.
@@ -33,22 +29,20 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags);
 void AddOutputOptions(cxxopts::Options& options);
 bench::Format ReadFormat(cli::FlagReader& flags);
 
-// Each subcommand: its option group(s), and its body. The body reads its
-// flags with `flags` (where problems collect), reports usage errors itself
-// (exit 64), then sets up logging and runs; it returns the exit code.
+// Each subcommand's option group(s).
 void AddRunOptions(cxxopts::Options& options);
-int RunCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
-
 void AddSimOptions(cxxopts::Options& options);
-int SimCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
-
 void AddTransportOptions(cxxopts::Options& options);
-int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
+void AddProfileOptions(cxxopts::Options& options);
 
+// Each subcommand's reading of its flags: problems collect in `flags`; it
+// returns what runs the subcommand (see cli::RunMain).
+cli::Program ReadRunFlags(cli::FlagReader& flags);
+cli::Program ReadSimFlags(cli::FlagReader& flags);
+cli::Program ReadTransportFlags(cli::FlagReader& flags);
 // profile also reads --batch (as LO..HI), --model, --data (Experiment),
 // --threads (Run) and --warmup (Transport).
-void AddProfileOptions(cxxopts::Options& options);
-int ProfileCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags);
+cli::Program ReadProfileFlags(cli::FlagReader& flags);
 
 }  // namespace dmlps::bench_cli
 

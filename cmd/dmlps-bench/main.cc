@@ -17,20 +17,20 @@ struct Subcommand {
   const char* name;
   const char* help;
   std::vector<std::string> groups;  // option groups it reads, beside Common
-  int (*body)(const cxxopts::ParseResult&, dmlps::cli::FlagReader&);
+  dmlps::cli::Program (*read_flags)(dmlps::cli::FlagReader&);
   std::vector<std::string> borrowed = {};  // flags it reads from groups not its own
 };
 
 const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand> kSubcommands = {
       {"run", "train real clusters on this host under each policy; a table of the results",
-       {"Experiment", "Run", "Output"}, bench_cli::RunCommand},
+       {"Experiment", "Run", "Output"}, bench_cli::ReadRunFlags},
       {"sim", "simulate clusters of any size with the same policies, in virtual time",
-       {"Experiment", "Simulation", "Output"}, bench_cli::SimCommand},
+       {"Experiment", "Simulation", "Output"}, bench_cli::ReadSimFlags},
       {"transport", "push+pull round trips against raw ZeroMQ and memcpy",
-       {"Transport", "Output"}, bench_cli::TransportCommand},
+       {"Transport", "Output"}, bench_cli::ReadTransportFlags},
       {"profile", "a worker's step time against batch size, on the CPU or a GPU",
-       {"Profile", "Output"}, bench_cli::ProfileCommand,
+       {"Profile", "Output"}, bench_cli::ReadProfileFlags,
        {"batch", "model", "data", "threads", "warmup"}},
   };
   return kSubcommands;
@@ -41,22 +41,19 @@ const std::vector<Subcommand>& Subcommands() {
 int main(int argc, char** argv) {
   namespace cli = dmlps::cli;
   cxxopts::Options options(
-      std::string(bench_cli::kProgram),
+      std::string(cli::kBenchProgram),
       cli::DescribeSubcommands("Runs whole experiments and tabulates them on stdout; progress goes "
                                "to stderr.\n\n", Subcommands(), 11));
   options.positional_help("SUBCOMMAND");
   bench_cli::AddOptions(options);
 
-  int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed =
-      cli::ParseArgs(options, bench_cli::HelpGroups(), argc, argv, &exit_code);
-  if (!parsed) return exit_code;
-  cli::FlagReader flags(*parsed);
-
-  const Subcommand* subcommand =
-      cli::FindSubcommand(flags, Subcommands(), cli::SubcommandNames(Subcommands()));
-  if (subcommand == nullptr) return cli::ReportUsageErrors(bench_cli::kProgram, flags.problems());
-  cli::RefuseOtherGroupsFlags(flags, options, *parsed, subcommand->name, bench_cli::HelpGroups(),
-                              subcommand->groups, subcommand->borrowed);
-  return subcommand->body(*parsed, flags);
+  auto read_flags = [&options](cli::FlagReader& flags) -> cli::Program {
+    const Subcommand* subcommand =
+        cli::FindSubcommand(flags, Subcommands(), cli::SubcommandNames(Subcommands()));
+    if (subcommand == nullptr) return nullptr;  // FindSubcommand said why
+    cli::RefuseOtherGroupsFlags(flags, options, subcommand->name, bench_cli::HelpGroups(),
+                                subcommand->groups, subcommand->borrowed);
+    return subcommand->read_flags(flags);
+  };
+  return cli::RunMain(options, bench_cli::HelpGroups(), argc, argv, read_flags);
 }

@@ -7,21 +7,19 @@ namespace dmlps::bench_cli {
 
 void AddProfileOptions(cxxopts::Options& options) {
   const bench::ProfileConfig d;
-  options.add_options("Profile")
-      ("device", "Where the steps run: cpu, cuda or cuda:N",
-       cxxopts::value<std::string>()->default_value(d.device), "DEV")
-      ("factor", "Each batch size this many times the one before",
-       cxxopts::value<std::string>()->default_value("2"), "F")
-      ("reps", "Timed steps per batch size; the table gives their median",
-       cxxopts::value<std::string>()->default_value(std::to_string(d.reps)), "R");
+  cli::AddFlags(options, "Profile", {
+      {"device", "Where the steps run: cpu, cuda or cuda:N", "DEV", d.device},
+      {"factor", "Each batch size this many times the one before", "F", "2"},
+      {"reps", "Timed steps per batch size; the table gives their median", "R",
+       std::to_string(d.reps)}});
 }
 
-int ProfileCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
+cli::Program ReadProfileFlags(cli::FlagReader& flags) {
   bench::ProfileConfig config;
   config.device = flags.String("device");
   // --batch, --model, --data, --threads and --warmup belong to other groups; read here
   // with profile's own defaults when not given.
-  if (parsed.count("batch") > 0) {
+  if (flags.Has("batch")) {
     if (Status range = bench::ParseBatchRange(flags.String("batch"), &config.min_batch,
                                               &config.max_batch);
         !range.ok()) {
@@ -31,16 +29,13 @@ int ProfileCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
   // Ranges are ValidateProfileConfig's to check.
   config.factor = flags.Real("factor");
   config.reps = flags.Int("reps");
-  if (parsed.count("warmup") > 0) config.warmup = flags.Int("warmup");
-  if (parsed.count("threads") > 0) config.threads = flags.Int("threads");
-  if (parsed.count("model") > 0) config.model = flags.String("model");
-  if (parsed.count("data") > 0) config.data = flags.String("data");
+  if (flags.Has("warmup")) config.warmup = flags.Int("warmup");
+  if (flags.Has("threads")) config.threads = flags.Int("threads");
+  if (flags.Has("model")) config.model = flags.String("model");
+  if (flags.Has("data")) config.data = flags.String("data");
   const bench::Format format = ReadFormat(flags);
   flags.AddProblems(bench::ValidateProfileConfig(config));
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
-
-  cli::SetupLogging(kProgram, parsed);
-  return cli::RunBenchProfileProgram(config, format);
+  return [config, format] { return cli::RunBenchProfileProgram(config, format); };
 }
 
 }  // namespace dmlps::bench_cli

@@ -10,19 +10,17 @@
 namespace dmlps::bench_cli {
 
 void AddRunOptions(cxxopts::Options& options) {
-  options.add_options("Run")
-      ("bin", "Folder holding dmlps-server and dmlps-worker (default: this program's folder)",
-       cxxopts::value<std::string>(), "DIR")
-      ("out", "Keep every run's logs, evaluations and report in DIR/POLICY-REPEAT "
-       "(default: a temporary folder, removed unless a run failed)",
-       cxxopts::value<std::string>(), "DIR")
-      ("trace-dir", "Trace every process: DIR/POLICY-REPEAT/server.trace and worker-R.trace",
-       cxxopts::value<std::string>(), "DIR")
-      ("threads", "Threads each worker gives its linear algebra",
-       cxxopts::value<std::string>()->default_value("1"), "N");
+  cli::AddFlags(options, "Run", {
+      {"bin", "Folder holding dmlps-server and dmlps-worker (default: this program's folder)",
+       "DIR"},
+      {"out", "Keep every run's logs, evaluations and report in DIR/POLICY-REPEAT (default: a "
+       "temporary folder, removed unless a run failed)", "DIR"},
+      {"trace-dir", "Trace every process: DIR/POLICY-REPEAT/server.trace and worker-R.trace",
+       "DIR"},
+      {"threads", "Threads each worker gives its linear algebra", "N", "1"}});
 }
 
-int RunCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
+cli::Program ReadRunFlags(cli::FlagReader& flags) {
   const bench::Experiment experiment = ReadExperiment(flags);
   const bench::Format format = ReadFormat(flags);
   bench::ExperimentOptions options;
@@ -35,11 +33,11 @@ int RunCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
                        (flags.Has("bin") ? "" : " (give --bin DIR)"));
     }
   }
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
-  cli::SetupLogging(kProgram, parsed);
   if (flags.Has("out")) options.out_dir = flags.String("out");
   if (flags.Has("trace-dir")) options.trace_dir = flags.String("trace-dir");
-  return cli::RunBenchRunProgram(experiment, options, format);
+  return [experiment, options, format] {
+    return cli::RunBenchRunProgram(experiment, options, format);
+  };
 }
 
 }  // namespace dmlps::bench_cli

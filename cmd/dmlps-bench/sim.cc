@@ -34,28 +34,26 @@ std::vector<double> PerWorker(cli::FlagReader& flags, const std::string& flag, i
 void AddSimOptions(cxxopts::Options& options) {
   const sim::NetworkModel cluster = sim::kClusterNetwork;
   const sim::NetworkModel loopback = sim::kLoopbackNetwork;
-  options.add_options("Simulation")
-      ("link-gbps", fmt::format("Bandwidth of every link, the server's too, Gbit/s, 0 for "
+  cli::AddFlags(options, "Simulation", {
+      {"link-gbps", fmt::format("Bandwidth of every link, the server's too, Gbit/s, 0 for "
                                 "unlimited (default: {}, or {} (loopback) with --shared-cores)",
                                 cluster.link_gbps, loopback.link_gbps),
-       cxxopts::value<std::string>(), "G")
-      ("latency-us", fmt::format("One-way latency of every message, microseconds (default: {}, "
+       "G"},
+      {"latency-us", fmt::format("One-way latency of every message, microseconds (default: {}, "
                                  "or {} (loopback) with --shared-cores)",
                                  cluster.latency_s * 1e6, loopback.latency_s * 1e6),
-       cxxopts::value<std::string>(), "L")
-      ("shared-cores", "Workers and server share C cores and talk over loopback, as a cluster on "
-       "one host does (0: a machine each)", cxxopts::value<std::string>()->default_value("0"), "C")
-      ("jitter", "Transient noise: each step's compute times a lognormal factor of median 1 "
-       "and log-sd SIGMA, per worker or one for all", cxxopts::value<std::string>()->default_value("0"),
-       "SIGMA,...")
-      ("heavy-tail", "Heavy-tailed noise: each step's compute times a Pareto factor >= 1 of "
-       "tail index ALPHA > 1, per worker or one for all (0: none)",
-       cxxopts::value<std::string>()->default_value("0"), "ALPHA,...")
-      ("compute-cost", "A step of b samples computes A + C*b microseconds (default: timed on "
-       "this machine at start)", cxxopts::value<std::string>(), "A,C");
+       "L"},
+      {"shared-cores", "Workers and server share C cores and talk over loopback, as a cluster on "
+       "one host does (0: a machine each)", "C", "0"},
+      {"jitter", "Transient noise: each step's compute times a lognormal factor of median 1 and "
+       "log-sd SIGMA, per worker or one for all", "SIGMA,...", "0"},
+      {"heavy-tail", "Heavy-tailed noise: each step's compute times a Pareto factor >= 1 of tail "
+       "index ALPHA > 1, per worker or one for all (0: none)", "ALPHA,...", "0"},
+      {"compute-cost", "A step of b samples computes A + C*b microseconds (default: timed on this "
+       "machine at start)", "A,C"}});
 }
 
-int SimCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
+cli::Program ReadSimFlags(cli::FlagReader& flags) {
   bench::Experiment experiment = ReadExperiment(flags);
   const bench::Format format = ReadFormat(flags);
   const int64_t n = std::max<int64_t>(experiment.workers, 1);
@@ -90,9 +88,9 @@ int SimCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
       options.cost = sim::CostModel::Linear((*ac)[0] * 1e-6, (*ac)[1] * 1e-6);
     }
   }
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
-  cli::SetupLogging(kProgram, parsed);
-  return cli::RunBenchSimProgram(experiment, options, format);
+  return [experiment, options, format] {
+    return cli::RunBenchSimProgram(experiment, options, format);
+  };
 }
 
 }  // namespace dmlps::bench_cli

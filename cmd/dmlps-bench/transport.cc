@@ -42,31 +42,28 @@ std::vector<int64_t> ReadCounts(cli::FlagReader& flags, const std::string& flag,
 
 void AddTransportOptions(cxxopts::Options& options) {
   const bench::TransportConfig d;
-  options.add_options("Transport")
-      ("sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G",
-       cxxopts::value<std::string>()->default_value(JoinValues(d.sizes, bench::FormatByteSize)), "SIZE,...")
-      ("transports", "Transports to measure: tcp (loopback), ipc",
-       cxxopts::value<std::string>()->default_value("tcp,ipc"), "LIST")
-      ("worker-counts", "Workers of the dmlps clusters measured, comma-separated",
-       cxxopts::value<std::string>()->default_value(JoinCounts(d.workers)), "N,...")
-      ("shards", "Server shards of the dmlps-sharded clusters measured, comma-separated, or none",
-       cxxopts::value<std::string>()->default_value(JoinCounts(d.shards)), "N,...")
-      ("shard-workers", "Workers of the dmlps-sharded clusters",
-       cxxopts::value<std::string>()->default_value(std::to_string(d.shard_workers)), "N")
-      ("sharded-only", "Measure the dmlps-sharded rows and nothing else")
-      ("sum-threads", "Threads of the server's sum, comma-separated: a sum row for each",
-       cxxopts::value<std::string>()->default_value(JoinCounts(d.sum_threads)), "N,...")
-      ("rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
-       cxxopts::value<std::string>()->default_value(std::to_string(d.rounds)), "R")
-      ("warmup", "Untimed rounds at the start of each turn",
-       cxxopts::value<std::string>()->default_value(std::to_string(d.warmup)), "W")
-      ("chunk-bytes", "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
-       "dmlps-worker use the default)",
-       cxxopts::value<std::string>()->default_value(bench::FormatByteSize(d.chunk_bytes)), "SIZE")
-      ("curve", "Also measure the dmlps round trips encrypted with CURVE (dmlps-curve rows)");
+  cli::AddFlags(options, "Transport", {
+      {"sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G", "SIZE,...",
+       JoinValues(d.sizes, bench::FormatByteSize)},
+      {"transports", "Transports to measure: tcp (loopback), ipc", "LIST", "tcp,ipc"},
+      {"worker-counts", "Workers of the dmlps clusters measured, comma-separated", "N,...",
+       JoinCounts(d.workers)},
+      {"shards", "Server shards of the dmlps-sharded clusters measured, comma-separated, or none",
+       "N,...", JoinCounts(d.shards)},
+      {"shard-workers", "Workers of the dmlps-sharded clusters", "N",
+       std::to_string(d.shard_workers)},
+      {"sharded-only", "Measure the dmlps-sharded rows and nothing else"},
+      {"sum-threads", "Threads of the server's sum, comma-separated: a sum row for each", "N,...",
+       JoinCounts(d.sum_threads)},
+      {"rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
+       "R", std::to_string(d.rounds)},
+      {"warmup", "Untimed rounds at the start of each turn", "W", std::to_string(d.warmup)},
+      {"chunk-bytes", "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
+       "dmlps-worker use the default)", "SIZE", bench::FormatByteSize(d.chunk_bytes)},
+      {"curve", "Also measure the dmlps round trips encrypted with CURVE (dmlps-curve rows)"}});
 }
 
-int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
+cli::Program ReadTransportFlags(cli::FlagReader& flags) {
   bench::TransportConfig config;
   auto read_size = [&](const std::string& flag, const std::string& text, int64_t* out) {
     Result<int64_t> bytes = bench::ParseByteSize(text);
@@ -95,10 +92,7 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   config.curve = flags.Has("curve");
   const bench::Format format = ReadFormat(flags);
   flags.AddProblems(bench::ValidateTransportConfig(config));
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
-
-  cli::SetupLogging(kProgram, parsed);
-  return cli::RunBenchTransportProgram(config, format);
+  return [config, format] { return cli::RunBenchTransportProgram(config, format); };
 }
 
 }  // namespace dmlps::bench_cli

@@ -14,25 +14,19 @@ int main(int argc, char** argv) {
       "the server its .key and a folder of the workers' .pub files, each worker\n"
       "its .key and the server's .pub.\n");
   options.positional_help("NAME...");
-  options.add_options("Keys")
-      ("force", "Replace key files that exist");
+  cli::AddFlags(options, "Keys", {{"force", "Replace key files that exist"}});
   options.add_options("Positional")
       ("names", "", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"names"});
   cli::AddCommonOptions(options);
 
-  int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed =
-      cli::ParseArgs(options, {"Keys", "Common"}, argc, argv, &exit_code);
-  if (!parsed) return exit_code;
-  cli::FlagReader flags(*parsed);
-  const std::vector<std::string> names = flags.List("names");
-  if (names.empty()) flags.AddProblem("name the key pair to make (NAME.key and NAME.pub)");
-  for (const std::string& name : names) {
-    if (name.empty() || name.back() == '/') flags.AddProblem("'" + name + "' is not a file name");
-  }
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(cli::kKeygenProgram, flags.problems());
-
-  cli::SetupLogging(cli::kKeygenProgram, *parsed);
-  return cli::RunKeygenProgram(names, flags.Has("force"));
+  auto read_flags = [](cli::FlagReader& flags) -> cli::Program {
+    const std::vector<std::string> names = flags.List("names");
+    if (names.empty()) flags.AddProblem("name the key pair to make (NAME.key and NAME.pub)");
+    for (const std::string& name : names) {
+      if (name.empty() || name.back() == '/') flags.AddProblem("'" + name + "' is not a file name");
+    }
+    return [names, force = flags.Has("force")] { return cli::RunKeygenProgram(names, force); };
+  };
+  return cli::RunMain(options, {"Keys", "Common"}, argc, argv, read_flags);
 }

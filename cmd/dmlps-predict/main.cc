@@ -16,15 +16,12 @@ int main(int argc, char** argv) {
   options.positional_help("[FILE...]");
   dmlps::predict_cli::AddPredictOptions(options);
 
-  int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed =
-      cli::ParseArgs(options, {"Prediction", "Output", "Common"}, argc, argv, &exit_code);
-  if (!parsed) return exit_code;
-  cli::FlagReader flags(*parsed);
-  const dmlps::predict::ReplayOptions settings = dmlps::predict_cli::ReadReplayOptions(flags);
-  const dmlps::predict::ReportFormat format = dmlps::predict_cli::ReadReportFormat(flags);
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(cli::kPredictProgram, flags.problems());
-
-  cli::SetupLogging(cli::kPredictProgram, *parsed);
-  return cli::RunPredictProgram(flags.List("files"), settings, format);
+  auto read_flags = [](cli::FlagReader& flags) -> cli::Program {
+    const dmlps::predict::ReplayOptions settings = dmlps::predict_cli::ReadReplayOptions(flags);
+    const dmlps::predict::ReportFormat format = dmlps::predict_cli::ReadReportFormat(flags);
+    return [files = flags.List("files"), settings, format] {
+      return cli::RunPredictProgram(files, settings, format);
+    };
+  };
+  return cli::RunMain(options, {"Prediction", "Output", "Common"}, argc, argv, read_flags);
 }

@@ -12,15 +12,11 @@ int main(int argc, char** argv) {
                            "over its workers, evaluates on the test set. One TSV line per\n"
                            "evaluation on stdout (seconds, iteration, accuracy, loss).\n");
   dmlps::server_cli::AddServerOptions(options, launch);
-
-  int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed =
-      cli::ParseArgs(options, dmlps::server_cli::HelpGroups(), argc, argv, &exit_code);
-  if (!parsed) return exit_code;
-  cli::FlagReader flags(*parsed);
-  const dmlps::server::ServerConfig config = dmlps::server_cli::ReadServerConfig(flags, launch);
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(cli::kServerProgram, flags.problems());
-
-  cli::SetupLogging(cli::kServerProgram, *parsed);
-  return cli::RunServerProgram(config, launch.launcher);
+  auto read_flags = [&launch](cli::FlagReader& flags) {
+    return dmlps::server_cli::ReadServerFlags(flags, launch);
+  };
+  const std::vector<std::string> help_groups = {
+      "Cluster", "Fault tolerance", "Policy", "Training", "Stopping and evaluation",
+      "Security and limits", "Common"};
+  return cli::RunMain(options, help_groups, argc, argv, read_flags);
 }

@@ -34,17 +34,15 @@ int main(int argc, char** argv) {
   options.positional_help("SUBCOMMAND [FILE...]");
   dmlps::trace_cli::AddTraceOptions(options);
 
-  int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed =
-      cli::ParseArgs(options, {"Summary", "Plot", "Common"}, argc, argv, &exit_code);
-  if (!parsed) return exit_code;
-  cli::FlagReader flags(*parsed);
-  const Subcommand* subcommand =
-      cli::FindSubcommand(flags, kSubcommands, cli::SubcommandNames(kSubcommands, " or "));
-  const cli::TraceSettings settings =
-      dmlps::trace_cli::ReadTraceSettings(flags, subcommand != nullptr ? subcommand->name : "");
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(cli::kTraceProgram, flags.problems());
-
-  cli::SetupLogging(cli::kTraceProgram, *parsed);
-  return cli::RunTraceProgram(subcommand->function, flags.List("files"), settings);
+  auto read_flags = [](cli::FlagReader& flags) -> cli::Program {
+    const Subcommand* subcommand =
+        cli::FindSubcommand(flags, kSubcommands, cli::SubcommandNames(kSubcommands, " or "));
+    const cli::TraceSettings settings =
+        dmlps::trace_cli::ReadTraceSettings(flags, subcommand != nullptr ? subcommand->name : "");
+    if (subcommand == nullptr) return nullptr;  // FindSubcommand said why
+    return [subcommand, files = flags.List("files"), settings] {
+      return cli::RunTraceProgram(subcommand->function, files, settings);
+    };
+  };
+  return cli::RunMain(options, {"Summary", "Plot", "Common"}, argc, argv, read_flags);
 }

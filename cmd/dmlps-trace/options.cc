@@ -6,16 +6,12 @@
 namespace dmlps::trace_cli {
 
 void AddTraceOptions(cxxopts::Options& options) {
-  options.add_options("Summary")
-      ("format", "Summary output: text, tsv or json",
-       cxxopts::value<std::string>()->default_value("text"), "FORMAT");
-  options.add_options("Plot")
-      ("kind", "What to plot: tta, gantt, batch or wait",
-       cxxopts::value<std::string>()->default_value("tta"), "KIND")
-      ("term", "gnuplot terminal: svg, png or dumb",
-       cxxopts::value<std::string>()->default_value("svg"), "TERM")
-      ("window", "gantt: plot the first SECONDS of the workers' time",
-       cxxopts::value<std::string>()->default_value("20"), "SECONDS");
+  cli::AddFlags(options, "Summary",
+                {{"format", "Summary output: text, tsv or json", "FORMAT", "text"}});
+  cli::AddFlags(options, "Plot", {
+      {"kind", "What to plot: tta, gantt, batch or wait", "KIND", "tta"},
+      {"term", "gnuplot terminal: svg, png or dumb", "TERM", "svg"},
+      {"window", "gantt: plot the first SECONDS of the workers' time", "SECONDS", "20"}});
   options.add_options("Positional")
       ("subcommand", "", cxxopts::value<std::string>())
       ("files", "", cxxopts::value<std::vector<std::string>>());

@@ -11,15 +11,9 @@ int main(int argc, char** argv) {
                            "Training worker: joins a dmlps-server, which sends it the model,\n"
                            "its rank, shard and batch size; trains until told to stop.\n");
   dmlps::worker_cli::AddWorkerOptions(options, launch);
-
-  int exit_code = 0;
-  std::optional<cxxopts::ParseResult> parsed =
-      cli::ParseArgs(options, dmlps::worker_cli::HelpGroups(), argc, argv, &exit_code);
-  if (!parsed) return exit_code;
-  cli::FlagReader flags(*parsed);
-  const dmlps::worker::WorkerConfig config = dmlps::worker_cli::ReadWorkerConfig(flags, launch);
-  if (!flags.problems().empty()) return cli::ReportUsageErrors(cli::kWorkerProgram, flags.problems());
-
-  cli::SetupLogging(cli::kWorkerProgram, *parsed);
-  return cli::RunWorkerProgram(config, launch.launcher);
+  auto read_flags = [&launch](cli::FlagReader& flags) {
+    return dmlps::worker_cli::ReadWorkerFlags(flags, launch);
+  };
+  return cli::RunMain(options, {"Cluster", "Training", "Straggler emulation", "Common"}, argc, argv,
+                      read_flags);
 }

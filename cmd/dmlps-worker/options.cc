@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "dmlps/cli/programs.h"
+#include "dmlps/worker/worker.h"
+
 namespace dmlps::worker_cli {
 namespace {
 
@@ -9,58 +12,51 @@ using worker::WorkerConfig;
 
 void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch,
                        const WorkerConfig& defaults) {
-  options.add_options("Cluster")
-      ("server", "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on the first "
-       "host of Slurm's node list, else on 127.0.0.1)",
-       cxxopts::value<std::string>()->default_value(launch.server), "ADDR")
-      ("rank", "Ask for this rank (under mpirun, srun or PMI: the launcher's rank - 1; else "
-       "the server assigns one)",
-       cxxopts::value<std::string>(), "R")
-      ("connect-timeout", "Give up (exit 69) when no server answers within SECONDS",
-       cxxopts::value<std::string>()->default_value("10"), "SECONDS")
-      ("server-timeout", "Count the server as gone when it is silent for SECONDS",
-       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
-      ("reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
-       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
-      ("heartbeat-ms", "Milliseconds between heartbeats to the server",
-       cxxopts::value<std::string>()->default_value(std::to_string(defaults.heartbeat.count())), "MS")
-      ("curve-secret", "Encrypt and authenticate with CURVE: this worker's secret key FILE "
-       "(from dmlps-keygen)", cxxopts::value<std::string>(), "FILE")
-      ("curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
-       cxxopts::value<std::string>(), "KEY|FILE");
+  cli::AddFlags(options, "Cluster", {
+      {"server", "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on the first "
+       "host of Slurm's node list, else on 127.0.0.1)", "ADDR", launch.server},
+      {"rank", "Ask for this rank (under mpirun, srun or PMI: the launcher's rank - 1; else the "
+       "server assigns one)", "R"},
+      {"connect-timeout", "Give up (exit 69) when no server answers within SECONDS", "SECONDS",
+       "10"},
+      {"server-timeout", "Count the server as gone when it is silent for SECONDS", "SECONDS", "30"},
+      {"reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
+       "SECONDS", "30"},
+      {"heartbeat-ms", "Milliseconds between heartbeats to the server", "MS",
+       std::to_string(defaults.heartbeat.count())},
+      {"curve-secret", "Encrypt and authenticate with CURVE: this worker's secret key FILE (from "
+       "dmlps-keygen)", "FILE"},
+      {"curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
+       "KEY|FILE"}});
 }
 
 void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults) {
-  options.add_options("Training")
-      ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
-       cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
-      ("threads", "Threads for the model's linear algebra",
-       cxxopts::value<std::string>()->default_value("1"), "N")
-      ("device", "Compute on cpu, or on a CUDA GPU: cuda (device 0) or cuda:N",
-       cxxopts::value<std::string>()->default_value(defaults.device), "DEV")
-      ("max-batch", "The most samples this worker can take in one step (lbbsp respects it; 0: "
-       "no cap; auto: what fits the device's free memory for --model)",
-       cxxopts::value<std::string>()->default_value("0"), "N|auto")
-      ("model", "The model --max-batch auto sizes for; the server must train this one",
-       cxxopts::value<std::string>()->default_value(defaults.model), "SPEC");
+  cli::AddFlags(options, "Training", {
+      {"data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE", "SPEC",
+       defaults.data},
+      {"threads", "Threads for the model's linear algebra", "N", "1"},
+      {"device", "Compute on cpu, or on a CUDA GPU: cuda (device 0) or cuda:N", "DEV",
+       defaults.device},
+      {"max-batch", "The most samples this worker can take in one step (lbbsp respects it; 0: no "
+       "cap; auto: what fits the device's free memory for --model)", "N|auto", "0"},
+      {"model", "The model --max-batch auto sizes for; the server must train this one", "SPEC",
+       defaults.model}});
 }
 
 void AddStragglerOptions(cxxopts::Options& options) {
-  options.add_options("Straggler emulation")
-      ("slowdown", "After a step whose compute took t, sleep (K-1)*t",
-       cxxopts::value<std::string>()->default_value("1"), "K")
-      ("slowdown-schedule", "Slowdown by iteration, e.g. 0:1,150:4 (4x from iteration 150 on)",
-       cxxopts::value<std::string>(), "I:K,...")
-      ("delay-ms", "Sleep D milliseconds after every step (with --delay-prob: sometimes)",
-       cxxopts::value<std::string>()->default_value("0"), "D")
-      ("delay-prob", "Sleep --delay-ms after a step only with probability P",
-       cxxopts::value<std::string>()->default_value("0"), "P")
-      ("round-robin-ms", "In iteration t, the worker of rank t mod N sleeps D milliseconds",
-       cxxopts::value<std::string>()->default_value("0"), "D")
-      ("bandwidth-mbps", "Cap what this worker sends at M megabits per second (0: no cap)",
-       cxxopts::value<std::string>()->default_value("0"), "M")
-      ("bandwidth-schedule", "Bandwidth cap by iteration, e.g. 0:0,150:100 (100 Mb/s from "
-       "iteration 150 on; 0: no cap)", cxxopts::value<std::string>(), "I:M,...");
+  cli::AddFlags(options, "Straggler emulation", {
+      {"slowdown", "After a step whose compute took t, sleep (K-1)*t", "K", "1"},
+      {"slowdown-schedule", "Slowdown by iteration, e.g. 0:1,150:4 (4x from iteration 150 on)",
+       "I:K,..."},
+      {"delay-ms", "Sleep D milliseconds after every step (with --delay-prob: sometimes)", "D",
+       "0"},
+      {"delay-prob", "Sleep --delay-ms after a step only with probability P", "P", "0"},
+      {"round-robin-ms", "In iteration t, the worker of rank t mod N sleeps D milliseconds", "D",
+       "0"},
+      {"bandwidth-mbps", "Cap what this worker sends at M megabits per second (0: no cap)", "M",
+       "0"},
+      {"bandwidth-schedule", "Bandwidth cap by iteration, e.g. 0:0,150:100 (100 Mb/s from "
+       "iteration 150 on; 0: no cap)", "I:M,..."}});
 }
 
 std::chrono::milliseconds ReadSeconds(cli::FlagReader& flags, const std::string& flag, double min) {
@@ -92,12 +88,6 @@ void ReadStraggler(cli::FlagReader& flags, worker::StragglerSpec* straggler) {
 
 }  // namespace
 
-const std::vector<std::string>& HelpGroups() {
-  static const std::vector<std::string> kGroups = {"Cluster", "Training", "Straggler emulation",
-                                                   "Common"};
-  return kGroups;
-}
-
 void AddWorkerOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch) {
   const WorkerConfig defaults;
   AddClusterOptions(options, launch, defaults);
@@ -106,7 +96,7 @@ void AddWorkerOptions(cxxopts::Options& options, const launch::LaunchDefaults& l
   cli::AddCommonOptions(options, /*with_trace=*/true);
 }
 
-WorkerConfig ReadWorkerConfig(cli::FlagReader& flags, const launch::LaunchDefaults& launch) {
+cli::Program ReadWorkerFlags(cli::FlagReader& flags, const launch::LaunchDefaults& launch) {
   WorkerConfig config;
   config.server = flags.String("server");
   config.rank = flags.Has("rank") ? flags.Int("rank", 0, 100000) : launch.worker_rank;
@@ -129,7 +119,7 @@ WorkerConfig ReadWorkerConfig(cli::FlagReader& flags, const launch::LaunchDefaul
   ReadStraggler(flags, &config.straggler);
   flags.AddProblems(launch.problems);
   flags.AddProblems(worker::ValidateConfig(config));
-  return config;
+  return [config, launcher = launch.launcher] { return cli::RunWorkerProgram(config, launcher); };
 }
 
 }  // namespace dmlps::worker_cli

@@ -6,8 +6,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dmlps/bench/experiment.h"
@@ -28,64 +30,57 @@ std::string Quoted(const char* text) {
   return quoted;
 }
 
+// `parse` reads each case's text as the value beside it.
+template <typename Value, typename Parse>
+void CheckParsed(Parse parse, std::initializer_list<std::pair<const char*, Value>> cases) {
+  for (const auto& [text, value] : cases) {
+    CAPTURE(text);
+    auto result = parse(text);
+    REQUIRE_MESSAGE(result.ok(), result.status().message());
+    CHECK(*result == value);
+  }
+}
+
+// `parse` refuses each of `texts` with InvalidArgument: 'TEXT' then `why`.
+template <typename Parse>
+void CheckRefused(Parse parse, std::initializer_list<const char*> texts, const std::string& why) {
+  for (const char* text : texts) {
+    CAPTURE(text);
+    auto result = parse(text);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.status().code() == StatusCode::kInvalidArgument);
+    CHECK(result.status().message() == Quoted(text) + why);
+  }
+}
+
 TEST_CASE("--shard reads I/S") {
-  struct Case {
-    const char* text;
-    int64_t index;
-    int64_t count;
-  };
   // strtoll's spelling: a sign and leading blanks pass; the range is
   // server::ValidateConfig's to check.
-  for (const Case& c : {Case{"0/1", 0, 1}, Case{"1/3", 1, 3}, Case{"2/2", 2, 2},
-                        Case{"-1/3", -1, 3}, Case{"1/0", 1, 0}, Case{" 1/3", 1, 3},
-                        Case{"1/+3", 1, 3}, Case{"007/010", 7, 10}}) {
-    CAPTURE(c.text);
-    Result<ShardFlag> shard = ParseShard(c.text);
-    REQUIRE_MESSAGE(shard.ok(), shard.status().message());
-    CHECK(shard->index == c.index);
-    CHECK(shard->count == c.count);
-  }
+  CheckParsed<ShardFlag>(ParseShard, {{"0/1", {0, 1}}, {"1/3", {1, 3}}, {"2/2", {2, 2}},
+                                      {"-1/3", {-1, 3}}, {"1/0", {1, 0}}, {" 1/3", {1, 3}},
+                                      {"1/+3", {1, 3}}, {"007/010", {7, 10}}});
 }
 
 TEST_CASE("--shard refuses what is not two integers around a slash") {
-  for (const char* text : {"", "x", "1", "1/", "/3", "/", "1/3x", "x/3", "1/2/3", "1.0/3", "1 /3",
-                           "1/3 ", "a/b"}) {
-    CAPTURE(text);
-    Result<ShardFlag> shard = ParseShard(text);
-    REQUIRE_FALSE(shard.ok());
-    CHECK(shard.status().code() == StatusCode::kInvalidArgument);
-    CHECK(shard.status().message() == Quoted(text) + " is not I/S (e.g. 1/3)");
-  }
+  CheckRefused(ParseShard,
+               {"", "x", "1", "1/", "/3", "/", "1/3x", "x/3", "1/2/3", "1.0/3", "1 /3", "1/3 ",
+                "a/b"},
+               " is not I/S (e.g. 1/3)");
 }
 
 TEST_CASE("--checkpoint-every reads N iterations or T seconds") {
-  struct Case {
-    const char* text;
-    int64_t iterations;
-    double seconds;
-  };
-  for (const Case& c : {Case{"10", 10, 0}, Case{"1", 1, 0}, Case{"1e3", 1000, 0},
-                        Case{"0x10", 16, 0}, Case{"1000000000000", 1000000000000, 0},
-                        Case{"30s", 0, 30}, Case{"1.5s", 0, 1.5}, Case{"0.001s", 0, 0.001},
-                        Case{"2e12s", 0, 2e12}}) {
-    CAPTURE(c.text);
-    Result<CheckpointEvery> every = ParseCheckpointEvery(c.text);
-    REQUIRE_MESSAGE(every.ok(), every.status().message());
-    CHECK(every->iterations == c.iterations);
-    CHECK(every->seconds == c.seconds);
-  }
+  CheckParsed<CheckpointEvery>(
+      ParseCheckpointEvery,
+      {{"10", {10, 0}}, {"1", {1, 0}}, {"1e3", {1000, 0}}, {"0x10", {16, 0}},
+       {"1000000000000", {1000000000000, 0}}, {"30s", {0, 30}}, {"1.5s", {0, 1.5}},
+       {"0.001s", {0, 0.001}}, {"2e12s", {0, 2e12}}});
 }
 
 TEST_CASE("--checkpoint-every refuses anything else with one message") {
-  for (const char* text : {"", "s", "0", "0s", "-1", "-1s", "1.5", "1e13", "2e12", "30s5", "30ss",
-                           "abc", "inf", "infs", "nan", "nans", "1e400s", "10 ", "10m", "s30"}) {
-    CAPTURE(text);
-    Result<CheckpointEvery> every = ParseCheckpointEvery(text);
-    REQUIRE_FALSE(every.ok());
-    CHECK(every.status().code() == StatusCode::kInvalidArgument);
-    CHECK(every.status().message() ==
-          Quoted(text) + " is neither a positive whole number of iterations nor seconds like 30s");
-  }
+  CheckRefused(ParseCheckpointEvery,
+               {"", "s", "0", "0s", "-1", "-1s", "1.5", "1e13", "2e12", "30s5", "30ss", "abc",
+                "inf", "infs", "nan", "nans", "1e400s", "10 ", "10m", "s30"},
+               " is neither a positive whole number of iterations nor seconds like 30s");
 }
 
 TEST_CASE("Lists split at their separator, keeping empty items") {

@@ -25,18 +25,32 @@ void OnSignal(int signal) { g_signal.store(signal); }
 
 }  // namespace
 
+void AddFlags(cxxopts::Options& options, const std::string& group, const std::vector<Flag>& flags) {
+  cxxopts::OptionAdder adder = options.add_options(group);
+  for (const Flag& flag : flags) {
+    if (flag.arg == nullptr) {
+      adder(flag.name, flag.help);
+    } else if (flag.default_value) {
+      adder(flag.name, flag.help, cxxopts::value<std::string>()->default_value(*flag.default_value),
+            flag.arg);
+    } else {
+      adder(flag.name, flag.help, cxxopts::value<std::string>(), flag.arg);
+    }
+  }
+}
+
 void AddCommonOptions(cxxopts::Options& options, bool with_trace) {
-  options.add_options("Common")
-      ("h,help", "Print this help and exit")
-      ("version", "Print the version and exit")
-      ("v,verbose", "Log more (repeat for more still)")
-      ("q,quiet", "Log only warnings and errors")
-      ("log-level", "Log level: trace, debug, info, warn, error, critical, off",
-       cxxopts::value<std::string>(), "LEVEL");
+  AddFlags(options, "Common",
+           {{"h,help", "Print this help and exit"},
+            {"version", "Print the version and exit"},
+            {"v,verbose", "Log more (repeat for more still)"},
+            {"q,quiet", "Log only warnings and errors"},
+            {"log-level", "Log level: trace, debug, info, warn, error, critical, off", "LEVEL"}});
   if (with_trace) {
-    options.add_options("Common")
-        ("trace", "Write a trace of every event to FILE (- for standard output); see dmlps-trace(5)",
-         cxxopts::value<std::string>(), "FILE");
+    AddFlags(options, "Common",
+             {{"trace", "Write a trace of every event to FILE (- for standard output); see "
+                        "dmlps-trace(5)",
+               "FILE"}});
   }
 }
 
@@ -127,6 +141,19 @@ std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
     *exit_code = ReportUsageErrors(options.program(), {e.what()});
     return std::nullopt;
   }
+}
+
+int RunMain(cxxopts::Options& options, const std::vector<std::string>& help_groups, int argc,
+            char** argv, const std::function<Program(FlagReader& flags)>& read) {
+  int exit_code = 0;
+  std::optional<cxxopts::ParseResult> parsed =
+      ParseArgs(options, help_groups, argc, argv, &exit_code);
+  if (!parsed) return exit_code;
+  FlagReader flags(*parsed);
+  const Program program = read(flags);
+  if (!flags.problems().empty()) return ReportUsageErrors(options.program(), flags.problems());
+  SetupLogging(options.program(), *parsed);
+  return program();
 }
 
 void SetupLogging(std::string_view program, const cxxopts::ParseResult& result) {

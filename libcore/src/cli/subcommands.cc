@@ -12,8 +12,7 @@ bool Contains(const std::vector<std::string>& list, const std::string& item) {
 }  // namespace
 
 void RefuseOtherGroupsFlags(FlagReader& flags, const cxxopts::Options& options,
-                            const cxxopts::ParseResult& parsed, std::string_view subcommand,
-                            const std::vector<std::string>& groups,
+                            std::string_view subcommand, const std::vector<std::string>& groups,
                             const std::vector<std::string>& own,
                             const std::vector<std::string>& borrowed) {
   const std::vector<std::string> defined = options.groups();
@@ -21,7 +20,7 @@ void RefuseOtherGroupsFlags(FlagReader& flags, const cxxopts::Options& options,
     if (group == "Common" || !Contains(defined, group) || Contains(own, group)) continue;
     for (const cxxopts::HelpOptionDetails& option : options.group_help(group).options) {
       if (!option.l.empty() && Contains(borrowed, option.l.front())) continue;
-      if (parsed.count(option.l.empty() ? option.s : option.l.front()) > 0) {
+      if (flags.Has(option.l.empty() ? option.s : option.l.front())) {
         flags.AddProblem("--" + option.l.front() + " does not apply to " + std::string(subcommand));
       }
     }

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cxxopts.hpp>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -18,6 +19,19 @@ namespace dmlps::cli {
 // Exit codes beyond those ExitCodeFor gives for a Status.
 inline constexpr int kExitRunFailed = 1;  // the run itself failed: target missed, worker lost
 inline constexpr int kExitUsage = 64;
+
+// One row of a table of flags, as --help shows it. Every dmlps flag takes
+// its value as text, which FlagReader reads strictly, so a row says only
+// what --help says and what the flag holds when not given.
+struct Flag {
+  const char* name;  // "workers", or "h,help" with a short form
+  std::string help;
+  const char* arg = nullptr;  // the value's name ("N"); nullptr: a switch, given or not
+  std::optional<std::string> default_value = std::nullopt;  // none: absent unless given
+};
+
+// Adds the flags to `group`, in the order --help lists them.
+void AddFlags(cxxopts::Options& options, const std::string& group, const std::vector<Flag>& flags);
 
 // Adds --help, --version, -v/--verbose, -q/--quiet and --log-level, and
 // --trace FILE for the binaries that write traces.
@@ -55,6 +69,20 @@ class FlagReader {
 std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
                                               const std::vector<std::string>& help_groups,
                                               int argc, char** argv, int* exit_code);
+
+// What main() runs once its flags are read and checked; returns the exit
+// code.
+using Program = std::function<int()>;
+
+// The body of every dmlps main() once its flags are declared: parses argv
+// (as ParseArgs: --help, --version and a bad command line end there), then
+// `read` reads the flags into what the program needs, collecting every
+// problem in `flags`, and returns the program to run with it (or nullptr,
+// once it has collected a problem). When problems were found, prints them
+// all and returns 64 without running it; else sets up logging under
+// options.program() and returns the program's exit code.
+int RunMain(cxxopts::Options& options, const std::vector<std::string>& help_groups, int argc,
+            char** argv, const std::function<Program(FlagReader& flags)>& read);
 
 // Installs a stderr logger named after the program (spdlog's default writes
 // to stdout, which is for data), then applies SPDLOG_LEVEL and the flags.

@@ -68,8 +68,7 @@ auto FindSubcommand(FlagReader& flags, const Table& table, std::string_view name
 // is one of `borrowed`: all subcommands share one parser, so that --help
 // shows every flag, and a flag of another one is a mistake worth saying.
 void RefuseOtherGroupsFlags(FlagReader& flags, const cxxopts::Options& options,
-                            const cxxopts::ParseResult& parsed, std::string_view subcommand,
-                            const std::vector<std::string>& groups,
+                            std::string_view subcommand, const std::vector<std::string>& groups,
                             const std::vector<std::string>& own,
                             const std::vector<std::string>& borrowed);
 

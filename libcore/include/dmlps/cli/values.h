@@ -18,6 +18,8 @@ namespace dmlps::cli {
 struct ShardFlag {
   int64_t index = 0;
   int64_t count = 1;
+
+  bool operator==(const ShardFlag&) const = default;
 };
 // Parses "I/S", two integers (strtoll's spelling). Whether 0 <= I < S holds
 // is server::ValidateConfig's to say, with the other limits.
@@ -28,6 +30,8 @@ Result<ShardFlag> ParseShard(std::string_view text);
 struct CheckpointEvery {
   int64_t iterations = 0;
   double seconds = 0;
+
+  bool operator==(const CheckpointEvery&) const = default;
 };
 // Parses "N" (a positive whole number, at most 1e12) or "Ts" (a positive
 // finite number of seconds).
