@@ -25,7 +25,6 @@
 #include <memory>
 #include <numbers>
 #include <optional>
-#include <queue>
 #include <random>
 #include <span>
 
@@ -35,6 +34,8 @@
 #include "dmlps/sync/summary.h"
 #include "dmlps/worker/epoch_cursor.h"
 #include "sim/cpu.h"
+#include "sim/events.h"
+#include "sim/message.h"
 #include "sim/network.h"
 
 namespace dmlps::sim {
@@ -44,9 +45,6 @@ using sync::WorkerMode;
 using Vec = Eigen::Map<Eigen::VectorXf>;
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 using std::chrono::microseconds;
-
-// A message's msgpack header, about; payloads add 4 bytes a parameter.
-constexpr int64_t kHeaderBytes = 96;
 
 // splitmix64's finalizer: spreads a seed over all 64 bits.
 uint64_t Mix64(uint64_t x) {
@@ -60,29 +58,6 @@ uint64_t Mix64(uint64_t x) {
 // any standard library (as StragglerProfile draws).
 double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53; }
 
-enum class MessageKind { kPull, kPush, kModel, kContinue, kSyncNow };
-
-struct Message {
-  MessageKind kind = MessageKind::kPull;
-  int64_t worker = 0;
-  int64_t clock = 0;     // pull
-  sync::PushInfo push;   // push
-  std::shared_ptr<const std::vector<float>> model;  // model
-  int64_t version = 0;   // model
-  int64_t batch = 0;     // model: the batch from now on; 0: unchanged
-  int64_t token = -1;    // model, continue
-  bool download = false;  // continue
-  int64_t round = 0;     // sync now
-};
-
-enum class EventKind {
-  kAtServer,   // a: message slot
-  kAtWorker,   // a: message slot
-  kJobDone,    // a: job target (dedicated machines)
-  kCpuTick,    // b: generation (shared cores)
-  kWake,       // a: worker, b: which of its threads (kComputeThread or kCommThread)
-  kTimeLimit,
-};
 constexpr int64_t kComputeThread = 0;
 constexpr int64_t kCommThread = 1;
 // Job targets beside workers (>= 0).
@@ -90,17 +65,6 @@ constexpr int64_t kServerJob = -1;
 constexpr int64_t kEvalJob = -2;
 // Copying message slot s (NetworkModel::cores_copy) is job kMessageJob - s.
 constexpr int64_t kMessageJob = -3;
-
-struct Event {
-  double time = 0;
-  uint64_t seq = 0;  // ties go first come, first served
-  EventKind kind = EventKind::kTimeLimit;
-  int64_t a = 0;
-  uint64_t b = 0;
-  bool operator>(const Event& other) const {
-    return time != other.time ? time > other.time : seq > other.seq;
-  }
-};
 
 // Where a worker's main thread is.
 enum class Phase {
@@ -238,8 +202,7 @@ class Simulator : private sync::DriverSink<Samples> {
   const int64_t n_;
   WorkerMode mode_;
 
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  uint64_t next_seq_ = 0;
+  EventQueue queue_;
   double now_ = 0;
   int64_t events_ = 0;
   bool finished_ = false;
@@ -324,8 +287,7 @@ Result<SimReport> Simulator::Run() {
   if (config_.max_seconds > 0) Schedule(config_.max_seconds, EventKind::kTimeLimit, 0);
   StartTraining();
   while (!finished_ && !queue_.empty()) {
-    const Event event = queue_.top();
-    queue_.pop();
+    const Event event = queue_.Pop();
     now_ = event.time;
     ++events_;
     Dispatch(event);
@@ -357,7 +319,7 @@ Result<SimReport> Simulator::Run() {
 }
 
 void Simulator::Schedule(double time, EventKind kind, int64_t a, uint64_t b) {
-  queue_.push(Event{time, next_seq_++, kind, a, b});
+  queue_.Schedule(time, kind, a, b);
 }
 
 void Simulator::Dispatch(const Event& event) {
