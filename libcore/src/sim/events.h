@@ -14,7 +14,7 @@ enum class EventKind {
   kAtWorker,   // a: message slot
   kJobDone,    // a: job target (dedicated machines)
   kCpuTick,    // b: generation (shared cores)
-  kWake,       // a: worker, b: which of its threads
+  kWake,       // a: worker, b: which of its threads (WorkerThread)
   kTimeLimit,
 };
 
