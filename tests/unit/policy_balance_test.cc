@@ -1,7 +1,8 @@
 // LB-BSP, token scheduling and the speed predictors behind LB-BSP: scripted
 // event sequences, and a discrete-event driver in virtual time that plays the
-// worker side of each mode, so that the invariants ALGORITHMS.md states are
-// checked on the schedules a slow worker actually produces.
+// worker side of each mode, so that the invariants docs/algorithms.md states
+// ("LB-BSP", "Token scheduling") are checked on the schedules a slow worker
+// actually produces.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // Backup workers, WBSP and A-BSP against stragglers: scripted event sequences,
 // and a discrete-event driver in virtual time that plays the worker side of
-// each mode, so that the invariants ALGORITHMS.md states are checked on the
-// schedules a slow worker actually produces.
+// each mode, so that the invariants docs/algorithms.md states ("Backup
+// workers", "WBSP", "A-BSP") are checked on the schedules a slow worker
+// actually produces.
 #include <doctest/doctest.h>
 
 #include <algorithm>

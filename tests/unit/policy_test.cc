@@ -1,5 +1,5 @@
 // Drives each policy with scripted and randomized event sequences and checks
-// the invariants ALGORITHMS.md states for it.
+// the invariants docs/algorithms.md states for it ("BSP", "ASP", "SSP").
 #include <doctest/doctest.h>
 
 #include <algorithm>

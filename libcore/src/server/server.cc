@@ -16,7 +16,6 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/checkpoint.h"
-#include "dmlps/server/model_store.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
 #include "dmlps/trace/trace.h"
@@ -25,6 +24,7 @@
 #include "server/evaluation_log.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
+#include "server/model_store.h"
 #include "server/shard.h"
 
 namespace dmlps::server {
