@@ -67,20 +67,14 @@ SimWorker::SimWorker(const SimConfig& config, WorkerMode mode, int64_t rank,
 // ---------------------------------------------------------------- events
 
 void SimWorker::Receive(Message message) {
-  switch (message.kind) {
-    case MessageKind::kSyncNow:
-      sync_round_ = std::max(sync_round_, message.round);
-      break;
-    case MessageKind::kModel:
-      ReceiveModel(message);
-      break;
-    case MessageKind::kContinue:
-      ReceiveContinue(message);
-      break;
-    case MessageKind::kPull:
-    case MessageKind::kPush:
-      host_.Fail("internal: worker " + std::to_string(rank_) + " got a worker's message");
-      break;
+  if (message.kind == MessageKind::kSyncNow) {
+    sync_round_ = std::max(sync_round_, message.round);
+  } else if (message.kind == MessageKind::kModel) {
+    ReceiveModel(message);
+  } else if (message.kind == MessageKind::kContinue) {
+    ReceiveContinue(message);
+  } else {
+    FailInternal("got a worker's message");
   }
 }
 
@@ -100,6 +94,10 @@ void SimWorker::OnWake(WorkerThread thread) {
   } else {
     OnTransferDone();
   }
+}
+
+void SimWorker::FailInternal(std::string_view what) {
+  host_.Fail("internal: worker " + std::to_string(rank_) + " " + std::string(what));
 }
 
 // ---------------------------------------------------------------- the server's side
@@ -210,7 +208,7 @@ void SimWorker::ReceiveContinue(const Message& message) {
       break;
     case WorkerMode::kSync:
     case WorkerMode::kChunked:
-      host_.Fail("internal: worker " + std::to_string(rank_) + " in a sync mode got a Continue");
+      FailInternal("in a sync mode got a Continue");
       break;
   }
 }
@@ -242,7 +240,7 @@ void SimWorker::StartStep() {
     has_download_ = false;
   }
   if (mode_ == WorkerMode::kToken && token_ < 0) {
-    host_.Fail("internal: worker " + std::to_string(rank_) + " got no token to train");
+    FailInternal("got no token to train");
     return;
   }
   step_ = mode_ == WorkerMode::kLocalOverlap ? compute_steps_ : clock_;
@@ -352,9 +350,17 @@ void SimWorker::TakeSamples(int64_t samples) {
 
 // ---------------------------------------------------------------- pushes
 
-double SimWorker::TransferSeconds(int64_t clock) const {
-  return static_cast<double>(straggler_.TransferTime(clock, PayloadBytes() - kHeaderBytes).count()) *
-         1e-6;
+void SimWorker::Transfer(WorkerThread thread) {
+  const double transfer =
+      static_cast<double>(
+          straggler_.TransferTime(outgoing_.clock, PayloadBytes() - kHeaderBytes).count()) *
+      1e-6;
+  stats_.comm_s += transfer;
+  if (transfer > 0) {
+    host_.Wake(rank_, host_.now() + transfer, thread);
+  } else {
+    OnWake(thread);
+  }
 }
 
 void SimWorker::SendPush() {
@@ -369,22 +375,17 @@ void SimWorker::SendPush() {
 }
 
 void SimWorker::StartPush() {
-  sync::PushInfo& push = outgoing_;
-  push = sync::PushInfo{};
-  push.clock = clock_;
-  push.base_version = version_;
-  push.samples = step_samples_;
-  push.batch = mode_ == WorkerMode::kToken ? config_.policy.token_size : batch_;
-  push.busy_s = step_compute_ + step_straggle_;
-  push.cpu = push.busy_s > 0 ? step_compute_ / push.busy_s : 0;
-  const double transfer = TransferSeconds(push.clock);
-  stats_.comm_s += transfer;
+  const double busy = step_compute_ + step_straggle_;
+  outgoing_ = sync::PushInfo{
+      .clock = clock_,
+      .base_version = version_,
+      .samples = step_samples_,
+      .batch = mode_ == WorkerMode::kToken ? config_.policy.token_size : batch_,
+      .busy_s = busy,
+      .cpu = busy > 0 ? step_compute_ / busy : 0,
+  };
   phase_ = Phase::kTransfer;
-  if (transfer > 0) {
-    host_.Wake(rank_, host_.now() + transfer, WorkerThread::kCompute);
-  } else {
-    OnTransferDone();
-  }
+  Transfer(WorkerThread::kCompute);
 }
 
 void SimWorker::OnTransferDone() {
@@ -402,24 +403,18 @@ void SimWorker::MaybeCommPush() {
   if (comm_ != CommPhase::kIdle || pending_steps_ == 0) return;
   in_flight_.swap(pending_);
   std::fill(pending_.begin(), pending_.end(), 0.f);
-  sync::PushInfo& push = outgoing_;
-  push = sync::PushInfo{};
-  push.clock = clock_;
-  push.base_version = version_;
-  push.samples = pending_samples_;
-  push.batch = batch_;
-  push.busy_s = pending_busy_;
+  outgoing_ = sync::PushInfo{
+      .clock = clock_,
+      .base_version = version_,
+      .samples = pending_samples_,
+      .batch = batch_,
+      .busy_s = pending_busy_,
+  };
   pending_steps_ = 0;
   pending_samples_ = 0;
   pending_busy_ = 0;
-  const double transfer = TransferSeconds(push.clock);
-  stats_.comm_s += transfer;
   comm_ = CommPhase::kTransfer;
-  if (transfer > 0) {
-    host_.Wake(rank_, host_.now() + transfer, WorkerThread::kComm);
-  } else {
-    OnCommTransferDone();
-  }
+  Transfer(WorkerThread::kComm);
 }
 
 void SimWorker::OnCommTransferDone() {

@@ -26,6 +26,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -140,10 +141,13 @@ class SimWorker {
   void MaybeCommPush();
   void OnCommTransferDone();
 
-  // The bandwidth cap's time to send push `clock`'s payload.
-  double TransferSeconds(int64_t clock) const;
+  // Sleeps `thread` the bandwidth cap's time to send outgoing_'s payload,
+  // then sends it (OnWake). REQUIRES: the thread's phase says it transfers.
+  void Transfer(WorkerThread thread);
   // Sends the push `outgoing_`, counting it.
   void SendPush();
+  // Ends the run: the server broke the protocol as this worker sees it.
+  void FailInternal(std::string_view what);
   // The step's noise factor (Noise), drawn from rng_.
   double DrawNoise();
   void TakeSamples(int64_t samples);
