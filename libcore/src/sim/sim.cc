@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "dmlps/optim/optimizer.h"
+#include "dmlps/sim/run_limits.h"
 #include "dmlps/sim/sim.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
@@ -417,6 +418,11 @@ void Simulator::Evaluate(bool /*must*/) {
 
 // ---------------------------------------------------------------- public
 
+// ValidateSimConfig speaks of the run's limits as SimConfig's fields.
+constexpr RunLimitNames kFieldNames = {
+    "target", "eval_every", "max_iterations", "max_seconds",
+    "no end to a run: give a target, max_iterations or max_seconds"};
+
 std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   std::vector<std::string> problems;
   const int64_t n = config.policy.num_workers;
@@ -452,15 +458,8 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   }
   if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("lr must be positive");
   if (!(config.momentum >= 0 && config.momentum < 1)) problems.push_back("momentum must be in [0, 1)");
-  if (!(config.target >= 0 && config.target <= 1)) problems.push_back("target must be in [0, 1]");
-  if (config.eval_every < 1) problems.push_back("eval_every must be at least 1");
-  if (config.max_iterations < 0) problems.push_back("max_iterations must not be negative");
-  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
-    problems.push_back("max_seconds must not be negative");
-  }
-  if (config.target == 0 && config.max_iterations == 0 && config.max_seconds == 0) {
-    problems.push_back("no end to a run: give a target, max_iterations or max_seconds");
-  }
+  CheckRunLimits({config.target, config.eval_every, config.max_iterations, config.max_seconds},
+                 kFieldNames, &problems);
   if (!(config.network.link_gbps >= 0) || !std::isfinite(config.network.link_gbps)) {
     problems.push_back("link bandwidth must be a finite number of at least 0");
   }
