@@ -58,18 +58,16 @@ data::Dataset Random(int64_t rows) {
   return d;
 }
 
-// One worker of two, steps costing 1 ms + 1 ms a sample, nothing else.
+// One worker of two, steps costing 1 ms + 1 ms a sample, a pass over the
+// parameters 1 µs, nothing else.
 struct Fixture {
   explicit Fixture(sync::WorkerMode mode, double slowdown = 1) {
-    config.policy.num_workers = 2;
-    config.policy.batch = 4;
-    config.policy.chunk = 2;
-    config.policy.token_size = 2;
+    worker::StragglerSpec spec;
+    spec.slowdown = slowdown;
+    config.policy = sync::PolicyConfig{.num_workers = 2, .batch = 4, .chunk = 2, .token_size = 2};
     config.model = *model::ParseModelSpec("softmax", 4, 2);
     config.lr = 0.5;
     config.momentum = 0.5;
-    worker::StragglerSpec spec;
-    spec.slowdown = slowdown;
     config.stragglers = {spec, spec};
     config.cost = CostModel::Linear(1e-3, 1e-3);
     config.cost.param_s = 1e-6;
