@@ -4,8 +4,6 @@
 // SimWorker (sim/worker.h) stepping as dmlps-worker's loop for its mode
 // does. Messages travel through SimNetwork; CPU jobs run on a machine each
 // or on shared cores (SimCpu).
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
