@@ -5,6 +5,10 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <string>
+#include <vector>
+
+#include "dmlps/sim/run_limits.h"
 
 namespace dmlps::sim {
 namespace {
@@ -250,6 +254,26 @@ TEST_CASE("sim: bad settings are refused") {
   CHECK(Simulate(c, f.train, f.test).status().code() == StatusCode::kInvalidArgument);
   c = f.Config("nope", {1, 1}, 10, 1);
   CHECK_FALSE(ValidateSimConfig(c).empty());
+  c = f.Config("bsp", {1, 1}, 10, 1);
+  c.max_iterations = 0;
+  CHECK(ValidateSimConfig(c) ==
+        std::vector<std::string>{"no end to a run: give a target, max_iterations or max_seconds"});
+}
+
+TEST_CASE("sim: a run's limits out of range, or none set, are named as the caller names them") {
+  const RunLimitNames names = {"--t", "--e", "--i", "--s", "no end"};
+  std::vector<std::string> problems;
+  CheckRunLimits({.target = 1.5, .eval_every = 0, .max_iterations = -1, .max_seconds = -1}, names,
+                 &problems);
+  CHECK(problems == std::vector<std::string>{"--t must be in [0, 1]", "--e must be at least 1",
+                                             "--i must not be negative",
+                                             "--s must not be negative"});
+  problems.clear();
+  CheckRunLimits({.target = 0, .eval_every = 5}, names, &problems);
+  CHECK(problems == std::vector<std::string>{"no end"});
+  problems.clear();
+  CheckRunLimits({.target = 0.9, .eval_every = 5}, names, &problems);
+  CHECK(problems.empty());
 }
 
 }  // namespace

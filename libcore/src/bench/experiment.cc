@@ -8,6 +8,8 @@
 #include <optional>
 #include <system_error>
 
+#include "dmlps/sim/run_limits.h"
+
 namespace dmlps::bench {
 namespace {
 
@@ -148,6 +150,11 @@ std::string DescribeExperiment(const Experiment& e) {
   return text;
 }
 
+// ValidateExperiment speaks of the run's limits as dmlps-bench's flags.
+constexpr sim::RunLimitNames kLimitFlags = {
+    "--target", "--eval-every", "--max-iterations", "--max-seconds",
+    "no end to a run: give --target, --max-iterations or --max-seconds"};
+
 std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
   std::vector<std::string> problems;
   if (experiment.workers < 1) problems.push_back("--workers must be at least 1");
@@ -172,15 +179,9 @@ std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
   if (!(experiment.momentum >= 0 && experiment.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
-  if (!(experiment.target >= 0 && experiment.target <= 1)) problems.push_back("--target must be in [0, 1]");
-  if (experiment.eval_every < 1) problems.push_back("--eval-every must be at least 1");
-  if (experiment.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
-  if (!(experiment.max_seconds >= 0) || !std::isfinite(experiment.max_seconds)) {
-    problems.push_back("--max-seconds must not be negative");
-  }
-  if (experiment.target == 0 && experiment.max_iterations == 0 && experiment.max_seconds == 0) {
-    problems.push_back("no end to a run: give --target, --max-iterations or --max-seconds");
-  }
+  sim::CheckRunLimits({experiment.target, experiment.eval_every, experiment.max_iterations,
+                       experiment.max_seconds},
+                      kLimitFlags, &problems);
   if (experiment.repeat < 1) problems.push_back("--repeat must be at least 1");
   return problems;
 }

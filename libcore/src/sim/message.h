@@ -1,0 +1,34 @@
+// What the simulated server and workers send each other: the protocol's
+// messages as far as the simulation needs them, a model by reference.
+#ifndef DMLPS_SIM_MESSAGE_H_
+#define DMLPS_SIM_MESSAGE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dmlps/sync/policy.h"
+
+namespace dmlps::sim {
+
+// A message's msgpack header, about; payloads add 4 bytes a parameter.
+inline constexpr int64_t kHeaderBytes = 96;
+
+enum class MessageKind { kPull, kPush, kModel, kContinue, kSyncNow };
+
+struct Message {
+  MessageKind kind = MessageKind::kPull;
+  int64_t worker = 0;
+  int64_t clock = 0;     // pull
+  sync::PushInfo push;   // push
+  std::shared_ptr<const std::vector<float>> model;  // model
+  int64_t version = 0;   // model
+  int64_t batch = 0;     // model: the batch from now on; 0: unchanged
+  int64_t token = -1;    // model, continue
+  bool download = false;  // continue
+  int64_t round = 0;     // sync now
+};
+
+}  // namespace dmlps::sim
+
+#endif  // DMLPS_SIM_MESSAGE_H_
