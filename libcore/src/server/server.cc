@@ -30,12 +30,12 @@ Status ParameterServer::Setup() {
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
   }
   DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, bounds_, &bind_options));
-  max_message_bytes_ = bind_options.max_frame_bytes;
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
   StartCoordinator();
   updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get());
+  SetUpDesk(bind_options.max_frame_bytes);
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");
   if (!config_.endpoint_file.empty()) {
@@ -95,6 +95,17 @@ Status ParameterServer::SetUpPolicy() {
   return Status::Ok();
 }
 
+void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
+  desk_.emplace(
+      WorkerDeskOptions{.workers = config_.workers,
+                        .worker_timeout = config_.worker_timeout,
+                        .max_message_bytes = max_message_bytes},
+      *endpoint_, *shards_, *driver_, *store_, tracer_.get(), [this] { Start(); },
+      [this](int64_t rank) {
+        return WorkerWelcome(config_, *spec_, *policy_, rank, bounds_.back());
+      });
+}
+
 double ParameterServer::Seconds() const {
   if (!started_) return 0;
   return std::chrono::duration<double>(Clock::now() - start_).count();
@@ -145,9 +156,7 @@ Status ParameterServer::Train() {
 }
 
 Status ParameterServer::Turn() {
-  Result<bool> got = endpoint_->Receive(&frames_, kPollSlice);
-  if (!got.ok()) return got.status();
-  if (*got) HandleFrames(frames_);
+  DMLPS_RETURN_IF_ERROR(desk_->HandleNext(kPollSlice));
   CollectEvaluations();
   if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
   if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
@@ -156,14 +165,15 @@ Status ParameterServer::Turn() {
     driver_->EndRun();
   }
   if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
-    SendHeartbeats();
-    CheckSilence();
+    last_heartbeat_ = Clock::now();
+    desk_->SendHeartbeats();
+    desk_->CheckSilence();
   }
   if (started_) MaybeCheckpoint();
-  CloseStalledStreams();
+  desk_->CloseStalledStreams();
   shards_->SendOrders();
   if (!shards_->fatal().ok()) {
-    StopWorkers("a server shard was lost");
+    desk_->Stop("a server shard was lost");
     return shards_->fatal();
   }
   return Status::Ok();
@@ -177,19 +187,23 @@ Result<RunReport> ParameterServer::Finish() {
                                                     : "limit reached";
   if (!report_.target_reached && report_.signal == 0) {
     // The last snapshot may wait for chunks still on their way.
-    DrainStreams(kDrainLimit);
+    desk_->DrainStreams(kDrainLimit);
     // The other shards' slices of the last snapshots.
     shards_->SendOrders();
     shards_->AwaitSlices(kDrainLimit);
   }
   if (!config_.save_model.empty()) {
     if (Status saved = SaveModel(); !saved.ok()) {
-      StopWorkers(reason);
+      desk_->Stop(reason);
       return saved;
     }
   }
-  StopWorkers(reason);
+  desk_->Stop(reason);
   FinishCheckpoints();
+  const Turnover& turnover = desk_->turnover();
+  report_.workers_lost = turnover.lost;
+  report_.last_lost = turnover.last_lost;
+  report_.workers_joined = turnover.joined;
   if (report_.workers_lost > 0 || report_.workers_joined > 0) {
     spdlog::info("membership: {} workers lost (last: {}), {} joined while training",
                  report_.workers_lost, report_.last_lost, report_.workers_joined);
@@ -208,12 +222,7 @@ Result<RunReport> ParameterServer::Finish() {
 void ParameterServer::Summarize() {
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute).
-  std::vector<sync::WorkerTotals> totals;
-  members_.ForEach([&](int64_t rank, const Member& m) {
-    if (m.totals.steps == 0) return;
-    totals.push_back(m.totals);
-    LogWorkerTotals(rank, m.totals, report_.seconds);
-  });
+  const std::vector<sync::WorkerTotals> totals = desk_->LogTotals(report_.seconds);
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
                      {{"seconds", report_.seconds}, {"iterations", report_.iterations}});
@@ -249,38 +258,6 @@ void ParameterServer::Start() {
   driver_->Start();
 }
 
-void ParameterServer::SendModel(int64_t rank, const sync::Reply& reply) {
-  Member& member = members_.at(rank);
-  member.replied_at = Clock::now();
-  // One copy per model version, shared by every reply and evaluation of it;
-  // a large model streams out chunk by chunk as its updates are applied.
-  proto::Model header{reply.version, store_->size(), reply.batch, reply.token};
-  QueueModelReply(*store_, *endpoint_, &member.identity, header, "worker " + std::to_string(rank));
-  Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
-}
-
-void ParameterServer::SendContinue(int64_t rank, bool download, const sync::Reply& reply) {
-  Member& member = members_.at(rank);
-  Status sent =
-      endpoint_->SendMessage(&member.identity, proto::Continue{download, reply.token, reply.batch});
-  if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", rank, sent.ToString());
-}
-
-void ParameterServer::SendSyncNow(int64_t rank, int64_t round) {
-  Status sent = endpoint_->SendMessage(&members_.at(rank).identity, proto::SyncNow{round});
-  if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", rank, sent.ToString());
-}
-
-void ParameterServer::Dropped(int64_t rank, const sync::Drop& drop) {
-  if (drop.late) {
-    // Work the policy expects to throw away (a late push): no one's fault.
-    spdlog::debug("worker {}: push dropped: {}", rank, drop.reason);
-  } else {
-    Refuse(members_.at(rank).identity, "worker " + std::to_string(rank),
-           "push dropped: " + drop.reason, false);
-  }
-}
-
 void ParameterServer::LimitReached() {
   spdlog::info("iteration limit of {} reached", config_.max_iterations);
 }
@@ -310,7 +287,7 @@ void ParameterServer::StartCoordinator() {
       *endpoint_, bounds_, JobWelcome(config_, *spec_, policy_->Name()),
       [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
       [this](const zmq::message_t& identity, const proto::Hello& hello) {
-        HandleHello(identity, hello);
+        desk_->HandleHello(identity, hello);
       });
 }
 

@@ -1,20 +1,44 @@
 // Shard 0 and its workers: their messages dispatched and checked, the
 // Hellos Membership decides on carried out, pulls, pushes and the chunks
-// of streamed pushes taken in, and workers lost to silence or their own
-// errors.
+// of streamed pushes taken in, the driver's replies sent, and workers lost
+// to silence or their own errors.
+#include "server/worker_desk.h"
+
 #include <spdlog/spdlog.h>
 
 #include <string>
+#include <utility>
 
-#include "server/parameter_server.h"
-#include "server/welcome.h"
+#include "server/loop.h"
+#include "server/run_report.h"
 
 namespace dmlps::server {
 
 using std::chrono::milliseconds;
 
-void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& who,
-                             const std::string& why, bool fatal, bool rejoin) {
+WorkerDesk::WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint,
+                       ShardCoordinator& shards, sync::PolicyDriver<Gradient>& driver,
+                       ModelStore& store, trace::TraceWriter* tracer, StartFn start,
+                       WelcomeFn welcome)
+    : options_(options),
+      endpoint_(endpoint),
+      shards_(shards),
+      driver_(driver),
+      store_(store),
+      tracer_(tracer),
+      start_(std::move(start)),
+      welcome_(std::move(welcome)),
+      members_(options.workers) {}
+
+Status WorkerDesk::HandleNext(milliseconds wait) {
+  Result<bool> got = endpoint_.Receive(&frames_, wait);
+  if (!got.ok()) return got.status();
+  if (*got) HandleFrames(frames_);
+  return Status::Ok();
+}
+
+void WorkerDesk::Refuse(const zmq::message_t& identity, const std::string& who,
+                        const std::string& why, bool fatal, bool rejoin) {
   ++refusals_;
   if (refusals_ <= kLoudRefusals) {
     spdlog::warn("refused a message from {}: {}", who, why);
@@ -22,46 +46,46 @@ void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& 
   } else {
     spdlog::debug("refused a message from {}: {}", who, why);
   }
-  Status sent = endpoint_->SendMessage(&identity, proto::Error{why, fatal, rejoin});
+  Status sent = endpoint_.SendMessage(&identity, proto::Error{why, fatal, rejoin});
   if (!sent.ok()) spdlog::debug("could not tell {} why: {}", who, sent.ToString());
 }
 
-void ParameterServer::HandleFrames(net::Frames& frames) {
+void WorkerDesk::HandleFrames(net::Frames& frames) {
   if (frames.size() < 2) {
     // A ROUTER always gives the identity first, so one frame means an empty message.
     if (!frames.empty()) Refuse(frames[0], "peer " + HexPrefix(frames[0]), "empty message", true);
     return;
   }
   zmq::message_t identity = net::CopyFrame(frames[0]);
-  if (const int64_t shard = shards_->ShardOf(identity); shard >= 0) {
+  if (const int64_t shard = shards_.ShardOf(identity); shard >= 0) {
     Result<proto::Message> message = proto::DecodeMessage(frames, 1);
     if (!message.ok()) {
       Refuse(identity, "server shard " + std::to_string(shard), message.status().message(), false);
       return;
     }
-    shards_->HandleMessage(shard, *message);
+    shards_.HandleMessage(shard, *message);
     return;
   }
   const int64_t rank = members_.RankOf(identity);
   const std::string who = SenderName(rank, "peer " + HexPrefix(identity));
   // One too large is dropped unread: a worker's step is not counted either.
-  Result<proto::Message> message = DecodeBounded(frames, max_message_bytes_);
+  Result<proto::Message> message = DecodeBounded(frames, options_.max_message_bytes);
   if (!message.ok()) return Refuse(identity, who, message.status().message(), rank < 0);
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
     if (hello->shard >= 0) {
-      if (Status registered = shards_->Register(identity, *hello); !registered.ok()) {
+      if (Status registered = shards_.Register(identity, *hello); !registered.ok()) {
         Refuse(identity, ShardName(*hello), registered.message(), true);
       }
-    } else if (!shards_->AllRegistered() && rank < 0) {
+    } else if (!shards_.AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
-      shards_->HoldHello(identity, *hello);
+      shards_.HoldHello(identity, *hello);
     } else {
       HandleHello(identity, *hello);
     }
     return;
   }
-  if (rank < 0 && shards_->Holds(identity)) {
+  if (rank < 0 && shards_.Holds(identity)) {
     return;  // a worker waiting for its Welcome keeps itself alive
   }
   if (rank < 0) {
@@ -95,21 +119,20 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   }
 }
 
-void ParameterServer::Admit(const zmq::message_t& identity, const proto::Hello& hello,
-                            int64_t rank) {
+void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank) {
   members_.Admit(rank, identity, hello, Clock::now());
-  driver_->Attach(rank, sync::WorkerInfo{hello.max_batch});
-  if (started_) {
+  driver_.Attach(rank, sync::WorkerInfo{hello.max_batch});
+  if (training()) {
     spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",
                  rank, hello.host, hello.pid);
   } else {
     spdlog::info("worker {} joined from {}:{} ({}/{})", rank, hello.host, hello.pid,
-                 members_.joined(), config_.workers);
+                 members_.joined(), options_.workers);
   }
 }
 
-void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  const HelloDecision decision = members_.Decide(identity, hello, started_);
+void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  const HelloDecision decision = members_.Decide(identity, hello, training());
   int64_t rank = decision.rank;
   switch (decision.kind) {
     case HelloDecision::kRefuse:
@@ -120,67 +143,67 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
     case HelloDecision::kKnown:
       break;
     case HelloDecision::kNewRank:
-      rank = driver_->AddRank();
+      rank = driver_.AddRank();
       [[fallthrough]];
     case HelloDecision::kAdmit:
       Admit(identity, hello, rank);
       break;
   }
   SendWelcome(identity, rank);
-  if (!started_ && members_.joined() == config_.workers) {
+  if (!training() && members_.joined() == options_.workers) {
     spdlog::info("all {} workers joined; training starts when each has loaded its data",
-                 config_.workers);
+                 options_.workers);
   }
 }
 
-void ParameterServer::SendWelcome(const zmq::message_t& identity, int64_t rank) {
-  proto::Welcome welcome = WorkerWelcome(config_, *spec_, *policy_, rank, bounds_.back());
-  shards_->DescribeShards(&welcome);
-  Status sent = endpoint_->SendMessage(&identity, welcome);
+void WorkerDesk::SendWelcome(const zmq::message_t& identity, int64_t rank) {
+  proto::Welcome welcome = welcome_(rank);
+  shards_.DescribeShards(&welcome);
+  Status sent = endpoint_.SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
 }
 
-void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
+void WorkerDesk::HandlePull(int64_t rank, const proto::Pull& pull) {
   Member& member = members_.at(rank);
-  if (driver_->pull_pending(rank)) {
+  if (driver_.pull_pending(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
            false);
     return;
   }
-  if (started_ && !driver_->active(rank)) {
+  if (training() && !driver_.active(rank)) {
     // A worker joining the running job, ready now: the policy counts it from
     // here, its first pull gets the current model.
     member.ready = true;
-    ++report_.workers_joined;
+    ++turnover_.joined;
     spdlog::info("worker {} ({}:{}) trains from iteration {}; {} live workers", rank, member.host,
-                 member.pid, driver_->iteration(), driver_->live_workers() + 1);
+                 member.pid, driver_.iteration(), driver_.live_workers() + 1);
     if (tracer_) tracer_->Instant("run", "worker joined", trace::NowMicros(), {{"worker", rank}});
-    driver_->Join(rank, pull.clock);
+    driver_.Join(rank, pull.clock);
   }
-  if (started_ && pull.clock != driver_->worker_clock(rank)) {
+  if (training() && pull.clock != driver_.worker_clock(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank),
            "pull for clock " + std::to_string(pull.clock) + ", but the worker has pushed " +
-               std::to_string(driver_->worker_clock(rank)) + " times",
+               std::to_string(driver_.worker_clock(rank)) + " times",
            false);
     return;
   }
   member.ready = true;
-  driver_->Pull(rank);
-  if (!started_) {
+  driver_.Pull(rank);
+  if (!training()) {
     // A worker pulls once its data is loaded: the run's clock starts when all
     // are ready, so loading data is not counted as training time.
-    bool all_ready = members_.joined() == config_.workers;
-    for (int64_t r = 0; r < config_.workers && all_ready; ++r) {
-      all_ready = members_.Has(r) && driver_->pull_pending(r);
+    bool all_ready = members_.joined() == options_.workers;
+    for (int64_t r = 0; r < options_.workers && all_ready; ++r) {
+      all_ready = members_.Has(r) && driver_.pull_pending(r);
     }
-    if (all_ready) Start();
+    if (all_ready) start_();
   }
 }
 
-void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
+void WorkerDesk::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
   Member& member = members_.at(rank);
   const std::string who = "worker " + std::to_string(rank);
-  if (!started_) {
+  if (!training()) {
     Refuse(member.identity, who, "push before training started", false);
     return;
   }
@@ -197,7 +220,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   }
   // A streamed gradient is checked chunk by chunk as it arrives (HandleChunk);
   // one that came whole is checked now.
-  OpenedPush opened = OpenPush(push, store_->size(), "the model", payload);
+  OpenedPush opened = OpenPush(push, store_.size(), "the model", payload);
   if (opened.fault == OpenedPush::kNone) {
     // Its chunks follow, if streamed. (A streamed push refused here has the
     // wrong size: its chunks are refused one by one rather than held.)
@@ -214,9 +237,9 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
                      {{"worker", rank},
                       {"clock", push.clock},
                       {"samples", push.samples},
-                      {"staleness", policy_->version() - push.base_version}});
+                      {"staleness", driver_.policy().version() - push.base_version}});
   }
-  const sync::PushOutcome outcome = driver_->Push(rank, info, opened.tensor);
+  const sync::PushOutcome outcome = driver_.Push(rank, info, opened.tensor);
   // The worker spent the time whether or not its push is used.
   sync::WorkerTotals& totals = member.totals;
   ++totals.steps;
@@ -225,11 +248,11 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   totals.wait_s += push.wait_us * 1e-6;
   totals.samples += outcome.samples;
   // The other shards free their slice of a push this one does not stage.
-  if (!outcome.staged) Order({proto::Order::kDiscard, rank, push.clock, 0});
-  driver_->Advance();
+  if (!outcome.staged) shards_.Order({proto::Order::kDiscard, rank, push.clock, 0});
+  driver_.Advance();
 }
 
-void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
+void WorkerDesk::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
   Member& member = members_.at(rank);
   const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
   if (taken.verdict == PushStreams::Verdict::kNoStream) {
@@ -245,10 +268,10 @@ void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::
     Refuse(member.identity, "worker " + std::to_string(rank),
            taken.why + "; that chunk is left out", false);
   }
-  store_->Advance();
+  store_.Advance();
 }
 
-void ParameterServer::CloseStalledStreams() {
+void WorkerDesk::CloseStalledStreams() {
   for (const int64_t rank : streams_.StalledAt(Clock::now(), kStreamStall)) {
     AbandonStream(rank, "push " + std::to_string(streams_.clock(rank)) + ": no chunk for " +
                             std::to_string(kStreamStall.count() / 1000) +
@@ -256,17 +279,17 @@ void ParameterServer::CloseStalledStreams() {
   }
 }
 
-void ParameterServer::AbandonStream(int64_t rank, const std::string& why) {
+void WorkerDesk::AbandonStream(int64_t rank, const std::string& why) {
   Refuse(members_.at(rank).identity, "worker " + std::to_string(rank), why, false);
   streams_.Close(rank);
-  store_->Advance();
+  store_.Advance();
 }
 
-void ParameterServer::DrainStreams(milliseconds limit) {
+void WorkerDesk::DrainStreams(milliseconds limit) {
   const Clock::time_point deadline = Clock::now() + limit;
   net::Frames frames;
-  while (store_->pending() > 0 && streams_.any_open() && Clock::now() < deadline) {
-    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
+  while (store_.pending() > 0 && streams_.any_open() && Clock::now() < deadline) {
+    Result<bool> got = endpoint_.Receive(&frames, kPollSlice);
     if (!got.ok()) return;
     if (!*got || frames.size() < 2) continue;
     // Only the chunks matter now.
@@ -280,53 +303,94 @@ void ParameterServer::DrainStreams(milliseconds limit) {
   }
 }
 
-void ParameterServer::SendHeartbeats() {
-  last_heartbeat_ = Clock::now();
+void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
+  Member& member = members_.at(rank);
+  member.replied_at = Clock::now();
+  // One copy per model version, shared by every reply and evaluation of it;
+  // a large model streams out chunk by chunk as its updates are applied.
+  proto::Model header{reply.version, store_.size(), reply.batch, reply.token};
+  QueueModelReply(store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank));
+  shards_.Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
+}
+
+void WorkerDesk::SendContinue(int64_t rank, bool download, const sync::Reply& reply) {
+  Member& member = members_.at(rank);
+  Status sent =
+      endpoint_.SendMessage(&member.identity, proto::Continue{download, reply.token, reply.batch});
+  if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", rank, sent.ToString());
+}
+
+void WorkerDesk::SendSyncNow(int64_t rank, int64_t round) {
+  Status sent = endpoint_.SendMessage(&members_.at(rank).identity, proto::SyncNow{round});
+  if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", rank, sent.ToString());
+}
+
+void WorkerDesk::Dropped(int64_t rank, const sync::Drop& drop) {
+  if (drop.late) {
+    // Work the policy expects to throw away (a late push): no one's fault.
+    spdlog::debug("worker {}: push dropped: {}", rank, drop.reason);
+  } else {
+    Refuse(members_.at(rank).identity, "worker " + std::to_string(rank),
+           "push dropped: " + drop.reason, false);
+  }
+}
+
+void WorkerDesk::SendHeartbeats() {
   const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
                              .count();
   members_.ForEach([&](int64_t, Member& m) {
-    Status sent = endpoint_->SendMessage(&m.identity, proto::Heartbeat{now_us});
+    Status sent = endpoint_.SendMessage(&m.identity, proto::Heartbeat{now_us});
     if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m.host, m.pid, sent.ToString());
   });
-  shards_->SendHeartbeats(now_us);
+  shards_.SendHeartbeats(now_us);
 }
 
-void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
+void WorkerDesk::LoseWorker(int64_t rank, const std::string& why) {
   Member& member = members_.at(rank);
-  ++report_.workers_lost;
-  report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
+  ++turnover_.lost;
+  turnover_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
                       std::to_string(member.pid) + "): " + why;
   // Its missing chunks will never come: let the others' replies go on.
-  if (streams_.Close(rank)) store_->Advance();
+  if (streams_.Close(rank)) store_.Advance();
   members_.Remove(rank);
-  Order({proto::Order::kForget, rank, 0, 0});
-  const int64_t live = driver_->live_workers() - (driver_->active(rank) ? 1 : 0);
-  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, live,
+  shards_.Order({proto::Order::kForget, rank, 0, 0});
+  const int64_t live = driver_.live_workers() - (driver_.active(rank) ? 1 : 0);
+  spdlog::warn("lost {}; going on with {} live worker{}", turnover_.last_lost, live,
                live == 1 ? "" : "s");
   if (tracer_) {
     tracer_->Instant("run", "worker lost", trace::NowMicros(), {{"worker", rank}, {"why", why}});
   }
   // The policy stops waiting for it; a round it held up may close.
-  driver_->Lose(rank);
+  driver_.Lose(rank);
 }
 
-void ParameterServer::CheckSilence() {
+void WorkerDesk::CheckSilence() {
   const Clock::time_point now = Clock::now();
-  shards_->CheckSilence(now, config_.worker_timeout);
-  for (const Membership::Silent& silent : members_.SilentAt(now, config_.worker_timeout)) {
+  shards_.CheckSilence(now, options_.worker_timeout);
+  for (const Membership::Silent& silent : members_.SilentAt(now, options_.worker_timeout)) {
     LoseWorker(silent.rank,
                fmt::format("silent for {:g} s", std::chrono::duration<double>(silent.limit).count()));
   }
 }
 
-void ParameterServer::StopWorkers(const std::string& reason) {
+void WorkerDesk::Stop(const std::string& reason) {
   members_.ForEach([&](int64_t, Member& m) {
-    Status sent = endpoint_->SendMessage(&m.identity, proto::Stop{reason});
+    Status sent = endpoint_.SendMessage(&m.identity, proto::Stop{reason});
     if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m.host, m.pid, sent.ToString());
   });
   // The other shards stop after the orders before: they save what those left.
-  shards_->Stop(reason);
+  shards_.Stop(reason);
+}
+
+std::vector<sync::WorkerTotals> WorkerDesk::LogTotals(double seconds) {
+  std::vector<sync::WorkerTotals> totals;
+  members_.ForEach([&](int64_t rank, const Member& m) {
+    if (m.totals.steps == 0) return;
+    totals.push_back(m.totals);
+    LogWorkerTotals(rank, m.totals, seconds);
+  });
+  return totals;
 }
 
 }  // namespace dmlps::server

@@ -1,0 +1,139 @@
+// Shard 0's side that faces its workers: the messages reaching its
+// endpoint dispatched and checked (the other shards' handed to the
+// coordinator), the Hellos Membership decides on carried out, pulls,
+// pushes and the chunks of streamed pushes taken in for the policy driver,
+// the driver's replies and every refusal sent, and workers lost to silence
+// or their own errors. The run around it (its phases, the model's updates,
+// evaluation, checkpoints) is ParameterServer's.
+#ifndef DMLPS_SERVER_WORKER_DESK_H_
+#define DMLPS_SERVER_WORKER_DESK_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "dmlps/base/status.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
+#include "dmlps/sync/driver.h"
+#include "dmlps/sync/summary.h"
+#include "dmlps/trace/trace.h"
+#include "server/coordinator.h"
+#include "server/intake.h"
+#include "server/membership.h"
+#include "server/model_store.h"
+
+namespace dmlps::server {
+
+// A push's payload as the server holds it: null when it was refused.
+using Gradient = std::shared_ptr<proto::IncomingTensor>;
+
+struct WorkerDeskOptions {
+  int64_t workers = 0;                          // the job's ranks, filled before training
+  std::chrono::milliseconds worker_timeout{0};  // a member silent longer is lost
+  int64_t max_message_bytes = 0;                // a larger message is refused unread
+};
+
+// The workers that came and went while the run went on, for its report.
+struct Turnover {
+  int64_t lost = 0;       // declared lost (silent, or gave up)
+  std::string last_lost;  // the last of them and why; empty: none
+  int64_t joined = 0;     // joined once training was running
+};
+
+class WorkerDesk {
+ public:
+  // Starts training: every rank of the job has a worker whose data is loaded.
+  using StartFn = std::function<void()>;
+  // The Welcome of the worker of `rank`: the job and its place in it (where
+  // the shards are, the desk adds).
+  using WelcomeFn = std::function<proto::Welcome(int64_t rank)>;
+
+  // Serves the workers of `endpoint` for `driver`, whose pushes stream into
+  // `store`, and passes the other shards' messages to `shards`; `tracer`
+  // (null: none) gets the workers' comings, goings and pushes. All outlive
+  // this. Training runs once `driver` has started, which `start` does.
+  WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint, ShardCoordinator& shards,
+             sync::PolicyDriver<Gradient>& driver, ModelStore& store, trace::TraceWriter* tracer,
+             StartFn start, WelcomeFn welcome);
+  WorkerDesk(const WorkerDesk&) = delete;
+  WorkerDesk& operator=(const WorkerDesk&) = delete;
+
+  // Waits at most `wait` for a message and handles it; an error only when
+  // the endpoint fails, since a bad message is its sender's to hear about.
+  Status HandleNext(std::chrono::milliseconds wait);
+  // Answers a worker's Hello (also those the coordinator held until every
+  // shard had registered): a Welcome with a rank, or a refusal for good.
+  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+
+  // The driver's replies to the member of `rank` (see sync::DriverEffects);
+  // a model reply is ordered of the other shards as well.
+  void SendModel(int64_t rank, const sync::Reply& reply);
+  void SendContinue(int64_t rank, bool download, const sync::Reply& reply);
+  void SendSyncNow(int64_t rank, int64_t round);
+  // A late push dropped is logged quietly; any other is refused, with why.
+  void Dropped(int64_t rank, const sync::Drop& drop);
+
+  // Tells every member and shard this side is alive.
+  void SendHeartbeats();
+  // Loses the members silent for longer than their limit; the coordinator
+  // checks the shards.
+  void CheckSilence();
+  // Closes the streamed pushes whose chunks stopped coming (kStreamStall),
+  // so that the model's other lanes and replies go on.
+  void CloseStalledStreams();
+  // Before the run ends: lets the streams in flight finish, reading nothing
+  // but their chunks, for at most `limit`.
+  void DrainStreams(std::chrono::milliseconds limit);
+  // Stops every member, then the other shards, with `reason`.
+  void Stop(const std::string& reason);
+
+  // Logs what each member did over a run of `seconds` (those that pushed)
+  // and returns their totals, for the closing summary.
+  std::vector<sync::WorkerTotals> LogTotals(double seconds);
+  const Turnover& turnover() const { return turnover_; }
+
+ private:
+  bool training() const { return driver_.started(); }
+  void HandleFrames(net::Frames& frames);
+  // Makes the sender of `hello` the member of rank `rank`.
+  void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank);
+  // Tells the member of `rank` what the job is and where the shards are.
+  void SendWelcome(const zmq::message_t& identity, int64_t rank);
+  void HandlePull(int64_t rank, const proto::Pull& pull);
+  void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
+  void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
+  // The streamed push of worker `rank` will get no more chunks: what is
+  // missing is left out.
+  void AbandonStream(int64_t rank, const std::string& why);
+  // Tells `who` at `identity` why its message was refused; `fatal`: it is
+  // not to try again, unless `rejoin` (it may Hello again). Past
+  // kLoudRefusals the log quietens down.
+  void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
+              bool fatal, bool rejoin = false);
+  // Goes on without worker `rank`: the policy stops waiting for it.
+  void LoseWorker(int64_t rank, const std::string& why);
+
+  const WorkerDeskOptions options_;
+  net::Endpoint& endpoint_;
+  ShardCoordinator& shards_;
+  sync::PolicyDriver<Gradient>& driver_;
+  ModelStore& store_;
+  trace::TraceWriter* const tracer_;
+  StartFn start_;
+  WelcomeFn welcome_;
+
+  Membership members_;   // as many ranks as the policy's
+  PushStreams streams_;  // the pushes whose chunks are still coming, by rank
+  net::Frames frames_;   // the message received last
+  int64_t refusals_ = 0;
+  Turnover turnover_;
+};
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_WORKER_DESK_H_

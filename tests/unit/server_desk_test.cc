@@ -1,0 +1,165 @@
+// Shard 0's worker desk against one worker over inproc: what it refuses and
+// why, the Welcome, the start of training once the worker is ready, the
+// model reply, and a worker that gives up counted as lost.
+#include "server/worker_desk.h"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "net_test_util.h"
+
+namespace dmlps::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kWait{2000};
+
+// Passes the driver's replies to the desk, as ParameterServer does; updates
+// and evaluations do nothing here.
+class DeskSink : public sync::DriverSink<Gradient> {
+ public:
+  void Stage(const sync::HandledPush<Gradient>&, double) override {}
+  void Apply(double, bool) override {}
+  void SendModel(int64_t rank, const sync::Reply& reply) override { desk->SendModel(rank, reply); }
+  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override {
+    desk->SendContinue(rank, download, reply);
+  }
+  void SendSyncNow(int64_t rank, int64_t round) override { desk->SendSyncNow(rank, round); }
+  void Dropped(int64_t rank, const sync::Drop& drop) override { desk->Dropped(rank, drop); }
+  void Evaluate(bool) override {}
+
+  WorkerDesk* desk = nullptr;
+};
+
+// A desk of a one-worker bsp job on a model of 4 floats, not sharded, and
+// the worker's end of the connection.
+struct Fixture {
+  Fixture() : pair("inproc://desk-test") {
+    store.emplace(std::vector<float>(4, 0.5f), 4);
+    coordinator.emplace(
+        *pair.server, std::vector<int64_t>{0, 4}, proto::Welcome{}, [](Snapshot, bool) {},
+        [this](const zmq::message_t& identity, const proto::Hello& hello) {
+          desk->HandleHello(identity, hello);
+        });
+    driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(), sync::DriverOptions{},
+                   sink);
+    desk.emplace(
+        WorkerDeskOptions{.workers = 1, .worker_timeout = milliseconds(60000),
+                          .max_message_bytes = 1 << 20},
+        *pair.server, *coordinator, *driver, *store, nullptr,
+        [this] {
+          ++starts;
+          driver->Start();
+        },
+        [](int64_t rank) {
+          proto::Welcome welcome;
+          welcome.rank = rank;
+          welcome.model = "softmax";
+          return welcome;
+        });
+    sink.desk = &*desk;
+  }
+
+  // The worker sends `body`; the desk handles it.
+  void Send(const proto::Body& body) {
+    REQUIRE(pair.client->SendMessage(nullptr, body).ok());
+    REQUIRE(desk->HandleNext(kWait).ok());
+  }
+  // The next message the worker gets.
+  proto::Message Next() {
+    net::Frames frames;
+    Result<bool> got = pair.client->Receive(&frames, kWait);
+    REQUIRE(got.ok());
+    REQUIRE(*got);
+    Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    REQUIRE(message.ok());
+    return std::move(message).value();
+  }
+  // Says Hello and takes the Welcome.
+  void Join() {
+    proto::Hello hello;
+    hello.host = "worker-host";
+    hello.pid = 42;
+    Send(hello);
+    const proto::Message welcome = Next();
+    REQUIRE(std::holds_alternative<proto::Welcome>(welcome.body));
+  }
+
+  testing::EndpointPair pair;
+  std::optional<ModelStore> store;
+  std::optional<ShardCoordinator> coordinator;
+  DeskSink sink;
+  std::optional<sync::PolicyDriver<Gradient>> driver;
+  std::optional<WorkerDesk> desk;
+  int64_t starts = 0;
+};
+
+TEST_CASE("desk: a message before Hello is refused, and its sender may Hello again") {
+  Fixture f;
+  f.Send(proto::Pull{0});
+  const proto::Message refused = f.Next();
+  const auto* error = std::get_if<proto::Error>(&refused.body);
+  REQUIRE(error != nullptr);
+  CHECK(error->message == "Pull before Hello");
+  CHECK(error->fatal);
+  CHECK(error->rejoin);
+}
+
+TEST_CASE("desk: a worker is welcomed; its first pull starts training and gets the model") {
+  Fixture f;
+  proto::Hello hello;
+  hello.host = "worker-host";
+  hello.pid = 42;
+  f.Send(hello);
+  const proto::Message welcomed = f.Next();
+  const auto* welcome = std::get_if<proto::Welcome>(&welcomed.body);
+  REQUIRE(welcome != nullptr);
+  CHECK(welcome->rank == 0);
+  CHECK(welcome->model == "softmax");
+  CHECK(welcome->servers.empty());
+
+  f.Send(proto::Push{});
+  const proto::Message early = f.Next();
+  const auto* error = std::get_if<proto::Error>(&early.body);
+  REQUIRE(error != nullptr);
+  CHECK(error->message == "push before training started");
+  CHECK_FALSE(error->fatal);
+  CHECK(f.starts == 0);
+
+  f.Send(proto::Pull{0});
+  CHECK(f.starts == 1);
+  const proto::Message reply = f.Next();
+  const auto* model = std::get_if<proto::Model>(&reply.body);
+  REQUIRE(model != nullptr);
+  CHECK(model->version == 0);
+  CHECK(model->num_params == 4);
+  CHECK(f.desk->turnover().joined == 0);
+}
+
+TEST_CASE("desk: a worker that gives up is lost, and the turnover says who and why") {
+  Fixture f;
+  f.Join();
+  proto::Error gave_up;
+  gave_up.message = "out of memory";
+  gave_up.fatal = true;
+  f.Send(gave_up);
+  const Turnover& turnover = f.desk->turnover();
+  CHECK(turnover.lost == 1);
+  CHECK(turnover.last_lost == "worker 0 (worker-host:42): gave up: out of memory");
+  // Its rank is free: a message from it now is one before Hello.
+  f.Send(proto::Heartbeat{});
+  const proto::Message refused = f.Next();
+  const auto* error = std::get_if<proto::Error>(&refused.body);
+  REQUIRE(error != nullptr);
+  CHECK(error->message == "Heartbeat before Hello");
+  CHECK(f.desk->LogTotals(1.0).empty());
+}
+
+}  // namespace
+}  // namespace dmlps::server
