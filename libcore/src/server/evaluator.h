@@ -7,13 +7,12 @@
 #ifndef DMLPS_SERVER_EVALUATOR_H_
 #define DMLPS_SERVER_EVALUATOR_H_
 
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "dmlps/base/mutex.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 
@@ -55,17 +54,17 @@ class Evaluator {
   void DropPending();
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mutex_);
 
-  model::Model model_;
+  model::Model model_;  // only the evaluation thread uses it
   data::Dataset test_set_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable idle_;
-  std::deque<Snapshot> queue_;
-  std::vector<Evaluation> done_;
-  bool busy_ = false;
-  bool stopping_ = false;
+  Mutex mutex_;
+  CondVar wake_;  // a snapshot was queued, or the evaluator stops
+  CondVar idle_;  // the queue ran dry with nothing under evaluation
+  std::deque<Snapshot> queue_ GUARDED_BY(mutex_);
+  std::vector<Evaluation> done_ GUARDED_BY(mutex_);
+  bool busy_ GUARDED_BY(mutex_) = false;
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 
