@@ -120,7 +120,9 @@ Result<bool> ServerLink::Rejoin() {
     // A fresh socket: the server that comes back knows nothing of the old one.
     if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
     endpoint_.reset();
-    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context_, config_.server));
+    // With the keys Join used: a CURVE server accepts nothing else.
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                           net::Endpoint::Connect(context_, config_.server, connect_options_));
     endpoint_.emplace(std::move(endpoint));
     server_lost_ = false;
     refused_ = false;
