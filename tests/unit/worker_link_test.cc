@@ -1,7 +1,8 @@
 // The worker's side of the protocol against fake servers on real sockets:
 // the modes a Welcome names, a ServerLink joining sharded servers and
-// assembling a model from their slices, a worker refusing steps it cannot
-// run, and the overlapping steps following the batch each download sets.
+// assembling a model from their slices, and joining again as it joined, a
+// worker refusing steps it cannot run, and the overlapping steps following
+// the batch each download sets.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -148,6 +149,41 @@ TEST_CASE("a link with no server there says where it looked and for how long") {
   CHECK(joined.code() == StatusCode::kUnavailable);
   CHECK(joined.message() == "no server answered at " + config.server + " within 0.2 s");
   CHECK(link.rank() == -1);
+}
+
+TEST_CASE("a link joins again with the max_batch it joined with") {
+  zmq::context_t context;
+  FakeShard server(context);
+  worker::WorkerConfig config = ConfigFor(server.endpoint.address());
+  // As with --max-batch auto: the flag's value is not what was offered.
+  config.max_batch_auto = true;
+  config.max_batch = 0;
+  config.reconnect_timeout = milliseconds(5000);
+  proto::Welcome welcome;
+  welcome.rank = 1;
+  welcome.model = "softmax";
+  welcome.num_params = 6;
+  std::vector<int64_t> offered;
+  std::thread fake([&] {
+    offered.push_back(server.AwaitHello().max_batch);
+    server.Send(welcome);
+    server.Send(proto::Error{"the server restarted", true, true});
+    offered.push_back(server.AwaitHello().max_batch);  // from the fresh socket
+    server.Send(welcome);
+  });
+  worker::ServerLink link(config, nullptr);
+  const Status joined = link.Join(37);
+  const Status lost = joined.ok() ? link.Await({proto::MsgType::kModel}).status() : joined;
+  const bool server_lost = link.server_lost();
+  const Result<bool> rejoined = server_lost ? link.Rejoin() : Result<bool>(lost);
+  fake.join();
+  REQUIRE(joined.ok());
+  CHECK(lost.code() == StatusCode::kUnavailable);
+  CHECK(server_lost);
+  REQUIRE(rejoined.ok());
+  CHECK_FALSE(*rejoined);  // the same rank and shard
+  CHECK(link.reconnects() == 1);
+  CHECK(offered == std::vector<int64_t>{37, 37});
 }
 
 // A fake server, and a worker's config to train against it on a small

@@ -127,7 +127,8 @@ Result<bool> ServerLink::Rejoin() {
     server_lost_ = false;
     refused_ = false;
     stop_ = false;
-    DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, want_rank, config_.max_batch));
+    // The batch Join offered (--max-batch auto worked it out), not the flag's.
+    DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, want_rank, max_batch_));
     const auto wait = std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - now) +
                                             milliseconds(1));
     Result<proto::Message> reply = Await(*endpoint_, {proto::MsgType::kWelcome}, wait);
