@@ -17,17 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "dmlps/model/model.h"
+#include "dmlps/predict/batches.h"
 #include "dmlps/predict/predictor.h"
-#include "dmlps/sync/lbbsp.h"
+#include "gradient_job.h"
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -39,19 +33,15 @@ double Median(std::vector<double> values) {
 
 int main() {
   using namespace dmlps;
+  using bench::Clock;
+  using bench::Seconds;
   const int64_t batch = 256;
   // One thread, as a dmlps-worker computes by default (--threads 1) and as
   // the server's policy runs.
   Eigen::setNbThreads(1);
-  Result<model::ModelSpec> spec = model::ParseModelSpec("mlp:128", 784, 10);
-  if (!spec.ok()) return 70;
-  model::Model model(*spec);
-  std::vector<float> params(model.num_params()), grad(model.num_params());
-  model.Initialize(1, params);
-  Eigen::MatrixXf x = Eigen::MatrixXf::Random(784, batch).cwiseAbs();
-  std::vector<int32_t> y(batch);
-  for (int64_t i = 0; i < batch; ++i) y[i] = static_cast<int32_t>(i % 10);
-  model.LossAndGradient(params, x, y, grad);  // warm up
+  const std::unique_ptr<bench::GradientJob> job = bench::DefaultGradientJob(batch);
+  if (job == nullptr) return 70;
+  job->Step();  // warm up
 
   // Speeds like those of a run: three workers near 27000 samples/s, one
   // slowed 4x from iteration 150 on, 10% noise, and now and then a step
@@ -105,7 +95,7 @@ int main() {
       subject.predictors[w]->Observe(o);
     }
     for (int64_t w = 0; w < workers; ++w) speed[w] = subject.predictors[w]->Predict();
-    subject.batches = sync::AnalyticBatches(batch * workers, speed, subject.batches, caps);
+    subject.batches = predict::AnalyticBatches(batch * workers, speed, subject.batches, caps);
     checksum += static_cast<double>(subject.batches[0]);
   };
   for (Subject& subject : subjects) {
@@ -117,7 +107,7 @@ int main() {
   std::vector<double> step_s;
   for (int round = 0; round < rounds; ++round) {
     Clock::time_point start = Clock::now();
-    for (int i = 0; i < steps_per_round; ++i) model.LossAndGradient(params, x, y, grad);
+    for (int i = 0; i < steps_per_round; ++i) job->Step();
     const double step = Seconds(start) / steps_per_round;
     step_s.push_back(step);
     const int64_t first = warmup + round * per_round;

@@ -5,38 +5,25 @@
 // Prints the ratio; dmlps's goal is under 1%.
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <vector>
 
-#include "dmlps/model/model.h"
 #include "dmlps/trace/trace.h"
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-}  // namespace
+#include "gradient_job.h"
 
 int main() {
   using namespace dmlps;
+  using bench::Clock;
+  using bench::Seconds;
   const int64_t batch = 256;
-  Result<model::ModelSpec> spec = model::ParseModelSpec("mlp:128", 784, 10);
-  if (!spec.ok()) return 70;
-  model::Model model(*spec);
-  std::vector<float> params(model.num_params()), grad(model.num_params());
-  model.Initialize(1, params);
-  Eigen::MatrixXf x = Eigen::MatrixXf::Random(784, batch).cwiseAbs();
-  std::vector<int32_t> y(batch);
-  for (int64_t i = 0; i < batch; ++i) y[i] = static_cast<int32_t>(i % 10);
+  const std::unique_ptr<bench::GradientJob> job = bench::DefaultGradientJob(batch);
+  if (job == nullptr) return 70;
 
   const int steps = 200;
-  model.LossAndGradient(params, x, y, grad);  // warm up
+  job->Step();  // warm up
   Clock::time_point start = Clock::now();
-  for (int i = 0; i < steps; ++i) model.LossAndGradient(params, x, y, grad);
+  for (int i = 0; i < steps; ++i) job->Step();
   const double step_s = Seconds(start) / steps;
 
   Result<std::unique_ptr<trace::TraceWriter>> writer = trace::TraceWriter::Open("/dev/null", "worker-0");

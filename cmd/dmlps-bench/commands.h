@@ -6,15 +6,24 @@
 
 #include <atomic>
 #include <cxxopts.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/report.h"
+#include "dmlps/cli/bench_programs.h"
 #include "dmlps/cli/cli.h"
 
 namespace dmlps::bench_cli {
 
-inline constexpr std::string_view kProgram = "dmlps-bench";
+inline constexpr std::string_view kProgram = cli::kBenchProgram;
+
+// Every subcommand's option groups, the positional SUBCOMMAND and the
+// Common flags: one parser for all.
+void AddOptions(cxxopts::Options& options);
+// The option groups, in the order --help shows them.
+const std::vector<std::string>& HelpGroups();
 
 // "Experiment": the job, the straggler profiles and the policies, shared by
 // run and sim.
@@ -23,8 +32,6 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags);
 // "Output": --format, shared by all subcommands.
 void AddOutputOptions(cxxopts::Options& options);
 bench::Format ReadFormat(cli::FlagReader& flags);
-// A one-line description of the experiment, for the table's title.
-std::string Describe(const bench::Experiment& experiment);
 
 // Each subcommand: its option group(s), and its body. The body reads its
 // flags with `flags` (where problems collect), reports usage errors itself

@@ -1,45 +1,14 @@
 // The flags run and sim share: the job, per-worker straggler profiles and
-// the policies to compare; and --format.
-#include <spdlog/fmt/fmt.h>
-
+// the policies to compare; --format; and the one parser of them all.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <sstream>
 
 #include "cmd/dmlps-bench/commands.h"
+#include "dmlps/cli/flags.h"
+#include "dmlps/cli/values.h"
 
 namespace dmlps::bench_cli {
-namespace {
-
-std::vector<std::string> SplitOn(const std::string& text, char separator) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, separator)) items.push_back(item);
-  if (!text.empty() && text.back() == separator) items.push_back("");
-  return items;
-}
-
-// The factors as the user would type them, 1,1,1,4, with a run of more
-// than three equal ones shortened: 1 (x4095),4.
-std::string JoinFactors(const std::vector<worker::StragglerSpec>& specs) {
-  std::string text;
-  for (size_t i = 0; i < specs.size();) {
-    size_t run = 1;
-    while (i + run < specs.size() && specs[i + run].slowdown == specs[i].slowdown) ++run;
-    const size_t shown = run > 3 ? 1 : run;
-    for (size_t k = 0; k < shown; ++k) {
-      if (!text.empty()) text += ',';
-      text += fmt::format("{}", specs[i].slowdown);
-    }
-    if (run > 3) text += fmt::format(" (x{})", run);
-    i += run;
-  }
-  return text;
-}
-
-}  // namespace
 
 void AddExperimentOptions(cxxopts::Options& options) {
   const bench::Experiment d;
@@ -62,16 +31,9 @@ void AddExperimentOptions(cxxopts::Options& options) {
       ("bandwidth-mbps", "Cap on what each worker sends, megabits/s, per worker or one for all "
        "(0: no cap)", cxxopts::value<std::string>()->default_value("0"), "M,...")
       ("bandwidth-schedule", "Bandwidth cap by iteration for some workers: "
-       "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100", cxxopts::value<std::string>(), "SPEC")
-      ("model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]",
-       cxxopts::value<std::string>()->default_value(d.model), "SPEC")
-      ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
-       cxxopts::value<std::string>()->default_value(d.data), "SPEC")
-      ("batch", "Samples per worker step (lbbsp: the mean)",
-       cxxopts::value<std::string>()->default_value(std::to_string(d.batch)), "B")
-      ("lr", "Learning rate", cxxopts::value<std::string>()->default_value("0.1"), "RATE")
-      ("momentum", "Momentum of the server's optimizer",
-       cxxopts::value<std::string>()->default_value("0.9"), "MU")
+       "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100", cxxopts::value<std::string>(), "SPEC");
+  cli::AddTrainingOptions(options, "Experiment", {d.model, d.data, d.batch, d.lr, d.momentum});
+  options.add_options("Experiment")
       ("target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
        cxxopts::value<std::string>()->default_value("0.85"), "ACC")
       ("eval-every", "Iterations between evaluations: the granularity of the time to target",
@@ -89,15 +51,16 @@ void AddExperimentOptions(cxxopts::Options& options) {
 bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   bench::Experiment e;
   e.workers = flags.Int("workers", 1, 100000);
-  e.policies = SplitOn(flags.String("policies"), ',');
+  e.policies = cli::SplitList(flags.String("policies"), ',');
   for (const std::string& p : e.policies) {
     if (p.empty()) flags.AddProblem("--policies: an empty entry");
   }
-  e.model = flags.String("model");
-  e.data = flags.String("data");
-  e.batch = flags.Int("batch", 1, 1 << 24);
-  e.lr = flags.Real("lr", 0, 1e6);
-  e.momentum = flags.Real("momentum", 0, 1);
+  const cli::TrainingFlags training = cli::ReadTrainingOptions(flags);
+  e.model = training.model;
+  e.data = training.data;
+  e.batch = training.batch;
+  e.lr = training.lr;
+  e.momentum = training.momentum;
   e.target = flags.Real("target", 0, 1);
   e.eval_every = flags.Int("eval-every", 1);
   e.max_iterations = flags.Int("max-iterations", 0);
@@ -138,24 +101,18 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   // RANK=I:V,...[;RANK=...]: a schedule for each worker named.
   auto schedules = [&](const std::string& flag, auto parse, auto member) {
     if (!flags.Has(flag)) return;
-    for (const std::string& entry : SplitOn(flags.String(flag), ';')) {
-      const size_t eq = entry.find('=');
-      int64_t rank = -1;
-      if (eq != std::string::npos && eq > 0 &&
-          entry.find_first_not_of("0123456789") == eq && eq < 7) {
-        rank = std::stoll(entry.substr(0, eq));
-      }
-      if (rank < 0 || rank >= n) {
-        flags.AddProblem("--" + flag + ": '" + entry + "' is not RANK=I:V,... with RANK in 0.." +
-                         std::to_string(n - 1));
+    for (const std::string& entry : cli::SplitList(flags.String(flag), ';')) {
+      Result<std::pair<int64_t, std::string>> ranked = bench::ParseRankEntry(entry, n);
+      if (!ranked.ok()) {
+        flags.AddProblem("--" + flag + ": " + ranked.status().message());
         continue;
       }
-      auto schedule = parse(entry.substr(eq + 1));
+      auto schedule = parse(ranked->second);
       if (!schedule.ok()) {
         flags.AddProblem("--" + flag + ": " + schedule.status().message());
         continue;
       }
-      e.stragglers[static_cast<size_t>(rank)].*member = *schedule;
+      e.stragglers[static_cast<size_t>(ranked->first)].*member = *schedule;
     }
   };
   schedules("slowdown-schedule", worker::ParseSlowdownSchedule, &worker::StragglerSpec::schedule);
@@ -165,17 +122,22 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   return e;
 }
 
-std::string Describe(const bench::Experiment& e) {
-  std::string text = fmt::format("{} workers, {}, {}, batch {}, lr {}, slowdown {}", e.workers,
-                                 e.model, e.data, e.batch, e.lr, JoinFactors(e.stragglers));
-  if (e.target > 0) {
-    text += fmt::format(", target {}", e.target);
-  } else {
-    text += ", no target (times are to the end of each run)";
-  }
-  if (e.max_iterations > 0) text += fmt::format(", at most {} iterations", e.max_iterations);
-  text += fmt::format(", {} run{} each", e.repeat, e.repeat == 1 ? "" : "s");
-  return text;
+const std::vector<std::string>& HelpGroups() {
+  static const std::vector<std::string> kGroups = {"Experiment", "Run",    "Simulation", "Transport",
+                                                   "Profile",    "Output", "Common"};
+  return kGroups;
+}
+
+void AddOptions(cxxopts::Options& options) {
+  AddExperimentOptions(options);
+  AddRunOptions(options);
+  AddSimOptions(options);
+  AddTransportOptions(options);
+  AddProfileOptions(options);
+  AddOutputOptions(options);
+  options.add_options("Positional")("subcommand", "", cxxopts::value<std::string>());
+  options.parse_positional({"subcommand"});
+  cli::AddCommonOptions(options);
 }
 
 void AddOutputOptions(cxxopts::Options& options) {

@@ -1,11 +1,7 @@
 // dmlps-bench profile: parses the Profile flags, runs bench::RunProfile and
 // prints the step time against batch size on stdout.
-#include <spdlog/spdlog.h>
-
-#include <iostream>
-
 #include "cmd/dmlps-bench/commands.h"
-#include "dmlps/bench/profile.h"
+#include "dmlps/cli/bench_programs.h"
 
 namespace dmlps::bench_cli {
 
@@ -44,17 +40,7 @@ int ProfileCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
   if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
 
   cli::SetupLogging(kProgram, parsed);
-  const std::atomic<int>* signal = cli::InstallSignalHandlers();
-  auto progress = [](const bench::ProfileRow& row) {
-    spdlog::info("batch {}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.0f} samples/s",
-                 row.batch, row.ms.median, row.ms.min, row.ms.max, row.samples_per_s);
-  };
-  Result<bench::ProfileReport> report = bench::RunProfile(config, signal, progress);
-  if (signal->load() != 0) return cli::ExitCodeForSignal(signal->load());
-  if (!report.ok()) return cli::ReportError(kProgram, report.status());
-  bench::WriteProfileReport(*report, format, std::cout);
-  std::cout.flush();
-  return 0;
+  return cli::RunBenchProfileProgram(config, format);
 }
 
 }  // namespace dmlps::bench_cli

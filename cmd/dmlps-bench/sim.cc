@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <functional>
-#include <iostream>
 
 #include "cmd/dmlps-bench/commands.h"
-#include "dmlps/sim/sim.h"
+#include "dmlps/cli/bench_programs.h"
 
 namespace dmlps::bench_cli {
 namespace {
@@ -93,17 +92,7 @@ int SimCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags) {
   }
   if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
   cli::SetupLogging(kProgram, parsed);
-
-  Result<std::vector<bench::RunResult>> runs = sim::SimulateExperiment(experiment, options);
-  if (!runs.ok()) return cli::ReportError(kProgram, runs.status());
-  std::string title = fmt::format("simulated: {}; links {} Gbit/s, latency {} us", Describe(experiment),
-                                  options.network.link_gbps, options.network.latency_s * 1e6);
-  if (options.shared_cores > 0) title += fmt::format(", {} shared cores", options.shared_cores);
-  bench::WriteRows(bench::Tabulate(*runs, experiment.policies), *runs, title, format, std::cout);
-  std::cout.flush();
-  const bool failed = std::any_of(runs->begin(), runs->end(),
-                                  [](const bench::RunResult& r) { return !r.failure.empty(); });
-  return failed ? cli::kExitRunFailed : 0;
+  return cli::RunBenchSimProgram(experiment, options, format);
 }
 
 }  // namespace dmlps::bench_cli

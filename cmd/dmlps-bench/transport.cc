@@ -1,49 +1,33 @@
 // dmlps-bench transport: parses the Transport flags, runs
 // bench::RunTransportBench and prints its table on stdout.
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
-#include <iostream>
-#include <sstream>
 
 #include "cmd/dmlps-bench/commands.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/cli/bench_programs.h"
+#include "dmlps/cli/values.h"
 
 namespace dmlps::bench_cli {
 namespace {
 
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) items.push_back(item);
-  if (!text.empty() && text.back() == ',') items.push_back("");
-  return items;
-}
-
-std::string JoinSizes(const std::vector<int64_t>& sizes) {
+// The values as `format` spells each, comma-separated: a default for --help.
+std::string JoinValues(const std::vector<int64_t>& values, std::string (*format)(int64_t)) {
   std::string text;
-  for (int64_t s : sizes) {
+  for (int64_t v : values) {
     if (!text.empty()) text += ',';
-    text += bench::FormatByteSize(s);
+    text += format(v);
   }
   return text;
 }
 
 std::string JoinCounts(const std::vector<int64_t>& counts) {
-  std::string text;
-  for (int64_t n : counts) {
-    if (!text.empty()) text += ',';
-    text += std::to_string(n);
-  }
-  return text;
+  return JoinValues(counts, [](int64_t n) { return std::to_string(n); });
 }
 
 // A comma-separated list of counts (range checks are ValidateTransportConfig's).
 std::vector<int64_t> ReadCounts(cli::FlagReader& flags, const std::string& flag,
                                 const std::string& noun) {
   std::vector<int64_t> counts;
-  for (const std::string& item : SplitList(flags.String(flag))) {
+  for (const std::string& item : cli::SplitList(flags.String(flag))) {
     if (item.empty() || item.size() > 4 ||
         !std::all_of(item.begin(), item.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       flags.AddProblem("--" + flag + ": '" + item + "' is not a number of " + noun);
@@ -60,7 +44,7 @@ void AddTransportOptions(cxxopts::Options& options) {
   const bench::TransportConfig d;
   options.add_options("Transport")
       ("sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G",
-       cxxopts::value<std::string>()->default_value(JoinSizes(d.sizes)), "SIZE,...")
+       cxxopts::value<std::string>()->default_value(JoinValues(d.sizes, bench::FormatByteSize)), "SIZE,...")
       ("transports", "Transports to measure: tcp (loopback), ipc",
        cxxopts::value<std::string>()->default_value("tcp,ipc"), "LIST")
       ("worker-counts", "Workers of the dmlps clusters measured, comma-separated",
@@ -94,11 +78,11 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
     return true;
   };
   config.sizes.clear();
-  for (const std::string& item : SplitList(flags.String("sizes"))) {
+  for (const std::string& item : cli::SplitList(flags.String("sizes"))) {
     int64_t bytes = 0;
     if (read_size("sizes", item, &bytes)) config.sizes.push_back(bytes);
   }
-  config.transports = SplitList(flags.String("transports"));
+  config.transports = cli::SplitList(flags.String("transports"));
   config.workers = ReadCounts(flags, "worker-counts", "workers");
   config.shards.clear();
   if (flags.String("shards") != "none") config.shards = ReadCounts(flags, "shards", "shards");
@@ -114,26 +98,7 @@ int TransportCommand(const cxxopts::ParseResult& parsed, cli::FlagReader& flags)
   if (!flags.problems().empty()) return cli::ReportUsageErrors(kProgram, flags.problems());
 
   cli::SetupLogging(kProgram, parsed);
-  const std::atomic<int>* signal = cli::InstallSignalHandlers();
-  auto progress = [](const bench::TransportRow& row) {
-    std::string who;
-    if (row.shards > 0) who += fmt::format(" over {} shard{}", row.shards, row.shards == 1 ? "" : "s");
-    if (row.workers > 0) {
-      who += fmt::format(" with {} worker{}", row.workers, row.workers == 1 ? "" : "s");
-    }
-    if (row.threads > 0) {
-      who += fmt::format(" on {} thread{}", row.threads, row.threads == 1 ? "" : "s");
-    }
-    spdlog::info("{} {} {}{}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.2f} GB/s",
-                 row.transport, bench::FormatByteSize(row.bytes), row.what, who,
-                 row.ms.median, row.ms.min, row.ms.max, row.gbps);
-  };
-  Result<bench::TransportReport> report = bench::RunTransportBench(config, signal, progress);
-  if (signal->load() != 0) return cli::ExitCodeForSignal(signal->load());
-  if (!report.ok()) return cli::ReportError(kProgram, report.status());
-  bench::WriteTransportReport(*report, format, std::cout);
-  std::cout.flush();
-  return 0;
+  return cli::RunBenchTransportProgram(config, format);
 }
 
 }  // namespace dmlps::bench_cli

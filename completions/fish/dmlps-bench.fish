@@ -1,5 +1,7 @@
 # Fish completion for dmlps-bench(1).
 
+source (dirname (status filename))/__dmlps_common.fish
+
 set -l c dmlps-bench
 set -l subcommands run sim transport profile
 
@@ -17,7 +19,7 @@ complete -c $c -l delay-prob -x -d 'Probability per step of the delay'
 complete -c $c -l round-robin-ms -x -d 'In iteration t the worker of rank t mod N sleeps D ms'
 complete -c $c -l bandwidth-mbps -x -d 'Cap on what each worker sends, megabits/s'
 complete -c $c -l bandwidth-schedule -x -d 'Bandwidth cap by iteration: RANK=I:M,...;...'
-complete -c $c -l model -x -d 'Model' -a 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
+complete -c $c -l model -x -d 'Model' -a "$__dmlps_models"
 complete -c $c -l data -x -d 'Dataset' -a 'fashion-mnist fashion-mnist: idx: libsvm:'
 complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'
@@ -54,8 +56,4 @@ complete -c $c -l factor -x -d 'profile: each batch size this many times the one
 complete -c $c -l reps -x -d 'profile: timed steps per batch size'
 complete -c $c -l format -x -d 'Output' -a 'table tsv json'
 
-complete -c $c -s h -l help -d 'Print the subcommands and options and exit'
-complete -c $c -l version -d 'Print the version and exit'
-complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
-complete -c $c -s q -l quiet -d 'Log only warnings and errors'
-complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
+__dmlps_complete_common $c 'Print the subcommands and options and exit'

@@ -1,22 +1,6 @@
 # Fish completion for dmlps-server(1).
 
-# The values --data takes: a spelling, then a path after "libsvm:" or a
-# directory after "idx:" and "fashion-mnist:".
-function __dmlps_data
-    set -l token (string replace -r -- '^--data=' '' (commandline -ct))
-    switch "$token"
-        case 'libsvm:*'
-            __fish_complete_path (string replace -- 'libsvm:' '' $token) | string replace -r -- '^' 'libsvm:'
-        case 'idx:*' 'fashion-mnist:*'
-            set -l prefix (string match -r -- '^[^:]*:' $token)
-            __fish_complete_directories (string replace -r -- '^[^:]*:' '' $token) | string replace -r -- '^' $prefix
-        case '*'
-            printf '%s\t%s\n' fashion-mnist 'Fashion-MNIST from /usr/share/datasets/fashion-mnist'
-            printf '%s\t%s\n' fashion-mnist: 'Fashion-MNIST IDX files in a directory'
-            printf '%s\t%s\n' idx: 'IDX files in a directory'
-            printf '%s\t%s\n' libsvm: 'LIBSVM text file, test set in FILE.t'
-    end
-end
+source (dirname (status filename))/__dmlps_common.fish
 
 set -l c dmlps-server
 complete -c $c -f
@@ -51,16 +35,13 @@ complete -c $c -l chunk -x -d 'abps: samples per chunk'
 complete -c $c -l rebalance-every -x -d 'lbbsp: iterations between batch-size changes'
 complete -c $c -l lb-mode -x -d 'lbbsp: how batch sizes are chosen' -a "cpu\t'In proportion to predicted speed'
 gpu\t'Numerically, moving samples step by step'"
-complete -c $c -l predictor -x -d 'lbbsp cpu mode: speed predictor' -a "last\t'The last speed'
-ema\t'Exponential moving average'
-arima\t'ARIMA refitted at every step'
-narx\t'Neural network with CPU, memory and batch inputs'"
+complete -c $c -l predictor -x -d 'lbbsp cpu mode: speed predictor' -a "$__dmlps_predictors"
 complete -c $c -l ema-alpha -x -d 'lbbsp with --predictor ema: weight of the newest speed'
 complete -c $c -l arima-order -x -d 'lbbsp with --predictor arima: the order P,D,Q'
 complete -c $c -l lb-step -x -d 'lbbsp gpu mode: samples moved per rebalance at first'
 complete -c $c -l token-size -x -d 'token: samples per token'
 
-complete -c $c -l model -x -d 'Model to train' -a 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
+complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models"
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
 complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'
@@ -78,9 +59,5 @@ complete -c $c -l curve-allow -x -a '(__fish_complete_directories)' -d 'Admit on
 complete -c $c -l max-message-bytes -x -d 'Refuse messages larger than BYTES'
 complete -c $c -l max-connections -x -d 'Refuse connections beyond N open at once'
 
-complete -c $c -s h -l help -d 'Print the options and exit'
-complete -c $c -l version -d 'Print the version and exit'
-complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
-complete -c $c -s q -l quiet -d 'Log only warnings and errors'
-complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
+__dmlps_complete_common $c 'Print the options and exit'
 complete -c $c -l trace -r -F -d 'Write a trace of every event to FILE'

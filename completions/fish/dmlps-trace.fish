@@ -1,5 +1,7 @@
 # Fish completion for dmlps-trace(1).
 
+source (dirname (status filename))/__dmlps_common.fish
+
 set -l c dmlps-trace
 set -l subcommands summary merge chrome tsv plot
 
@@ -14,8 +16,4 @@ complete -c $c -l kind -x -d 'What to plot' -a 'tta gantt batch wait'
 complete -c $c -l term -x -d 'gnuplot terminal' -a 'svg png dumb'
 complete -c $c -l window -x -d 'gantt: how many seconds to plot'
 
-complete -c $c -s h -l help -d 'Print the subcommands and options and exit'
-complete -c $c -l version -d 'Print the version and exit'
-complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
-complete -c $c -s q -l quiet -d 'Log only warnings and errors'
-complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
+__dmlps_complete_common $c 'Print the subcommands and options and exit'

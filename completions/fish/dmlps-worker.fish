@@ -1,22 +1,6 @@
 # Fish completion for dmlps-worker(1).
 
-# The values --data takes: a spelling, then a path after "libsvm:" or a
-# directory after "idx:" and "fashion-mnist:".
-function __dmlps_data
-    set -l token (string replace -r -- '^--data=' '' (commandline -ct))
-    switch "$token"
-        case 'libsvm:*'
-            __fish_complete_path (string replace -- 'libsvm:' '' $token) | string replace -r -- '^' 'libsvm:'
-        case 'idx:*' 'fashion-mnist:*'
-            set -l prefix (string match -r -- '^[^:]*:' $token)
-            __fish_complete_directories (string replace -r -- '^[^:]*:' '' $token) | string replace -r -- '^' $prefix
-        case '*'
-            printf '%s\t%s\n' fashion-mnist 'Fashion-MNIST from /usr/share/datasets/fashion-mnist'
-            printf '%s\t%s\n' fashion-mnist: 'Fashion-MNIST IDX files in a directory'
-            printf '%s\t%s\n' idx: 'IDX files in a directory'
-            printf '%s\t%s\n' libsvm: 'LIBSVM text file, test set in FILE.t'
-    end
-end
+source (dirname (status filename))/__dmlps_common.fish
 
 set -l c dmlps-worker
 complete -c $c -f
@@ -34,7 +18,7 @@ complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
 complete -c $c -l threads -x -d 'Threads for the linear algebra'
 complete -c $c -l device -x -d 'Compute on cpu or a CUDA GPU (cuda, cuda:N)' -a 'cpu cuda cuda:0 cuda:1'
 complete -c $c -l max-batch -x -d 'The most samples this worker takes in one step (0: no cap; auto: from free memory)' -a 'auto 0'
-complete -c $c -l model -x -d 'The model --max-batch auto sizes for' -a 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
+complete -c $c -l model -x -d 'The model --max-batch auto sizes for' -a "$__dmlps_models"
 
 complete -c $c -l slowdown -x -d 'After a step whose compute took t, sleep (K-1)*t'
 complete -c $c -l slowdown-schedule -x -d 'Slowdown by step, e.g. 0:1,150:4'
@@ -44,9 +28,5 @@ complete -c $c -l round-robin-ms -x -d 'In step t, the worker of rank t mod N sl
 complete -c $c -l bandwidth-mbps -x -d 'Cap what this worker sends, megabits per second (0: no cap)'
 complete -c $c -l bandwidth-schedule -x -d 'Bandwidth cap by iteration, e.g. 0:0,150:100'
 
-complete -c $c -s h -l help -d 'Print the options and exit'
-complete -c $c -l version -d 'Print the version and exit'
-complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
-complete -c $c -s q -l quiet -d 'Log only warnings and errors'
-complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
+__dmlps_complete_common $c 'Print the options and exit'
 complete -c $c -l trace -r -F -d 'Write a trace of every event to FILE'

@@ -31,26 +31,24 @@ EOF
 ASAN_TESTS='^(unit|cli\.(bsp_trains|sharded_servers|wbsp_overlap_trains|backup_trains|bad_input|bad_worker|garbage_peer|no_server|signals|libsvm_trains))$'
 TSAN_TESTS='^(unit|cli\.(bsp_trains|sharded_servers|wbsp_overlap_trains|backup_trains|garbage_peer|signals|server_threads))$'
 
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
+
 steps="asan,tsan,fuzz" fuzz_seconds=30 jobs="" out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps|--fuzz-seconds|--jobs|--out)
-      if [ $# -lt 2 ]; then echo "$NAME: error: $1 needs a value" >&2; exit 64; fi
+      need_value "$1" $#
       case "$1" in
         --steps) steps=$2 ;; --fuzz-seconds) fuzz_seconds=$2 ;; --jobs) jobs=$2 ;; --out) out=$2 ;;
       esac
       shift 2 ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
+    *) unknown_option "$1" ;;
   esac
 done
 errors=0
-if ! [[ "$fuzz_seconds" =~ ^[1-9][0-9]*$ ]]; then
-  echo "$NAME: error: --fuzz-seconds: '$fuzz_seconds' is not a positive whole number" >&2; errors=1
-fi
-if [ -n "$jobs" ] && ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
-  echo "$NAME: error: --jobs: '$jobs' is not a positive whole number" >&2; errors=1
-fi
+check_whole --fuzz-seconds "$fuzz_seconds" || errors=1
+[ -z "$jobs" ] || check_whole --jobs "$jobs" || errors=1
 IFS=, read -r -a step_list <<<"$steps"
 for s in "${step_list[@]}"; do
   case "$s" in

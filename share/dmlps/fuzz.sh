@@ -26,11 +26,13 @@ usage: $NAME [--seconds S] [--build DIR] [--targets LIST] [--jobs N] [--out DIR]
 EOF
 }
 
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
+
 seconds=30 build="" targets="codec,idx,libsvm,trace,checkpoint" jobs="" out="" lock="" source="" extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds|--build|--targets|--jobs|--out|--lock|--source)
-      if [ $# -lt 2 ]; then echo "$NAME: error: $1 needs a value" >&2; exit 64; fi
+      need_value "$1" $#
       case "$1" in
         --seconds) seconds=$2 ;; --build) build=$2 ;; --targets) targets=$2 ;;
         --jobs) jobs=$2 ;; --out) out=$2 ;; --lock) lock=$2 ;; --source) source=$2 ;;
@@ -38,17 +40,13 @@ while [ $# -gt 0 ]; do
       shift 2 ;;
     --) shift; extra=("$@"); break ;;
     -h|--help) usage; exit 0 ;;
-    *) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
+    *) unknown_option "$1" ;;
   esac
 done
 
 errors=0
-if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
-  echo "$NAME: error: --seconds: '$seconds' is not a positive whole number" >&2; errors=1
-fi
-if [ -n "$jobs" ] && ! [[ "$jobs" =~ ^[1-9][0-9]*$ ]]; then
-  echo "$NAME: error: --jobs: '$jobs' is not a positive whole number" >&2; errors=1
-fi
+check_whole --seconds "$seconds" || errors=1
+[ -z "$jobs" ] || check_whole --jobs "$jobs" || errors=1
 IFS=, read -r -a target_list <<<"$targets"
 for t in "${target_list[@]}"; do
   case "$t" in
@@ -110,6 +108,11 @@ for t in "${target_list[@]}"; do
   mkdir -p "$dir/corpus" "$dir/artifacts"
   cp "$source/tests/fuzz/corpus/$t/"* "$dir/corpus/"
   if [ "$t" = trace ]; then cp "$source"/tests/data/*.trace "$dir/corpus/"; fi
+  # Inputs that once crashed a target run again as seeds, so a regression
+  # shows on the first execution.
+  for crash in "$source/tests/fuzz/crashes/$t"-*; do
+    if [ -f "$crash" ]; then cp "$crash" "$dir/corpus/"; fi
+  done
   seeds=$(find "$dir/corpus" -type f | wc -l)
   run=("$build/tests/fuzz/dmlps-fuzz-$t" -max_total_time="$seconds" -print_final_stats=1
        -artifact_prefix="$dir/artifacts/" "${extra[@]}" "$dir/corpus")

@@ -27,10 +27,8 @@ grep -q "batch 64: median" "$WORK/profile.log" || fail "no progress on stderr"
 "$bench" profile --batch 3..10 --factor 3 --reps 1 --model cnn:2,2 >"$WORK/profile.txt" \
   2>/dev/null || fail "table format exited $?"
 cat "$WORK/profile.txt"
-head -n 1 "$WORK/profile.txt" | grep -q "^dmlps-bench profile: cnn:2,2 (.* parameters) on cpu" ||
-  fail "no title line"
-sed -n 2p "$WORK/profile.txt" | grep -Eq "^ *batch +median ms +min ms +max ms +samples/s +us/sample$" ||
-  fail "no header line"
+expect_table "$WORK/profile.txt" "^dmlps-bench profile: cnn:2,2 (.* parameters) on cpu" \
+  "^ *batch  *median ms  *min ms  *max ms  *samples/s  *us/sample$"
 [ "$(tail -n +3 "$WORK/profile.txt" | awk '{ print $1 }' | paste -sd ' ')" = "3 9 10" ] ||
   fail "expected batch sizes 3 9 10"
 

@@ -9,10 +9,7 @@ small=(--workers 2 --slowdown 1,3 --batch 64 --lr 0.05 --eval-every 20 --max-sec
 "$bench" run "${small[@]}" --policies bsp,ssp:1 --target 0.75 --repeat 2 --format tsv \
   --out "$WORK/runs" --trace-dir "$WORK/traces" >"$WORK/table.tsv" 2>"$WORK/bench.log" ||
   fail "dmlps-bench run exited $?"
-cat "$WORK/table.tsv"
-head -n 1 "$WORK/table.tsv" | grep -q $'^policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup$' ||
-  fail "unexpected TSV header"
-[ "$(wc -l <"$WORK/table.tsv")" -eq 3 ] || fail "expected a header and 2 rows"
+expect_tsv "$WORK/table.tsv" "$BENCH_TSV_HEADER" 2
 # Every run reached the target, times are positive and ordered, ratios in [0, 1].
 awk -F '\t' 'NR > 1 {
   if ($2 != 2 || $3 != 2) { print "runs/reached: " $0; bad = 1 }
@@ -57,8 +54,7 @@ PY
 fi
 "$bench" run "${small[@]}" --policies bsp --target 0 --max-iterations 10 >"$WORK/table.txt" \
   2>/dev/null || fail "table format exited $?"
-head -n 1 "$WORK/table.txt" | grep -q "^2 workers, mlp:128" || fail "no title line"
-sed -n 2p "$WORK/table.txt" | grep -q "^policy  *reached  *seconds to target" || fail "no table header"
+expect_table "$WORK/table.txt" "^2 workers, mlp:128" "^policy  *reached  *seconds to target"
 
 # A worker that dies: the run is reported failed with its log, nothing hangs,
 # no process is left behind, and the exit status is 1.

@@ -8,10 +8,7 @@ tiny=(--workers 4 --model softmax --batch 16 --lr 0.1 --eval-every 5 --target 0.
 
 "$bench" sim "${tiny[@]}" --policies bsp,ssp:1,wbsp,abps --format tsv >"$WORK/table.tsv" \
   2>"$WORK/sim.log" || fail "dmlps-bench sim exited $?"
-cat "$WORK/table.tsv"
-head -n 1 "$WORK/table.tsv" | grep -q $'^policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup$' ||
-  fail "unexpected TSV header"
-[ "$(wc -l <"$WORK/table.tsv")" -eq 5 ] || fail "expected a header and 4 rows"
+expect_tsv "$WORK/table.tsv" "$BENCH_TSV_HEADER" 4
 awk -F '\t' 'NR > 1 {
   if ($2 != 1 || $3 != 1) { print "runs/reached: " $0; bad = 1 }
   if (!($4 > 0 && $4 == $5 && $5 == $6)) { print "seconds: " $0; bad = 1 }
@@ -55,8 +52,7 @@ fi
 # The table form has a title and a header.
 "$bench" sim "${tiny[@]}" --policies bsp >"$WORK/table.txt" 2>/dev/null ||
   fail "table format exited $?"
-head -n 1 "$WORK/table.txt" | grep -q "^simulated: 4 workers, softmax" || fail "no title line"
-sed -n 2p "$WORK/table.txt" | grep -q "^policy  *reached  *seconds to target" || fail "no table header"
+expect_table "$WORK/table.txt" "^simulated: 4 workers, softmax" "^policy  *reached  *seconds to target"
 
 # Bad input: one line each, exit 64, nothing run.
 expect_usage() {

@@ -11,12 +11,10 @@ small=(--sizes 64K,256K --chunk-bytes 64K --worker-counts 1,2 --shards 1,2 --sha
 # TSV: a header and one row per measurement, figures positive.
 "$bench" transport "${small[@]}" --format tsv >"$WORK/table.tsv" 2>"$WORK/bench.log" ||
   fail "dmlps-bench transport exited $?"
-cat "$WORK/table.tsv"
-head -n 1 "$WORK/table.tsv" | grep -q $'^transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq\tvs_memcpy\tshards\tspeedup\tthreads$' ||
-  fail "unexpected TSV header"
 # Per size: memcpy, sum on 1 and 2 threads; per transport: zmq, (zmq-chunks
 # for 256K), dmlps x2, dmlps-sharded x2. 2 sizes: 2 * 3 + 2 * (5 + 6) = 28 rows.
-[ "$(wc -l <"$WORK/table.tsv")" -eq 29 ] || fail "expected a header and 28 rows"
+expect_tsv "$WORK/table.tsv" \
+  $'transport\tbytes\twhat\tworkers\tmedian_ms\tmin_ms\tmax_ms\trounds\tgbps\tvs_zmq\tvs_memcpy\tshards\tspeedup\tthreads' 28
 awk -F '\t' 'NR > 1 {
   if (NF != 14) { print "columns: " $0; bad = 1 }
   if (!($5 > 0 && $6 > 0 && $6 <= $5 && $5 <= $7)) { print "times: " $0; bad = 1 }
@@ -58,10 +56,8 @@ grep -q "ipc 64K dmlps-sharded over 2 shards with 2 workers: median" "$WORK/benc
 "$bench" transport "${small[@]}" --transports ipc --worker-counts 1 >"$WORK/table.txt" \
   2>/dev/null || fail "table format exited $?"
 cat "$WORK/table.txt"
-head -n 1 "$WORK/table.txt" | grep -q "^dmlps-bench transport: payloads 64K,256K over ipc" ||
-  fail "no title line"
-sed -n 2p "$WORK/table.txt" | grep -q "^transport  size  what .*workers  shards  threads  median ms.*vs zmq  vs memcpy  speedup$" ||
-  fail "no header line"
+expect_table "$WORK/table.txt" "^dmlps-bench transport: payloads 64K,256K over ipc" \
+  "^transport  size  what .*workers  shards  threads  median ms.*vs zmq  vs memcpy  speedup$"
 [ "$(grep -c '^ipc ' "$WORK/table.txt")" -eq 9 ] || fail "expected 9 ipc rows"
 grep -q '^ipc  *256K  *dmlps-sharded  *2  *2  ' "$WORK/table.txt" || fail "no 2-shard row in the table"
 [ "$(grep -c '^aggregation: ' "$WORK/table.txt")" -eq 4 ] || fail "expected 4 aggregation lines"

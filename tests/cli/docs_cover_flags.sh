@@ -50,12 +50,34 @@ bash_candidates() {
   ' _ "$bash_file" "$1" "$2"
 }
 
-# Whether a "complete" line of fish file $1 names option $3 with -$2 (l for
-# a long option, s for a short one) or its long spelling.
+# Whether a "complete" line of fish file $1, or of the shared file it
+# sources when it calls the shared function, names option $3 with -$2 (l
+# for a long option, s for a short one) or its long spelling.
 fish_completes() {
-  local long_form=--long-option
+  local long_form=--long-option files=("$1")
   if [[ $2 == s ]]; then long_form=--short-option; fi
-  grep -Eq "^[[:space:]]*complete[[:space:]].*[[:space:]](-$2|$long_form)[[:space:]]+'?$3'?([[:space:]]|\$)" "$1"
+  if grep -q '^__dmlps_complete_common ' "$1"; then files+=("$(dirname "$1")/__dmlps_common.fish"); fi
+  grep -Eqh "^[[:space:]]*complete[[:space:]].*[[:space:]](-$2|$long_form)[[:space:]]+'?$3'?([[:space:]]|\$)" "${files[@]}"
+}
+
+# Checks that option $2 of binary $1 (say --name, or -n) is documented and
+# completed: its man page entry matches $4 (named $3 in the message), the
+# bash completion offers it, the zsh completion matches $5, and a fish
+# complete line names $7 as a -$6 option.
+check_option() {
+  local name=$1 option=$2 man_label=$3 man_re=$4 zsh_re=$5 fish_kind=$6 fish_name=$7
+  if [[ -f $man ]] && ! grep -Eq "$man_re" "$man"; then
+    fail "$name: $man_label is missing from man/$name.1.scd"
+  fi
+  if ! grep -qxF -- "$option" "$tmp/bash"; then
+    fail "$name: $option is missing from the bash completion"
+  fi
+  if [[ -f $zsh_file ]] && ! grep -Eq "$zsh_re" "$zsh_file"; then
+    fail "$name: $option is missing from completions/zsh/_$name"
+  fi
+  if [[ -f $fish_file ]] && ! fish_completes "$fish_file" "$fish_kind" "$fish_name"; then
+    fail "$name: $option is missing from completions/fish/$name.fish"
+  fi
 }
 
 # Syntax checks, with each shell that is installed.
@@ -73,10 +95,24 @@ for name in "${binaries[@]}"; do
       fail "fish --no-execute rejects completions/fish/$name.fish"
   fi
 done
+if command -v fish >/dev/null; then
+  fish --no-execute "$src/completions/fish/__dmlps_common.fish" ||
+    fail "fish --no-execute rejects completions/fish/__dmlps_common.fish"
+fi
 if command -v scdoc >/dev/null; then
   for page in "$src"/man/*.scd; do
-    scdoc <"$page" >/dev/null 2>"$tmp/scdoc.err" ||
+    scdoc <"$page" >"$tmp/page.roff" 2>"$tmp/scdoc.err" ||
       fail "scdoc rejects ${page#"$src"/}: $(cat "$tmp/scdoc.err")"
+    # scdoc drops a lone backslash at the end of a line and leaves the space
+    # before it: an example's continuation is lost in the rendered page, and
+    # a pasted command loses its arguments. Continuations need \\ in the
+    # source; in the roff, no example line may end in a space.
+    awk -v page="${page#"$src"/}" '
+      /^\.nf/ { example = 1; next }
+      /^\.fi/ { example = 0; next }
+      example && / $/ { print page ": example line ends without its continuation: " $0; bad = 1 }
+      END { exit bad }' "$tmp/page.roff" >"$tmp/continuations" ||
+      fail "$(cat "$tmp/continuations")"
   done
 fi
 
@@ -133,34 +169,13 @@ for name in "${binaries[@]}"; do
   fi
 
   for flag in "${longs[@]}"; do
-    if [[ -f $man ]] && ! grep -Eq "^\*(-[A-Za-z]\*, \*)?--$flag\*" "$man"; then
-      fail "$name: --$flag is missing from man/$name.1.scd"
-    fi
-    if ! grep -qxF -- "--$flag" "$tmp/bash"; then
-      fail "$name: --$flag is missing from the bash completion"
-    fi
-    if [[ -f $zsh_file ]] && ! grep -Eq "(^|[^A-Za-z0-9_-])--$flag(=|\[|\}|'|,|\+)" "$zsh_file"; then
-      fail "$name: --$flag is missing from completions/zsh/_$name"
-    fi
-    if [[ -f $fish_file ]] && ! fish_completes "$fish_file" l "$flag"; then
-      fail "$name: --$flag is missing from completions/fish/$name.fish"
-    fi
+    check_option "$name" "--$flag" "--$flag" "^\*(-[A-Za-z]\*, \*)?--$flag\*" \
+      "(^|[^A-Za-z0-9_-])--$flag(=|\[|\}|'|,|\+)" l "$flag"
   done
-
   for pair in "${pairs[@]}"; do
     short=${pair% *} long=${pair#* }
-    if [[ -f $man ]] && ! grep -Eq "^\*-$short\*, \*--$long\*" "$man"; then
-      fail "$name: -$short (--$long) is missing from man/$name.1.scd"
-    fi
-    if ! grep -qxF -- "-$short" "$tmp/bash"; then
-      fail "$name: -$short is missing from the bash completion"
-    fi
-    if [[ -f $zsh_file ]] && ! grep -Eq "(^|[^A-Za-z0-9_-])-$short(,|\}|\[|'|=|\+)" "$zsh_file"; then
-      fail "$name: -$short is missing from completions/zsh/_$name"
-    fi
-    if [[ -f $fish_file ]] && ! fish_completes "$fish_file" s "$short"; then
-      fail "$name: -$short is missing from completions/fish/$name.fish"
-    fi
+    check_option "$name" "-$short" "-$short (--$long)" "^\*-$short\*, \*--$long\*" \
+      "(^|[^A-Za-z0-9_-])-$short(,|\}|\[|'|=|\+)" s "$short"
   done
 
   if [[ -f $zsh_file ]] && [[ $(head -n 1 "$zsh_file") != "#compdef $name" ]]; then

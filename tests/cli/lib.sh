@@ -35,6 +35,13 @@ start_server() {
     >"$WORK/server.tsv" 2>"$WORK/server.log" &
   SERVER_PID=$!
   CHILDREN+=("$SERVER_PID")
+  await_endpoint
+}
+
+# await_endpoint: waits until the server started as SERVER_PID has written
+# its address to $WORK/endpoint, and sets ENDPOINT; fails the test when the
+# server exits first or takes more than 30 s.
+await_endpoint() {
   for _ in $(seq 300); do
     [ -s "$WORK/endpoint" ] && break
     kill -0 "$SERVER_PID" 2>/dev/null || fail "dmlps-server exited before listening"
@@ -150,6 +157,24 @@ wait_iteration() {
     sleep 0.1
   done
   fail "the server did not reach iteration $want within $limit s"
+}
+
+# The header of the TSV tables of dmlps-bench run and sim.
+BENCH_TSV_HEADER=$'policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup'
+
+# expect_tsv FILE HEADER ROWS: shows FILE in the log, and fails unless its
+# first line is exactly HEADER and ROWS lines follow it.
+expect_tsv() {
+  cat "$1"
+  head -n 1 "$1" | grep -qxF -- "$2" || fail "unexpected TSV header"
+  [ "$(wc -l <"$1")" -eq $(($3 + 1)) ] || fail "expected a header and $3 rows"
+}
+
+# expect_table FILE TITLE HEADER: fails unless the first line of FILE matches
+# the regular expression TITLE and its second line HEADER.
+expect_table() {
+  head -n 1 "$1" | grep -q -- "$2" || fail "no title line"
+  sed -n 2p "$1" | grep -q -- "$3" || fail "no header line"
 }
 
 # report_value FILE KEY: the value of KEY in a --report file.

@@ -97,12 +97,7 @@ ip netns exec "$(ns_of 1)" "$BIN/dmlps-server" --bind tcp://10.213.0.1:5555 \
   >"$WORK/server.tsv" 2>"$WORK/server.log" &
 SERVER_PID=$!
 CHILDREN+=("$SERVER_PID")
-for _ in $(seq 300); do
-  [ -s "$WORK/endpoint" ] && break
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "dmlps-server exited before listening"
-  sleep 0.1
-done
-[ -s "$WORK/endpoint" ] || fail "dmlps-server did not listen within 30 s"
+await_endpoint
 pids=()
 for h in 2 3; do
   ip netns exec "$(ns_of "$h")" "$BIN/dmlps-worker" --server tcp://10.213.0.1:5555 \

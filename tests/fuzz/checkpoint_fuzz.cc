@@ -33,12 +33,7 @@ bool Same(const server::Checkpoint& a, const server::Checkpoint& b) {
          *a.params == *b.params && a.optimizer_state == b.optimizer_state;
 }
 
-}  // namespace
-}  // namespace dmlps::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace dmlps;
-  using namespace dmlps::fuzz;
+int FuzzCheckpoint(const uint8_t* data, size_t size) {
   static MemFile file("checkpoint");
   if (size == 0) return 0;
   std::string input(reinterpret_cast<const char*>(data) + 1, size - 1);
@@ -85,3 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(!server::DecodeCheckpoint(flipped, std::string(kSource)).ok());
   return 0;
 }
+
+}  // namespace
+}  // namespace dmlps::fuzz
+
+DMLPS_FUZZ_TARGET(FuzzCheckpoint)

@@ -357,11 +357,7 @@ void CheckMessage(const uint8_t* bytes, const std::vector<FramedInput::Frame>& l
   }
 }
 
-}  // namespace
-}  // namespace dmlps::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace dmlps::fuzz;
+int FuzzCodec(const uint8_t* data, size_t size) {
   const FramedInput in = ParseFraming(data, size);
   // Frames that view the input in place point into this exact-size copy, so
   // AddressSanitizer catches a read past a frame at the end of the input.
@@ -382,3 +378,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace dmlps::fuzz
+
+DMLPS_FUZZ_TARGET(FuzzCodec)

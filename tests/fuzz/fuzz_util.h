@@ -1,7 +1,7 @@
 // Helpers shared by the libFuzzer targets in this folder and make_seeds.cc:
-// a contract check that survives NDEBUG, an in-memory file for readers that
-// only take a path, and the framing that turns one fuzz input into ZeroMQ
-// frames.
+// a contract check that survives NDEBUG, the entry point, an in-memory file
+// for readers that only take a path, and the framing that turns one fuzz
+// input into ZeroMQ frames.
 #ifndef DMLPS_TESTS_FUZZ_FUZZ_UTIL_H_
 #define DMLPS_TESTS_FUZZ_FUZZ_UTIL_H_
 
@@ -26,6 +26,14 @@
       std::abort();                                                                  \
     }                                                                                \
   } while (0)
+
+// Defines libFuzzer's entry point as a call of `fn`, a function of
+// dmlps::fuzz taking (const uint8_t* data, size_t size) and returning 0: the
+// target's checks live in the project's namespace, the entry point outside.
+#define DMLPS_FUZZ_TARGET(fn)                                                \
+  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { \
+    return dmlps::fuzz::fn(data, size);                                      \
+  }
 
 namespace dmlps::fuzz {
 

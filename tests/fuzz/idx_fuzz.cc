@@ -60,12 +60,7 @@ void CheckWellFormed(const data::Dataset& d) {
   for (int32_t label : d.labels) FUZZ_CHECK(label >= 0 && label < d.classes);
 }
 
-}  // namespace
-}  // namespace dmlps::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace dmlps;
-  using namespace dmlps::fuzz;
+int FuzzIdx(const uint8_t* data, size_t size) {
   static MemFile labels_file("idx-labels");
   static MemFile images_file("idx-images");
   const IdxInput in = SplitIdxInput(data, size);
@@ -108,3 +103,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace dmlps::fuzz
+
+DMLPS_FUZZ_TARGET(FuzzIdx)

@@ -72,12 +72,7 @@ bool Same(const data::Dataset& a, const data::Dataset& b) {
          a.row_offsets == b.row_offsets && a.cols == b.cols && SameFloats(a.values, b.values);
 }
 
-}  // namespace
-}  // namespace dmlps::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace dmlps;
-  using namespace dmlps::fuzz;
+int FuzzLibsvm(const uint8_t* data, size_t size) {
   static MemFile file("libsvm");
   file.Set(std::string_view(reinterpret_cast<const char*>(data), size));
 
@@ -118,3 +113,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace dmlps::fuzz
+
+DMLPS_FUZZ_TARGET(FuzzLibsvm)

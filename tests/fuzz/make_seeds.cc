@@ -76,50 +76,21 @@ std::vector<std::pair<std::string, std::string>> CodecSeeds() {
   const float inf = std::numeric_limits<float>::infinity();
 
   // Fields set by name: messages.h may grow fields without breaking this.
-  proto::Hello hello;
-  hello.host = "node-1";
-  hello.pid = 4242;
-  hello.threads = 4;
-  hello.max_batch = 512;
-  proto::Welcome welcome;
-  welcome.rank = 2;
-  welcome.num_workers = 4;
-  welcome.model = "mlp:128";
-  welcome.policy = "wbsp";
-  welcome.batch = 64;
-  welcome.input_dim = 784;
-  welcome.classes = 10;
-  welcome.num_params = 101770;
-  welcome.shard_index = 2;
-  welcome.shard_count = 4;
-  welcome.seed = 7;
-  welcome.mode = "local";
-  welcome.lr = 0.1;
-  welcome.momentum = 0.9;
-  proto::Model model;
-  model.version = 3;
-  model.num_params = 6;
-  proto::Push push;
-  push.clock = 5;
-  push.base_version = 4;
-  push.batch = 64;
-  push.samples = 64;
-  push.num_params = 5;
-  push.loss = 0.75;
-  push.compute_us = 1200;
-  push.cpu = 1.5;
-  push.memory_bytes = 1 << 20;
+  const proto::Hello hello{.host = "node-1", .pid = 4242, .threads = 4, .max_batch = 512};
+  const proto::Welcome welcome{.rank = 2, .num_workers = 4, .model = "mlp:128", .policy = "wbsp",
+                               .batch = 64, .input_dim = 784, .classes = 10,
+                               .num_params = 101770, .shard_index = 2, .shard_count = 4,
+                               .seed = 7, .mode = "local", .lr = 0.1, .momentum = 0.9};
+  const proto::Model model{.version = 3, .num_params = 6};
+  const proto::Push push{.clock = 5, .base_version = 4, .batch = 64, .samples = 64,
+                         .num_params = 5, .loss = 0.75, .compute_us = 1200, .cpu = 1.5,
+                         .memory_bytes = 1 << 20};
   proto::Push streamed = push;
   streamed.num_params = 10;
   streamed.chunks = 3;
   streamed.chunk_floats = 4;
-  proto::Model streamed_model;
-  streamed_model.version = 8;
-  streamed_model.num_params = 7;
-  streamed_model.batch = 32;
-  streamed_model.token = 2;
-  streamed_model.chunks = 2;
-  streamed_model.chunk_floats = 4;
+  const proto::Model streamed_model{.version = 8, .num_params = 7, .batch = 32, .token = 2,
+                                    .chunks = 2, .chunk_floats = 4};
 
   std::vector<std::pair<std::string, std::string>> seeds;
   seeds.emplace_back("hello", CodecSeed(0).Add(hello).bytes());
@@ -278,18 +249,12 @@ std::vector<std::pair<std::string, std::string>> TraceSeeds() {
 }
 
 std::vector<std::pair<std::string, std::string>> CheckpointSeeds() {
-  server::Checkpoint bsp;
-  bsp.model = "softmax";
-  bsp.policy = "bsp";
-  bsp.optimizer = "momentum";
-  bsp.workers = 4;
-  bsp.iteration = 120;
-  bsp.version = 120;
-  bsp.samples = 30720;
-  bsp.seconds = 12.5;
-  bsp.params = std::make_shared<std::vector<float>>(
-      std::vector<float>{0.5f, -0.25f, 1e-3f, 3.0f, -7.5f, 0.f, 2.f, 1.f});
-  bsp.optimizer_state = {0.1f, 0.f, -0.2f, 0.3f, 0.f, 0.f, 0.01f, -0.01f};
+  const server::Checkpoint bsp{
+      .model = "softmax", .policy = "bsp", .optimizer = "momentum", .workers = 4,
+      .iteration = 120, .version = 120, .samples = 30720, .seconds = 12.5,
+      .params = std::make_shared<std::vector<float>>(
+          std::vector<float>{0.5f, -0.25f, 1e-3f, 3.0f, -7.5f, 0.f, 2.f, 1.f}),
+      .optimizer_state = {0.1f, 0.f, -0.2f, 0.3f, 0.f, 0.f, 0.01f, -0.01f}};
   server::Checkpoint lbbsp = bsp;
   lbbsp.policy = "lbbsp";
   lbbsp.policy_extra = {70, 60, 66, 60, 16, 5, 115, 0};

@@ -38,12 +38,7 @@ bool ErrorOffset(const std::string& message, size_t* offset) {
   return true;
 }
 
-}  // namespace
-}  // namespace dmlps::fuzz
-
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace dmlps;
-  using namespace dmlps::fuzz;
+int FuzzTrace(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const trace::ReadResult read = trace::ParseTrace(bytes, kSource);
   if (!read.status.ok()) {
@@ -73,3 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   return 0;
 }
+
+}  // namespace
+}  // namespace dmlps::fuzz
+
+DMLPS_FUZZ_TARGET(FuzzTrace)

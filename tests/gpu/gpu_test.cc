@@ -15,18 +15,14 @@
 #include "dmlps/model/model.h"
 #include "model/cnn.h"
 #include "model/cuda/cuda_net.h"
+#include "../unit/model_test_util.h"
 
 namespace dmlps::model {
 namespace {
 
 constexpr double kTolerance = 1e-4;
 
-std::vector<float> RandomVector(int64_t n, float scale, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& e : v) e = dist(rng);
-  return v;
-}
+using testing::RandomVector;
 
 // ||a - b|| / ||b||, in double.
 double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
@@ -50,13 +46,13 @@ double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
 TEST_CASE("Im2Col and Col2Im on the GPU match the CPU") {
   std::mt19937_64 rng(1);
   const int64_t c = 5, s = 12, n = 3;
-  std::vector<float> in = RandomVector(c * n * s * s, 1, rng);
+  std::vector<float> in = RandomVector<float>(c * n * s * s, 1, rng);
   std::vector<float> expected(9 * in.size()), got;
   Im2Col(in.data(), c, s, n, expected.data());
   REQUIRE_OK(cuda::kernels::Im2Col(in, c, s, n, &got));
   CHECK(got == expected);  // copies only: exact
 
-  std::vector<float> cols = RandomVector(9 * c * n * s * s, 1, rng);
+  std::vector<float> cols = RandomVector<float>(9 * c * n * s * s, 1, rng);
   std::vector<float> back(in.size());
   Col2Im(cols.data(), c, s, n, back.data());
   REQUIRE_OK(cuda::kernels::Col2Im(cols, c, s, n, &got));
@@ -66,7 +62,7 @@ TEST_CASE("Im2Col and Col2Im on the GPU match the CPU") {
 TEST_CASE("MaxPool2 and its gradient on the GPU match the CPU") {
   std::mt19937_64 rng(2);
   const int64_t c = 7, s = 8, n = 4;
-  std::vector<float> in = RandomVector(c * n * s * s, 1, rng);
+  std::vector<float> in = RandomVector<float>(c * n * s * s, 1, rng);
   std::vector<float> expected(in.size() / 4), got;
   std::vector<uint8_t> window(expected.size()), got_window;
   MaxPool2(in.data(), c, s, n, expected.data(), window.data());
@@ -74,7 +70,7 @@ TEST_CASE("MaxPool2 and its gradient on the GPU match the CPU") {
   CHECK(got == expected);
   CHECK(got_window == window);
 
-  std::vector<float> dout = RandomVector(static_cast<int64_t>(expected.size()), 1, rng);
+  std::vector<float> dout = RandomVector<float>(static_cast<int64_t>(expected.size()), 1, rng);
   std::vector<float> din(in.size());
   MaxPool2Backward(dout.data(), window.data(), c, s, n, din.data());
   REQUIRE_OK(cuda::kernels::MaxPool2Backward(dout, window, c, s, n, &got));
@@ -84,8 +80,8 @@ TEST_CASE("MaxPool2 and its gradient on the GPU match the CPU") {
 TEST_CASE("Bias, ReLU and softmax cross-entropy on the GPU match the CPU") {
   std::mt19937_64 rng(3);
   const int64_t rows = 10, cols = 33;
-  std::vector<float> a = RandomVector(rows * cols, 2, rng);
-  std::vector<float> bias = RandomVector(rows, 1, rng);
+  std::vector<float> a = RandomVector<float>(rows * cols, 2, rng);
+  std::vector<float> bias = RandomVector<float>(rows, 1, rng);
   for (bool relu : {false, true}) {
     std::vector<float> expected = a;
     for (int64_t i = 0; i < rows * cols; ++i) {
@@ -97,7 +93,7 @@ TEST_CASE("Bias, ReLU and softmax cross-entropy on the GPU match the CPU") {
     CHECK(RelativeError(got, expected) < kTolerance);
   }
 
-  std::vector<float> delta = RandomVector(rows * cols, 1, rng);
+  std::vector<float> delta = RandomVector<float>(rows * cols, 1, rng);
   std::vector<float> masked = delta;
   for (size_t i = 0; i < a.size(); ++i) {
     if (!(a[i] > 0)) masked[i] = 0;

@@ -12,6 +12,7 @@
 
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/checkpoint.h"
+#include "test_util.h"
 
 namespace dmlps::server {
 namespace {
@@ -19,24 +20,16 @@ namespace {
 namespace fs = std::filesystem;
 
 Checkpoint Sample(size_t params = 1000) {
-  Checkpoint c;
-  c.model = "mlp:16";
-  c.policy = "lbbsp";
-  c.optimizer = "momentum";
-  c.workers = 3;
-  c.iteration = 42;
-  c.version = 41;
-  c.samples = 12345;
-  c.seconds = 3.25;
-  c.policy_extra = {20, 20, 24, 16, 5, 0, 1};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal;
   auto values = std::make_shared<std::vector<float>>(params);
   for (float& v : *values) v = normal(rng);
-  c.params = values;
-  c.optimizer_state.resize(params);
-  for (float& v : c.optimizer_state) v = normal(rng);
-  return c;
+  std::vector<float> state(params);
+  for (float& v : state) v = normal(rng);
+  return {.model = "mlp:16", .policy = "lbbsp", .optimizer = "momentum", .workers = 3,
+          .iteration = 42, .version = 41, .samples = 12345, .seconds = 3.25,
+          .policy_extra = {20, 20, 24, 16, 5, 0, 1}, .params = std::move(values),
+          .optimizer_state = std::move(state)};
 }
 
 void CheckSame(const Checkpoint& a, const Checkpoint& b) {
@@ -53,23 +46,8 @@ void CheckSame(const Checkpoint& a, const Checkpoint& b) {
   CHECK(a.optimizer_state == b.optimizer_state);
 }
 
-struct TempDir {
-  TempDir() {
-    char name[] = "/tmp/dmlps-ckpt-test.XXXXXX";
-    REQUIRE(mkdtemp(name) != nullptr);
-    path = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using testing::Slurp;
+using testing::TempDir;
 
 TEST_CASE("checkpoint: CRC-32 is the IEEE one zlib computes") {
   const std::string text = "123456789";
@@ -85,12 +63,12 @@ TEST_CASE("checkpoint: CRC-32 is the IEEE one zlib computes") {
 TEST_CASE("checkpoint: a file written reads back exactly, and no temporary file stays") {
   TempDir dir;
   const Checkpoint c = Sample();
-  const std::string path = (dir.path / "run.ckpt").string();
+  const std::string path = dir.File("run.ckpt");
   REQUIRE(WriteCheckpointFile(path, c).ok());
   Result<Checkpoint> read = ReadCheckpointFile(path);
   REQUIRE(read.ok());
   CheckSame(c, *read);
-  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
   // Overwritten by a newer one.
   Checkpoint newer = Sample(10);
   newer.iteration = 50;
@@ -143,21 +121,21 @@ TEST_CASE("checkpoint: truncated, corrupt or foreign files are refused with Data
 
 TEST_CASE("checkpoint: a failed write leaves the previous file and no temporary") {
   TempDir dir;
-  const std::string path = (dir.path / "run.ckpt").string();
+  const std::string path = dir.File("run.ckpt");
   REQUIRE(WriteCheckpointFile(path, Sample(16)).ok());
   const std::string before = Slurp(path);
   // A folder that does not exist: nothing can be written.
-  CHECK(WriteCheckpointFile((dir.path / "missing" / "x.ckpt").string(), Sample(16)).code() ==
+  CHECK(WriteCheckpointFile(dir.File("missing/x.ckpt"), Sample(16)).code() ==
         StatusCode::kIOError);
   // A target the rename cannot replace (a non-empty folder): the temporary
   // file is removed again.
-  fs::create_directory(dir.path / "busy");
-  std::ofstream(dir.path / "busy" / "f") << "x";
-  Status s = WriteCheckpointFile((dir.path / "busy").string(), Sample(16));
+  fs::create_directory(dir.File("busy"));
+  std::ofstream(dir.File("busy/f")) << "x";
+  Status s = WriteCheckpointFile(dir.File("busy"), Sample(16));
   CHECK(s.code() == StatusCode::kIOError);
   CHECK(Slurp(path) == before);
-  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);
-  CHECK(ReadCheckpointFile((dir.path / "nothing").string()).status().code() == StatusCode::kNotFound);
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 2);
+  CHECK(ReadCheckpointFile(dir.File("nothing")).status().code() == StatusCode::kNotFound);
 }
 
 TEST_CASE("checkpoint: the momentum optimizer's state goes on where it stood") {

@@ -14,29 +14,14 @@
 #include "dmlps/model/backend.h"
 #include "dmlps/model/model.h"
 #include "model/cnn.h"
+#include "model_test_util.h"
 
 namespace dmlps::model {
 namespace {
 
-ModelSpec MustParse(std::string_view text, int64_t input_dim, int64_t classes) {
-  Result<ModelSpec> spec = ParseModelSpec(text, input_dim, classes);
-  REQUIRE_MESSAGE(spec.ok(), spec.status().message());
-  return *spec;
-}
-
-std::vector<double> RandomVector(int64_t n, double scale, std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> dist(-scale, scale);
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double& e : v) e = dist(rng);
-  return v;
-}
-
-std::vector<int32_t> RandomLabels(int64_t n, int64_t classes, std::mt19937_64& rng) {
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(classes - 1));
-  std::vector<int32_t> y(static_cast<size_t>(n));
-  for (int32_t& label : y) label = dist(rng);
-  return y;
-}
+using testing::MustParse;
+using testing::RandomLabels;
+using testing::RandomVector;
 
 double Dot(const std::vector<double>& a, const std::vector<double>& b) {
   double sum = 0;
@@ -133,8 +118,8 @@ TEST_CASE("Im2Col copies 3x3 neighbourhoods and Col2Im is its adjoint") {
   // <Im2Col(a), b> == <a, Col2Im(b)> for 3 channels over 2 images of 8x8.
   std::mt19937_64 rng(7);
   const int64_t c = 3, s = 8, n = 2;
-  std::vector<double> a = RandomVector(c * n * s * s, 1, rng);
-  std::vector<double> b = RandomVector(9 * c * n * s * s, 1, rng);
+  std::vector<double> a = RandomVector<double>(c * n * s * s, 1, rng);
+  std::vector<double> b = RandomVector<double>(9 * c * n * s * s, 1, rng);
   std::vector<double> a_cols(b.size()), b_back(a.size());
   Im2Col(a.data(), c, s, n, a_cols.data());
   Col2Im(b.data(), c, s, n, b_back.data());
@@ -197,7 +182,7 @@ TEST_CASE("The CNN's gradient matches central differences in double") {
     INFO(spec.Name());
     std::mt19937_64 rng(11);
     const int64_t n = spec.hidden.empty() ? 20 : 130;
-    std::vector<double> x = RandomVector(spec.input_dim * n, 1, rng);
+    std::vector<double> x = RandomVector<double>(spec.input_dim * n, 1, rng);
     std::vector<int32_t> y = RandomLabels(n, spec.classes, rng);
     std::vector<double> params = InitialParams(spec, 3);
     CnnCore<double> net(spec);
@@ -241,7 +226,7 @@ TEST_CASE("The float CNN model agrees with the double one and scores what it com
   ModelSpec spec = MustParse("cnn:4,6,8", 144, 5);
   std::mt19937_64 rng(5);
   const int64_t n = 40;
-  std::vector<double> x = RandomVector(spec.input_dim * n, 1, rng);
+  std::vector<double> x = RandomVector<double>(spec.input_dim * n, 1, rng);
   std::vector<int32_t> y = RandomLabels(n, spec.classes, rng);
   std::vector<double> params = InitialParams(spec, 9);
   CnnCore<double> reference(spec);

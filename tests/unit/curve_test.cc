@@ -4,37 +4,19 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
+#include "test_util.h"
 
 namespace dmlps::net {
 namespace {
 
-namespace fs = std::filesystem;
 using std::chrono::milliseconds;
-
-// A fresh folder, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "dmlps-curve.XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string operator/(const std::string& name) const { return (fs::path(path_) / name).string(); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 void WriteText(const std::string& path, const std::string& text, mode_t mode = 0600) {
   std::ofstream(path) << text;
@@ -80,62 +62,62 @@ TEST_CASE("a key file holds one Z85 key among comments and blank lines") {
 TEST_CASE("secret key files: private, well formed, and their public key derived") {
   TempDir dir;
   const CurveKeyPair& pair = SomePair();
-  REQUIRE(WriteKeyPair(pair, dir / "w0", false).ok());
+  REQUIRE(WriteKeyPair(pair, dir.File("w0"), false).ok());
   struct stat st {};
-  REQUIRE(stat((dir / "w0.key").c_str(), &st) == 0);
+  REQUIRE(stat(dir.File("w0.key").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
 
-  Result<CurveKeyPair> read = ReadSecretKeyFile(dir / "w0.key");
+  Result<CurveKeyPair> read = ReadSecretKeyFile(dir.File("w0.key"));
   REQUIRE(read.ok());
   CHECK(read->secret_key == pair.secret_key);
   CHECK(read->public_key == pair.public_key);
-  CHECK(ReadPublicKeyFile(dir / "w0.pub").value() == pair.public_key);
+  CHECK(ReadPublicKeyFile(dir.File("w0.pub")).value() == pair.public_key);
 
   // Never overwritten by accident; replaced with --force.
-  Status again = WriteKeyPair(GenerateKeyPair().value(), dir / "w0", false);
+  Status again = WriteKeyPair(GenerateKeyPair().value(), dir.File("w0"), false);
   CHECK(again.code() == StatusCode::kInvalidArgument);
-  CHECK(ReadSecretKeyFile(dir / "w0.key").value().secret_key == pair.secret_key);
+  CHECK(ReadSecretKeyFile(dir.File("w0.key")).value().secret_key == pair.secret_key);
   const CurveKeyPair other = GenerateKeyPair().value();
-  REQUIRE(WriteKeyPair(other, dir / "w0", true).ok());
-  CHECK(ReadSecretKeyFile(dir / "w0.key").value().public_key == other.public_key);
+  REQUIRE(WriteKeyPair(other, dir.File("w0"), true).ok());
+  CHECK(ReadSecretKeyFile(dir.File("w0.key")).value().public_key == other.public_key);
 
-  REQUIRE(chmod((dir / "w0.key").c_str(), 0644) == 0);
-  Result<CurveKeyPair> open = ReadSecretKeyFile(dir / "w0.key");
+  REQUIRE(chmod(dir.File("w0.key").c_str(), 0644) == 0);
+  Result<CurveKeyPair> open = ReadSecretKeyFile(dir.File("w0.key"));
   CHECK(open.status().code() == StatusCode::kDataLoss);
   CHECK(open.status().message().find("mode 0644") != std::string::npos);
-  REQUIRE(chmod((dir / "w0.key").c_str(), 0400) == 0);
-  CHECK(ReadSecretKeyFile(dir / "w0.key").ok());
+  REQUIRE(chmod(dir.File("w0.key").c_str(), 0400) == 0);
+  CHECK(ReadSecretKeyFile(dir.File("w0.key")).ok());
 
-  CHECK(ReadSecretKeyFile(dir / "missing.key").status().code() == StatusCode::kNotFound);
-  WriteText(dir / "bad.key", "not a key\n");
-  CHECK(ReadSecretKeyFile(dir / "bad.key").status().code() == StatusCode::kDataLoss);
+  CHECK(ReadSecretKeyFile(dir.File("missing.key")).status().code() == StatusCode::kNotFound);
+  WriteText(dir.File("bad.key"), "not a key\n");
+  CHECK(ReadSecretKeyFile(dir.File("bad.key")).status().code() == StatusCode::kDataLoss);
 }
 
 TEST_CASE("a server key is given inline or as a file") {
   TempDir dir;
   const std::string key = SomePair().public_key;
   CHECK(ReadPublicKey(key).value() == key);
-  WriteText(dir / "server.pub", "# the server\n" + key + "\n", 0644);
-  CHECK(ReadPublicKey(dir / "server.pub").value() == key);
-  CHECK(ReadPublicKey(dir / "nope.pub").status().code() == StatusCode::kNotFound);
+  WriteText(dir.File("server.pub"), "# the server\n" + key + "\n", 0644);
+  CHECK(ReadPublicKey(dir.File("server.pub")).value() == key);
+  CHECK(ReadPublicKey(dir.File("nope.pub")).status().code() == StatusCode::kNotFound);
 }
 
 TEST_CASE("the allow folder: every *.pub file, at least one key") {
   TempDir dir;
-  CHECK(ReadAllowedKeys(dir / "missing").status().code() == StatusCode::kNotFound);
+  CHECK(ReadAllowedKeys(dir.File("missing")).status().code() == StatusCode::kNotFound);
   Result<std::set<std::string>> none = ReadAllowedKeys(dir.path());
   CHECK(none.status().code() == StatusCode::kDataLoss);
 
   const CurveKeyPair a = GenerateKeyPair().value();
   const CurveKeyPair b = GenerateKeyPair().value();
-  REQUIRE(WriteKeyPair(a, dir / "a", false).ok());
-  REQUIRE(WriteKeyPair(b, dir / "b", false).ok());
-  WriteText(dir / "README", "not a key, not read\n", 0644);
+  REQUIRE(WriteKeyPair(a, dir.File("a"), false).ok());
+  REQUIRE(WriteKeyPair(b, dir.File("b"), false).ok());
+  WriteText(dir.File("README"), "not a key, not read\n", 0644);
   Result<std::set<std::string>> keys = ReadAllowedKeys(dir.path());
   REQUIRE(keys.ok());
   CHECK(*keys == std::set<std::string>{a.public_key, b.public_key});  // the .key files ignored
 
-  WriteText(dir / "c.pub", "garbage\n", 0644);
+  WriteText(dir.File("c.pub"), "garbage\n", 0644);
   Result<std::set<std::string>> bad = ReadAllowedKeys(dir.path());
   CHECK(bad.status().code() == StatusCode::kDataLoss);
   CHECK(bad.status().message().find("c.pub:1") != std::string::npos);

@@ -1,6 +1,5 @@
 // Tests for datasets: IDX and LIBSVM readers, sharding, batching, data specs.
 #include <doctest/doctest.h>
-#include <stdlib.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,36 +7,17 @@
 #include <cstdio>
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "dmlps/data/dataset.h"
+#include "test_util.h"
 
 namespace dmlps::data {
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/dmlps-data-test-XXXXXX";
-    const char* made = ::mkdtemp(pattern);
-    REQUIRE(made != nullptr);
-    path_ = made;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 using Bytes = std::vector<uint8_t>;
 
@@ -136,6 +116,18 @@ void CheckIdxRows(const Dataset& data, int64_t first, int64_t last, int64_t dim,
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// Fails unless `result` is an error of `code` whose message holds every one
+// of `parts`.
+template <typename T>
+void CheckRefused(const Result<T>& result, StatusCode code,
+                  std::initializer_list<std::string> parts = {}) {
+  REQUIRE_FALSE(result.ok());
+  CHECK(result.status().code() == code);
+  for (const std::string& part : parts) {
+    CHECK_MESSAGE(Contains(result.status().message(), part), result.status().message());
+  }
 }
 
 }  // namespace
@@ -242,49 +234,31 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
     bytes[0] = 0x1F;
     bytes[1] = 0x8C;
     WritePlain(path, bytes);
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), path));
-    CHECK(Contains(data.status().message(), "magic"));
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss, {path, "magic"});
   }
   SUBCASE("element type other than unsigned byte") {
     const std::string path = dir.File("float-images");
     WriteGzip(path, Idx(0x0D, {4, 2, 2}, Bytes(64, 0)));
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), "0x0D"));
-    CHECK(Contains(data.status().message(), "unsigned byte"));
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss, {"0x0D", "unsigned byte"});
   }
   SUBCASE("images and labels swapped") {
-    Result<Dataset> data = ReadIdx(good_labels, good_images);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), "dimensions"));
+    CheckRefused(ReadIdx(good_labels, good_images), StatusCode::kDataLoss, {"dimensions"});
   }
   SUBCASE("zero-sized images") {
     const std::string path = dir.File("flat-images");
     WriteGzip(path, Idx(0x08, {4, 0, 2}, {}));
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss);
   }
   SUBCASE("truncated header") {
     const std::string path = dir.File("short-header");
     Bytes bytes = Idx(0x08, {4, 2, 2}, {});
     bytes.resize(9);
     WriteGzip(path, bytes);
-    Result<Dataset> data = ReadIdx(path, good_labels);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), "header"));
+    CheckRefused(ReadIdx(path, good_labels), StatusCode::kDataLoss, {"header"});
 
     const std::string empty = dir.File("empty");
     WritePlain(empty, {});
-    Result<Dataset> none = ReadIdx(empty, good_labels);
-    REQUIRE_FALSE(none.ok());
-    CHECK(none.status().code() == StatusCode::kDataLoss);
+    CheckRefused(ReadIdx(empty, good_labels), StatusCode::kDataLoss);
   }
   SUBCASE("truncated images") {
     const std::string path = dir.File("short-images");
@@ -292,22 +266,14 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
     payload.resize(10);  // two whole images and part of a third
     WriteGzip(path, Idx(0x08, {4, 2, 2}, payload));
     for (int64_t index = 0; index < 4; ++index) {  // every shard sees it
-      Result<Dataset> data = ReadIdx(path, good_labels, Shard{index, 4});
-      REQUIRE_FALSE(data.ok());
-      CHECK(data.status().code() == StatusCode::kDataLoss);
-      CHECK(Contains(data.status().message(), path));
-      CHECK(Contains(data.status().message(), "truncated"));
-      CHECK(Contains(data.status().message(), "2 whole images"));
+      CheckRefused(ReadIdx(path, good_labels, Shard{index, 4}), StatusCode::kDataLoss,
+                   {path, "truncated", "2 whole images"});
     }
   }
   SUBCASE("truncated labels") {
     const std::string path = dir.File("short-labels");
     WritePlain(path, Idx(0x08, {4}, LabelsPayload(3, 10)));
-    Result<Dataset> data = ReadIdx(good_images, path);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), path));
-    CHECK(Contains(data.status().message(), "only 3"));
+    CheckRefused(ReadIdx(good_images, path), StatusCode::kDataLoss, {path, "only 3"});
   }
   SUBCASE("truncated gzip stream") {
     const std::string whole = dir.File("whole.gz");
@@ -322,10 +288,7 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
     WritePlain(path, compressed);
     const std::string labels = dir.File("labels64");
     WritePlain(labels, Idx(0x08, {64}, LabelsPayload(64, 10)));
-    Result<Dataset> data = ReadIdx(path, labels);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), path));
+    CheckRefused(ReadIdx(path, labels), StatusCode::kDataLoss, {path});
   }
   SUBCASE("a damaged gzip checksum") {
     const std::string whole = dir.File("whole.gz");
@@ -340,54 +303,35 @@ TEST_CASE("ReadIdx reports corrupt, truncated and missing files") {
     const std::string path = dir.File("bad-crc.gz");
     WritePlain(path, compressed);
     Result<Dataset> data = ReadIdx(path, good_labels);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), path + ": corrupt gzip data: "));
+    CheckRefused(data, StatusCode::kDataLoss, {path + ": corrupt gzip data: "});
     CHECK_FALSE(Contains(data.status().message(), "<fd:"));
   }
   SUBCASE("more data than the header promises") {
     const std::string images = dir.File("long-images");
     WriteGzip(images, Idx(0x08, {4, 2, 2}, ImagesPayload(5, 2, 2)));
-    Result<Dataset> long_images = ReadIdx(images, good_labels);
-    REQUIRE_FALSE(long_images.ok());
-    CHECK(long_images.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(long_images.status().message(), "more data"));
+    CheckRefused(ReadIdx(images, good_labels), StatusCode::kDataLoss, {"more data"});
 
     const std::string labels = dir.File("long-labels");
     WritePlain(labels, Idx(0x08, {4}, LabelsPayload(6, 10)));
-    Result<Dataset> long_labels = ReadIdx(good_images, labels);
-    REQUIRE_FALSE(long_labels.ok());
-    CHECK(long_labels.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(long_labels.status().message(), labels));
+    CheckRefused(ReadIdx(good_images, labels), StatusCode::kDataLoss, {labels});
   }
   SUBCASE("counts that differ") {
     const std::string path = dir.File("five-labels");
     WriteGzip(path, Idx(0x08, {5}, LabelsPayload(5, 10)));
-    Result<Dataset> data = ReadIdx(good_images, path);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
-    CHECK(Contains(data.status().message(), "4 images"));
-    CHECK(Contains(data.status().message(), "5 labels"));
+    CheckRefused(ReadIdx(good_images, path), StatusCode::kDataLoss, {"4 images", "5 labels"});
   }
   SUBCASE("missing files") {
     const std::string missing = dir.File("no-such-file.gz");
     Result<Dataset> images = ReadIdx(missing, good_labels);
-    REQUIRE_FALSE(images.ok());
-    CHECK(images.status().code() == StatusCode::kNotFound);
+    CheckRefused(images, StatusCode::kNotFound);
     CHECK(images.status().message() == missing + ": No such file or directory");
-    Result<Dataset> labels = ReadIdx(good_images, missing);
-    REQUIRE_FALSE(labels.ok());
-    CHECK(labels.status().code() == StatusCode::kNotFound);
+    CheckRefused(ReadIdx(good_images, missing), StatusCode::kNotFound);
   }
   SUBCASE("a directory is unreadable, not missing") {
-    Result<Dataset> data = ReadIdx(dir.path(), good_labels);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kIOError);
+    CheckRefused(ReadIdx(dir.path(), good_labels), StatusCode::kIOError);
   }
   SUBCASE("a shard that does not exist") {
-    Result<Dataset> data = ReadIdx(good_images, good_labels, Shard{4, 4});
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kInvalidArgument);
+    CheckRefused(ReadIdx(good_images, good_labels, Shard{4, 4}), StatusCode::kInvalidArgument);
   }
 }
 
@@ -494,8 +438,7 @@ TEST_CASE("ReadLibsvm names the file and line of bad input") {
     const std::string path = dir.File("bad.svm");
     WriteText(path, "# header\n0 1:1\n" + c.line + "\n1 1:1\n");
     Result<Dataset> data = ReadLibsvm(path);
-    REQUIRE_FALSE(data.ok());
-    CHECK(data.status().code() == StatusCode::kDataLoss);
+    CheckRefused(data, StatusCode::kDataLoss);
     CHECK(data.status().message().rfind(path + ":3: ", 0) == 0);
     CHECK_MESSAGE(Contains(data.status().message(), c.expect), data.status().message());
   }
@@ -509,17 +452,12 @@ TEST_CASE("ReadLibsvm names the file and line of bad input") {
 
   const std::string missing = dir.File("missing.svm");
   Result<Dataset> none = ReadLibsvm(missing);
-  REQUIRE_FALSE(none.ok());
-  CHECK(none.status().code() == StatusCode::kNotFound);
+  CheckRefused(none, StatusCode::kNotFound);
   CHECK(none.status().message() == missing + ": No such file or directory");
 
-  Result<Dataset> directory = ReadLibsvm(dir.path());
-  REQUIRE_FALSE(directory.ok());
-  CHECK(directory.status().code() == StatusCode::kIOError);
+  CheckRefused(ReadLibsvm(dir.path()), StatusCode::kIOError);
 
-  Result<Dataset> bad_shard = ReadLibsvm(missing, Shard{-1, 2});
-  REQUIRE_FALSE(bad_shard.ok());
-  CHECK(bad_shard.status().code() == StatusCode::kInvalidArgument);
+  CheckRefused(ReadLibsvm(missing, Shard{-1, 2}), StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("Gather writes dense rows as columns") {
@@ -652,9 +590,7 @@ TEST_CASE("ParseDataSpec rejects other spellings") {
   for (const char* text : {"", "mnist", "fashion-mnistx", "FASHION-MNIST", "csv:x.csv",
                            "fashion-mnist:", "idx:", "libsvm:", ":dir", "libsvm"}) {
     CAPTURE(text);
-    Result<DataSpec> spec = ParseDataSpec(text);
-    REQUIRE_FALSE(spec.ok());
-    CHECK(spec.status().code() == StatusCode::kInvalidArgument);
+    CheckRefused(ParseDataSpec(text), StatusCode::kInvalidArgument);
   }
   Result<DataSpec> unknown = ParseDataSpec("mnist");
   REQUIRE_FALSE(unknown.ok());
@@ -682,10 +618,7 @@ TEST_CASE("LoadTrain and LoadTest find gzip or plain IDX files and LIBSVM pairs"
 
   Result<DataSpec> elsewhere = ParseDataSpec("fashion-mnist:" + dir.File("nothing-here"));
   REQUIRE(elsewhere.ok());
-  Result<Dataset> missing = LoadTest(*elsewhere);
-  REQUIRE_FALSE(missing.ok());
-  CHECK(missing.status().code() == StatusCode::kNotFound);
-  CHECK(Contains(missing.status().message(), "t10k-images-idx3-ubyte.gz"));
+  CheckRefused(LoadTest(*elsewhere), StatusCode::kNotFound, {"t10k-images-idx3-ubyte.gz"});
 
   WriteText(dir.File("a.svm"), "1 1:1\n0 2:1\n1 3:1\n0 1:2\n");
   WriteText(dir.File("a.svm.t"), "1 5:1\n");

@@ -2,6 +2,7 @@
 // defaults the binaries take from them.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,18 @@ EnvLookup Env(const std::map<std::string, std::string>& vars) {
     auto it = vars.find(name);
     return it == vars.end() ? nullptr : it->second.c_str();
   };
+}
+
+// The launcher an environment makes DetectLauncher find: `name`, with this
+// process as `rank` of `size`. Fails the test when there is none.
+Launcher Detected(const std::map<std::string, std::string>& vars, const std::string& name,
+                  int64_t rank, int64_t size) {
+  Result<Launcher> launcher = DetectLauncher(Env(vars));
+  REQUIRE(launcher.ok());
+  CHECK(launcher->name == name);
+  CHECK(launcher->rank == rank);
+  CHECK(launcher->size == size);
+  return *launcher;
 }
 
 TEST_CASE("Slurm host lists expand in Slurm's order, zero-padded to the first bound") {
@@ -56,33 +69,20 @@ TEST_CASE("the launcher is Open MPI, PMI or Slurm, in that order of precedence")
   REQUIRE(none.ok());
   CHECK(none->name.empty());
 
-  Result<Launcher> ompi = DetectLauncher(Env({{"OMPI_COMM_WORLD_RANK", "2"},
-                                              {"OMPI_COMM_WORLD_SIZE", "4"},
-                                              {"SLURM_PROCID", "0"},
-                                              {"SLURM_NTASKS", "1"},
-                                              {"PMI_RANK", "1"},
-                                              {"PMI_SIZE", "3"}}));
-  REQUIRE(ompi.ok());
-  CHECK(ompi->name == "openmpi");
-  CHECK(ompi->rank == 2);
-  CHECK(ompi->size == 4);
-
-  Result<Launcher> pmi = DetectLauncher(
-      Env({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "5"}}));
-  REQUIRE(pmi.ok());
-  CHECK(pmi->name == "pmi");
-  CHECK(pmi->rank == 1);
-  CHECK(pmi->size == 3);
-
-  Result<Launcher> slurm = DetectLauncher(Env({{"SLURM_PROCID", "3"},
-                                               {"SLURM_NTASKS", "5"},
-                                               {"SLURM_JOB_NODELIST", "c[1-3]"}}));
-  REQUIRE(slurm.ok());
-  CHECK(slurm->name == "slurm");
-  CHECK(slurm->rank == 3);
-  CHECK(slurm->size == 5);
-  CHECK(slurm->hosts == Hosts{"c1", "c2", "c3"});
-  CHECK(Describe(*slurm) == "rank 3 of 5 under slurm on 3 hosts from c1");
+  Detected({{"OMPI_COMM_WORLD_RANK", "2"},
+            {"OMPI_COMM_WORLD_SIZE", "4"},
+            {"SLURM_PROCID", "0"},
+            {"SLURM_NTASKS", "1"},
+            {"PMI_RANK", "1"},
+            {"PMI_SIZE", "3"}},
+           "openmpi", 2, 4);
+  Detected({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "5"}},
+           "pmi", 1, 3);
+  const Launcher slurm = Detected(
+      {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "5"}, {"SLURM_JOB_NODELIST", "c[1-3]"}}, "slurm",
+      3, 5);
+  CHECK(slurm.hosts == Hosts{"c1", "c2", "c3"});
+  CHECK(Describe(slurm) == "rank 3 of 5 under slurm on 3 hosts from c1");
 
   // The step's node list is the one the ranks run on.
   Result<Launcher> step = DetectLauncher(Env({{"SLURM_PROCID", "0"},

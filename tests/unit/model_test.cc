@@ -14,15 +14,13 @@
 
 #include "dmlps/base/status.h"
 #include "dmlps/data/dataset.h"
+#include "model_test_util.h"
 
 namespace dmlps::model {
 namespace {
 
-ModelSpec MustParse(std::string_view text, int64_t input_dim, int64_t classes) {
-  Result<ModelSpec> spec = ParseModelSpec(text, input_dim, classes);
-  REQUIRE_MESSAGE(spec.ok(), spec.status().message());
-  return *spec;
-}
+using testing::MustParse;
+using testing::RandomLabels;
 
 Eigen::MatrixXf RandomUniform(Eigen::Index rows, Eigen::Index cols, float scale,
                               std::mt19937_64& rng) {
@@ -30,13 +28,6 @@ Eigen::MatrixXf RandomUniform(Eigen::Index rows, Eigen::Index cols, float scale,
   Eigen::MatrixXf m(rows, cols);
   for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = dist(rng);
   return m;
-}
-
-std::vector<int32_t> RandomLabels(int64_t n, int64_t classes, std::mt19937_64& rng) {
-  std::uniform_int_distribution<int32_t> dist(0, static_cast<int32_t>(classes - 1));
-  std::vector<int32_t> y(static_cast<size_t>(n));
-  for (int32_t& label : y) label = dist(rng);
-  return y;
 }
 
 // Signs of every hidden pre-activation, computed here independently of the

@@ -1,13 +1,15 @@
 // LB-BSP, token scheduling and the speed predictors behind LB-BSP: scripted
 // event sequences, and a discrete-event driver in virtual time that plays the
-// worker side of each mode, so that the invariants ALGORITHMS.md states are
-// checked on the schedules a slow worker actually produces.
+// worker side of each mode, so that the invariants docs/algorithms.md states
+// ("LB-BSP", "Token scheduling") are checked on the schedules a slow worker
+// actually produces.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <queue>
 #include <set>
 #include <string>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "dmlps/predict/predictor.h"
+#include "dmlps/sync/driver.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/policy.h"
 #include "policy_test_util.h"
@@ -23,17 +26,13 @@
 namespace dmlps::sync {
 namespace {
 
-using Kind = Action::Kind;
 
 using testing::Count;
 using testing::CountFor;
-
-const Action* Find(const Actions& actions, Kind kind, WorkerId w = -1) {
-  auto it = std::find_if(actions.begin(), actions.end(), [&](const Action& a) {
-    return a.kind == kind && (w < 0 || a.worker == w);
-  });
-  return it == actions.end() ? nullptr : &*it;
-}
+using testing::Find;
+using testing::IndexOf;
+using testing::Is;
+using testing::WorkerOf;
 
 // Seconds worker w takes for `samples` samples in its step number `step`.
 using StepTime = std::function<double(WorkerId w, int64_t samples, int64_t step)>;
@@ -73,17 +72,18 @@ PolicyConfig LbConfig(int64_t n, int64_t batch, const std::string& mode = "cpu")
   return config;
 }
 
-// Plays the workers of an LB-BSP run: pull, take the batch size sent with the
-// model, compute it for step_time seconds of virtual time, push with that
-// busy time, pull again. Checks every action list as it goes.
-class LbDriver {
+// Plays the workers of an LB-BSP run through a policy driver: pull, take the
+// batch size sent with the model, compute it for step_time seconds of virtual
+// time, push with that busy time, pull again. Checks every effect as it goes.
+class LbCluster : private DriverSink<int> {
  public:
-  LbDriver(const PolicyConfig& config, StepTime step_time, std::vector<int64_t> caps = {})
+  LbCluster(const PolicyConfig& config, StepTime step_time, std::vector<int64_t> caps = {})
       : step_time_(std::move(step_time)), caps_(std::move(caps)) {
     Result<std::unique_ptr<Policy>> made = MakePolicy(config);
     REQUIRE(made.ok());
-    owned_ = std::move(made).value();
-    policy_ = dynamic_cast<LbBspPolicy*>(owned_.get());
+    driver_.emplace(std::move(made).value(), DriverOptions{},
+                    static_cast<DriverSink<int>&>(*this));
+    policy_ = dynamic_cast<const LbBspPolicy*>(&driver_->policy());
     REQUIRE(policy_ != nullptr);
     const int64_t n = config.num_workers;
     caps_.resize(n, 0);
@@ -98,11 +98,9 @@ class LbDriver {
       cap_sum += cap;
     }
     if (all_capped) expected_sum_ = std::min(expected_sum_, cap_sum);
-    for (WorkerId w = 0; w < n; ++w) {
-      Actions actions;
-      policy_->WorkerJoined(w, WorkerInfo{caps_[w]}, &actions);
-      CHECK(actions.empty());
-    }
+    for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, WorkerInfo{caps_[w]});
+    driver_->Start();  // no pull yet: nothing to answer
+    CHECK(applies_ == 0);
     CheckBatches();
   }
 
@@ -124,14 +122,14 @@ class LbDriver {
       busy_[w].push_back(worker.busy_s);
       batches_[w].push_back(worker.batch);
       ++worker.clock;
-      Actions actions;
-      policy_->PushArrived(w, push, &actions);
-      Carry(actions);
+      const PushOutcome outcome = driver_->Push(w, push, 0);
+      CHECK_FALSE(outcome.dropped);
+      AfterEvent();
       Pull(w);
     }
   }
 
-  LbBspPolicy& policy() { return *policy_; }
+  const LbBspPolicy& policy() const { return *policy_; }
   int64_t applies() const { return applies_; }
   // Worker w's batch in its step `round` (= the round, under BSP).
   int64_t batch_in(WorkerId w, int64_t round) const { return batches_[w][round]; }
@@ -175,8 +173,6 @@ class LbDriver {
  private:
   struct Worker {
     bool waiting = false;     // pulled, not yet answered
-    bool batch_sent = false;  // a SetBatch came since the last ReplyModel
-    int64_t next_batch = 0;
     int64_t batch = 0;        // of the step it computes
     double busy_s = 0;
     int64_t base_version = 0;
@@ -185,55 +181,51 @@ class LbDriver {
 
   void Pull(WorkerId w) {
     workers_[w].waiting = true;
-    Actions actions;
-    policy_->PullRequested(w, &actions);
-    Carry(actions);
+    driver_->Pull(w);
+    AfterEvent();
   }
 
-  void Carry(const Actions& actions) {
-    for (const Action& a : actions) {
-      switch (a.kind) {
-        case Kind::kSetBatch: {
-          Worker& worker = workers_[a.worker];
-          const auto b = static_cast<int64_t>(a.value);
-          CHECK(b >= 1);
-          if (caps_[a.worker] > 0) CHECK(b <= caps_[a.worker]);
-          worker.next_batch = b;
-          worker.batch_sent = true;
-          break;
-        }
-        case Kind::kReplyModel: {
-          Worker& worker = workers_[a.worker];
-          REQUIRE(worker.waiting);
-          CHECK(worker.batch_sent);  // the batch size travels with the model
-          worker.waiting = false;
-          worker.batch_sent = false;
-          worker.batch = worker.next_batch;
-          worker.base_version = policy_->version();
-          worker.busy_s = step_time_(a.worker, worker.batch, worker.clock);
-          queue_.push({now_ + worker.busy_s, seq_++, a.worker});
-          break;
-        }
-        case Kind::kStage:
-          staged_ += a.value;
-          break;
-        case Kind::kApply:
-          REQUIRE(staged_ > 0);
-          CHECK(a.value == doctest::Approx(1.0 / staged_));  // the mean over all samples
-          CHECK(staged_ == doctest::Approx(static_cast<double>(expected_sum_)));
-          staged_ = 0;
-          ++applies_;
-          break;
-        case Kind::kHold:
-          CHECK(workers_[a.worker].waiting);
-          break;
-        default:
-          FAIL("unexpected action " << static_cast<int>(a.kind) << " for worker " << a.worker
-                                    << ": " << a.reason);
-      }
+  // A pull not answered waits (Hold) for the round: the driver and the
+  // workers agree on who waits.
+  void AfterEvent() {
+    for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
+      CHECK(workers_[w].waiting == driver_->pull_pending(w));
     }
     CheckBatches();
   }
+
+  // The driver's sink.
+  void Stage(const HandledPush<int>& /*push*/, double weight) override { staged_ += weight; }
+  void Apply(double scale, bool with_optimizer) override {
+    CHECK(with_optimizer);
+    REQUIRE(staged_ > 0);
+    CHECK(scale == doctest::Approx(1.0 / staged_));  // the mean over all samples
+    CHECK(staged_ == doctest::Approx(static_cast<double>(expected_sum_)));
+    staged_ = 0;
+    ++applies_;
+  }
+  void SendModel(WorkerId w, const Reply& reply) override {
+    Worker& worker = workers_[w];
+    REQUIRE(worker.waiting);
+    // The batch size travels with the model, within [1, cap].
+    CHECK(reply.batch >= 1);
+    if (caps_[w] > 0) CHECK(reply.batch <= caps_[w]);
+    worker.waiting = false;
+    worker.batch = reply.batch;
+    worker.base_version = reply.version;
+    worker.busy_s = step_time_(w, worker.batch, worker.clock);
+    queue_.push({now_ + worker.busy_s, seq_++, w});
+  }
+  void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
+    FAIL("unexpected Continue for worker " << w);
+  }
+  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
+    FAIL("unexpected SyncNow for worker " << w);
+  }
+  void Dropped(WorkerId w, const Drop& drop) override {
+    FAIL("unexpected drop for worker " << w << ": " << drop.reason);
+  }
+  void Evaluate(bool /*must*/) override {}
 
   // Sum b_i = B, each within [1, cap], after every action list.
   void CheckBatches() {
@@ -247,8 +239,8 @@ class LbDriver {
     CHECK(sum == expected_sum_);
   }
 
-  std::unique_ptr<Policy> owned_;
-  LbBspPolicy* policy_ = nullptr;
+  std::optional<PolicyDriver<int>> driver_;
+  const LbBspPolicy* policy_ = nullptr;  // the driver's
   StepTime step_time_;
   std::vector<int64_t> caps_;
   int64_t expected_sum_ = 0;
@@ -359,11 +351,11 @@ TEST_CASE("lbbsp: even initial batches sent before the model; one batch-weighted
   }
   REQUIRE(a.size() == 6);
   for (WorkerId w = 0; w < 3; ++w) {
-    CHECK(a[2 * w].kind == Kind::kSetBatch);
-    CHECK(a[2 * w].worker == w);
-    CHECK(a[2 * w].value == 10);
-    CHECK(a[2 * w + 1].kind == Kind::kReplyModel);
-    CHECK(a[2 * w + 1].worker == w);
+    CHECK(Is<SetBatch>(a[2 * w]));
+    CHECK(WorkerOf(a[2 * w]) == w);
+    CHECK(std::get<SetBatch>(a[2 * w]).samples == 10);
+    CHECK(Is<ReplyModel>(a[2 * w + 1]));
+    CHECK(WorkerOf(a[2 * w + 1]) == w);
   }
 
   // Batches of 12, 10 and 8 (as after a rebalance): the apply weighs each
@@ -371,29 +363,27 @@ TEST_CASE("lbbsp: even initial batches sent before the model; one batch-weighted
   a.clear();
   lb->PushArrived(0, {0, 0, 12, true, 12, 1.0}, &a);
   lb->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kHold) == 1);  // BSP: waits for the round
+  CHECK(Count<Hold>(a) == 1);  // BSP: waits for the round
   lb->PushArrived(1, {0, 0, 10, false, 10, 1.0}, &a);  // refused payload: no weight
   lb->PushArrived(2, {0, 0, 8, true, 8, 1.0}, &a);
-  CHECK(Count(a, Kind::kStage) == 2);
-  const Action* apply = Find(a, Kind::kApply);
+  CHECK(Count<Stage>(a) == 2);
+  const Apply* apply = Find<Apply>(a);
   REQUIRE(apply != nullptr);
-  CHECK(apply->value == doctest::Approx(1.0 / 20));
+  CHECK(apply->scale == doctest::Approx(1.0 / 20));
   CHECK(lb->version() == 1);
   CHECK(lb->iteration() == 1);
   // The held worker is released with its batch first.
-  const Action* set = Find(a, Kind::kSetBatch, 0);
-  const Action* reply = Find(a, Kind::kReplyModel, 0);
-  REQUIRE(set != nullptr);
-  REQUIRE(reply != nullptr);
-  CHECK(set < reply);
-  CHECK(apply < reply);
+  REQUIRE(Find<SetBatch>(a, 0) != nullptr);
+  REQUIRE(Find<ReplyModel>(a, 0) != nullptr);
+  CHECK(IndexOf<SetBatch>(a, 0) < IndexOf<ReplyModel>(a, 0));
+  CHECK(IndexOf<Apply>(a) < IndexOf<ReplyModel>(a, 0));
 
   // As BSP, a gradient computed on an older version is refused.
   a.clear();
   lb->PushArrived(1, {1, 0, 10, true, 10, 1.0}, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
-  CHECK(a[0].reason.find("version 0") != std::string::npos);
+  CHECK(Is<Drop>(a[0]));
+  CHECK(std::get<Drop>(a[0]).reason.find("version 0") != std::string::npos);
 }
 
 // Closes one round in which worker w took busy[w] seconds for its batch
@@ -404,7 +394,7 @@ void LbRound(LbBspPolicy* lb, const std::vector<double>& busy) {
     const int64_t b = lb->batch(w);
     lb->PushArrived(w, {lb->clock(w), lb->version(), b, true, b, busy[w]}, &a);
   }
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
 }
 
 TEST_CASE("lbbsp cpu: largest-remainder rounding, caps cut off in proportion, unreported speeds kept") {
@@ -472,7 +462,7 @@ TEST_CASE("lbbsp cpu: a step's time is the server's reply-to-push time when that
     push.cycle_s = w == 1 ? 3.0 : 0.5;  // shorter than the busy time: ignored
     lb.PushArrived(w, push, &a);
   }
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
   CHECK(lb.batch(0) == 15);
   CHECK(lb.batch(1) == 5);
 }
@@ -494,7 +484,7 @@ TEST_CASE("lbbsp cpu: under a steady 4x straggler the iteration times converge, 
     CAPTURE(predictor);
     PolicyConfig config = LbConfig(4, 64);
     config.predictor = predictor;
-    LbDriver driver(config, Linear(kOneSlow, 0.002));
+    LbCluster driver(config, Linear(kOneSlow, 0.002));
     driver.Run(100);
     CHECK(driver.applies() == 100);
     CHECK(driver.MaxSpread(0, 5) > 3);  // before the first rebalance
@@ -510,7 +500,7 @@ TEST_CASE("lbbsp cpu: under a steady 4x straggler the iteration times converge, 
 TEST_CASE("lbbsp cpu: without rebalancing the straggler keeps everyone waiting") {
   PolicyConfig config = LbConfig(4, 64);
   config.rebalance_every = 1000000;
-  LbDriver driver(config, Linear(kOneSlow, 0.002));
+  LbCluster driver(config, Linear(kOneSlow, 0.002));
   driver.Run(100);
   CHECK(driver.MinSpread(20, 100) > 3);
   for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == 64);
@@ -527,7 +517,7 @@ TEST_CASE("lbbsp cpu: batches re-adapt when another worker slows down mid-run, w
     CAPTURE(predictor);
     PolicyConfig config = LbConfig(4, 64);
     config.predictor = predictor;
-    LbDriver driver(config, step_time);
+    LbCluster driver(config, step_time);
     driver.Run(300);
     CHECK(driver.MaxSpread(100, 150) <= 1.15);
     CHECK(driver.batch_in(1, 149) > 3 * driver.batch_in(3, 149));
@@ -542,7 +532,7 @@ TEST_CASE("lbbsp cpu: batches re-adapt when another worker slows down mid-run, w
 TEST_CASE("lbbsp: a cap on the fastest worker holds and the others take the rest") {
   // Worker 0 is twice as fast as 1 and 2: unbounded it would take 120 of 256.
   const std::vector<double> per_sample = {0.0005, 0.001, 0.001, 0.004};
-  LbDriver driver(LbConfig(4, 64), Linear(per_sample), {80, 0, 0, 0});
+  LbCluster driver(LbConfig(4, 64), Linear(per_sample), {80, 0, 0, 0});
   driver.Run(60);
   CHECK(driver.policy().batch(0) == 80);
   // The 176 left go to the others by speed: 4 : 4 : 1.
@@ -555,7 +545,7 @@ TEST_CASE("lbbsp: a cap on the fastest worker holds and the others take the rest
 TEST_CASE("lbbsp: caps apply from the join on; when they hold less than B, every worker runs at its cap") {
   {
     // A cap below the even share: the excess goes to the others at once.
-    LbDriver driver(LbConfig(4, 64), Linear(kOneSlow), {10, 0, 0, 0});
+    LbCluster driver(LbConfig(4, 64), Linear(kOneSlow), {10, 0, 0, 0});
     CHECK(driver.policy().batch(0) == 10);
     CHECK(driver.policy().batch(1) + driver.policy().batch(2) + driver.policy().batch(3) == 246);
     driver.Run(30);
@@ -563,13 +553,13 @@ TEST_CASE("lbbsp: caps apply from the join on; when they hold less than B, every
   }
   {
     // A cap on the slow worker that balancing would never reach is harmless.
-    LbDriver driver(LbConfig(4, 64), Linear(kOneSlow), {0, 0, 0, 64});
+    LbCluster driver(LbConfig(4, 64), Linear(kOneSlow), {0, 0, 0, 64});
     driver.Run(30);
     CHECK(driver.MaxSpread(20, 30) <= 1.15);
   }
   {
     // All capped, sum of caps 90 < B = 256: the sum is the caps' (documented).
-    LbDriver driver(LbConfig(4, 64), Linear(kOneSlow), {20, 20, 20, 30});
+    LbCluster driver(LbConfig(4, 64), Linear(kOneSlow), {20, 20, 20, 30});
     for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == (w == 3 ? 30 : 20));
     driver.Run(30);
     for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == (w == 3 ? 30 : 20));
@@ -581,7 +571,7 @@ TEST_CASE("lbbsp gpu: non-linear step times converge by fast approach, then fine
   // whatever its batch, so a speed measured at one batch says little about
   // another; the balanced batches (about 79 and 20) are past that.
   PolicyConfig config = LbConfig(4, 64, "gpu");
-  LbDriver driver(config, Saturating(kOneSlow, 0.070));
+  LbCluster driver(config, Saturating(kOneSlow, 0.070));
   CHECK(driver.policy().step() == 256 / 16);  // B / (4N)
   CHECK_FALSE(driver.policy().fine_tuning());
   driver.Run(10);
@@ -608,7 +598,7 @@ TEST_CASE("lbbsp gpu: non-linear step times converge by fast approach, then fine
 
   // Without moves the spread stays.
   config.rebalance_every = 1000000;
-  LbDriver still(config, Saturating(kOneSlow, 0.070));
+  LbCluster still(config, Saturating(kOneSlow, 0.070));
   still.Run(50);
   CHECK(still.MinSpread(0, 50) > 2.5);
   CHECK_FALSE(still.policy().fine_tuning());
@@ -619,7 +609,7 @@ TEST_CASE("lbbsp gpu: the leader is below its cap, and the first step follows --
   config.lb_step = 8;
   // Worker 0, the fastest, may not grow: worker 1 leads.
   const std::vector<double> per_sample = {0.0005, 0.001, 0.001, 0.004};
-  LbDriver driver(config, Saturating(per_sample, 0.001), {64, 0, 0, 0});
+  LbCluster driver(config, Saturating(per_sample, 0.001), {64, 0, 0, 0});
   CHECK(driver.policy().step() == 8);
   driver.Run(5);
   CHECK(driver.policy().batch(0) == 64);
@@ -631,12 +621,13 @@ TEST_CASE("lbbsp gpu: the leader is below its cap, and the first step follows --
 
 // --- Token scheduling -------------------------------------------------------
 
-// Plays the workers of a token run: each trains the token it was granted for
-// step_time(w, samples) and pushes; its next token comes with Continue (within
-// an iteration) or ReplyModel (a new one); Hold makes it wait.
-class TokenDriver {
+// Plays the workers of a token run through a policy driver: each trains the
+// token it was granted for step_time(w, samples) and pushes; its next token
+// comes with a go-ahead (within an iteration) or the model (a new one); until
+// then it waits.
+class TokenCluster : private DriverSink<int> {
  public:
-  TokenDriver(int64_t n, int64_t batch, int64_t token_size, StepTime step_time)
+  TokenCluster(int64_t n, int64_t batch, int64_t token_size, StepTime step_time)
       : step_time_(std::move(step_time)),
         global_batch_(batch * n),
         token_size_(token_size),
@@ -649,12 +640,13 @@ class TokenDriver {
     config.token_size = token_size;
     Result<std::unique_ptr<Policy>> made = MakePolicy(config);
     REQUIRE(made.ok());
-    owned_ = std::move(made).value();
-    policy_ = dynamic_cast<TokenPolicy*>(owned_.get());
+    driver_.emplace(std::move(made).value(), DriverOptions{},
+                    static_cast<DriverSink<int>&>(*this));
+    policy_ = dynamic_cast<const TokenPolicy*>(&driver_->policy());
     REQUIRE(policy_ != nullptr);
     CHECK(policy_->mode() == WorkerMode::kToken);
-    Actions ignored;
-    for (WorkerId w = 0; w < n; ++w) policy_->WorkerJoined(w, &ignored);
+    for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, {});
+    driver_->Start();
   }
 
   void Run(int64_t iterations) {
@@ -662,9 +654,8 @@ class TokenDriver {
       started_ = true;
       for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
         workers_[w].waiting = true;
-        Actions actions;
-        policy_->PullRequested(w, &actions);
-        Carry(actions);
+        driver_->Pull(w);
+        CheckWaiting();
       }
     }
     while (policy_->iteration() < iterations) {
@@ -682,13 +673,12 @@ class TokenDriver {
                           worker.busy_s};
       worker.token = -1;
       worker.waiting = true;
-      Actions actions;
-      policy_->PushArrived(w, push, &actions);
-      Carry(actions);
+      CHECK_FALSE(driver_->Push(w, push, 0).dropped);
+      CheckWaiting();
     }
   }
 
-  TokenPolicy& policy() { return *policy_; }
+  const TokenPolicy& policy() const { return *policy_; }
   int64_t applies() const { return applies_; }
   double now() const { return now_; }
 
@@ -714,56 +704,59 @@ class TokenDriver {
     queue_.push({now_ + worker.busy_s, seq_++, w});
   }
 
-  void Carry(const Actions& actions) {
-    for (const Action& a : actions) {
-      switch (a.kind) {
-        case Kind::kGrant: {
-          const auto token = static_cast<int64_t>(a.value);
-          CHECK(workers_[a.worker].token < 0);
-          CHECK(token >= 0);
-          CHECK(token < policy_->tokens_per_iteration());
-          CHECK(granted_.insert(token).second);  // never granted twice in an iteration
-          workers_[a.worker].token = token;
-          break;
-        }
-        case Kind::kContinue:
-          CHECK(a.value == 0);
-          CHECK(workers_[a.worker].base_version == policy_->version());
-          Start(a.worker);
-          break;
-        case Kind::kReplyModel:
-          ++replies_in_iteration_[a.worker];
-          CHECK(replies_in_iteration_[a.worker] == 1);  // one new model per iteration
-          workers_[a.worker].base_version = policy_->version();
-          Start(a.worker);
-          break;
-        case Kind::kHold:
-          CHECK(workers_[a.worker].waiting);
-          CHECK(workers_[a.worker].token < 0);
-          break;
-        case Kind::kStage:
-          staged_ += a.value;
-          break;
-        case Kind::kApply:
-          CHECK(a.value == doctest::Approx(1.0 / staged_));
-          CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));
-          CHECK(static_cast<int64_t>(completed_.size()) == policy_->tokens_per_iteration());
-          CHECK(granted_.size() == completed_.size());
-          staged_ = 0;
-          granted_.clear();
-          completed_.clear();
-          std::fill(replies_in_iteration_.begin(), replies_in_iteration_.end(), 0);
-          ++applies_;
-          break;
-        default:
-          FAIL("unexpected action " << static_cast<int>(a.kind) << " for worker " << a.worker
-                                    << ": " << a.reason);
-      }
+  // A worker waiting for its answer (held) has no token.
+  void CheckWaiting() {
+    for (const Worker& worker : workers_) {
+      if (worker.waiting) CHECK(worker.token < 0);
     }
   }
 
-  std::unique_ptr<Policy> owned_;
-  TokenPolicy* policy_ = nullptr;
+  // The token a reply carries.
+  void TakeToken(WorkerId w, int64_t token) {
+    CHECK(workers_[w].token < 0);
+    CHECK(token >= 0);
+    CHECK(token < policy_->tokens_per_iteration());
+    CHECK(granted_.insert(token).second);  // never granted twice in an iteration
+    workers_[w].token = token;
+  }
+
+  // The driver's sink.
+  void Stage(const HandledPush<int>& /*push*/, double weight) override { staged_ += weight; }
+  void Apply(double scale, bool with_optimizer) override {
+    CHECK(with_optimizer);
+    CHECK(scale == doctest::Approx(1.0 / staged_));
+    CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));
+    CHECK(static_cast<int64_t>(completed_.size()) == policy_->tokens_per_iteration());
+    CHECK(granted_.size() == completed_.size());
+    staged_ = 0;
+    granted_.clear();
+    completed_.clear();
+    std::fill(replies_in_iteration_.begin(), replies_in_iteration_.end(), 0);
+    ++applies_;
+  }
+  void SendModel(WorkerId w, const Reply& reply) override {
+    TakeToken(w, reply.token);
+    ++replies_in_iteration_[w];
+    CHECK(replies_in_iteration_[w] == 1);  // one new model per iteration
+    workers_[w].base_version = reply.version;
+    Start(w);
+  }
+  void SendContinue(WorkerId w, bool download, const Reply& reply) override {
+    TakeToken(w, reply.token);
+    CHECK_FALSE(download);
+    CHECK(workers_[w].base_version == policy_->version());
+    Start(w);
+  }
+  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
+    FAIL("unexpected SyncNow for worker " << w);
+  }
+  void Dropped(WorkerId w, const Drop& drop) override {
+    FAIL("unexpected drop for worker " << w << ": " << drop.reason);
+  }
+  void Evaluate(bool /*must*/) override {}
+
+  std::optional<PolicyDriver<int>> driver_;
+  const TokenPolicy* policy_ = nullptr;  // the driver's
   StepTime step_time_;
   int64_t global_batch_;
   int64_t token_size_;
@@ -788,8 +781,8 @@ Actions PushToken(Policy* policy, WorkerId w, int64_t samples = 16) {
 
 // The token granted in `a`, or -1.
 int64_t GrantedToken(const Actions& a, WorkerId w) {
-  const Action* grant = Find(a, Kind::kGrant, w);
-  return grant == nullptr ? -1 : static_cast<int64_t>(grant->value);
+  const Grant* grant = Find<Grant>(a, w);
+  return grant == nullptr ? -1 : grant->token;
 }
 
 TEST_CASE("token: tokens dealt evenly; a pull gets a token and the model; MakePolicy checks the size") {
@@ -801,8 +794,8 @@ TEST_CASE("token: tokens dealt evenly; a pull gets a token and the model; MakePo
   for (WorkerId w = 0; w < 3; ++w) token.PullRequested(w, &a);
   REQUIRE(a.size() == 6);
   for (WorkerId w = 0; w < 3; ++w) {
-    CHECK(a[2 * w].kind == Kind::kGrant);  // the token travels with the model
-    CHECK(a[2 * w + 1].kind == Kind::kReplyModel);
+    CHECK(Is<Grant>(a[2 * w]));  // the token travels with the model
+    CHECK(Is<ReplyModel>(a[2 * w + 1]));
   }
   CHECK(GrantedToken(a, 0) == 0);
   CHECK(GrantedToken(a, 1) == 3);
@@ -829,14 +822,14 @@ TEST_CASE("token: helpers go to the straggler with the fewest helpers, then the 
 
   a = PushToken(&token, 1);  // worker 1 has made progress
   CHECK(GrantedToken(a, 1) == 4);
-  CHECK(Find(a, Kind::kContinue, 1) != nullptr);
+  CHECK(Find<Continue>(a, 1) != nullptr);
   CHECK(GrantedToken(PushToken(&token, 0), 0) == 1);
   CHECK(GrantedToken(PushToken(&token, 0), 0) == 2);
   // Own bucket empty; nobody has helpers; 2 and 3 have done nothing of their
   // own, 1 has: worker 2 (the lower rank of the two), from its far end.
   a = PushToken(&token, 0);
   CHECK(GrantedToken(a, 0) == 8);
-  CHECK(Find(a, Kind::kContinue, 0) != nullptr);
+  CHECK(Find<Continue>(a, 0) != nullptr);
 
   CHECK(GrantedToken(PushToken(&token, 3), 3) == 10);
   CHECK(GrantedToken(PushToken(&token, 3), 3) == 11);
@@ -849,18 +842,18 @@ TEST_CASE("token: helpers go to the straggler with the fewest helpers, then the 
   for (WorkerId w : {1, 2, 3}) {
     a = PushToken(&token, w);
     REQUIRE(a.size() == 2);
-    CHECK(a[0].kind == Kind::kStage);
-    CHECK(a[1].kind == Kind::kHold);
+    CHECK(Is<Stage>(a[0]));
+    CHECK(Is<Hold>(a[1]));
   }
   a = PushToken(&token, 0);
-  CHECK(Count(a, Kind::kStage) == 1);
-  const Action* apply = Find(a, Kind::kApply);
+  CHECK(Count<Stage>(a) == 1);
+  const Apply* apply = Find<Apply>(a);
   REQUIRE(apply != nullptr);
-  CHECK(apply->value == doctest::Approx(1.0 / 192));
+  CHECK(apply->scale == doctest::Approx(1.0 / 192));
   CHECK(token.iteration() == 1);
   // Everyone starts the next iteration on its own first token.
   for (WorkerId w = 0; w < 4; ++w) {
-    CHECK(CountFor(a, Kind::kReplyModel, w) == 1);
+    CHECK(CountFor<ReplyModel>(a, w) == 1);
     CHECK(GrantedToken(a, w) == 3 * w);
   }
   CHECK(token.completed(0) == 5);
@@ -894,32 +887,31 @@ TEST_CASE("token: a worker with nothing to do is held and answered once when the
   token.PullRequested(1, &a);
   a = PushToken(&token, 0);
   REQUIRE(a.size() == 2);
-  CHECK(a[1].kind == Kind::kHold);
-  CHECK(a[1].worker == 0);
+  CHECK(Is<Hold>(a[1]));
+  CHECK(WorkerOf(a[1]) == 0);
   // A held worker that asks again (say, after a reconnect) is held too ...
   a.clear();
   token.PullRequested(0, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kHold);
+  CHECK(Is<Hold>(a[0]));
   // ... and still gets one answer, with one token.
   a = PushToken(&token, 1);
-  CHECK(Count(a, Kind::kApply) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
-  CHECK(CountFor(a, Kind::kGrant, 0) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 1);
-  CHECK(CountFor(a, Kind::kGrant, 1) == 1);
-  const Action* grant = Find(a, Kind::kGrant, 0);
-  CHECK(grant < Find(a, Kind::kReplyModel, 0));
-  CHECK(Find(a, Kind::kApply) < grant);  // the model sent is the new one
+  CHECK(Count<Apply>(a) == 1);
+  CHECK(CountFor<ReplyModel>(a, 0) == 1);
+  CHECK(CountFor<Grant>(a, 0) == 1);
+  CHECK(CountFor<ReplyModel>(a, 1) == 1);
+  CHECK(CountFor<Grant>(a, 1) == 1);
+  CHECK(IndexOf<Grant>(a, 0) < IndexOf<ReplyModel>(a, 0));
+  CHECK(IndexOf<Apply>(a) < IndexOf<Grant>(a, 0));  // the model sent is the new one
 
   // A push with no token in flight is a protocol error, not a completion.
   a = PushToken(&token, 0);  // completes its token and waits
-  CHECK(CountFor(a, Kind::kHold, 0) == 1);
+  CHECK(CountFor<Hold>(a, 0) == 1);
   a.clear();
   token.PushArrived(0, {token.clock(0), token.version(), 16, true, 16, 1.0}, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
-  CHECK(a[0].reason.find("token") != std::string::npos);
+  CHECK(Is<Drop>(a[0]));
+  CHECK(std::get<Drop>(a[0]).reason.find("token") != std::string::npos);
 }
 
 TEST_CASE("token: with fewer tokens than workers, a pull waits and the iteration ends once") {
@@ -930,32 +922,32 @@ TEST_CASE("token: with fewer tokens than workers, a pull waits and the iteration
   for (WorkerId w = 0; w < 3; ++w) token.PullRequested(w, &a);
   CHECK(GrantedToken(a, 0) == 0);
   CHECK(GrantedToken(a, 1) == 1);
-  CHECK(CountFor(a, Kind::kHold, 2) == 1);
+  CHECK(CountFor<Hold>(a, 2) == 1);
   a = PushToken(&token, 0, 2);
-  CHECK(CountFor(a, Kind::kHold, 0) == 1);
+  CHECK(CountFor<Hold>(a, 0) == 1);
   a = PushToken(&token, 1, 1);  // the short last token
-  const Action* apply = Find(a, Kind::kApply);
+  const Apply* apply = Find<Apply>(a);
   REQUIRE(apply != nullptr);
-  CHECK(apply->value == doctest::Approx(1.0 / 3));
+  CHECK(apply->scale == doctest::Approx(1.0 / 3));
   // Two tokens for three waiting workers: two answered, once each, the held
   // pull first; worker 2 helps 0, and 0 helps 1.
-  CHECK(Count(a, Kind::kReplyModel) == 2);
-  CHECK(Count(a, Kind::kGrant) == 2);
+  CHECK(Count<ReplyModel>(a) == 2);
+  CHECK(Count<Grant>(a) == 2);
   CHECK(GrantedToken(a, 2) == 0);
   CHECK(GrantedToken(a, 0) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 0);
+  CHECK(CountFor<ReplyModel>(a, 1) == 0);
   // Worker 1 waits out this iteration and starts the next.
   a = PushToken(&token, 2, 2);
-  CHECK(CountFor(a, Kind::kHold, 2) == 1);
+  CHECK(CountFor<Hold>(a, 2) == 1);
   a = PushToken(&token, 0, 1);
-  CHECK(Count(a, Kind::kApply) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 2) == 0);
+  CHECK(Count<Apply>(a) == 1);
+  CHECK(CountFor<ReplyModel>(a, 1) == 1);
+  CHECK(CountFor<ReplyModel>(a, 0) == 1);
+  CHECK(CountFor<ReplyModel>(a, 2) == 0);
 }
 
 TEST_CASE("token driver: a 4x faster worker trains about 4x the tokens; every token once per iteration") {
-  TokenDriver driver(4, 64, 4, Linear(kOneSlow, 0.0002));
+  TokenCluster driver(4, 64, 4, Linear(kOneSlow, 0.0002));
   driver.Run(200);
   CHECK(driver.applies() == 200);
   const TokenPolicy& token = driver.policy();
@@ -976,7 +968,7 @@ TEST_CASE("token driver: a 4x faster worker trains about 4x the tokens; every to
 }
 
 TEST_CASE("token driver: equal workers share the tokens equally") {
-  TokenDriver driver(3, 32, 8, Linear({0.001, 0.001, 0.001}));
+  TokenCluster driver(3, 32, 8, Linear({0.001, 0.001, 0.001}));
   driver.Run(50);
   CHECK(driver.applies() == 50);
   for (WorkerId w = 0; w < 3; ++w) CHECK(driver.policy().completed(w) == 50 * 4);

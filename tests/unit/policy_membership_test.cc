@@ -1,6 +1,7 @@
 // Workers that leave and join a running job: every policy goes on with the
-// live workers, waits for no one gone, and keeps its ALGORITHMS.md
-// invariants; a saved policy state restores where it stood.
+// live workers, waits for no one gone, and keeps its invariants
+// (docs/algorithms.md, "Workers leaving and joining" and each model's
+// "Membership"); a saved policy state restores where it stood.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -15,9 +16,10 @@
 namespace dmlps::sync {
 namespace {
 
-using Kind = Action::Kind;
 using testing::Count;
 using testing::CountFor;
+using testing::Is;
+using testing::WorkerOf;
 
 std::unique_ptr<Policy> Make(PolicyConfig config) {
   Result<std::unique_ptr<Policy>> p = MakePolicy(config);
@@ -38,19 +40,19 @@ TEST_CASE("membership: BSP's barrier shrinks when a worker that has not pushed i
     bsp->PushArrived(w, {0, 0, 10, true}, &a);
     bsp->PullRequested(w, &a);
   }
-  CHECK(Count(a, Kind::kApply) == 0);
-  CHECK(Count(a, Kind::kHold) == 3);
+  CHECK(Count<Apply>(a) == 0);
+  CHECK(Count<Hold>(a) == 3);
   a.clear();
   bsp->WorkerLeft(3, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
-  CHECK(a[0].value == doctest::Approx(1.0 / 30));
-  for (WorkerId w = 0; w < 3; ++w) CHECK(CountFor(a, Kind::kReplyModel, w) == 1);
+  REQUIRE(Count<Apply>(a) == 1);
+  CHECK(std::get<Apply>(a[0]).scale == doctest::Approx(1.0 / 30));
+  for (WorkerId w = 0; w < 3; ++w) CHECK(CountFor<ReplyModel>(a, w) == 1);
   CHECK(bsp->iteration() == 1);
   CHECK(bsp->live_workers() == 3);
   // The next round needs the three live workers only.
   a.clear();
   for (WorkerId w = 0; w < 3; ++w) bsp->PushArrived(w, {1, 1, 10, true}, &a);
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
   CHECK(bsp->iteration() == 2);
   // Leaving twice, or a rank never joined, changes nothing.
   a.clear();
@@ -64,14 +66,15 @@ TEST_CASE("membership: BSP keeps the gradient of a worker lost after its push, w
   Actions a;
   bsp->PushArrived(0, {0, 0, 10, true}, &a);
   bsp->WorkerLeft(0, &a);
-  CHECK(Count(a, Kind::kApply) == 0);  // 1 and 2 have not pushed
+  CHECK(Count<Apply>(a) == 0);  // 1 and 2 have not pushed
   bsp->PushArrived(1, {0, 0, 20, true}, &a);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<Apply>(a) == 0);
   bsp->PushArrived(2, {0, 0, 30, true}, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
-  const auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kApply; });
-  CHECK(apply->value == doctest::Approx(1.0 / 60));  // its 10 samples are in the mean
-  CHECK(Count(a, Kind::kStage) == 3);
+  REQUIRE(Count<Apply>(a) == 1);
+  const auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return Is<Apply>(x); });
+  // Its 10 samples are in the mean.
+  CHECK(std::get<Apply>(*apply).scale == doctest::Approx(1.0 / 60));
+  CHECK(Count<Stage>(a) == 3);
 }
 
 TEST_CASE("membership: a worker joins a BSP run in the current round and gets the model") {
@@ -87,14 +90,14 @@ TEST_CASE("membership: a worker joins a BSP run in the current round and gets th
   CHECK(bsp->clock(w) == 1);  // it pushes in round 1
   a.clear();
   bsp->PullRequested(w, &a);
-  CHECK(CountFor(a, Kind::kReplyModel, w) == 1);
+  CHECK(CountFor<ReplyModel>(a, w) == 1);
   a.clear();
   bsp->PushArrived(0, {1, 1, 8, true}, &a);
   bsp->PushArrived(1, {1, 1, 8, true}, &a);
-  CHECK(Count(a, Kind::kApply) == 0);  // the round waits for the newcomer
+  CHECK(Count<Apply>(a) == 0);  // the round waits for the newcomer
   bsp->PushArrived(w, {1, 1, 8, true}, &a);
-  CHECK(Count(a, Kind::kApply) == 1);
-  CHECK(Count(a, Kind::kDrop) == 0);
+  CHECK(Count<Apply>(a) == 1);
+  CHECK(Count<Drop>(a) == 0);
 }
 
 TEST_CASE("membership: SSP's minimum clock ignores the lost worker") {
@@ -105,11 +108,11 @@ TEST_CASE("membership: SSP's minimum clock ignores the lost worker") {
   }
   a.clear();
   ssp->PullRequested(0, &a);  // clock 2, the slowest at 0: 2 - 0 > 1
-  CHECK(CountFor(a, Kind::kHold, 0) == 1);
+  CHECK(CountFor<Hold>(a, 0) == 1);
   a.clear();
   ssp->WorkerLeft(2, &a);
   CHECK(ssp->MinClock() == 2);
-  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
+  CHECK(CountFor<ReplyModel>(a, 0) == 1);
   // A newcomer starts at the slowest live clock, so it holds no one back.
   ssp->WorkerJoined(2, &a);
   CHECK(ssp->clock(2) == 2);
@@ -125,8 +128,9 @@ TEST_CASE("membership: ASP's iteration keeps rising as workers leave") {
   CHECK(asp->iteration() == 1);  // three pushes of three live workers
   for (WorkerId w = 0; w < 3; ++w) asp->PushArrived(w, {1, 0, 1, true}, &a);
   CHECK(asp->iteration() == 2);
-  const auto last = std::find_if(a.rbegin(), a.rend(), [](const Action& x) { return x.kind == Kind::kApply; });
-  CHECK(last->value == doctest::Approx(1.0 / 3));  // 1/N of the live workers
+  const auto last =
+      std::find_if(a.rbegin(), a.rend(), [](const Action& x) { return Is<Apply>(x); });
+  CHECK(std::get<Apply>(*last).scale == doctest::Approx(1.0 / 3));  // 1/N of the live workers
 }
 
 TEST_CASE("membership: backup workers recount: N - b of the live workers close the round") {
@@ -134,16 +138,16 @@ TEST_CASE("membership: backup workers recount: N - b of the live workers close t
   Actions a;
   backup->PushArrived(0, {0, 0, 5, true}, &a);
   backup->PushArrived(1, {0, 0, 5, true}, &a);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<Apply>(a) == 0);
   backup->WorkerLeft(3, &a);  // 2 of 3 now suffice
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
   CHECK(backup->iteration() == 1);
   a.clear();
   backup->WorkerLeft(2, &a);
   backup->WorkerLeft(1, &a);
   // One worker left, b = 1: every push of it closes a round.
   backup->PushArrived(0, {1, 1, 5, true}, &a);
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
   CHECK(backup->iteration() == 2);
 }
 
@@ -153,17 +157,17 @@ TEST_CASE("membership: WBSP's round closes without the lost worker, scaled by th
   wbsp->PushArrived(0, {0, 0, 8, true}, &a);
   wbsp->PushArrived(0, {1, 0, 8, true}, &a);
   wbsp->PushArrived(1, {0, 0, 8, true}, &a);
-  CHECK(Count(a, Kind::kApplyDelta) == 0);
+  CHECK(Count<ApplyDelta>(a) == 0);
   a.clear();
   wbsp->WorkerLeft(2, &a);
-  REQUIRE(Count(a, Kind::kApplyDelta) == 1);
-  CHECK(a[0].value == doctest::Approx(1.0 / 2));
+  REQUIRE(Count<ApplyDelta>(a) == 1);
+  CHECK(std::get<ApplyDelta>(a[0]).scale == doctest::Approx(1.0 / 2));
   CHECK(wbsp->iteration() == 1);
   // Both live workers are told to download at their next push.
   a.clear();
   wbsp->PushArrived(0, {2, 0, 8, true}, &a);
-  REQUIRE(CountFor(a, Kind::kContinue, 0) == 1);
-  CHECK(a.back().value == 1);
+  REQUIRE(CountFor<Continue>(a, 0) == 1);
+  CHECK(std::get<Continue>(a.back()).download);
 }
 
 TEST_CASE("membership: A-BSP's SyncNow goes to the live workers only") {
@@ -171,13 +175,13 @@ TEST_CASE("membership: A-BSP's SyncNow goes to the live workers only") {
   Actions a;
   abps->WorkerLeft(2, &a);
   abps->PushArrived(0, {0, 0, 32, true}, &a);
-  CHECK(Count(a, Kind::kSyncNow) == 2);
-  CHECK(CountFor(a, Kind::kSyncNow, 1) == 1);
-  CHECK(CountFor(a, Kind::kSyncNow, 3) == 1);
-  CHECK(CountFor(a, Kind::kSyncNow, 2) == 0);
+  CHECK(Count<SyncNow>(a) == 2);
+  CHECK(CountFor<SyncNow>(a, 1) == 1);
+  CHECK(CountFor<SyncNow>(a, 3) == 1);
+  CHECK(CountFor<SyncNow>(a, 2) == 0);
   abps->PushArrived(1, {0, 0, 8, true}, &a);
   abps->PushArrived(3, {0, 0, 16, true}, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
+  REQUIRE(Count<Apply>(a) == 1);
 }
 
 TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or joins") {
@@ -201,12 +205,12 @@ TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or 
   lb->PushArrived(0, {0, 0, 30, true}, &a);
   lb->PushArrived(2, {0, 0, 30, true}, &a);
   lb->PushArrived(3, {0, 0, 30, true}, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
+  REQUIRE(Count<Apply>(a) == 1);
   a.clear();
   lb->PullRequested(0, &a);
   REQUIRE(a.size() == 2);
-  CHECK(a[0].kind == Kind::kSetBatch);
-  CHECK(a[0].value == 40);
+  CHECK(Is<SetBatch>(a[0]));
+  CHECK(std::get<SetBatch>(a[0]).samples == 40);
   // A newcomer on a new rank: a share as large as the mean, B unchanged.
   const WorkerId w = lb->AddWorker();
   lb->WorkerJoined(w, {.max_batch = 0}, &a);
@@ -226,25 +230,25 @@ TEST_CASE("membership: tokens a lost worker held are re-issued to the waiting wo
   REQUIRE(token->tokens_per_iteration() == 3);
   Actions a;
   for (WorkerId w = 0; w < 3; ++w) token->PullRequested(w, &a);
-  CHECK(Count(a, Kind::kGrant) == 3);
+  CHECK(Count<Grant>(a) == 3);
   a.clear();
   token->PushArrived(0, {0, 0, 16, true}, &a);
   token->PushArrived(1, {0, 0, 16, true}, &a);
-  CHECK(Count(a, Kind::kHold) == 2);  // the last token is in flight on worker 2
+  CHECK(Count<Hold>(a) == 2);  // the last token is in flight on worker 2
   a.clear();
   token->WorkerLeft(2, &a);
-  REQUIRE(Count(a, Kind::kGrant) == 1);
-  const WorkerId helper = a[0].worker;
+  REQUIRE(Count<Grant>(a) == 1);
+  const WorkerId helper = WorkerOf(a[0]);
   CHECK(helper != 2);
-  CHECK(CountFor(a, Kind::kContinue, helper) == 1);
+  CHECK(CountFor<Continue>(a, helper) == 1);
   a.clear();
   token->PushArrived(helper, {1, 0, 16, true}, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
+  REQUIRE(Count<Apply>(a) == 1);
   CHECK(token->iteration() == 1);
   // The next iteration deals all three tokens to the two live workers.
-  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 1);
-  CHECK(CountFor(a, Kind::kReplyModel, 2) == 0);
+  CHECK(CountFor<ReplyModel>(a, 0) == 1);
+  CHECK(CountFor<ReplyModel>(a, 1) == 1);
+  CHECK(CountFor<ReplyModel>(a, 2) == 0);
 }
 
 // Plays a cluster against a policy the way the server does, with workers
@@ -274,21 +278,21 @@ struct MembershipDriver {
 
   void Carry(const Actions& actions) {
     for (const Action& a : actions) {
-      // Backup's late pushes are dropped by design (value 1); nothing else is.
-      if (a.kind == Kind::kDrop && a.value == 0) {
-        FAIL_CHECK("push dropped: " << a.reason);
+      // Backup's late pushes are dropped by design (late); nothing else is.
+      if (const auto* drop = std::get_if<Drop>(&a); drop != nullptr && !drop->late) {
+        FAIL_CHECK("push dropped: " << drop->reason);
       }
-      if (a.worker >= 0 && (a.kind == Kind::kReplyModel || a.kind == Kind::kContinue ||
-                            a.kind == Kind::kSyncNow || a.kind == Kind::kGrant)) {
-        REQUIRE_MESSAGE(policy->joined(a.worker), "action for a worker gone");
+      if (WorkerOf(a) >= 0 && (Is<ReplyModel>(a) || Is<Continue>(a) ||
+                            Is<SyncNow>(a) || Is<Grant>(a))) {
+        REQUIRE_MESSAGE(policy->joined(WorkerOf(a)), "action for a worker gone");
       }
-      if (a.kind == Kind::kReplyModel) {
-        Worker& w = workers.at(a.worker);
+      if (Is<ReplyModel>(a)) {
+        Worker& w = workers.at(WorkerOf(a));
         w.phase = Phase::kCompute;
         w.base = policy->version();
         if (config.name == "ssp") CHECK(w.clock - policy->MinClock() <= config.staleness);
-      } else if (a.kind == Kind::kContinue) {
-        workers.at(a.worker).phase = a.value != 0 ? Phase::kPull : Phase::kCompute;
+      } else if (const auto* next = std::get_if<Continue>(&a)) {
+        workers.at(next->worker).phase = next->download ? Phase::kPull : Phase::kCompute;
       }
     }
     if (auto* lb = dynamic_cast<LbBspPolicy*>(policy.get())) {
@@ -412,7 +416,7 @@ TEST_CASE("membership: a saved policy state restores the version, the iteration 
   // It goes on: round 3's pushes on version 3 are accepted.
   a.clear();
   for (WorkerId w = 0; w < 3; ++w) restored->PushArrived(w, {3, 3, 10, true}, &a);
-  CHECK(Count(a, Kind::kDrop) == 0);
+  CHECK(Count<Drop>(a) == 0);
   CHECK(restored->iteration() == 4);
 
   // A split of another cluster size is ignored.

@@ -1,7 +1,8 @@
 // Backup workers, WBSP and A-BSP against stragglers: scripted event sequences,
 // and a discrete-event driver in virtual time that plays the worker side of
-// each mode, so that the invariants ALGORITHMS.md states are checked on the
-// schedules a slow worker actually produces.
+// each mode, so that the invariants docs/algorithms.md states ("Backup
+// workers", "WBSP", "A-BSP") are checked on the schedules a slow worker
+// actually produces.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -21,16 +22,12 @@
 namespace dmlps::sync {
 namespace {
 
-using Kind = Action::Kind;
-
 using testing::Count;
 using testing::CountFor;
-
-const Action* Find(const Actions& actions, Kind kind) {
-  auto it = std::find_if(actions.begin(), actions.end(),
-                         [&](const Action& a) { return a.kind == kind; });
-  return it == actions.end() ? nullptr : &*it;
-}
+using testing::Find;
+using testing::IndexOf;
+using testing::Is;
+using testing::WorkerOf;
 
 PolicyConfig Config(const std::string& name, int64_t n) {
   PolicyConfig config;
@@ -117,31 +114,24 @@ BackupRun RunBackup(int64_t n, int64_t b, const StepTime& step_time, double unti
 
   auto carry_out = [&](const Actions& actions, int64_t version) {
     for (const Action& a : actions) {
-      switch (a.kind) {
-        case Kind::kStage:
-          ++staged_pushes;
-          staged_samples += static_cast<int64_t>(a.value);
-          break;
-        case Kind::kApply:
-          CHECK(staged_pushes == n - b);
-          CHECK(a.value == doctest::Approx(1.0 / static_cast<double>(staged_samples)));
-          staged_pushes = 0;
-          staged_samples = 0;
-          ++version;
-          ++run.applies;
-          break;
-        case Kind::kReplyModel:
-          REQUIRE(base[a.worker] == -1);
-          base[a.worker] = version;
-          queue.Schedule(now + step_time(a.worker, now), a.worker);
-          break;
-        case Kind::kHold:
-          CHECK(base[a.worker] == -1);
-          break;
-        case Kind::kDrop:
-          break;
-        default:
-          FAIL("backup emitted an action a sync worker does not expect");
+      if (const auto* stage = std::get_if<Stage>(&a)) {
+        ++staged_pushes;
+        staged_samples += static_cast<int64_t>(stage->weight);
+      } else if (const auto* apply = std::get_if<Apply>(&a)) {
+        CHECK(staged_pushes == n - b);
+        CHECK(apply->scale == doctest::Approx(1.0 / static_cast<double>(staged_samples)));
+        staged_pushes = 0;
+        staged_samples = 0;
+        ++version;
+        ++run.applies;
+      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
+        REQUIRE(base[reply->worker] == -1);
+        base[reply->worker] = version;
+        queue.Schedule(now + step_time(reply->worker, now), reply->worker);
+      } else if (Is<Hold>(a)) {
+        CHECK(base[WorkerOf(a)] == -1);
+      } else if (!Is<Drop>(a)) {
+        FAIL("backup emitted an action a sync worker does not expect");
       }
     }
     CHECK(version == policy->version());
@@ -168,23 +158,23 @@ BackupRun RunBackup(int64_t n, int64_t b, const StepTime& step_time, double unti
     const bool late = push.base_version < version_before;
     if (late) {
       REQUIRE(actions.size() == 1);
-      CHECK(actions[0].kind == Kind::kDrop);
-      CHECK(actions[0].worker == w);
-      CHECK(actions[0].reason.find("late") != std::string::npos);
-      CHECK(actions[0].value == 1);  // expected by the policy: wasted work, not an error
+      CHECK(Is<Drop>(actions[0]));
+      CHECK(WorkerOf(actions[0]) == w);
+      CHECK(std::get<Drop>(actions[0]).reason.find("late") != std::string::npos);
+      CHECK(std::get<Drop>(actions[0]).late);  // expected by the policy: wasted work, not an error
       ++run.dropped[w];
       run.wasted_samples += push.samples;
     } else {
       CHECK(push.base_version == version_before);  // on time means on the current model
-      CHECK(Count(actions, Kind::kDrop) == 0);
-      REQUIRE(CountFor(actions, Kind::kStage, w) == 1);
-      CHECK(Find(actions, Kind::kStage)->value == static_cast<double>(push.samples));
+      CHECK(Count<Drop>(actions) == 0);
+      REQUIRE(CountFor<Stage>(actions, w) == 1);
+      CHECK(Find<Stage>(actions)->weight == static_cast<double>(push.samples));
     }
     carry_out(actions, version_before);
     Actions pull;
     policy->PullRequested(w, &pull);
     // A late worker starts again on the newest model at once.
-    if (late) CHECK(CountFor(pull, Kind::kReplyModel, w) == 1);
+    if (late) CHECK(CountFor<ReplyModel>(pull, w) == 1);
     carry_out(pull, policy->version());
   }
   CHECK(policy->iteration() == run.applies);
@@ -206,25 +196,25 @@ TEST_CASE("backup: the first N - b pushes apply, sample-weighted; a late one is 
   auto backup = MakeBackup(4, 1);
   Actions a;
   for (WorkerId w = 0; w < 4; ++w) backup->PullRequested(w, &a);
-  CHECK(Count(a, Kind::kReplyModel) == 4);
+  CHECK(Count<ReplyModel>(a) == 4);
 
   a.clear();
   backup->PushArrived(0, {0, 0, 10, true}, &a);
   backup->PushArrived(1, {0, 0, 20, true}, &a);
   backup->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kStage) == 2);
-  CHECK(Count(a, Kind::kApply) == 0);
-  CHECK(CountFor(a, Kind::kHold, 0) == 1);  // worker 0 already pushed on round 0
-  CHECK(a[0].value == 10);
-  CHECK(a[1].value == 20);
+  CHECK(Count<Stage>(a) == 2);
+  CHECK(Count<Apply>(a) == 0);
+  CHECK(CountFor<Hold>(a, 0) == 1);  // worker 0 already pushed on round 0
+  CHECK(std::get<Stage>(a[0]).weight == 10);
+  CHECK(std::get<Stage>(a[1]).weight == 20);
 
   a.clear();
   backup->PushArrived(2, {0, 0, 30, true}, &a);  // the third of N - b = 3 closes round 0
-  REQUIRE(Count(a, Kind::kApply) == 1);
-  CHECK(Find(a, Kind::kApply)->value == doctest::Approx(1.0 / 60));
-  REQUIRE(Find(a, Kind::kReplyModel) != nullptr);
-  CHECK(Find(a, Kind::kApply) < Find(a, Kind::kReplyModel));
-  CHECK(CountFor(a, Kind::kReplyModel, 0) == 1);
+  REQUIRE(Count<Apply>(a) == 1);
+  CHECK(Find<Apply>(a)->scale == doctest::Approx(1.0 / 60));
+  REQUIRE(Find<ReplyModel>(a) != nullptr);
+  CHECK(IndexOf<Apply>(a) < IndexOf<ReplyModel>(a));
+  CHECK(CountFor<ReplyModel>(a, 0) == 1);
   CHECK(backup->version() == 1);
   CHECK(backup->iteration() == 1);
 
@@ -232,13 +222,13 @@ TEST_CASE("backup: the first N - b pushes apply, sample-weighted; a late one is 
   a.clear();
   backup->PushArrived(3, {0, 0, 40, true}, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
-  CHECK(a[0].worker == 3);
-  CHECK(a[0].reason.find("late") != std::string::npos);
+  CHECK(Is<Drop>(a[0]));
+  CHECK(WorkerOf(a[0]) == 3);
+  CHECK(std::get<Drop>(a[0]).reason.find("late") != std::string::npos);
   CHECK(backup->clock(3) == 1);
   a.clear();
   backup->PullRequested(3, &a);  // it has not pushed on round 1: starts at once
-  CHECK(CountFor(a, Kind::kReplyModel, 3) == 1);
+  CHECK(CountFor<ReplyModel>(a, 3) == 1);
 
   // Round 1: worker 3 is now among the first three; worker 1 becomes the late one.
   a.clear();
@@ -246,12 +236,12 @@ TEST_CASE("backup: the first N - b pushes apply, sample-weighted; a late one is 
   backup->PushArrived(3, {1, 1, 40, true}, &a);
   backup->PushArrived(0, {1, 1, 10, true}, &a);
   backup->PushArrived(2, {1, 1, 30, true}, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
-  CHECK(Find(a, Kind::kApply)->value == doctest::Approx(1.0 / 80));
+  REQUIRE(Count<Apply>(a) == 1);
+  CHECK(Find<Apply>(a)->scale == doctest::Approx(1.0 / 80));
   a.clear();
   backup->PushArrived(1, {1, 1, 20, true}, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(Is<Drop>(a[0]));
 }
 
 TEST_CASE("backup: a second push in one round is not counted twice") {
@@ -261,11 +251,11 @@ TEST_CASE("backup: a second push in one round is not counted twice") {
   a.clear();
   backup->PushArrived(0, {1, 0, 8, true}, &a);  // no pull in between
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(Is<Drop>(a[0]));
   CHECK(backup->version() == 0);
   a.clear();
   backup->PushArrived(1, {0, 0, 8, true}, &a);
-  CHECK(Count(a, Kind::kApply) == 1);  // 0 and 1: two distinct workers
+  CHECK(Count<Apply>(a) == 1);  // 0 and 1: two distinct workers
 }
 
 TEST_CASE("backup: a round of unusable pushes closes without an apply and nothing is late") {
@@ -273,15 +263,15 @@ TEST_CASE("backup: a round of unusable pushes closes without an apply and nothin
   Actions a;
   backup->PushArrived(0, {0, 0, 8, false}, &a);
   backup->PushArrived(1, {0, 0, 8, false}, &a);
-  CHECK(Count(a, Kind::kStage) == 0);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<Stage>(a) == 0);
+  CHECK(Count<Apply>(a) == 0);
   CHECK(backup->iteration() == 1);  // the round closed
   CHECK(backup->version() == 0);    // the model did not change
   // Worker 2's gradient is on version 0, which is still the model: on time.
   a.clear();
   backup->PushArrived(2, {0, 0, 8, true}, &a);
-  CHECK(Count(a, Kind::kDrop) == 0);
-  CHECK(Count(a, Kind::kStage) == 1);
+  CHECK(Count<Drop>(a) == 0);
+  CHECK(Count<Stage>(a) == 1);
 }
 
 TEST_CASE("backup driver: with b = 1 and a 4x straggler, exactly the straggler's pushes drop") {
@@ -355,8 +345,8 @@ WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
     Actions actions;
     policy->PullRequested(w, &actions);
     REQUIRE(actions.size() == 1);  // answered at once, never held
-    CHECK(actions[0].kind == Kind::kReplyModel);
-    CHECK(actions[0].worker == w);
+    CHECK(Is<ReplyModel>(actions[0]));
+    CHECK(WorkerOf(actions[0]) == w);
     const int64_t round = policy->iteration();
     CHECK(downloaded.insert({round, w}).second);  // at most once per round
     auto [it, first] = round_version.emplace(round, policy->version());
@@ -384,21 +374,21 @@ WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
     ++round_deltas[w];
     const bool closes = std::all_of(pushed.begin(), pushed.end(), [](bool p) { return p; });
 
-    CHECK(Count(actions, Kind::kHold) == 0);
-    CHECK(Count(actions, Kind::kDrop) == 0);
-    CHECK(Count(actions, Kind::kReplyModel) == 0);
+    CHECK(Count<Hold>(actions) == 0);
+    CHECK(Count<Drop>(actions) == 0);
+    CHECK(Count<ReplyModel>(actions) == 0);
     // The push is answered in the same event, by one Continue, after the rest.
     REQUIRE(!actions.empty());
-    CHECK(Count(actions, Kind::kContinue) == 1);
+    CHECK(Count<Continue>(actions) == 1);
     const Action& answer = actions.back();
-    REQUIRE(answer.kind == Kind::kContinue);
-    CHECK(answer.worker == w);
-    REQUIRE(CountFor(actions, Kind::kStage, w) == 1);
-    CHECK(Find(actions, Kind::kStage)->value == 1.0);  // each delta counts on its own
+    REQUIRE(Is<Continue>(answer));
+    CHECK(WorkerOf(answer) == w);
+    REQUIRE(CountFor<Stage>(actions, w) == 1);
+    CHECK(Find<Stage>(actions)->weight == 1.0);  // each delta counts on its own
     // The global model changes only when the last worker of the round pushes.
-    REQUIRE(Count(actions, Kind::kApplyDelta) == (closes ? 1 : 0));
+    REQUIRE(Count<ApplyDelta>(actions) == (closes ? 1 : 0));
     if (closes) {
-      const double scale = Find(actions, Kind::kApplyDelta)->value;
+      const double scale = Find<ApplyDelta>(actions)->scale;
       CHECK(scale == doctest::Approx(1.0 / static_cast<double>(n)));  // 1/N per delta
       CHECK(policy->version() == version_before + 1);
       CHECK(policy->iteration() == round_before + 1);
@@ -413,8 +403,8 @@ WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
       CHECK(policy->iteration() == round_before);
     }
     // Told to download exactly when a round closed since its last download.
-    CHECK((answer.value == 1.0) == flagged[w]);
-    if (answer.value == 1.0) download(w);
+    CHECK(std::get<Continue>(answer).download == flagged[w]);
+    if (std::get<Continue>(answer).download) download(w);
     queue.Schedule(now + step_time(w, now), w);
   }
   return run;
@@ -433,48 +423,49 @@ TEST_CASE("wbsp: deltas stage as they come; the last worker of the round applies
   auto wbsp = MakeJoined(Config("wbsp", 3));
   Actions a;
   for (WorkerId w = 0; w < 3; ++w) wbsp->PullRequested(w, &a);
-  CHECK(Count(a, Kind::kReplyModel) == 3);
+  CHECK(Count<ReplyModel>(a) == 3);
 
   // Worker 0 runs three local steps before worker 2 manages one.
   for (int64_t c = 0; c < 3; ++c) {
     a.clear();
     wbsp->PushArrived(0, {c, 0, 32, true}, &a);
     REQUIRE(a.size() == 2);
-    CHECK(a[0].kind == Kind::kStage);
-    CHECK(a[0].value == 1.0);
-    CHECK(a[1].kind == Kind::kContinue);
-    CHECK(a[1].worker == 0);
-    CHECK(a[1].value == 0.0);
+    CHECK(Is<Stage>(a[0]));
+    CHECK(std::get<Stage>(a[0]).weight == 1.0);
+    CHECK(Is<Continue>(a[1]));
+    CHECK(WorkerOf(a[1]) == 0);
+    CHECK_FALSE(std::get<Continue>(a[1]).download);
   }
   a.clear();
   wbsp->PushArrived(1, {0, 0, 32, true}, &a);
-  CHECK(Count(a, Kind::kApplyDelta) == 0);
+  CHECK(Count<ApplyDelta>(a) == 0);
   CHECK(wbsp->version() == 0);
   a.clear();
   wbsp->PushArrived(2, {0, 0, 32, true}, &a);
   REQUIRE(a.size() == 3);
-  CHECK(a[0].kind == Kind::kStage);
-  CHECK(a[1].kind == Kind::kApplyDelta);
-  CHECK(a[1].value == doctest::Approx(1.0 / 3));  // 1/N per delta, not a per-worker mean
-  CHECK(a[2].kind == Kind::kContinue);
-  CHECK(a[2].value == 1.0);  // the closer downloads at once
+  CHECK(Is<Stage>(a[0]));
+  CHECK(Is<ApplyDelta>(a[1]));
+  // 1/N per delta, not a per-worker mean.
+  CHECK(std::get<ApplyDelta>(a[1]).scale == doctest::Approx(1.0 / 3));
+  CHECK(Is<Continue>(a[2]));
+  CHECK(std::get<Continue>(a[2]).download);  // the closer downloads at once
   CHECK(wbsp->version() == 1);
   CHECK(wbsp->iteration() == 1);
 
   // Worker 0 learns of the flag from its next push, keeps it until it downloads.
   a.clear();
   wbsp->PushArrived(0, {3, 0, 32, true}, &a);
-  CHECK(a.back().value == 1.0);
+  CHECK(std::get<Continue>(a.back()).download);
   a.clear();
   wbsp->PushArrived(0, {4, 0, 32, true}, &a);
-  CHECK(a.back().value == 1.0);
+  CHECK(std::get<Continue>(a.back()).download);
   a.clear();
   wbsp->PullRequested(0, &a);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kReplyModel);
+  CHECK(Is<ReplyModel>(a[0]));
   a.clear();
   wbsp->PushArrived(0, {5, 1, 32, true}, &a);
-  CHECK(a.back().value == 0.0);  // downloaded once; no new round since
+  CHECK_FALSE(std::get<Continue>(a.back()).download);  // downloaded once; no new round since
 }
 
 TEST_CASE("wbsp: a round of unusable deltas ends without changing the model, and flags") {
@@ -483,13 +474,13 @@ TEST_CASE("wbsp: a round of unusable deltas ends without changing the model, and
   wbsp->PushArrived(0, {0, 0, 32, false}, &a);
   a.clear();
   wbsp->PushArrived(1, {0, 0, 32, false}, &a);
-  CHECK(Count(a, Kind::kStage) == 0);
-  CHECK(Count(a, Kind::kApplyDelta) == 0);
+  CHECK(Count<Stage>(a) == 0);
+  CHECK(Count<ApplyDelta>(a) == 0);
   CHECK(wbsp->version() == 0);
   CHECK(wbsp->iteration() == 1);
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kContinue);
-  CHECK(a[0].value == 1.0);
+  CHECK(Is<Continue>(a[0]));
+  CHECK(std::get<Continue>(a[0]).download);
 }
 
 TEST_CASE("wbsp driver: a 4x straggler closes every round; fast workers never wait") {
@@ -577,11 +568,11 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
 
   auto carry_out = [&](const Actions& actions, int64_t version) {
     for (const Action& a : actions) {
-      if (a.kind == Kind::kApply) {
+      if (Is<Apply>(a)) {
         CHECK(std::all_of(pushed.begin(), pushed.end(), [](bool p) { return p; }));
         int64_t total = 0;
         for (int64_t s : round_samples) total += s;
-        CHECK(a.value == doctest::Approx(1.0 / static_cast<double>(total)));
+        CHECK(std::get<Apply>(a).scale == doctest::Approx(1.0 / static_cast<double>(total)));
         run.apply_times.push_back(now);
         run.samples.push_back(round_samples);
         int64_t sync_nows = 0;
@@ -591,12 +582,13 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
         std::fill(round_samples.begin(), round_samples.end(), 0);
         std::fill(told.begin(), told.end(), 0);
         ++version;
-      } else if (a.kind == Kind::kReplyModel) {
-        REQUIRE(base[a.worker] == -1);
-        base[a.worker] = version;
-        processed[a.worker] = 0;
-        chunks_after_sync[a.worker] = 0;
-        queue.Schedule(now + chunk_time(a.worker, now), a.worker);
+      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
+        const WorkerId u = reply->worker;
+        REQUIRE(base[u] == -1);
+        base[u] = version;
+        processed[u] = 0;
+        chunks_after_sync[u] = 0;
+        queue.Schedule(now + chunk_time(u, now), u);
       }
     }
     CHECK(version == policy->version());
@@ -639,20 +631,21 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
     round_samples[w] = push.samples;
     Actions actions;
     policy->PushArrived(w, push, &actions);
-    CHECK(Count(actions, Kind::kDrop) == 0);
-    REQUIRE(CountFor(actions, Kind::kStage, w) == 1);
-    CHECK(Find(actions, Kind::kStage)->value == static_cast<double>(push.samples));
+    CHECK(Count<Drop>(actions) == 0);
+    REQUIRE(CountFor<Stage>(actions, w) == 1);
+    CHECK(Find<Stage>(actions)->weight == static_cast<double>(push.samples));
     CHECK(push.base_version == version_before);  // the BSP invariant at Stage
 
     std::vector<WorkerId> got;
     for (const Action& a : actions) {
-      if (a.kind != Kind::kSyncNow) continue;
-      CHECK(a.value == static_cast<double>(round));
-      CHECK(a.worker != w);
-      CHECK_FALSE(pushed[a.worker]);
-      CHECK(++told[a.worker] == 1);  // once per worker per round
-      sync_round[a.worker] = static_cast<int64_t>(a.value);
-      got.push_back(a.worker);
+      const auto* sync_now = std::get_if<SyncNow>(&a);
+      if (sync_now == nullptr) continue;
+      CHECK(sync_now->round == round);
+      CHECK(sync_now->worker != w);
+      CHECK_FALSE(pushed[sync_now->worker]);
+      CHECK(++told[sync_now->worker] == 1);  // once per worker per round
+      sync_round[sync_now->worker] = sync_now->round;
+      got.push_back(sync_now->worker);
     }
     std::sort(got.begin(), got.end());
     CHECK(got == expected);
@@ -685,32 +678,32 @@ TEST_CASE("abps: the first push tells the others to stop; the round applies thei
   auto abps = MakeJoined(Config("abps", 3));
   Actions a;
   for (WorkerId w = 0; w < 3; ++w) abps->PullRequested(w, &a);
-  CHECK(Count(a, Kind::kReplyModel) == 3);
+  CHECK(Count<ReplyModel>(a) == 3);
 
   a.clear();
   abps->PushArrived(1, {0, 0, 64, true}, &a);  // worker 1 finished its whole batch
-  CHECK(Count(a, Kind::kStage) == 1);
-  CHECK(Count(a, Kind::kSyncNow) == 2);
-  CHECK(CountFor(a, Kind::kSyncNow, 0) == 1);
-  CHECK(CountFor(a, Kind::kSyncNow, 2) == 1);
-  CHECK(CountFor(a, Kind::kSyncNow, 1) == 0);
+  CHECK(Count<Stage>(a) == 1);
+  CHECK(Count<SyncNow>(a) == 2);
+  CHECK(CountFor<SyncNow>(a, 0) == 1);
+  CHECK(CountFor<SyncNow>(a, 2) == 1);
+  CHECK(CountFor<SyncNow>(a, 1) == 0);
   for (const Action& x : a) {
-    if (x.kind == Kind::kSyncNow) CHECK(x.value == 0.0);
+    if (Is<SyncNow>(x)) CHECK(std::get<SyncNow>(x).round == 0);
   }
   a.clear();
   abps->PullRequested(1, &a);
-  CHECK(CountFor(a, Kind::kHold, 1) == 1);
+  CHECK(CountFor<Hold>(a, 1) == 1);
 
   a.clear();
   abps->PushArrived(0, {0, 0, 32, true}, &a);  // stopped after 2 of 4 chunks
-  CHECK(Count(a, Kind::kSyncNow) == 0);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<SyncNow>(a) == 0);
+  CHECK(Count<Apply>(a) == 0);
   a.clear();
   abps->PushArrived(2, {0, 0, 16, true}, &a);
-  CHECK(Count(a, Kind::kSyncNow) == 0);
-  REQUIRE(Count(a, Kind::kApply) == 1);
-  CHECK(Find(a, Kind::kApply)->value == doctest::Approx(1.0 / 112));  // Σ S_i / Σ n_i
-  CHECK(CountFor(a, Kind::kReplyModel, 1) == 1);
+  CHECK(Count<SyncNow>(a) == 0);
+  REQUIRE(Count<Apply>(a) == 1);
+  CHECK(Find<Apply>(a)->scale == doctest::Approx(1.0 / 112));  // Σ S_i / Σ n_i
+  CHECK(CountFor<ReplyModel>(a, 1) == 1);
   CHECK(abps->version() == 1);
   CHECK(abps->iteration() == 1);
 
@@ -720,11 +713,11 @@ TEST_CASE("abps: the first push tells the others to stop; the round applies thei
   abps->PullRequested(2, &a);
   a.clear();
   abps->PushArrived(2, {1, 1, 64, true}, &a);
-  CHECK(CountFor(a, Kind::kSyncNow, 0) == 1);
-  CHECK(CountFor(a, Kind::kSyncNow, 1) == 1);
-  CHECK(CountFor(a, Kind::kSyncNow, 2) == 0);
-  REQUIRE(Find(a, Kind::kSyncNow) != nullptr);
-  CHECK(Find(a, Kind::kSyncNow)->value == 1.0);
+  CHECK(CountFor<SyncNow>(a, 0) == 1);
+  CHECK(CountFor<SyncNow>(a, 1) == 1);
+  CHECK(CountFor<SyncNow>(a, 2) == 0);
+  REQUIRE(Find<SyncNow>(a) != nullptr);
+  CHECK(Find<SyncNow>(a)->round == 1.0);
 }
 
 TEST_CASE("abps: a stale gradient or a second push in a round is refused and not counted") {
@@ -736,15 +729,15 @@ TEST_CASE("abps: a stale gradient or a second push in a round is refused and not
   a.clear();
   abps->PushArrived(0, {1, 0, 16, true}, &a);  // computed on version 0
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(Is<Drop>(a[0]));
   CHECK(abps->clock(0) == 1);
   a.clear();
   abps->PushArrived(0, {1, 1, 16, true}, &a);
-  CHECK(Count(a, Kind::kSyncNow) == 1);
+  CHECK(Count<SyncNow>(a) == 1);
   a.clear();
   abps->PushArrived(0, {2, 1, 16, true}, &a);  // again in round 1, without a pull
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(Is<Drop>(a[0]));
   CHECK(abps->clock(0) == 2);
   CHECK(abps->version() == 1);
 }

@@ -1,23 +1,27 @@
 // Drives each policy with scripted and randomized event sequences and checks
-// the invariants ALGORITHMS.md states for it.
+// the invariants docs/algorithms.md states for it ("BSP", "ASP", "SSP").
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <random>
 
+#include "dmlps/sync/driver.h"
 #include "dmlps/sync/policy.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync {
 namespace {
 
-using Kind = Action::Kind;
 
 using testing::Count;
+using testing::Is;
+using testing::WorkerOf;
 
 bool RepliesTo(const Actions& actions, WorkerId w) {
   return std::any_of(actions.begin(), actions.end(),
-                     [&](const Action& a) { return a.kind == Kind::kReplyModel && a.worker == w; });
+                     [&](const Action& a) { return Is<ReplyModel>(a) && WorkerOf(a) == w; });
 }
 
 std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t staleness = 3) {
@@ -28,12 +32,21 @@ std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t stalene
   return std::move(p).value();
 }
 
-// Plays workers against a policy the way the server does: each worker pulls,
-// receives the model (with the version current at the reply), computes, and
-// pushes with that base version. The order in which workers act is random.
-struct Cluster {
-  explicit Cluster(Policy* policy, uint64_t seed) : policy(policy), rng(seed) {
-    state.resize(policy->num_workers());
+// Plays workers against a policy through a driver, the way the server does:
+// each worker pulls, receives the model (with the version current at the
+// reply), computes, and pushes with that base version. The order in which
+// workers act is random. A push's payload is the version it was computed on.
+class Cluster : private DriverSink<int64_t> {
+ public:
+  Cluster(const std::string& name, int64_t n, uint64_t seed, int64_t staleness = 3)
+      : state(n), rng_(seed) {
+    Result<std::unique_ptr<Policy>> p =
+        MakePolicy({.name = name, .num_workers = n, .staleness = staleness});
+    REQUIRE(p.ok());
+    driver_.emplace(std::move(p).value(), DriverOptions{},
+                    static_cast<DriverSink<int64_t>&>(*this));
+    for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, {});
+    driver_->Start();  // every worker joins; none has pulled yet
   }
   enum class Phase { kIdle, kWaiting, kComputing };
   struct Worker {
@@ -42,84 +55,102 @@ struct Cluster {
     int64_t clock = 0;        // pushes done
     int64_t started_clock = -1;
   };
+  // What a test checks as the cluster runs; each is optional.
+  struct Checks {
+    std::function<void(int64_t base)> staged;  // a push computed on version `base` is staged
+    std::function<void(WorkerId w)> replied;   // w is sent the model, before it starts
+    std::function<void(double scale)> applied;
+  };
 
-  // Carries out actions, checking each against `check`.
-  template <typename Check>
-  void Apply(const Actions& actions, WorkerId pusher, int64_t pusher_base, Check&& check) {
-    for (const Action& a : actions) {
-      check(a, pusher, pusher_base);
-      if (a.kind == Kind::kReplyModel) {
-        Worker& w = state[a.worker];
-        REQUIRE(w.phase == Phase::kWaiting);
-        w.phase = Phase::kComputing;
-        w.base_version = policy->version();
-        w.started_clock = w.clock;
-        ++replies;
-      }
-      if (a.kind == Kind::kApply) ++applies;
-      if (a.kind == Kind::kStage) ++stages;
-    }
-  }
+  const Policy& policy() const { return driver_->policy(); }
 
   // One random step; returns false when no worker can act (a deadlock).
-  template <typename Check>
-  bool Step(Check&& check, double unusable_fraction = 0) {
+  bool Step(double unusable_fraction = 0) {
     std::vector<WorkerId> can_act;
     for (WorkerId w = 0; w < static_cast<WorkerId>(state.size()); ++w) {
       if (state[w].phase != Phase::kWaiting) can_act.push_back(w);
     }
     if (can_act.empty()) return false;
-    const WorkerId w = can_act[std::uniform_int_distribution<size_t>(0, can_act.size() - 1)(rng)];
+    const WorkerId w = can_act[std::uniform_int_distribution<size_t>(0, can_act.size() - 1)(rng_)];
     Worker& worker = state[w];
-    Actions actions;
-    version_before = policy->version();
+    version_before = policy().version();
     if (worker.phase == Phase::kIdle) {
       worker.phase = Phase::kWaiting;
-      policy->PullRequested(w, &actions);
-      Apply(actions, -1, -1, check);
+      driver_->Pull(w);
     } else {
       PushInfo push{worker.clock, worker.base_version, 10 + w, true};
-      push.usable = std::uniform_real_distribution<double>(0, 1)(rng) >= unusable_fraction;
+      push.usable = std::uniform_real_distribution<double>(0, 1)(rng_) >= unusable_fraction;
       worker.phase = Phase::kIdle;
       ++worker.clock;
-      policy->PushArrived(w, push, &actions);
-      CHECK(Count(actions, Kind::kDrop) == 0);
-      Apply(actions, w, push.base_version, check);
+      driver_->Push(w, push, push.base_version);
     }
     return true;
   }
 
-  Policy* policy;
-  std::mt19937_64 rng;
+  Checks checks;
   std::vector<Worker> state;
   int64_t replies = 0, applies = 0, stages = 0;
   int64_t version_before = 0;  // the model's version when the current event arrived
+
+ private:
+  // The driver's sink.
+  void Stage(const HandledPush<int64_t>& push, double /*weight*/) override {
+    if (checks.staged) checks.staged(push.payload);
+    ++stages;
+  }
+  void Apply(double scale, bool with_optimizer) override {
+    CHECK(with_optimizer);
+    if (checks.applied) checks.applied(scale);
+    ++applies;
+  }
+  void SendModel(WorkerId w, const Reply& reply) override {
+    if (checks.replied) checks.replied(w);
+    Worker& worker = state[w];
+    REQUIRE(worker.phase == Phase::kWaiting);
+    worker.phase = Phase::kComputing;
+    worker.base_version = reply.version;
+    worker.started_clock = worker.clock;
+    ++replies;
+  }
+  void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
+    FAIL("unexpected Continue for worker " << w);
+  }
+  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
+    FAIL("unexpected SyncNow for worker " << w);
+  }
+  void Dropped(WorkerId w, const Drop& drop) override {
+    FAIL_CHECK("push of worker " << w << " dropped: " << drop.reason);
+  }
+  void Evaluate(bool /*must*/) override {}
+
+  std::mt19937_64 rng_;
+  std::optional<PolicyDriver<int64_t>> driver_;
 };
 
 TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker pushed") {
   auto bsp = Make("bsp", 3);
   Actions a;
   for (WorkerId w = 0; w < 3; ++w) bsp->PullRequested(w, &a);
-  CHECK(Count(a, Kind::kReplyModel) == 3);  // iteration 0 may start at once
+  CHECK(Count<ReplyModel>(a) == 3);  // iteration 0 may start at once
 
   a.clear();
   bsp->PushArrived(0, {0, 0, 64, true}, &a);
   bsp->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kStage) == 1);
-  CHECK(a[0].value == 64);
-  CHECK(Count(a, Kind::kApply) == 0);
-  CHECK(Count(a, Kind::kHold) == 1);  // worker 0 waits for the others
+  CHECK(Count<Stage>(a) == 1);
+  CHECK(std::get<Stage>(a[0]).weight == 64);
+  CHECK(Count<Apply>(a) == 0);
+  CHECK(Count<Hold>(a) == 1);  // worker 0 waits for the others
   a.clear();
   bsp->PushArrived(2, {0, 0, 32, true}, &a);
   bsp->PullRequested(2, &a);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<Apply>(a) == 0);
   a.clear();
   bsp->PushArrived(1, {0, 0, 32, true}, &a);
-  REQUIRE(Count(a, Kind::kApply) == 1);
-  auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kApply; });
-  CHECK(apply->value == doctest::Approx(1.0 / 128));  // Σ b_i g_i / Σ b_i
+  REQUIRE(Count<Apply>(a) == 1);
+  auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return Is<Apply>(x); });
+  CHECK(std::get<Apply>(*apply).scale == doctest::Approx(1.0 / 128));  // Σ b_i g_i / Σ b_i
   // The apply precedes the replies, and both waiting workers are released.
-  CHECK(apply < std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kReplyModel; }));
+  CHECK(apply - a.begin() < testing::IndexOf<ReplyModel>(a));
   CHECK(RepliesTo(a, 0));
   CHECK(RepliesTo(a, 2));
   CHECK_FALSE(RepliesTo(a, 1));  // it has not asked yet
@@ -138,16 +169,16 @@ TEST_CASE("BSP: a gradient computed on an old version is dropped, as is a repeat
   a.clear();
   bsp->PushArrived(0, {1, 0, 8, true}, &a);  // computed on version 0
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
-  CHECK(a[0].reason.find("version 0") != std::string::npos);
+  CHECK(Is<Drop>(a[0]));
+  CHECK(std::get<Drop>(a[0]).reason.find("version 0") != std::string::npos);
   CHECK(bsp->clock(0) == 1);  // not counted
   a.clear();
   bsp->PushArrived(0, {0, 1, 8, true}, &a);  // clock 0 again
   REQUIRE(a.size() == 1);
-  CHECK(a[0].kind == Kind::kDrop);
+  CHECK(Is<Drop>(a[0]));
   a.clear();
   bsp->PushArrived(0, {1, 1, 8, true}, &a);
-  CHECK(Count(a, Kind::kStage) == 1);
+  CHECK(Count<Stage>(a) == 1);
 }
 
 TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them applies nothing") {
@@ -158,43 +189,40 @@ TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them 
   a.clear();
   bsp->PushArrived(0, {0, 0, 8, false}, &a);
   bsp->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kStage) == 0);
-  CHECK(Count(a, Kind::kHold) == 1);
+  CHECK(Count<Stage>(a) == 0);
+  CHECK(Count<Hold>(a) == 1);
   a.clear();
   bsp->PushArrived(1, {0, 0, 8, true}, &a);
-  CHECK(Count(a, Kind::kStage) == 1);
-  REQUIRE(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Stage>(a) == 1);
+  REQUIRE(Count<Apply>(a) == 1);
   // Only the usable push's samples are in the mean.
-  CHECK(std::find_if(a.begin(), a.end(), [](const Action& x) { return x.kind == Kind::kApply; })->value ==
-        doctest::Approx(1.0 / 8));
+  CHECK(testing::Find<Apply>(a)->scale == doctest::Approx(1.0 / 8));
   CHECK(RepliesTo(a, 0));
 
   a.clear();
   bsp->PullRequested(1, &a);
   bsp->PushArrived(0, {1, 1, 8, false}, &a);
   bsp->PushArrived(1, {1, 1, 8, false}, &a);
-  CHECK(Count(a, Kind::kApply) == 0);
+  CHECK(Count<Apply>(a) == 0);
   CHECK(bsp->version() == 1);
   CHECK(bsp->MinClock() == 2);  // the round still advanced
 }
 
 TEST_CASE("BSP invariant under random interleavings: gradients applied at v were computed on v") {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    auto bsp = Make("bsp", 1 + static_cast<int64_t>(seed % 5));
-    Cluster cluster(bsp.get(), seed);
+    Cluster cluster("bsp", 1 + static_cast<int64_t>(seed % 5), seed);
+    const Policy& bsp = cluster.policy();
+    cluster.checks.staged = [&](int64_t base) { CHECK(base == cluster.version_before); };
+    cluster.checks.replied = [&](WorkerId w) {
+      // No worker starts iteration c until every worker finished c - 1.
+      CHECK(cluster.state[w].clock <= bsp.MinClock());
+    };
     for (int step = 0; step < 2000; ++step) {
-      const bool progressed = cluster.Step([&](const Action& a, WorkerId pusher, int64_t base) {
-        if (a.kind == Kind::kStage) CHECK(base == cluster.version_before);
-        if (a.kind == Kind::kReplyModel) {
-          // No worker starts iteration c until every worker finished c - 1.
-          CHECK(cluster.state[a.worker].clock <= bsp->MinClock());
-        }
-      }, /*unusable_fraction=*/0.1);
-      REQUIRE(progressed);  // BSP never deadlocks
+      REQUIRE(cluster.Step(/*unusable_fraction=*/0.1));  // BSP never deadlocks
     }
     // One apply per completed round (less rounds in which nothing was usable).
-    CHECK(cluster.applies <= bsp->MinClock());
-    CHECK(cluster.applies >= bsp->MinClock() * 8 / 10);
+    CHECK(cluster.applies <= bsp.MinClock());
+    CHECK(cluster.applies >= bsp.MinClock() * 8 / 10);
   }
 }
 
@@ -208,9 +236,9 @@ TEST_CASE("ASP: every pull answered at once, every push applied at once scaled b
     a.clear();
     asp->PushArrived(0, {c, c, 16, true}, &a);
     REQUIRE(a.size() == 2);
-    CHECK(a[0].kind == Kind::kStage);
-    CHECK(a[1].kind == Kind::kApply);
-    CHECK(a[1].value == doctest::Approx(0.25));
+    CHECK(Is<Stage>(a[0]));
+    CHECK(Is<Apply>(a[1]));
+    CHECK(std::get<Apply>(a[1]).scale == doctest::Approx(0.25));
     a.clear();
     asp->PullRequested(0, &a);
     CHECK(RepliesTo(a, 0));  // worker 0 runs ahead freely
@@ -233,30 +261,26 @@ TEST_CASE("SSP: a worker more than s clocks ahead of the slowest waits, and is r
   a.clear();
   ssp->PushArrived(0, {2, 2, 8, true}, &a);
   ssp->PullRequested(0, &a);
-  CHECK(Count(a, Kind::kHold) == 1);  // clock 3 would be 3 ahead
+  CHECK(Count<Hold>(a) == 1);  // clock 3 would be 3 ahead
   a.clear();
   ssp->PushArrived(1, {0, 0, 8, true}, &a);
   CHECK(RepliesTo(a, 0));  // the slowest moved: 3 - 1 <= 2
-  CHECK(Count(a, Kind::kApply) == 1);
+  CHECK(Count<Apply>(a) == 1);
 }
 
 TEST_CASE("SSP invariant under random interleavings: nobody starts more than s clocks ahead") {
   for (int64_t s : {0, 1, 3, 7}) {
     for (uint64_t seed = 1; seed <= 10; ++seed) {
       const int64_t n = 2 + static_cast<int64_t>(seed % 4);
-      auto ssp = Make("ssp", n, s);
-      Cluster cluster(ssp.get(), seed * 31 + s);
+      Cluster cluster("ssp", n, seed * 31 + s, s);
       int64_t max_lead = 0;
-      for (int step = 0; step < 3000; ++step) {
-        REQUIRE(cluster.Step([&](const Action& a, WorkerId, int64_t) {
-          if (a.kind == Kind::kReplyModel) {
-            const int64_t lead = cluster.state[a.worker].clock - ssp->MinClock();
-            CHECK(lead <= s);
-            max_lead = std::max(max_lead, lead);
-          }
-          if (a.kind == Kind::kApply) CHECK(a.value == doctest::Approx(1.0 / n));
-        }));
-      }
+      cluster.checks.replied = [&](WorkerId w) {
+        const int64_t lead = cluster.state[w].clock - cluster.policy().MinClock();
+        CHECK(lead <= s);
+        max_lead = std::max(max_lead, lead);
+      };
+      cluster.checks.applied = [&](double scale) { CHECK(scale == doctest::Approx(1.0 / n)); };
+      for (int step = 0; step < 3000; ++step) REQUIRE(cluster.Step());
       // Every step applies on arrival.
       CHECK(cluster.applies == cluster.stages);
       CHECK(max_lead <= s);

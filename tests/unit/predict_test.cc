@@ -7,17 +7,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "dmlps/predict/batches.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/predict/replay.h"
-#include "dmlps/sync/lbbsp.h"
 #include "dmlps/trace/trace.h"
 
 namespace dmlps::predict {
@@ -257,12 +259,17 @@ TEST_CASE("predict: options are checked, and the ARIMA order parsed strictly") {
   bad.ema_alpha = 0;
   CHECK_FALSE(MakePredictor("ema", bad).ok());
   CHECK(MakePredictor("last", bad).ok());  // a setting only its predictor uses
-  bad = options;
-  bad.arima_p = 9;
-  CHECK_FALSE(MakePredictor("arima", bad).ok());
-  bad = options;
-  bad.arima_d = 3;
-  CHECK_FALSE(MakePredictor("arima", bad).ok());
+  // One setting out of range each, refused by the predictor that uses it.
+  const std::vector<std::pair<std::string, std::function<void(PredictorOptions*)>>> spoilt = {
+      {"arima", [](PredictorOptions* o) { o->arima_p = 9; }},
+      {"arima", [](PredictorOptions* o) { o->arima_d = 3; }},
+      {"narx", [](PredictorOptions* o) { o->narx_lags = 0; }},
+      {"narx", [](PredictorOptions* o) { o->narx_hidden = 257; }}};
+  for (const auto& [name, spoil] : spoilt) {
+    bad = options;
+    spoil(&bad);
+    CHECK_FALSE(MakePredictor(name, bad).ok());
+  }
   bad = options;
   bad.arima_window = ArimaPredictor::MinHistory(2, 0, 1) - 1;
   Result<std::unique_ptr<SpeedPredictor>> small = MakePredictor("arima", bad);
@@ -270,12 +277,6 @@ TEST_CASE("predict: options are checked, and the ARIMA order parsed strictly") {
   CHECK(small.status().message().find("window") != std::string::npos);
   bad.arima_window = ArimaPredictor::MinHistory(2, 0, 1);
   CHECK(MakePredictor("arima", bad).ok());
-  bad = options;
-  bad.narx_lags = 0;
-  CHECK_FALSE(MakePredictor("narx", bad).ok());
-  bad = options;
-  bad.narx_hidden = 257;
-  CHECK_FALSE(MakePredictor("narx", bad).ok());
 
   PredictorOptions parsed;
   REQUIRE(ParseArimaOrder("3,1,2", &parsed).ok());
@@ -446,7 +447,7 @@ TEST_CASE("replay: every worker under every predictor, the all rows, and a plan 
     // 1 : 2 : 4 of 700, and exactly what the policy's allocation gives.
     CHECK(batch[0] == doctest::Approx(100).epsilon(0.03));
     CHECK(batch[2] == doctest::Approx(400).epsilon(0.03));
-    CHECK(batch == sync::AnalyticBatches(700, speed, {234, 233, 233}, {0, 0, 0}));
+    CHECK(batch == AnalyticBatches(700, speed, {234, 233, 233}, {0, 0, 0}));
   }
 
   // Fewer predictors, in the order given.

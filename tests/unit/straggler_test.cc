@@ -1,9 +1,10 @@
 // Checks each kind of emulated slowness against its definition in the
-// "Emulating heterogeneity" section of ALGORITHMS.md.
+// "Emulating heterogeneity" section of docs/algorithms.md.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@ using std::chrono::microseconds;
 bool Contains(const std::vector<std::string>& problems, const std::string& text) {
   return std::any_of(problems.begin(), problems.end(),
                      [&](const std::string& p) { return p.find(text) != std::string::npos; });
+}
+
+// Fails unless ValidateStragglerSpec finds one problem per entry of `wanted`,
+// each named by a problem that contains it.
+void CheckProblems(const StragglerSpec& spec, std::initializer_list<std::string> wanted) {
+  const std::vector<std::string> problems = ValidateStragglerSpec(spec);
+  CHECK(problems.size() == wanted.size());
+  for (const std::string& text : wanted) CHECK_MESSAGE(Contains(problems, text), text);
 }
 
 TEST_CASE("slowdown K sleeps exactly (K-1) times the compute time") {
@@ -266,14 +275,9 @@ TEST_CASE("ValidateStragglerSpec reports every problem, naming its flag") {
   spec.delay = microseconds(-1);
   spec.round_robin = microseconds(-3);
   spec.bandwidth_mbps = -8;
-  const std::vector<std::string> problems = ValidateStragglerSpec(spec);
-  CHECK(problems.size() == 6);
-  CHECK(Contains(problems, "--slowdown must be a number of at least 1"));
-  CHECK(Contains(problems, "--slowdown-schedule: entry 2"));
-  CHECK(Contains(problems, "--delay-prob must be in [0, 1]"));
-  CHECK(Contains(problems, "--delay-ms must not be negative"));
-  CHECK(Contains(problems, "--round-robin-ms must not be negative"));
-  CHECK(Contains(problems, "--bandwidth-mbps"));
+  CheckProblems(spec, {"--slowdown must be a number of at least 1", "--slowdown-schedule: entry 2",
+                       "--delay-prob must be in [0, 1]", "--delay-ms must not be negative",
+                       "--round-robin-ms must not be negative", "--bandwidth-mbps"});
 
   StragglerSpec needs_delay;
   needs_delay.delay_prob = 0.5;
@@ -285,12 +289,9 @@ TEST_CASE("ValidateStragglerSpec reports every problem, naming its flag") {
   not_finite.delay_prob = std::nan("");
   not_finite.bandwidth_mbps = INFINITY;
   not_finite.schedule = {{0, INFINITY}};
-  const std::vector<std::string> nf = ValidateStragglerSpec(not_finite);
-  CHECK(nf.size() == 4);
-  CHECK(Contains(nf, "--slowdown must"));
-  CHECK(Contains(nf, "--delay-prob must"));
-  CHECK(Contains(nf, "--bandwidth-mbps must"));
-  CHECK(Contains(nf, "--slowdown-schedule: entry 1 \"0:inf\": factor inf is not a finite number"));
+  CheckProblems(not_finite,
+                {"--slowdown must", "--delay-prob must", "--bandwidth-mbps must",
+                 "--slowdown-schedule: entry 1 \"0:inf\": factor inf is not a finite number"});
 }
 
 }  // namespace

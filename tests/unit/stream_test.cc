@@ -13,7 +13,8 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
-#include "dmlps/server/model_store.h"
+#include "net_test_util.h"
+#include "server/model_store.h"
 
 namespace dmlps {
 namespace {
@@ -473,20 +474,16 @@ TEST_CASE("a model of one lane runs on the caller's thread whatever the threads 
 }
 
 TEST_CASE("a payload larger than a chunk crosses real sockets as Chunk messages") {
-  zmq::context_t context;
-  Result<net::Endpoint> server = net::Endpoint::Bind(context, "inproc://stream-test");
-  REQUIRE(server.ok());
-  Result<net::Endpoint> client = net::Endpoint::Connect(context, "inproc://stream-test");
-  REQUIRE(client.ok());
+  testing::EndpointPair pair("inproc://stream-test");
   auto grad = std::make_shared<const std::vector<float>>(Iota(1000));
   proto::Push push;
   push.num_params = 1000;
-  REQUIRE(client->SendWithPayload(nullptr, push, grad, 256 * sizeof(float)).ok());
-  CHECK(client->SendWithPayload(nullptr, proto::Pull{}, grad, 1024).code() ==
+  REQUIRE(pair.client->SendWithPayload(nullptr, push, grad, 256 * sizeof(float)).ok());
+  CHECK(pair.client->SendWithPayload(nullptr, proto::Pull{}, grad, 1024).code() ==
         StatusCode::kInvalidArgument);
 
   net::Frames frames;
-  REQUIRE(*server->Receive(&frames, std::chrono::milliseconds(2000)));
+  REQUIRE(*pair.server->Receive(&frames, std::chrono::milliseconds(2000)));
   Result<proto::Message> header = proto::DecodeMessage(frames, 1);
   REQUIRE(header.ok());
   const auto& got = std::get<proto::Push>(header->body);
@@ -497,7 +494,7 @@ TEST_CASE("a payload larger than a chunk crosses real sockets as Chunk messages"
       IncomingTensor::Open(got.num_params, got.chunks, got.chunk_floats, std::move(header->payload));
   REQUIRE(in.ok());
   while (!in->complete()) {
-    REQUIRE(*server->Receive(&frames, std::chrono::milliseconds(2000)));
+    REQUIRE(*pair.server->Receive(&frames, std::chrono::milliseconds(2000)));
     Result<proto::Message> piece = proto::DecodeMessage(frames, 1);
     REQUIRE(piece.ok());
     REQUIRE(in->Add(std::get<proto::Chunk>(piece->body).index, piece->payload).ok());
@@ -507,8 +504,8 @@ TEST_CASE("a payload larger than a chunk crosses real sockets as Chunk messages"
   CHECK(out == *grad);
 
   // One chunk or less: header and payload in one message, as before.
-  REQUIRE(client->SendWithPayload(nullptr, push, grad, 4096 * sizeof(float)).ok());
-  REQUIRE(*server->Receive(&frames, std::chrono::milliseconds(2000)));
+  REQUIRE(pair.client->SendWithPayload(nullptr, push, grad, 4096 * sizeof(float)).ok());
+  REQUIRE(*pair.server->Receive(&frames, std::chrono::milliseconds(2000)));
   CHECK(frames.size() == 3);  // identity, header, payload
   Result<proto::Message> whole = proto::DecodeMessage(frames, 1);
   REQUIRE(whole.ok());

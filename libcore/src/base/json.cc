@@ -33,4 +33,12 @@ void WriteJsonString(std::string_view text, std::ostream& out) {
   out << '"';
 }
 
+void WriteJsonStringOrNull(std::string_view text, std::ostream& out) {
+  if (text.empty()) {
+    out << "null";
+  } else {
+    WriteJsonString(text, out);
+  }
+}
+
 }  // namespace dmlps

@@ -1,5 +1,7 @@
 #include "dmlps/bench/experiment.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -38,6 +40,24 @@ std::vector<std::string_view> SplitCommas(std::string_view text) {
     start = comma + 1;
   }
   return items;
+}
+
+// The factors as the user would type them, 1,1,1,4, with a run of more
+// than three equal ones shortened: 1 (x4095),4.
+std::string JoinFactors(const std::vector<worker::StragglerSpec>& specs) {
+  std::string text;
+  for (size_t i = 0; i < specs.size();) {
+    size_t run = 1;
+    while (i + run < specs.size() && specs[i + run].slowdown == specs[i].slowdown) ++run;
+    const size_t shown = run > 3 ? 1 : run;
+    for (size_t k = 0; k < shown; ++k) {
+      if (!text.empty()) text += ',';
+      text += fmt::format("{}", specs[i].slowdown);
+    }
+    if (run > 3) text += fmt::format(" (x{})", run);
+    i += run;
+  }
+  return text;
 }
 
 }  // namespace
@@ -99,6 +119,33 @@ Result<std::vector<double>> ParsePerWorker(std::string_view text, int64_t worker
                                    " workers (give one for all, or one per worker)");
   }
   return values;
+}
+
+Result<std::pair<int64_t, std::string>> ParseRankEntry(std::string_view entry, int64_t workers) {
+  const size_t eq = entry.find('=');
+  int64_t rank = -1;
+  if (eq != std::string_view::npos && eq > 0 && entry.find_first_not_of("0123456789") == eq &&
+      eq < 7) {
+    rank = ParseCount(entry.substr(0, eq)).value_or(-1);
+  }
+  if (rank < 0 || rank >= workers) {
+    return Status::InvalidArgument(Quoted(entry) + " is not RANK=I:V,... with RANK in 0.." +
+                                   std::to_string(workers - 1));
+  }
+  return std::pair<int64_t, std::string>(rank, std::string(entry.substr(eq + 1)));
+}
+
+std::string DescribeExperiment(const Experiment& e) {
+  std::string text = fmt::format("{} workers, {}, {}, batch {}, lr {}, slowdown {}", e.workers,
+                                 e.model, e.data, e.batch, e.lr, JoinFactors(e.stragglers));
+  if (e.target > 0) {
+    text += fmt::format(", target {}", e.target);
+  } else {
+    text += ", no target (times are to the end of each run)";
+  }
+  if (e.max_iterations > 0) text += fmt::format(", at most {} iterations", e.max_iterations);
+  text += fmt::format(", {} run{} each", e.repeat, e.repeat == 1 ? "" : "s");
+  return text;
 }
 
 std::vector<std::string> ValidateExperiment(const Experiment& experiment) {

@@ -96,11 +96,7 @@ void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>&
         << ",\"wait_share\":" << JsonNumber(r.wait_share)
         << ",\"wasted_samples\":" << r.wasted_samples << ",\"accuracy\":" << JsonNumber(r.accuracy)
         << ",\"failure\":";
-    if (r.failure.empty()) {
-      out << "null";
-    } else {
-      WriteJsonString(r.failure, out);
-    }
+    WriteJsonStringOrNull(r.failure, out);
     out << "}";
   }
   out << "]}\n";
@@ -189,12 +185,7 @@ std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
   return rows;
 }
 
-Result<Format> ParseFormat(std::string_view text) {
-  if (text == "table") return Format::kTable;
-  if (text == "tsv") return Format::kTsv;
-  if (text == "json") return Format::kJson;
-  return Status::InvalidArgument("unknown format '" + std::string(text) + "' (table, tsv or json)");
-}
+Result<Format> ParseFormat(std::string_view text) { return ParseOutputFormat(text); }
 
 void WriteRows(const std::vector<PolicyRow>& rows, const std::vector<RunResult>& runs,
                std::string_view title, Format format, std::ostream& out) {

@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 namespace dmlps::cli {
@@ -70,6 +72,11 @@ double FlagReader::Real(const std::string& name, double min, double max) {
     return min;
   }
   return value;
+}
+
+std::vector<std::string> FlagReader::List(const std::string& name) const {
+  if (!Has(name)) return {};
+  return result_[name].as<std::vector<std::string>>();
 }
 
 void FlagReader::AddProblems(const std::vector<std::string>& problems) {
@@ -156,6 +163,13 @@ int ReportError(std::string_view program, const Status& status) {
   std::fprintf(stderr, "%.*s: error: %s\n", static_cast<int>(program.size()), program.data(),
                status.message().c_str());
   return ExitCodeFor(status);
+}
+
+std::string ProgramFolder() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return ".";
+  return std::filesystem::path(std::string(path, static_cast<size_t>(n))).parent_path().string();
 }
 
 const std::atomic<int>* InstallSignalHandlers() {

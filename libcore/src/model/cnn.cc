@@ -159,25 +159,23 @@ double CnnCore<T>::Slice(const T* params, const T* x, int64_t n, const int32_t* 
                        shapes_[l].first);
   };
 
-  // Forward: two convolutions with ReLU and pooling.
-  cols1_.resize(9, p1);
-  Im2Col(x, 1, s1_, n, cols1_.data());
-  a1_.resize(c1, p1);
-  a1_.noalias() = weight(0) * cols1_;
-  a1_.colwise() += bias(0);
-  a1_ = a1_.cwiseMax(T(0));
-  p1_.resize(c1, p2);
-  w1_.resize(static_cast<size_t>(c1 * p2));
-  MaxPool2(a1_.data(), c1, s1_, n, p1_.data(), w1_.data());
-  cols2_.resize(9 * c1, p2);
-  Im2Col(p1_.data(), c1, s2_, n, cols2_.data());
-  a2_.resize(c2, p2);
-  a2_.noalias() = weight(1) * cols2_;
-  a2_.colwise() += bias(1);
-  a2_ = a2_.cwiseMax(T(0));
-  p2_.resize(c2, p3);
-  w2_.resize(static_cast<size_t>(c2 * p3));
-  MaxPool2(a2_.data(), c2, s2_, n, p2_.data(), w2_.data());
+  // Forward: two convolutions with ReLU and pooling. Stage l turns `in`
+  // maps of `pixels` pixels into `out` maps, pooled down to `pooled` pixels.
+  auto convolve = [&](size_t l, const T* input, int64_t in, int64_t side, int64_t out,
+                      int64_t pixels, int64_t pooled, Matrix& cols, Matrix& a, Matrix& pool,
+                      std::vector<uint8_t>& window) {
+    cols.resize(9 * in, pixels);
+    Im2Col(input, in, side, n, cols.data());
+    a.resize(out, pixels);
+    a.noalias() = weight(l) * cols;
+    a.colwise() += bias(l);
+    a = a.cwiseMax(T(0));
+    pool.resize(out, pooled);
+    window.resize(static_cast<size_t>(out * pooled));
+    MaxPool2(a.data(), out, side, n, pool.data(), window.data());
+  };
+  convolve(0, x, 1, s1_, c1, p1, p2, cols1_, a1_, p1_, w1_);
+  convolve(1, p1_.data(), c1, s2_, c2, p2, p3, cols2_, a2_, p2_, w2_);
 
   // The dense layers see each image's pooled map as one column.
   const size_t layers = shapes_.size();

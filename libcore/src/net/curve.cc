@@ -1,8 +1,6 @@
 #include "dmlps/net/curve.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
@@ -13,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "dmlps/base/file.h"
 
 namespace dmlps::net {
 namespace {
@@ -43,38 +43,6 @@ Result<std::string> ReadSmallFile(const std::string& path) {
     return Status::DataLoss(path + ": too large to be a key file");
   }
   return text;
-}
-
-// Writes `text` to `path` through a temporary file in the same folder, so
-// that a reader never sees half a key; the file gets `mode`.
-Status WriteWhole(const std::string& path, const std::string& text, mode_t mode) {
-  std::string tmp = path + ".XXXXXX";
-  std::vector<char> name(tmp.begin(), tmp.end());
-  name.push_back('\0');
-  const int fd = mkstemp(name.data());  // created with mode 0600
-  if (fd < 0) return Status::IOError(path + ": cannot create: " + std::strerror(errno));
-  tmp.assign(name.data());
-  const char* data = text.data();
-  size_t left = text.size();
-  bool ok = true;
-  while (left > 0 && ok) {
-    const ssize_t n = write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) {
-      data += n;
-      left -= static_cast<size_t>(n);
-    }
-  }
-  ok = ok && fchmod(fd, mode) == 0 && fsync(fd) == 0;
-  const int saved = errno;
-  ok = close(fd) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = ok ? errno : saved;
-    unlink(tmp.c_str());
-    return Status::IOError(path + ": cannot write: " + std::strerror(err));
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -199,10 +167,12 @@ Status WriteKeyPair(const CurveKeyPair& pair, const std::string& name, bool forc
   }
   std::string secret_text = "# dmlps CURVE secret key: keep it private (mode 0600).\n";
   secret_text += "# Its public key: " + pair.public_key + "\n" + pair.secret_key + "\n";
-  DMLPS_RETURN_IF_ERROR(WriteWhole(secret_path, secret_text, 0600));
+  // Durable, and the secret never readable by others, not even half written.
+  DMLPS_RETURN_IF_ERROR(
+      WriteFileAtomically(secret_path, secret_text, {.mode = 0600, .durable = true}));
   std::string public_text = "# dmlps CURVE public key\n";
   public_text += pair.public_key + "\n";
-  return WriteWhole(public_path, public_text, 0644);
+  return WriteFileAtomically(public_path, public_text, {.mode = 0644, .durable = true});
 }
 
 }  // namespace dmlps::net

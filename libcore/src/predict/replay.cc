@@ -9,7 +9,7 @@
 #include <map>
 
 #include "dmlps/base/json.h"
-#include "dmlps/sync/lbbsp.h"
+#include "dmlps/predict/batches.h"
 
 namespace dmlps::predict {
 namespace {
@@ -262,7 +262,7 @@ Result<ReplayReport> ReplayTraces(const std::vector<trace::Record>& records,
     for (size_t p = 0; p < predictors; ++p) {
       std::vector<double> speed(workers);
       for (size_t w = 0; w < workers; ++w) speed[w] = report.rows[w * predictors + p].next_speed;
-      const std::vector<int64_t> batch = sync::AnalyticBatches(options.plan, speed, even, caps);
+      const std::vector<int64_t> batch = AnalyticBatches(options.plan, speed, even, caps);
       for (size_t w = 0; w < workers; ++w) {
         report.rows[w * predictors + p].batch = batch[w];
         all[p].next_speed += speed[w];
@@ -278,12 +278,7 @@ Result<ReplayReport> ReplayTraces(const std::vector<trace::Record>& records,
   return report;
 }
 
-Result<ReportFormat> ParseReportFormat(std::string_view text) {
-  if (text == "table") return ReportFormat::kTable;
-  if (text == "tsv") return ReportFormat::kTsv;
-  if (text == "json") return ReportFormat::kJson;
-  return Status::InvalidArgument("unknown format '" + std::string(text) + "' (table, tsv or json)");
-}
+Result<ReportFormat> ParseReportFormat(std::string_view text) { return ParseOutputFormat(text); }
 
 namespace {
 

@@ -1,10 +1,15 @@
 #include "dmlps/proto/codec.h"
 
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cstring>
 #include <exception>
 #include <string>
+#include <utility>
+#include <variant>
+
+#include "dmlps/base/msgpack_double.h"
 
 namespace dmlps::proto {
 namespace {
@@ -27,24 +32,24 @@ Result<Body> ConvertBody(const msgpack::object& obj) {
   return Body(std::move(body));
 }
 
+// One converter per alternative of Body, in MsgType order: type k at k - 1.
+template <size_t... I>
+constexpr auto MakeConverters(std::index_sequence<I...>) {
+  return std::array<Result<Body> (*)(const msgpack::object&), sizeof...(I)>{
+      &ConvertBody<std::variant_alternative_t<I, Body>>...};
+}
+constexpr auto kConverters = MakeConverters(std::make_index_sequence<std::variant_size_v<Body>>());
+
 Result<Body> ConvertByType(MsgType type, const msgpack::object& obj) {
-  switch (type) {
-    case MsgType::kHello: return ConvertBody<Hello>(obj);
-    case MsgType::kWelcome: return ConvertBody<Welcome>(obj);
-    case MsgType::kPull: return ConvertBody<Pull>(obj);
-    case MsgType::kModel: return ConvertBody<Model>(obj);
-    case MsgType::kPush: return ConvertBody<Push>(obj);
-    case MsgType::kStop: return ConvertBody<Stop>(obj);
-    case MsgType::kHeartbeat: return ConvertBody<Heartbeat>(obj);
-    case MsgType::kError: return ConvertBody<Error>(obj);
-    case MsgType::kContinue: return ConvertBody<Continue>(obj);
-    case MsgType::kSyncNow: return ConvertBody<SyncNow>(obj);
-    case MsgType::kChunk: return ConvertBody<Chunk>(obj);
-    case MsgType::kOrders: return ConvertBody<Orders>(obj);
-    case MsgType::kSlice: return ConvertBody<Slice>(obj);
-  }
+  const auto k = static_cast<size_t>(type);
+  if (k >= 1 && k <= kConverters.size()) return kConverters[k - 1](obj);
   return Status::Protocol("unknown message type " + std::to_string(static_cast<int>(type)));
 }
+
+// The names of the message types, in MsgType order: type k at k - 1.
+constexpr std::array<std::string_view, std::variant_size_v<Body>> kTypeNames = {
+    "Hello", "Welcome",  "Pull",    "Model", "Push",   "Stop", "Heartbeat",
+    "Error", "Continue", "SyncNow", "Chunk", "Orders", "Slice"};
 
 // x * 0 is 0 for every finite x and NaN for NaN and ±infinity, so the sum
 // is 0 exactly when all are finite. Eigen vectorizes the sum: four times as
@@ -75,22 +80,8 @@ void ReleaseTensor(void* /*data*/, void* hint) {
 }  // namespace
 
 std::string_view MsgTypeName(MsgType type) {
-  switch (type) {
-    case MsgType::kHello: return "Hello";
-    case MsgType::kWelcome: return "Welcome";
-    case MsgType::kPull: return "Pull";
-    case MsgType::kModel: return "Model";
-    case MsgType::kPush: return "Push";
-    case MsgType::kStop: return "Stop";
-    case MsgType::kHeartbeat: return "Heartbeat";
-    case MsgType::kError: return "Error";
-    case MsgType::kContinue: return "Continue";
-    case MsgType::kSyncNow: return "SyncNow";
-    case MsgType::kChunk: return "Chunk";
-    case MsgType::kOrders: return "Orders";
-    case MsgType::kSlice: return "Slice";
-  }
-  return "unknown";
+  const auto k = static_cast<size_t>(type);
+  return k >= 1 && k <= kTypeNames.size() ? kTypeNames[k - 1] : "unknown";
 }
 
 MsgType TypeOf(const Body& body) {
@@ -99,8 +90,8 @@ MsgType TypeOf(const Body& body) {
 }
 
 zmq::message_t EncodeHeader(const Body& body) {
-  msgpack::sbuffer buffer;
-  msgpack::packer<msgpack::sbuffer> packer(buffer);
+  PackBuffer buffer;
+  msgpack::packer<PackBuffer> packer(buffer);
   packer.pack_array(3);
   packer.pack(kProtocolVersion);
   packer.pack(static_cast<uint32_t>(TypeOf(body)));

@@ -8,8 +8,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <msgpack.hpp>
+#include <utility>
+
+#include "dmlps/base/file.h"
+#include "dmlps/base/msgpack_double.h"
 
 namespace dmlps::server {
 namespace {
@@ -76,19 +79,6 @@ std::vector<float> GetFloats(std::string_view bytes, size_t at, size_t count) {
 
 std::string Errno() { return std::strerror(errno); }
 
-// Writes all of `bytes` to `fd`.
-bool WriteAll(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 }  // namespace
 
 uint32_t Crc32(std::string_view bytes, uint32_t crc) {
@@ -102,7 +92,7 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
   CheckpointMeta meta{checkpoint.model,     checkpoint.policy,   checkpoint.optimizer,
                       checkpoint.workers,   checkpoint.iteration, checkpoint.version,
                       checkpoint.samples,   checkpoint.seconds,  checkpoint.policy_extra};
-  msgpack::sbuffer packed;
+  PackBuffer packed;
   msgpack::pack(packed, meta);
   const std::vector<float>& params = *checkpoint.params;
   std::string out;
@@ -211,39 +201,8 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
 }
 
 Status WriteCheckpointFile(const std::string& path, const Checkpoint& checkpoint) {
-  const std::string bytes = EncodeCheckpoint(checkpoint);
-  const std::filesystem::path target(path);
-  std::filesystem::path dir = target.parent_path();
-  if (dir.empty()) dir = ".";
-  // Beside the target, so that the rename stays within one file system.
-  std::string tmp = (dir / ("." + target.filename().string() + ".XXXXXX")).string();
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) return Status::IOError("cannot create a temporary file in " + dir.string() + ": " + Errno());
-  auto fail = [&](const std::string& what) {
-    const std::string why = Errno();
-    ::unlink(tmp.c_str());
-    return Status::IOError(what + ": " + why);
-  };
-  if (!WriteAll(fd, bytes)) {
-    Status s = fail("cannot write " + tmp);
-    ::close(fd);
-    return s;
-  }
-  if (::fsync(fd) != 0) {
-    Status s = fail("cannot sync " + tmp);
-    ::close(fd);
-    return s;
-  }
-  if (::close(fd) != 0) return fail("cannot close " + tmp);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("cannot rename " + tmp + " to " + path);
-  // The rename itself is durable once the folder is.
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return Status::IOError("cannot open " + dir.string() + ": " + Errno());
-  const bool synced = ::fsync(dir_fd) == 0;
-  const std::string why = synced ? "" : Errno();
-  ::close(dir_fd);
-  if (!synced) return Status::IOError("cannot sync " + dir.string() + ": " + why);
-  return Status::Ok();
+  // Durable, since a restart reads it back; readable by its owner alone.
+  return WriteFileAtomically(path, EncodeCheckpoint(checkpoint), {.mode = 0600, .durable = true});
 }
 
 Result<Checkpoint> ReadCheckpointFile(const std::string& path) {
@@ -273,6 +232,46 @@ Result<Checkpoint> ReadCheckpointFile(const std::string& path) {
   ::close(fd);
   bytes.resize(got);
   return DecodeCheckpoint(bytes, path);
+}
+
+Checkpoint MakeCheckpoint(const CheckpointIdentity& identity, int64_t workers,
+                          const sync::PolicyState& state, int64_t samples, double seconds,
+                          std::vector<float> optimizer_state) {
+  Checkpoint checkpoint;
+  checkpoint.model = identity.model;
+  checkpoint.policy = identity.policy;
+  checkpoint.optimizer = identity.optimizer;
+  checkpoint.workers = workers;
+  checkpoint.iteration = state.iteration;
+  checkpoint.version = state.version;
+  checkpoint.policy_extra = state.extra;
+  checkpoint.samples = samples;
+  checkpoint.seconds = seconds;
+  checkpoint.optimizer_state = std::move(optimizer_state);
+  return checkpoint;
+}
+
+Status CheckResumable(const Checkpoint& checkpoint, const std::string& source,
+                      const CheckpointIdentity& identity, int64_t num_params) {
+  if (checkpoint.model != identity.model ||
+      static_cast<int64_t>(checkpoint.params->size()) != num_params) {
+    return Status::Config(source + ": a checkpoint of model " + checkpoint.model + " (" +
+                          std::to_string(checkpoint.params->size()) + " parameters), this run's is " +
+                          identity.model + " (" + std::to_string(num_params) + ")");
+  }
+  if (checkpoint.policy != identity.policy) {
+    return Status::Config(source + ": a checkpoint of policy " + checkpoint.policy +
+                          ", this run's is " + identity.policy);
+  }
+  if (checkpoint.optimizer != identity.optimizer) {
+    return Status::Config(source + ": a checkpoint of optimizer " + checkpoint.optimizer +
+                          ", this run's is " + identity.optimizer + " (see --momentum)");
+  }
+  return Status::Ok();
+}
+
+sync::PolicyState SavedPolicyState(const Checkpoint& checkpoint) {
+  return {checkpoint.version, checkpoint.iteration, checkpoint.policy_extra};
 }
 
 }  // namespace dmlps::server

@@ -1,4 +1,4 @@
-#include "dmlps/server/model_store.h"
+#include "server/model_store.h"
 
 #include <spdlog/spdlog.h>
 

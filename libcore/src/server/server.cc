@@ -5,14 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
-#include <span>
-#include <thread>
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/net/curve.h"
@@ -20,10 +16,15 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/checkpoint.h"
-#include "dmlps/server/model_store.h"
+#include "dmlps/sync/driver.h"
+#include "dmlps/sync/summary.h"
 #include "dmlps/trace/trace.h"
+#include "server/checkpoint_writer.h"
+#include "server/coordinator.h"
+#include "server/evaluation_log.h"
 #include "server/evaluator.h"
 #include "server/loop.h"
+#include "server/model_store.h"
 #include "server/shard.h"
 
 namespace dmlps::server {
@@ -50,102 +51,26 @@ std::string Hex(const zmq::message_t& identity) {
 
 std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
 
+// A push's payload as the server holds it: null when it was refused.
+using Gradient = std::shared_ptr<proto::IncomingTensor>;
+
 struct Member {
   zmq::message_t identity;
   std::string host;
   int64_t pid = 0;
-  sync::WorkerInfo info;
   bool ready = false;         // it pulled once: its data is loaded
-  bool active = false;        // the policy counts it (joined)
   Clock::time_point last_seen;  // when it was last heard from
-  // The policy's clock minus the worker's: a worker that joins a running job
-  // counts its steps from 0, the policy from where the run stands.
-  int64_t clock_offset = 0;
-  bool pull_pending = false;  // a pull arrived and has no reply yet
   // The payload of the worker's last push while its chunks are still coming.
   std::shared_ptr<proto::IncomingTensor> incoming;
   int64_t incoming_clock = 0;
   Clock::time_point incoming_at;  // when its last chunk (or header) arrived
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
-  int64_t next_batch = 0;   // batch size to send with the next reply; 0: unchanged
-  int64_t next_token = -1;  // token to send with the next reply; -1: none
-  // Totals the worker reported, for the closing summary.
-  int64_t steps = 0;
-  int64_t samples = 0;
-  int64_t refused = 0;
-  double compute_s = 0;
-  double straggle_s = 0;
-  double wait_s = 0;
+  sync::WorkerTotals totals;     // what it reported, for the closing summary
 };
 
-// Writes checkpoints on a thread of its own, so that training never waits
-// for the disk; a newer checkpoint replaces one not yet begun.
-class CheckpointWriter {
- public:
-  explicit CheckpointWriter(std::string path) : path_(std::move(path)) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~CheckpointWriter() { Finish(); }
-
-  void Submit(Checkpoint checkpoint) {
-    std::lock_guard lock(mutex_);
-    pending_ = std::move(checkpoint);
-    wake_.notify_one();
-  }
-  // Writes what is pending and stops the thread.
-  void Finish() {
-    {
-      std::lock_guard lock(mutex_);
-      done_ = true;
-      wake_.notify_one();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-  int64_t written() const {
-    std::lock_guard lock(mutex_);
-    return written_;
-  }
-  double write_ms() const {
-    std::lock_guard lock(mutex_);
-    return write_ms_;
-  }
-
- private:
-  void Loop() {
-    std::unique_lock lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [this] { return pending_.has_value() || done_; });
-      if (!pending_.has_value()) return;
-      Checkpoint checkpoint = std::move(*pending_);
-      pending_.reset();
-      lock.unlock();
-      const Clock::time_point start = Clock::now();
-      Status written = WriteCheckpointFile(path_, checkpoint);
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      lock.lock();
-      if (written.ok()) {
-        ++written_;
-        write_ms_ += ms;
-        spdlog::info("checkpoint of iteration {} written to {} ({:.1f} ms)", checkpoint.iteration,
-                     path_, ms);
-      } else {
-        spdlog::error("checkpoint of iteration {} not written, the previous one is kept: {}",
-                      checkpoint.iteration, written.message());
-      }
-    }
-  }
-
-  const std::string path_;
-  mutable std::mutex mutex_;
-  std::condition_variable wake_;
-  std::optional<Checkpoint> pending_;
-  bool done_ = false;
-  int64_t written_ = 0;
-  double write_ms_ = 0;  // summed over the files written
-  std::thread thread_;
-};
-
-class ParameterServer {
+// The policy's decisions reach the model store, the workers and (sharded)
+// the other shards through the driver's sink, below.
+class ParameterServer : private sync::DriverSink<Gradient> {
  public:
   ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
       : config_(config), tsv_(tsv), signal_(signal) {}
@@ -167,10 +92,17 @@ class ParameterServer {
   void CloseStalledStreams();
   // Before the run ends: lets the streams in flight finish, for at most `limit`.
   void DrainStreams(milliseconds limit);
-  void CarryOut(const sync::Actions& actions,
-                const std::shared_ptr<proto::IncomingTensor>& gradient);
-  void ReplyModel(int64_t rank);
-  void AfterPush();
+  // The driver's sink: what the policy's actions do here.
+  void Stage(const sync::HandledPush<Gradient>& push, double weight) override;
+  void Apply(double scale, bool with_optimizer) override;
+  void SendModel(int64_t rank, const sync::Reply& reply) override;
+  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override;
+  void SendSyncNow(int64_t rank, int64_t round) override;
+  void Dropped(int64_t rank, const sync::Drop& drop) override;
+  void Evaluate(bool must) override { SubmitSnapshot(must); }
+  void LimitReached() override;
+  void IterationAdvanced() override { MaybeCheckpoint(); }
+  void HoldChanged(bool holding, int64_t live) override;
   // Queues the current model for evaluation; `must` ones are never skipped.
   void SubmitSnapshot(bool must);
   void CollectEvaluations();
@@ -181,39 +113,29 @@ class ParameterServer {
   void LoseWorker(int64_t rank, const std::string& why);
   // Loses the workers silent for longer than --worker-timeout.
   void CheckSilence();
-  int64_t ActiveWorkers() const;
-  // Holds training while fewer than --min-workers are live; answers what
-  // was held once enough are back.
-  void UpdateHold();
   // Loads --resume into the model, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
+  // The names this run's checkpoints record, which one resumed must match.
+  CheckpointIdentity Identity() const;
   // Hands a checkpoint to the writer when one is due and every update
   // queued has been applied.
   void MaybeCheckpoint();
+  // At the end: writes the checkpoint pending and reports what was written.
+  void FinishCheckpoints();
   void StopWorkers(const std::string& reason);
   double Seconds() const;
   bool Finished() const;
 
-  // Sharded servers, on shard 0: the other shards register, get their
-  // orders (the policy's decisions, translated) and send back their slices
-  // of snapshots.
+  // Sharded servers: this is shard 0, which tells the others (shards_)
+  // what the policy decided, translated into orders.
   bool sharded() const { return config_.shard_count > 1; }
-  void HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello);
-  void HandleShardMessage(int64_t shard, proto::Message& message);
-  void Order(proto::Order order) {
-    if (sharded()) orders_.push_back(order);
-  }
-  // Sends the orders gathered since the last call to every other shard.
-  void SendOrders();
-  // Snapshot `id` gets shard `shard`'s slice of `count` floats, which
-  // `copy` writes into the span it is given; evaluated once every slice is in.
-  void FillSnapshot(int64_t id, int64_t shard, int64_t count,
-                    const std::function<void(std::span<float>)>& copy);
-  // Waits, for at most `limit`, for the other shards' slices of the
-  // snapshots taken.
-  void AwaitSlices(milliseconds limit);
+  void Order(proto::Order order) { shards_->Order(order); }
+  // Hands a whole snapshot to the evaluator; counts it when skipped.
+  void Evaluate(Snapshot snapshot, bool must);
   // Writes --save-model: the parameters this shard holds.
   Status SaveModel();
+  // Sets up shards_, once the endpoint is bound.
+  void StartCoordinator();
 
   const ServerConfig& config_;
   std::ostream& tsv_;
@@ -221,7 +143,9 @@ class ParameterServer {
 
   zmq::context_t context_;
   std::optional<net::Endpoint> endpoint_;
-  std::unique_ptr<sync::Policy> policy_;
+  // The policy and what it decided per worker; policy_ is its policy, to read.
+  std::optional<sync::PolicyDriver<Gradient>> driver_;
+  const sync::Policy* policy_ = nullptr;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<model::ModelSpec> spec_;
   std::unique_ptr<Evaluator> evaluator_;
@@ -238,19 +162,11 @@ class ParameterServer {
   Clock::time_point start_;
   Clock::time_point last_heartbeat_;
 
-  int64_t iterations_ = 0;
-  int64_t next_eval_ = 0;
-  int64_t dropped_pushes_ = 0;
-  int64_t wasted_samples_ = 0;
-  int64_t samples_applied_ = 0;  // usable samples of accepted pushes
   int64_t refusals_ = 0;
   int64_t max_message_bytes_ = 0;
   int64_t skipped_snapshots_ = 0;
-  bool limit_reached_ = false;
   RunReport report_;
 
-  bool holding_ = false;       // fewer than --min-workers live: replies wait
-  sync::Actions deferred_;     // the replies held meanwhile, in order
   std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
   int64_t last_checkpoint_iteration_ = -1;
   Clock::time_point last_checkpoint_at_;
@@ -258,20 +174,8 @@ class ParameterServer {
   double seconds_before_ = 0;      // training time before --resume
 
   // Sharded servers (see sharded()).
-  struct Peer {
-    zmq::message_t identity;
-    std::string address;
-    std::string host;
-    int64_t pid = 0;
-    Clock::time_point last_seen;
-  };
-  std::vector<int64_t> bounds_;              // where the slices begin, plus the end
-  std::vector<std::optional<Peer>> peers_;   // by shard index; [0] is this one
-  std::map<std::string, int64_t> shard_of_;  // identity bytes -> shard index
-  int64_t peers_joined_ = 0;
-  // Workers that said Hello before every shard had registered: answered then.
-  std::vector<std::pair<zmq::message_t, proto::Hello>> waiting_hellos_;
-  std::vector<proto::Order> orders_;  // not sent yet
+  std::vector<int64_t> bounds_;               // where the slices begin, plus the end
+  std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
   // --deterministic: the stages since the last apply, summed at the next.
   struct HeldStage {
     int64_t worker = 0;
@@ -280,18 +184,6 @@ class ParameterServer {
     std::shared_ptr<proto::IncomingTensor> gradient;
   };
   std::vector<HeldStage> held_stages_;
-  // The push being carried out: its worker-side clock, and whether it was staged.
-  int64_t handling_clock_ = -1;
-  bool handling_staged_ = false;
-  struct Assembly {
-    Snapshot snapshot;
-    std::shared_ptr<std::vector<float>> values;
-    int64_t missing = 0;  // slices yet to come, this shard's included
-    bool must = false;
-  };
-  std::map<int64_t, Assembly> assemblies_;  // snapshots waiting for slices, by id
-  int64_t next_snapshot_id_ = 0;
-  Status fatal_;  // a shard was lost: the run ends with this
 };
 
 Status ParameterServer::Setup() {
@@ -324,13 +216,18 @@ Status ParameterServer::Setup() {
   // slice; this one holds the first.
   bounds_ = ShardBounds(model.num_params(), config_.shard_count);
   params.resize(static_cast<size_t>(bounds_[1]));
-  peers_.resize(static_cast<size_t>(config_.shard_count));
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
                                                          static_cast<int64_t>(params.size())));
   sync::PolicyConfig policy_config = config_.policy;
   policy_config.num_workers = config_.workers;
   policy_config.batch = config_.batch;
-  DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(policy_config));
+  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
+  driver_.emplace(std::move(policy),
+                  sync::DriverOptions{.eval_every = config_.eval_every,
+                                      .max_iterations = config_.max_iterations,
+                                      .min_workers = config_.min_workers},
+                  static_cast<sync::DriverSink<Gradient>&>(*this));
+  policy_ = &driver_->policy();
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   store_.emplace(std::move(params),
                  proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)), config_.threads);
@@ -369,12 +266,13 @@ Status ParameterServer::Setup() {
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
+  StartCoordinator();
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");
   if (!config_.endpoint_file.empty()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
-  tsv_ << "seconds\titeration\taccuracy\tloss\n" << std::flush;
+  WriteEvaluationHeader(tsv_);
   return Status::Ok();
 }
 
@@ -384,31 +282,17 @@ double ParameterServer::Seconds() const {
 }
 
 bool ParameterServer::Finished() const {
-  return report_.target_reached || limit_reached_ || report_.signal != 0;
+  return report_.target_reached || driver_->limit_reached() || report_.signal != 0;
 }
 
 Status ParameterServer::Resume(std::vector<float>* params) {
   DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
   const std::string& source = config_.resume;
-  if (checkpoint.model != spec_->Name() ||
-      static_cast<int64_t>(checkpoint.params->size()) != static_cast<int64_t>(params->size())) {
-    return Status::Config(source + ": a checkpoint of model " + checkpoint.model + " (" +
-                          std::to_string(checkpoint.params->size()) + " parameters), this run's is " +
-                          spec_->Name() + " (" + std::to_string(params->size()) + ")");
-  }
-  if (checkpoint.policy != policy_->Name()) {
-    return Status::Config(source + ": a checkpoint of policy " + checkpoint.policy +
-                          ", this run's is " + policy_->Name());
-  }
-  if (checkpoint.optimizer != optimizer_->Name()) {
-    return Status::Config(source + ": a checkpoint of optimizer " + checkpoint.optimizer +
-                          ", this run's is " + optimizer_->Name() + " (see --momentum)");
-  }
+  DMLPS_RETURN_IF_ERROR(CheckResumable(checkpoint, source, Identity(),
+                                       static_cast<int64_t>(params->size())));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   *params = *checkpoint.params;
-  policy_->Restore({checkpoint.version, checkpoint.iteration, checkpoint.policy_extra});
-  iterations_ = checkpoint.iteration;
-  samples_applied_ = checkpoint.samples;
+  driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
   seconds_before_ = checkpoint.seconds;
   last_checkpoint_iteration_ = checkpoint.iteration;
   report_.resumed_iteration = checkpoint.iteration;
@@ -416,6 +300,10 @@ Status ParameterServer::Resume(std::vector<float>* params) {
                source, checkpoint.iteration, checkpoint.version, checkpoint.samples,
                checkpoint.seconds);
   return Status::Ok();
+}
+
+CheckpointIdentity ParameterServer::Identity() const {
+  return {spec_->Name(), policy_->Name(), optimizer_->Name()};
 }
 
 Result<RunReport> ParameterServer::Run() {
@@ -431,10 +319,9 @@ Result<RunReport> ParameterServer::Run() {
     CollectEvaluations();
     if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
     if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
-        !limit_reached_) {
+        !driver_->limit_reached()) {
       spdlog::info("time limit of {} s reached", config_.max_seconds);
-      limit_reached_ = true;
-      SubmitSnapshot(true);
+      driver_->EndRun();
     }
     if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
       SendHeartbeats();
@@ -442,14 +329,14 @@ Result<RunReport> ParameterServer::Run() {
     }
     if (started_) MaybeCheckpoint();
     CloseStalledStreams();
-    SendOrders();
-    if (!fatal_.ok()) {
+    shards_->SendOrders();
+    if (!shards_->fatal().ok()) {
       StopWorkers("a server shard was lost");
-      return fatal_;
+      return shards_->fatal();
     }
   }
   report_.seconds = Seconds();
-  report_.iterations = iterations_;
+  report_.iterations = driver_->iteration();
 
   std::string reason = report_.target_reached ? "target accuracy reached"
                        : report_.signal != 0  ? "server interrupted"
@@ -458,8 +345,8 @@ Result<RunReport> ParameterServer::Run() {
     // The last snapshot may wait for chunks still on their way.
     DrainStreams(kDrainLimit);
     // The other shards' slices of the last snapshots.
-    SendOrders();
-    AwaitSlices(kDrainLimit);
+    shards_->SendOrders();
+    shards_->AwaitSlices(kDrainLimit);
   }
   if (!config_.save_model.empty()) {
     if (Status saved = SaveModel(); !saved.ok()) {
@@ -468,16 +355,7 @@ Result<RunReport> ParameterServer::Run() {
     }
   }
   StopWorkers(reason);
-  if (checkpoints_ != nullptr) {
-    checkpoints_->Finish();
-    report_.checkpoints = checkpoints_->written();
-    if (report_.checkpoints > 0) {
-      spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
-                   "(off it)",
-                   report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
-                   checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
-    }
-  }
+  FinishCheckpoints();
   if (report_.workers_lost > 0 || report_.workers_joined > 0) {
     spdlog::info("membership: {} workers lost (last: {}), {} joined while training",
                  report_.workers_lost, report_.last_lost, report_.workers_joined);
@@ -492,43 +370,38 @@ Result<RunReport> ParameterServer::Run() {
 
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute).
-  double ratio_sum = 0;
-  double wait_sum = 0;
-  double ratio_min = 1;
-  int64_t counted = 0;
+  std::vector<sync::WorkerTotals> totals;
   for (const std::optional<Member>& m : members_) {
-    if (!m.has_value() || m->steps == 0) continue;
+    if (!m.has_value() || m->totals.steps == 0) continue;
     const int64_t rank = &m - members_.data();
-    const double busy = m->compute_s + m->straggle_s;
-    const double ratio = report_.seconds > 0 ? std::min(1.0, busy / report_.seconds) : 0;
-    ratio_sum += ratio;
-    wait_sum += report_.seconds > 0 ? std::min(1.0, m->wait_s / report_.seconds) : 0;
-    ratio_min = std::min(ratio_min, ratio);
-    ++counted;
+    const sync::WorkerTotals& t = m->totals;
+    totals.push_back(t);
     spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
                  "wait {:.1f} s, compute ratio {:.2f}, {} refused",
-                 rank, m->steps, m->samples, m->compute_s, m->straggle_s, m->wait_s, ratio,
-                 m->refused);
+                 rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s,
+                 sync::ComputeRatio(t, report_.seconds), t.refused);
   }
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
-                     {{"seconds", report_.seconds}, {"iterations", iterations_}});
+                     {{"seconds", report_.seconds}, {"iterations", report_.iterations}});
     if (Status flushed = tracer_->Flush(); !flushed.ok()) spdlog::warn("{}", flushed.message());
   }
-  report_.compute_ratio_mean = counted > 0 ? ratio_sum / counted : 0;
-  report_.compute_ratio_min = counted > 0 ? ratio_min : 0;
-  report_.wasted_samples = wasted_samples_;
-  report_.samples = samples_applied_;
-  report_.wait_share = counted > 0 ? wait_sum / counted : 0;
+  const sync::RunSummary summary = sync::Summarize(totals, report_.seconds);
+  report_.compute_ratio_mean = summary.compute_ratio_mean;
+  report_.compute_ratio_min = summary.compute_ratio_min;
+  report_.wasted_samples = driver_->wasted_samples();
+  report_.samples = driver_->samples_applied();
+  report_.wait_share = summary.wait_share;
   spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
                "wasted samples {}",
-               policy_->Name(), report_.seconds, iterations_, report_.compute_ratio_mean,
-               report_.compute_ratio_min, wasted_samples_);
+               policy_->Name(), report_.seconds, report_.iterations, report_.compute_ratio_mean,
+               report_.compute_ratio_min, report_.wasted_samples);
   if (skipped_snapshots_ > 0) {
     spdlog::info("{} snapshots not evaluated: evaluation fell behind", skipped_snapshots_);
   }
-  if (dropped_pushes_ > 0) {
-    spdlog::info("{} pushes dropped ({} samples wasted)", dropped_pushes_, wasted_samples_);
+  if (driver_->dropped_pushes() > 0) {
+    spdlog::info("{} pushes dropped ({} samples wasted)", driver_->dropped_pushes(),
+                 report_.wasted_samples);
   }
   if (report_.target_reached) {
     spdlog::info("reached accuracy {:.4f} >= {} after {:.2f} s and {} iterations",
@@ -561,14 +434,13 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
     return;
   }
   zmq::message_t identity = net::CopyFrame(frames[0]);
-  if (auto shard = shard_of_.find(Key(identity)); shard != shard_of_.end()) {
+  if (const int64_t shard = shards_->ShardOf(identity); shard >= 0) {
     Result<proto::Message> message = proto::DecodeMessage(frames, 1);
     if (!message.ok()) {
-      Refuse(identity, "server shard " + std::to_string(shard->second), message.status().message(),
-             false);
+      Refuse(identity, "server shard " + std::to_string(shard), message.status().message(), false);
       return;
     }
-    HandleShardMessage(shard->second, *message);
+    shards_->HandleMessage(shard, *message);
     return;
   }
   auto it = rank_of_.find(Key(identity));
@@ -584,18 +456,18 @@ void ParameterServer::HandleFrames(net::Frames& frames) {
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
     if (hello->shard >= 0) {
-      HandleShardHello(identity, *hello);
-    } else if (sharded() && peers_joined_ < config_.shard_count - 1 && rank < 0) {
+      if (Status registered = shards_->Register(identity, *hello); !registered.ok()) {
+        Refuse(identity, ShardName(*hello), registered.message(), true);
+      }
+    } else if (!shards_->AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
-      waiting_hellos_.emplace_back(net::CopyFrame(identity), *hello);
+      shards_->HoldHello(identity, *hello);
     } else {
       HandleHello(identity, *hello);
     }
     return;
   }
-  if (rank < 0 && std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) {
-        return Key(w.first) == Key(identity);
-      })) {
+  if (rank < 0 && shards_->Holds(identity)) {
     return;  // a worker waiting for its Welcome keeps itself alive
   }
   if (rank < 0) {
@@ -633,13 +505,13 @@ void ParameterServer::Admit(const zmq::message_t& identity, const proto::Hello& 
                             int64_t rank) {
   Member member;
   member.identity = net::CopyFrame(identity);
-  member.info.max_batch = hello.max_batch;
   member.host = hello.host;
   member.pid = hello.pid;
   member.last_seen = Clock::now();
   members_[rank] = std::move(member);
   rank_of_[Key(identity)] = rank;
   ++joined_;
+  driver_->Attach(rank, sync::WorkerInfo{hello.max_batch});
 }
 
 void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
@@ -670,7 +542,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
                true);
         return;
       }
-      rank = policy_->AddWorker();
+      rank = driver_->AddRank();
       members_.resize(static_cast<size_t>(rank) + 1);
     }
     Admit(identity, hello, rank);
@@ -732,11 +604,7 @@ void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::H
   welcome.lr = config_.lr;
   welcome.momentum = config_.momentum;
   welcome.num_params = bounds_.back();
-  if (sharded()) {
-    welcome.bounds = bounds_;
-    welcome.servers.push_back(endpoint_->address());
-    for (int64_t k = 1; k < config_.shard_count; ++k) welcome.servers.push_back(peers_[k]->address);
-  }
+  shards_->DescribeShards(&welcome);
   Status sent = endpoint_->SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
   if (!started_ && joined_ == config_.workers) {
@@ -759,66 +627,47 @@ void ParameterServer::Start() {
                report_.resumed_iteration >= 0
                    ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
                    : std::string("starts"));
-  sync::Actions actions;
-  for (int64_t r = 0; r < config_.workers; ++r) {
-    policy_->WorkerJoined(r, members_[r]->info, &actions);
-    members_[r]->active = true;
-    members_[r]->clock_offset = policy_->clock(r);
-  }
   last_checkpoint_at_ = Clock::now();
-  // Pulls that arrived while the cluster was assembling are answered now.
-  for (int64_t r = 0; r < config_.workers; ++r) {
-    if (members_[r]->pull_pending) policy_->PullRequested(r, &actions);
-  }
-  CarryOut(actions, nullptr);
-  next_eval_ = iterations_ + config_.eval_every;
-  SubmitSnapshot(true);  // the untrained (or resumed) model: accuracy at time zero
+  // Pulls that arrived while the cluster was assembling are answered now;
+  // the untrained (or resumed) model is evaluated: accuracy at time zero.
+  driver_->Start();
 }
 
 void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
   Member& member = *members_[rank];
-  if (member.pull_pending) {
+  if (driver_->pull_pending(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
            false);
     return;
   }
-  if (started_ && !member.active) {
+  if (started_ && !driver_->active(rank)) {
     // A worker joining the running job, ready now: the policy counts it from
     // here, its first pull gets the current model.
-    sync::Actions actions;
-    policy_->WorkerJoined(rank, member.info, &actions);
-    member.active = true;
     member.ready = true;
-    member.clock_offset = policy_->clock(rank) - pull.clock;
     ++report_.workers_joined;
     spdlog::info("worker {} ({}:{}) trains from iteration {}; {} live workers", rank, member.host,
-                 member.pid, iterations_, ActiveWorkers());
+                 member.pid, driver_->iteration(), driver_->live_workers() + 1);
     if (tracer_) tracer_->Instant("run", "worker joined", trace::NowMicros(), {{"worker", rank}});
-    CarryOut(actions, nullptr);
-    UpdateHold();
+    driver_->Join(rank, pull.clock);
   }
-  if (started_ && pull.clock + member.clock_offset != policy_->clock(rank)) {
+  if (started_ && pull.clock != driver_->worker_clock(rank)) {
     Refuse(member.identity, "worker " + std::to_string(rank),
            "pull for clock " + std::to_string(pull.clock) + ", but the worker has pushed " +
-               std::to_string(policy_->clock(rank) - member.clock_offset) + " times",
+               std::to_string(driver_->worker_clock(rank)) + " times",
            false);
     return;
   }
   member.ready = true;
-  member.pull_pending = true;
+  driver_->Pull(rank);
   if (!started_) {
     // A worker pulls once its data is loaded: the run's clock starts when all
     // are ready, so loading data is not counted as training time.
-    const bool all_ready = joined_ == config_.workers &&
-                           std::all_of(members_.begin(), members_.end(), [](const auto& m) {
-                             return m.has_value() && m->pull_pending;
-                           });
+    bool all_ready = joined_ == config_.workers;
+    for (int64_t r = 0; r < config_.workers && all_ready; ++r) {
+      all_ready = members_[r].has_value() && driver_->pull_pending(r);
+    }
     if (all_ready) Start();
-    return;
   }
-  sync::Actions actions;
-  policy_->PullRequested(rank, &actions);
-  CarryOut(actions, nullptr);
 }
 
 void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
@@ -836,7 +685,7 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   // A payload that cannot be used still ends the worker's step, so that one
   // bad push cannot stall the others; it just contributes nothing.
   sync::PushInfo info;
-  info.clock = push.clock + member.clock_offset;
+  info.clock = push.clock;  // the driver counts from where the worker joined
   info.base_version = push.base_version;
   info.samples = push.samples;
   info.batch = push.batch;
@@ -878,11 +727,10 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
   }
   if (!problem.empty()) {
     info.usable = false;
-    ++member.refused;
+    ++member.totals.refused;
     Refuse(member.identity, who, problem + "; step counted, gradient ignored", false);
   }
 
-  sync::Actions actions;
   if (tracer_) {
     tracer_->Instant("comm", "push", trace::NowMicros(),
                      {{"worker", rank},
@@ -890,29 +738,17 @@ void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Fra
                       {"samples", push.samples},
                       {"staleness", policy_->version() - push.base_version}});
   }
-  policy_->PushArrived(rank, info, &actions);
-  handling_clock_ = push.clock;
-  handling_staged_ = false;
+  const sync::PushOutcome outcome = driver_->Push(rank, info, gradient);
   // The worker spent the time whether or not its push is used.
-  ++member.steps;
-  member.compute_s += push.compute_us * 1e-6;
-  member.straggle_s += push.straggle_us * 1e-6;
-  member.wait_s += push.wait_us * 1e-6;
-  const bool dropped = std::any_of(actions.begin(), actions.end(), [](const sync::Action& a) {
-    return a.kind == sync::Action::Kind::kDrop;
-  });
-  if (dropped) {
-    ++dropped_pushes_;
-    wasted_samples_ += push.samples;
-  } else {
-    member.samples += info.usable ? push.samples : 0;
-    samples_applied_ += info.usable ? push.samples : 0;
-  }
-  CarryOut(actions, gradient);
+  sync::WorkerTotals& totals = member.totals;
+  ++totals.steps;
+  totals.compute_s += push.compute_us * 1e-6;
+  totals.straggle_s += push.straggle_us * 1e-6;
+  totals.wait_s += push.wait_us * 1e-6;
+  totals.samples += outcome.samples;
   // The other shards free their slice of a push this one does not stage.
-  if (!handling_staged_) Order({proto::Order::kDiscard, rank, push.clock, 0});
-  handling_clock_ = -1;
-  AfterPush();
+  if (!outcome.staged) Order({proto::Order::kDiscard, rank, push.clock, 0});
+  driver_->Advance();
 }
 
 void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
@@ -925,14 +761,14 @@ void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::
   }
   Result<bool> finite = TakeChunk(*member.incoming, chunk.index, payload);
   if (!finite.ok()) {
-    ++member.refused;
+    ++member.totals.refused;
     AbandonIncoming(member, "push " + std::to_string(member.incoming_clock) + ": " +
                                 finite.status().message() +
                                 "; the rest of its gradient is left out");
     return;
   }
   if (!*finite) {
-    ++member.refused;
+    ++member.totals.refused;
     Refuse(member.identity, who,
            "push " + std::to_string(member.incoming_clock) + ", chunk " +
                std::to_string(chunk.index) + " contains NaN or infinite values; that chunk is "
@@ -987,194 +823,100 @@ void ParameterServer::DrainStreams(milliseconds limit) {
   }
 }
 
-void ParameterServer::CarryOut(const sync::Actions& actions,
-                               const std::shared_ptr<proto::IncomingTensor>& gradient) {
-  using Kind = sync::Action::Kind;
-  for (const sync::Action& action : actions) {
-    // An answer for a worker no longer here (lost while it was held) has
-    // no one to go to.
-    const bool addressed = action.kind != Kind::kStage && action.kind != Kind::kApply &&
-                           action.kind != Kind::kApplyDelta;
-    if (addressed && (action.worker < 0 || action.worker >= static_cast<int64_t>(members_.size()) ||
-                      !members_[action.worker].has_value())) {
-      continue;
-    }
-    switch (action.kind) {
-      case Kind::kStage: {
-        if (gradient == nullptr) break;  // the policy only stages usable pushes
-        handling_staged_ = true;
-        if (config_.deterministic) {
-          // Summed at the next apply, in rank order.
-          held_stages_.push_back({action.worker, handling_clock_, action.value, gradient});
-          break;
-        }
-        // Summed chunk by chunk as a streamed gradient arrives.
-        store_->Stage(gradient, static_cast<float>(action.value));
-        Order({proto::Order::kStage, action.worker, handling_clock_, action.value});
-        break;
-      }
-      case Kind::kApply:
-      case Kind::kApplyDelta: {
-        // --deterministic: the same sum whatever order the pushes came in.
-        std::stable_sort(held_stages_.begin(), held_stages_.end(),
-                         [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
-        for (HeldStage& held : held_stages_) {
-          store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
-          Order({proto::Order::kStage, held.worker, held.clock, held.weight});
-        }
-        held_stages_.clear();
-        std::function<void()> traced;
-        if (tracer_) {
-          // The policy counted this apply already: its version is the new one. The
-          // span ends when the last chunk is applied (streamed: once it arrived).
-          const int64_t start_us = trace::NowMicros();
-          const int64_t version = policy_->version();
-          traced = [this, start_us, version] {
-            tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
-                          {{"version", version}});
-          };
-        }
-        store_->Apply(action.kind == Kind::kApply ? optimizer_.get() : nullptr,
-                      static_cast<float>(action.value), std::move(traced));
-        Order({action.kind == Kind::kApply ? proto::Order::kApply : proto::Order::kApplyDelta, -1,
-               0, action.value});
-        break;
-      }
-      case Kind::kContinue: {
-        if (holding_) {
-          deferred_.push_back(action);
-          break;
-        }
-        Member& member = *members_[action.worker];
-        proto::Continue reply{action.value != 0, member.next_token, member.next_batch};
-        member.next_token = -1;
-        member.next_batch = 0;
-        Status sent = endpoint_->SendMessage(&member.identity, reply);
-        if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", action.worker, sent.ToString());
-        break;
-      }
-      case Kind::kSyncNow: {
-        Member& member = *members_[action.worker];
-        // In the worker's own count of its steps.
-        const int64_t round = static_cast<int64_t>(action.value) - member.clock_offset;
-        Status sent = endpoint_->SendMessage(&member.identity, proto::SyncNow{round});
-        if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", action.worker, sent.ToString());
-        break;
-      }
-      case Kind::kSetBatch:
-        members_[action.worker]->next_batch = static_cast<int64_t>(action.value);
-        break;
-      case Kind::kGrant:
-        members_[action.worker]->next_token = static_cast<int64_t>(action.value);
-        break;
-      case Kind::kReplyModel:
-        if (holding_) {
-          deferred_.push_back(action);
-          break;
-        }
-        ReplyModel(action.worker);
-        break;
-      case Kind::kHold:
-        break;
-      case Kind::kDrop: {
-        Member& member = *members_[action.worker];
-        if (action.value != 0) {
-          // Work the policy expects to throw away (a late push): no one's fault.
-          spdlog::debug("worker {}: push dropped: {}", action.worker, action.reason);
-        } else {
-          Refuse(member.identity, "worker " + std::to_string(action.worker),
-                 "push dropped: " + action.reason, false);
-        }
-        break;
-      }
-    }
+void ParameterServer::Stage(const sync::HandledPush<Gradient>& push, double weight) {
+  if (push.payload == nullptr) return;  // the policy only stages usable pushes
+  if (config_.deterministic) {
+    // Summed at the next apply, in rank order.
+    held_stages_.push_back({push.worker, push.clock, weight, push.payload});
+    return;
   }
+  // Summed chunk by chunk as a streamed gradient arrives.
+  store_->Stage(push.payload, static_cast<float>(weight));
+  Order({proto::Order::kStage, push.worker, push.clock, weight});
 }
 
-void ParameterServer::ReplyModel(int64_t rank) {
+void ParameterServer::Apply(double scale, bool with_optimizer) {
+  // --deterministic: the same sum whatever order the pushes came in.
+  std::stable_sort(held_stages_.begin(), held_stages_.end(),
+                   [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
+  for (HeldStage& held : held_stages_) {
+    store_->Stage(std::move(held.gradient), static_cast<float>(held.weight));
+    Order({proto::Order::kStage, held.worker, held.clock, held.weight});
+  }
+  held_stages_.clear();
+  std::function<void()> traced;
+  if (tracer_) {
+    // The policy counted this apply already: its version is the new one. The
+    // span ends when the last chunk is applied (streamed: once it arrived).
+    const int64_t start_us = trace::NowMicros();
+    const int64_t version = policy_->version();
+    traced = [this, start_us, version] {
+      tracer_->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
+                    {{"version", version}});
+    };
+  }
+  store_->Apply(with_optimizer ? optimizer_.get() : nullptr, static_cast<float>(scale),
+                std::move(traced));
+  Order({with_optimizer ? proto::Order::kApply : proto::Order::kApplyDelta, -1, 0, scale});
+}
+
+void ParameterServer::SendModel(int64_t rank, const sync::Reply& reply) {
   Member& member = *members_[rank];
-  member.pull_pending = false;
   member.replied_at = Clock::now();
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
-  proto::Model header{policy_->version(), store_->size(), member.next_batch, member.next_token};
-  member.next_batch = 0;
-  member.next_token = -1;
+  proto::Model header{reply.version, store_->size(), reply.batch, reply.token};
   QueueModelReply(*store_, *endpoint_, &member.identity, header, "worker " + std::to_string(rank));
   Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
 }
 
-void ParameterServer::AfterPush() {
-  const int64_t before = iterations_;
-  iterations_ = policy_->iteration();
-  if (iterations_ != before) MaybeCheckpoint();
-  if (config_.max_iterations > 0 && iterations_ >= config_.max_iterations) {
-    if (!limit_reached_) {
-      spdlog::info("iteration limit of {} reached", config_.max_iterations);
-      limit_reached_ = true;
-      SubmitSnapshot(true);
-    }
-    return;
+void ParameterServer::SendContinue(int64_t rank, bool download, const sync::Reply& reply) {
+  Member& member = *members_[rank];
+  Status sent =
+      endpoint_->SendMessage(&member.identity, proto::Continue{download, reply.token, reply.batch});
+  if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", rank, sent.ToString());
+}
+
+void ParameterServer::SendSyncNow(int64_t rank, int64_t round) {
+  Status sent = endpoint_->SendMessage(&members_[rank]->identity, proto::SyncNow{round});
+  if (!sent.ok()) spdlog::warn("cannot sync worker {}: {}", rank, sent.ToString());
+}
+
+void ParameterServer::Dropped(int64_t rank, const sync::Drop& drop) {
+  if (drop.late) {
+    // Work the policy expects to throw away (a late push): no one's fault.
+    spdlog::debug("worker {}: push dropped: {}", rank, drop.reason);
+  } else {
+    Refuse(members_[rank]->identity, "worker " + std::to_string(rank),
+           "push dropped: " + drop.reason, false);
   }
-  if (iterations_ >= next_eval_) {
-    next_eval_ = iterations_ + config_.eval_every;
-    SubmitSnapshot(false);
-  }
+}
+
+void ParameterServer::LimitReached() {
+  spdlog::info("iteration limit of {} reached", config_.max_iterations);
 }
 
 void ParameterServer::SubmitSnapshot(bool must) {
   // The model of this version exists once its last chunk is applied: it is
   // stamped then (at once, unless a streamed push is still arriving).
-  const int64_t iteration = iterations_;
+  const int64_t iteration = driver_->iteration();
   const int64_t version = policy_->version();
-  const int64_t samples = samples_applied_;
+  const int64_t samples = driver_->samples_applied();
   if (sharded()) {
-    // The whole model is this shard's slice and the others': each sends its
-    // part once its updates are in, and the snapshot is evaluated when all are.
-    const int64_t id = next_snapshot_id_++;
-    Assembly& assembly = assemblies_[id];
-    assembly.snapshot = {0, iteration, version, samples, nullptr};
-    assembly.missing = config_.shard_count;
-    assembly.must = must;
-    Order({proto::Order::kSnapshot, -1, 0, static_cast<double>(id)});
+    // The other shards' slices complete it.
+    const int64_t id = shards_->BeginSnapshot({0, iteration, version, samples, nullptr}, must);
     store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
-      if (auto it = assemblies_.find(id); it != assemblies_.end()) it->second.snapshot.seconds = Seconds();
-      FillSnapshot(id, 0, static_cast<int64_t>(values->size()),
-                   [&](std::span<float> out) { std::copy(values->begin(), values->end(), out.begin()); });
+      shards_->AddOwnSlice(id, Seconds(), *values);
     });
     return;
   }
   store_->Snapshot([this, must, iteration, version,
                     samples](std::shared_ptr<const std::vector<float>> values) {
-    if (!evaluator_->Submit({Seconds(), iteration, version, samples, std::move(values)}, must)) {
-      if (skipped_snapshots_++ == 0) {
-        spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
-      }
-    }
+    Evaluate({Seconds(), iteration, version, samples, std::move(values)}, must);
   });
 }
 
-void ParameterServer::FillSnapshot(int64_t id, int64_t shard, int64_t count,
-                                   const std::function<void(std::span<float>)>& copy) {
-  auto it = assemblies_.find(id);
-  if (it == assemblies_.end()) return;
-  Assembly& assembly = it->second;
-  const auto begin = static_cast<size_t>(bounds_[shard]);
-  if (count != bounds_[shard + 1] - bounds_[shard]) {
-    spdlog::warn("server shard {} sent a slice of {} parameters, not {}; snapshot {} not evaluated",
-                 shard, count, bounds_[shard + 1] - bounds_[shard], id);
-    assemblies_.erase(it);
-    return;
-  }
-  if (assembly.values == nullptr) {
-    assembly.values = std::make_shared<std::vector<float>>(static_cast<size_t>(bounds_.back()));
-  }
-  copy(std::span<float>(*assembly.values).subspan(begin, static_cast<size_t>(count)));
-  if (--assembly.missing > 0) return;
-  Snapshot snapshot = assembly.snapshot;
-  snapshot.params = std::move(assembly.values);
-  const bool must = assembly.must;
-  assemblies_.erase(it);
+void ParameterServer::Evaluate(Snapshot snapshot, bool must) {
   if (!evaluator_->Submit(std::move(snapshot), must)) {
     if (skipped_snapshots_++ == 0) {
       spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
@@ -1182,116 +924,21 @@ void ParameterServer::FillSnapshot(int64_t id, int64_t shard, int64_t count,
   }
 }
 
-void ParameterServer::AwaitSlices(milliseconds limit) {
-  if (!sharded()) return;
-  const Clock::time_point deadline = Clock::now() + limit;
-  net::Frames frames;
-  while (!assemblies_.empty() && Clock::now() < deadline && fatal_.ok()) {
-    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
-    if (!got.ok()) return;
-    if (!*got || frames.size() < 2) continue;
-    auto shard = shard_of_.find(Key(frames[0]));
-    if (shard == shard_of_.end()) continue;  // the run is over for workers
-    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-    if (message.ok()) HandleShardMessage(shard->second, *message);
-  }
-  if (!assemblies_.empty()) {
-    spdlog::warn("{} snapshot{} not evaluated: the other shards' slices did not come",
-                 assemblies_.size(), assemblies_.size() == 1 ? "" : "s");
-  }
-}
-
-void ParameterServer::SendOrders() {
-  if (orders_.empty()) return;
-  proto::Orders batch;
-  batch.orders.swap(orders_);
-  for (int64_t k = 1; k < config_.shard_count; ++k) {
-    if (!peers_[k].has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peers_[k]->identity, batch);
-    if (!sent.ok()) {
-      fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " +
-                                   peers_[k]->address + " lost: " + sent.message());
-    }
-  }
-}
-
-void ParameterServer::HandleShardHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  const std::string who = "server shard " + std::to_string(hello.shard) + " (" + hello.host + ":" +
-                          std::to_string(hello.pid) + ")";
-  if (!sharded()) {
-    Refuse(identity, who, "this server is not sharded (no --shard 0/S)", true);
-    return;
-  }
-  if (hello.shards != config_.shard_count || hello.shard < 1 || hello.shard >= config_.shard_count) {
-    Refuse(identity, who,
-           "shard " + std::to_string(hello.shard) + "/" + std::to_string(hello.shards) +
-               " does not fit this job of " + std::to_string(config_.shard_count) + " shards",
-           true);
-    return;
-  }
-  std::optional<Peer>& peer = peers_[hello.shard];
-  if (peer.has_value()) {
-    // A shard lost its state when it went away: the job cannot go on with a
-    // fresh one mid-run, nor have two.
-    Refuse(identity, who, "shard " + std::to_string(hello.shard) + " is taken", true);
-    return;
-  }
-  if (hello.address.empty()) {
-    Refuse(identity, who, "no address for workers to reach it at", true);
-    return;
-  }
-  peer = Peer{net::CopyFrame(identity), hello.address, hello.host, hello.pid, Clock::now()};
-  shard_of_[Key(identity)] = hello.shard;
-  ++peers_joined_;
-  proto::Welcome welcome;
-  welcome.model = spec_->Name();
-  welcome.policy = policy_->Name();
-  welcome.input_dim = spec_->input_dim;
-  welcome.classes = spec_->classes;
-  welcome.num_params = bounds_.back();
-  welcome.shard_index = hello.shard;
-  welcome.shard_count = config_.shard_count;
-  welcome.seed = config_.seed;
-  welcome.lr = config_.lr;
-  welcome.momentum = config_.momentum;
-  welcome.bounds = bounds_;
-  if (Status sent = endpoint_->SendMessage(&identity, welcome); !sent.ok()) {
-    spdlog::warn("cannot welcome {}: {}", who, sent.ToString());
-  }
-  spdlog::info("{} registered: parameters [{}, {}), workers reach it at {} ({}/{} shards)", who,
-               bounds_[hello.shard], bounds_[hello.shard + 1], hello.address, peers_joined_ + 1,
-               config_.shard_count);
-  if (peers_joined_ == config_.shard_count - 1) {
-    std::vector<std::pair<zmq::message_t, proto::Hello>> waiting;
-    waiting.swap(waiting_hellos_);
-    for (auto& [worker, worker_hello] : waiting) HandleHello(worker, worker_hello);
-  }
-}
-
-void ParameterServer::HandleShardMessage(int64_t shard, proto::Message& message) {
-  peers_[shard]->last_seen = Clock::now();
-  const std::string who = "server shard " + std::to_string(shard);
-  if (auto* slice = std::get_if<proto::Slice>(&message.body)) {
-    Result<proto::IncomingTensor> values =
-        proto::IncomingTensor::Open(slice->num_params, 0, 0, std::move(message.payload));
-    if (!values.ok() || !values->complete()) {
-      spdlog::warn("{} sent a bad slice of snapshot {}: {}", who, slice->id,
-                   values.ok() ? "incomplete" : values.status().message());
-      assemblies_.erase(slice->id);
-      return;
-    }
-    FillSnapshot(slice->id, shard, values->size(),
-                 [&](std::span<float> out) { values->CopyTo(0, values->size(), out); });
-  } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
-    if (error->fatal) {
-      fatal_ = Status::Unavailable(who + " gave up: " + error->message);
-    } else {
-      spdlog::warn("{} reports: {}", who, error->message);
-    }
-  } else if (!std::holds_alternative<proto::Heartbeat>(message.body)) {
-    spdlog::warn("ignoring an unexpected {} from {}", proto::MsgTypeName(proto::TypeOf(message.body)),
-                 who);
-  }
+void ParameterServer::StartCoordinator() {
+  proto::Welcome shard_welcome;
+  shard_welcome.model = spec_->Name();
+  shard_welcome.policy = policy_->Name();
+  shard_welcome.input_dim = spec_->input_dim;
+  shard_welcome.classes = spec_->classes;
+  shard_welcome.seed = config_.seed;
+  shard_welcome.lr = config_.lr;
+  shard_welcome.momentum = config_.momentum;
+  shards_ = std::make_unique<ShardCoordinator>(
+      *endpoint_, bounds_, std::move(shard_welcome),
+      [this](Snapshot snapshot, bool must) { Evaluate(std::move(snapshot), must); },
+      [this](const zmq::message_t& identity, const proto::Hello& hello) {
+        HandleHello(identity, hello);
+      });
 }
 
 Status ParameterServer::SaveModel() {
@@ -1304,37 +951,8 @@ Status ParameterServer::SaveModel() {
 }
 
 void ParameterServer::CollectEvaluations() {
-  for (const Evaluation& e : evaluator_->TakeResults()) {
-    if (report_.target_reached) break;  // later snapshots do not change the answer
-    report_.last_eval = e.result;
-    tsv_ << fmt::format("{:.3f}\t{}\t{:.4f}\t{:.4f}\n", e.snapshot.seconds, e.snapshot.iteration,
-                        e.result.accuracy, e.result.loss)
-         << std::flush;
-    spdlog::info("{:7.2f} s  iteration {:6}  accuracy {:.4f}  loss {:.4f}", e.snapshot.seconds,
-                 e.snapshot.iteration, e.result.accuracy, e.result.loss);
-    if (tracer_) {
-      const int64_t snapshot_us = start_us_ + static_cast<int64_t>(e.snapshot.seconds * 1e6);
-      tracer_->Span("eval", "eval", e.start_us, e.duration_us,
-                    {{"iteration", e.snapshot.iteration},
-                     {"accuracy", e.result.accuracy},
-                     {"loss", e.result.loss},
-                     {"snapshot_us", snapshot_us}});
-      tracer_->Counter("accuracy", snapshot_us, e.result.accuracy, {{"iteration", e.snapshot.iteration}});
-      tracer_->Counter("loss", snapshot_us, e.result.loss, {{"iteration", e.snapshot.iteration}});
-    }
-    if (config_.target_accuracy > 0 && e.result.accuracy >= config_.target_accuracy) {
-      report_.target_reached = true;
-      report_.seconds_to_target = e.snapshot.seconds;
-      report_.iterations_to_target = e.snapshot.iteration;
-      report_.samples_to_target = e.snapshot.samples;
-      if (tracer_) {
-        tracer_->Instant("run", "target", trace::NowMicros(),
-                         {{"accuracy", e.result.accuracy},
-                          {"seconds", e.snapshot.seconds},
-                          {"iteration", e.snapshot.iteration}});
-      }
-    }
-  }
+  RecordEvaluations(evaluator_->TakeResults(), config_.target_accuracy, start_us_, tsv_,
+                    tracer_.get(), &report_);
 }
 
 void ParameterServer::SendHeartbeats() {
@@ -1347,21 +965,11 @@ void ParameterServer::SendHeartbeats() {
     Status sent = endpoint_->SendMessage(&m->identity, proto::Heartbeat{now_us});
     if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m->host, m->pid, sent.ToString());
   }
-  for (std::optional<Peer>& peer : peers_) {
-    if (!peer.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peer->identity, proto::Heartbeat{now_us});
-    if (!sent.ok()) spdlog::debug("heartbeat to {} failed: {}", peer->address, sent.ToString());
-  }
-}
-
-int64_t ParameterServer::ActiveWorkers() const {
-  return std::count_if(members_.begin(), members_.end(),
-                       [](const std::optional<Member>& m) { return m.has_value() && m->active; });
+  shards_->SendHeartbeats(now_us);
 }
 
 void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
   Member& member = *members_[rank];
-  const bool was_active = member.active;
   ++report_.workers_lost;
   report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
                       std::to_string(member.pid) + "): " + why;
@@ -1375,31 +983,19 @@ void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
   members_[rank].reset();
   --joined_;
   Order({proto::Order::kForget, rank, 0, 0});
-  std::erase_if(deferred_, [rank](const sync::Action& a) { return a.worker == rank; });
-  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, ActiveWorkers(),
-               ActiveWorkers() == 1 ? "" : "s");
+  const int64_t live = driver_->live_workers() - (driver_->active(rank) ? 1 : 0);
+  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, live,
+               live == 1 ? "" : "s");
   if (tracer_) {
     tracer_->Instant("run", "worker lost", trace::NowMicros(), {{"worker", rank}, {"why", why}});
   }
-  if (!started_ || !was_active) return;
-  sync::Actions actions;
-  policy_->WorkerLeft(rank, &actions);
-  CarryOut(actions, nullptr);
-  UpdateHold();
-  AfterPush();  // a round the worker held up may have closed
+  // The policy stops waiting for it; a round it held up may close.
+  driver_->Lose(rank);
 }
 
 void ParameterServer::CheckSilence() {
   const Clock::time_point now = Clock::now();
-  for (size_t k = 1; k < peers_.size(); ++k) {
-    // A shard holds a slice of the model no one else has: the run cannot go
-    // on without it.
-    if (peers_[k].has_value() && now - peers_[k]->last_seen >= config_.worker_timeout) {
-      fatal_ = Status::Unavailable(fmt::format(
-          "server shard {} at {} lost: silent for {:g} s", k, peers_[k]->address,
-          std::chrono::duration<double>(config_.worker_timeout).count()));
-    }
-  }
+  shards_->CheckSilence(now, config_.worker_timeout);
   for (int64_t r = 0; r < static_cast<int64_t>(members_.size()); ++r) {
     const std::optional<Member>& m = members_[r];
     if (!m.has_value()) continue;
@@ -1411,13 +1007,8 @@ void ParameterServer::CheckSilence() {
   }
 }
 
-void ParameterServer::UpdateHold() {
-  if (!started_) return;
-  const int64_t live = ActiveWorkers();
-  const bool hold = live < config_.min_workers;
-  if (hold == holding_) return;
-  holding_ = hold;
-  if (hold) {
+void ParameterServer::HoldChanged(bool holding, int64_t live) {
+  if (holding) {
     spdlog::warn("training holds: {} live worker{}, fewer than --min-workers {}; waiting for "
                  "workers to join",
                  live, live == 1 ? "" : "s", config_.min_workers);
@@ -1426,16 +1017,14 @@ void ParameterServer::UpdateHold() {
   }
   spdlog::info("training goes on with {} live workers", live);
   if (tracer_) tracer_->Instant("run", "resume", trace::NowMicros(), {{"live", live}});
-  sync::Actions held;
-  held.swap(deferred_);
-  CarryOut(held, nullptr);
 }
 
 void ParameterServer::MaybeCheckpoint() {
-  if (checkpoints_ == nullptr || iterations_ == last_checkpoint_iteration_) return;
+  const int64_t iteration = driver_->iteration();
+  if (checkpoints_ == nullptr || iteration == last_checkpoint_iteration_) return;
   const Clock::time_point now = Clock::now();
   const bool by_count = config_.checkpoint_every_iterations > 0 &&
-                        iterations_ >= std::max<int64_t>(last_checkpoint_iteration_, 0) +
+                        iteration >= std::max<int64_t>(last_checkpoint_iteration_, 0) +
                                            config_.checkpoint_every_iterations;
   const bool by_time =
       config_.checkpoint_every_seconds > 0 &&
@@ -1448,19 +1037,10 @@ void ParameterServer::MaybeCheckpoint() {
   // model's update runs as its pushes stream in: until then, wait.
   if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
-  Checkpoint checkpoint;
-  checkpoint.model = spec_->Name();
-  checkpoint.policy = policy_->Name();
-  checkpoint.optimizer = optimizer_->Name();
-  checkpoint.workers = config_.workers;
-  const sync::PolicyState state = policy_->Save();
-  checkpoint.iteration = state.iteration;
-  checkpoint.version = state.version;
-  checkpoint.policy_extra = state.extra;
-  checkpoint.samples = samples_applied_;
-  checkpoint.seconds = seconds_before_ + Seconds();
-  checkpoint.optimizer_state = optimizer_->State();
-  last_checkpoint_iteration_ = iterations_;
+  Checkpoint checkpoint = MakeCheckpoint(Identity(), config_.workers, policy_->Save(),
+                                         driver_->samples_applied(), seconds_before_ + Seconds(),
+                                         optimizer_->State());
+  last_checkpoint_iteration_ = iteration;
   last_checkpoint_at_ = now;
   // As evaluation does: a copy of the model taken once its updates are in
   // (at once here, nothing being pending); encoding and writing are the
@@ -1473,6 +1053,18 @@ void ParameterServer::MaybeCheckpoint() {
   checkpoint_path_ms_ += std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
+void ParameterServer::FinishCheckpoints() {
+  if (checkpoints_ == nullptr) return;
+  checkpoints_->Finish();
+  report_.checkpoints = checkpoints_->written();
+  if (report_.checkpoints > 0) {
+    spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
+                 "(off it)",
+                 report_.checkpoints, checkpoint_path_ms_ / static_cast<double>(report_.checkpoints),
+                 checkpoints_->write_ms() / static_cast<double>(report_.checkpoints));
+  }
+}
+
 void ParameterServer::StopWorkers(const std::string& reason) {
   for (std::optional<Member>& m : members_) {
     if (!m.has_value()) continue;
@@ -1480,116 +1072,10 @@ void ParameterServer::StopWorkers(const std::string& reason) {
     if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m->host, m->pid, sent.ToString());
   }
   // The other shards stop after the orders before: they save what those left.
-  SendOrders();
-  for (std::optional<Peer>& peer : peers_) {
-    if (!peer.has_value()) continue;
-    Status sent = endpoint_->SendMessage(&peer->identity, proto::Stop{reason});
-    if (!sent.ok()) spdlog::debug("cannot stop shard at {}: {}", peer->address, sent.ToString());
-  }
+  shards_->Stop(reason);
 }
 
 }  // namespace
-
-std::vector<std::string> ValidateConfig(const ServerConfig& config) {
-  std::vector<std::string> problems;
-  if (config.workers < 1) problems.push_back("--workers must be at least 1");
-  if (config.batch < 1) problems.push_back("--batch must be at least 1");
-  if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("--lr must be positive");
-  if (!(config.momentum >= 0 && config.momentum < 1)) {
-    problems.push_back("--momentum must be in [0, 1)");
-  }
-  if (config.threads < 1 || config.threads > 256) problems.push_back("--threads must be in 1..256");
-  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
-    problems.push_back("--target-accuracy must be in [0, 1]");
-  }
-  if (config.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
-  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
-    problems.push_back("--max-seconds must not be negative");
-  }
-  if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
-  if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
-  if (config.worker_timeout <= config.heartbeat) {
-    problems.push_back("--worker-timeout must be longer than --heartbeat-ms");
-  }
-  if (config.min_workers < 0 || config.min_workers > config.workers) {
-    problems.push_back("--min-workers must be in 0..--workers");
-  }
-  if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
-      !std::isfinite(config.checkpoint_every_seconds)) {
-    problems.push_back("--checkpoint-every must not be negative");
-  }
-  if (!config.checkpoint.empty() && config.checkpoint_every_iterations == 0 &&
-      config.checkpoint_every_seconds == 0) {
-    problems.push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
-  }
-  if (config.checkpoint.empty() &&
-      (config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0)) {
-    problems.push_back("--checkpoint-every needs --checkpoint FILE");
-  }
-  if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
-  if (config.curve_secret.empty() != config.curve_allow.empty()) {
-    problems.push_back(
-        "--curve-secret and --curve-allow go together (CURVE admits only the listed workers)");
-  }
-  if (config.max_message_bytes < 0) problems.push_back("--max-message-bytes must not be negative");
-  if (config.max_connections < 0) problems.push_back("--max-connections must not be negative");
-  if (config.max_connections > 0 && config.max_connections < config.workers) {
-    problems.push_back("--max-connections must be at least --workers");
-  }
-  if (config.shard_count < 1 || config.shard_count > kMaxShards || config.shard_index < 0 ||
-      config.shard_index >= config.shard_count) {
-    problems.push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
-  } else if (config.shard_index > 0 && config.coordinator.empty()) {
-    problems.push_back("--coordinator must not be empty (the address of shard 0)");
-  } else if (config.shard_index == 0 && !config.coordinator.empty()) {
-    problems.push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
-  }
-  if (config.shard_index == 0 && !config.advertise.empty()) {
-    problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
-  }
-  if (config.shard_count > 1) {
-    // Each would need every shard's part: not there yet.
-    if (!config.checkpoint.empty() || !config.resume.empty()) {
-      problems.push_back("--checkpoint and --resume do not work with sharded servers yet");
-    }
-    if (!config.curve_secret.empty()) {
-      problems.push_back("--curve-secret does not work with sharded servers yet");
-    }
-  }
-  sync::PolicyConfig probe = config.policy;
-  probe.num_workers = std::max<int64_t>(config.workers, 1);
-  probe.batch = std::max<int64_t>(config.batch, 1);
-  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
-    problems.push_back("--policy: " + p.status().message());
-  }
-  if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
-    problems.push_back("--data: " + d.status().message());
-  }
-  // 16 inputs, a 4x4 image, fit every kind of model; the data's own shape is
-  // checked once it is loaded.
-  if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
-    problems.push_back("--model: " + m.status().message());
-  }
-  return problems;
-}
-
-void WriteRunReport(const RunReport& report, std::ostream& out) {
-  // One line per key: the message must not break the format.
-  std::string last_lost = report.last_lost;
-  std::replace_if(last_lost.begin(), last_lost.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
-  out << fmt::format(
-      "target_reached\t{:d}\nseconds_to_target\t{}\niterations_to_target\t{}\n"
-      "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
-      "loss\t{}\ncompute_ratio_mean\t{}\ncompute_ratio_min\t{}\nwait_share\t{}\n"
-      "wasted_samples\t{}\nsignal\t{}\nworkers_lost\t{}\nlast_lost\t{}\nworkers_joined\t{}\n"
-      "resumed_iteration\t{}\ncheckpoints\t{}\n",
-      report.target_reached, report.seconds_to_target, report.iterations_to_target,
-      report.samples_to_target, report.iterations, report.samples, report.seconds,
-      report.last_eval.accuracy, report.last_eval.loss, report.compute_ratio_mean,
-      report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
-      report.workers_lost, last_lost, report.workers_joined, report.resumed_iteration,
-      report.checkpoints);
-}
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal) {

@@ -7,21 +7,20 @@
 #include <array>
 #include <bit>
 #include <chrono>
-#include <cstdio>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
 #include <utility>
 
+#include "dmlps/base/file.h"
 #include "dmlps/model/model.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
-#include "dmlps/server/model_store.h"
 #include "dmlps/trace/trace.h"
 #include "server/loop.h"
+#include "server/model_store.h"
 
 namespace dmlps::server {
 
@@ -38,13 +37,8 @@ std::vector<int64_t> ShardBounds(int64_t num_params, int64_t shards) {
 
 Status WriteRawModel(const std::string& path, std::span<const float> params) {
   static_assert(std::endian::native == std::endian::little, "raw models are little-endian");
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(params.data()),
-            static_cast<std::streamsize>(params.size() * sizeof(float)));
-  out.close();
-  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
+  const std::string_view bytes(reinterpret_cast<const char*>(params.data()), params.size_bytes());
+  if (!WriteFileAtomically(path, bytes).ok()) {
     return Status::IOError("cannot write the model to " + path);
   }
   spdlog::info("model saved to {} ({} parameters)", path, params.size());
@@ -52,15 +46,8 @@ Status WriteRawModel(const std::string& path, std::span<const float> params) {
 }
 
 Status WriteEndpointFile(const std::string& path, const std::string& address) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream out(tmp);
-  out << address << '\n';
-  out.close();
-  if (!out || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::IOError("cannot write " + path);
-  }
-  return Status::Ok();
+  if (WriteFileAtomically(path, address + '\n').ok()) return Status::Ok();
+  return Status::IOError("cannot write " + path);
 }
 
 namespace {

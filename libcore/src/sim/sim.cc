@@ -1,6 +1,6 @@
 // The discrete-event simulator. One event queue in virtual time; the server
-// handles one message at a time as dmlps-server's loop does (its policy
-// and CarryOut below mirror server.cc's), and each worker is a small state
+// handles one message at a time as dmlps-server's loop does (the same
+// policy driver carries out its policy's actions), and each worker is a small state
 // machine stepping through what worker.cc's loop for its mode does:
 //   sync     pull -> compute -> straggle -> send push -> pull ...
 //   chunked  as sync, in chunks, pushing early once a SyncNow names the step
@@ -22,21 +22,24 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
-#include <limits>
 #include <memory>
 #include <numbers>
 #include <optional>
 #include <queue>
 #include <random>
+#include <span>
 
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/sim/sim.h"
+#include "dmlps/sync/driver.h"
+#include "dmlps/sync/summary.h"
 #include "dmlps/worker/epoch_cursor.h"
+#include "sim/cpu.h"
+#include "sim/network.h"
 
 namespace dmlps::sim {
 namespace {
 
-using Kind = sync::Action::Kind;
 using sync::WorkerMode;
 using Vec = Eigen::Map<Eigen::VectorXf>;
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
@@ -44,8 +47,6 @@ using std::chrono::microseconds;
 
 // A message's msgpack header, about; payloads add 4 bytes a parameter.
 constexpr int64_t kHeaderBytes = 96;
-// Remaining work below this is done (seconds): rounding in the processor model.
-constexpr double kWorkEpsilon = 1e-12;
 
 // splitmix64's finalizer: spreads a seed over all 64 bits.
 uint64_t Mix64(uint64_t x) {
@@ -157,20 +158,11 @@ struct SimWorker {
   WorkerStats stats;
 };
 
-// What the server keeps per worker between actions (server.cc's Member).
-struct Member {
-  bool pull_pending = false;
-  int64_t next_batch = 0;
-  int64_t next_token = -1;
-};
+// A push's payload as the simulated server stages it: the samples of a
+// lazily computed step (empty for a local step's delta, which its worker holds).
+using Samples = std::span<const int64_t>;
 
-struct CpuJob {
-  int64_t target = 0;
-  double remaining = 0;  // seconds of work alone on a core
-  double shared_speed = 1;
-};
-
-class Simulator {
+class Simulator : private sync::DriverSink<Samples> {
  public:
   Simulator(const SimConfig& config, const data::Dataset& train, const data::Dataset& test)
       : config_(config),
@@ -178,6 +170,15 @@ class Simulator {
         test_(test),
         n_(config.policy.num_workers),
         mode_(WorkerMode::kSync),
+        network_(config.network, n_, config.network.cores_copy && config.shared_cores > 0,
+                 {[this](double time, int64_t slot, bool to_server) {
+                    Schedule(time, to_server ? EventKind::kAtServer : EventKind::kAtWorker, slot);
+                  },
+                  [this](int64_t slot, double work) { StartJob(kMessageJob - slot, work, 1); }}),
+        cpu_(std::max<int64_t>(config.shared_cores, 1),
+             [this](double time, uint64_t generation) {
+               Schedule(time, EventKind::kCpuTick, 0, generation);
+             }),
         model_(config.model),
         eval_model_(config.model) {}
 
@@ -188,16 +189,13 @@ class Simulator {
   void Schedule(double time, EventKind kind, int64_t a, uint64_t b = 0);
   void Dispatch(const Event& event);
 
-  // The network.
+  // The network: messages wait in slots of messages_ while network_ carries them.
   void Send(int64_t from, int64_t to, int64_t bytes, Message message);
   int64_t ServerNode() const { return n_; }
   int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
 
-  // The processor(s).
+  // The processor(s): a machine each, or cores shared (cpu_).
   void StartJob(int64_t target, double work, double shared_speed);
-  double Rate(const CpuJob& job) const;
-  void AdvanceCpu();
-  void ScheduleCpuTick();
   void OnCpuTick(uint64_t generation);
   void OnJobDone(int64_t target);
 
@@ -205,13 +203,18 @@ class Simulator {
   void StartTraining();
   void ServerReceive(int64_t slot);
   void ServerNext();
-  double CarryOut(const sync::Actions& actions, int64_t pusher);
-  void ReplyModel(int64_t w, double* cost);
   std::shared_ptr<const std::vector<float>> CurrentSnapshot(double* cost);
-  void Stage(int64_t w, float weight);
   void ServerDone();
-  void AfterPush();
-  void Evaluate(bool must);
+  // The driver's sink: what the policy's actions do to the simulated server.
+  // Each adds the server time it takes to job_cost_.
+  void Stage(const sync::HandledPush<Samples>& push, double weight) override;
+  void Apply(double scale, bool with_optimizer) override;
+  void SendModel(int64_t w, const sync::Reply& reply) override;
+  void SendContinue(int64_t w, bool download, const sync::Reply& reply) override;
+  void SendSyncNow(int64_t w, int64_t round) override;
+  void Dropped(int64_t w, const sync::Drop& drop) override;
+  void Evaluate(bool must) override;
+  void LimitReached() override { finished_ = true; }
   void Fail(std::string why);
 
   // The workers.
@@ -243,39 +246,22 @@ class Simulator {
 
   std::vector<Message> messages_;
   std::vector<int64_t> free_slots_;
-  std::vector<double> tx_free_;  // per node (workers, then the server): link busy until
-  std::vector<double> rx_free_;
-  // NetworkModel::cores_copy: per message slot its copy, and per connection
-  // the slots whose copy runs (front) or waits.
-  struct Copy {
-    int64_t channel = 0;
-    double work = 0;
-    bool to_server = false;
-  };
-  std::vector<Copy> copies_;
-  std::vector<std::deque<int64_t>> channels_;
-
-  std::vector<CpuJob> jobs_;  // shared cores only
-  double cpu_time_ = 0;       // when jobs_' remaining work was last brought up to date
-  uint64_t cpu_generation_ = 0;
+  SimNetwork network_;
+  SimCpu cpu_;  // shared cores only
 
   // The server.
-  std::unique_ptr<sync::Policy> policy_;
+  std::optional<sync::PolicyDriver<Samples>> driver_;
+  const sync::Policy* policy_ = nullptr;  // the driver's
   std::unique_ptr<optim::Optimizer> optimizer_;
   int64_t num_params_ = 0;
   std::vector<float> params_;
   std::vector<float> accumulator_;
   std::shared_ptr<const std::vector<float>> snapshot_;
   int64_t snapshot_version_ = -1;
-  std::vector<Member> members_;
   std::deque<int64_t> inbox_;
   bool server_busy_ = false;
-  bool handling_push_ = false;
+  double job_cost_ = 0;  // the server time the sink's effects took in the job under way
   std::vector<std::pair<int64_t, Message>> outbox_;
-  int64_t iterations_ = 0;
-  int64_t next_eval_ = 0;
-  int64_t samples_applied_ = 0;
-  bool limit_reached_ = false;
 
   // Math scratch.
   model::Model model_;
@@ -292,7 +278,12 @@ class Simulator {
 // ---------------------------------------------------------------- setup
 
 Status Simulator::Setup() {
-  DMLPS_ASSIGN_OR_RETURN(policy_, sync::MakePolicy(config_.policy));
+  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(config_.policy));
+  driver_.emplace(std::move(policy),
+                  sync::DriverOptions{.eval_every = config_.eval_every,
+                                      .max_iterations = config_.max_iterations},
+                  static_cast<sync::DriverSink<Samples>&>(*this));
+  policy_ = &driver_->policy();
   mode_ = policy_->mode();
   num_params_ = model_.num_params();
   params_.assign(static_cast<size_t>(num_params_), 0.f);
@@ -301,9 +292,6 @@ Status Simulator::Setup() {
   grad_.assign(params_.size(), 0.f);
   DMLPS_ASSIGN_OR_RETURN(optimizer_,
                          optim::MakeOptimizer(config_.lr, config_.momentum, num_params_));
-  members_.assign(static_cast<size_t>(n_), Member{});
-  tx_free_.assign(static_cast<size_t>(n_ + 1), 0);
-  rx_free_.assign(static_cast<size_t>(n_ + 1), 0);
 
   const uint64_t noise_mix = config_.noise_seed == 0 ? 0 : Mix64(config_.noise_seed);
   workers_.resize(static_cast<size_t>(n_));
@@ -345,26 +333,24 @@ Result<SimReport> Simulator::Run() {
   if (!finished_) Fail("the simulation stalled: nothing left to happen");
 
   report_.seconds = now_;
-  report_.iterations = iterations_;
-  report_.samples = samples_applied_;
+  report_.iterations = driver_->iteration();
+  report_.samples = driver_->samples_applied();
+  report_.dropped_pushes = driver_->dropped_pushes();
+  report_.wasted_samples = driver_->wasted_samples();
   report_.events = events_;
-  double ratio_sum = 0;
-  double wait_sum = 0;
-  double ratio_min = 1;
-  int64_t counted = 0;
+  std::vector<sync::WorkerTotals> totals;
   for (const SimWorker& w : workers_) {
     report_.workers.push_back(w.stats);
-    if (w.stats.steps == 0) continue;
-    const double busy = w.stats.compute_s + w.stats.straggle_s;
-    const double ratio = now_ > 0 ? std::min(1.0, busy / now_) : 0;
-    ratio_sum += ratio;
-    wait_sum += now_ > 0 ? std::min(1.0, w.stats.wait_s / now_) : 0;
-    ratio_min = std::min(ratio_min, ratio);
-    ++counted;
+    totals.push_back({.steps = w.stats.steps,
+                      .samples = w.stats.samples,
+                      .compute_s = w.stats.compute_s,
+                      .straggle_s = w.stats.straggle_s,
+                      .wait_s = w.stats.wait_s});
   }
-  report_.compute_ratio_mean = counted > 0 ? ratio_sum / static_cast<double>(counted) : 0;
-  report_.compute_ratio_min = counted > 0 ? ratio_min : 0;
-  report_.wait_share = counted > 0 ? wait_sum / static_cast<double>(counted) : 0;
+  const sync::RunSummary summary = sync::Summarize(totals, now_);
+  report_.compute_ratio_mean = summary.compute_ratio_mean;
+  report_.compute_ratio_min = summary.compute_ratio_min;
+  report_.wait_share = summary.wait_share;
   report_.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return std::move(report_);
@@ -392,11 +378,7 @@ void Simulator::Dispatch(const Event& event) {
       break;
     }
     case EventKind::kTimeLimit:
-      if (!limit_reached_) {
-        limit_reached_ = true;
-        Evaluate(true);
-        finished_ = true;
-      }
+      if (driver_->EndRun()) finished_ = true;
       break;
   }
 }
@@ -418,25 +400,7 @@ void Simulator::Send(int64_t from, int64_t to, int64_t bytes, Message message) {
     free_slots_.pop_back();
     messages_[static_cast<size_t>(slot)] = std::move(message);
   }
-  const double gbps = config_.network.link_gbps;
-  const double transfer = gbps > 0 ? static_cast<double>(bytes) * 8 / (gbps * 1e9) : 0;
-  if (config_.network.cores_copy && config_.shared_cores > 0) {
-    // One connection per worker and direction, in order, as ZeroMQ's are.
-    const int64_t channel = to == ServerNode() ? from : n_ + 1 + to;
-    copies_.resize(messages_.size());
-    copies_[static_cast<size_t>(slot)] = {channel, transfer, to == ServerNode()};
-    channels_.resize(static_cast<size_t>(2 * n_ + 2));
-    channels_[static_cast<size_t>(channel)].push_back(slot);
-    if (channels_[static_cast<size_t>(channel)].size() == 1) StartJob(kMessageJob - slot, transfer, 1);
-    return;
-  }
-  // Both ends' links carry it at once, when both are free.
-  const double start =
-      std::max({now_, tx_free_[static_cast<size_t>(from)], rx_free_[static_cast<size_t>(to)]});
-  tx_free_[static_cast<size_t>(from)] = start + transfer;
-  rx_free_[static_cast<size_t>(to)] = start + transfer;
-  Schedule(start + transfer + config_.network.latency_s,
-           to == ServerNode() ? EventKind::kAtServer : EventKind::kAtWorker, slot);
+  network_.Send(now_, from, to, bytes, slot);
 }
 
 // ---------------------------------------------------------------- processors
@@ -449,44 +413,11 @@ void Simulator::StartJob(int64_t target, double work, double shared_speed) {
     if (target != kEvalJob) Schedule(now_ + work, EventKind::kJobDone, target);
     return;
   }
-  AdvanceCpu();
-  jobs_.push_back({target, work, shared_speed});
-  ScheduleCpuTick();
-}
-
-double Simulator::Rate(const CpuJob& job) const {
-  const auto k = static_cast<double>(jobs_.size());
-  const double share = std::min(1.0, static_cast<double>(config_.shared_cores) / k);
-  return (jobs_.size() > 1 ? job.shared_speed : 1.0) * share;
-}
-
-void Simulator::AdvanceCpu() {
-  const double elapsed = now_ - cpu_time_;
-  if (elapsed > 0) {
-    for (CpuJob& job : jobs_) job.remaining -= elapsed * Rate(job);
-  }
-  cpu_time_ = now_;
-}
-
-void Simulator::ScheduleCpuTick() {
-  ++cpu_generation_;
-  if (jobs_.empty()) return;
-  double next = std::numeric_limits<double>::infinity();
-  for (const CpuJob& job : jobs_) next = std::min(next, std::max(0.0, job.remaining) / Rate(job));
-  Schedule(now_ + next, EventKind::kCpuTick, 0, cpu_generation_);
+  cpu_.Start(now_, target, work, shared_speed);
 }
 
 void Simulator::OnCpuTick(uint64_t generation) {
-  if (generation != cpu_generation_) return;  // the jobs changed since it was set
-  AdvanceCpu();
-  std::vector<int64_t> done;
-  std::erase_if(jobs_, [&](const CpuJob& job) {
-    if (job.remaining > kWorkEpsilon) return false;
-    done.push_back(job.target);
-    return true;
-  });
-  ScheduleCpuTick();
-  for (int64_t target : done) OnJobDone(target);
+  for (int64_t target : cpu_.OnTick(now_, generation)) OnJobDone(target);
 }
 
 void Simulator::OnJobDone(int64_t target) {
@@ -496,15 +427,7 @@ void Simulator::OnJobDone(int64_t target) {
   }
   if (target == kEvalJob) return;
   if (target <= kMessageJob) {
-    const int64_t slot = kMessageJob - target;
-    const Copy& copy = copies_[static_cast<size_t>(slot)];
-    Schedule(now_ + config_.network.latency_s, copy.to_server ? EventKind::kAtServer : EventKind::kAtWorker,
-             slot);
-    std::deque<int64_t>& queue = channels_[static_cast<size_t>(copy.channel)];
-    queue.pop_front();
-    if (!queue.empty()) {
-      StartJob(kMessageJob - queue.front(), copies_[static_cast<size_t>(queue.front())].work, 1);
-    }
+    network_.CopyDone(now_, kMessageJob - target);
     return;
   }
   SimWorker& w = workers_[static_cast<size_t>(target)];
@@ -518,18 +441,14 @@ void Simulator::OnJobDone(int64_t target) {
 // ---------------------------------------------------------------- server
 
 void Simulator::StartTraining() {
-  // Every worker has loaded its data and pulled clock 0: server.cc's Start().
-  sync::Actions actions;
-  for (int64_t r = 0; r < n_; ++r) policy_->WorkerJoined(r, sync::WorkerInfo{}, &actions);
-  for (int64_t r = 0; r < n_; ++r) {
-    members_[static_cast<size_t>(r)].pull_pending = true;
-    policy_->PullRequested(r, &actions);
-  }
-  const double cost = static_cast<double>(n_) * config_.cost.message_s + CarryOut(actions, -1);
-  next_eval_ = config_.eval_every;
-  Evaluate(true);  // the untrained model: accuracy at time zero
+  // Every worker has loaded its data and pulled clock 0: server.cc's Start(),
+  // which evaluates the untrained model, accuracy at time zero.
+  for (int64_t r = 0; r < n_; ++r) driver_->Attach(r, sync::WorkerInfo{});
+  for (int64_t r = 0; r < n_; ++r) driver_->Pull(r);
+  job_cost_ = 0;
+  driver_->Start();
+  const double cost = static_cast<double>(n_) * config_.cost.message_s + job_cost_;
   server_busy_ = true;
-  handling_push_ = false;
   StartJob(kServerJob, cost, 1);
 }
 
@@ -550,91 +469,56 @@ void Simulator::ServerNext() {
   server_busy_ = true;
   const int64_t w = message.worker;
   double cost = config_.cost.message_s;
-  sync::Actions actions;
+  job_cost_ = 0;
   if (message.kind == MessageKind::kPull) {
-    Member& member = members_[static_cast<size_t>(w)];
-    if (member.pull_pending) {
+    if (driver_->pull_pending(w)) {
       Fail("internal: worker " + std::to_string(w) + " pulled twice");
       return;
     }
-    member.pull_pending = true;
-    handling_push_ = false;
-    policy_->PullRequested(w, &actions);
-    cost += CarryOut(actions, -1);
+    driver_->Pull(w);
+    cost += job_cost_;
   } else {
     SimWorker& worker = workers_[static_cast<size_t>(w)];
     // The samples of a lazily computed step leave the worker's cursor in
     // push order, used or not, as they would have when it computed them.
-    if (mode_ != WorkerMode::kLocal && mode_ != WorkerMode::kLocalOverlap) {
-      TakeSamples(worker, message.push.samples);
-    }
-    handling_push_ = true;
-    policy_->PushArrived(w, message.push, &actions);
-    const bool dropped = std::any_of(actions.begin(), actions.end(),
-                                     [](const sync::Action& a) { return a.kind == Kind::kDrop; });
-    if (dropped) {
-      ++report_.dropped_pushes;
-      report_.wasted_samples += message.push.samples;
-    } else {
-      samples_applied_ += message.push.samples;
-    }
+    const bool local = mode_ == WorkerMode::kLocal || mode_ == WorkerMode::kLocalOverlap;
+    if (!local) TakeSamples(worker, message.push.samples);
+    driver_->Push(w, message.push, local ? Samples() : Samples(indices_));
     // The payload is checked (all finite) before anything else.
-    cost += static_cast<double>(num_params_) * config_.cost.param_s + CarryOut(actions, w);
+    cost += static_cast<double>(num_params_) * config_.cost.param_s + job_cost_;
   }
   StartJob(kServerJob, cost, 1);
 }
 
-double Simulator::CarryOut(const sync::Actions& actions, int64_t pusher) {
+void Simulator::Apply(double scale, bool with_optimizer) {
+  optim::ApplyAccumulated(with_optimizer ? optimizer_.get() : nullptr, static_cast<float>(scale),
+                          params_, accumulator_);
   const auto p = static_cast<double>(num_params_) * config_.cost.param_s;
-  double cost = 0;
-  for (const sync::Action& action : actions) {
-    const auto w = static_cast<size_t>(std::max<int64_t>(0, action.worker));
-    switch (action.kind) {
-      case Kind::kStage:
-        if (pusher >= 0) {
-          Stage(pusher, static_cast<float>(action.value));
-          cost += p;
-        }
-        break;
-      case Kind::kApply:
-      case Kind::kApplyDelta:
-        optim::ApplyAccumulated(action.kind == Kind::kApply ? optimizer_.get() : nullptr,
-                                static_cast<float>(action.value), params_, accumulator_);
-        cost += (action.kind == Kind::kApply && config_.momentum > 0 ? 3 : 2) * p;
-        break;
-      case Kind::kContinue: {
-        Message reply;
-        reply.kind = MessageKind::kContinue;
-        reply.worker = action.worker;
-        reply.download = action.value != 0;
-        reply.token = members_[w].next_token;
-        reply.batch = members_[w].next_batch;
-        members_[w].next_token = -1;
-        members_[w].next_batch = 0;
-        outbox_.emplace_back(action.worker, std::move(reply));
-        break;
-      }
-      case Kind::kSyncNow: {
-        Message sync_now;
-        sync_now.kind = MessageKind::kSyncNow;
-        sync_now.worker = action.worker;
-        sync_now.round = static_cast<int64_t>(action.value);
-        outbox_.emplace_back(action.worker, std::move(sync_now));
-        break;
-      }
-      case Kind::kSetBatch: members_[w].next_batch = static_cast<int64_t>(action.value); break;
-      case Kind::kGrant: members_[w].next_token = static_cast<int64_t>(action.value); break;
-      case Kind::kReplyModel: ReplyModel(action.worker, &cost); break;
-      case Kind::kHold: break;
-      case Kind::kDrop:
-        // A late push is wasted work the policy expects; any other drop means
-        // the simulated worker broke the protocol, which is a bug here.
-        if (action.value == 0) Fail("internal: worker " + std::to_string(action.worker) +
-                                    "'s push dropped: " + action.reason);
-        break;
-    }
-  }
-  return cost;
+  job_cost_ += (with_optimizer && config_.momentum > 0 ? 3 : 2) * p;
+}
+
+void Simulator::SendContinue(int64_t w, bool download, const sync::Reply& reply) {
+  Message message;
+  message.kind = MessageKind::kContinue;
+  message.worker = w;
+  message.download = download;
+  message.token = reply.token;
+  message.batch = reply.batch;
+  outbox_.emplace_back(w, std::move(message));
+}
+
+void Simulator::SendSyncNow(int64_t w, int64_t round) {
+  Message message;
+  message.kind = MessageKind::kSyncNow;
+  message.worker = w;
+  message.round = round;
+  outbox_.emplace_back(w, std::move(message));
+}
+
+void Simulator::Dropped(int64_t w, const sync::Drop& drop) {
+  // A late push is wasted work the policy expects; any other drop means
+  // the simulated worker broke the protocol, which is a bug here.
+  if (!drop.late) Fail("internal: worker " + std::to_string(w) + "'s push dropped: " + drop.reason);
 }
 
 std::shared_ptr<const std::vector<float>> Simulator::CurrentSnapshot(double* cost) {
@@ -647,19 +531,15 @@ std::shared_ptr<const std::vector<float>> Simulator::CurrentSnapshot(double* cos
   return snapshot_;
 }
 
-void Simulator::ReplyModel(int64_t w, double* cost) {
-  Member& member = members_[static_cast<size_t>(w)];
-  member.pull_pending = false;
-  Message reply;
-  reply.kind = MessageKind::kModel;
-  reply.worker = w;
-  reply.model = CurrentSnapshot(cost);
-  reply.version = policy_->version();
-  reply.batch = member.next_batch;
-  reply.token = member.next_token;
-  member.next_batch = 0;
-  member.next_token = -1;
-  outbox_.emplace_back(w, std::move(reply));
+void Simulator::SendModel(int64_t w, const sync::Reply& reply) {
+  Message message;
+  message.kind = MessageKind::kModel;
+  message.worker = w;
+  message.model = CurrentSnapshot(&job_cost_);
+  message.version = reply.version;
+  message.batch = reply.batch;
+  message.token = reply.token;
+  outbox_.emplace_back(w, std::move(message));
 }
 
 void Simulator::TakeSamples(SimWorker& worker, int64_t samples) {
@@ -667,17 +547,18 @@ void Simulator::TakeSamples(SimWorker& worker, int64_t samples) {
   for (int64_t& i : indices_) i += worker.shard_first;
 }
 
-void Simulator::Stage(int64_t w, float weight) {
-  SimWorker& worker = workers_[static_cast<size_t>(w)];
+void Simulator::Stage(const sync::HandledPush<Samples>& push, double staged) {
+  SimWorker& worker = workers_[static_cast<size_t>(push.worker)];
+  const auto weight = static_cast<float>(staged);
   const auto n = static_cast<Eigen::Index>(num_params_);
   Vec acc(accumulator_.data(), n);
   switch (mode_) {
     case WorkerMode::kSync:
     case WorkerMode::kChunked:
     case WorkerMode::kToken:
-      // The mean gradient over the samples the step took (ServerNext took
-      // them), on the model the step ran on: what the worker would have sent.
-      train_.Gather(indices_, &x_, &y_);
+      // The mean gradient over the samples the step took, on the model the
+      // step ran on: what the worker would have sent.
+      train_.Gather(push.payload, &x_, &y_);
       model_.LossAndGradient(*worker.model, x_, y_, grad_);
       acc += weight * ConstVec(grad_.data(), n);
       break;
@@ -690,6 +571,7 @@ void Simulator::Stage(int64_t w, float weight) {
       acc += weight * ConstVec(worker.in_flight.data(), n);
       break;
   }
+  job_cost_ += static_cast<double>(num_params_) * config_.cost.param_s;
 }
 
 void Simulator::ServerDone() {
@@ -698,38 +580,25 @@ void Simulator::ServerDone() {
     Send(ServerNode(), w, bytes, std::move(message));
   }
   outbox_.clear();
-  if (handling_push_) AfterPush();
+  // The job's iteration, if a push advanced it (a pull leaves it as it is).
+  driver_->Advance();
   if (finished_) return;
   ServerNext();
-}
-
-void Simulator::AfterPush() {
-  iterations_ = policy_->iteration();
-  if (config_.max_iterations > 0 && iterations_ >= config_.max_iterations) {
-    if (!limit_reached_) {
-      limit_reached_ = true;
-      Evaluate(true);
-      finished_ = true;
-    }
-    return;
-  }
-  if (iterations_ >= next_eval_) {
-    next_eval_ = iterations_ + config_.eval_every;
-    Evaluate(false);
-  }
 }
 
 void Simulator::Evaluate(bool /*must*/) {
   // The server's evaluation thread, evaluating at once: a snapshot is
   // stamped with the time it existed, so only its CPU use matters (shared cores).
   const model::EvalResult result = eval_model_.Evaluate(*CurrentSnapshot(nullptr), test_);
-  report_.curve.push_back({now_, iterations_, samples_applied_, result.accuracy, result.loss});
+  const int64_t iteration = driver_->iteration();
+  const int64_t samples = driver_->samples_applied();
+  report_.curve.push_back({now_, iteration, samples, result.accuracy, result.loss});
   if (config_.shared_cores > 0) StartJob(kEvalJob, config_.cost.eval_s, 1);
   if (config_.target > 0 && result.accuracy >= config_.target && !report_.reached) {
     report_.reached = true;
     report_.seconds_to_target = now_;
-    report_.iterations_to_target = iterations_;
-    report_.samples_to_target = samples_applied_;
+    report_.iterations_to_target = iteration;
+    report_.samples_to_target = samples;
     finished_ = true;
   }
 }

@@ -8,7 +8,7 @@ void AbpsPolicy::OnArrival(WorkerId w, const PushInfo& push, bool first, Actions
   // chunk. Only the first push sends these, so each worker hears it at most
   // once per round. A worker has pushed in the round iff its clock is past it.
   for (WorkerId u = 0; u < num_workers(); ++u) {
-    if (u != w && joined(u) && clock(u) <= round()) out->push_back(Action::SyncNow(u, round()));
+    if (u != w && joined(u) && clock(u) <= round()) out->push_back(SyncNow{u, round()});
   }
 }
 

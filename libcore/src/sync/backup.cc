@@ -16,22 +16,25 @@ void BackupPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   // it. A round that applied nothing leaves the version, and therefore the
   // model, as it was, so a gradient computed before it is still on time.
   if (push.base_version < version()) {
-    out->push_back(Action::DropLate(
-        w, "arrived late: computed on version " + std::to_string(push.base_version) +
-               ", the model is at version " + std::to_string(version()) + " (round " +
-               std::to_string(round_) + "); its samples are wasted"));
+    out->push_back(Drop{.worker = w,
+                        .late = true,
+                        .reason = "arrived late: computed on version " +
+                                  std::to_string(push.base_version) + ", the model is at version " +
+                                  std::to_string(version()) + " (round " + std::to_string(round_) +
+                                  "); its samples are wasted"});
     return;
   }
   // A second push within one round means the worker did not fetch the model
   // in between (MayStart holds such a pull); it cannot count twice.
   if (last_pushed_round_[w] >= round_) {
-    out->push_back(Action::Drop(w, "second push in round " + std::to_string(round_) +
-                                       " without fetching the model in between"));
+    out->push_back(Drop{.worker = w,
+                        .reason = "second push in round " + std::to_string(round_) +
+                                  " without fetching the model in between"});
     return;
   }
   last_pushed_round_[w] = round_;
   if (push.usable && push.samples > 0) {
-    out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
+    out->push_back(Stage{w, static_cast<double>(push.samples)});
     staged_samples_ += push.samples;
   }
   ++arrived_;

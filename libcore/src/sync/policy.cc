@@ -101,16 +101,17 @@ int64_t Policy::iteration() const { return async_iteration_; }
 void Policy::PushArrived(WorkerId w, const PushInfo& push, Actions* out) {
   WorkerState& state = workers_[w];
   if (!state.joined) {
-    out->push_back(Action::Drop(w, "push from a worker that has not joined"));
+    out->push_back(Drop{.worker = w, .reason = "push from a worker that has not joined"});
     return;
   }
   if (push.clock != state.clock) {
-    out->push_back(Action::Drop(w, "push for clock " + std::to_string(push.clock) +
-                                       ", expected clock " + std::to_string(state.clock)));
+    out->push_back(Drop{.worker = w,
+                        .reason = "push for clock " + std::to_string(push.clock) +
+                                  ", expected clock " + std::to_string(state.clock)});
     return;
   }
   if (std::string why = Refuse(w, push); !why.empty()) {
-    out->push_back(Action::Drop(w, std::move(why)));
+    out->push_back(Drop{.worker = w, .reason = std::move(why)});
     return;
   }
   const bool was_at_min = state.clock == min_clock_;
@@ -130,20 +131,20 @@ void Policy::PullRequested(WorkerId w, Actions* out) {
   if (MayStart(w)) {
     workers_[w].pull_held = false;
     BeforeReply(w, out);
-    out->push_back(Action::ReplyModel(w));
+    out->push_back(ReplyModel{w});
   } else {
     workers_[w].pull_held = true;
-    out->push_back(Action::Hold(w));
+    out->push_back(Hold{w});
   }
 }
 
 void Policy::EmitApply(double scale, Actions* out) {
-  out->push_back(Action::Apply(scale));
+  out->push_back(Apply{scale});
   ++version_;
 }
 
 void Policy::EmitApplyDelta(double scale, Actions* out) {
-  out->push_back(Action::ApplyDelta(scale));
+  out->push_back(ApplyDelta{scale});
   ++version_;
 }
 
@@ -152,7 +153,7 @@ void Policy::ReleaseHeld(Actions* out) {
     if (workers_[w].pull_held && MayStart(w)) {
       workers_[w].pull_held = false;
       BeforeReply(w, out);
-      out->push_back(Action::ReplyModel(w));
+      out->push_back(ReplyModel{w});
     }
   }
 }
@@ -174,7 +175,7 @@ std::string BspPolicy::Refuse(WorkerId w, const PushInfo& push) const {
 
 void BspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   if (push.usable && push.samples > 0) {
-    out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
+    out->push_back(Stage{w, static_cast<double>(push.samples)});
     staged_samples_ += push.samples;
   }
   // The round's first push: none before it, not even from a worker gone since.
@@ -214,7 +215,7 @@ std::string SspPolicy::Name() const {
 
 void SspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   if (push.usable && push.samples > 0) {
-    out->push_back(Action::Stage(w, 1.0));
+    out->push_back(Stage{w, 1.0});
     EmitApply(1.0 / static_cast<double>(joined_count()), out);
   }
   if (staleness_ >= 0 && MinClock() != released_at_min_clock_) {

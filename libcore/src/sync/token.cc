@@ -74,8 +74,8 @@ void TokenPolicy::OnLeave(WorkerId w, Actions* out) {
     const int64_t token = TakeToken(v);
     if (token < 0) break;
     waiting_[v] = false;
-    out->push_back(Action::Grant(v, token));
-    out->push_back(Action::Continue(v, false));
+    out->push_back(Grant{v, token});
+    out->push_back(Continue{v, false});
   }
 }
 
@@ -104,7 +104,7 @@ void TokenPolicy::BeforeReply(WorkerId w, Actions* out) {
   // MayStart has promised a token.
   if (in_flight_[w] < 0 && TakeToken(w) < 0) return;
   waiting_[w] = false;
-  out->push_back(Action::Grant(w, in_flight_[w]));
+  out->push_back(Grant{w, in_flight_[w]});
 }
 
 int64_t TokenPolicy::TakeToken(WorkerId w) {
@@ -141,13 +141,13 @@ int64_t TokenPolicy::TakeToken(WorkerId w) {
 
 void TokenPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   if (in_flight_[w] < 0) {
-    out->push_back(Action::Drop(w, "push with no token in flight (round " +
-                                       std::to_string(round_) + "); a worker pushes once per "
-                                       "granted token"));
+    out->push_back(Drop{.worker = w,
+                        .reason = "push with no token in flight (round " + std::to_string(round_) +
+                                  "); a worker pushes once per granted token"});
     return;
   }
   if (push.usable && push.samples > 0) {
-    out->push_back(Action::Stage(w, static_cast<double>(push.samples)));
+    out->push_back(Stage{w, static_cast<double>(push.samples)});
     staged_samples_ += push.samples;
   }
   if (owner_of_in_flight_[w] == w) ++own_done_[w];
@@ -159,13 +159,13 @@ void TokenPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   if (done_ < tokens_) {
     const int64_t token = TakeToken(w);
     if (token >= 0) {
-      out->push_back(Action::Grant(w, token));
-      out->push_back(Action::Continue(w, false));
+      out->push_back(Grant{w, token});
+      out->push_back(Continue{w, false});
     } else {
       // Every token left is in flight elsewhere: the answer to this push
       // waits for the iteration's end.
       waiting_[w] = true;
-      out->push_back(Action::Hold(w));
+      out->push_back(Hold{w});
     }
     return;
   }
@@ -189,8 +189,8 @@ void TokenPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     const int64_t token = TakeToken(v);
     if (token < 0) break;  // fewer tokens than workers: the rest wait a round
     waiting_[v] = false;
-    out->push_back(Action::Grant(v, token));
-    out->push_back(Action::ReplyModel(v));
+    out->push_back(Grant{v, token});
+    out->push_back(ReplyModel{v});
   }
 }
 

@@ -14,7 +14,7 @@ void WbspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   // Each delta counts on its own with weight 1: a worker that managed k steps
   // in the round contributes k deltas, not their mean.
   if (push.usable && push.samples > 0) {
-    out->push_back(Action::Stage(w, 1.0));
+    out->push_back(Stage{w, 1.0});
     ++staged_;
   }
   // Only joined workers get here, so counting them is enough.
@@ -23,7 +23,7 @@ void WbspPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
     ++pushed_count_;
   }
   MaybeCloseRound(out);
-  out->push_back(Action::Continue(w, must_download_[w]));
+  out->push_back(Continue{w, must_download_[w]});
 }
 
 void WbspPolicy::MaybeCloseRound(Actions* out) {

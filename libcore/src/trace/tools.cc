@@ -4,64 +4,20 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 #include <utility>
 
 #include "dmlps/base/json.h"
+#include "trace/records.h"
 
 namespace dmlps::trace {
 namespace {
 
 constexpr double kMicros = 1e6;
-
-bool IsWorker(const Record& r) { return r.node.rfind("worker-", 0) == 0; }
-bool IsServer(const Record& r) { return r.node.rfind("server", 0) == 0; }
-
-// Orders node names: servers, then workers, then the rest; by the number
-// after the last '-' within each, so that worker-10 follows worker-9.
-bool NodeLess(const std::string& a, const std::string& b) {
-  auto rank_of = [](const std::string& n) {
-    if (n.rfind("server", 0) == 0) return 0;
-    if (n.rfind("worker", 0) == 0) return 1;
-    return 2;
-  };
-  auto number_of = [](const std::string& n) -> int64_t {
-    const size_t dash = n.rfind('-');
-    if (dash == std::string::npos) return -1;
-    int64_t value = -1;
-    auto [end, ec] = std::from_chars(n.data() + dash + 1, n.data() + n.size(), value);
-    return ec == std::errc() && end == n.data() + n.size() ? value : -1;
-  };
-  const int ra = rank_of(a), rb = rank_of(b);
-  if (ra != rb) return ra < rb;
-  const int64_t na = number_of(a), nb = number_of(b);
-  if (na != nb) return na < nb;
-  return a < b;
-}
-
-std::vector<std::string> SortedNodes(const std::vector<Record>& records, bool workers_only) {
-  std::set<std::string> nodes;
-  for (const Record& r : records) {
-    if (!workers_only || IsWorker(r)) nodes.insert(r.node);
-  }
-  std::vector<std::string> sorted(nodes.begin(), nodes.end());
-  std::sort(sorted.begin(), sorted.end(), NodeLess);
-  return sorted;
-}
-
-// The rank in "worker-R", or -1.
-int64_t WorkerRank(const std::string& node) {
-  if (node.rfind("worker-", 0) != 0) return -1;
-  int64_t rank = -1;
-  auto [end, ec] = std::from_chars(node.data() + 7, node.data() + node.size(), rank);
-  return ec == std::errc() && end == node.data() + node.size() ? rank : -1;
-}
 
 // Whether the server record's "worker" argument names `node` (a rank number,
 // or the node's name).
@@ -90,13 +46,6 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-bool IsSpan(const Record& r, std::string_view lane, std::string_view name = {}) {
-  return r.kind == "span" && r.lane == lane && (name.empty() || r.name == name);
-}
-bool IsInstant(const Record& r, std::string_view lane, std::string_view name) {
-  return r.kind == "instant" && r.lane == lane && r.name == name;
 }
 
 // A server's run: its records from a run/start instant to the next.
@@ -155,29 +104,6 @@ RunSummary SummarizeRun(const Run& run) {
     }
   }
   return s;
-}
-
-void WriteJsonValue(const ArgValue& v, std::ostream& out) {
-  if (const auto* i = std::get_if<int64_t>(&v)) {
-    out << *i;
-  } else if (const auto* d = std::get_if<double>(&v)) {
-    out << JsonNumber(*d);
-  } else {
-    WriteJsonString(std::get<std::string>(v), out);
-  }
-}
-
-void WriteJsonArgs(const Args& args, std::ostream& out) {
-  out << '{';
-  bool first = true;
-  for (const auto& [k, v] : args) {
-    if (!first) out << ',';
-    first = false;
-    WriteJsonString(k, out);
-    out << ':';
-    WriteJsonValue(v, out);
-  }
-  out << '}';
 }
 
 // Text for a TSV cell: tabs and line breaks would break the row.
@@ -372,6 +298,138 @@ Status PlotWait(const std::vector<Record>& records, std::ostream& out) {
   return Status::Ok();
 }
 
+// WriteSummary's formats, a function each, and their parts.
+void WriteRunJson(const RunSummary& r, std::ostream& out) {
+  out << "{\"node\":";
+  WriteJsonString(r.node, out);
+  out << ",\"policy\":";
+  WriteJsonString(r.policy, out);
+  out << ",\"workers\":" << r.workers << ",\"target\":" << JsonNumber(r.target)
+      << ",\"start_us\":" << r.start_us << ",\"reached\":" << (r.reached ? "true" : "false")
+      << ",\"time_to_accuracy_s\":" << (r.reached ? JsonNumber(r.time_to_accuracy_s) : "null")
+      << ",\"target_iteration\":" << (r.reached ? std::to_string(r.target_iteration) : "null")
+      << ",\"best_accuracy\":" << (r.has_accuracy ? JsonNumber(r.best_accuracy) : "null")
+      << "}";
+}
+
+void WriteWorkerJson(const WorkerSummary& w, std::ostream& out) {
+  out << "{\"node\":";
+  WriteJsonString(w.node, out);
+  out << ",\"steps\":" << w.steps << ",\"samples\":" << w.samples
+      << ",\"compute_s\":" << JsonNumber(w.compute_s)
+      << ",\"straggle_s\":" << JsonNumber(w.straggle_s)
+      << ",\"comm_s\":" << JsonNumber(w.comm_s) << ",\"wait_s\":" << JsonNumber(w.wait_s)
+      << ",\"active_s\":" << JsonNumber(w.active_s)
+      << ",\"compute_share\":" << JsonNumber(w.Share(w.compute_s))
+      << ",\"straggle_share\":" << JsonNumber(w.Share(w.straggle_s))
+      << ",\"comm_share\":" << JsonNumber(w.Share(w.comm_s))
+      << ",\"wait_share\":" << JsonNumber(w.Share(w.wait_s))
+      << ",\"mean_batch\":" << JsonNumber(w.mean_batch) << ",\"pushes\":" << w.pushes
+      << ",\"mean_staleness\":" << (w.pushes ? JsonNumber(w.mean_staleness) : "null")
+      << ",\"median_step_s\":" << JsonNumber(w.median_step_s)
+      << ",\"slow_steps\":" << w.slow_steps << ",\"timed_steps\":" << w.timed_steps
+      << ",\"straggler\":";
+  WriteJsonStringOrNull(w.straggler, out);
+  out << "}";
+}
+
+void WriteSummaryJson(const TraceSummary& summary, std::ostream& out) {
+  out << "{\"runs\":[";
+  for (size_t i = 0; i < summary.runs.size(); ++i) {
+    out << (i ? "," : "");
+    WriteRunJson(summary.runs[i], out);
+  }
+  out << "],\"median_step_s\":" << JsonNumber(summary.median_step_s) << ",\"workers\":[";
+  for (size_t i = 0; i < summary.workers.size(); ++i) {
+    out << (i ? "," : "");
+    WriteWorkerJson(summary.workers[i], out);
+  }
+  out << "]}\n";
+}
+
+void WriteSummaryTsv(const TraceSummary& summary, std::ostream& out) {
+  out << "node\tsteps\tsamples\tmean_batch\tcompute_s\tstraggle_s\tcomm_s\twait_s\tactive_s\t"
+         "compute_share\tstraggle_share\tcomm_share\twait_share\tmean_staleness\t"
+         "median_step_s\tslow_steps\tstraggler\n";
+  for (const WorkerSummary& w : summary.workers) {
+    out << fmt::format(
+        "{}\t{}\t{}\t{:.3f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.4f}\t{:.4f}\t{:.4f}\t"
+        "{:.4f}\t{}\t{:.6f}\t{}\t{}\n",
+        TsvCell(w.node), w.steps, w.samples, w.mean_batch, w.compute_s, w.straggle_s, w.comm_s,
+        w.wait_s, w.active_s, w.Share(w.compute_s), w.Share(w.straggle_s), w.Share(w.comm_s),
+        w.Share(w.wait_s), w.pushes ? fmt::format("{:.3f}", w.mean_staleness) : "-",
+        w.median_step_s, w.slow_steps, w.straggler.empty() ? "-" : w.straggler);
+  }
+}
+
+// "run NODE (policy P, N workers, target T): OUTCOME", a line.
+void WriteRunLine(const RunSummary& r, std::ostream& out) {
+  std::string what = r.policy.empty() ? "policy unknown" : "policy " + r.policy;
+  if (r.workers > 0) what += fmt::format(", {} workers", r.workers);
+  if (r.target > 0) what += fmt::format(", target {}", r.target);
+  std::string outcome;
+  if (r.reached) {
+    outcome = fmt::format("time to accuracy {:.3f} s (iteration {})", r.time_to_accuracy_s,
+                          r.target_iteration);
+  } else if (r.has_accuracy) {
+    outcome = fmt::format("target not reached; best accuracy {:.4f}", r.best_accuracy);
+  } else {
+    outcome = "target not reached; no accuracy recorded";
+  }
+  out << fmt::format("run {} ({}): {}\n", r.node, what, outcome);
+}
+
+// Two header lines (names, then units), then a row per worker.
+void WriteWorkerTable(const std::vector<WorkerSummary>& workers, std::ostream& out) {
+  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
+                     "{:>9} {:>9}\n",
+                     "worker", "steps", "samples", "batch", "compute", "straggle", "comm", "wait",
+                     "compute", "straggle", "comm", "wait", "staleness", "step");
+  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
+                     "{:>9} {:>9}\n",
+                     "", "", "", "", "s", "s", "s", "s", "%", "%", "%", "%", "mean", "median ms");
+  for (const WorkerSummary& w : workers) {
+    out << fmt::format(
+        "{:<10} {:>6} {:>8} {:>6.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>8.1f} "
+        "{:>8.1f} {:>8.1f} {:>9} {:>9.1f}\n",
+        w.node, w.steps, w.samples, w.mean_batch, w.compute_s, w.straggle_s, w.comm_s, w.wait_s,
+        100 * w.Share(w.compute_s), 100 * w.Share(w.straggle_s), 100 * w.Share(w.comm_s),
+        100 * w.Share(w.wait_s), w.pushes ? fmt::format("{:.2f}", w.mean_staleness) : "-",
+        1000 * w.median_step_s);
+  }
+}
+
+// A line per straggler, or one saying there is none.
+void WriteStragglers(const TraceSummary& summary, std::ostream& out) {
+  bool any = false;
+  for (const WorkerSummary& w : summary.workers) {
+    if (w.straggler.empty()) continue;
+    any = true;
+    out << fmt::format(
+        "straggler: {} {}: median step time {:.1f} ms, {:.2f}x the workers' median {:.1f} "
+        "ms; {} of {} steps over {}x\n",
+        w.node, w.straggler, 1000 * w.median_step_s,
+        w.median_step_s / summary.median_step_s, 1000 * summary.median_step_s,
+        w.slow_steps, w.timed_steps, kStragglerFactor);
+  }
+  if (!any) {
+    out << fmt::format("stragglers: none (no step time over {}x the workers' median {:.1f} ms)\n",
+                       kStragglerFactor, 1000 * summary.median_step_s);
+  }
+}
+
+void WriteSummaryText(const TraceSummary& summary, std::ostream& out) {
+  for (const RunSummary& r : summary.runs) WriteRunLine(r, out);
+  if (summary.workers.empty()) {
+    out << "no worker records\n";
+    return;
+  }
+  if (!summary.runs.empty()) out << '\n';
+  WriteWorkerTable(summary.workers, out);
+  out << '\n';
+  WriteStragglers(summary, out);
+}
+
 }  // namespace
 
 void SortByTime(std::vector<Record>* records) {
@@ -474,232 +532,12 @@ Result<SummaryFormat> ParseSummaryFormat(std::string_view text) {
 
 void WriteSummary(const TraceSummary& summary, SummaryFormat format, std::ostream& out) {
   if (format == SummaryFormat::kJson) {
-    out << "{\"runs\":[";
-    for (size_t i = 0; i < summary.runs.size(); ++i) {
-      const RunSummary& r = summary.runs[i];
-      out << (i ? "," : "") << "{\"node\":";
-      WriteJsonString(r.node, out);
-      out << ",\"policy\":";
-      WriteJsonString(r.policy, out);
-      out << ",\"workers\":" << r.workers << ",\"target\":" << JsonNumber(r.target)
-          << ",\"start_us\":" << r.start_us << ",\"reached\":" << (r.reached ? "true" : "false")
-          << ",\"time_to_accuracy_s\":" << (r.reached ? JsonNumber(r.time_to_accuracy_s) : "null")
-          << ",\"target_iteration\":" << (r.reached ? std::to_string(r.target_iteration) : "null")
-          << ",\"best_accuracy\":" << (r.has_accuracy ? JsonNumber(r.best_accuracy) : "null")
-          << "}";
-    }
-    out << "],\"median_step_s\":" << JsonNumber(summary.median_step_s)
-        << ",\"workers\":[";
-    for (size_t i = 0; i < summary.workers.size(); ++i) {
-      const WorkerSummary& w = summary.workers[i];
-      out << (i ? "," : "") << "{\"node\":";
-      WriteJsonString(w.node, out);
-      out << ",\"steps\":" << w.steps << ",\"samples\":" << w.samples
-          << ",\"compute_s\":" << JsonNumber(w.compute_s)
-          << ",\"straggle_s\":" << JsonNumber(w.straggle_s)
-          << ",\"comm_s\":" << JsonNumber(w.comm_s) << ",\"wait_s\":" << JsonNumber(w.wait_s)
-          << ",\"active_s\":" << JsonNumber(w.active_s)
-          << ",\"compute_share\":" << JsonNumber(w.Share(w.compute_s))
-          << ",\"straggle_share\":" << JsonNumber(w.Share(w.straggle_s))
-          << ",\"comm_share\":" << JsonNumber(w.Share(w.comm_s))
-          << ",\"wait_share\":" << JsonNumber(w.Share(w.wait_s))
-          << ",\"mean_batch\":" << JsonNumber(w.mean_batch) << ",\"pushes\":" << w.pushes
-          << ",\"mean_staleness\":" << (w.pushes ? JsonNumber(w.mean_staleness) : "null")
-          << ",\"median_step_s\":" << JsonNumber(w.median_step_s)
-          << ",\"slow_steps\":" << w.slow_steps << ",\"timed_steps\":" << w.timed_steps
-          << ",\"straggler\":";
-      if (w.straggler.empty()) {
-        out << "null";
-      } else {
-        WriteJsonString(w.straggler, out);
-      }
-      out << "}";
-    }
-    out << "]}\n";
-    return;
+    WriteSummaryJson(summary, out);
+  } else if (format == SummaryFormat::kTsv) {
+    WriteSummaryTsv(summary, out);
+  } else {
+    WriteSummaryText(summary, out);
   }
-
-  if (format == SummaryFormat::kTsv) {
-    out << "node\tsteps\tsamples\tmean_batch\tcompute_s\tstraggle_s\tcomm_s\twait_s\tactive_s\t"
-           "compute_share\tstraggle_share\tcomm_share\twait_share\tmean_staleness\t"
-           "median_step_s\tslow_steps\tstraggler\n";
-    for (const WorkerSummary& w : summary.workers) {
-      out << fmt::format(
-          "{}\t{}\t{}\t{:.3f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.6f}\t{:.4f}\t{:.4f}\t{:.4f}\t"
-          "{:.4f}\t{}\t{:.6f}\t{}\t{}\n",
-          TsvCell(w.node), w.steps, w.samples, w.mean_batch, w.compute_s, w.straggle_s, w.comm_s,
-          w.wait_s, w.active_s, w.Share(w.compute_s), w.Share(w.straggle_s), w.Share(w.comm_s),
-          w.Share(w.wait_s), w.pushes ? fmt::format("{:.3f}", w.mean_staleness) : "-",
-          w.median_step_s, w.slow_steps, w.straggler.empty() ? "-" : w.straggler);
-    }
-    return;
-  }
-
-  for (const RunSummary& r : summary.runs) {
-    std::string what = r.policy.empty() ? "policy unknown" : "policy " + r.policy;
-    if (r.workers > 0) what += fmt::format(", {} workers", r.workers);
-    if (r.target > 0) what += fmt::format(", target {}", r.target);
-    std::string outcome;
-    if (r.reached) {
-      outcome = fmt::format("time to accuracy {:.3f} s (iteration {})", r.time_to_accuracy_s,
-                            r.target_iteration);
-    } else if (r.has_accuracy) {
-      outcome = fmt::format("target not reached; best accuracy {:.4f}", r.best_accuracy);
-    } else {
-      outcome = "target not reached; no accuracy recorded";
-    }
-    out << fmt::format("run {} ({}): {}\n", r.node, what, outcome);
-  }
-  if (summary.workers.empty()) {
-    out << "no worker records\n";
-    return;
-  }
-  if (!summary.runs.empty()) out << '\n';
-  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
-                     "{:>9} {:>9}\n",
-                     "worker", "steps", "samples", "batch", "compute", "straggle", "comm", "wait",
-                     "compute", "straggle", "comm", "wait", "staleness", "step");
-  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
-                     "{:>9} {:>9}\n",
-                     "", "", "", "", "s", "s", "s", "s", "%", "%", "%", "%", "mean", "median ms");
-  for (const WorkerSummary& w : summary.workers) {
-    out << fmt::format(
-        "{:<10} {:>6} {:>8} {:>6.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>8.1f} "
-        "{:>8.1f} {:>8.1f} {:>9} {:>9.1f}\n",
-        w.node, w.steps, w.samples, w.mean_batch, w.compute_s, w.straggle_s, w.comm_s, w.wait_s,
-        100 * w.Share(w.compute_s), 100 * w.Share(w.straggle_s), 100 * w.Share(w.comm_s),
-        100 * w.Share(w.wait_s), w.pushes ? fmt::format("{:.2f}", w.mean_staleness) : "-",
-        1000 * w.median_step_s);
-  }
-  out << '\n';
-  bool any = false;
-  for (const WorkerSummary& w : summary.workers) {
-    if (w.straggler.empty()) continue;
-    any = true;
-    out << fmt::format(
-        "straggler: {} {}: median step time {:.1f} ms, {:.2f}x the workers' median {:.1f} "
-        "ms; {} of {} steps over {}x\n",
-        w.node, w.straggler, 1000 * w.median_step_s,
-        w.median_step_s / summary.median_step_s, 1000 * summary.median_step_s,
-        w.slow_steps, w.timed_steps, kStragglerFactor);
-  }
-  if (!any) {
-    out << fmt::format("stragglers: none (no step time over {}x the workers' median {:.1f} ms)\n",
-                       kStragglerFactor, 1000 * summary.median_step_s);
-  }
-}
-
-void WriteChrome(const std::vector<Record>& records, std::ostream& out) {
-  const std::vector<std::string> nodes = SortedNodes(records, /*workers_only=*/false);
-  std::map<std::string, int64_t> pid;
-  for (size_t i = 0; i < nodes.size(); ++i) pid[nodes[i]] = static_cast<int64_t>(i);
-  // Lanes numbered per node in the order they first appear.
-  std::map<std::pair<std::string, std::string>, int64_t> tid;
-  std::map<std::string, int64_t> lanes_of;
-  std::vector<const Record*> sorted;
-  for (const Record& r : records) sorted.push_back(&r);
-  std::stable_sort(sorted.begin(), sorted.end(),
-                   [](const Record* a, const Record* b) { return a->time_us < b->time_us; });
-  for (const Record* r : sorted) {
-    const auto key = std::make_pair(r->node, r->lane);
-    if (!tid.count(key)) tid[key] = lanes_of[r->node]++;
-  }
-
-  bool first = true;
-  auto begin_event = [&]() -> std::ostream& {
-    out << (first ? "\n" : ",\n");
-    first = false;
-    return out;
-  };
-  out << "{\"traceEvents\":[";
-  for (const std::string& node : nodes) {
-    begin_event() << "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":" << pid[node]
-                  << ",\"tid\":0,\"args\":{\"name\":";
-    WriteJsonString(node, out);
-    out << "}}";
-    begin_event() << "{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":" << pid[node]
-                  << ",\"tid\":0,\"args\":{\"sort_index\":" << pid[node] << "}}";
-  }
-  for (const auto& [key, id] : tid) {
-    begin_event() << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":" << pid[key.first]
-                  << ",\"tid\":" << id << ",\"args\":{\"name\":";
-    WriteJsonString(key.second, out);
-    out << "}}";
-  }
-
-  for (const Record* r : sorted) {
-    const int64_t p = pid[r->node];
-    const int64_t t = tid[{r->node, r->lane}];
-    std::ostream& o = begin_event();
-    o << "{\"name\":";
-    WriteJsonString(r->name, o);
-    o << ",\"cat\":";
-    WriteJsonString(r->lane, o);
-    if (r->kind == "span") {
-      o << ",\"ph\":\"X\",\"ts\":" << r->time_us << ",\"dur\":" << r->dur_us;
-    } else if (r->kind == "counter") {
-      o << ",\"ph\":\"C\",\"ts\":" << r->time_us;
-    } else {
-      o << ",\"ph\":\"i\",\"s\":\"t\",\"ts\":" << r->time_us;
-    }
-    o << ",\"pid\":" << p << ",\"tid\":" << t << ",\"args\":";
-    if (r->kind == "counter") {
-      o << '{';
-      WriteJsonString(r->name, o);
-      o << ':' << JsonNumber(r->Number("value")) << '}';
-    } else {
-      WriteJsonArgs(r->args, o);
-    }
-    o << '}';
-  }
-
-  // Flow arrows: worker push span -> server push instant (same worker and
-  // clock) -> the first apply span of that server at or after the instant.
-  std::map<std::tuple<int64_t, int64_t>, std::vector<const Record*>> arrivals;  // (rank, clock)
-  std::map<std::string, std::vector<const Record*>> applies;                   // by server node
-  for (const Record* r : sorted) {
-    if (!IsServer(*r)) continue;
-    if (IsInstant(*r, "comm", "push") && r->Has("worker") && r->Has("clock")) {
-      int64_t rank = -1;
-      for (const auto& [k, v] : r->args) {
-        if (k != "worker") continue;
-        if (const auto* i = std::get_if<int64_t>(&v)) rank = *i;
-        if (const auto* s = std::get_if<std::string>(&v)) rank = WorkerRank(*s);
-      }
-      arrivals[{rank, static_cast<int64_t>(r->Number("clock"))}].push_back(r);
-    } else if (IsSpan(*r, "apply", "apply")) {
-      applies[r->node].push_back(r);
-    }
-  }
-  int64_t flow_id = 0;
-  for (const Record* r : sorted) {
-    if (!IsWorker(*r) || !IsSpan(*r, "comm", "push") || !r->Has("clock")) continue;
-    const auto it = arrivals.find({WorkerRank(r->node), static_cast<int64_t>(r->Number("clock"))});
-    if (it == arrivals.end()) continue;
-    // The arrival of this push: the first one at or after the push started.
-    const Record* arrival = nullptr;
-    for (const Record* a : it->second) {
-      if (a->time_us >= r->time_us) {
-        arrival = a;
-        break;
-      }
-    }
-    if (arrival == nullptr) continue;
-    const std::vector<const Record*>& server_applies = applies[arrival->node];
-    const auto apply = std::lower_bound(
-        server_applies.begin(), server_applies.end(), arrival->time_us,
-        [](const Record* a, int64_t t) { return a->time_us < t; });
-    if (apply == server_applies.end()) continue;
-    ++flow_id;
-    begin_event() << "{\"name\":\"push\",\"cat\":\"flow\",\"ph\":\"s\",\"id\":" << flow_id
-                  << ",\"ts\":" << r->time_us << ",\"pid\":" << pid[r->node]
-                  << ",\"tid\":" << tid[{r->node, r->lane}] << "}";
-    begin_event() << "{\"name\":\"push\",\"cat\":\"flow\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"
-                  << flow_id << ",\"ts\":" << (*apply)->time_us
-                  << ",\"pid\":" << pid[(*apply)->node]
-                  << ",\"tid\":" << tid[{(*apply)->node, (*apply)->lane}] << "}";
-  }
-  out << "\n],\"displayTimeUnit\":\"ms\"}\n";
 }
 
 void WriteTsv(const std::vector<Record>& records, std::ostream& out) {

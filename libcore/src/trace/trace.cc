@@ -9,6 +9,8 @@
 #include <limits>
 #include <sstream>
 
+#include "dmlps/base/msgpack_double.h"
+
 namespace dmlps::trace {
 namespace {
 
@@ -23,23 +25,6 @@ msgpack::unpack_limit RecordLimits() {
 void PackString(msgpack::packer<msgpack::sbuffer>& p, std::string_view s) {
   p.pack_str(static_cast<uint32_t>(s.size()));
   p.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
-}
-
-// msgpack's pack_double tests whether a double is whole by casting it to
-// uint64_t when it is at most 2^64, and 2^64 itself is out of uint64_t's
-// range: undefined behaviour. Doubles from 2^64 up are written as float64
-// here, the bytes pack_double would write for them.
-void PackDouble(msgpack::packer<msgpack::sbuffer>& p, msgpack::sbuffer* out, double x) {
-  if (!(x >= 18446744073709551616.0)) {
-    p.pack(x);
-    return;
-  }
-  uint64_t bits = 0;
-  std::memcpy(&bits, &x, sizeof bits);
-  char bytes[9];
-  bytes[0] = static_cast<char>(0xcb);
-  for (int i = 0; i < 8; ++i) bytes[1 + i] = static_cast<char>(bits >> (56 - 8 * i));
-  out->write(bytes, sizeof bytes);
 }
 
 // Reads one record from a decoded map; false with `why` when it is not one.
@@ -181,7 +166,7 @@ void Pack(const Record& r, msgpack::sbuffer* out) {
             if constexpr (std::is_same_v<T, std::string>) {
               PackString(p, x);
             } else if constexpr (std::is_same_v<T, double>) {
-              PackDouble(p, out, x);
+              PackDouble(p, *out, x);
             } else {
               p.pack(x);
             }

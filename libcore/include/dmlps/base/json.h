@@ -17,6 +17,9 @@ std::string JsonNumber(double value);
 // backslashes and control characters escaped.
 void WriteJsonString(std::string_view text, std::ostream& out);
 
+// The same, but null for an empty text: reports write "no value" that way.
+void WriteJsonStringOrNull(std::string_view text, std::ostream& out);
+
 }  // namespace dmlps
 
 #endif  // DMLPS_BASE_JSON_H_

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dmlps/base/status.h"
@@ -19,7 +20,7 @@ struct Experiment {
   // As the user listed them: bsp, asp, ssp:S, backup:B, wbsp, wbsp-overlap,
   // abps, lbbsp, lbbsp:PREDICTOR (last, ema, arima, narx), lbbsp-gpu, token.
   std::vector<std::string> policies = {"bsp", "ssp:3", "wbsp", "abps", "lbbsp"};
-  // One per worker (rank order); ExpandProfiles fills them from the flags.
+  // One per worker (rank order), as the flags give them.
   std::vector<worker::StragglerSpec> stragglers;
   std::string model = "mlp:128";
   std::string data = "fashion-mnist";
@@ -46,6 +47,17 @@ Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& e
 // worker, or exactly `workers` values. The InvalidArgument names the bad
 // item, not the flag.
 Result<std::vector<double>> ParsePerWorker(std::string_view text, int64_t workers);
+
+// Parses one entry "RANK=VALUE" of a schedule given for some workers
+// (RANK=I:V,...[;RANK=...]) into the rank, below `workers`, and VALUE, the
+// schedule for that worker.
+Result<std::pair<int64_t, std::string>> ParseRankEntry(std::string_view entry, int64_t workers);
+
+// The experiment in one line, for the title of its table: "4 workers,
+// mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1,1,1,4, target 0.85,
+// 1 run each"; a run of more than three equal factors is shortened to one,
+// "1 (x4095),4".
+std::string DescribeExperiment(const Experiment& experiment);
 
 // Every problem with `experiment`, one message each naming its flag.
 std::vector<std::string> ValidateExperiment(const Experiment& experiment);

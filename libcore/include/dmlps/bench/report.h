@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dmlps/base/output_format.h"
 #include "dmlps/base/status.h"
 
 namespace dmlps::bench {
@@ -73,8 +74,8 @@ void WriteAligned(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& cells, size_t left,
                   std::ostream& out);
 
-enum class Format { kTable, kTsv, kJson };
-// Parses "table", "tsv" or "json".
+using Format = OutputFormat;
+// Parses "table", "tsv" or "json" (ParseOutputFormat).
 Result<Format> ParseFormat(std::string_view text);
 
 // Writes the rows. `title` (table: a first line; json: "title") says what ran;

@@ -35,6 +35,8 @@ class FlagReader {
   double Real(const std::string& name, double min = -std::numeric_limits<double>::infinity(),
               double max = std::numeric_limits<double>::infinity());
   bool Has(const std::string& name) const { return result_.count(name) > 0; }
+  // The values of a list flag, such as positional FILE...; none when absent.
+  std::vector<std::string> List(const std::string& name) const;
 
   void AddProblem(std::string problem) { problems_.push_back(std::move(problem)); }
   // Adds problems found later, skipping those about a flag already refused.
@@ -63,6 +65,10 @@ void SetupLogging(std::string_view program, const cxxopts::ParseResult& result);
 int ReportUsageErrors(std::string_view program, const std::vector<std::string>& problems);
 // Prints "program: error: message"; returns the exit code for the status.
 int ReportError(std::string_view program, const Status& status);
+
+// The folder this program lives in ("." when /proc cannot say): the dmlps
+// binaries are installed, and built, side by side.
+std::string ProgramFolder();
 
 // SIGINT and SIGTERM set a flag instead of killing the process, so runs can
 // stop their peers and exit cleanly. Returns the flag (0, or the signal).

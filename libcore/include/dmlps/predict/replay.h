@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dmlps/base/output_format.h"
 #include "dmlps/base/status.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/trace/trace.h"
@@ -114,8 +115,8 @@ Result<ReplayReport> ReplayTraces(const std::vector<trace::Record>& records,
 // Parses a comma-separated list of predictor names, each at most once.
 Result<std::vector<std::string>> ParsePredictorList(std::string_view text);
 
-enum class ReportFormat { kTable, kTsv, kJson };
-// Parses "table", "tsv" or "json".
+using ReportFormat = OutputFormat;
+// Parses "table", "tsv" or "json" (ParseOutputFormat).
 Result<ReportFormat> ParseReportFormat(std::string_view text);
 void WriteReplayReport(const ReplayReport& report, ReportFormat format, std::ostream& out);
 

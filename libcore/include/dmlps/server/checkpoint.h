@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/sync/policy.h"
 
 namespace dmlps::server {
 
@@ -39,6 +40,31 @@ struct Checkpoint {
   std::shared_ptr<const std::vector<float>> params;
   std::vector<float> optimizer_state;  // empty, or one float per parameter
 };
+
+// The names a checkpoint records of the run that wrote it: a run resumes
+// only a checkpoint of its own model, policy and optimizer, since their
+// states mean nothing to another.
+struct CheckpointIdentity {
+  std::string model;      // model::ModelSpec::Name()
+  std::string policy;     // sync::Policy::Name()
+  std::string optimizer;  // optim::Optimizer::Name()
+};
+
+// A checkpoint of run `identity` (of --workers `workers`) whose policy
+// saved `state`, after `samples` samples and `seconds` of training; its
+// params are left unset, for the model's snapshot to fill once its updates
+// are in.
+Checkpoint MakeCheckpoint(const CheckpointIdentity& identity, int64_t workers,
+                          const sync::PolicyState& state, int64_t samples, double seconds,
+                          std::vector<float> optimizer_state);
+
+// Config naming `source` when `checkpoint` is not one of run `identity`
+// with `num_params` parameters: another model or size, policy or optimizer.
+Status CheckResumable(const Checkpoint& checkpoint, const std::string& source,
+                      const CheckpointIdentity& identity, int64_t num_params);
+
+// The policy state `checkpoint` saved, for sync::Policy::Restore.
+sync::PolicyState SavedPolicyState(const Checkpoint& checkpoint);
 
 // The bytes of the file for `checkpoint`. REQUIRES: params set.
 std::string EncodeCheckpoint(const Checkpoint& checkpoint);

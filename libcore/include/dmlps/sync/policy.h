@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "dmlps/base/status.h"
@@ -53,39 +54,61 @@ std::string_view WorkerModeName(WorkerMode mode);
 // The mode WorkerModeName calls `name`; InvalidArgument for any other name.
 Result<WorkerMode> ParseWorkerMode(std::string_view name);
 
-struct Action {
-  enum class Kind {
-    kStage,       // acc += weight * (the payload of the push being handled)
-    kApply,       // model <- optimizer(model, scale * acc); acc <- 0; version + 1
-    kApplyDelta,  // model <- model + scale * acc (no optimizer); acc <- 0; version + 1
-    kReplyModel,  // send worker the current model (with its batch size and token, if set)
-    kHold,        // worker's pull waits
-    kDrop,        // the push being handled is discarded; its samples are wasted work;
-                  // value 1: expected by the policy (late), else the worker erred
-    kContinue,    // answer worker's push: go on with your model; value 1: download first
-    kSyncNow,     // tell worker to stop after its current chunk and push (value: round)
-    kSetBatch,    // worker's batch size from its next step on (value: samples)
-    kGrant,       // worker's next token (value: token id), sent with its next reply
-  };
-  Kind kind;
-  WorkerId worker = -1;
-  double value = 0;  // Stage: weight; Apply, ApplyDelta: scale; others as above
-  std::string reason;
+// The actions a policy answers with, one struct each. "The push" is the push
+// being handled when the action was emitted; rounds and clocks are the
+// policy's (a worker that joined a running job counts its own from 0).
 
-  static Action Stage(WorkerId w, double weight) { return {Kind::kStage, w, weight, {}}; }
-  static Action Apply(double scale) { return {Kind::kApply, -1, scale, {}}; }
-  static Action ApplyDelta(double scale) { return {Kind::kApplyDelta, -1, scale, {}}; }
-  static Action ReplyModel(WorkerId w) { return {Kind::kReplyModel, w, 0, {}}; }
-  static Action Hold(WorkerId w) { return {Kind::kHold, w, 0, {}}; }
-  static Action Drop(WorkerId w, std::string why) { return {Kind::kDrop, w, 0, std::move(why)}; }
-  // A drop the policy expects (a late push): wasted work, not an error.
-  static Action DropLate(WorkerId w, std::string why) { return {Kind::kDrop, w, 1, std::move(why)}; }
-  static Action Continue(WorkerId w, bool download) { return {Kind::kContinue, w, download ? 1.0 : 0.0, {}}; }
-  static Action SyncNow(WorkerId w, int64_t round) { return {Kind::kSyncNow, w, static_cast<double>(round), {}}; }
-  static Action SetBatch(WorkerId w, int64_t b) { return {Kind::kSetBatch, w, static_cast<double>(b), {}}; }
-  static Action Grant(WorkerId w, int64_t token) { return {Kind::kGrant, w, static_cast<double>(token), {}}; }
+// acc += weight * (the payload of the push).
+struct Stage {
+  WorkerId worker = -1;
+  double weight = 0;
+};
+// model <- optimizer(model, scale * acc); acc <- 0; version + 1.
+struct Apply {
+  double scale = 0;
+};
+// model <- model + scale * acc (no optimizer); acc <- 0; version + 1.
+struct ApplyDelta {
+  double scale = 0;
+};
+// Send the worker the current model (with its batch size and token, if set).
+struct ReplyModel {
+  WorkerId worker = -1;
+};
+// The worker's pull waits.
+struct Hold {
+  WorkerId worker = -1;
+};
+// The push is discarded; its samples are wasted work. `late`: the policy
+// expected it (a late push), no one's fault; else the worker erred.
+struct Drop {
+  WorkerId worker = -1;
+  bool late = false;
+  std::string reason;
+};
+// Answer the worker's push: go on with your model; `download`: fetch it first.
+struct Continue {
+  WorkerId worker = -1;
+  bool download = false;
+};
+// Tell the worker to stop after its current chunk and push in `round`.
+struct SyncNow {
+  WorkerId worker = -1;
+  int64_t round = 0;
+};
+// The worker's batch size from its next step on.
+struct SetBatch {
+  WorkerId worker = -1;
+  int64_t samples = 0;
+};
+// The worker's next token, sent with its next reply.
+struct Grant {
+  WorkerId worker = -1;
+  int64_t token = -1;
 };
 
+using Action = std::variant<Stage, Apply, ApplyDelta, ReplyModel, Hold, Drop, Continue, SyncNow,
+                            SetBatch, Grant>;
 using Actions = std::vector<Action>;
 
 // What a policy keeps in a checkpoint to go on after a restart: the model's

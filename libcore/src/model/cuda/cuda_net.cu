@@ -43,22 +43,39 @@ unsigned Blocks(int64_t count) {
 
 // ---- Kernels. Grid-stride loops over int64_t indices. ----
 
+// Runs its body for every i in [0, total), each thread taking every
+// (blocks x threads)-th index, so that any grid covers any total.
+#define DMLPS_GRID_STRIDE_LOOP(i, total)                                          \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
+       i < (total); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+// Entry i of an array of n images of side x side pixels with `inner` values
+// per pixel (fastest), split into that value's index, column, row and image.
+struct PixelIndex {
+  int64_t inner;
+  int64_t x;
+  int64_t y;
+  int64_t img;
+};
+
+__device__ PixelIndex SplitIndex(int64_t i, int64_t inner, int64_t side) {
+  const int64_t pixel = i / inner;
+  return {i % inner, pixel % side, (pixel / side) % side, pixel / (side * side)};
+}
+
 __global__ void Im2ColKernel(const float* in, int64_t c, int64_t s, int64_t n, float* cols) {
   const int64_t rows = 9 * c;
   const int64_t total = rows * n * s * s;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t row = i % rows;
-    const int64_t col = i / rows;
-    const int64_t ch = row % c;
-    const int64_t k = row / c;
-    const int64_t x = col % s;
-    const int64_t y = (col / s) % s;
-    const int64_t img = col / (s * s);
-    const int64_t yy = y + k / 3 - 1;
-    const int64_t xx = x + k % 3 - 1;
+  DMLPS_GRID_STRIDE_LOOP(i, total) {
+    // Column i / rows is an output pixel, row i % rows = k * c + ch its
+    // neighbour k's channel ch.
+    const PixelIndex p = SplitIndex(i, rows, s);
+    const int64_t ch = p.inner % c;
+    const int64_t k = p.inner / c;
+    const int64_t yy = p.y + k / 3 - 1;
+    const int64_t xx = p.x + k % 3 - 1;
     cols[i] = (yy < 0 || yy >= s || xx < 0 || xx >= s) ? 0.0f
-                                                        : in[((img * s + yy) * s + xx) * c + ch];
+                                                        : in[((p.img * s + yy) * s + xx) * c + ch];
   }
 }
 
@@ -66,19 +83,14 @@ __global__ void Im2ColKernel(const float* in, int64_t c, int64_t s, int64_t n, f
 __global__ void Col2ImKernel(const float* cols, int64_t c, int64_t s, int64_t n, float* out) {
   const int64_t rows = 9 * c;
   const int64_t total = c * n * s * s;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ch = i % c;
-    const int64_t pixel = i / c;
-    const int64_t x = pixel % s;
-    const int64_t y = (pixel / s) % s;
-    const int64_t img = pixel / (s * s);
+  DMLPS_GRID_STRIDE_LOOP(i, total) {
+    const PixelIndex p = SplitIndex(i, c, s);
     float sum = 0.0f;
     for (int64_t k = 0; k < 9; ++k) {
-      const int64_t oy = y - k / 3 + 1;
-      const int64_t ox = x - k % 3 + 1;
+      const int64_t oy = p.y - k / 3 + 1;
+      const int64_t ox = p.x - k % 3 + 1;
       if (oy < 0 || oy >= s || ox < 0 || ox >= s) continue;
-      sum += cols[((img * s + oy) * s + ox) * rows + k * c + ch];
+      sum += cols[((p.img * s + oy) * s + ox) * rows + k * c + p.inner];
     }
     out[i] = sum;
   }
@@ -88,19 +100,14 @@ __global__ void MaxPool2Kernel(const float* in, int64_t c, int64_t s, int64_t n,
                                uint8_t* window) {
   const int64_t h = s / 2;
   const int64_t total = c * n * h * h;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ch = i % c;
-    const int64_t pixel = i / c;
-    const int64_t px = pixel % h;
-    const int64_t py = (pixel / h) % h;
-    const int64_t img = pixel / (h * h);
-    const int64_t corner = (img * s + 2 * py) * s + 2 * px;
+  DMLPS_GRID_STRIDE_LOOP(i, total) {
+    const PixelIndex p = SplitIndex(i, c, h);
+    const int64_t corner = (p.img * s + 2 * p.y) * s + 2 * p.x;
     const int64_t at[4] = {corner, corner + 1, corner + s, corner + s + 1};
-    float best = in[at[0] * c + ch];
+    float best = in[at[0] * c + p.inner];
     uint8_t k = 0;
     for (uint8_t j = 1; j < 4; ++j) {
-      const float v = in[at[j] * c + ch];
+      const float v = in[at[j] * c + p.inner];
       if (v > best) {
         best = v;
         k = j;
@@ -116,31 +123,24 @@ __global__ void MaxPool2BackwardKernel(const float* dout, const uint8_t* window,
                                        int64_t s, int64_t n, float* din) {
   const int64_t h = s / 2;
   const int64_t total = c * n * h * h;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t ch = i % c;
-    const int64_t pixel = i / c;
-    const int64_t px = pixel % h;
-    const int64_t py = (pixel / h) % h;
-    const int64_t img = pixel / (h * h);
+  DMLPS_GRID_STRIDE_LOOP(i, total) {
+    const PixelIndex p = SplitIndex(i, c, h);
     const int64_t k = window[i];
-    const int64_t at = (img * s + 2 * py + (k >> 1)) * s + 2 * px + (k & 1);
-    din[at * c + ch] = dout[i];
+    const int64_t at = (p.img * s + 2 * p.y + (k >> 1)) * s + 2 * p.x + (k & 1);
+    din[at * c + p.inner] = dout[i];
   }
 }
 
 __global__ void AddBiasKernel(float* a, const float* bias, int64_t rows, int64_t total,
                               bool relu) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  DMLPS_GRID_STRIDE_LOOP(i, total) {
     const float v = a[i] + bias[i % rows];
     a[i] = relu ? fmaxf(v, 0.0f) : v;
   }
 }
 
 __global__ void ReluBackwardKernel(const float* a, float* delta, int64_t total) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  DMLPS_GRID_STRIDE_LOOP(i, total) {
     if (!(a[i] > 0.0f)) delta[i] = 0.0f;
   }
 }
@@ -149,8 +149,7 @@ __global__ void ReluBackwardKernel(const float* a, float* delta, int64_t total) 
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, int64_t classes, int64_t n,
                                           const int32_t* y, float scale, double* loss,
                                           float* delta) {
-  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < n;
-       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  DMLPS_GRID_STRIDE_LOOP(j, n) {
     const float* z = logits + j * classes;
     float max = z[0];
     for (int64_t k = 1; k < classes; ++k) max = fmaxf(max, z[k]);
@@ -167,8 +166,7 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, int64_t classes, 
 }
 
 __global__ void FillKernel(float* a, float value, int64_t total) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  DMLPS_GRID_STRIDE_LOOP(i, total) {
     a[i] = value;
   }
 }

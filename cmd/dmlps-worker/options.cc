@@ -1,0 +1,135 @@
+#include "cmd/dmlps-worker/options.h"
+
+#include <string>
+
+namespace dmlps::worker_cli {
+namespace {
+
+using worker::WorkerConfig;
+
+void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch,
+                       const WorkerConfig& defaults) {
+  options.add_options("Cluster")
+      ("server", "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on the first "
+       "host of Slurm's node list, else on 127.0.0.1)",
+       cxxopts::value<std::string>()->default_value(launch.server), "ADDR")
+      ("rank", "Ask for this rank (under mpirun, srun or PMI: the launcher's rank - 1; else "
+       "the server assigns one)",
+       cxxopts::value<std::string>(), "R")
+      ("connect-timeout", "Give up (exit 69) when no server answers within SECONDS",
+       cxxopts::value<std::string>()->default_value("10"), "SECONDS")
+      ("server-timeout", "Count the server as gone when it is silent for SECONDS",
+       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
+       cxxopts::value<std::string>()->default_value("30"), "SECONDS")
+      ("heartbeat-ms", "Milliseconds between heartbeats to the server",
+       cxxopts::value<std::string>()->default_value(std::to_string(defaults.heartbeat.count())), "MS")
+      ("curve-secret", "Encrypt and authenticate with CURVE: this worker's secret key FILE "
+       "(from dmlps-keygen)", cxxopts::value<std::string>(), "FILE")
+      ("curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
+       cxxopts::value<std::string>(), "KEY|FILE");
+}
+
+void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults) {
+  options.add_options("Training")
+      ("data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
+       cxxopts::value<std::string>()->default_value(defaults.data), "SPEC")
+      ("threads", "Threads for the model's linear algebra",
+       cxxopts::value<std::string>()->default_value("1"), "N")
+      ("device", "Compute on cpu, or on a CUDA GPU: cuda (device 0) or cuda:N",
+       cxxopts::value<std::string>()->default_value(defaults.device), "DEV")
+      ("max-batch", "The most samples this worker can take in one step (lbbsp respects it; 0: "
+       "no cap; auto: what fits the device's free memory for --model)",
+       cxxopts::value<std::string>()->default_value("0"), "N|auto")
+      ("model", "The model --max-batch auto sizes for; the server must train this one",
+       cxxopts::value<std::string>()->default_value(defaults.model), "SPEC");
+}
+
+void AddStragglerOptions(cxxopts::Options& options) {
+  options.add_options("Straggler emulation")
+      ("slowdown", "After a step whose compute took t, sleep (K-1)*t",
+       cxxopts::value<std::string>()->default_value("1"), "K")
+      ("slowdown-schedule", "Slowdown by iteration, e.g. 0:1,150:4 (4x from iteration 150 on)",
+       cxxopts::value<std::string>(), "I:K,...")
+      ("delay-ms", "Sleep D milliseconds after every step (with --delay-prob: sometimes)",
+       cxxopts::value<std::string>()->default_value("0"), "D")
+      ("delay-prob", "Sleep --delay-ms after a step only with probability P",
+       cxxopts::value<std::string>()->default_value("0"), "P")
+      ("round-robin-ms", "In iteration t, the worker of rank t mod N sleeps D milliseconds",
+       cxxopts::value<std::string>()->default_value("0"), "D")
+      ("bandwidth-mbps", "Cap what this worker sends at M megabits per second (0: no cap)",
+       cxxopts::value<std::string>()->default_value("0"), "M")
+      ("bandwidth-schedule", "Bandwidth cap by iteration, e.g. 0:0,150:100 (100 Mb/s from "
+       "iteration 150 on; 0: no cap)", cxxopts::value<std::string>(), "I:M,...");
+}
+
+std::chrono::milliseconds ReadSeconds(cli::FlagReader& flags, const std::string& flag, double min) {
+  return std::chrono::milliseconds(static_cast<int64_t>(flags.Real(flag, min, 1e6) * 1000));
+}
+
+// A schedule flag, when given, parsed by `parse` into *schedule.
+template <typename Parse, typename Schedule>
+void ReadSchedule(cli::FlagReader& flags, const std::string& flag, Parse parse, Schedule* schedule) {
+  if (!flags.Has(flag)) return;
+  auto parsed = parse(flags.String(flag));
+  if (parsed.ok()) {
+    *schedule = *parsed;
+  } else {
+    flags.AddProblem("--" + flag + ": " + parsed.status().message());
+  }
+}
+
+void ReadStraggler(cli::FlagReader& flags, worker::StragglerSpec* straggler) {
+  straggler->slowdown = flags.Real("slowdown", 1, 1e6);
+  ReadSchedule(flags, "slowdown-schedule", worker::ParseSlowdownSchedule, &straggler->schedule);
+  straggler->delay = std::chrono::milliseconds(flags.Int("delay-ms", 0, 86400000));
+  straggler->delay_prob = flags.Real("delay-prob", 0, 1);
+  straggler->round_robin = std::chrono::milliseconds(flags.Int("round-robin-ms", 0, 86400000));
+  straggler->bandwidth_mbps = flags.Real("bandwidth-mbps", 0, 1e9);
+  ReadSchedule(flags, "bandwidth-schedule", worker::ParseBandwidthSchedule,
+               &straggler->bandwidth_schedule);
+}
+
+}  // namespace
+
+const std::vector<std::string>& HelpGroups() {
+  static const std::vector<std::string> kGroups = {"Cluster", "Training", "Straggler emulation",
+                                                   "Common"};
+  return kGroups;
+}
+
+void AddWorkerOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch) {
+  const WorkerConfig defaults;
+  AddClusterOptions(options, launch, defaults);
+  AddTrainingOptions(options, defaults);
+  AddStragglerOptions(options);
+  cli::AddCommonOptions(options, /*with_trace=*/true);
+}
+
+WorkerConfig ReadWorkerConfig(cli::FlagReader& flags, const launch::LaunchDefaults& launch) {
+  WorkerConfig config;
+  config.server = flags.String("server");
+  config.rank = flags.Has("rank") ? flags.Int("rank", 0, 100000) : launch.worker_rank;
+  config.connect_timeout = ReadSeconds(flags, "connect-timeout", 0.001);
+  config.server_timeout = ReadSeconds(flags, "server-timeout", 0.001);
+  if (flags.Has("curve-secret")) config.curve_secret = flags.String("curve-secret");
+  if (flags.Has("curve-server-key")) config.curve_server_key = flags.String("curve-server-key");
+  config.reconnect_timeout = ReadSeconds(flags, "reconnect-timeout", 0);
+  config.heartbeat = std::chrono::milliseconds(flags.Int("heartbeat-ms", 1, 3600000));
+  config.data = flags.String("data");
+  config.threads = flags.Int("threads", 1, 1024);
+  config.device = flags.String("device");
+  config.model = flags.String("model");
+  if (flags.String("max-batch") == "auto") {
+    config.max_batch_auto = true;
+  } else {
+    config.max_batch = flags.Int("max-batch", 0, 1 << 24);
+  }
+  if (flags.Has("trace")) config.trace = flags.String("trace");
+  ReadStraggler(flags, &config.straggler);
+  flags.AddProblems(launch.problems);
+  flags.AddProblems(worker::ValidateConfig(config));
+  return config;
+}
+
+}  // namespace dmlps::worker_cli

@@ -1,0 +1,40 @@
+# What the dmlps fish completions share; each sources this file from the
+# folder it lies in.
+
+# The values --data takes: a spelling, then a path after "libsvm:" or a
+# directory after "idx:" and "fashion-mnist:".
+function __dmlps_data
+    set -l token (string replace -r -- '^--data=' '' (commandline -ct))
+    switch "$token"
+        case 'libsvm:*'
+            __fish_complete_path (string replace -- 'libsvm:' '' $token) | string replace -r -- '^' 'libsvm:'
+        case 'idx:*' 'fashion-mnist:*'
+            set -l prefix (string match -r -- '^[^:]*:' $token)
+            __fish_complete_directories (string replace -r -- '^[^:]*:' '' $token) | string replace -r -- '^' $prefix
+        case '*'
+            printf '%s\t%s\n' fashion-mnist 'Fashion-MNIST from /usr/share/datasets/fashion-mnist'
+            printf '%s\t%s\n' fashion-mnist: 'Fashion-MNIST IDX files in a directory'
+            printf '%s\t%s\n' idx: 'IDX files in a directory'
+            printf '%s\t%s\n' libsvm: 'LIBSVM text file, test set in FILE.t'
+    end
+end
+
+# The options every dmlps binary takes: complete them for command $argv[1],
+# whose --help prints what $argv[2] says.
+function __dmlps_complete_common -a c help
+    complete -c $c -s h -l help -d $help
+    complete -c $c -l version -d 'Print the version and exit'
+    complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
+    complete -c $c -s q -l quiet -d 'Log only warnings and errors'
+    complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
+end
+
+# Model spellings to offer for --model.
+set -g __dmlps_models 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
+
+# LB-BSP's speed predictors, for dmlps-server --predictor and
+# dmlps-predict --predictors.
+set -g __dmlps_predictors "last\t'The last speed'
+ema\t'Exponential moving average'
+arima\t'ARIMA refitted at every step'
+narx\t'Neural network with CPU, memory and batch inputs'"

@@ -1,0 +1,36 @@
+// Whole-file writes that a concurrent reader can never see half done.
+#ifndef DMLPS_BASE_FILE_H_
+#define DMLPS_BASE_FILE_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dmlps/base/status.h"
+
+namespace dmlps {
+
+struct AtomicWriteOptions {
+  // The file's permission bits, set exactly (the umask does not apply);
+  // unset: 0666 less the umask, as for any new file. Set before a byte is
+  // written, so a secret is never readable by others.
+  std::optional<mode_t> mode;
+  // Syncs the file, then its folder after the rename, so that the new
+  // content survives a crash once this returns: for files a restart reads
+  // (checkpoints, keys), not for ones a run only hands to another process.
+  bool durable = false;
+};
+
+// Replaces `path` with a file holding `bytes`: they go to a new file beside
+// it (same folder, so one file system) that is then renamed over it, so any
+// reader sees the old file or the new one whole. On failure `path` is as it
+// was, the temporary file is gone, and the IOError says which step failed
+// and why (a folder that does not exist among them).
+Status WriteFileAtomically(const std::string& path, std::string_view bytes,
+                           const AtomicWriteOptions& options = {});
+
+}  // namespace dmlps
+
+#endif  // DMLPS_BASE_FILE_H_

@@ -1,0 +1,41 @@
+// What dmlps-bench's subcommands do once their flags are read and checked:
+// one function each, which runs the subcommand, writes its table to stdout
+// (progress and errors to stderr) and returns the exit code (see cli.h).
+// REQUIRES of each: its config checked, logging set up.
+#ifndef DMLPS_CLI_BENCH_PROGRAMS_H_
+#define DMLPS_CLI_BENCH_PROGRAMS_H_
+
+#include <string>
+#include <string_view>
+
+#include "dmlps/bench/experiment.h"
+#include "dmlps/bench/profile.h"
+#include "dmlps/bench/report.h"
+#include "dmlps/bench/run.h"
+#include "dmlps/bench/transport.h"
+#include "dmlps/sim/sim.h"
+
+namespace dmlps::cli {
+
+inline constexpr std::string_view kBenchProgram = "dmlps-bench";
+
+// run: the experiment on real clusters (bench::RunExperiment), with a live
+// status line on a terminal. An empty options.out_dir means a temporary
+// folder, removed at the end unless a run failed. Exit 1 when a run failed.
+int RunBenchRunProgram(const bench::Experiment& experiment, bench::ExperimentOptions options,
+                       bench::Format format);
+
+// sim: the experiment simulated (sim::SimulateExperiment). Exit 1 when a
+// run failed.
+int RunBenchSimProgram(const bench::Experiment& experiment, const sim::SimOptions& options,
+                       bench::Format format);
+
+// transport: bench::RunTransportBench, a log line per measurement.
+int RunBenchTransportProgram(const bench::TransportConfig& config, bench::Format format);
+
+// profile: bench::RunProfile, a log line per batch size.
+int RunBenchProfileProgram(const bench::ProfileConfig& config, bench::Format format);
+
+}  // namespace dmlps::cli
+
+#endif  // DMLPS_CLI_BENCH_PROGRAMS_H_

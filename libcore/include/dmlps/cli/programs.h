@@ -1,0 +1,46 @@
+// What dmlps-server, dmlps-worker and dmlps-keygen do once their flags are
+// read and checked: one function each, which runs the program, reports on
+// stderr and returns its exit code (see cli.h), so that main() only parses.
+#ifndef DMLPS_CLI_PROGRAMS_H_
+#define DMLPS_CLI_PROGRAMS_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dmlps/base/status.h"
+#include "dmlps/launch/launch.h"
+#include "dmlps/server/server.h"
+#include "dmlps/worker/worker.h"
+
+namespace dmlps::cli {
+
+inline constexpr std::string_view kServerProgram = "dmlps-server";
+inline constexpr std::string_view kWorkerProgram = "dmlps-worker";
+inline constexpr std::string_view kKeygenProgram = "dmlps-keygen";
+
+// Writes the report as server::WriteRunReport does, whole under a temporary
+// name first, so that a reader never sees half a report. IOError when it
+// cannot.
+Status WriteRunReportFile(const server::RunReport& report, const std::string& path);
+
+// Serves until the run ends or a signal stops it: the evaluations as TSV on
+// stdout (none when the trace goes there), the report to config.report.
+// Exit: 0; 1 when a target was set and missed; 128+N on signal N; else the
+// code of the error. REQUIRES: config checked by server::ValidateConfig,
+// logging set up.
+int RunServerProgram(const server::ServerConfig& config, const launch::Launcher& launcher);
+
+// Trains until the server says stop or a signal stops it. Exit: 0; 128+N
+// on signal N; else the code of the error (69 when no server answers).
+// REQUIRES: config checked by worker::ValidateConfig, logging set up.
+int RunWorkerProgram(const worker::WorkerConfig& config, const launch::Launcher& launcher);
+
+// Makes a CURVE key pair for each name, NAME.key and NAME.pub (replacing
+// files that exist only when `force`), and prints each public key on
+// stdout. Stops at the first pair it cannot make or write.
+int RunKeygenProgram(const std::vector<std::string>& names, bool force);
+
+}  // namespace dmlps::cli
+
+#endif  // DMLPS_CLI_PROGRAMS_H_

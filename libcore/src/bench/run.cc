@@ -1,0 +1,57 @@
+#include "dmlps/bench/run.h"
+
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+namespace dmlps::bench {
+
+namespace fs = std::filesystem;
+
+std::string RunFolderName(const std::string& policy, int64_t repeat) {
+  std::string tag = policy;
+  for (char& c : tag) {
+    if (c == ':' || c == '/') c = '-';
+  }
+  return tag + "-" + std::to_string(repeat);
+}
+
+std::string DescribeOutcome(const RunResult& r, bool has_target) {
+  if (!r.failure.empty()) return "FAILED: " + r.failure;
+  const char* what = !has_target ? "ran" : r.reached ? "reached the target in" : "missed the target after";
+  return fmt::format("{} {:.2f} s, {} iterations, accuracy {:.4f}, compute ratio {:.3f}/{:.3f}",
+                     what, r.seconds,
+                     r.iterations, r.accuracy, r.compute_ratio_mean, r.compute_ratio_min);
+}
+
+std::vector<RunResult> RunExperiment(const Experiment& experiment, const ExperimentOptions& options,
+                                     const std::atomic<int>* signal) {
+  ClusterOptions cluster = options.cluster;
+  const int64_t total = experiment.repeat * static_cast<int64_t>(experiment.policies.size());
+  int64_t done = 0;
+  std::vector<RunResult> runs;
+  for (int64_t rep = 1; rep <= experiment.repeat && signal->load() == 0; ++rep) {
+    for (const std::string& policy : experiment.policies) {
+      if (signal->load() != 0) break;
+      ++done;
+      const std::string folder = RunFolderName(policy, rep);
+      cluster.run_dir = (fs::path(options.out_dir) / folder).string();
+      cluster.trace_dir =
+          options.trace_dir.empty() ? "" : (fs::path(options.trace_dir) / folder).string();
+      const std::string label = fmt::format("[{}/{}] {} run {}/{}", done, total, policy, rep,
+                                            experiment.repeat);
+      if (!options.show) spdlog::info("{} ...", label);
+      auto show = [&](const Progress& p) {
+        if (options.show) options.show(label, p);
+      };
+      RunResult r = RunCluster(experiment, policy, rep, cluster, signal, show);
+      if (options.clear) options.clear();
+      spdlog::info("{}: {}", label, DescribeOutcome(r, experiment.target > 0));
+      runs.push_back(std::move(r));
+    }
+  }
+  return runs;
+}
+
+}  // namespace dmlps::bench

@@ -1,0 +1,97 @@
+// What dmlps-server checks of its settings before anything starts.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dmlps/data/dataset.h"
+#include "dmlps/server/server.h"
+#include "server/shard.h"
+
+namespace dmlps::server {
+
+std::vector<std::string> ValidateConfig(const ServerConfig& config) {
+  std::vector<std::string> problems;
+  if (config.workers < 1) problems.push_back("--workers must be at least 1");
+  if (config.batch < 1) problems.push_back("--batch must be at least 1");
+  if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("--lr must be positive");
+  if (!(config.momentum >= 0 && config.momentum < 1)) {
+    problems.push_back("--momentum must be in [0, 1)");
+  }
+  if (config.threads < 1 || config.threads > 256) problems.push_back("--threads must be in 1..256");
+  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
+    problems.push_back("--target-accuracy must be in [0, 1]");
+  }
+  if (config.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
+  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
+    problems.push_back("--max-seconds must not be negative");
+  }
+  if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
+  if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
+  if (config.worker_timeout <= config.heartbeat) {
+    problems.push_back("--worker-timeout must be longer than --heartbeat-ms");
+  }
+  if (config.min_workers < 0 || config.min_workers > config.workers) {
+    problems.push_back("--min-workers must be in 0..--workers");
+  }
+  if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
+      !std::isfinite(config.checkpoint_every_seconds)) {
+    problems.push_back("--checkpoint-every must not be negative");
+  }
+  if (!config.checkpoint.empty() && config.checkpoint_every_iterations == 0 &&
+      config.checkpoint_every_seconds == 0) {
+    problems.push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
+  }
+  if (config.checkpoint.empty() &&
+      (config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0)) {
+    problems.push_back("--checkpoint-every needs --checkpoint FILE");
+  }
+  if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
+  if (config.curve_secret.empty() != config.curve_allow.empty()) {
+    problems.push_back(
+        "--curve-secret and --curve-allow go together (CURVE admits only the listed workers)");
+  }
+  if (config.max_message_bytes < 0) problems.push_back("--max-message-bytes must not be negative");
+  if (config.max_connections < 0) problems.push_back("--max-connections must not be negative");
+  if (config.max_connections > 0 && config.max_connections < config.workers) {
+    problems.push_back("--max-connections must be at least --workers");
+  }
+  if (config.shard_count < 1 || config.shard_count > kMaxShards || config.shard_index < 0 ||
+      config.shard_index >= config.shard_count) {
+    problems.push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
+  } else if (config.shard_index > 0 && config.coordinator.empty()) {
+    problems.push_back("--coordinator must not be empty (the address of shard 0)");
+  } else if (config.shard_index == 0 && !config.coordinator.empty()) {
+    problems.push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
+  }
+  if (config.shard_index == 0 && !config.advertise.empty()) {
+    problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
+  }
+  if (config.shard_count > 1) {
+    // Each would need every shard's part: not there yet.
+    if (!config.checkpoint.empty() || !config.resume.empty()) {
+      problems.push_back("--checkpoint and --resume do not work with sharded servers yet");
+    }
+    if (!config.curve_secret.empty()) {
+      problems.push_back("--curve-secret does not work with sharded servers yet");
+    }
+  }
+  sync::PolicyConfig probe = config.policy;
+  probe.num_workers = std::max<int64_t>(config.workers, 1);
+  probe.batch = std::max<int64_t>(config.batch, 1);
+  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
+    problems.push_back("--policy: " + p.status().message());
+  }
+  if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
+    problems.push_back("--data: " + d.status().message());
+  }
+  // 16 inputs, a 4x4 image, fit every kind of model; the data's own shape is
+  // checked once it is loaded.
+  if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
+    problems.push_back("--model: " + m.status().message());
+  }
+  return problems;
+}
+
+}  // namespace dmlps::server

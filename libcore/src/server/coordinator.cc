@@ -1,0 +1,213 @@
+#include "server/coordinator.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace dmlps::server {
+
+std::string ShardName(const proto::Hello& hello) {
+  return "server shard " + std::to_string(hello.shard) + " (" + hello.host + ":" +
+         std::to_string(hello.pid) + ")";
+}
+
+ShardCoordinator::ShardCoordinator(net::Endpoint& endpoint, std::vector<int64_t> bounds,
+                                   proto::Welcome shard_welcome, SnapshotSink evaluate,
+                                   HelloSink welcome_worker)
+    : endpoint_(endpoint),
+      bounds_(std::move(bounds)),
+      shard_welcome_(std::move(shard_welcome)),
+      evaluate_(std::move(evaluate)),
+      welcome_worker_(std::move(welcome_worker)),
+      peers_(static_cast<size_t>(shard_count())) {}
+
+int64_t ShardCoordinator::ShardOf(const zmq::message_t& identity) const {
+  auto it = shard_of_.find(IdentityKey(identity));
+  return it == shard_of_.end() ? -1 : it->second;
+}
+
+Status ShardCoordinator::Register(const zmq::message_t& identity, const proto::Hello& hello) {
+  if (!sharded()) return Status::Config("this server is not sharded (no --shard 0/S)");
+  if (hello.shards != shard_count() || hello.shard < 1 || hello.shard >= shard_count()) {
+    return Status::Config("shard " + std::to_string(hello.shard) + "/" +
+                          std::to_string(hello.shards) + " does not fit this job of " +
+                          std::to_string(shard_count()) + " shards");
+  }
+  std::optional<Peer>& peer = peers_[hello.shard];
+  if (peer.has_value()) {
+    // A shard lost its state when it went away: the job cannot go on with a
+    // fresh one mid-run, nor have two.
+    return Status::Config("shard " + std::to_string(hello.shard) + " is taken");
+  }
+  if (hello.address.empty()) return Status::Config("no address for workers to reach it at");
+  peer = Peer{net::CopyFrame(identity), hello.address, hello.host, hello.pid, Clock::now()};
+  shard_of_[IdentityKey(identity)] = hello.shard;
+  ++registered_;
+  proto::Welcome welcome = shard_welcome_;
+  welcome.num_params = bounds_.back();
+  welcome.shard_index = hello.shard;
+  welcome.shard_count = shard_count();
+  welcome.bounds = bounds_;
+  const std::string who = ShardName(hello);
+  if (Status sent = endpoint_.SendMessage(&identity, welcome); !sent.ok()) {
+    spdlog::warn("cannot welcome {}: {}", who, sent.ToString());
+  }
+  spdlog::info("{} registered: parameters [{}, {}), workers reach it at {} ({}/{} shards)", who,
+               bounds_[hello.shard], bounds_[hello.shard + 1], hello.address, registered_ + 1,
+               shard_count());
+  if (AllRegistered()) {
+    std::vector<std::pair<zmq::message_t, proto::Hello>> waiting;
+    waiting.swap(waiting_hellos_);
+    for (auto& [worker, worker_hello] : waiting) welcome_worker_(worker, worker_hello);
+  }
+  return Status::Ok();
+}
+
+void ShardCoordinator::HoldHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  waiting_hellos_.emplace_back(net::CopyFrame(identity), hello);
+}
+
+bool ShardCoordinator::Holds(const zmq::message_t& identity) const {
+  return std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) {
+    return IdentityKey(w.first) == IdentityKey(identity);
+  });
+}
+
+void ShardCoordinator::DescribeShards(proto::Welcome* welcome) const {
+  if (!sharded()) return;
+  welcome->bounds = bounds_;
+  welcome->servers.push_back(endpoint_.address());
+  for (int64_t k = 1; k < shard_count(); ++k) welcome->servers.push_back(peers_[k]->address);
+}
+
+void ShardCoordinator::HandleMessage(int64_t shard, proto::Message& message) {
+  peers_[shard]->last_seen = Clock::now();
+  const std::string who = "server shard " + std::to_string(shard);
+  if (auto* slice = std::get_if<proto::Slice>(&message.body)) {
+    Result<proto::IncomingTensor> values =
+        proto::IncomingTensor::Open(slice->num_params, 0, 0, std::move(message.payload));
+    if (!values.ok() || !values->complete()) {
+      spdlog::warn("{} sent a bad slice of snapshot {}: {}", who, slice->id,
+                   values.ok() ? "incomplete" : values.status().message());
+      assemblies_.erase(slice->id);
+      return;
+    }
+    FillSnapshot(slice->id, shard, values->size(),
+                 [&](std::span<float> out) { values->CopyTo(0, values->size(), out); });
+  } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
+    if (error->fatal) {
+      fatal_ = Status::Unavailable(who + " gave up: " + error->message);
+    } else {
+      spdlog::warn("{} reports: {}", who, error->message);
+    }
+  } else if (!std::holds_alternative<proto::Heartbeat>(message.body)) {
+    spdlog::warn("ignoring an unexpected {} from {}", proto::MsgTypeName(proto::TypeOf(message.body)),
+                 who);
+  }
+}
+
+void ShardCoordinator::SendOrders() {
+  if (orders_.empty()) return;
+  proto::Orders batch;
+  batch.orders.swap(orders_);
+  for (int64_t k = 1; k < shard_count(); ++k) {
+    if (!peers_[k].has_value()) continue;
+    Status sent = endpoint_.SendMessage(&peers_[k]->identity, batch);
+    if (!sent.ok()) {
+      fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " +
+                                   peers_[k]->address + " lost: " + sent.message());
+    }
+  }
+}
+
+int64_t ShardCoordinator::BeginSnapshot(const Snapshot& stamp, bool must) {
+  // The whole model is this shard's slice and the others': each sends its
+  // part once its updates are in, and the snapshot is evaluated when all are.
+  const int64_t id = next_snapshot_id_++;
+  Assembly& assembly = assemblies_[id];
+  assembly.snapshot = stamp;
+  assembly.missing = shard_count();
+  assembly.must = must;
+  Order({proto::Order::kSnapshot, -1, 0, static_cast<double>(id)});
+  return id;
+}
+
+void ShardCoordinator::AddOwnSlice(int64_t id, double seconds, const std::vector<float>& values) {
+  if (auto it = assemblies_.find(id); it != assemblies_.end()) it->second.snapshot.seconds = seconds;
+  FillSnapshot(id, 0, static_cast<int64_t>(values.size()),
+               [&](std::span<float> out) { std::copy(values.begin(), values.end(), out.begin()); });
+}
+
+void ShardCoordinator::FillSnapshot(int64_t id, int64_t shard, int64_t count,
+                                    const std::function<void(std::span<float>)>& copy) {
+  auto it = assemblies_.find(id);
+  if (it == assemblies_.end()) return;
+  Assembly& assembly = it->second;
+  const auto begin = static_cast<size_t>(bounds_[shard]);
+  if (count != bounds_[shard + 1] - bounds_[shard]) {
+    spdlog::warn("server shard {} sent a slice of {} parameters, not {}; snapshot {} not evaluated",
+                 shard, count, bounds_[shard + 1] - bounds_[shard], id);
+    assemblies_.erase(it);
+    return;
+  }
+  if (assembly.values == nullptr) {
+    assembly.values = std::make_shared<std::vector<float>>(static_cast<size_t>(bounds_.back()));
+  }
+  copy(std::span<float>(*assembly.values).subspan(begin, static_cast<size_t>(count)));
+  if (--assembly.missing > 0) return;
+  Snapshot snapshot = assembly.snapshot;
+  snapshot.params = std::move(assembly.values);
+  const bool must = assembly.must;
+  assemblies_.erase(it);
+  evaluate_(std::move(snapshot), must);
+}
+
+void ShardCoordinator::AwaitSlices(std::chrono::milliseconds limit) {
+  if (!sharded()) return;
+  const Clock::time_point deadline = Clock::now() + limit;
+  net::Frames frames;
+  while (!assemblies_.empty() && Clock::now() < deadline && fatal_.ok()) {
+    Result<bool> got = endpoint_.Receive(&frames, kPollSlice);
+    if (!got.ok()) return;
+    if (!*got || frames.size() < 2) continue;
+    const int64_t shard = ShardOf(frames[0]);
+    if (shard < 0) continue;  // the run is over for workers
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    if (message.ok()) HandleMessage(shard, *message);
+  }
+  if (!assemblies_.empty()) {
+    spdlog::warn("{} snapshot{} not evaluated: the other shards' slices did not come",
+                 assemblies_.size(), assemblies_.size() == 1 ? "" : "s");
+  }
+}
+
+void ShardCoordinator::SendHeartbeats(int64_t now_us) {
+  for (std::optional<Peer>& peer : peers_) {
+    if (!peer.has_value()) continue;
+    Status sent = endpoint_.SendMessage(&peer->identity, proto::Heartbeat{now_us});
+    if (!sent.ok()) spdlog::debug("heartbeat to {} failed: {}", peer->address, sent.ToString());
+  }
+}
+
+void ShardCoordinator::CheckSilence(Clock::time_point now, std::chrono::milliseconds timeout) {
+  for (size_t k = 1; k < peers_.size(); ++k) {
+    // A shard holds a slice of the model no one else has: the run cannot go
+    // on without it.
+    if (peers_[k].has_value() && now - peers_[k]->last_seen >= timeout) {
+      fatal_ = Status::Unavailable(
+          fmt::format("server shard {} at {} lost: silent for {:g} s", k, peers_[k]->address,
+                      std::chrono::duration<double>(timeout).count()));
+    }
+  }
+}
+
+void ShardCoordinator::Stop(const std::string& reason) {
+  SendOrders();
+  for (std::optional<Peer>& peer : peers_) {
+    if (!peer.has_value()) continue;
+    Status sent = endpoint_.SendMessage(&peer->identity, proto::Stop{reason});
+    if (!sent.ok()) spdlog::debug("cannot stop shard at {}: {}", peer->address, sent.ToString());
+  }
+}
+
+}  // namespace dmlps::server

@@ -1,0 +1,137 @@
+// Sharded servers, on shard 0: the other shards register here, get their
+// orders (the policy's decisions, translated) in batches, and send back
+// their slices of the snapshots taken, which are evaluated once whole.
+// With one shard it holds nothing and sends nothing, so that shard 0's loop
+// need not ask whether it is sharded at each call.
+#ifndef DMLPS_SERVER_COORDINATOR_H_
+#define DMLPS_SERVER_COORDINATOR_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "dmlps/base/status.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
+#include "server/evaluator.h"
+#include "server/loop.h"
+
+namespace dmlps::server {
+
+// How the log names the shard that said `hello`.
+std::string ShardName(const proto::Hello& hello);
+
+class ShardCoordinator {
+ public:
+  // Takes a whole snapshot, once every shard's slice is in.
+  using SnapshotSink = std::function<void(Snapshot snapshot, bool must)>;
+  // Answers a worker's Hello held until every shard had registered.
+  using HelloSink = std::function<void(const zmq::message_t& identity, const proto::Hello& hello)>;
+
+  // Coordinates the shards of `bounds` (ShardBounds: shards + 1 offsets)
+  // over `endpoint`, which must outlive it. `shard_welcome` is what every
+  // registering shard is told of the job (model, policy, seed, optimizer);
+  // its shard index, count and the bounds are filled in here.
+  ShardCoordinator(net::Endpoint& endpoint, std::vector<int64_t> bounds,
+                   proto::Welcome shard_welcome, SnapshotSink evaluate, HelloSink welcome_worker);
+
+  bool sharded() const { return shard_count() > 1; }
+  int64_t shard_count() const { return static_cast<int64_t>(bounds_.size()) - 1; }
+  // Every other shard has registered: workers may be told where all are.
+  bool AllRegistered() const { return registered_ == shard_count() - 1; }
+  // Set once a shard is lost or gave up: the run cannot go on without its
+  // slice of the model, and ends with this.
+  const Status& fatal() const { return fatal_; }
+
+  // The shard index of the peer `identity`, or -1 when it is no shard.
+  int64_t ShardOf(const zmq::message_t& identity) const;
+  // Registers the shard that said `hello` and welcomes it; once the last
+  // has, answers the worker Hellos held. The reason it cannot (a job not
+  // sharded, a shard that does not fit or is taken, no address), to refuse
+  // the sender with for good, since a second try would not fit either.
+  Status Register(const zmq::message_t& identity, const proto::Hello& hello);
+  // Holds a worker's Hello until every shard has registered: its Welcome
+  // names every shard. REQUIRES: !AllRegistered().
+  void HoldHello(const zmq::message_t& identity, const proto::Hello& hello);
+  // Whether `identity` is a worker whose Hello is held (it keeps itself alive).
+  bool Holds(const zmq::message_t& identity) const;
+  // Tells a worker's Welcome where every shard is and what it holds;
+  // leaves it alone when not sharded.
+  void DescribeShards(proto::Welcome* welcome) const;
+
+  // Takes a message from shard `shard` (ShardOf): a slice, an error, a heartbeat.
+  void HandleMessage(int64_t shard, proto::Message& message);
+
+  // Queues an order for every other shard, in the order given; nothing
+  // when not sharded.
+  void Order(const proto::Order& order) {
+    if (sharded()) orders_.push_back(order);
+  }
+  // Sends the orders queued since the last call to every other shard.
+  void SendOrders();
+
+  // Starts assembling a snapshot of the model as it stands after the orders
+  // queued so far: `stamp` without its seconds and params. Returns its id,
+  // for AddOwnSlice.
+  int64_t BeginSnapshot(const Snapshot& stamp, bool must);
+  // This shard's slice of snapshot `id`, taken `seconds` into training.
+  void AddOwnSlice(int64_t id, double seconds, const std::vector<float>& values);
+  // Waits, for at most `limit`, for the other shards' slices of the
+  // snapshots begun; workers' messages are not read meanwhile.
+  void AwaitSlices(std::chrono::milliseconds limit);
+
+  void SendHeartbeats(int64_t now_us);
+  // Marks the run lost (fatal) when a shard has been silent for `timeout`.
+  void CheckSilence(Clock::time_point now, std::chrono::milliseconds timeout);
+  // Sends the orders queued, then Stop with `reason`: the shards save what
+  // those orders left.
+  void Stop(const std::string& reason);
+
+ private:
+  struct Peer {
+    zmq::message_t identity;
+    std::string address;
+    std::string host;
+    int64_t pid = 0;
+    Clock::time_point last_seen;
+  };
+  struct Assembly {
+    Snapshot snapshot;
+    std::shared_ptr<std::vector<float>> values;
+    int64_t missing = 0;  // slices yet to come, this shard's included
+    bool must = false;
+  };
+
+  // Snapshot `id` gets shard `shard`'s slice of `count` floats, which
+  // `copy` writes into the span it is given; evaluated once every slice is in.
+  void FillSnapshot(int64_t id, int64_t shard, int64_t count,
+                    const std::function<void(std::span<float>)>& copy);
+
+  net::Endpoint& endpoint_;
+  const std::vector<int64_t> bounds_;  // where the slices begin, plus the end
+  const proto::Welcome shard_welcome_;
+  SnapshotSink evaluate_;
+  HelloSink welcome_worker_;
+
+  std::vector<std::optional<Peer>> peers_;   // by shard index; [0] is this one
+  std::map<std::string, int64_t> shard_of_;  // identity bytes -> shard index
+  int64_t registered_ = 0;
+  // Workers that said Hello before every shard had registered: answered then.
+  std::vector<std::pair<zmq::message_t, proto::Hello>> waiting_hellos_;
+  std::vector<proto::Order> orders_;        // not sent yet
+  std::map<int64_t, Assembly> assemblies_;  // snapshots waiting for slices, by id
+  int64_t next_snapshot_id_ = 0;
+  Status fatal_;
+};
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_COORDINATOR_H_

@@ -1,0 +1,83 @@
+// The server's side of checkpoints: what one records of the run, whether
+// one belongs to this run, and the thread that writes them.
+#include "server/checkpoint_writer.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dmlps/server/checkpoint.h"
+
+namespace dmlps::server {
+namespace {
+
+// A file name in /tmp of this process's own.
+std::string ScratchPath() {
+  return "/tmp/dmlps-checkpoint-writer-test." + std::to_string(::getpid()) + ".ckpt";
+}
+
+TEST_CASE("checkpoint: a run's state goes in, and a checkpoint of another run is refused") {
+  const CheckpointIdentity run{"mlp:16", "lbbsp", "momentum"};
+  Checkpoint c = MakeCheckpoint(run, 3, sync::PolicyState{41, 42, {20, 20, 24}}, 12345, 3.25,
+                                std::vector<float>(8, 0.5f));
+  CHECK(c.model == "mlp:16");
+  CHECK(c.policy == "lbbsp");
+  CHECK(c.optimizer == "momentum");
+  CHECK(c.workers == 3);
+  CHECK(c.version == 41);
+  CHECK(c.iteration == 42);
+  CHECK(c.policy_extra == std::vector<int64_t>{20, 20, 24});
+  CHECK(c.samples == 12345);
+  CHECK(c.seconds == 3.25);
+  CHECK(c.optimizer_state.size() == 8);
+  CHECK(c.params == nullptr);
+  const sync::PolicyState saved = SavedPolicyState(c);
+  CHECK(saved.version == 41);
+  CHECK(saved.iteration == 42);
+  CHECK(saved.extra == c.policy_extra);
+
+  c.params = std::make_shared<std::vector<float>>(8);
+  CHECK(CheckResumable(c, "f", run, 8).ok());
+  const Status size = CheckResumable(c, "f", run, 9);
+  CHECK(size.code() == StatusCode::kConfig);
+  CHECK(size.message() == "f: a checkpoint of model mlp:16 (8 parameters), this run's is mlp:16 (9)");
+  CHECK(CheckResumable(c, "f", {"softmax", "lbbsp", "momentum"}, 8).code() == StatusCode::kConfig);
+  CHECK(CheckResumable(c, "f", {"mlp:16", "bsp", "momentum"}, 8).message() ==
+        "f: a checkpoint of policy lbbsp, this run's is bsp");
+  CHECK(CheckResumable(c, "f", {"mlp:16", "lbbsp", "sgd"}, 8).message() ==
+        "f: a checkpoint of optimizer momentum, this run's is sgd (see --momentum)");
+}
+
+TEST_CASE("checkpoint writer: writes the newest checkpoint handed to it before it stops") {
+  const std::string path = ScratchPath();
+  CheckpointWriter writer(path);
+  Checkpoint c = MakeCheckpoint({"softmax", "bsp", "momentum"}, 1, sync::PolicyState{7, 8, {}}, 64,
+                                1.5, std::vector<float>(32, 0.25f));
+  c.params = std::make_shared<std::vector<float>>(32, 1.f);
+  writer.Submit(c);
+  writer.Finish();
+  CHECK(writer.written() == 1);
+  CHECK(writer.write_ms() >= 0);
+  Result<Checkpoint> read = ReadCheckpointFile(path);
+  std::remove(path.c_str());
+  REQUIRE(read.ok());
+  CHECK(read->iteration == c.iteration);
+  CHECK(*read->params == *c.params);
+  CHECK(read->optimizer_state == c.optimizer_state);
+  // Nothing pending: finishing again writes nothing.
+  writer.Finish();
+  CHECK(writer.written() == 1);
+
+  // A writer that cannot write keeps going, and counts nothing.
+  CheckpointWriter broken(path + ".missing/x.ckpt");
+  broken.Submit(c);
+  broken.Finish();
+  CHECK(broken.written() == 0);
+}
+
+}  // namespace
+}  // namespace dmlps::server

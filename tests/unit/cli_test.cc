@@ -1,0 +1,224 @@
+// The parsing of flag values made of parts, and the flags the binaries
+// share: every good spelling, and every bad one with its one-line message.
+#include <doctest/doctest.h>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dmlps/bench/experiment.h"
+#include "dmlps/bench/run.h"
+#include "dmlps/cli/programs.h"
+#include "dmlps/cli/subcommands.h"
+#include "dmlps/cli/values.h"
+
+namespace dmlps::cli {
+namespace {
+
+// 'text'; built by appending, as "'" + std::string(...) makes GCC 12 warn
+// falsely (-Wrestrict).
+std::string Quoted(const char* text) {
+  std::string quoted = "'";
+  quoted += text;
+  quoted += '\'';
+  return quoted;
+}
+
+TEST_CASE("--shard reads I/S") {
+  struct Case {
+    const char* text;
+    int64_t index;
+    int64_t count;
+  };
+  // strtoll's spelling: a sign and leading blanks pass; the range is
+  // server::ValidateConfig's to check.
+  for (const Case& c : {Case{"0/1", 0, 1}, Case{"1/3", 1, 3}, Case{"2/2", 2, 2},
+                        Case{"-1/3", -1, 3}, Case{"1/0", 1, 0}, Case{" 1/3", 1, 3},
+                        Case{"1/+3", 1, 3}, Case{"007/010", 7, 10}}) {
+    CAPTURE(c.text);
+    Result<ShardFlag> shard = ParseShard(c.text);
+    REQUIRE_MESSAGE(shard.ok(), shard.status().message());
+    CHECK(shard->index == c.index);
+    CHECK(shard->count == c.count);
+  }
+}
+
+TEST_CASE("--shard refuses what is not two integers around a slash") {
+  for (const char* text : {"", "x", "1", "1/", "/3", "/", "1/3x", "x/3", "1/2/3", "1.0/3", "1 /3",
+                           "1/3 ", "a/b"}) {
+    CAPTURE(text);
+    Result<ShardFlag> shard = ParseShard(text);
+    REQUIRE_FALSE(shard.ok());
+    CHECK(shard.status().code() == StatusCode::kInvalidArgument);
+    CHECK(shard.status().message() == Quoted(text) + " is not I/S (e.g. 1/3)");
+  }
+}
+
+TEST_CASE("--checkpoint-every reads N iterations or T seconds") {
+  struct Case {
+    const char* text;
+    int64_t iterations;
+    double seconds;
+  };
+  for (const Case& c : {Case{"10", 10, 0}, Case{"1", 1, 0}, Case{"1e3", 1000, 0},
+                        Case{"0x10", 16, 0}, Case{"1000000000000", 1000000000000, 0},
+                        Case{"30s", 0, 30}, Case{"1.5s", 0, 1.5}, Case{"0.001s", 0, 0.001},
+                        Case{"2e12s", 0, 2e12}}) {
+    CAPTURE(c.text);
+    Result<CheckpointEvery> every = ParseCheckpointEvery(c.text);
+    REQUIRE_MESSAGE(every.ok(), every.status().message());
+    CHECK(every->iterations == c.iterations);
+    CHECK(every->seconds == c.seconds);
+  }
+}
+
+TEST_CASE("--checkpoint-every refuses anything else with one message") {
+  for (const char* text : {"", "s", "0", "0s", "-1", "-1s", "1.5", "1e13", "2e12", "30s5", "30ss",
+                           "abc", "inf", "infs", "nan", "nans", "1e400s", "10 ", "10m", "s30"}) {
+    CAPTURE(text);
+    Result<CheckpointEvery> every = ParseCheckpointEvery(text);
+    REQUIRE_FALSE(every.ok());
+    CHECK(every.status().code() == StatusCode::kInvalidArgument);
+    CHECK(every.status().message() ==
+          Quoted(text) + " is neither a positive whole number of iterations nor seconds like 30s");
+  }
+}
+
+TEST_CASE("Lists split at their separator, keeping empty items") {
+  using Items = std::vector<std::string>;
+  CHECK(SplitList("") == Items{});
+  CHECK(SplitList("a") == Items{"a"});
+  CHECK(SplitList("a,b") == Items{"a", "b"});
+  CHECK(SplitList("a,") == Items{"a", ""});
+  CHECK(SplitList(",a") == Items{"", "a"});
+  CHECK(SplitList("a,,b") == Items{"a", "", "b"});
+  CHECK(SplitList(",") == Items{"", ""});
+  CHECK(SplitList("0=0:1;3=150:4", ';') == Items{"0=0:1", "3=150:4"});
+  CHECK(SplitList("a,b;c", ';') == Items{"a,b", "c"});
+}
+
+TEST_CASE("--report is written whole, or not at all with an IOError") {
+  namespace fs = std::filesystem;
+  std::string folder = (fs::temp_directory_path() / "dmlps-cli-test.XXXXXX").string();
+  REQUIRE(mkdtemp(folder.data()) != nullptr);
+  server::RunReport report;
+  report.target_reached = true;
+  report.iterations = 1234;
+  report.seconds = 5.5;
+  std::ostringstream expected;
+  server::WriteRunReport(report, expected);
+
+  const std::string path = folder + "/report.tsv";
+  REQUIRE(WriteRunReportFile(report, path).ok());
+  std::ifstream in(path);
+  std::stringstream written;
+  written << in.rdbuf();
+  CHECK(written.str() == expected.str());
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+
+  const Status missing = WriteRunReportFile(report, folder + "/no/such/folder/report.tsv");
+  CHECK(missing.code() == StatusCode::kIOError);
+  CHECK(missing.message() == "cannot write " + folder + "/no/such/folder/report.tsv");
+  std::error_code ec;
+  fs::remove_all(folder, ec);
+}
+
+TEST_CASE("A schedule entry names a rank below the workers, then its schedule") {
+  Result<std::pair<int64_t, std::string>> entry = bench::ParseRankEntry("3=0:1,150:4", 4);
+  REQUIRE(entry.ok());
+  CHECK(entry->first == 3);
+  CHECK(entry->second == "0:1,150:4");
+  entry = bench::ParseRankEntry("0=", 1);
+  REQUIRE(entry.ok());
+  CHECK(entry->first == 0);
+  CHECK(entry->second == "");
+  for (const char* text : {"4=0:1", "x", "=0:1", "-1=0:1", "a=0:1", "1a=0:1", "1234567=0:1",
+                           "+1=0:1", ""}) {
+    CAPTURE(text);
+    entry = bench::ParseRankEntry(text, 4);
+    REQUIRE_FALSE(entry.ok());
+    CHECK(entry.status().message() == Quoted(text) + " is not RANK=I:V,... with RANK in 0..3");
+  }
+}
+
+TEST_CASE("An experiment's title says its job, its stragglers and its end") {
+  bench::Experiment e;
+  e.stragglers.assign(4, worker::StragglerSpec{});
+  e.stragglers.back().slowdown = 4;
+  CHECK(bench::DescribeExperiment(e) ==
+        "4 workers, mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1,1,1,4, target 0.85, "
+        "1 run each");
+  e.workers = 4096;
+  e.stragglers.assign(4096, worker::StragglerSpec{});
+  e.stragglers.back().slowdown = 2.5;
+  e.target = 0;
+  e.max_iterations = 300;
+  e.repeat = 3;
+  CHECK(bench::DescribeExperiment(e) ==
+        "4096 workers, mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1 (x4095),2.5, no "
+        "target (times are to the end of each run), at most 300 iterations, 3 runs each");
+}
+
+TEST_CASE("A run of dmlps-bench run has a folder and a line of outcome") {
+  CHECK(bench::RunFolderName("ssp:3", 2) == "ssp-3-2");
+  CHECK(bench::RunFolderName("lbbsp:a/b", 1) == "lbbsp-a-b-1");
+  bench::RunResult r;
+  r.seconds = 12.345;
+  r.iterations = 400;
+  r.accuracy = 0.85123;
+  r.compute_ratio_mean = 0.9;
+  r.compute_ratio_min = 0.5;
+  r.reached = true;
+  CHECK(bench::DescribeOutcome(r, true) ==
+        "reached the target in 12.35 s, 400 iterations, accuracy 0.8512, compute ratio "
+        "0.900/0.500");
+  r.reached = false;
+  CHECK(bench::DescribeOutcome(r, true).rfind("missed the target after 12.35 s", 0) == 0);
+  CHECK(bench::DescribeOutcome(r, false).rfind("ran 12.35 s", 0) == 0);
+  r.failure = "the server exited 70";
+  CHECK(bench::DescribeOutcome(r, true) == "FAILED: the server exited 70");
+}
+
+struct Entry {
+  const char* name;
+  const char* help;
+};
+const Entry kTable[] = {{"summary", "one"}, {"merge", "two"}, {"plot", "three"}};
+
+TEST_CASE("A subcommand table makes the help and names its entries") {
+  CHECK(DescribeSubcommands("Intro.\n\n", kTable, 10) ==
+        "Intro.\n\nSubcommands:\n  summary   one\n  merge     two\n  plot      three\n");
+  CHECK(SubcommandNames(kTable) == "summary, merge, plot");
+  CHECK(SubcommandNames(kTable, " or ") == "summary, merge or plot");
+  const Entry one[] = {{"run", ""}};
+  CHECK(SubcommandNames(one, " or ") == "run");
+}
+
+TEST_CASE("The subcommand is found by name, or its absence said") {
+  cxxopts::Options options("prog");
+  options.add_options()("subcommand", "", cxxopts::value<std::string>());
+  options.parse_positional({"subcommand"});
+  auto find = [&](std::vector<const char*> argv, std::vector<std::string>* problems) {
+    argv.insert(argv.begin(), "prog");
+    const cxxopts::ParseResult parsed =
+        options.parse(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    FlagReader flags(parsed);
+    const Entry* entry = FindSubcommand(flags, kTable, "NAMES");
+    *problems = flags.problems();
+    return entry;
+  };
+  std::vector<std::string> problems;
+  CHECK(find({"merge"}, &problems) == &kTable[1]);
+  CHECK(problems.empty());
+  CHECK(find({}, &problems) == nullptr);
+  CHECK(problems == std::vector<std::string>{"no subcommand (NAMES)"});
+  CHECK(find({"nope"}, &problems) == nullptr);
+  CHECK(problems == std::vector<std::string>{"unknown subcommand 'nope' (NAMES)"});
+}
+
+}  // namespace
+}  // namespace dmlps::cli

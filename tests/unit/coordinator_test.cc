@@ -1,0 +1,159 @@
+// Shard 0's coordination of the other server shards: who may register, the
+// worker Hellos held meanwhile, and snapshots assembled from slices.
+#include "server/coordinator.h"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+namespace dmlps::server {
+namespace {
+
+struct Evaluated {
+  Snapshot snapshot;
+  bool must = false;
+};
+
+// A coordinator over an endpoint no one connects to: what it sends goes nowhere.
+struct Fixture {
+  explicit Fixture(std::vector<int64_t> bounds) {
+    Result<net::Endpoint> bound = net::Endpoint::Bind(context, "inproc://coordinator-test");
+    REQUIRE(bound.ok());
+    endpoint.emplace(std::move(bound).value());
+    proto::Welcome welcome;
+    welcome.model = "softmax";
+    coordinator.emplace(
+        *endpoint, std::move(bounds), welcome,
+        [this](Snapshot snapshot, bool must) { evaluated.push_back({std::move(snapshot), must}); },
+        [this](const zmq::message_t& identity, const proto::Hello& hello) {
+          answered.emplace_back(static_cast<const char*>(identity.data()), identity.size());
+          CHECK(hello.host == "worker-host");
+        });
+  }
+
+  zmq::context_t context;
+  std::optional<net::Endpoint> endpoint;
+  std::optional<ShardCoordinator> coordinator;
+  std::vector<Evaluated> evaluated;
+  std::vector<std::string> answered;
+};
+
+proto::Hello ShardHello(int64_t shard, int64_t shards) {
+  proto::Hello hello;
+  hello.host = "shard-host";
+  hello.shard = shard;
+  hello.shards = shards;
+  hello.address = "tcp://127.0.0.1:7000";
+  return hello;
+}
+
+proto::Message SliceMessage(int64_t id, const std::vector<float>& values) {
+  proto::Message message;
+  message.body = proto::Slice{id, static_cast<int64_t>(values.size())};
+  message.payload.emplace_back(values.data(), values.size() * sizeof(float));
+  return message;
+}
+
+TEST_CASE("coordinator: with one shard it registers no one and sends nothing") {
+  Fixture f({0, 5});
+  ShardCoordinator& c = *f.coordinator;
+  CHECK_FALSE(c.sharded());
+  CHECK(c.AllRegistered());
+  const Status refused = c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2));
+  CHECK(refused.message() == "this server is not sharded (no --shard 0/S)");
+  CHECK(c.ShardOf(zmq::message_t(std::string("s1"))) == -1);
+  proto::Welcome welcome;
+  c.DescribeShards(&welcome);
+  CHECK(welcome.servers.empty());
+  CHECK(welcome.bounds.empty());
+  c.Order({proto::Order::kApply, -1, 0, 1});
+  c.SendOrders();
+  CHECK(c.fatal().ok());
+}
+
+TEST_CASE("coordinator: workers wait for every shard; a shard registers once") {
+  Fixture f({0, 3, 5});
+  ShardCoordinator& c = *f.coordinator;
+  CHECK(c.sharded());
+  CHECK_FALSE(c.AllRegistered());
+  proto::Hello worker;
+  worker.host = "worker-host";
+  c.HoldHello(zmq::message_t(std::string("w0")), worker);
+  CHECK(c.Holds(zmq::message_t(std::string("w0"))));
+  CHECK_FALSE(c.Holds(zmq::message_t(std::string("w1"))));
+
+  CHECK(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 3)).message() ==
+        "shard 1/3 does not fit this job of 2 shards");
+  CHECK(c.Register(zmq::message_t(std::string("s1")), ShardHello(2, 2)).message() ==
+        "shard 2/2 does not fit this job of 2 shards");
+  proto::Hello no_address = ShardHello(1, 2);
+  no_address.address.clear();
+  CHECK(c.Register(zmq::message_t(std::string("s1")), no_address).message() ==
+        "no address for workers to reach it at");
+  CHECK(f.answered.empty());
+
+  REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
+  CHECK(c.AllRegistered());
+  CHECK(f.answered == std::vector<std::string>{"w0"});
+  CHECK_FALSE(c.Holds(zmq::message_t(std::string("w0"))));
+  CHECK(c.ShardOf(zmq::message_t(std::string("s1"))) == 1);
+  CHECK(c.Register(zmq::message_t(std::string("s9")), ShardHello(1, 2)).message() ==
+        "shard 1 is taken");
+
+  proto::Welcome welcome;
+  c.DescribeShards(&welcome);
+  CHECK(welcome.bounds == std::vector<int64_t>{0, 3, 5});
+  REQUIRE(welcome.servers.size() == 2);
+  CHECK(welcome.servers[0] == "inproc://coordinator-test");
+  CHECK(welcome.servers[1] == "tcp://127.0.0.1:7000");
+}
+
+TEST_CASE("coordinator: a snapshot is evaluated once every slice is in, in place") {
+  Fixture f({0, 3, 5});
+  ShardCoordinator& c = *f.coordinator;
+  REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
+
+  const int64_t first = c.BeginSnapshot({0, 10, 9, 640, nullptr}, true);
+  const int64_t second = c.BeginSnapshot({0, 20, 19, 1280, nullptr}, false);
+  CHECK(second != first);
+  // The other shard's slice may come first.
+  proto::Message slice = SliceMessage(first, {4, 5});
+  c.HandleMessage(1, slice);
+  CHECK(f.evaluated.empty());
+  c.AddOwnSlice(first, 1.5, {1, 2, 3});
+  REQUIRE(f.evaluated.size() == 1);
+  const Evaluated& e = f.evaluated[0];
+  CHECK(e.must);
+  CHECK(e.snapshot.seconds == 1.5);
+  CHECK(e.snapshot.iteration == 10);
+  CHECK(e.snapshot.version == 9);
+  CHECK(e.snapshot.samples == 640);
+  CHECK(*e.snapshot.params == std::vector<float>{1, 2, 3, 4, 5});
+
+  // A slice of the wrong size drops its snapshot; the run goes on.
+  c.AddOwnSlice(second, 2.5, {1, 2, 3});
+  proto::Message wrong = SliceMessage(second, {4, 5, 6});
+  c.HandleMessage(1, wrong);
+  CHECK(f.evaluated.size() == 1);
+  CHECK(c.fatal().ok());
+
+  // A shard that gives up ends the run.
+  proto::Message error;
+  error.body = proto::Error{"out of memory", true, false};
+  c.HandleMessage(1, error);
+  CHECK(c.fatal().code() == StatusCode::kUnavailable);
+  CHECK(c.fatal().message() == "server shard 1 gave up: out of memory");
+}
+
+TEST_CASE("coordinator: a silent shard ends the run") {
+  Fixture f({0, 3, 5});
+  ShardCoordinator& c = *f.coordinator;
+  REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
+  c.CheckSilence(Clock::now(), std::chrono::milliseconds(60000));
+  CHECK(c.fatal().ok());
+  c.CheckSilence(Clock::now() + std::chrono::milliseconds(2000), std::chrono::milliseconds(1000));
+  CHECK(c.fatal().message() == "server shard 1 at tcp://127.0.0.1:7000 lost: silent for 1 s");
+}
+
+}  // namespace
+}  // namespace dmlps::server

@@ -1,0 +1,129 @@
+// The simulator's network and processor models on their own, with times
+// worked out by hand.
+#include <doctest/doctest.h>
+
+#include <utility>
+#include <vector>
+
+#include "sim/cpu.h"
+#include "sim/network.h"
+
+namespace dmlps::sim {
+namespace {
+
+struct Arrival {
+  double time = 0;
+  int64_t slot = 0;
+  bool to_server = false;
+};
+
+struct Copying {
+  int64_t slot = 0;
+  double work = 0;
+};
+
+// A network of two workers (nodes 0 and 1; the server is node 2) whose
+// links carry 1000 bytes in 1 ms, 0.5 ms one way.
+struct Network {
+  explicit Network(bool copies_on_cores)
+      : network({1000 * 8 / 1e9 / 1e-3, 0.5e-3, copies_on_cores}, 2, copies_on_cores,
+                {[this](double time, int64_t slot, bool to_server) {
+                   arrivals.push_back({time, slot, to_server});
+                 },
+                 [this](int64_t slot, double work) { copies.push_back({slot, work}); }}) {}
+
+  std::vector<Arrival> arrivals;
+  std::vector<Copying> copies;
+  SimNetwork network;
+};
+
+TEST_CASE("sim network: two messages sharing a link go one after the other") {
+  Network n(false);
+  REQUIRE(n.network.server_node() == 2);
+  // Both workers push to the server at once: the server's link takes the
+  // second once the first is through.
+  n.network.Send(0, 0, 2, 1000, 7);
+  n.network.Send(0, 1, 2, 1000, 8);
+  // The server answers worker 0 meanwhile: its sending link is free.
+  n.network.Send(0, 2, 0, 500, 9);
+  REQUIRE(n.arrivals.size() == 3);
+  CHECK(n.arrivals[0].slot == 7);
+  CHECK(n.arrivals[0].to_server);
+  CHECK(n.arrivals[0].time == doctest::Approx(1.5e-3));
+  CHECK(n.arrivals[1].slot == 8);
+  CHECK(n.arrivals[1].time == doctest::Approx(2.5e-3));
+  CHECK_FALSE(n.arrivals[2].to_server);
+  // Worker 0's receiving link is free too.
+  CHECK(n.arrivals[2].time == doctest::Approx(1e-3));
+  // Worker 0 sends again while its link is still busy with its push.
+  n.network.Send(0.5e-3, 0, 2, 1000, 10);
+  REQUIRE(n.arrivals.size() == 4);
+  CHECK(n.arrivals[3].time == doctest::Approx(3.5e-3));  // behind worker 1's on the server's link
+  CHECK(n.copies.empty());
+}
+
+TEST_CASE("sim network: copied by the cores, a connection delivers in order") {
+  Network n(true);
+  n.network.Send(0, 0, 2, 1000, 0);
+  n.network.Send(0, 0, 2, 500, 1);  // the same connection: waits for the first
+  n.network.Send(0, 2, 0, 1000, 2);  // the other direction: a connection of its own
+  REQUIRE(n.copies.size() == 2);
+  CHECK(n.copies[0].slot == 0);
+  CHECK(n.copies[0].work == doctest::Approx(1e-3));
+  CHECK(n.copies[1].slot == 2);
+  CHECK(n.arrivals.empty());
+  // However long the cores took, the message arrives a latency later and
+  // the next on its connection starts.
+  n.network.CopyDone(3e-3, 0);
+  REQUIRE(n.arrivals.size() == 1);
+  CHECK(n.arrivals[0].slot == 0);
+  CHECK(n.arrivals[0].to_server);
+  CHECK(n.arrivals[0].time == doctest::Approx(3.5e-3));
+  REQUIRE(n.copies.size() == 3);
+  CHECK(n.copies[2].slot == 1);
+  CHECK(n.copies[2].work == doctest::Approx(0.5e-3));
+  n.network.CopyDone(4e-3, 2);
+  REQUIRE(n.arrivals.size() == 2);
+  CHECK_FALSE(n.arrivals[1].to_server);
+  CHECK(n.copies.size() == 3);
+}
+
+struct Cpu {
+  explicit Cpu(int64_t cores)
+      : cpu(cores, [this](double time, uint64_t generation) { ticks.emplace_back(time, generation); }) {}
+
+  std::vector<std::pair<double, uint64_t>> ticks;
+  SimCpu cpu;
+};
+
+TEST_CASE("sim cpu: jobs share a core, each at its shared speed while others run") {
+  Cpu c(1);
+  c.cpu.Start(0, 10, 1.0, 1.0);
+  REQUIRE(c.ticks.size() == 1);
+  CHECK(c.ticks[0].first == doctest::Approx(1.0));
+  // A second job halves the first's share; it runs at half its speed besides.
+  c.cpu.Start(0, 11, 1.0, 0.5);
+  REQUIRE(c.ticks.size() == 2);
+  CHECK(c.ticks[1].first == doctest::Approx(2.0));
+  // The first tick is stale now.
+  CHECK(c.cpu.OnTick(1.0, c.ticks[0].second).empty());
+  CHECK(c.cpu.OnTick(2.0, c.ticks[1].second) == std::vector<int64_t>{10});
+  // Alone, the second does its remaining half at full speed.
+  REQUIRE(c.ticks.size() == 3);
+  CHECK(c.ticks[2].first == doctest::Approx(2.5));
+  CHECK(c.cpu.OnTick(2.5, c.ticks[2].second) == std::vector<int64_t>{11});
+  CHECK(c.ticks.size() == 3);  // nothing left to run
+}
+
+TEST_CASE("sim cpu: on as many cores as jobs, each has a core of its own") {
+  Cpu c(2);
+  c.cpu.Start(0, 1, 1.0, 1.0);
+  c.cpu.Start(0, 2, 1.0, 1.0);
+  REQUIRE(c.ticks.size() == 2);
+  CHECK(c.ticks[1].first == doctest::Approx(1.0));
+  // Both finish together, in the order they started.
+  CHECK(c.cpu.OnTick(1.0, c.ticks[1].second) == std::vector<int64_t>{1, 2});
+}
+
+}  // namespace
+}  // namespace dmlps::sim
