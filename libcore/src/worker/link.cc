@@ -7,6 +7,7 @@
 
 #include "dmlps/net/curve.h"
 #include "dmlps/trace/trace.h"
+#include "dmlps/worker/model_receiver.h"
 
 namespace dmlps::worker {
 namespace {
@@ -303,21 +304,13 @@ Status ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message,
     return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
                             " parameters, expected " + std::to_string(out.size()));
   }
-  DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
-                         proto::IncomingTensor::Open(header.num_params, header.chunks,
-                                                     header.chunk_floats,
-                                                     std::move(message.payload)));
-  model.CopyTo(0, model.received(), out);
+  DMLPS_ASSIGN_OR_RETURN(ModelReceiver model, ModelReceiver::Open(message, out));
   // A streamed model: each chunk is copied in as it arrives.
   while (!model.complete()) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message piece, Await(from, {proto::MsgType::kChunk},
                                                        config_.server_timeout));
     if (stop_) return Status::Ok();
-    const int64_t begin = model.received();
-    DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload)
-                              .WithContext("bad model from the server"));
-    model.CopyTo(begin, model.received(), out);
-    model.Release(begin, model.received());  // a large model never sits here whole
+    DMLPS_RETURN_IF_ERROR(model.Take(piece).WithContext("bad model from the server"));
   }
   return Status::Ok();
 }
