@@ -1,17 +1,13 @@
-// LB-BSP, token scheduling and the speed predictors behind LB-BSP: scripted
-// event sequences, and a discrete-event driver in virtual time that plays the
-// worker side of each mode, so that the invariants docs/algorithms.md states
-// ("LB-BSP", "Token scheduling") are checked on the schedules a slow worker
-// actually produces.
+// LB-BSP and the speed predictors behind it: scripted event sequences, and a
+// discrete-event driver in virtual time that plays the worker side of each
+// mode, so that the invariants docs/algorithms.md states ("LB-BSP") are
+// checked on the schedules a slow worker actually produces.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
+#include <iterator>
 #include <limits>
-#include <optional>
-#include <queue>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,48 +16,11 @@
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/policy.h"
+#include "policy_cluster_test_util.h"
 #include "policy_test_util.h"
-#include "dmlps/sync/token.h"
 
-namespace dmlps::sync {
+namespace dmlps::sync::testing {
 namespace {
-
-
-using testing::Count;
-using testing::CountFor;
-using testing::Find;
-using testing::IndexOf;
-using testing::Is;
-using testing::WorkerOf;
-
-// Seconds worker w takes for `samples` samples in its step number `step`.
-using StepTime = std::function<double(WorkerId w, int64_t samples, int64_t step)>;
-
-// CPU-like: time linear in the batch, plus a small fixed cost per step.
-StepTime Linear(std::vector<double> per_sample, double overhead = 0) {
-  return [=](WorkerId w, int64_t samples, int64_t) {
-    return overhead + static_cast<double>(samples) * per_sample[w];
-  };
-}
-
-// GPU-like: below the batch that saturates the device a step costs the same
-// (launch overhead, idle cores); above it, time grows with the batch.
-StepTime Saturating(std::vector<double> per_sample, double floor_s) {
-  return [=](WorkerId w, int64_t samples, int64_t) {
-    return std::max(floor_s, static_cast<double>(samples) * per_sample[w]);
-  };
-}
-
-// A push due at `time`; ties go in the order they were scheduled.
-struct Event {
-  double time;
-  int64_t seq;
-  WorkerId worker;
-  bool operator>(const Event& other) const {
-    return time != other.time ? time > other.time : seq > other.seq;
-  }
-};
-using EventQueue = std::priority_queue<Event, std::vector<Event>, std::greater<Event>>;
 
 PolicyConfig LbConfig(int64_t n, int64_t batch, const std::string& mode = "cpu") {
   PolicyConfig config;
@@ -75,16 +34,10 @@ PolicyConfig LbConfig(int64_t n, int64_t batch, const std::string& mode = "cpu")
 // Plays the workers of an LB-BSP run through a policy driver: pull, take the
 // batch size sent with the model, compute it for step_time seconds of virtual
 // time, push with that busy time, pull again. Checks every effect as it goes.
-class LbCluster : private DriverSink<int> {
+class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
  public:
   LbCluster(const PolicyConfig& config, StepTime step_time, std::vector<int64_t> caps = {})
-      : step_time_(std::move(step_time)), caps_(std::move(caps)) {
-    Result<std::unique_ptr<Policy>> made = MakePolicy(config);
-    REQUIRE(made.ok());
-    driver_.emplace(std::move(made).value(), DriverOptions{},
-                    static_cast<DriverSink<int>&>(*this));
-    policy_ = dynamic_cast<const LbBspPolicy*>(&driver_->policy());
-    REQUIRE(policy_ != nullptr);
+      : ScriptedCluster(config), step_time_(std::move(step_time)), caps_(std::move(caps)) {
     const int64_t n = config.num_workers;
     caps_.resize(n, 0);
     workers_.resize(n);
@@ -104,32 +57,9 @@ class LbCluster : private DriverSink<int> {
     CheckBatches();
   }
 
+  using ScriptedCluster::policy;
   // Runs until `iterations` rounds have completed in all.
-  void Run(int64_t iterations) {
-    if (!started_) {
-      started_ = true;
-      for (WorkerId w = 0; w < policy_->num_workers(); ++w) Pull(w);
-    }
-    while (policy_->iteration() < iterations) {
-      REQUIRE_FALSE(queue_.empty());  // every worker waiting: a deadlock
-      const Event event = queue_.top();
-      queue_.pop();
-      now_ = event.time;
-      const WorkerId w = event.worker;
-      Worker& worker = workers_[w];
-      const PushInfo push{worker.clock, worker.base_version, worker.batch, true, worker.batch,
-                          worker.busy_s};
-      busy_[w].push_back(worker.busy_s);
-      batches_[w].push_back(worker.batch);
-      ++worker.clock;
-      const PushOutcome outcome = driver_->Push(w, push, 0);
-      CHECK_FALSE(outcome.dropped);
-      AfterEvent();
-      Pull(w);
-    }
-  }
-
-  const LbBspPolicy& policy() const { return *policy_; }
+  using ScriptedCluster::Run;
   int64_t applies() const { return applies_; }
   // Worker w's batch in its step `round` (= the round, under BSP).
   int64_t batch_in(WorkerId w, int64_t round) const { return batches_[w][round]; }
@@ -172,24 +102,30 @@ class LbCluster : private DriverSink<int> {
 
  private:
   struct Worker {
-    bool waiting = false;     // pulled, not yet answered
-    int64_t batch = 0;        // of the step it computes
+    int64_t batch = 0;  // of the step it computes
     double busy_s = 0;
     int64_t base_version = 0;
     int64_t clock = 0;
   };
 
-  void Pull(WorkerId w) {
-    workers_[w].waiting = true;
-    driver_->Pull(w);
+  void StepEnded(WorkerId w) override {
+    Worker& worker = workers_[w];
+    const PushInfo push{worker.clock, worker.base_version, worker.batch, true, worker.batch,
+                        worker.busy_s};
+    busy_[w].push_back(worker.busy_s);
+    batches_[w].push_back(worker.batch);
+    ++worker.clock;
+    const PushOutcome outcome = driver_->Push(w, push, 0);
+    CHECK_FALSE(outcome.dropped);
     AfterEvent();
+    Pull(w);
   }
 
   // A pull not answered waits (Hold) for the round: the driver and the
   // workers agree on who waits.
-  void AfterEvent() {
+  void AfterEvent() override {
     for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
-      CHECK(workers_[w].waiting == driver_->pull_pending(w));
+      CHECK(waiting_[w] == driver_->pull_pending(w));
     }
     CheckBatches();
   }
@@ -206,26 +142,16 @@ class LbCluster : private DriverSink<int> {
   }
   void SendModel(WorkerId w, const Reply& reply) override {
     Worker& worker = workers_[w];
-    REQUIRE(worker.waiting);
+    REQUIRE(waiting_[w]);
     // The batch size travels with the model, within [1, cap].
     CHECK(reply.batch >= 1);
     if (caps_[w] > 0) CHECK(reply.batch <= caps_[w]);
-    worker.waiting = false;
+    waiting_[w] = false;
     worker.batch = reply.batch;
     worker.base_version = reply.version;
     worker.busy_s = step_time_(w, worker.batch, worker.clock);
-    queue_.push({now_ + worker.busy_s, seq_++, w});
+    time_.Start(w, worker.busy_s);
   }
-  void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
-    FAIL("unexpected Continue for worker " << w);
-  }
-  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
-    FAIL("unexpected SyncNow for worker " << w);
-  }
-  void Dropped(WorkerId w, const Drop& drop) override {
-    FAIL("unexpected drop for worker " << w << ": " << drop.reason);
-  }
-  void Evaluate(bool /*must*/) override {}
 
   // Sum b_i = B, each within [1, cap], after every action list.
   void CheckBatches() {
@@ -239,24 +165,15 @@ class LbCluster : private DriverSink<int> {
     CHECK(sum == expected_sum_);
   }
 
-  std::optional<PolicyDriver<int>> driver_;
-  const LbBspPolicy* policy_ = nullptr;  // the driver's
   StepTime step_time_;
   std::vector<int64_t> caps_;
   int64_t expected_sum_ = 0;
   std::vector<Worker> workers_;
   std::vector<std::vector<double>> busy_;
   std::vector<std::vector<int64_t>> batches_;
-  EventQueue queue_;
-  double now_ = 0;
-  int64_t seq_ = 0;
   double staged_ = 0;
   int64_t applies_ = 0;
-  bool started_ = false;
 };
-
-// Seconds per sample: three workers at 1 ms, worker 3 four times slower.
-const std::vector<double> kOneSlow = {0.001, 0.001, 0.001, 0.004};
 
 // --- Predictors -------------------------------------------------------------
 
@@ -379,11 +296,8 @@ TEST_CASE("lbbsp: even initial batches sent before the model; one batch-weighted
   CHECK(IndexOf<Apply>(a) < IndexOf<ReplyModel>(a, 0));
 
   // As BSP, a gradient computed on an older version is refused.
-  a.clear();
-  lb->PushArrived(1, {1, 0, 10, true, 10, 1.0}, &a);
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
-  CHECK(std::get<Drop>(a[0]).reason.find("version 0") != std::string::npos);
+  const Drop drop = OnlyDrop(PushActions(lb, 1, {1, 0, 10, true, 10, 1.0}));
+  CHECK(drop.reason.find("version 0") != std::string::npos);
 }
 
 // Closes one round in which worker w took busy[w] seconds for its batch
@@ -401,48 +315,29 @@ TEST_CASE("lbbsp cpu: largest-remainder rounding, caps cut off in proportion, un
   PolicyConfig config = LbConfig(3, 10);
   config.rebalance_every = 1;
   config.predictor = "last";
-  {
-    // Speeds 1, 2 and 4 samples/s: shares 4.29, 8.57 and 17.14 of 30; the
-    // sample the floors leave goes to the largest remainder, worker 1's.
+  const struct {
+    std::vector<int64_t> caps;
+    std::vector<double> busy;
+    std::vector<int64_t> batches;
+  } cases[] = {
+      // Speeds 1, 2 and 4 samples/s: shares 4.29, 8.57 and 17.14 of 30; the
+      // sample the floors leave goes to the largest remainder, worker 1's.
+      {{0, 0, 0}, {10.0, 5.0, 2.5}, {4, 9, 17}},
+      // Worker 2 capped at 12: the other 18 split 1 : 2.
+      {{0, 0, 12}, {10.0, 5.0, 2.5}, {6, 12, 12}},
+      // Worker 2 reports no busy time: it keeps its 10; 0 and 1 split 20 by speed.
+      {{0, 0, 0}, {10.0, 5.0, 0.0}, {7, 13, 10}},
+      // A worker a thousand times slower still gets one sample a step.
+      {{0, 0, 0}, {10.0, 0.01, 10000.0}, {1, 28, 1}},
+  };
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    CAPTURE(i);
+    const auto& c = cases[i];
     LbBspPolicy lb(config);
     Actions a;
-    for (WorkerId w = 0; w < 3; ++w) lb.WorkerJoined(w, &a);
-    LbRound(&lb, {10.0, 5.0, 2.5});
-    CHECK(lb.batch(0) == 4);
-    CHECK(lb.batch(1) == 9);
-    CHECK(lb.batch(2) == 17);
-  }
-  {
-    // Worker 2 capped at 12: the other 18 split 1 : 2.
-    LbBspPolicy lb(config);
-    Actions a;
-    lb.WorkerJoined(0, &a);
-    lb.WorkerJoined(1, &a);
-    lb.WorkerJoined(2, WorkerInfo{12}, &a);
-    LbRound(&lb, {10.0, 5.0, 2.5});
-    CHECK(lb.batch(0) == 6);
-    CHECK(lb.batch(1) == 12);
-    CHECK(lb.batch(2) == 12);
-  }
-  {
-    // Worker 2 reports no busy time: it keeps its 10; 0 and 1 split 20 by speed.
-    LbBspPolicy lb(config);
-    Actions a;
-    for (WorkerId w = 0; w < 3; ++w) lb.WorkerJoined(w, &a);
-    LbRound(&lb, {10.0, 5.0, 0.0});
-    CHECK(lb.batch(0) == 7);
-    CHECK(lb.batch(1) == 13);
-    CHECK(lb.batch(2) == 10);
-  }
-  {
-    // A worker a thousand times slower still gets one sample a step.
-    LbBspPolicy lb(config);
-    Actions a;
-    for (WorkerId w = 0; w < 3; ++w) lb.WorkerJoined(w, &a);
-    LbRound(&lb, {10.0, 0.01, 10000.0});
-    CHECK(lb.batch(0) == 1);
-    CHECK(lb.batch(1) == 28);
-    CHECK(lb.batch(2) == 1);
+    for (WorkerId w = 0; w < 3; ++w) lb.WorkerJoined(w, WorkerInfo{c.caps[w]}, &a);
+    LbRound(&lb, c.busy);
+    for (WorkerId w = 0; w < 3; ++w) CHECK(lb.batch(w) == c.batches[w]);
   }
 }
 
@@ -619,360 +514,5 @@ TEST_CASE("lbbsp gpu: the leader is below its cap, and the first step follows --
   CHECK(driver.policy().batch(0) == 64);
 }
 
-// --- Token scheduling -------------------------------------------------------
-
-// Plays the workers of a token run through a policy driver: each trains the
-// token it was granted for step_time(w, samples) and pushes; its next token
-// comes with a go-ahead (within an iteration) or the model (a new one); until
-// then it waits.
-class TokenCluster : private DriverSink<int> {
- public:
-  TokenCluster(int64_t n, int64_t batch, int64_t token_size, StepTime step_time)
-      : step_time_(std::move(step_time)),
-        global_batch_(batch * n),
-        token_size_(token_size),
-        workers_(n),
-        replies_in_iteration_(n, 0) {
-    PolicyConfig config;
-    config.name = "token";
-    config.num_workers = n;
-    config.batch = batch;
-    config.token_size = token_size;
-    Result<std::unique_ptr<Policy>> made = MakePolicy(config);
-    REQUIRE(made.ok());
-    driver_.emplace(std::move(made).value(), DriverOptions{},
-                    static_cast<DriverSink<int>&>(*this));
-    policy_ = dynamic_cast<const TokenPolicy*>(&driver_->policy());
-    REQUIRE(policy_ != nullptr);
-    CHECK(policy_->mode() == WorkerMode::kToken);
-    for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, {});
-    driver_->Start();
-  }
-
-  void Run(int64_t iterations) {
-    if (!started_) {
-      started_ = true;
-      for (WorkerId w = 0; w < policy_->num_workers(); ++w) {
-        workers_[w].waiting = true;
-        driver_->Pull(w);
-        CheckWaiting();
-      }
-    }
-    while (policy_->iteration() < iterations) {
-      REQUIRE_FALSE(queue_.empty());
-      const Event event = queue_.top();
-      queue_.pop();
-      now_ = event.time;
-      const WorkerId w = event.worker;
-      Worker& worker = workers_[w];
-      REQUIRE(worker.token >= 0);
-      CHECK(granted_.count(worker.token) == 1);
-      CHECK(completed_.insert(worker.token).second);  // each token done once
-      const int64_t samples = SamplesOf(worker.token);
-      const PushInfo push{worker.clock++, worker.base_version, samples, true, samples,
-                          worker.busy_s};
-      worker.token = -1;
-      worker.waiting = true;
-      CHECK_FALSE(driver_->Push(w, push, 0).dropped);
-      CheckWaiting();
-    }
-  }
-
-  const TokenPolicy& policy() const { return *policy_; }
-  int64_t applies() const { return applies_; }
-  double now() const { return now_; }
-
- private:
-  struct Worker {
-    bool waiting = false;  // pulled or pushed, not yet answered
-    int64_t token = -1;    // granted, not yet pushed
-    int64_t base_version = 0;
-    int64_t clock = 0;
-    double busy_s = 0;
-  };
-
-  int64_t SamplesOf(int64_t token) const {
-    return std::min(token_size_, global_batch_ - token * token_size_);
-  }
-
-  void Start(WorkerId w) {
-    Worker& worker = workers_[w];
-    REQUIRE(worker.waiting);
-    REQUIRE(worker.token >= 0);  // the Grant came first
-    worker.waiting = false;
-    worker.busy_s = step_time_(w, SamplesOf(worker.token), worker.clock);
-    queue_.push({now_ + worker.busy_s, seq_++, w});
-  }
-
-  // A worker waiting for its answer (held) has no token.
-  void CheckWaiting() {
-    for (const Worker& worker : workers_) {
-      if (worker.waiting) CHECK(worker.token < 0);
-    }
-  }
-
-  // The token a reply carries.
-  void TakeToken(WorkerId w, int64_t token) {
-    CHECK(workers_[w].token < 0);
-    CHECK(token >= 0);
-    CHECK(token < policy_->tokens_per_iteration());
-    CHECK(granted_.insert(token).second);  // never granted twice in an iteration
-    workers_[w].token = token;
-  }
-
-  // The driver's sink.
-  void Stage(const HandledPush<int>& /*push*/, double weight) override { staged_ += weight; }
-  void Apply(double scale, bool with_optimizer) override {
-    CHECK(with_optimizer);
-    CHECK(scale == doctest::Approx(1.0 / staged_));
-    CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));
-    CHECK(static_cast<int64_t>(completed_.size()) == policy_->tokens_per_iteration());
-    CHECK(granted_.size() == completed_.size());
-    staged_ = 0;
-    granted_.clear();
-    completed_.clear();
-    std::fill(replies_in_iteration_.begin(), replies_in_iteration_.end(), 0);
-    ++applies_;
-  }
-  void SendModel(WorkerId w, const Reply& reply) override {
-    TakeToken(w, reply.token);
-    ++replies_in_iteration_[w];
-    CHECK(replies_in_iteration_[w] == 1);  // one new model per iteration
-    workers_[w].base_version = reply.version;
-    Start(w);
-  }
-  void SendContinue(WorkerId w, bool download, const Reply& reply) override {
-    TakeToken(w, reply.token);
-    CHECK_FALSE(download);
-    CHECK(workers_[w].base_version == policy_->version());
-    Start(w);
-  }
-  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
-    FAIL("unexpected SyncNow for worker " << w);
-  }
-  void Dropped(WorkerId w, const Drop& drop) override {
-    FAIL("unexpected drop for worker " << w << ": " << drop.reason);
-  }
-  void Evaluate(bool /*must*/) override {}
-
-  std::optional<PolicyDriver<int>> driver_;
-  const TokenPolicy* policy_ = nullptr;  // the driver's
-  StepTime step_time_;
-  int64_t global_batch_;
-  int64_t token_size_;
-  std::vector<Worker> workers_;
-  std::vector<int64_t> replies_in_iteration_;
-  std::set<int64_t> granted_;
-  std::set<int64_t> completed_;
-  EventQueue queue_;
-  double now_ = 0;
-  int64_t seq_ = 0;
-  double staged_ = 0;
-  int64_t applies_ = 0;
-  bool started_ = false;
-};
-
-// Pushes worker w's token (the one it holds) and returns the actions.
-Actions PushToken(Policy* policy, WorkerId w, int64_t samples = 16) {
-  Actions a;
-  policy->PushArrived(w, {policy->clock(w), policy->version(), samples, true, samples, 1.0}, &a);
-  return a;
-}
-
-// The token granted in `a`, or -1.
-int64_t GrantedToken(const Actions& a, WorkerId w) {
-  const Grant* grant = Find<Grant>(a, w);
-  return grant == nullptr ? -1 : grant->token;
-}
-
-TEST_CASE("token: tokens dealt evenly; a pull gets a token and the model; MakePolicy checks the size") {
-  TokenPolicy token(3, 10, 4);  // B = 30: 8 tokens, 3 + 3 + 2
-  CHECK(token.Name() == "token");
-  CHECK(token.tokens_per_iteration() == 8);
-  Actions a;
-  for (WorkerId w = 0; w < 3; ++w) token.WorkerJoined(w, &a);
-  for (WorkerId w = 0; w < 3; ++w) token.PullRequested(w, &a);
-  REQUIRE(a.size() == 6);
-  for (WorkerId w = 0; w < 3; ++w) {
-    CHECK(Is<Grant>(a[2 * w]));  // the token travels with the model
-    CHECK(Is<ReplyModel>(a[2 * w + 1]));
-  }
-  CHECK(GrantedToken(a, 0) == 0);
-  CHECK(GrantedToken(a, 1) == 3);
-  CHECK(GrantedToken(a, 2) == 6);
-
-  PolicyConfig config;
-  config.name = "token";
-  config.num_workers = 2;
-  config.batch = 8;
-  config.token_size = 0;
-  CHECK_FALSE(MakePolicy(config).ok());
-  config.token_size = 17;
-  CHECK_FALSE(MakePolicy(config).ok());
-  config.token_size = 16;
-  CHECK(MakePolicy(config).ok());
-}
-
-TEST_CASE("token: helpers go to the straggler with the fewest helpers, then the least progress") {
-  // B = 192 in 12 tokens: worker 0 has 0-2, 1 has 3-5, 2 has 6-8, 3 has 9-11.
-  TokenPolicy token(4, 48, 16);
-  Actions a;
-  for (WorkerId w = 0; w < 4; ++w) token.WorkerJoined(w, &a);
-  for (WorkerId w = 0; w < 4; ++w) token.PullRequested(w, &a);
-
-  a = PushToken(&token, 1);  // worker 1 has made progress
-  CHECK(GrantedToken(a, 1) == 4);
-  CHECK(Find<Continue>(a, 1) != nullptr);
-  CHECK(GrantedToken(PushToken(&token, 0), 0) == 1);
-  CHECK(GrantedToken(PushToken(&token, 0), 0) == 2);
-  // Own bucket empty; nobody has helpers; 2 and 3 have done nothing of their
-  // own, 1 has: worker 2 (the lower rank of the two), from its far end.
-  a = PushToken(&token, 0);
-  CHECK(GrantedToken(a, 0) == 8);
-  CHECK(Find<Continue>(a, 0) != nullptr);
-
-  CHECK(GrantedToken(PushToken(&token, 3), 3) == 10);
-  CHECK(GrantedToken(PushToken(&token, 3), 3) == 11);
-  // Worker 2 is slower than 1 but has a helper already: worker 1 gets this one.
-  CHECK(GrantedToken(PushToken(&token, 3), 3) == 5);
-  // 1's bucket is empty now; worker 0 goes on helping 2.
-  CHECK(GrantedToken(PushToken(&token, 0), 0) == 7);
-
-  // Nothing left to grant: each is held, until the last token is in.
-  for (WorkerId w : {1, 2, 3}) {
-    a = PushToken(&token, w);
-    REQUIRE(a.size() == 2);
-    CHECK(Is<Stage>(a[0]));
-    CHECK(Is<Hold>(a[1]));
-  }
-  a = PushToken(&token, 0);
-  CHECK(Count<Stage>(a) == 1);
-  const Apply* apply = Find<Apply>(a);
-  REQUIRE(apply != nullptr);
-  CHECK(apply->scale == doctest::Approx(1.0 / 192));
-  CHECK(token.iteration() == 1);
-  // Everyone starts the next iteration on its own first token.
-  for (WorkerId w = 0; w < 4; ++w) {
-    CHECK(CountFor<ReplyModel>(a, w) == 1);
-    CHECK(GrantedToken(a, w) == 3 * w);
-  }
-  CHECK(token.completed(0) == 5);
-  CHECK(token.completed(2) == 1);
-  CHECK(token.completed(1) == 2);
-  CHECK(token.completed(3) == 4);
-}
-
-TEST_CASE("token: a helper that comes back to a straggler is one helper, not two") {
-  // B = 256 in 16 tokens: worker w has 4w to 4w + 3.
-  TokenPolicy token(4, 64, 16);
-  Actions a;
-  for (WorkerId w = 0; w < 4; ++w) token.WorkerJoined(w, &a);
-  for (WorkerId w = 0; w < 4; ++w) token.PullRequested(w, &a);
-  CHECK(GrantedToken(PushToken(&token, 2), 2) == 9);
-  CHECK(GrantedToken(PushToken(&token, 3), 3) == 13);
-  for (int64_t next : {1, 2, 3}) CHECK(GrantedToken(PushToken(&token, 0), 0) == next);
-  // Worker 0 helps each straggler once: 1 (no progress), then 2 and 3 (no
-  // helpers yet), then 1 again (all have one helper; 1 the least progress).
-  for (int64_t next : {7, 11, 15, 6}) CHECK(GrantedToken(PushToken(&token, 0), 0) == next);
-  // Worker 1 still has one helper, so it stays the choice.
-  CHECK(GrantedToken(PushToken(&token, 0), 0) == 5);
-}
-
-TEST_CASE("token: a worker with nothing to do is held and answered once when the iteration ends") {
-  TokenPolicy token(2, 16, 16);  // one token each
-  Actions a;
-  token.WorkerJoined(0, &a);
-  token.WorkerJoined(1, &a);
-  token.PullRequested(0, &a);
-  token.PullRequested(1, &a);
-  a = PushToken(&token, 0);
-  REQUIRE(a.size() == 2);
-  CHECK(Is<Hold>(a[1]));
-  CHECK(WorkerOf(a[1]) == 0);
-  // A held worker that asks again (say, after a reconnect) is held too ...
-  a.clear();
-  token.PullRequested(0, &a);
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Hold>(a[0]));
-  // ... and still gets one answer, with one token.
-  a = PushToken(&token, 1);
-  CHECK(Count<Apply>(a) == 1);
-  CHECK(CountFor<ReplyModel>(a, 0) == 1);
-  CHECK(CountFor<Grant>(a, 0) == 1);
-  CHECK(CountFor<ReplyModel>(a, 1) == 1);
-  CHECK(CountFor<Grant>(a, 1) == 1);
-  CHECK(IndexOf<Grant>(a, 0) < IndexOf<ReplyModel>(a, 0));
-  CHECK(IndexOf<Apply>(a) < IndexOf<Grant>(a, 0));  // the model sent is the new one
-
-  // A push with no token in flight is a protocol error, not a completion.
-  a = PushToken(&token, 0);  // completes its token and waits
-  CHECK(CountFor<Hold>(a, 0) == 1);
-  a.clear();
-  token.PushArrived(0, {token.clock(0), token.version(), 16, true, 16, 1.0}, &a);
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
-  CHECK(std::get<Drop>(a[0]).reason.find("token") != std::string::npos);
-}
-
-TEST_CASE("token: with fewer tokens than workers, a pull waits and the iteration ends once") {
-  TokenPolicy token(3, 1, 2);  // B = 3 in 2 tokens: worker 2's bucket is empty
-  CHECK(token.tokens_per_iteration() == 2);
-  Actions a;
-  for (WorkerId w = 0; w < 3; ++w) token.WorkerJoined(w, &a);
-  for (WorkerId w = 0; w < 3; ++w) token.PullRequested(w, &a);
-  CHECK(GrantedToken(a, 0) == 0);
-  CHECK(GrantedToken(a, 1) == 1);
-  CHECK(CountFor<Hold>(a, 2) == 1);
-  a = PushToken(&token, 0, 2);
-  CHECK(CountFor<Hold>(a, 0) == 1);
-  a = PushToken(&token, 1, 1);  // the short last token
-  const Apply* apply = Find<Apply>(a);
-  REQUIRE(apply != nullptr);
-  CHECK(apply->scale == doctest::Approx(1.0 / 3));
-  // Two tokens for three waiting workers: two answered, once each, the held
-  // pull first; worker 2 helps 0, and 0 helps 1.
-  CHECK(Count<ReplyModel>(a) == 2);
-  CHECK(Count<Grant>(a) == 2);
-  CHECK(GrantedToken(a, 2) == 0);
-  CHECK(GrantedToken(a, 0) == 1);
-  CHECK(CountFor<ReplyModel>(a, 1) == 0);
-  // Worker 1 waits out this iteration and starts the next.
-  a = PushToken(&token, 2, 2);
-  CHECK(CountFor<Hold>(a, 2) == 1);
-  a = PushToken(&token, 0, 1);
-  CHECK(Count<Apply>(a) == 1);
-  CHECK(CountFor<ReplyModel>(a, 1) == 1);
-  CHECK(CountFor<ReplyModel>(a, 0) == 1);
-  CHECK(CountFor<ReplyModel>(a, 2) == 0);
-}
-
-TEST_CASE("token driver: a 4x faster worker trains about 4x the tokens; every token once per iteration") {
-  TokenCluster driver(4, 64, 4, Linear(kOneSlow, 0.0002));
-  driver.Run(200);
-  CHECK(driver.applies() == 200);
-  const TokenPolicy& token = driver.policy();
-  CHECK(token.tokens_per_iteration() == 64);
-  int64_t total = 0;
-  for (WorkerId w = 0; w < 4; ++w) total += token.completed(w);
-  CHECK(total == 200 * 64);
-  for (WorkerId fast = 0; fast < 3; ++fast) {
-    const double ratio =
-        static_cast<double>(token.completed(fast)) / static_cast<double>(token.completed(3));
-    CAPTURE(ratio);
-    CHECK(ratio >= 3);
-    CHECK(ratio <= 5);
-  }
-  // Nobody waits out the straggler: an iteration takes about B / (total
-  // speed) = 256 samples / 3250 samples/s, not the 256 ms BSP would take.
-  CHECK(driver.now() / 200 < 0.120);
-}
-
-TEST_CASE("token driver: equal workers share the tokens equally") {
-  TokenCluster driver(3, 32, 8, Linear({0.001, 0.001, 0.001}));
-  driver.Run(50);
-  CHECK(driver.applies() == 50);
-  for (WorkerId w = 0; w < 3; ++w) CHECK(driver.policy().completed(w) == 50 * 4);
-}
-
 }  // namespace
-}  // namespace dmlps::sync
+}  // namespace dmlps::sync::testing

@@ -13,24 +13,12 @@
 #include "dmlps/sync/token.h"
 #include "policy_test_util.h"
 
-namespace dmlps::sync {
+namespace dmlps::sync::testing {
 namespace {
 
-using testing::Count;
-using testing::CountFor;
-using testing::Is;
-using testing::WorkerOf;
-
-std::unique_ptr<Policy> Make(PolicyConfig config) {
-  Result<std::unique_ptr<Policy>> p = MakePolicy(config);
-  REQUIRE(p.ok());
-  Actions ignored;
-  for (WorkerId w = 0; w < config.num_workers; ++w) (*p)->WorkerJoined(w, &ignored);
-  return std::move(p).value();
-}
-
 std::unique_ptr<Policy> Make(const std::string& name, int64_t n) {
-  return Make(PolicyConfig{.name = name, .num_workers = n, .batch = 32, .staleness = 1, .backup = 1});
+  return MakeJoined(
+      PolicyConfig{.name = name, .num_workers = n, .batch = 32, .staleness = 1, .backup = 1});
 }
 
 TEST_CASE("membership: BSP's barrier shrinks when a worker that has not pushed is lost") {
@@ -50,9 +38,7 @@ TEST_CASE("membership: BSP's barrier shrinks when a worker that has not pushed i
   CHECK(bsp->iteration() == 1);
   CHECK(bsp->live_workers() == 3);
   // The next round needs the three live workers only.
-  a.clear();
-  for (WorkerId w = 0; w < 3; ++w) bsp->PushArrived(w, {1, 1, 10, true}, &a);
-  CHECK(Count<Apply>(a) == 1);
+  CHECK(Count<Apply>(PushEach(bsp.get(), {0, 1, 2}, {1, 1, 10, true})) == 1);
   CHECK(bsp->iteration() == 2);
   // Leaving twice, or a rank never joined, changes nothing.
   a.clear();
@@ -79,9 +65,7 @@ TEST_CASE("membership: BSP keeps the gradient of a worker lost after its push, w
 
 TEST_CASE("membership: a worker joins a BSP run in the current round and gets the model") {
   auto bsp = Make("bsp", 2);
-  Actions a;
-  bsp->PushArrived(0, {0, 0, 8, true}, &a);
-  bsp->PushArrived(1, {0, 0, 8, true}, &a);
+  Actions a = PushEach(bsp.get(), {0, 1}, {0, 0, 8, true});
   REQUIRE(bsp->iteration() == 1);
   const WorkerId w = bsp->AddWorker();
   CHECK(w == 2);
@@ -91,9 +75,7 @@ TEST_CASE("membership: a worker joins a BSP run in the current round and gets th
   a.clear();
   bsp->PullRequested(w, &a);
   CHECK(CountFor<ReplyModel>(a, w) == 1);
-  a.clear();
-  bsp->PushArrived(0, {1, 1, 8, true}, &a);
-  bsp->PushArrived(1, {1, 1, 8, true}, &a);
+  a = PushEach(bsp.get(), {0, 1}, {1, 1, 8, true});
   CHECK(Count<Apply>(a) == 0);  // the round waits for the newcomer
   bsp->PushArrived(w, {1, 1, 8, true}, &a);
   CHECK(Count<Apply>(a) == 1);
@@ -135,9 +117,7 @@ TEST_CASE("membership: ASP's iteration keeps rising as workers leave") {
 
 TEST_CASE("membership: backup workers recount: N - b of the live workers close the round") {
   auto backup = Make("backup", 4);  // b = 1: 3 of 4
-  Actions a;
-  backup->PushArrived(0, {0, 0, 5, true}, &a);
-  backup->PushArrived(1, {0, 0, 5, true}, &a);
+  Actions a = PushEach(backup.get(), {0, 1}, {0, 0, 5, true});
   CHECK(Count<Apply>(a) == 0);
   backup->WorkerLeft(3, &a);  // 2 of 3 now suffice
   CHECK(Count<Apply>(a) == 1);
@@ -171,7 +151,7 @@ TEST_CASE("membership: WBSP's round closes without the lost worker, scaled by th
 }
 
 TEST_CASE("membership: A-BSP's SyncNow goes to the live workers only") {
-  auto abps = Make(PolicyConfig{.name = "abps", .num_workers = 4, .batch = 32, .chunk = 8});
+  auto abps = MakeJoined(PolicyConfig{.name = "abps", .num_workers = 4, .batch = 32, .chunk = 8});
   Actions a;
   abps->WorkerLeft(2, &a);
   abps->PushArrived(0, {0, 0, 32, true}, &a);
@@ -186,7 +166,7 @@ TEST_CASE("membership: A-BSP's SyncNow goes to the live workers only") {
 
 TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or joins") {
   PolicyConfig config{.name = "lbbsp", .num_workers = 4, .batch = 30};
-  auto policy = Make(config);
+  auto policy = MakeJoined(config);
   auto* lb = dynamic_cast<LbBspPolicy*>(policy.get());
   REQUIRE(lb != nullptr);
   auto live_sum = [&] {
@@ -201,11 +181,7 @@ TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or 
   CHECK(live_sum() == 120);
   for (WorkerId w : {0, 2, 3}) CHECK(lb->batch(w) == 40);
   // The next round's replies carry the new split.
-  a.clear();
-  lb->PushArrived(0, {0, 0, 30, true}, &a);
-  lb->PushArrived(2, {0, 0, 30, true}, &a);
-  lb->PushArrived(3, {0, 0, 30, true}, &a);
-  REQUIRE(Count<Apply>(a) == 1);
+  REQUIRE(Count<Apply>(PushEach(lb, {0, 2, 3}, {0, 0, 30, true})) == 1);
   a.clear();
   lb->PullRequested(0, &a);
   REQUIRE(a.size() == 2);
@@ -225,17 +201,14 @@ TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or 
 }
 
 TEST_CASE("membership: tokens a lost worker held are re-issued to the waiting workers") {
-  auto policy = Make(PolicyConfig{.name = "token", .num_workers = 3, .batch = 16, .token_size = 16});
+  auto policy =
+      MakeJoined(PolicyConfig{.name = "token", .num_workers = 3, .batch = 16, .token_size = 16});
   auto* token = dynamic_cast<TokenPolicy*>(policy.get());
   REQUIRE(token->tokens_per_iteration() == 3);
+  CHECK(Count<Grant>(PullEach(token, 3)) == 3);
+  // The last token is in flight on worker 2.
+  CHECK(Count<Hold>(PushEach(token, {0, 1}, {0, 0, 16, true})) == 2);
   Actions a;
-  for (WorkerId w = 0; w < 3; ++w) token->PullRequested(w, &a);
-  CHECK(Count<Grant>(a) == 3);
-  a.clear();
-  token->PushArrived(0, {0, 0, 16, true}, &a);
-  token->PushArrived(1, {0, 0, 16, true}, &a);
-  CHECK(Count<Hold>(a) == 2);  // the last token is in flight on worker 2
-  a.clear();
   token->WorkerLeft(2, &a);
   REQUIRE(Count<Grant>(a) == 1);
   const WorkerId helper = WorkerOf(a[0]);
@@ -386,7 +359,7 @@ TEST_CASE("membership: every policy goes on through random losses and joins") {
 
 TEST_CASE("membership: a saved policy state restores the version, the iteration and LB-BSP's split") {
   PolicyConfig config{.name = "lbbsp", .num_workers = 3, .batch = 20, .rebalance_every = 1};
-  auto policy = Make(config);
+  auto policy = MakeJoined(config);
   Actions a;
   for (int64_t round = 0; round < 3; ++round) {
     for (WorkerId w = 0; w < 3; ++w) {
@@ -414,9 +387,7 @@ TEST_CASE("membership: a saved policy state restores the version, the iteration 
     CHECK(restored->clock(w) == 3);
   }
   // It goes on: round 3's pushes on version 3 are accepted.
-  a.clear();
-  for (WorkerId w = 0; w < 3; ++w) restored->PushArrived(w, {3, 3, 10, true}, &a);
-  CHECK(Count<Drop>(a) == 0);
+  CHECK(Count<Drop>(PushEach(restored, {0, 1, 2}, {3, 3, 10, true})) == 0);
   CHECK(restored->iteration() == 4);
 
   // A split of another cluster size is ignored.
@@ -444,4 +415,4 @@ TEST_CASE("membership: a saved policy state restores the version, the iteration 
 }
 
 }  // namespace
-}  // namespace dmlps::sync
+}  // namespace dmlps::sync::testing

@@ -8,10 +8,11 @@
 #include <algorithm>
 #include <functional>
 #include <map>
-#include <queue>
 #include <random>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
@@ -19,15 +20,8 @@
 #include "policy_test_util.h"
 #include "dmlps/sync/wbsp.h"
 
-namespace dmlps::sync {
+namespace dmlps::sync::testing {
 namespace {
-
-using testing::Count;
-using testing::CountFor;
-using testing::Find;
-using testing::IndexOf;
-using testing::Is;
-using testing::WorkerOf;
 
 PolicyConfig Config(const std::string& name, int64_t n) {
   PolicyConfig config;
@@ -36,47 +30,11 @@ PolicyConfig Config(const std::string& name, int64_t n) {
   return config;
 }
 
-// The policy `config` names, with every worker joined.
-std::unique_ptr<Policy> MakeJoined(const PolicyConfig& config) {
-  Result<std::unique_ptr<Policy>> made = MakePolicy(config);
-  REQUIRE(made.ok());
-  Actions ignored;
-  for (WorkerId w = 0; w < config.num_workers; ++w) (*made)->WorkerJoined(w, &ignored);
-  return std::move(made).value();
-}
-
 std::unique_ptr<Policy> MakeBackup(int64_t n, int64_t backup) {
   PolicyConfig config = Config("backup", n);
   config.backup = backup;
   return MakeJoined(config);
 }
-
-// Virtual time: each worker has at most one piece of work in progress (a step
-// or a chunk); events come out in time order, ties in the order scheduled.
-class EventQueue {
- public:
-  struct Event {
-    double time;
-    int64_t seq;
-    WorkerId worker;
-  };
-  void Schedule(double time, WorkerId w) { heap_.push({time, next_seq_++, w}); }
-  bool Due(double until) const { return !heap_.empty() && heap_.top().time <= until; }
-  Event Pop() {
-    Event e = heap_.top();
-    heap_.pop();
-    return e;
-  }
-
- private:
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
-    }
-  };
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
-  int64_t next_seq_ = 0;
-};
 
 // How long worker w's step (or chunk) takes when it starts at `now`.
 using StepTime = std::function<double(WorkerId w, double now)>;
@@ -107,8 +65,7 @@ BackupRun RunBackup(int64_t n, int64_t b, const StepTime& step_time, double unti
   run.dropped.assign(n, 0);
   std::vector<int64_t> base(n, -1);  // version the worker computes on; -1 while it waits
   std::vector<int64_t> clock(n, 0);
-  EventQueue queue;
-  double now = 0;
+  VirtualTime time;
   int64_t staged_pushes = 0;
   int64_t staged_samples = 0;
 
@@ -127,7 +84,7 @@ BackupRun RunBackup(int64_t n, int64_t b, const StepTime& step_time, double unti
       } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
         REQUIRE(base[reply->worker] == -1);
         base[reply->worker] = version;
-        queue.Schedule(now + step_time(reply->worker, now), reply->worker);
+        time.Start(reply->worker, step_time(reply->worker, time.now()));
       } else if (Is<Hold>(a)) {
         CHECK(base[WorkerOf(a)] == -1);
       } else if (!Is<Drop>(a)) {
@@ -143,10 +100,8 @@ BackupRun RunBackup(int64_t n, int64_t b, const StepTime& step_time, double unti
     CHECK(actions.size() == 1);
     carry_out(actions, policy->version());
   }
-  while (queue.Due(until)) {
-    const EventQueue::Event e = queue.Pop();
-    now = e.time;
-    const WorkerId w = e.worker;
+  while (time.Due(until)) {
+    const WorkerId w = time.Next();
     const int64_t version_before = policy->version();
     const PushInfo push{clock[w], base[w], BackupSamples(w), true};
     ++clock[w];
@@ -194,11 +149,9 @@ TEST_CASE("backup: Name, mode, and the settings MakePolicy refuses") {
 
 TEST_CASE("backup: the first N - b pushes apply, sample-weighted; a late one is dropped") {
   auto backup = MakeBackup(4, 1);
-  Actions a;
-  for (WorkerId w = 0; w < 4; ++w) backup->PullRequested(w, &a);
-  CHECK(Count<ReplyModel>(a) == 4);
+  CHECK(Count<ReplyModel>(PullEach(backup.get(), 4)) == 4);
 
-  a.clear();
+  Actions a;
   backup->PushArrived(0, {0, 0, 10, true}, &a);
   backup->PushArrived(1, {0, 0, 20, true}, &a);
   backup->PullRequested(0, &a);
@@ -219,12 +172,9 @@ TEST_CASE("backup: the first N - b pushes apply, sample-weighted; a late one is 
   CHECK(backup->iteration() == 1);
 
   // Worker 3 computed on version 0: late. Its clock counts, its gradient does not.
-  a.clear();
-  backup->PushArrived(3, {0, 0, 40, true}, &a);
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
-  CHECK(WorkerOf(a[0]) == 3);
-  CHECK(std::get<Drop>(a[0]).reason.find("late") != std::string::npos);
+  const Drop late = OnlyDrop(PushActions(backup.get(), 3, {0, 0, 40, true}));
+  CHECK(late.worker == 3);
+  CHECK(late.reason.find("late") != std::string::npos);
   CHECK(backup->clock(3) == 1);
   a.clear();
   backup->PullRequested(3, &a);  // it has not pushed on round 1: starts at once
@@ -238,20 +188,14 @@ TEST_CASE("backup: the first N - b pushes apply, sample-weighted; a late one is 
   backup->PushArrived(2, {1, 1, 30, true}, &a);
   REQUIRE(Count<Apply>(a) == 1);
   CHECK(Find<Apply>(a)->scale == doctest::Approx(1.0 / 80));
-  a.clear();
-  backup->PushArrived(1, {1, 1, 20, true}, &a);
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
+  OnlyDrop(PushActions(backup.get(), 1, {1, 1, 20, true}));
 }
 
 TEST_CASE("backup: a second push in one round is not counted twice") {
   auto backup = MakeBackup(3, 1);
   Actions a;
   backup->PushArrived(0, {0, 0, 8, true}, &a);
-  a.clear();
-  backup->PushArrived(0, {1, 0, 8, true}, &a);  // no pull in between
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
+  OnlyDrop(PushActions(backup.get(), 0, {1, 0, 8, true}));  // no pull in between
   CHECK(backup->version() == 0);
   a.clear();
   backup->PushArrived(1, {0, 0, 8, true}, &a);
@@ -338,8 +282,7 @@ WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
   std::vector<int64_t> round_deltas(n, 0);
   std::set<std::pair<int64_t, WorkerId>> downloaded;  // (round, worker)
   std::map<int64_t, int64_t> round_version;           // the version every download of a round got
-  EventQueue queue;
-  double now = 0;
+  VirtualTime time;
 
   auto download = [&](WorkerId w) {
     Actions actions;
@@ -358,12 +301,10 @@ WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
 
   for (WorkerId w = 0; w < n; ++w) {
     download(w);
-    queue.Schedule(step_time(w, 0), w);
+    time.Start(w, step_time(w, 0));
   }
-  while (queue.Due(until)) {
-    const EventQueue::Event e = queue.Pop();
-    now = e.time;
-    const WorkerId w = e.worker;
+  while (time.Due(until)) {
+    const WorkerId w = time.Next();
     const int64_t version_before = policy->version();
     const int64_t round_before = policy->iteration();
     Actions actions;
@@ -393,7 +334,7 @@ WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
       CHECK(policy->version() == version_before + 1);
       CHECK(policy->iteration() == round_before + 1);
       run.closers.push_back(w);
-      run.close_times.push_back(now);
+      run.close_times.push_back(time.now());
       run.deltas.push_back(round_deltas);
       std::fill(pushed.begin(), pushed.end(), false);
       std::fill(round_deltas.begin(), round_deltas.end(), 0);
@@ -405,7 +346,7 @@ WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
     // Told to download exactly when a round closed since its last download.
     CHECK(std::get<Continue>(answer).download == flagged[w]);
     if (std::get<Continue>(answer).download) download(w);
-    queue.Schedule(now + step_time(w, now), w);
+    time.Start(w, step_time(w, time.now()));
   }
   return run;
 }
@@ -421,9 +362,8 @@ TEST_CASE("wbsp: Name and mode") {
 
 TEST_CASE("wbsp: deltas stage as they come; the last worker of the round applies them") {
   auto wbsp = MakeJoined(Config("wbsp", 3));
+  CHECK(Count<ReplyModel>(PullEach(wbsp.get(), 3)) == 3);
   Actions a;
-  for (WorkerId w = 0; w < 3; ++w) wbsp->PullRequested(w, &a);
-  CHECK(Count<ReplyModel>(a) == 3);
 
   // Worker 0 runs three local steps before worker 2 manages one.
   for (int64_t c = 0; c < 3; ++c) {
@@ -563,8 +503,7 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
   std::vector<bool> pushed(n, false);      // in the current round
   std::vector<int64_t> round_samples(n, 0);
   std::vector<int64_t> told(n, 0);         // SyncNows received in the current round
-  EventQueue queue;
-  double now = 0;
+  VirtualTime time;
 
   auto carry_out = [&](const Actions& actions, int64_t version) {
     for (const Action& a : actions) {
@@ -573,7 +512,7 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
         int64_t total = 0;
         for (int64_t s : round_samples) total += s;
         CHECK(std::get<Apply>(a).scale == doctest::Approx(1.0 / static_cast<double>(total)));
-        run.apply_times.push_back(now);
+        run.apply_times.push_back(time.now());
         run.samples.push_back(round_samples);
         int64_t sync_nows = 0;
         for (int64_t t : told) sync_nows += t;
@@ -588,7 +527,7 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
         base[u] = version;
         processed[u] = 0;
         chunks_after_sync[u] = 0;
-        queue.Schedule(now + chunk_time(u, now), u);
+        time.Start(u, chunk_time(u, time.now()));
       }
     }
     CHECK(version == policy->version());
@@ -599,15 +538,13 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
     policy->PullRequested(w, &actions);
     carry_out(actions, policy->version());
   }
-  while (queue.Due(until)) {
-    const EventQueue::Event e = queue.Pop();
-    now = e.time;
-    const WorkerId w = e.worker;
+  while (time.Due(until)) {
+    const WorkerId w = time.Next();
     processed[w] = std::min(config.batch, processed[w] + config.chunk);
     const bool stop = sync_round[w] == clock[w];
     if (stop) ++chunks_after_sync[w];
     if (processed[w] < config.batch && !stop) {
-      queue.Schedule(now + chunk_time(w, now), w);
+      time.Start(w, chunk_time(w, time.now()));
       continue;
     }
     // No worker computes more than one chunk past SyncNow.
@@ -676,12 +613,9 @@ TEST_CASE("abps: Name and mode") {
 
 TEST_CASE("abps: the first push tells the others to stop; the round applies their mean") {
   auto abps = MakeJoined(Config("abps", 3));
-  Actions a;
-  for (WorkerId w = 0; w < 3; ++w) abps->PullRequested(w, &a);
-  CHECK(Count<ReplyModel>(a) == 3);
+  CHECK(Count<ReplyModel>(PullEach(abps.get(), 3)) == 3);
 
-  a.clear();
-  abps->PushArrived(1, {0, 0, 64, true}, &a);  // worker 1 finished its whole batch
+  Actions a = PushActions(abps.get(), 1, {0, 0, 64, true});  // worker 1 finished its whole batch
   CHECK(Count<Stage>(a) == 1);
   CHECK(Count<SyncNow>(a) == 2);
   CHECK(CountFor<SyncNow>(a, 0) == 1);
@@ -722,22 +656,11 @@ TEST_CASE("abps: the first push tells the others to stop; the round applies thei
 
 TEST_CASE("abps: a stale gradient or a second push in a round is refused and not counted") {
   auto abps = MakeJoined(Config("abps", 2));
-  Actions a;
-  abps->PushArrived(0, {0, 0, 16, true}, &a);
-  abps->PushArrived(1, {0, 0, 16, true}, &a);
-  REQUIRE(abps->version() == 1);
-  a.clear();
-  abps->PushArrived(0, {1, 0, 16, true}, &a);  // computed on version 0
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
+  OnlyDrop(PushStale(abps.get(), 16));
   CHECK(abps->clock(0) == 1);
-  a.clear();
-  abps->PushArrived(0, {1, 1, 16, true}, &a);
-  CHECK(Count<SyncNow>(a) == 1);
-  a.clear();
-  abps->PushArrived(0, {2, 1, 16, true}, &a);  // again in round 1, without a pull
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
+  CHECK(Count<SyncNow>(PushActions(abps.get(), 0, {1, 1, 16, true})) == 1);
+  // Again in round 1, without a pull.
+  OnlyDrop(PushActions(abps.get(), 0, {2, 1, 16, true}));
   CHECK(abps->clock(0) == 2);
   CHECK(abps->version() == 1);
 }
@@ -794,4 +717,4 @@ TEST_CASE("abps driver: the stopping set changes with the straggler, invariants 
 }
 
 }  // namespace
-}  // namespace dmlps::sync
+}  // namespace dmlps::sync::testing

@@ -4,20 +4,17 @@
 
 #include <algorithm>
 #include <functional>
-#include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/policy.h"
+#include "policy_cluster_test_util.h"
 #include "policy_test_util.h"
 
-namespace dmlps::sync {
+namespace dmlps::sync::testing {
 namespace {
-
-
-using testing::Count;
-using testing::Is;
-using testing::WorkerOf;
 
 bool RepliesTo(const Actions& actions, WorkerId w) {
   return std::any_of(actions.begin(), actions.end(),
@@ -25,26 +22,19 @@ bool RepliesTo(const Actions& actions, WorkerId w) {
 }
 
 std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t staleness = 3) {
-  Result<std::unique_ptr<Policy>> p = MakePolicy({.name = name, .num_workers = n, .staleness = staleness});
-  REQUIRE(p.ok());
-  Actions ignored;
-  for (WorkerId w = 0; w < n; ++w) (*p)->WorkerJoined(w, &ignored);
-  return std::move(p).value();
+  return MakeJoined({.name = name, .num_workers = n, .staleness = staleness});
 }
 
 // Plays workers against a policy through a driver, the way the server does:
 // each worker pulls, receives the model (with the version current at the
 // reply), computes, and pushes with that base version. The order in which
 // workers act is random. A push's payload is the version it was computed on.
-class Cluster : private DriverSink<int64_t> {
+class Cluster : private ScriptedCluster<int64_t> {
  public:
   Cluster(const std::string& name, int64_t n, uint64_t seed, int64_t staleness = 3)
-      : state(n), rng_(seed) {
-    Result<std::unique_ptr<Policy>> p =
-        MakePolicy({.name = name, .num_workers = n, .staleness = staleness});
-    REQUIRE(p.ok());
-    driver_.emplace(std::move(p).value(), DriverOptions{},
-                    static_cast<DriverSink<int64_t>&>(*this));
+      : ScriptedCluster({.name = name, .num_workers = n, .staleness = staleness}),
+        state(n),
+        rng_(seed) {
     for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, {});
     driver_->Start();  // every worker joins; none has pulled yet
   }
@@ -62,7 +52,7 @@ class Cluster : private DriverSink<int64_t> {
     std::function<void(double scale)> applied;
   };
 
-  const Policy& policy() const { return driver_->policy(); }
+  using ScriptedCluster::policy;
 
   // One random step; returns false when no worker can act (a deadlock).
   bool Step(double unusable_fraction = 0) {
@@ -112,29 +102,18 @@ class Cluster : private DriverSink<int64_t> {
     worker.started_clock = worker.clock;
     ++replies;
   }
-  void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
-    FAIL("unexpected Continue for worker " << w);
-  }
-  void SendSyncNow(WorkerId w, int64_t /*round*/) override {
-    FAIL("unexpected SyncNow for worker " << w);
-  }
   void Dropped(WorkerId w, const Drop& drop) override {
     FAIL_CHECK("push of worker " << w << " dropped: " << drop.reason);
   }
-  void Evaluate(bool /*must*/) override {}
 
   std::mt19937_64 rng_;
-  std::optional<PolicyDriver<int64_t>> driver_;
 };
 
 TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker pushed") {
   auto bsp = Make("bsp", 3);
-  Actions a;
-  for (WorkerId w = 0; w < 3; ++w) bsp->PullRequested(w, &a);
-  CHECK(Count<ReplyModel>(a) == 3);  // iteration 0 may start at once
+  CHECK(Count<ReplyModel>(PullEach(bsp.get(), 3)) == 3);  // iteration 0 may start at once
 
-  a.clear();
-  bsp->PushArrived(0, {0, 0, 64, true}, &a);
+  Actions a = PushActions(bsp.get(), 0, {0, 0, 64, true});
   bsp->PullRequested(0, &a);
   CHECK(Count<Stage>(a) == 1);
   CHECK(std::get<Stage>(a[0]).weight == 64);
@@ -150,7 +129,7 @@ TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker push
   auto apply = std::find_if(a.begin(), a.end(), [](const Action& x) { return Is<Apply>(x); });
   CHECK(std::get<Apply>(*apply).scale == doctest::Approx(1.0 / 128));  // Σ b_i g_i / Σ b_i
   // The apply precedes the replies, and both waiting workers are released.
-  CHECK(apply - a.begin() < testing::IndexOf<ReplyModel>(a));
+  CHECK(apply - a.begin() < IndexOf<ReplyModel>(a));
   CHECK(RepliesTo(a, 0));
   CHECK(RepliesTo(a, 2));
   CHECK_FALSE(RepliesTo(a, 1));  // it has not asked yet
@@ -162,41 +141,24 @@ TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker push
 
 TEST_CASE("BSP: a gradient computed on an old version is dropped, as is a repeated clock") {
   auto bsp = Make("bsp", 2);
-  Actions a;
-  bsp->PushArrived(0, {0, 0, 8, true}, &a);
-  bsp->PushArrived(1, {0, 0, 8, true}, &a);
-  REQUIRE(bsp->version() == 1);
-  a.clear();
-  bsp->PushArrived(0, {1, 0, 8, true}, &a);  // computed on version 0
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
-  CHECK(std::get<Drop>(a[0]).reason.find("version 0") != std::string::npos);
+  CHECK(OnlyDrop(PushStale(bsp.get(), 8)).reason.find("version 0") != std::string::npos);
   CHECK(bsp->clock(0) == 1);  // not counted
-  a.clear();
-  bsp->PushArrived(0, {0, 1, 8, true}, &a);  // clock 0 again
-  REQUIRE(a.size() == 1);
-  CHECK(Is<Drop>(a[0]));
-  a.clear();
-  bsp->PushArrived(0, {1, 1, 8, true}, &a);
-  CHECK(Count<Stage>(a) == 1);
+  OnlyDrop(PushActions(bsp.get(), 0, {0, 1, 8, true}));  // clock 0 again
+  CHECK(Count<Stage>(PushActions(bsp.get(), 0, {1, 1, 8, true})) == 1);
 }
 
 TEST_CASE("BSP: unusable pushes end the step but stage nothing; a round of them applies nothing") {
   auto bsp = Make("bsp", 2);
-  Actions a;
-  bsp->PullRequested(0, &a);
-  bsp->PullRequested(1, &a);
-  a.clear();
-  bsp->PushArrived(0, {0, 0, 8, false}, &a);
+  PullEach(bsp.get(), 2);
+  Actions a = PushActions(bsp.get(), 0, {0, 0, 8, false});
   bsp->PullRequested(0, &a);
   CHECK(Count<Stage>(a) == 0);
   CHECK(Count<Hold>(a) == 1);
-  a.clear();
-  bsp->PushArrived(1, {0, 0, 8, true}, &a);
+  a = PushActions(bsp.get(), 1, {0, 0, 8, true});
   CHECK(Count<Stage>(a) == 1);
   REQUIRE(Count<Apply>(a) == 1);
   // Only the usable push's samples are in the mean.
-  CHECK(testing::Find<Apply>(a)->scale == doctest::Approx(1.0 / 8));
+  CHECK(Find<Apply>(a)->scale == doctest::Approx(1.0 / 8));
   CHECK(RepliesTo(a, 0));
 
   a.clear();
@@ -299,4 +261,4 @@ TEST_CASE("MakePolicy refuses unknown names and impossible settings") {
 }
 
 }  // namespace
-}  // namespace dmlps::sync
+}  // namespace dmlps::sync::testing

@@ -1,10 +1,18 @@
-// Looking into a policy's actions, for the policy tests.
+// Driving a policy by script and looking into its actions, for the policy
+// tests; virtual time for the tests that play workers in it.
 #ifndef DMLPS_TESTS_UNIT_POLICY_TEST_UTIL_H_
 #define DMLPS_TESTS_UNIT_POLICY_TEST_UTIL_H_
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <queue>
+#include <utility>
 #include <variant>
+#include <vector>
 
 #include "dmlps/sync/policy.h"
 
@@ -57,6 +65,94 @@ const T* Find(const Actions& actions, WorkerId w = -1) {
   const std::ptrdiff_t i = IndexOf<T>(actions, w);
   return i == static_cast<std::ptrdiff_t>(actions.size()) ? nullptr : &std::get<T>(actions[i]);
 }
+
+// The one action in `actions`, which must be a Drop (a refused push); a copy,
+// so that `actions` may be a temporary.
+inline Drop OnlyDrop(const Actions& actions) {
+  REQUIRE(actions.size() == 1);
+  REQUIRE(Is<Drop>(actions[0]));
+  return std::get<Drop>(actions[0]);
+}
+
+// The policy `config` names, with every worker joined; what the joins did is
+// of no interest.
+inline std::unique_ptr<Policy> MakeJoined(const PolicyConfig& config) {
+  Result<std::unique_ptr<Policy>> made = MakePolicy(config);
+  REQUIRE(made.ok());
+  Actions ignored;
+  for (WorkerId w = 0; w < config.num_workers; ++w) (*made)->WorkerJoined(w, &ignored);
+  return std::move(made).value();
+}
+
+// The actions with which the policy answers worker w's push.
+inline Actions PushActions(Policy* policy, WorkerId w, const PushInfo& push) {
+  Actions actions;
+  policy->PushArrived(w, push, &actions);
+  return actions;
+}
+
+// The actions with which the policy answers each of `workers` pushing
+// `push`, in that order.
+inline Actions PushEach(Policy* policy, std::initializer_list<WorkerId> workers,
+                        const PushInfo& push) {
+  Actions actions;
+  for (WorkerId w : workers) policy->PushArrived(w, push, &actions);
+  return actions;
+}
+
+// The actions with which the policy answers workers 0 to n - 1 asking for the
+// model, in that order.
+inline Actions PullEach(Policy* policy, int64_t n) {
+  Actions actions;
+  for (WorkerId w = 0; w < n; ++w) policy->PullRequested(w, &actions);
+  return actions;
+}
+
+// Closes round 0 of a two-worker synchronous policy, then has worker 0 push
+// its round-1 gradient computed on version 0, a stale one; returns the
+// actions with which the policy answers that push.
+inline Actions PushStale(Policy* policy, int64_t samples) {
+  PushEach(policy, {0, 1}, {0, 0, samples, true});
+  REQUIRE(policy->version() == 1);
+  return PushActions(policy, 0, {1, 0, samples, true});
+}
+
+// Virtual time, for the tests that play workers in it: each worker has at
+// most one piece of work in progress (a step, a chunk, a token); work ends in
+// time order, ties in the order it started.
+class VirtualTime {
+ public:
+  // Worker w starts work that takes `seconds` from now.
+  void Start(WorkerId w, double seconds) { heap_.push({now_ + seconds, next_seq_++, w}); }
+  // Whether no work is in progress.
+  bool empty() const { return heap_.empty(); }
+  // Whether some work ends by `until`.
+  bool Due(double until) const { return !heap_.empty() && heap_.top().time <= until; }
+  // Moves on to the end of the next work and returns whose it is.
+  // REQUIRES: !empty().
+  WorkerId Next() {
+    const Event event = heap_.top();
+    heap_.pop();
+    now_ = event.time;
+    return event.worker;
+  }
+  double now() const { return now_; }
+
+ private:
+  struct Event {
+    double time;
+    int64_t seq;
+    WorkerId worker;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const {
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
+    }
+  };
+  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  double now_ = 0;
+  int64_t next_seq_ = 0;
+};
 
 }  // namespace dmlps::sync::testing
 

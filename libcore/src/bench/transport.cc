@@ -20,6 +20,7 @@
 #include "dmlps/server/server.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/policy.h"
+#include "server/intake.h"
 #include "server/model_store.h"
 
 namespace dmlps::bench {
@@ -63,7 +64,6 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
   using Sink = sync::DriverSink<Gradient>;
   struct Peer {
     zmq::message_t identity;
-    Gradient incoming;
   };
 
   Status Handle(net::Frames& frames) {
@@ -82,7 +82,6 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
     auto it = rank_of_.find(key);
     if (it == rank_of_.end()) return Status::Protocol("a message before Hello");
     const int64_t rank = it->second;
-    Peer& peer = peers_[static_cast<size_t>(rank)];
     if (std::holds_alternative<proto::Pull>(message.body)) {
       driver_->Pull(rank);
       // As dmlps-server: the first pulls are answered once every worker is in.
@@ -94,18 +93,20 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
       return TakeError();
     }
     if (auto* push = std::get_if<proto::Push>(&message.body)) {
-      if (push->num_params != store_.size()) {
-        return Status::Protocol("a push of " + std::to_string(push->num_params) + " floats");
+      server::OpenedPush opened =
+          server::OpenPush(*push, store_.size(), "the bench server", message.payload);
+      switch (opened.fault) {
+        case server::OpenedPush::kNone:
+          break;
+        case server::OpenedPush::kSize:
+          return Status::Protocol("a push of " + std::to_string(push->num_params) + " floats");
+        case server::OpenedPush::kLayout:
+          return Status::Protocol(opened.why);
+        case server::OpenedPush::kNonFinite:
+          return Status::Protocol("a gradient with NaN or infinite values");
       }
-      DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor opened,
-                             proto::IncomingTensor::Open(push->num_params, push->chunks,
-                                                         push->chunk_floats,
-                                                         std::move(message.payload)));
-      if (!opened.streamed() && !opened.AllFinite(0, opened.size())) {
-        return Status::Protocol("a gradient with NaN or infinite values");
-      }
-      Gradient gradient = std::make_shared<proto::IncomingTensor>(std::move(opened));
-      if (gradient->streamed()) peer.incoming = gradient;
+      Gradient gradient = std::move(opened.tensor);
+      streams_.Follow(rank, gradient, push->clock);
       sync::PushInfo info;
       info.clock = push->clock;
       info.base_version = push->base_version;
@@ -115,11 +116,17 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
       return TakeError();
     }
     if (auto* chunk = std::get_if<proto::Chunk>(&message.body)) {
-      if (peer.incoming == nullptr) return Status::Protocol("a Chunk without a streamed push");
-      DMLPS_ASSIGN_OR_RETURN(bool finite, server::TakeChunk(*peer.incoming, chunk->index,
-                                                             message.payload));
-      if (!finite) return Status::Protocol("a gradient chunk with NaN or infinite values");
-      if (peer.incoming->complete()) peer.incoming.reset();
+      const server::PushStreams::Taken taken = streams_.Take(rank, chunk->index, message.payload);
+      switch (taken.verdict) {
+        case server::PushStreams::Verdict::kTaken:
+          break;
+        case server::PushStreams::Verdict::kNoStream:
+          return Status::Protocol("a Chunk without a streamed push");
+        case server::PushStreams::Verdict::kBroken:
+          return taken.error;
+        case server::PushStreams::Verdict::kNonFinite:
+          return Status::Protocol("a gradient chunk with NaN or infinite values");
+      }
       store_.Advance();
       return Status::Ok();
     }
@@ -169,6 +176,7 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
   std::optional<sync::PolicyDriver<Gradient>> driver_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<Peer> peers_;
+  server::PushStreams streams_;  // the pushes whose chunks are still coming, by rank
   std::map<std::string, int64_t> rank_of_;
   Status error_;
 };

@@ -1,5 +1,7 @@
 #include "server/evaluator.h"
 
+#include <spdlog/spdlog.h>
+
 #include "dmlps/trace/trace.h"
 
 namespace dmlps::server {
@@ -27,6 +29,12 @@ bool Evaluator::Submit(Snapshot snapshot, bool must) {
   return true;
 }
 
+void Evaluator::SubmitOrSkip(Snapshot snapshot, bool must) {
+  if (!Submit(std::move(snapshot), must) && skipped_++ == 0) {
+    spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
+  }
+}
+
 std::vector<Evaluation> Evaluator::TakeResults() {
   MutexLock lock(&mutex_);
   std::vector<Evaluation> out;
@@ -44,24 +52,29 @@ void Evaluator::DropPending() {
   queue_.clear();
 }
 
+std::optional<Snapshot> Evaluator::Next() {
+  MutexLock lock(&mutex_);
+  while (!stopping_ && queue_.empty()) wake_.Wait(&mutex_);
+  if (stopping_) return std::nullopt;
+  Snapshot snapshot = std::move(queue_.front());
+  queue_.pop_front();
+  busy_ = true;
+  return snapshot;
+}
+
+void Evaluator::Done(Evaluation evaluation) {
+  MutexLock lock(&mutex_);
+  done_.push_back(std::move(evaluation));
+  busy_ = false;
+  if (queue_.empty()) idle_.SignalAll();
+}
+
 void Evaluator::Loop() {
-  while (true) {
-    Snapshot snapshot;
-    {
-      MutexLock lock(&mutex_);
-      while (!stopping_ && queue_.empty()) wake_.Wait(&mutex_);
-      if (stopping_) return;
-      snapshot = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
-    }
+  while (std::optional<Snapshot> snapshot = Next()) {
     const int64_t start_us = trace::NowMicros();
-    model::EvalResult result = model_.Evaluate(*snapshot.params, test_set_);
+    model::EvalResult result = model_.Evaluate(*snapshot->params, test_set_);
     const int64_t duration_us = trace::NowMicros() - start_us;
-    MutexLock lock(&mutex_);
-    done_.push_back({std::move(snapshot), result, start_us, duration_us});
-    busy_ = false;
-    if (queue_.empty()) idle_.SignalAll();
+    Done({std::move(*snapshot), result, start_us, duration_us});
   }
 }
 

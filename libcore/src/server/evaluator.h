@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -45,16 +46,24 @@ class Evaluator {
 
   // Queues a snapshot, evaluated in order. When evaluation has fallen
   // kMaxQueued behind, a snapshot that is not a `must` is skipped: returns false.
-  bool Submit(Snapshot snapshot, bool must);
+  bool Submit(Snapshot snapshot, bool must) EXCLUDES(mutex_);
+  // As Submit, counting a skipped snapshot (skipped()) and warning at the
+  // first. Called from one thread only.
+  void SubmitOrSkip(Snapshot snapshot, bool must) EXCLUDES(mutex_);
+  int64_t skipped() const { return skipped_; }
   // Results finished since the last call, oldest first.
-  std::vector<Evaluation> TakeResults();
+  std::vector<Evaluation> TakeResults() EXCLUDES(mutex_);
   // Blocks until every queued snapshot has a result.
-  void WaitIdle();
+  void WaitIdle() EXCLUDES(mutex_);
   // Forgets snapshots not yet started.
-  void DropPending();
+  void DropPending() EXCLUDES(mutex_);
 
  private:
   void Loop() EXCLUDES(mutex_);
+  // The next snapshot to evaluate, marked busy; none once stopping.
+  std::optional<Snapshot> Next() EXCLUDES(mutex_);
+  // Hands over the result of the snapshot Next gave.
+  void Done(Evaluation evaluation) EXCLUDES(mutex_);
 
   model::Model model_;  // only the evaluation thread uses it
   data::Dataset test_set_;
@@ -65,6 +74,7 @@ class Evaluator {
   std::vector<Evaluation> done_ GUARDED_BY(mutex_);
   bool busy_ GUARDED_BY(mutex_) = false;
   bool stopping_ GUARDED_BY(mutex_) = false;
+  int64_t skipped_ = 0;  // SubmitOrSkip's caller's alone
   std::thread thread_;
 };
 

@@ -6,9 +6,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
-#include <optional>
+#include <string_view>
 #include <zmq.hpp>
 
+#include "dmlps/base/status.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 
@@ -31,24 +32,36 @@ inline std::string IdentityKey(const zmq::message_t& identity) {
   return std::string(static_cast<const char*>(identity.data()), identity.size());
 }
 
-// Decodes what a ROUTER received (the identity first): nothing, and the
-// reason in *why, when the frames after the identity hold more than
+// The first bytes of a ROUTER identity in hex, to name a peer that holds
+// no rank.
+inline std::string HexPrefix(const zmq::message_t& identity) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  const auto* bytes = static_cast<const unsigned char*>(identity.data());
+  for (size_t i = 0; i < identity.size() && i < 8; ++i) {
+    out += kDigits[bytes[i] >> 4];
+    out += kDigits[bytes[i] & 15];
+  }
+  return out;
+}
+
+// How a refusal names the sender of a message: "worker 3" for one holding
+// a rank (-1: none), else `stranger`.
+inline std::string SenderName(int64_t rank, std::string_view stranger) {
+  return rank >= 0 ? "worker " + std::to_string(rank) : std::string(stranger);
+}
+
+// Decodes what a ROUTER received (the identity first). Protocol error, the
+// reason its message, when the frames after the identity hold more than
 // `max_bytes` (read no further) or do not decode.
-inline std::optional<proto::Message> DecodeBounded(net::Frames& frames, int64_t max_bytes,
-                                                   std::string* why) {
+inline Result<proto::Message> DecodeBounded(net::Frames& frames, int64_t max_bytes) {
   int64_t bytes = 0;
   for (size_t i = 1; i < frames.size(); ++i) bytes += static_cast<int64_t>(frames[i].size());
   if (bytes > max_bytes) {
-    *why = "message of " + std::to_string(bytes) + " bytes (at most " + std::to_string(max_bytes) +
-           ")";
-    return std::nullopt;
+    return Status::Protocol("message of " + std::to_string(bytes) + " bytes (at most " +
+                            std::to_string(max_bytes) + ")");
   }
-  Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-  if (!message.ok()) {
-    *why = message.status().message();
-    return std::nullopt;
-  }
-  return std::move(message).value();
+  return proto::DecodeMessage(frames, 1);
 }
 
 }  // namespace dmlps::server

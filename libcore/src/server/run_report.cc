@@ -1,5 +1,8 @@
-// The file dmlps-server --report leaves for scripts and dmlps-bench.
-#include <spdlog/fmt/fmt.h>
+// The file dmlps-server --report leaves for scripts and dmlps-bench, and
+// the closing lines of the log.
+#include "server/run_report.h"
+
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <ostream>
@@ -25,6 +28,36 @@ void WriteRunReport(const RunReport& report, std::ostream& out) {
       report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
       report.workers_lost, last_lost, report.workers_joined, report.resumed_iteration,
       report.checkpoints);
+}
+
+void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds) {
+  const sync::WorkerTotals& t = totals;
+  spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
+               "wait {:.1f} s, compute ratio {:.2f}, {} refused",
+               rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s,
+               sync::ComputeRatio(t, seconds), t.refused);
+}
+
+void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,
+                   int64_t skipped_snapshots, int64_t dropped_pushes) {
+  spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
+               "wasted samples {}",
+               policy, report.seconds, report.iterations, report.compute_ratio_mean,
+               report.compute_ratio_min, report.wasted_samples);
+  if (skipped_snapshots > 0) {
+    spdlog::info("{} snapshots not evaluated: evaluation fell behind", skipped_snapshots);
+  }
+  if (dropped_pushes > 0) {
+    spdlog::info("{} pushes dropped ({} samples wasted)", dropped_pushes, report.wasted_samples);
+  }
+  if (report.target_reached) {
+    spdlog::info("reached accuracy {:.4f} >= {} after {:.2f} s and {} iterations",
+                 report.last_eval.accuracy, target_accuracy, report.seconds_to_target,
+                 report.iterations_to_target);
+  } else if (target_accuracy > 0) {
+    spdlog::warn("target accuracy {} not reached (best seen at the end: {:.4f})", target_accuracy,
+                 report.last_eval.accuracy);
+  }
 }
 
 }  // namespace dmlps::server

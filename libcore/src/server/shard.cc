@@ -19,6 +19,7 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
+#include "server/intake.h"
 #include "server/loop.h"
 #include "server/model_store.h"
 
@@ -60,13 +61,9 @@ constexpr milliseconds kPushStall = kStreamStall;
 
 std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
 
-// A worker as this shard knows it: where to send its slice of the model,
-// and the push whose chunks are arriving.
+// A worker as this shard knows it: where to send its slice of the model.
 struct Pusher {
   zmq::message_t identity;
-  std::shared_ptr<proto::IncomingTensor> incoming;
-  int64_t incoming_clock = 0;
-  Clock::time_point incoming_at;
 };
 
 class ShardServer {
@@ -91,8 +88,8 @@ class ShardServer {
   void Forget(int64_t w);
   void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
               bool fatal, bool rejoin = false);
-  // Drops the unfinished push of `pusher`: what is missing is left out.
-  void Abandon(Pusher& pusher, const std::string& why);
+  // Drops the unfinished push of worker `rank`: what is missing is left out.
+  void Abandon(int64_t rank, const std::string& why);
   bool Interrupted() const { return signal_ != nullptr && signal_->load() != 0; }
 
   const ServerConfig& config_;
@@ -109,6 +106,7 @@ class ShardServer {
   int64_t max_bytes_ = 0;  // the most a worker's message may carry
 
   std::map<int64_t, Pusher> pushers_;            // by rank
+  PushStreams streams_;                          // the pushes whose chunks are coming, by rank
   std::map<std::string, int64_t> rank_of_;       // identity bytes -> rank
   using PushKey = std::pair<int64_t, int64_t>;   // rank, the worker's clock
   std::map<PushKey, std::shared_ptr<proto::IncomingTensor>> pushes_;  // not ordered yet
@@ -222,11 +220,10 @@ void ShardServer::HandleWorker(net::Frames& frames) {
   zmq::message_t identity = net::CopyFrame(frames[0]);
   auto it = rank_of_.find(Key(identity));
   const int64_t rank = it == rank_of_.end() ? -1 : it->second;
-  const std::string who = rank >= 0 ? "worker " + std::to_string(rank) : "a peer";
-  std::string why;
-  std::optional<proto::Message> message = DecodeBounded(frames, max_bytes_, &why);
-  if (!message.has_value()) {
-    Refuse(identity, who, why, rank < 0);
+  const std::string who = SenderName(rank, "a peer");
+  Result<proto::Message> message = DecodeBounded(frames, max_bytes_);
+  if (!message.ok()) {
+    Refuse(identity, who, message.status().message(), rank < 0);
     return;
   }
   proto::Body& body = message->body;
@@ -239,7 +236,7 @@ void ShardServer::HandleWorker(net::Frames& frames) {
     if (auto old = pushers_.find(hello->rank); old != pushers_.end()) {
       // The same rank from a new socket: a worker that joined again.
       rank_of_.erase(Key(old->second.identity));
-      if (old->second.incoming != nullptr) Abandon(old->second, "it joined again");
+      if (streams_.open(hello->rank)) Abandon(hello->rank, "it joined again");
     }
     pushers_[hello->rank].identity = net::CopyFrame(identity);
     forgotten_.erase(hello->rank);
@@ -275,73 +272,53 @@ void ShardServer::HandleWorker(net::Frames& frames) {
 }
 
 void ShardServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
-  Pusher& pusher = pushers_[rank];
   const std::string who = "worker " + std::to_string(rank);
-  if (pusher.incoming != nullptr) Abandon(pusher, "broken off by its next push");
-  Result<proto::IncomingTensor> opened = proto::IncomingTensor::Open(
-      push.num_params, push.chunks, push.chunk_floats, std::move(payload));
-  std::string problem;
-  if (push.num_params != size_) {
-    problem = "push carries " + std::to_string(push.num_params) + " parameters, this shard's " +
-              "slice has " + std::to_string(size_);
-  } else if (!opened.ok()) {
-    problem = opened.status().message();
-  }
-  // A push this shard cannot take still gets its orders: as one that
-  // carries nothing, so that the orders naming it go on.
-  auto tensor = std::make_shared<proto::IncomingTensor>(
-      problem.empty() ? std::move(opened).value()
-                      : std::move(proto::IncomingTensor::Open(size_, 1, std::max<int64_t>(size_, 1),
-                                                              {}))
-                            .value());
-  if (!problem.empty()) {
+  if (streams_.open(rank)) Abandon(rank, "broken off by its next push");
+  OpenedPush opened = OpenPush(push, size_, "this shard's slice", payload);
+  std::shared_ptr<proto::IncomingTensor> tensor = std::move(opened.tensor);
+  if (opened.fault == OpenedPush::kSize || opened.fault == OpenedPush::kLayout) {
+    // A push this shard cannot take still gets its orders: as one that
+    // carries nothing, so that the orders naming it go on.
+    tensor = std::make_shared<proto::IncomingTensor>(
+        std::move(proto::IncomingTensor::Open(size_, 1, std::max<int64_t>(size_, 1), {})).value());
     tensor->Close();
-    Refuse(pusher.identity, who, problem + "; this slice of it is left out", false);
-  } else if (!tensor->streamed() && !tensor->AllFinite(0, tensor->size())) {
+    Refuse(pushers_[rank].identity, who, opened.why + "; this slice of it is left out", false);
+  } else if (opened.fault == OpenedPush::kNonFinite) {
     tensor->Exclude(0, tensor->size());
-    Refuse(pusher.identity, who,
+    Refuse(pushers_[rank].identity, who,
            "gradient slice contains NaN or infinite values; this slice of it is left out", false);
   }
-  if (tensor->streamed() && !tensor->settled()) {
-    pusher.incoming = tensor;
-    pusher.incoming_clock = push.clock;
-    pusher.incoming_at = Clock::now();
-  }
+  streams_.Follow(rank, tensor, push.clock);
   const PushKey key{rank, push.clock};
   if (discarded_.erase(key) == 0) pushes_[key] = std::move(tensor);
   RunOrders();
 }
 
 void ShardServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
-  Pusher& pusher = pushers_[rank];
-  if (pusher.incoming == nullptr) {
-    Refuse(pusher.identity, "worker " + std::to_string(rank),
-           "chunk " + std::to_string(chunk.index) + " without a streamed push to belong to", false);
-    return;
+  const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
+  const std::string who = "worker " + std::to_string(rank);
+  switch (taken.verdict) {
+    case PushStreams::Verdict::kTaken:
+      break;
+    case PushStreams::Verdict::kNonFinite:
+      Refuse(pushers_[rank].identity, who, taken.why + "; it is left out", false);
+      break;
+    case PushStreams::Verdict::kNoStream:
+      Refuse(pushers_[rank].identity, who, taken.why, false);
+      return;
+    case PushStreams::Verdict::kBroken:
+      Abandon(rank, taken.error.message());
+      return;
   }
-  Result<bool> finite = TakeChunk(*pusher.incoming, chunk.index, payload);
-  if (!finite.ok()) {
-    Abandon(pusher, finite.status().message());
-    return;
-  }
-  if (!*finite) {
-    Refuse(pusher.identity, "worker " + std::to_string(rank),
-           "push " + std::to_string(pusher.incoming_clock) + ", chunk " +
-               std::to_string(chunk.index) + " contains NaN or infinite values; it is left out",
-           false);
-  }
-  pusher.incoming_at = Clock::now();
-  if (pusher.incoming->complete()) pusher.incoming.reset();
   store_->Advance();
 }
 
-void ShardServer::Abandon(Pusher& pusher, const std::string& why) {
-  Refuse(pusher.identity, "a worker",
-         "push " + std::to_string(pusher.incoming_clock) + ": " + why +
+void ShardServer::Abandon(int64_t rank, const std::string& why) {
+  Refuse(pushers_[rank].identity, "a worker",
+         "push " + std::to_string(streams_.clock(rank)) + ": " + why +
              "; the rest of its slice is left out",
          false);
-  pusher.incoming->Close();
-  pusher.incoming.reset();
+  streams_.Close(rank);
   store_->Advance();
 }
 
@@ -358,11 +335,7 @@ void ShardServer::Forget(int64_t w) {
   forgotten_.insert(w);
   std::erase_if(discarded_, [w](const PushKey& key) { return key.first == w; });
   if (auto it = pushers_.find(w); it != pushers_.end()) {
-    if (it->second.incoming != nullptr) {
-      it->second.incoming->Close();
-      it->second.incoming.reset();
-      store_->Advance();
-    }
+    if (streams_.Close(w)) store_->Advance();
     rank_of_.erase(Key(it->second.identity));
     pushers_.erase(it);
   }
@@ -491,10 +464,8 @@ Status ShardServer::Serve() {
                                              std::chrono::duration<double>(config_.worker_timeout)
                                                  .count()));
     }
-    for (auto& [rank, pusher] : pushers_) {
-      if (pusher.incoming != nullptr && now - pusher.incoming_at >= kPushStall) {
-        Abandon(pusher, "no chunk for " + std::to_string(kPushStall.count() / 1000) + " s");
-      }
+    for (const int64_t rank : streams_.StalledAt(now, kPushStall)) {
+      Abandon(rank, "no chunk for " + std::to_string(kPushStall.count() / 1000) + " s");
     }
   }
   // The last orders may name pushes still arriving: take them, for a while.

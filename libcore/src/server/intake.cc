@@ -1,0 +1,101 @@
+#include "server/intake.h"
+
+#include <cmath>
+#include <utility>
+
+#include "server/model_store.h"
+
+namespace dmlps::server {
+
+bool HasNegativeCounts(const proto::Push& push) {
+  return push.samples < 0 || push.batch < 0 || push.compute_us < 0 || push.wait_us < 0 ||
+         push.straggle_us < 0;
+}
+
+sync::PushInfo PushInfoOf(const proto::Push& push, Clock::time_point replied_at,
+                          Clock::time_point now) {
+  sync::PushInfo info;
+  info.clock = push.clock;  // the driver counts from where the worker joined
+  info.base_version = push.base_version;
+  info.samples = push.samples;
+  info.batch = push.batch;
+  info.busy_s = (push.compute_us + push.straggle_us) * 1e-6;
+  info.comm_s = push.comm_us > 0 ? push.comm_us * 1e-6 : 0;
+  // (A streamed push is timed to its header: its chunks are still coming.)
+  if (replied_at != Clock::time_point{}) {
+    info.cycle_s = std::chrono::duration<double>(now - replied_at).count();
+  }
+  info.cpu = std::isfinite(push.cpu) ? push.cpu : 0;
+  info.memory = static_cast<double>(push.memory_bytes);
+  return info;
+}
+
+OpenedPush OpenPush(const proto::Push& push, int64_t size, std::string_view holder,
+                    net::Frames& payload) {
+  OpenedPush opened;
+  Result<proto::IncomingTensor> tensor = proto::IncomingTensor::Open(
+      push.num_params, push.chunks, push.chunk_floats, std::move(payload));
+  if (push.num_params != size) {
+    opened.fault = OpenedPush::kSize;
+    opened.why = "push carries " + std::to_string(push.num_params) + " parameters, " +
+                 std::string(holder) + " has " + std::to_string(size);
+    return opened;
+  }
+  if (!tensor.ok()) {
+    opened.fault = OpenedPush::kLayout;
+    opened.why = tensor.status().message();
+    return opened;
+  }
+  opened.tensor = std::make_shared<proto::IncomingTensor>(std::move(tensor).value());
+  if (!opened.tensor->streamed() && !opened.tensor->AllFinite(0, opened.tensor->size())) {
+    opened.fault = OpenedPush::kNonFinite;
+    opened.why = "gradient contains NaN or infinite values";
+  }
+  return opened;
+}
+
+void PushStreams::Follow(int64_t worker, std::shared_ptr<proto::IncomingTensor> tensor,
+                         int64_t clock) {
+  if (tensor == nullptr || !tensor->streamed() || tensor->settled()) return;
+  streams_[worker] = {std::move(tensor), clock, Clock::now()};
+}
+
+PushStreams::Taken PushStreams::Take(int64_t worker, int64_t index, net::Frames& payload) {
+  auto it = streams_.find(worker);
+  if (it == streams_.end()) {
+    return {Verdict::kNoStream, 0, Status::Ok(),
+            "chunk " + std::to_string(index) + " without a streamed push to belong to"};
+  }
+  const int64_t clock = it->second.clock;
+  Result<bool> finite = TakeChunk(*it->second.tensor, index, payload);
+  if (!finite.ok()) {
+    return {Verdict::kBroken, clock, finite.status(),
+            "push " + std::to_string(clock) + ": " + finite.status().message()};
+  }
+  it->second.last_chunk = Clock::now();
+  if (it->second.tensor->complete()) streams_.erase(it);
+  if (!*finite) {
+    return {Verdict::kNonFinite, clock, Status::Ok(),
+            "push " + std::to_string(clock) + ", chunk " + std::to_string(index) +
+                " contains NaN or infinite values"};
+  }
+  return {Verdict::kTaken, clock, Status::Ok(), ""};
+}
+
+bool PushStreams::Close(int64_t worker) {
+  auto it = streams_.find(worker);
+  if (it == streams_.end()) return false;
+  it->second.tensor->Close();
+  streams_.erase(it);
+  return true;
+}
+
+std::vector<int64_t> PushStreams::StalledAt(Clock::time_point now, Clock::duration limit) const {
+  std::vector<int64_t> stalled;
+  for (const auto& [worker, stream] : streams_) {
+    if (now - stream.last_chunk >= limit) stalled.push_back(worker);
+  }
+  return stalled;
+}
+
+}  // namespace dmlps::server

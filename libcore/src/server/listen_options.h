@@ -1,0 +1,30 @@
+// How shard 0 listens: the keys it admits workers by, and the limits on
+// what a peer may send, from the config and the model.
+#ifndef DMLPS_SERVER_LISTEN_OPTIONS_H_
+#define DMLPS_SERVER_LISTEN_OPTIONS_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "dmlps/base/status.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/server/server.h"
+
+namespace dmlps::server {
+
+// The CURVE keys of --curve-secret and --curve-allow (none: plaintext),
+// read before anything else so that a bad key file fails at once, not
+// after the data has loaded. Logs the keys admitted.
+Result<net::BindOptions> ReadServerKeys(const ServerConfig& config);
+
+// Sets the largest message and the most connections *options allows for a
+// model cut at `bounds` (ShardBounds), this shard holding the first slice:
+// the config's, or the defaults (the model plus kMessageHeadroom; the
+// workers and the other shards plus kConnectionHeadroom). InvalidArgument
+// when --max-message-bytes is below what a worker's push needs.
+Status SetServerLimits(const ServerConfig& config, const std::vector<int64_t>& bounds,
+                       net::BindOptions* options);
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_LISTEN_OPTIONS_H_

@@ -1,0 +1,110 @@
+// Shard 0's workers: who holds which rank, whether a Hello is admitted and
+// as which rank, and who has gone silent. It decides; the server carries
+// the decisions out on the wire and tells the policy driver.
+#ifndef DMLPS_SERVER_MEMBERSHIP_H_
+#define DMLPS_SERVER_MEMBERSHIP_H_
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "dmlps/proto/codec.h"
+#include "dmlps/sync/summary.h"
+#include "server/loop.h"
+
+namespace dmlps::server {
+
+// A worker loading its data sends nothing: before its first pull it is
+// given at least this long.
+inline constexpr std::chrono::milliseconds kLoadAllowance{60000};
+// The most ranks a running job hands out.
+inline constexpr int64_t kMaxRanks = 100000;
+
+// A worker holding a rank.
+struct Member {
+  zmq::message_t identity;
+  std::string host;
+  int64_t pid = 0;
+  bool ready = false;           // it pulled once: its data is loaded
+  Clock::time_point last_seen;  // when it was last heard from
+  Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
+  sync::WorkerTotals totals;     // what it reported, for the closing summary
+};
+
+// What to do with a Hello.
+struct HelloDecision {
+  enum Kind {
+    kKnown,    // a repeated Hello from a member: welcome it again as `rank`
+    kAdmit,    // admit the sender as `rank`, a free one
+    kNewRank,  // admit the sender as a rank the policy adds (a running job is full)
+    kRefuse,   // refuse the sender for good: `why`
+  };
+  Kind kind = kRefuse;
+  int64_t rank = -1;
+  std::string why;
+};
+
+class Membership {
+ public:
+  // A job of `workers` ranks to fill before training starts.
+  explicit Membership(int64_t workers) : workers_(workers), members_(workers) {}
+
+  // Decides on the Hello of `identity`. Before training (`running` false)
+  // the rank asked for must lie within the job and be free, and the cluster
+  // must not be full; a running job takes anyone: the rank asked for when
+  // it is free, else the lowest free one, else a new one, up to kMaxRanks.
+  HelloDecision Decide(const zmq::message_t& identity, const proto::Hello& hello,
+                       bool running) const;
+  // Makes the sender of `hello` the member of `rank` (a new rank: the ranks
+  // grow to hold it), heard from at `now`.
+  void Admit(int64_t rank, const zmq::message_t& identity, const proto::Hello& hello,
+             Clock::time_point now);
+  // Forgets the member of `rank`; its rank is free again.
+  void Remove(int64_t rank);
+
+  // The rank of the member `identity`, or -1 when it is none.
+  int64_t RankOf(const zmq::message_t& identity) const;
+  bool Has(int64_t rank) const {
+    return rank >= 0 && rank < ranks() && members_[static_cast<size_t>(rank)].has_value();
+  }
+  // REQUIRES: Has(rank).
+  Member& at(int64_t rank) { return *members_[static_cast<size_t>(rank)]; }
+  // Ranks handed out so far, free ones included.
+  int64_t ranks() const { return static_cast<int64_t>(members_.size()); }
+  // Members now.
+  int64_t joined() const { return joined_; }
+
+  // The members silent at `now` for longer than their limit (`timeout`, or
+  // kLoadAllowance when longer, before a member's first pull), in rank
+  // order, with the limit each passed.
+  struct Silent {
+    int64_t rank;
+    std::chrono::milliseconds limit;
+  };
+  std::vector<Silent> SilentAt(Clock::time_point now, std::chrono::milliseconds timeout) const;
+
+  // Calls fn(rank, member) for every member, in rank order.
+  template <typename Fn>
+  void ForEach(Fn&& fn) {
+    for (size_t r = 0; r < members_.size(); ++r) {
+      if (members_[r].has_value()) fn(static_cast<int64_t>(r), *members_[r]);
+    }
+  }
+
+ private:
+  HelloDecision DecideRunning(const proto::Hello& hello) const;
+  HelloDecision DecideAssembling(const proto::Hello& hello) const;
+
+  const int64_t workers_;
+  std::vector<std::optional<Member>> members_;  // by rank
+  std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
+  int64_t joined_ = 0;
+};
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_MEMBERSHIP_H_

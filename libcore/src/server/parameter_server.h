@@ -1,0 +1,177 @@
+// Shard 0 of dmlps-server: the server the workers join, which runs the
+// policy and, sharded, tells the other shards what it decided. Its run
+// (setup, phases, the policy's effects, evaluation, checkpoints) is in
+// server.cc; what it does with the workers' messages, and with the workers
+// it admits and loses, in server_workers.cc.
+#ifndef DMLPS_SERVER_PARAMETER_SERVER_H_
+#define DMLPS_SERVER_PARAMETER_SERVER_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "dmlps/base/status.h"
+#include "dmlps/data/dataset.h"
+#include "dmlps/model/model.h"
+#include "dmlps/net/endpoint.h"
+#include "dmlps/optim/optimizer.h"
+#include "dmlps/proto/codec.h"
+#include "dmlps/server/checkpoint.h"
+#include "dmlps/server/server.h"
+#include "dmlps/sync/driver.h"
+#include "dmlps/trace/trace.h"
+#include "server/checkpoint_writer.h"
+#include "server/coordinator.h"
+#include "server/evaluator.h"
+#include "server/intake.h"
+#include "server/loop.h"
+#include "server/membership.h"
+#include "server/model_store.h"
+#include "server/updates.h"
+
+namespace dmlps::server {
+
+// A push's payload as the server holds it: null when it was refused.
+using Gradient = std::shared_ptr<proto::IncomingTensor>;
+
+// The policy's decisions reach the model store, the workers and (sharded)
+// the other shards through the driver's sink, below.
+class ParameterServer : private sync::DriverSink<Gradient> {
+ public:
+  ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
+      : config_(config), tsv_(tsv), signal_(signal) {}
+
+  Result<RunReport> Run();
+
+ private:
+  // The phases of a run, in order. Setup loads the data and the model,
+  // starts the policy and listens; the workers join and load their data
+  // (WaitForWorkers) until all are ready; Train runs the policy until the
+  // target, a limit or a signal; Finish lets what is in flight land, stops
+  // the workers and sums up.
+  Status Setup();
+  Status WaitForWorkers();
+  Status Train();
+  Result<RunReport> Finish();
+  // Setup's parts: the model, the optimizer and the store; the policy's driver.
+  Status SetUpModel(const data::Dataset& test_set);
+  Status SetUpPolicy();
+  // One turn of the event loop: a message handled, then the timers
+  // (evaluations, limits, heartbeats and silence, checkpoints, stalled
+  // streams, the other shards' orders). An error ends the run.
+  Status Turn();
+  // The closing summary: per worker, and in the report.
+  void Summarize();
+  void HandleFrames(net::Frames& frames);
+  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+  // Makes the sender of `hello` the member of rank `rank`.
+  void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank);
+  // Tells the member of `rank` what the job is and where the shards are.
+  void SendWelcome(const zmq::message_t& identity, int64_t rank);
+  void HandlePull(int64_t rank, const proto::Pull& pull);
+  void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
+  void Start();
+  void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
+  // The streamed push of worker `rank` will get no more chunks: what is
+  // missing is left out.
+  void AbandonStream(int64_t rank, const std::string& why);
+  void CloseStalledStreams();
+  // Before the run ends: lets the streams in flight finish, for at most `limit`.
+  void DrainStreams(std::chrono::milliseconds limit);
+  // The driver's sink: what the policy's actions do here. Updates go to
+  // the model store and the other shards (ModelUpdates), replies to the
+  // workers.
+  void Stage(const sync::HandledPush<Gradient>& push, double weight) override {
+    updates_->Stage(push.worker, push.clock, weight, push.payload);
+  }
+  void Apply(double scale, bool with_optimizer) override {
+    updates_->Apply(scale, with_optimizer, policy_->version());
+  }
+  void SendModel(int64_t rank, const sync::Reply& reply) override;
+  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override;
+  void SendSyncNow(int64_t rank, int64_t round) override;
+  void Dropped(int64_t rank, const sync::Drop& drop) override;
+  void Evaluate(bool must) override { SubmitSnapshot(must); }
+  void LimitReached() override;
+  void IterationAdvanced() override { MaybeCheckpoint(); }
+  void HoldChanged(bool holding, int64_t live) override;
+  // Queues the current model for evaluation; `must` ones are never skipped.
+  void SubmitSnapshot(bool must);
+  void CollectEvaluations();
+  void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
+              bool fatal, bool rejoin = false);
+  void SendHeartbeats();
+  // Goes on without worker `rank`: the policy stops waiting for it.
+  void LoseWorker(int64_t rank, const std::string& why);
+  // Loses the workers silent for longer than --worker-timeout.
+  void CheckSilence();
+  // Loads --resume into the model, the optimizer and the policy.
+  Status Resume(std::vector<float>* params);
+  // The names this run's checkpoints record, which one resumed must match.
+  CheckpointIdentity Identity() const;
+  // Hands a checkpoint to the writer when one is due and every update
+  // queued has been applied.
+  void MaybeCheckpoint();
+  // At the end: writes the checkpoint pending and reports what was written.
+  void FinishCheckpoints();
+  void StopWorkers(const std::string& reason);
+  double Seconds() const;
+  bool Finished() const;
+
+  // Sharded servers: this is shard 0, which tells the others (shards_)
+  // what the policy decided, translated into orders.
+  bool sharded() const { return config_.shard_count > 1; }
+  void Order(proto::Order order) { shards_->Order(order); }
+  // Writes --save-model: the parameters this shard holds.
+  Status SaveModel();
+  // Sets up shards_, once the endpoint is bound.
+  void StartCoordinator();
+
+  const ServerConfig& config_;
+  std::ostream& tsv_;
+  const std::atomic<int>* signal_;
+
+  zmq::context_t context_;
+  std::optional<net::Endpoint> endpoint_;
+  // The policy and what it decided per worker; policy_ is its policy, to read.
+  std::optional<sync::PolicyDriver<Gradient>> driver_;
+  const sync::Policy* policy_ = nullptr;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  std::optional<model::ModelSpec> spec_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
+  int64_t start_us_ = 0;                         // the run's start, µs since the Unix epoch
+
+  // The model and the accumulator; streamed pushes and replies pipeline in it.
+  std::optional<ModelStore> store_;
+  PushStreams streams_;  // the pushes whose chunks are still coming, by rank
+
+  Membership members_{config_.workers};  // as many ranks as the policy's
+  bool started_ = false;
+  Clock::time_point start_;
+  Clock::time_point last_heartbeat_;
+
+  net::Frames frames_;  // the message received last
+  int64_t refusals_ = 0;
+  int64_t max_message_bytes_ = 0;
+  RunReport report_;
+
+  std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
+  std::optional<CheckpointSchedule> checkpoint_schedule_;
+  double seconds_before_ = 0;  // training time before --resume
+
+  // Sharded servers (see sharded()).
+  std::vector<int64_t> bounds_;               // where the slices begin, plus the end
+  std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
+  std::optional<ModelUpdates> updates_;       // set with shards_
+};
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_PARAMETER_SERVER_H_

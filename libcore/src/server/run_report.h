@@ -1,0 +1,26 @@
+// The end of a run as the log shows it. (The report file is
+// WriteRunReport's, dmlps/server/server.h.)
+#ifndef DMLPS_SERVER_RUN_REPORT_H_
+#define DMLPS_SERVER_RUN_REPORT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "dmlps/server/server.h"
+#include "dmlps/sync/summary.h"
+
+namespace dmlps::server {
+
+// Logs the closing lines of a finished run of `policy`: its summary, the
+// work that did not count (`skipped_snapshots` not evaluated,
+// `dropped_pushes` dropped) and whether `target_accuracy` (0: none) was
+// reached.
+// Logs what worker `rank` did over a run of `seconds`, for the closing summary.
+void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds);
+
+void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,
+                   int64_t skipped_snapshots, int64_t dropped_pushes);
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_RUN_REPORT_H_

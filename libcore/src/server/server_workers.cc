@@ -1,0 +1,332 @@
+// Shard 0 and its workers: their messages dispatched and checked, the
+// Hellos Membership decides on carried out, pulls, pushes and the chunks
+// of streamed pushes taken in, and workers lost to silence or their own
+// errors.
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "server/parameter_server.h"
+#include "server/welcome.h"
+
+namespace dmlps::server {
+
+using std::chrono::milliseconds;
+
+void ParameterServer::Refuse(const zmq::message_t& identity, const std::string& who,
+                             const std::string& why, bool fatal, bool rejoin) {
+  ++refusals_;
+  if (refusals_ <= kLoudRefusals) {
+    spdlog::warn("refused a message from {}: {}", who, why);
+    if (refusals_ == kLoudRefusals) spdlog::warn("further refusals are logged at debug level");
+  } else {
+    spdlog::debug("refused a message from {}: {}", who, why);
+  }
+  Status sent = endpoint_->SendMessage(&identity, proto::Error{why, fatal, rejoin});
+  if (!sent.ok()) spdlog::debug("could not tell {} why: {}", who, sent.ToString());
+}
+
+void ParameterServer::HandleFrames(net::Frames& frames) {
+  if (frames.size() < 2) {
+    // A ROUTER always gives the identity first, so one frame means an empty message.
+    if (!frames.empty()) Refuse(frames[0], "peer " + HexPrefix(frames[0]), "empty message", true);
+    return;
+  }
+  zmq::message_t identity = net::CopyFrame(frames[0]);
+  if (const int64_t shard = shards_->ShardOf(identity); shard >= 0) {
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    if (!message.ok()) {
+      Refuse(identity, "server shard " + std::to_string(shard), message.status().message(), false);
+      return;
+    }
+    shards_->HandleMessage(shard, *message);
+    return;
+  }
+  const int64_t rank = members_.RankOf(identity);
+  const std::string who = SenderName(rank, "peer " + HexPrefix(identity));
+  // One too large is dropped unread: a worker's step is not counted either.
+  Result<proto::Message> message = DecodeBounded(frames, max_message_bytes_);
+  if (!message.ok()) return Refuse(identity, who, message.status().message(), rank < 0);
+  proto::Body& body = message->body;
+  if (auto* hello = std::get_if<proto::Hello>(&body)) {
+    if (hello->shard >= 0) {
+      if (Status registered = shards_->Register(identity, *hello); !registered.ok()) {
+        Refuse(identity, ShardName(*hello), registered.message(), true);
+      }
+    } else if (!shards_->AllRegistered() && rank < 0) {
+      // Its Welcome names every shard: it waits until all are here.
+      shards_->HoldHello(identity, *hello);
+    } else {
+      HandleHello(identity, *hello);
+    }
+    return;
+  }
+  if (rank < 0 && shards_->Holds(identity)) {
+    return;  // a worker waiting for its Welcome keeps itself alive
+  }
+  if (rank < 0) {
+    // A worker of a server that restarted, or one declared lost: it may
+    // Hello again.
+    Refuse(identity, who,
+           std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello", true,
+           /*rejoin=*/true);
+    return;
+  }
+  Member& member = members_.at(rank);
+  member.last_seen = Clock::now();
+  if (auto* pull = std::get_if<proto::Pull>(&body)) {
+    HandlePull(rank, *pull);
+  } else if (auto* push = std::get_if<proto::Push>(&body)) {
+    HandlePush(rank, *push, message->payload);
+  } else if (auto* chunk = std::get_if<proto::Chunk>(&body)) {
+    HandleChunk(rank, *chunk, message->payload);
+  } else if (std::holds_alternative<proto::Heartbeat>(body)) {
+    // Its arrival is all it says.
+  } else if (auto* error = std::get_if<proto::Error>(&body)) {
+    if (error->fatal) {
+      LoseWorker(rank, "gave up: " + error->message);
+    } else {
+      spdlog::warn("worker {} reports: {}", rank, error->message);
+    }
+  } else {
+    Refuse(identity, who,
+           "a worker may not send " + std::string(proto::MsgTypeName(proto::TypeOf(body))),
+           false);
+  }
+}
+
+void ParameterServer::Admit(const zmq::message_t& identity, const proto::Hello& hello,
+                            int64_t rank) {
+  members_.Admit(rank, identity, hello, Clock::now());
+  driver_->Attach(rank, sync::WorkerInfo{hello.max_batch});
+  if (started_) {
+    spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",
+                 rank, hello.host, hello.pid);
+  } else {
+    spdlog::info("worker {} joined from {}:{} ({}/{})", rank, hello.host, hello.pid,
+                 members_.joined(), config_.workers);
+  }
+}
+
+void ParameterServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  const HelloDecision decision = members_.Decide(identity, hello, started_);
+  int64_t rank = decision.rank;
+  switch (decision.kind) {
+    case HelloDecision::kRefuse:
+      Refuse(identity,
+             fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid),
+             decision.why, true);
+      return;
+    case HelloDecision::kKnown:
+      break;
+    case HelloDecision::kNewRank:
+      rank = driver_->AddRank();
+      [[fallthrough]];
+    case HelloDecision::kAdmit:
+      Admit(identity, hello, rank);
+      break;
+  }
+  SendWelcome(identity, rank);
+  if (!started_ && members_.joined() == config_.workers) {
+    spdlog::info("all {} workers joined; training starts when each has loaded its data",
+                 config_.workers);
+  }
+}
+
+void ParameterServer::SendWelcome(const zmq::message_t& identity, int64_t rank) {
+  proto::Welcome welcome = WorkerWelcome(config_, *spec_, *policy_, rank, bounds_.back());
+  shards_->DescribeShards(&welcome);
+  Status sent = endpoint_->SendMessage(&identity, welcome);
+  if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
+}
+
+void ParameterServer::HandlePull(int64_t rank, const proto::Pull& pull) {
+  Member& member = members_.at(rank);
+  if (driver_->pull_pending(rank)) {
+    Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
+           false);
+    return;
+  }
+  if (started_ && !driver_->active(rank)) {
+    // A worker joining the running job, ready now: the policy counts it from
+    // here, its first pull gets the current model.
+    member.ready = true;
+    ++report_.workers_joined;
+    spdlog::info("worker {} ({}:{}) trains from iteration {}; {} live workers", rank, member.host,
+                 member.pid, driver_->iteration(), driver_->live_workers() + 1);
+    if (tracer_) tracer_->Instant("run", "worker joined", trace::NowMicros(), {{"worker", rank}});
+    driver_->Join(rank, pull.clock);
+  }
+  if (started_ && pull.clock != driver_->worker_clock(rank)) {
+    Refuse(member.identity, "worker " + std::to_string(rank),
+           "pull for clock " + std::to_string(pull.clock) + ", but the worker has pushed " +
+               std::to_string(driver_->worker_clock(rank)) + " times",
+           false);
+    return;
+  }
+  member.ready = true;
+  driver_->Pull(rank);
+  if (!started_) {
+    // A worker pulls once its data is loaded: the run's clock starts when all
+    // are ready, so loading data is not counted as training time.
+    bool all_ready = members_.joined() == config_.workers;
+    for (int64_t r = 0; r < config_.workers && all_ready; ++r) {
+      all_ready = members_.Has(r) && driver_->pull_pending(r);
+    }
+    if (all_ready) Start();
+  }
+}
+
+void ParameterServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
+  Member& member = members_.at(rank);
+  const std::string who = "worker " + std::to_string(rank);
+  if (!started_) {
+    Refuse(member.identity, who, "push before training started", false);
+    return;
+  }
+  if (HasNegativeCounts(push)) {
+    Refuse(member.identity, who, "push with a negative count or time", false);
+    return;
+  }
+  // A payload that cannot be used still ends the worker's step, so that one
+  // bad push cannot stall the others; it just contributes nothing.
+  sync::PushInfo info = PushInfoOf(push, member.replied_at, Clock::now());
+  if (streams_.open(rank)) {
+    AbandonStream(rank, "push " + std::to_string(streams_.clock(rank)) +
+                            " broken off by the next push; its missing chunks are left out");
+  }
+  // A streamed gradient is checked chunk by chunk as it arrives (HandleChunk);
+  // one that came whole is checked now.
+  OpenedPush opened = OpenPush(push, store_->size(), "the model", payload);
+  if (opened.fault == OpenedPush::kNone) {
+    // Its chunks follow, if streamed. (A streamed push refused here has the
+    // wrong size: its chunks are refused one by one rather than held.)
+    streams_.Follow(rank, opened.tensor, push.clock);
+  } else {
+    opened.tensor.reset();
+    info.usable = false;
+    ++member.totals.refused;
+    Refuse(member.identity, who, opened.why + "; step counted, gradient ignored", false);
+  }
+
+  if (tracer_) {
+    tracer_->Instant("comm", "push", trace::NowMicros(),
+                     {{"worker", rank},
+                      {"clock", push.clock},
+                      {"samples", push.samples},
+                      {"staleness", policy_->version() - push.base_version}});
+  }
+  const sync::PushOutcome outcome = driver_->Push(rank, info, opened.tensor);
+  // The worker spent the time whether or not its push is used.
+  sync::WorkerTotals& totals = member.totals;
+  ++totals.steps;
+  totals.compute_s += push.compute_us * 1e-6;
+  totals.straggle_s += push.straggle_us * 1e-6;
+  totals.wait_s += push.wait_us * 1e-6;
+  totals.samples += outcome.samples;
+  // The other shards free their slice of a push this one does not stage.
+  if (!outcome.staged) Order({proto::Order::kDiscard, rank, push.clock, 0});
+  driver_->Advance();
+}
+
+void ParameterServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
+  Member& member = members_.at(rank);
+  const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
+  if (taken.verdict == PushStreams::Verdict::kNoStream) {
+    Refuse(member.identity, "worker " + std::to_string(rank), taken.why, false);
+    return;
+  }
+  if (taken.verdict != PushStreams::Verdict::kTaken) ++member.totals.refused;
+  if (taken.verdict == PushStreams::Verdict::kBroken) {
+    AbandonStream(rank, taken.why + "; the rest of its gradient is left out");
+    return;
+  }
+  if (taken.verdict == PushStreams::Verdict::kNonFinite) {
+    Refuse(member.identity, "worker " + std::to_string(rank),
+           taken.why + "; that chunk is left out", false);
+  }
+  store_->Advance();
+}
+
+void ParameterServer::CloseStalledStreams() {
+  for (const int64_t rank : streams_.StalledAt(Clock::now(), kStreamStall)) {
+    AbandonStream(rank, "push " + std::to_string(streams_.clock(rank)) + ": no chunk for " +
+                            std::to_string(kStreamStall.count() / 1000) +
+                            " s; the rest of its gradient is left out");
+  }
+}
+
+void ParameterServer::AbandonStream(int64_t rank, const std::string& why) {
+  Refuse(members_.at(rank).identity, "worker " + std::to_string(rank), why, false);
+  streams_.Close(rank);
+  store_->Advance();
+}
+
+void ParameterServer::DrainStreams(milliseconds limit) {
+  const Clock::time_point deadline = Clock::now() + limit;
+  net::Frames frames;
+  while (store_->pending() > 0 && streams_.any_open() && Clock::now() < deadline) {
+    Result<bool> got = endpoint_->Receive(&frames, kPollSlice);
+    if (!got.ok()) return;
+    if (!*got || frames.size() < 2) continue;
+    // Only the chunks matter now.
+    const int64_t rank = members_.RankOf(frames[0]);
+    if (rank < 0) continue;
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    if (!message.ok()) continue;
+    if (auto* chunk = std::get_if<proto::Chunk>(&message->body)) {
+      HandleChunk(rank, *chunk, message->payload);
+    }
+  }
+}
+
+void ParameterServer::SendHeartbeats() {
+  last_heartbeat_ = Clock::now();
+  const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  members_.ForEach([&](int64_t, Member& m) {
+    Status sent = endpoint_->SendMessage(&m.identity, proto::Heartbeat{now_us});
+    if (!sent.ok()) spdlog::debug("heartbeat to {}:{} failed: {}", m.host, m.pid, sent.ToString());
+  });
+  shards_->SendHeartbeats(now_us);
+}
+
+void ParameterServer::LoseWorker(int64_t rank, const std::string& why) {
+  Member& member = members_.at(rank);
+  ++report_.workers_lost;
+  report_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
+                      std::to_string(member.pid) + "): " + why;
+  // Its missing chunks will never come: let the others' replies go on.
+  if (streams_.Close(rank)) store_->Advance();
+  members_.Remove(rank);
+  Order({proto::Order::kForget, rank, 0, 0});
+  const int64_t live = driver_->live_workers() - (driver_->active(rank) ? 1 : 0);
+  spdlog::warn("lost {}; going on with {} live worker{}", report_.last_lost, live,
+               live == 1 ? "" : "s");
+  if (tracer_) {
+    tracer_->Instant("run", "worker lost", trace::NowMicros(), {{"worker", rank}, {"why", why}});
+  }
+  // The policy stops waiting for it; a round it held up may close.
+  driver_->Lose(rank);
+}
+
+void ParameterServer::CheckSilence() {
+  const Clock::time_point now = Clock::now();
+  shards_->CheckSilence(now, config_.worker_timeout);
+  for (const Membership::Silent& silent : members_.SilentAt(now, config_.worker_timeout)) {
+    LoseWorker(silent.rank,
+               fmt::format("silent for {:g} s", std::chrono::duration<double>(silent.limit).count()));
+  }
+}
+
+void ParameterServer::StopWorkers(const std::string& reason) {
+  members_.ForEach([&](int64_t, Member& m) {
+    Status sent = endpoint_->SendMessage(&m.identity, proto::Stop{reason});
+    if (!sent.ok()) spdlog::debug("cannot stop {}:{}: {}", m.host, m.pid, sent.ToString());
+  });
+  // The other shards stop after the orders before: they save what those left.
+  shards_->Stop(reason);
+}
+
+}  // namespace dmlps::server

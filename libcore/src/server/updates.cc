@@ -1,0 +1,46 @@
+#include "server/updates.h"
+
+#include <algorithm>
+#include <functional>
+#include <utility>
+
+namespace dmlps::server {
+
+void ModelUpdates::Stage(int64_t worker, int64_t clock, double weight,
+                         std::shared_ptr<proto::IncomingTensor> gradient) {
+  if (gradient == nullptr) return;  // the policy only stages usable pushes
+  if (deterministic_) {
+    // Summed at the next apply, in rank order.
+    held_.push_back({worker, clock, weight, std::move(gradient)});
+    return;
+  }
+  // Summed chunk by chunk as a streamed gradient arrives.
+  store_.Stage(std::move(gradient), static_cast<float>(weight));
+  shards_.Order({proto::Order::kStage, worker, clock, weight});
+}
+
+void ModelUpdates::Apply(double scale, bool with_optimizer, int64_t version) {
+  // --deterministic: the same sum whatever order the pushes came in.
+  std::stable_sort(held_.begin(), held_.end(),
+                   [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
+  for (HeldStage& held : held_) {
+    store_.Stage(std::move(held.gradient), static_cast<float>(held.weight));
+    shards_.Order({proto::Order::kStage, held.worker, held.clock, held.weight});
+  }
+  held_.clear();
+  std::function<void()> traced;
+  if (tracer_ != nullptr) {
+    // The policy counted this apply already: its version is the new one. The
+    // span ends when the last chunk is applied (streamed: once it arrived).
+    const int64_t start_us = trace::NowMicros();
+    traced = [tracer = tracer_, start_us, version] {
+      tracer->Span("apply", "apply", start_us, trace::NowMicros() - start_us,
+                   {{"version", version}});
+    };
+  }
+  store_.Apply(with_optimizer ? &optimizer_ : nullptr, static_cast<float>(scale),
+               std::move(traced));
+  shards_.Order({with_optimizer ? proto::Order::kApply : proto::Order::kApplyDelta, -1, 0, scale});
+}
+
+}  // namespace dmlps::server

@@ -1,0 +1,60 @@
+// How the policy's stages and applies reach shard 0's model store and, as
+// orders, the other shards: each stage summed into the accumulator as its
+// gradient streams in, or (--deterministic) held until the apply and summed
+// in rank order, so that the same pushes give the same sum in any order.
+#ifndef DMLPS_SERVER_UPDATES_H_
+#define DMLPS_SERVER_UPDATES_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dmlps/optim/optimizer.h"
+#include "dmlps/proto/codec.h"
+#include "dmlps/trace/trace.h"
+#include "server/coordinator.h"
+#include "server/model_store.h"
+
+namespace dmlps::server {
+
+class ModelUpdates {
+ public:
+  // Updates `store` with `optimizer`, ordering the same of the other shards
+  // through `shards`; `tracer` (null: none) gets a span per apply. All
+  // outlive this.
+  ModelUpdates(ModelStore& store, optim::Optimizer& optimizer, ShardCoordinator& shards,
+               bool deterministic, trace::TraceWriter* tracer)
+      : store_(store),
+        optimizer_(optimizer),
+        shards_(shards),
+        deterministic_(deterministic),
+        tracer_(tracer) {}
+
+  // Adds the push `clock` of `worker` to the next update with `weight`.
+  // A null `gradient` (refused) adds nothing.
+  void Stage(int64_t worker, int64_t clock, double weight,
+             std::shared_ptr<proto::IncomingTensor> gradient);
+  // Applies what is staged, times `scale`, through the optimizer or (not
+  // `with_optimizer`) as a plain delta; the model becomes `version`.
+  void Apply(double scale, bool with_optimizer, int64_t version);
+
+ private:
+  // --deterministic: a stage since the last apply, summed at the next.
+  struct HeldStage {
+    int64_t worker = 0;
+    int64_t clock = 0;  // the worker's own
+    double weight = 0;
+    std::shared_ptr<proto::IncomingTensor> gradient;
+  };
+
+  ModelStore& store_;
+  optim::Optimizer& optimizer_;
+  ShardCoordinator& shards_;
+  const bool deterministic_;
+  trace::TraceWriter* const tracer_;
+  std::vector<HeldStage> held_;
+};
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_UPDATES_H_

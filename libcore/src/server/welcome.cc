@@ -1,0 +1,35 @@
+#include "server/welcome.h"
+
+namespace dmlps::server {
+
+proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+                          const std::string& policy) {
+  proto::Welcome welcome;
+  welcome.model = spec.Name();
+  welcome.policy = policy;
+  welcome.input_dim = spec.input_dim;
+  welcome.classes = spec.classes;
+  welcome.seed = config.seed;
+  welcome.lr = config.lr;
+  welcome.momentum = config.momentum;
+  return welcome;
+}
+
+proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+                             const sync::Policy& policy, int64_t rank, int64_t num_params) {
+  proto::Welcome welcome = JobWelcome(config, spec, policy.Name());
+  welcome.rank = rank;
+  welcome.num_workers = config.workers;
+  welcome.batch = config.batch;
+  // A rank beyond --workers (a worker that joined a running job) shares a
+  // shard with a lower rank.
+  welcome.shard_index = rank % config.workers;
+  welcome.shard_count = config.workers;
+  welcome.mode = std::string(sync::WorkerModeName(policy.mode()));
+  welcome.chunk = config.policy.chunk;
+  welcome.token_size = config.policy.token_size;
+  welcome.num_params = num_params;
+  return welcome;
+}
+
+}  // namespace dmlps::server

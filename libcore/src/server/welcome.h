@@ -1,0 +1,29 @@
+// What shard 0 tells those who join it: the other shards (what the job is)
+// and the workers (that, and their place in it).
+#ifndef DMLPS_SERVER_WELCOME_H_
+#define DMLPS_SERVER_WELCOME_H_
+
+#include <cstdint>
+#include <string>
+
+#include "dmlps/model/model.h"
+#include "dmlps/proto/codec.h"
+#include "dmlps/server/server.h"
+#include "dmlps/sync/policy.h"
+
+namespace dmlps::server {
+
+// The job every shard must agree on: the model `spec`, the policy's name,
+// the seed and the optimizer's settings of `config`.
+proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+                          const std::string& policy);
+
+// A worker's Welcome as `rank` of a job of `num_params` parameters whose
+// policy runs `mode`: the job, the batch and the sync settings, the data
+// shard it reads. (Where the server shards are is the coordinator's to add.)
+proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+                             const sync::Policy& policy, int64_t rank, int64_t num_params);
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_WELCOME_H_
