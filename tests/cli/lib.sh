@@ -51,6 +51,17 @@ await_endpoint() {
   ENDPOINT=$(cat "$WORK/endpoint")
 }
 
+# restart_server ARGS...: starts dmlps-server again on $ENDPOINT, after the
+# one started before exited; sets SERVER_PID. The earlier one's output moves
+# to $WORK/server-1.tsv and server-1.log.
+restart_server() {
+  mv "$WORK/server.log" "$WORK/server-1.log"
+  mv "$WORK/server.tsv" "$WORK/server-1.tsv"
+  "$BIN/dmlps-server" --bind "$ENDPOINT" "$@" >"$WORK/server.tsv" 2>"$WORK/server.log" &
+  SERVER_PID=$!
+  CHILDREN+=("$SERVER_PID")
+}
+
 # start_worker NAME ARGS...: starts dmlps-worker against $ENDPOINT; its pid is
 # stored in WORKER_PID and its stderr in $WORK/NAME.log.
 start_worker() {

@@ -20,15 +20,10 @@ saved=$(sed -n 's/.*checkpoint of iteration \([0-9]*\) written.*/\1/p' "$WORK/se
 # The iteration the run had reached: at least its last evaluation or checkpoint.
 killed_at=$(tail -n 1 "$WORK/server.tsv" | cut -f 2)
 [ "$saved" -gt "$killed_at" ] && killed_at=$saved
-mv "$WORK/server.log" "$WORK/server-1.log"
-mv "$WORK/server.tsv" "$WORK/server-1.tsv"
 [ -s "$WORK/run.ckpt" ] || fail "no checkpoint file"
 
 # Back on the same address, from the checkpoint.
-"$BIN/dmlps-server" --bind "$ENDPOINT" "${args[@]}" --resume "$WORK/run.ckpt" \
-  --report "$WORK/report" >"$WORK/server.tsv" 2>"$WORK/server.log" &
-SERVER_PID=$!
-CHILDREN+=("$SERVER_PID")
+restart_server "${args[@]}" --resume "$WORK/run.ckpt" --report "$WORK/report"
 wait_for "$SERVER_PID" 120
 expect_exit 0 "$RC" "resumed dmlps-server"
 for w in "$w0" "$w1"; do

@@ -1,7 +1,8 @@
 // The worker's side of the protocol against fake servers on real sockets:
 // the modes a Welcome names, a ServerLink joining sharded servers and
-// assembling a model from their slices, and a worker refusing steps it
-// cannot run.
+// assembling a model from their slices, and joining again as it joined, a
+// worker refusing steps it cannot run, and the overlapping steps following
+// the batch each download sets.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -42,24 +43,39 @@ struct FakeShard {
   explicit FakeShard(zmq::context_t& context)
       : endpoint(std::move(net::Endpoint::Bind(context, "tcp://127.0.0.1:*")).value()) {}
 
+  // The next message from any worker, within 5 s; its frames in `frames`.
+  proto::Message Next(net::Frames& frames) {
+    REQUIRE(*endpoint.Receive(&frames, milliseconds(5000)));
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    REQUIRE(message.ok());
+    return std::move(*message);
+  }
   // Waits for the worker's Hello and keeps its identity for the answers.
   proto::Hello AwaitHello() {
     net::Frames frames;
     while (true) {
-      REQUIRE(*endpoint.Receive(&frames, milliseconds(5000)));
-      Result<proto::Message> message = proto::DecodeMessage(frames, 1);
-      REQUIRE(message.ok());
-      if (auto* hello = std::get_if<proto::Hello>(&message->body)) {
+      proto::Message message = Next(frames);
+      if (auto* hello = std::get_if<proto::Hello>(&message.body)) {
         worker.copy(frames[0]);
         return *hello;
       }
     }
   }
+  // The worker's next message other than a heartbeat.
+  proto::Message Receive() {
+    net::Frames frames;
+    while (true) {
+      proto::Message message = Next(frames);
+      if (proto::TypeOf(message.body) != proto::MsgType::kHeartbeat) return message;
+    }
+  }
   void Send(const proto::Body& body) { REQUIRE(endpoint.SendMessage(&worker, body).ok()); }
-  // Sends `values` as a Model of `version`, streamed in chunks of two floats.
-  void SendModel(int64_t version, std::vector<float> values) {
+  // Sends `values` as a Model of `version` that sets the worker's batch
+  // (0: unchanged), streamed in chunks of two floats.
+  void SendModel(int64_t version, std::vector<float> values, int64_t batch = 0) {
     proto::Model model;
     model.version = version;
+    model.batch = batch;
     model.num_params = static_cast<int64_t>(values.size());
     auto payload = std::make_shared<const std::vector<float>>(std::move(values));
     REQUIRE(endpoint.SendWithPayload(&worker, model, payload, 2 * sizeof(float)).ok());
@@ -135,16 +151,73 @@ TEST_CASE("a link with no server there says where it looked and for how long") {
   CHECK(link.rank() == -1);
 }
 
-TEST_CASE("a worker refuses steps of a kind it does not know, or without their sizes") {
-  const std::string data = "/tmp/dmlps-worker-link-test-" + std::to_string(getpid()) + ".svm";
-  {
-    std::ofstream out(data);
-    out << "0 1:0.5 2:1\n1 1:1 2:0.25\n0 1:0.75 2:1\n1 1:1 2:0.5\n";
-  }
+TEST_CASE("a link joins again with the max_batch it joined with") {
   zmq::context_t context;
   FakeShard server(context);
   worker::WorkerConfig config = ConfigFor(server.endpoint.address());
-  config.data = "libsvm:" + data;
+  // As with --max-batch auto: the flag's value is not what was offered.
+  config.max_batch_auto = true;
+  config.max_batch = 0;
+  config.reconnect_timeout = milliseconds(5000);
+  proto::Welcome welcome;
+  welcome.rank = 1;
+  welcome.model = "softmax";
+  welcome.num_params = 6;
+  std::vector<int64_t> offered;
+  std::thread fake([&] {
+    offered.push_back(server.AwaitHello().max_batch);
+    server.Send(welcome);
+    server.Send(proto::Error{"the server restarted", true, true});
+    offered.push_back(server.AwaitHello().max_batch);  // from the fresh socket
+    server.Send(welcome);
+  });
+  worker::ServerLink link(config, nullptr);
+  const Status joined = link.Join(37);
+  const Status lost = joined.ok() ? link.Await({proto::MsgType::kModel}).status() : joined;
+  const bool server_lost = link.server_lost();
+  const Result<bool> rejoined = server_lost ? link.Rejoin() : Result<bool>(lost);
+  fake.join();
+  REQUIRE(joined.ok());
+  CHECK(lost.code() == StatusCode::kUnavailable);
+  CHECK(server_lost);
+  REQUIRE(rejoined.ok());
+  CHECK_FALSE(*rejoined);  // the same rank and shard
+  CHECK(link.reconnects() == 1);
+  CHECK(offered == std::vector<int64_t>{37, 37});
+}
+
+// A fake server, and a worker's config to train against it on a small
+// libsvm file that the fixture writes and removes.
+struct DataServer {
+  DataServer()
+      : data("/tmp/dmlps-worker-link-test-" + std::to_string(getpid()) + ".svm"),
+        server(context),
+        config(ConfigFor(server.endpoint.address())) {
+    std::ofstream out(data);
+    out << "0 1:0.5 2:1\n1 1:1 2:0.25\n0 1:0.75 2:1\n1 1:1 2:0.5\n";
+    config.data = "libsvm:" + data;
+  }
+  ~DataServer() { std::remove(data.c_str()); }
+
+  const std::string data;
+  zmq::context_t context;
+  FakeShard server;
+  worker::WorkerConfig config;
+};
+
+// The Welcome for DataServer's data: softmax over 2 features and 2 classes.
+proto::Welcome SoftmaxWelcome(const std::string& mode, int64_t batch) {
+  proto::Welcome welcome;
+  welcome.model = "softmax";
+  welcome.input_dim = 2;
+  welcome.classes = 2;
+  welcome.num_params = 6;
+  welcome.batch = batch;
+  welcome.mode = mode;
+  return welcome;
+}
+
+TEST_CASE_FIXTURE(DataServer, "a worker refuses steps of a kind it does not know, or without their sizes") {
   struct Case {
     std::string mode;
     std::string error;
@@ -156,14 +229,7 @@ TEST_CASE("a worker refuses steps of a kind it does not know, or without their s
     std::string farewell;
     std::thread fake([&] {
       server.AwaitHello();
-      proto::Welcome welcome;
-      welcome.model = "softmax";
-      welcome.input_dim = 2;
-      welcome.classes = 2;
-      welcome.num_params = 6;
-      welcome.batch = 2;
-      welcome.mode = c.mode;
-      server.Send(welcome);
+      server.Send(SoftmaxWelcome(c.mode, 2));
       // The worker says why it leaves.
       net::Frames frames;
       while (farewell.empty() && *server.endpoint.Receive(&frames, milliseconds(5000))) {
@@ -179,7 +245,58 @@ TEST_CASE("a worker refuses steps of a kind it does not know, or without their s
     CHECK(report.status().message() == c.error);
     CHECK(farewell == c.error);
   }
-  std::remove(data.c_str());
+}
+
+// The compute thread of the overlapping steps takes its batch from the
+// communication thread with each model it downloads, never from under it.
+// Under ThreadSanitizer (share/dmlps/check-hardening.sh) a batch read where
+// a download may change it shows as a data race.
+TEST_CASE_FIXTURE(DataServer, "overlapping steps take the batch each download sets") {
+  // Batch 1 from the Welcome; the answers to the first pushes say download,
+  // and each model sets the next of these batches; no download after them.
+  const std::vector<int64_t> batches = {2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3};
+  constexpr size_t kAfter = 6;  // pushes after the last download
+  std::vector<proto::Push> pushes;
+  std::vector<int64_t> expected;  // the batch each push should report: the last one set
+  std::thread fake([&] {
+    server.AwaitHello();
+    proto::Welcome welcome = SoftmaxWelcome("local-overlap", 1);
+    welcome.lr = 0.1;
+    server.Send(welcome);
+    REQUIRE(std::holds_alternative<proto::Pull>(server.Receive().body));
+    server.SendModel(1, std::vector<float>(6, 0.f));
+    int64_t batch = 1;
+    while (pushes.size() < batches.size() + kAfter) {
+      proto::Message message = server.Receive();
+      REQUIRE(std::holds_alternative<proto::Push>(message.body));
+      pushes.push_back(std::get<proto::Push>(message.body));
+      expected.push_back(batch);
+      const bool download = pushes.size() <= batches.size();
+      server.Send(proto::Continue{download, -1, 0});
+      if (download) {
+        REQUIRE(std::holds_alternative<proto::Pull>(server.Receive().body));
+        // The compute thread steps on meanwhile, as it does while a real
+        // server's model is on its way.
+        std::this_thread::sleep_for(milliseconds(20));
+        batch = batches[pushes.size() - 1];
+        server.SendModel(static_cast<int64_t>(pushes.size()) + 1, std::vector<float>(6, 0.5f),
+                         batch);
+      }
+    }
+    server.Send(proto::Stop{"enough"});
+  });
+  Result<worker::WorkerReport> report = worker::RunWorker(config, nullptr);
+  fake.join();
+  REQUIRE(report.ok());
+  CHECK(report->stop_reason == "enough");
+  REQUIRE(pushes.size() == batches.size() + kAfter);
+  for (size_t i = 0; i < pushes.size(); ++i) {
+    CAPTURE(i);
+    CHECK(pushes[i].batch == expected[i]);
+    // The first two pushes after the last download may still hold a step
+    // begun before its model was adopted; the later ones only steps of 3.
+    if (i > batches.size() + 1) CHECK(pushes[i].samples % 3 == 0);
+  }
 }
 
 }  // namespace

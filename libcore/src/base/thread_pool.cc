@@ -24,10 +24,10 @@ ThreadPool::ThreadPool(int64_t threads) {
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     stopping_ = true;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   for (std::thread& worker : workers_) worker.join();
 }
 
@@ -41,16 +41,16 @@ void ThreadPool::ParallelFor(int64_t count, const std::function<void(int64_t)>& 
   loop->body = &body;
   loop->count = count;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(&mutex_);
     loop_ = loop;
     ++posted_;
   }
-  wake_.notify_all();
+  wake_.SignalAll();
   RunIterations(*loop);
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(&mutex_);
   // The acquire pairs with each thread's release of its count: their
   // writes are visible once the sum is complete.
-  finished_.wait(lock, [&] { return loop->done.load(std::memory_order_acquire) == count; });
+  while (loop->done.load(std::memory_order_acquire) != count) finished_.Wait(&mutex_);
 }
 
 void ThreadPool::RunIterations(Loop& loop) {
@@ -64,8 +64,8 @@ void ThreadPool::RunIterations(Loop& loop) {
   if (loop.done.fetch_add(ran, std::memory_order_acq_rel) + ran == loop.count) {
     // Under the lock, so that the caller cannot miss it between its check
     // and its wait.
-    std::lock_guard<std::mutex> lock(mutex_);
-    finished_.notify_all();
+    MutexLock lock(&mutex_);
+    finished_.SignalAll();
   }
 }
 
@@ -74,8 +74,8 @@ void ThreadPool::Work() {
   for (;;) {
     std::shared_ptr<Loop> loop;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || posted_ != seen; });
+      MutexLock lock(&mutex_);
+      while (!stopping_ && posted_ == seen) wake_.Wait(&mutex_);
       if (stopping_) return;
       seen = posted_;
       loop = loop_;

@@ -9,13 +9,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 #include <zmq.hpp>
 
+#include "dmlps/base/mutex.h"
 #include "dmlps/base/status.h"
 
 namespace dmlps::bench {
@@ -49,13 +49,13 @@ class Shared {
 
   bool Stopping() const { return failed_.load() || (signal_ != nullptr && signal_->load() != 0); }
   // Why the threads stop: the first error, or the signal.
-  Status Reason() {
-    std::lock_guard lock(mutex_);
+  Status Reason() EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
     if (!error_.ok()) return error_;
     return Status::Unavailable("interrupted");
   }
-  void Fail(const Status& status) {
-    std::lock_guard lock(mutex_);
+  void Fail(const Status& status) EXCLUDES(mutex_) {
+    MutexLock lock(&mutex_);
     if (error_.ok()) error_ = status;
     failed_ = true;
   }
@@ -63,8 +63,8 @@ class Shared {
  private:
   const std::atomic<int>* signal_;
   std::atomic<bool> failed_{false};
-  std::mutex mutex_;
-  Status error_;
+  Mutex mutex_;
+  Status error_ GUARDED_BY(mutex_);  // the first error, once failed_
 };
 
 // Joins its threads on every path out of a scope, after telling them to quit.

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "dmlps/proto/codec.h"
+#include "dmlps/worker/model_receiver.h"
 
 namespace dmlps::bench {
 namespace {
@@ -69,18 +70,11 @@ Result<int64_t> ReceiveSlice(net::Endpoint& endpoint, std::span<float> out,
   if (header.num_params != static_cast<int64_t>(out.size())) {
     return Status::Protocol("a model of " + std::to_string(header.num_params) + " floats");
   }
-  DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
-                         proto::IncomingTensor::Open(header.num_params, header.chunks,
-                                                     header.chunk_floats,
-                                                     std::move(reply.payload)));
-  model.CopyTo(0, model.received(), out);
+  DMLPS_ASSIGN_OR_RETURN(worker::ModelReceiver model, worker::ModelReceiver::Open(reply, out));
   while (!model.complete()) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message piece,
                            AwaitFromServer(endpoint, proto::MsgType::kChunk, config, shared));
-    const int64_t from = model.received();
-    DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload));
-    model.CopyTo(from, model.received(), out);
-    model.Release(from, model.received());
+    DMLPS_RETURN_IF_ERROR(model.Take(piece));
   }
   return header.version;
 }

@@ -59,17 +59,17 @@ class Evaluator {
   void DropPending() EXCLUDES(mutex_);
 
  private:
-  void Loop();
+  void Loop() EXCLUDES(mutex_);
   // The next snapshot to evaluate, marked busy; none once stopping.
   std::optional<Snapshot> Next() EXCLUDES(mutex_);
   // Hands over the result of the snapshot Next gave.
   void Done(Evaluation evaluation) EXCLUDES(mutex_);
 
-  model::Model model_;
+  model::Model model_;  // only the evaluation thread uses it
   data::Dataset test_set_;
   Mutex mutex_;
-  CondVar wake_;
-  CondVar idle_;
+  CondVar wake_;  // a snapshot was queued, or the evaluator stops
+  CondVar idle_;  // the queue ran dry with nothing under evaluation
   std::deque<Snapshot> queue_ GUARDED_BY(mutex_);
   std::vector<Evaluation> done_ GUARDED_BY(mutex_);
   bool busy_ GUARDED_BY(mutex_) = false;

@@ -211,7 +211,7 @@ void TraceWriter::Counter(std::string_view name, int64_t time_us, double value, 
 }
 
 void TraceWriter::Add(Record record) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   if (failed_) return;
   Pack(record, &buffer_);
   const int64_t now = record.time_us + record.dur_us;
@@ -221,7 +221,7 @@ void TraceWriter::Add(Record record) {
 }
 
 Status TraceWriter::Flush() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(&mutex_);
   return FlushLocked();
 }
 

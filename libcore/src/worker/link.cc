@@ -7,6 +7,7 @@
 
 #include "dmlps/net/curve.h"
 #include "dmlps/trace/trace.h"
+#include "dmlps/worker/model_receiver.h"
 
 namespace dmlps::worker {
 namespace {
@@ -120,12 +121,15 @@ Result<bool> ServerLink::Rejoin() {
     // A fresh socket: the server that comes back knows nothing of the old one.
     if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
     endpoint_.reset();
-    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint, net::Endpoint::Connect(context_, config_.server));
+    // With the keys Join used: a CURVE server accepts nothing else.
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                           net::Endpoint::Connect(context_, config_.server, connect_options_));
     endpoint_.emplace(std::move(endpoint));
     server_lost_ = false;
     refused_ = false;
     stop_ = false;
-    DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, want_rank, config_.max_batch));
+    // The batch Join offered (--max-batch auto worked it out), not the flag's.
+    DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, want_rank, max_batch_));
     const auto wait = std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - now) +
                                             milliseconds(1));
     Result<proto::Message> reply = Await(*endpoint_, {proto::MsgType::kWelcome}, wait);
@@ -300,21 +304,13 @@ Status ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message,
     return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
                             " parameters, expected " + std::to_string(out.size()));
   }
-  DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
-                         proto::IncomingTensor::Open(header.num_params, header.chunks,
-                                                     header.chunk_floats,
-                                                     std::move(message.payload)));
-  model.CopyTo(0, model.received(), out);
+  DMLPS_ASSIGN_OR_RETURN(ModelReceiver model, ModelReceiver::Open(message, out));
   // A streamed model: each chunk is copied in as it arrives.
   while (!model.complete()) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message piece, Await(from, {proto::MsgType::kChunk},
                                                        config_.server_timeout));
     if (stop_) return Status::Ok();
-    const int64_t begin = model.received();
-    DMLPS_RETURN_IF_ERROR(model.Add(std::get<proto::Chunk>(piece.body).index, piece.payload)
-                              .WithContext("bad model from the server"));
-    model.CopyTo(begin, model.received(), out);
-    model.Release(begin, model.received());  // a large model never sits here whole
+    DMLPS_RETURN_IF_ERROR(model.Take(piece).WithContext("bad model from the server"));
   }
   return Status::Ok();
 }

@@ -41,11 +41,12 @@ class ServerLink {
   // and joins the other server shards it names. Unavailable when no server
   // answers within --connect-timeout, or when the server stops first.
   Status Join(int64_t max_batch);
-  // Joins the server again after it went away, retrying with back-off for
-  // --reconnect-timeout; Unavailable when it does not come back, Config when
-  // it comes back with another job. True when the new Welcome moved this
-  // worker to another rank or shard, so its data must be set up again; ok
-  // and stopped() when the run ended meanwhile.
+  // Joins the server again after it went away, with the keys and max_batch
+  // that Join had, retrying with back-off for --reconnect-timeout;
+  // Unavailable when it does not come back, Config when it comes back with
+  // another job. True when the new Welcome moved this worker to another rank
+  // or shard, so its data must be set up again; ok and stopped() when the run
+  // ended meanwhile.
   Result<bool> Rejoin();
   // Tells the server why this worker leaves, so it does not wait for it;
   // nothing when there is no server left to tell.
@@ -114,8 +115,8 @@ class ServerLink {
   // Sharded servers: shards 1 and up, on a context of their own.
   std::unique_ptr<zmq::context_t> shard_context_;
   std::vector<net::Endpoint> shards_;
-  net::ConnectOptions connect_options_;  // CURVE keys, read before joining
-  int64_t max_batch_ = 0;                // offered to every shard
+  net::ConnectOptions connect_options_;  // CURVE keys, read before joining; every connection's
+  int64_t max_batch_ = 0;                // offered to every shard, and again on a rejoin
   proto::Welcome welcome_;
   int64_t rank_ = -1;
   int64_t reconnects_ = 0;

@@ -2,13 +2,15 @@
 // communication thread (the caller's) that pushes whatever deltas are ready
 // and downloads when told. On download the local model becomes the
 // downloaded one plus the local steps not yet handed over for pushing.
+// What the two threads share lies under one mutex, the batch size among it:
+// StepState belongs to the communication thread, which passes the batch each
+// download sets on to the compute thread along with the model.
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <thread>
 
+#include "dmlps/base/mutex.h"
 #include "dmlps/optim/optimizer.h"
 #include "worker/steps.h"
 
@@ -30,45 +32,54 @@ class OverlapSteps {
 
  private:
   // The compute thread: local steps from `params` on, their deltas summed
-  // into pending_, until done_.
-  void ComputeSteps(std::vector<float> params);
+  // into pending_, until done_. It reads nothing of StepState, which the
+  // communication thread updates.
+  void ComputeSteps(std::vector<float> params) EXCLUDES(mutex_);
   // The communication thread: pushes what pending_ holds, downloads when
   // the answer says so.
-  Status Communicate();
+  Status Communicate() EXCLUDES(mutex_);
   // The push that hands over the steps pending_ holds, its delta in `delta`;
-  // pending_ starts anew. REQUIRES: mutex_ held.
-  proto::Push HandOver(std::vector<float>& delta);
+  // pending_ starts anew.
+  proto::Push HandOver(std::vector<float>& delta) REQUIRES(mutex_);
 
   StepContext& steps_;
   const size_t n_;
   PushBuffers buffers_;  // outlives the compute thread, which uses the backend too
 
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::vector<float> pending_;  // sum of local step deltas not yet handed over
-  int64_t pending_steps_ = 0;
-  int64_t pending_samples_ = 0;
-  double pending_loss_ = 0;
-  int64_t pending_compute_us_ = 0;
-  int64_t pending_straggle_us_ = 0;
-  std::vector<float> downloaded_;  // a model for the compute thread to adopt
-  bool has_download_ = false;
-  bool done_ = false;
-  Status compute_status_;
+  Mutex mutex_;
+  CondVar ready_;  // a step is pending, or the compute thread is done
+  // Sum of local step deltas not yet handed over.
+  std::vector<float> pending_ GUARDED_BY(mutex_);
+  int64_t pending_steps_ GUARDED_BY(mutex_) = 0;
+  int64_t pending_samples_ GUARDED_BY(mutex_) = 0;
+  double pending_loss_ GUARDED_BY(mutex_) = 0;
+  int64_t pending_compute_us_ GUARDED_BY(mutex_) = 0;
+  int64_t pending_straggle_us_ GUARDED_BY(mutex_) = 0;
+  // A model for the compute thread to adopt, and the batch size it came with.
+  std::vector<float> downloaded_ GUARDED_BY(mutex_);
+  bool has_download_ GUARDED_BY(mutex_) = false;
+  int64_t batch_ GUARDED_BY(mutex_) = 0;  // samples per local step, as last downloaded
+  bool done_ GUARDED_BY(mutex_) = false;
+  Status compute_status_ GUARDED_BY(mutex_);
 };
 
 Status OverlapSteps::Run() {
   std::vector<float> params(n_);
   DMLPS_ASSIGN_OR_RETURN(bool more, steps_.Download(0, params));
   if (!more) return Status::Ok();
-  pending_.assign(n_, 0.f);
+  {
+    MutexLock lock(&mutex_);
+    pending_.assign(n_, 0.f);
+    batch_ = steps_.state().batch;
+  }
   std::thread compute([this, params]() mutable { ComputeSteps(std::move(params)); });
   Status status = Communicate();
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     done_ = true;
   }
   compute.join();
+  MutexLock lock(&mutex_);
   if (!compute_status_.ok() && status.ok()) status = compute_status_;
   return status;
 }
@@ -79,8 +90,9 @@ void OverlapSteps::ComputeSteps(std::vector<float> params) {
   const auto mu = static_cast<float>(steps_.link().welcome().momentum);
   const auto size = static_cast<Eigen::Index>(n_);
   for (int64_t step_no = 0;; ++step_no) {
+    int64_t batch = 0;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       if (done_) return;
       if (has_download_) {
         // θ_local = θ_downloaded + the deltas computed since the last hand-over.
@@ -88,19 +100,19 @@ void OverlapSteps::ComputeSteps(std::vector<float> params) {
                                    ConstVec(pending_.data(), size);
         has_download_ = false;
       }
+      batch = batch_;
     }
-    Result<StepResult> step =
-        steps_.computer().Compute(step_no, steps_.state().batch, params, grad);
+    Result<StepResult> step = steps_.computer().Compute(step_no, batch, params, grad);
     if (!step.ok()) {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       compute_status_ = step.status();
       done_ = true;
-      ready_.notify_all();
+      ready_.SignalAll();
       return;
     }
     const Clock::time_point update_start = Clock::now();
     optim::LocalMomentumStep(params, velocity, grad, lr, mu);
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mutex_);
     // The step moved the model by -lr * velocity.
     Vec(pending_.data(), size) -= lr * ConstVec(velocity.data(), size);
     step->compute += std::chrono::microseconds(Micros(Clock::now() - update_start));
@@ -110,7 +122,7 @@ void OverlapSteps::ComputeSteps(std::vector<float> params) {
     pending_compute_us_ += step->compute.count();
     pending_straggle_us_ += step->straggle.count();
     steps_.Count(*step);
-    ready_.notify_all();
+    ready_.SignalAll();
   }
 }
 
@@ -135,18 +147,21 @@ Status OverlapSteps::Communicate() {
   std::vector<float> model(n_);
   for (int64_t clock = 0;;) {
     proto::Push push;
+    bool pending = false;
     {
-      std::unique_lock lock(mutex_);
+      MutexLock lock(&mutex_);
       // Wake regularly to keep an eye on signals and the server.
-      ready_.wait_for(lock, kPollSlice, [&] { return done_ || pending_steps_ > 0; });
-      if (done_) return Status::Ok();
-      if (pending_steps_ == 0) {
-        lock.unlock();
-        DMLPS_RETURN_IF_ERROR(link.PollControl());
-        if (link.stopped() || link.Interrupted()) return Status::Ok();
-        continue;
+      const Clock::time_point deadline = Clock::now() + kPollSlice;
+      while (!done_ && pending_steps_ == 0 && ready_.WaitUntil(&mutex_, deadline)) {
       }
-      push = HandOver(buffers_.Take(&delta));
+      if (done_) return Status::Ok();
+      pending = pending_steps_ > 0;
+      if (pending) push = HandOver(buffers_.Take(&delta));
+    }
+    if (!pending) {
+      DMLPS_RETURN_IF_ERROR(link.PollControl());
+      if (link.stopped() || link.Interrupted()) return Status::Ok();
+      continue;
     }
     push.clock = clock++;
     push.base_version = steps_.state().version;
@@ -157,9 +172,10 @@ Status OverlapSteps::Communicate() {
     if (std::get<proto::Continue>(reply.body).download) {
       DMLPS_ASSIGN_OR_RETURN(bool more, steps_.Download(clock, model));
       if (!more) return Status::Ok();
-      std::lock_guard lock(mutex_);
+      MutexLock lock(&mutex_);
       downloaded_ = model;
       has_download_ = true;
+      batch_ = steps_.state().batch;
     }
   }
 }

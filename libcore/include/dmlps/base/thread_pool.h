@@ -3,13 +3,13 @@
 #ifndef DMLPS_BASE_THREAD_POOL_H_
 #define DMLPS_BASE_THREAD_POOL_H_
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "dmlps/base/mutex.h"
 
 namespace dmlps {
 
@@ -37,16 +37,16 @@ class ThreadPool {
   // threads, so that one that wakes late claims nothing of a later loop.
   struct Loop;
 
-  void Work();
+  void Work() EXCLUDES(mutex_);
   // Claims and runs iterations of `loop` until none is left.
-  void RunIterations(Loop& loop);
+  void RunIterations(Loop& loop) EXCLUDES(mutex_);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;      // a loop was posted, or the pool stops
-  std::condition_variable finished_;  // every iteration of the loop has run
-  std::shared_ptr<Loop> loop_;        // the loop posted last
-  uint64_t posted_ = 0;               // loops posted so far
-  bool stopping_ = false;
+  Mutex mutex_;
+  CondVar wake_;      // a loop was posted, or the pool stops
+  CondVar finished_;  // every iteration of the loop has run
+  std::shared_ptr<Loop> loop_ GUARDED_BY(mutex_);  // the loop posted last
+  uint64_t posted_ GUARDED_BY(mutex_) = 0;         // loops posted so far
+  bool stopping_ GUARDED_BY(mutex_) = false;
   std::vector<std::thread> workers_;
 };
 

@@ -19,7 +19,6 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +27,7 @@
 
 #include <msgpack.hpp>
 
+#include "dmlps/base/mutex.h"
 #include "dmlps/base/status.h"
 
 namespace dmlps::trace {
@@ -84,20 +84,20 @@ class TraceWriter {
   // A counter track `name` with `value` at `time_us`.
   void Counter(std::string_view name, int64_t time_us, double value, Args args = {});
   // Writes what is buffered. IOError when the write fails (then tracing stops).
-  Status Flush();
+  Status Flush() EXCLUDES(mutex_);
 
  private:
   TraceWriter(std::FILE* file, bool owned, std::string node);
-  void Add(Record record);
-  Status FlushLocked();
+  void Add(Record record) EXCLUDES(mutex_);
+  Status FlushLocked() REQUIRES(mutex_);
 
-  std::mutex mutex_;
-  std::FILE* file_;
-  bool owned_;
-  std::string node_;
-  msgpack::sbuffer buffer_;
-  int64_t last_flush_us_ = 0;
-  bool failed_ = false;
+  Mutex mutex_;
+  std::FILE* const file_ PT_GUARDED_BY(mutex_);  // written only with mutex_ held
+  const bool owned_;
+  const std::string node_;
+  msgpack::sbuffer buffer_ GUARDED_BY(mutex_);
+  int64_t last_flush_us_ GUARDED_BY(mutex_) = 0;
+  bool failed_ GUARDED_BY(mutex_) = false;
 };
 
 // What a trace held: every record that could be read, and why reading
