@@ -49,7 +49,7 @@ int main() {
   const int64_t workers = 4;
   const int64_t warmup = 200;  // fills ARIMA's window before timing
   const int rounds = 15;
-  const int64_t per_round = 200;  // rebalances timed per round
+  const int64_t per_round = 200;   // rebalances timed per round
   const int steps_per_round = 20;  // gradient steps timed per round
   const int64_t length = warmup + rounds * per_round;
   std::mt19937_64 random(7);
@@ -69,7 +69,7 @@ int main() {
     const char* name;
     std::vector<std::unique_ptr<predict::SpeedPredictor>> predictors;
     std::vector<int64_t> batches;
-    std::vector<double> ratios;      // per round: rebalance time / step time
+    std::vector<double> ratios;       // per round: rebalance time / step time
     std::vector<double> rebalance_s;  // per round
   };
   std::vector<Subject> subjects;
@@ -126,13 +126,14 @@ int main() {
   for (const Subject& subject : subjects) {
     const double percent = 100.0 * Median(subject.ratios);
     all_under = all_under && percent < 1.0;
-    std::printf("%-6s per rebalance (%lld workers observe + predict + allocate): %8.2f us  "
-                "overhead: %.4f%% of a step\n",
-                subject.name, static_cast<long long>(workers), Median(subject.rebalance_s) * 1e6,
-                percent);
+    std::printf(
+        "%-6s per rebalance (%lld workers observe + predict + allocate): %8.2f us  "
+        "overhead: %.4f%% of a step\n",
+        subject.name, static_cast<long long>(workers), Median(subject.rebalance_s) * 1e6, percent);
   }
-  std::printf("%s (checksum %.0f)\n",
-              all_under ? "every predictor under 1% of a step" : "some predictor at or over 1% of a step",
-              checksum);
+  std::printf(
+      "%s (checksum %.0f)\n",
+      all_under ? "every predictor under 1% of a step" : "some predictor at or over 1% of a step",
+      checksum);
   return 0;
 }

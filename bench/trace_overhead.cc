@@ -26,7 +26,8 @@ int main() {
   for (int i = 0; i < steps; ++i) job->Step();
   const double step_s = Seconds(start) / steps;
 
-  Result<std::unique_ptr<trace::TraceWriter>> writer = trace::TraceWriter::Open("/dev/null", "worker-0");
+  Result<std::unique_ptr<trace::TraceWriter>> writer =
+      trace::TraceWriter::Open("/dev/null", "worker-0");
   if (!writer.ok()) return 74;
   const int records = 200000;  // steps' worth of records, three per step
   start = Clock::now();
@@ -34,7 +35,8 @@ int main() {
     const int64_t t = trace::NowMicros();
     (*writer)->Span("compute", "step", t, 9000,
                     {{"clock", int64_t{i}}, {"samples", batch}, {"loss", 0.42}});
-    (*writer)->Span("comm", "push", t + 9000, 300, {{"clock", int64_t{i}}, {"bytes", int64_t{407080}}});
+    (*writer)->Span("comm", "push", t + 9000, 300,
+                    {{"clock", int64_t{i}}, {"bytes", int64_t{407080}}});
     (*writer)->Span("wait", "pull", t + 9300, 2000, {{"clock", int64_t{i}}});
   }
   (void)(*writer)->Flush();

@@ -12,35 +12,47 @@ namespace dmlps::bench_cli {
 
 void AddExperimentOptions(cxxopts::Options& options) {
   const bench::Experiment d;
-  cli::AddFlags(options, "Experiment", {
-      {"workers", "Workers per cluster", "N", std::to_string(d.workers)},
-      {"policies", "Policies to compare, comma-separated: bsp, asp, ssp:S, backup:B, wbsp, "
-       "wbsp-overlap, abps, lbbsp, lbbsp:PREDICTOR, lbbsp-gpu, token", "LIST",
-       "bsp,ssp:3,wbsp,abps,lbbsp"},
-      {"slowdown", "Slowdown factor per worker, or one for all (default: the last worker at 4)",
-       "K,..."},
-      {"slowdown-schedule", "Slowdown by iteration for some workers: RANK=I:K,...[;RANK=...], "
-       "e.g. 3=0:1,150:4", "SPEC"},
-      {"delay-ms", "Fixed delay per step in milliseconds, per worker or one for all", "D,...", "0"},
-      {"delay-prob", "Probability per step of the --delay-ms delay (0: every step), per worker or "
-       "one for all", "P,...", "0"},
-      {"round-robin-ms", "In iteration t the worker of rank t mod N sleeps D milliseconds", "D",
-       "0"},
-      {"bandwidth-mbps", "Cap on what each worker sends, megabits/s, per worker or one for all "
-       "(0: no cap)", "M,...", "0"},
-      {"bandwidth-schedule", "Bandwidth cap by iteration for some workers: "
-       "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100", "SPEC"}});
+  cli::AddFlags(
+      options, "Experiment",
+      {{"workers", "Workers per cluster", "N", std::to_string(d.workers)},
+       {"policies",
+        "Policies to compare, comma-separated: bsp, asp, ssp:S, backup:B, wbsp, "
+        "wbsp-overlap, abps, lbbsp, lbbsp:PREDICTOR, lbbsp-gpu, token",
+        "LIST", "bsp,ssp:3,wbsp,abps,lbbsp"},
+       {"slowdown", "Slowdown factor per worker, or one for all (default: the last worker at 4)",
+        "K,..."},
+       {"slowdown-schedule",
+        "Slowdown by iteration for some workers: RANK=I:K,...[;RANK=...], "
+        "e.g. 3=0:1,150:4",
+        "SPEC"},
+       {"delay-ms", "Fixed delay per step in milliseconds, per worker or one for all", "D,...",
+        "0"},
+       {"delay-prob",
+        "Probability per step of the --delay-ms delay (0: every step), per worker or "
+        "one for all",
+        "P,...", "0"},
+       {"round-robin-ms", "In iteration t the worker of rank t mod N sleeps D milliseconds", "D",
+        "0"},
+       {"bandwidth-mbps",
+        "Cap on what each worker sends, megabits/s, per worker or one for all "
+        "(0: no cap)",
+        "M,...", "0"},
+       {"bandwidth-schedule",
+        "Bandwidth cap by iteration for some workers: "
+        "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100",
+        "SPEC"}});
   cli::AddTrainingOptions(options, "Experiment", {d.model, d.data, d.batch, d.lr, d.momentum});
-  cli::AddFlags(options, "Experiment", {
-      {"target", "Target test accuracy: a run's time is its time to reach it (0: no target)", "ACC",
-       "0.85"},
-      {"eval-every", "Iterations between evaluations: the granularity of the time to target", "N",
-       std::to_string(d.eval_every)},
-      {"max-iterations", "End a run after N iterations (0: no limit)", "N", "0"},
-      {"max-seconds", "End a run that has not reached the target after SECONDS of training",
-       "SECONDS", "300"},
-      {"repeat", "Runs per policy; the policies take turns, so drift hits all alike", "R", "1"},
-      {"seed", "Seed for the model, the sampling and the random delays", "N", "1"}});
+  cli::AddFlags(
+      options, "Experiment",
+      {{"target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
+        "ACC", "0.85"},
+       {"eval-every", "Iterations between evaluations: the granularity of the time to target", "N",
+        std::to_string(d.eval_every)},
+       {"max-iterations", "End a run after N iterations (0: no limit)", "N", "0"},
+       {"max-seconds", "End a run that has not reached the target after SECONDS of training",
+        "SECONDS", "300"},
+       {"repeat", "Runs per policy; the policies take turns, so drift hits all alike", "R", "1"},
+       {"seed", "Seed for the model, the sampling and the random delays", "N", "1"}});
 }
 
 bench::Experiment ReadExperiment(cli::FlagReader& flags) {
@@ -72,7 +84,8 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
       flags.AddProblem("--" + flag + ": " + values.status().message());
       return;
     }
-    for (int64_t r = 0; r < n; ++r) apply(e.stragglers[static_cast<size_t>(r)], (*values)[static_cast<size_t>(r)]);
+    for (int64_t r = 0; r < n; ++r)
+      apply(e.stragglers[static_cast<size_t>(r)], (*values)[static_cast<size_t>(r)]);
   };
   if (flags.Has("slowdown")) {
     per_worker("slowdown", [](worker::StragglerSpec& s, double v) { s.slowdown = v; });
@@ -118,8 +131,8 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
 }
 
 const std::vector<std::string>& HelpGroups() {
-  static const std::vector<std::string> kGroups = {"Experiment", "Run",    "Simulation", "Transport",
-                                                   "Profile",    "Output", "Common"};
+  static const std::vector<std::string> kGroups = {
+      "Experiment", "Run", "Simulation", "Transport", "Profile", "Output", "Common"};
   return kGroups;
 }
 

@@ -23,14 +23,22 @@ struct Subcommand {
 
 const std::vector<Subcommand>& Subcommands() {
   static const std::vector<Subcommand> kSubcommands = {
-      {"run", "train real clusters on this host under each policy; a table of the results",
-       {"Experiment", "Run", "Output"}, bench_cli::ReadRunFlags},
-      {"sim", "simulate clusters of any size with the same policies, in virtual time",
-       {"Experiment", "Simulation", "Output"}, bench_cli::ReadSimFlags},
-      {"transport", "push+pull round trips against raw ZeroMQ and memcpy",
-       {"Transport", "Output"}, bench_cli::ReadTransportFlags},
-      {"profile", "a worker's step time against batch size, on the CPU or a GPU",
-       {"Profile", "Output"}, bench_cli::ReadProfileFlags,
+      {"run",
+       "train real clusters on this host under each policy; a table of the results",
+       {"Experiment", "Run", "Output"},
+       bench_cli::ReadRunFlags},
+      {"sim",
+       "simulate clusters of any size with the same policies, in virtual time",
+       {"Experiment", "Simulation", "Output"},
+       bench_cli::ReadSimFlags},
+      {"transport",
+       "push+pull round trips against raw ZeroMQ and memcpy",
+       {"Transport", "Output"},
+       bench_cli::ReadTransportFlags},
+      {"profile",
+       "a worker's step time against batch size, on the CPU or a GPU",
+       {"Profile", "Output"},
+       bench_cli::ReadProfileFlags,
        {"batch", "model", "data", "threads", "warmup"}},
   };
   return kSubcommands;
@@ -43,7 +51,8 @@ int main(int argc, char** argv) {
   cxxopts::Options options(
       std::string(cli::kBenchProgram),
       cli::DescribeSubcommands("Runs whole experiments and tabulates them on stdout; progress goes "
-                               "to stderr.\n\n", Subcommands(), 11));
+                               "to stderr.\n\n",
+                               Subcommands(), 11));
   options.positional_help("SUBCOMMAND");
   bench_cli::AddOptions(options);
 

@@ -7,11 +7,11 @@ namespace dmlps::bench_cli {
 
 void AddProfileOptions(cxxopts::Options& options) {
   const bench::ProfileConfig d;
-  cli::AddFlags(options, "Profile", {
-      {"device", "Where the steps run: cpu, cuda or cuda:N", "DEV", d.device},
-      {"factor", "Each batch size this many times the one before", "F", "2"},
-      {"reps", "Timed steps per batch size; the table gives their median", "R",
-       std::to_string(d.reps)}});
+  cli::AddFlags(options, "Profile",
+                {{"device", "Where the steps run: cpu, cuda or cuda:N", "DEV", d.device},
+                 {"factor", "Each batch size this many times the one before", "F", "2"},
+                 {"reps", "Timed steps per batch size; the table gives their median", "R",
+                  std::to_string(d.reps)}});
 }
 
 cli::Program ReadProfileFlags(cli::FlagReader& flags) {
@@ -20,8 +20,8 @@ cli::Program ReadProfileFlags(cli::FlagReader& flags) {
   // --batch, --model, --data, --threads and --warmup belong to other groups; read here
   // with profile's own defaults when not given.
   if (flags.Has("batch")) {
-    if (Status range = bench::ParseBatchRange(flags.String("batch"), &config.min_batch,
-                                              &config.max_batch);
+    if (Status range =
+            bench::ParseBatchRange(flags.String("batch"), &config.min_batch, &config.max_batch);
         !range.ok()) {
       flags.AddProblem("--batch: " + range.message());
     }

@@ -10,14 +10,17 @@
 namespace dmlps::bench_cli {
 
 void AddRunOptions(cxxopts::Options& options) {
-  cli::AddFlags(options, "Run", {
-      {"bin", "Folder holding dmlps-server and dmlps-worker (default: this program's folder)",
-       "DIR"},
-      {"out", "Keep every run's logs, evaluations and report in DIR/POLICY-REPEAT (default: a "
-       "temporary folder, removed unless a run failed)", "DIR"},
-      {"trace-dir", "Trace every process: DIR/POLICY-REPEAT/server.trace and worker-R.trace",
-       "DIR"},
-      {"threads", "Threads each worker gives its linear algebra", "N", "1"}});
+  cli::AddFlags(
+      options, "Run",
+      {{"bin", "Folder holding dmlps-server and dmlps-worker (default: this program's folder)",
+        "DIR"},
+       {"out",
+        "Keep every run's logs, evaluations and report in DIR/POLICY-REPEAT (default: a "
+        "temporary folder, removed unless a run failed)",
+        "DIR"},
+       {"trace-dir", "Trace every process: DIR/POLICY-REPEAT/server.trace and worker-R.trace",
+        "DIR"},
+       {"threads", "Threads each worker gives its linear algebra", "N", "1"}});
 }
 
 cli::Program ReadRunFlags(cli::FlagReader& flags) {

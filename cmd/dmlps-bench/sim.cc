@@ -34,23 +34,33 @@ std::vector<double> PerWorker(cli::FlagReader& flags, const std::string& flag, i
 void AddSimOptions(cxxopts::Options& options) {
   const sim::NetworkModel cluster = sim::kClusterNetwork;
   const sim::NetworkModel loopback = sim::kLoopbackNetwork;
-  cli::AddFlags(options, "Simulation", {
-      {"link-gbps", fmt::format("Bandwidth of every link, the server's too, Gbit/s, 0 for "
-                                "unlimited (default: {}, or {} (loopback) with --shared-cores)",
-                                cluster.link_gbps, loopback.link_gbps),
-       "G"},
-      {"latency-us", fmt::format("One-way latency of every message, microseconds (default: {}, "
-                                 "or {} (loopback) with --shared-cores)",
-                                 cluster.latency_s * 1e6, loopback.latency_s * 1e6),
-       "L"},
-      {"shared-cores", "Workers and server share C cores and talk over loopback, as a cluster on "
-       "one host does (0: a machine each)", "C", "0"},
-      {"jitter", "Transient noise: each step's compute times a lognormal factor of median 1 and "
-       "log-sd SIGMA, per worker or one for all", "SIGMA,...", "0"},
-      {"heavy-tail", "Heavy-tailed noise: each step's compute times a Pareto factor >= 1 of tail "
-       "index ALPHA > 1, per worker or one for all (0: none)", "ALPHA,...", "0"},
-      {"compute-cost", "A step of b samples computes A + C*b microseconds (default: timed on this "
-       "machine at start)", "A,C"}});
+  cli::AddFlags(options, "Simulation",
+                {{"link-gbps",
+                  fmt::format("Bandwidth of every link, the server's too, Gbit/s, 0 for "
+                              "unlimited (default: {}, or {} (loopback) with --shared-cores)",
+                              cluster.link_gbps, loopback.link_gbps),
+                  "G"},
+                 {"latency-us",
+                  fmt::format("One-way latency of every message, microseconds (default: {}, "
+                              "or {} (loopback) with --shared-cores)",
+                              cluster.latency_s * 1e6, loopback.latency_s * 1e6),
+                  "L"},
+                 {"shared-cores",
+                  "Workers and server share C cores and talk over loopback, as a cluster on "
+                  "one host does (0: a machine each)",
+                  "C", "0"},
+                 {"jitter",
+                  "Transient noise: each step's compute times a lognormal factor of median 1 and "
+                  "log-sd SIGMA, per worker or one for all",
+                  "SIGMA,...", "0"},
+                 {"heavy-tail",
+                  "Heavy-tailed noise: each step's compute times a Pareto factor >= 1 of tail "
+                  "index ALPHA > 1, per worker or one for all (0: none)",
+                  "ALPHA,...", "0"},
+                 {"compute-cost",
+                  "A step of b samples computes A + C*b microseconds (default: timed on this "
+                  "machine at start)",
+                  "A,C"}});
 }
 
 cli::Program ReadSimFlags(cli::FlagReader& flags) {
@@ -63,18 +73,19 @@ cli::Program ReadSimFlags(cli::FlagReader& flags) {
   options.network = options.shared_cores > 0 ? sim::kLoopbackNetwork : sim::kClusterNetwork;
   if (flags.Has("link-gbps")) options.network.link_gbps = flags.Real("link-gbps", 0, 1e6);
   if (flags.Has("latency-us")) options.network.latency_s = flags.Real("latency-us", 0, 1e9) * 1e-6;
-  const std::vector<double> jitter = PerWorker(flags, "jitter", n, [](double v) {
-    return v >= 0 && v <= 10 ? "" : "must be in [0, 10]";
-  });
+  const std::vector<double> jitter = PerWorker(
+      flags, "jitter", n, [](double v) { return v >= 0 && v <= 10 ? "" : "must be in [0, 10]"; });
   const std::vector<double> heavy_tail = PerWorker(flags, "heavy-tail", n, [](double v) {
     return v == 0 || (v > 1 && v <= 1e6) ? "" : "must be 0 (none) or above 1";
   });
   if (jitter.size() == static_cast<size_t>(n) && heavy_tail.size() == static_cast<size_t>(n)) {
-    const bool any = std::any_of(jitter.begin(), jitter.end(), [](double v) { return v > 0; }) ||
-                     std::any_of(heavy_tail.begin(), heavy_tail.end(), [](double v) { return v > 0; });
+    const bool any =
+        std::any_of(jitter.begin(), jitter.end(), [](double v) { return v > 0; }) ||
+        std::any_of(heavy_tail.begin(), heavy_tail.end(), [](double v) { return v > 0; });
     if (any) {
       for (int64_t r = 0; r < n; ++r) {
-        options.noise.push_back({jitter[static_cast<size_t>(r)], heavy_tail[static_cast<size_t>(r)]});
+        options.noise.push_back(
+            {jitter[static_cast<size_t>(r)], heavy_tail[static_cast<size_t>(r)]});
       }
     }
   }
@@ -82,8 +93,9 @@ cli::Program ReadSimFlags(cli::FlagReader& flags) {
     Result<std::vector<double>> ac = bench::ParsePerWorker(flags.String("compute-cost"), 2);
     if (!ac.ok() || (*ac)[0] < 0 || (*ac)[1] < 0 || (*ac)[0] + (*ac)[1] <= 0 ||
         flags.String("compute-cost").find(',') == std::string::npos) {
-      flags.AddProblem("--compute-cost must be A,C: two numbers of microseconds, at least 0 and "
-                       "not both 0");
+      flags.AddProblem(
+          "--compute-cost must be A,C: two numbers of microseconds, at least 0 and "
+          "not both 0");
     } else {
       options.cost = sim::CostModel::Linear((*ac)[0] * 1e-6, (*ac)[1] * 1e-6);
     }

@@ -42,25 +42,28 @@ std::vector<int64_t> ReadCounts(cli::FlagReader& flags, const std::string& flag,
 
 void AddTransportOptions(cxxopts::Options& options) {
   const bench::TransportConfig d;
-  cli::AddFlags(options, "Transport", {
-      {"sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G", "SIZE,...",
-       JoinValues(d.sizes, bench::FormatByteSize)},
-      {"transports", "Transports to measure: tcp (loopback), ipc", "LIST", "tcp,ipc"},
-      {"worker-counts", "Workers of the dmlps clusters measured, comma-separated", "N,...",
-       JoinCounts(d.workers)},
-      {"shards", "Server shards of the dmlps-sharded clusters measured, comma-separated, or none",
-       "N,...", JoinCounts(d.shards)},
-      {"shard-workers", "Workers of the dmlps-sharded clusters", "N",
-       std::to_string(d.shard_workers)},
-      {"sharded-only", "Measure the dmlps-sharded rows and nothing else"},
-      {"sum-threads", "Threads of the server's sum, comma-separated: a sum row for each", "N,...",
-       JoinCounts(d.sum_threads)},
-      {"rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
-       "R", std::to_string(d.rounds)},
-      {"warmup", "Untimed rounds at the start of each turn", "W", std::to_string(d.warmup)},
-      {"chunk-bytes", "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
-       "dmlps-worker use the default)", "SIZE", bench::FormatByteSize(d.chunk_bytes)},
-      {"curve", "Also measure the dmlps round trips encrypted with CURVE (dmlps-curve rows)"}});
+  cli::AddFlags(
+      options, "Transport",
+      {{"sizes", "Payload sizes, comma-separated, in bytes with an optional K, M or G", "SIZE,...",
+        JoinValues(d.sizes, bench::FormatByteSize)},
+       {"transports", "Transports to measure: tcp (loopback), ipc", "LIST", "tcp,ipc"},
+       {"worker-counts", "Workers of the dmlps clusters measured, comma-separated", "N,...",
+        JoinCounts(d.workers)},
+       {"shards", "Server shards of the dmlps-sharded clusters measured, comma-separated, or none",
+        "N,...", JoinCounts(d.shards)},
+       {"shard-workers", "Workers of the dmlps-sharded clusters", "N",
+        std::to_string(d.shard_workers)},
+       {"sharded-only", "Measure the dmlps-sharded rows and nothing else"},
+       {"sum-threads", "Threads of the server's sum, comma-separated: a sum row for each", "N,...",
+        JoinCounts(d.sum_threads)},
+       {"rounds", "Timed rounds per measurement, taken in 3 turns; the table gives their median",
+        "R", std::to_string(d.rounds)},
+       {"warmup", "Untimed rounds at the start of each turn", "W", std::to_string(d.warmup)},
+       {"chunk-bytes",
+        "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
+        "dmlps-worker use the default)",
+        "SIZE", bench::FormatByteSize(d.chunk_bytes)},
+       {"curve", "Also measure the dmlps round trips encrypted with CURVE (dmlps-curve rows)"}});
 }
 
 cli::Program ReadTransportFlags(cli::FlagReader& flags) {

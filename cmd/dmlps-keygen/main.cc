@@ -15,8 +15,7 @@ int main(int argc, char** argv) {
       "its .key and the server's .pub.\n");
   options.positional_help("NAME...");
   cli::AddFlags(options, "Keys", {{"force", "Replace key files that exist"}});
-  options.add_options("Positional")
-      ("names", "", cxxopts::value<std::vector<std::string>>());
+  options.add_options("Positional")("names", "", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"names"});
   cli::AddCommonOptions(options);
 

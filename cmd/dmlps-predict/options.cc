@@ -9,22 +9,23 @@ namespace dmlps::predict_cli {
 
 void AddPredictOptions(cxxopts::Options& options) {
   const predict::PredictorOptions defaults;
-  cli::AddFlags(options, "Prediction", {
-      {"predictors", "Comma-separated predictors: last, ema, arima, narx", "LIST",
-       "last,ema,arima,narx"},
-      {"ema-alpha", "ema: weight of the newest speed", "A", "0.5"},
-      {"arima-order", "arima: the order P,D,Q", "P,D,Q",
-       cli::FormatArimaOrder(defaults.arima_p, defaults.arima_d, defaults.arima_q)},
-      {"arima-window", "arima: steps each fit looks back over", "N",
-       std::to_string(defaults.arima_window)},
-      {"narx-lags", "narx: lags of the speed and of each exogenous input", "N",
-       std::to_string(defaults.narx_lags)},
-      {"narx-hidden", "narx: hidden tanh units", "N", std::to_string(defaults.narx_hidden)}});
-  cli::AddFlags(options, "Output", {
-      {"plan", "Also print the batch sizes LB-BSP would set for a global batch B", "B", "0"},
-      {"format", "Output: table, tsv or json", "FORMAT", "table"}});
-  options.add_options("Positional")
-      ("files", "", cxxopts::value<std::vector<std::string>>());
+  cli::AddFlags(
+      options, "Prediction",
+      {{"predictors", "Comma-separated predictors: last, ema, arima, narx", "LIST",
+        "last,ema,arima,narx"},
+       {"ema-alpha", "ema: weight of the newest speed", "A", "0.5"},
+       {"arima-order", "arima: the order P,D,Q", "P,D,Q",
+        cli::FormatArimaOrder(defaults.arima_p, defaults.arima_d, defaults.arima_q)},
+       {"arima-window", "arima: steps each fit looks back over", "N",
+        std::to_string(defaults.arima_window)},
+       {"narx-lags", "narx: lags of the speed and of each exogenous input", "N",
+        std::to_string(defaults.narx_lags)},
+       {"narx-hidden", "narx: hidden tanh units", "N", std::to_string(defaults.narx_hidden)}});
+  cli::AddFlags(
+      options, "Output",
+      {{"plan", "Also print the batch sizes LB-BSP would set for a global batch B", "B", "0"},
+       {"format", "Output: table, tsv or json", "FORMAT", "table"}});
+  options.add_options("Positional")("files", "", cxxopts::value<std::vector<std::string>>());
   options.parse_positional({"files"});
   cli::AddCommonOptions(options);
 }

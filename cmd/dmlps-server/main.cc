@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
     return dmlps::server_cli::ReadServerFlags(flags, launch);
   };
   const std::vector<std::string> help_groups = {
-      "Cluster", "Fault tolerance", "Policy", "Training", "Stopping and evaluation",
-      "Security and limits", "Common"};
+      "Cluster",  "Fault tolerance",         "Policy",
+      "Training", "Stopping and evaluation", "Security and limits",
+      "Common"};
   return cli::RunMain(options, help_groups, argc, argv, read_flags);
 }

@@ -16,85 +16,106 @@ using server::ServerConfig;
 
 void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch,
                        const ServerConfig& defaults) {
-  cli::AddFlags(options, "Cluster", {
-      {"bind", "Address to listen on (tcp://HOST:PORT, tcp://HOST:* for any port, ipc://PATH; the "
-       "port defaults to $DMLPS_PORT)", "ADDR", launch.bind},
-      {"endpoint-file", "Write the address actually bound to FILE once listening", "FILE", ""},
-      {"workers", "Number of workers; training starts when all have joined (under mpirun, srun or "
-       "PMI: the job's size - 1)", "N",
-       std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
-      {"policy", "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
-       "token", "NAME", defaults.policy.name},
-      {"shard", "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
-       "their orders from it (see --coordinator)", "I/S", "0/1"},
-      {"coordinator", "Shards 1 and up: the address of shard 0 (its --bind), by default where "
-       "dmlps-worker finds the server ($DMLPS_SERVER, Slurm's first node, or 127.0.0.1, at "
-       "$DMLPS_PORT); the model, data and policy flags are shard 0's", "ADDR", launch.server},
-      {"advertise", "Shards 1 and up: the address workers reach this shard at (default: the bound "
-       "one)", "ADDR"}});
-  cli::AddFlags(options, "Fault tolerance", {
-      {"heartbeat-ms", "Milliseconds between heartbeats to the workers", "MS",
-       std::to_string(defaults.heartbeat.count())},
-      {"worker-timeout", "Declare a worker silent for SECONDS lost and go on without it", "SECONDS",
-       "30"},
-      {"min-workers", "Hold training while fewer than N workers are live", "N",
-       std::to_string(defaults.min_workers)},
-      {"checkpoint", "Write checkpoints to FILE (atomically; see --checkpoint-every)", "FILE"},
-      {"checkpoint-every", "Checkpoint every N iterations, or every T seconds with Ts (e.g. 30s)",
-       "N|Ts"},
-      {"resume", "Go on from the checkpoint in FILE; workers reconnect on their own", "FILE"}});
+  cli::AddFlags(
+      options, "Cluster",
+      {{"bind",
+        "Address to listen on (tcp://HOST:PORT, tcp://HOST:* for any port, ipc://PATH; the "
+        "port defaults to $DMLPS_PORT)",
+        "ADDR", launch.bind},
+       {"endpoint-file", "Write the address actually bound to FILE once listening", "FILE", ""},
+       {"workers",
+        "Number of workers; training starts when all have joined (under mpirun, srun or "
+        "PMI: the job's size - 1)",
+        "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
+       {"policy",
+        "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
+        "token",
+        "NAME", defaults.policy.name},
+       {"shard",
+        "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
+        "their orders from it (see --coordinator)",
+        "I/S", "0/1"},
+       {"coordinator",
+        "Shards 1 and up: the address of shard 0 (its --bind), by default where "
+        "dmlps-worker finds the server ($DMLPS_SERVER, Slurm's first node, or 127.0.0.1, at "
+        "$DMLPS_PORT); the model, data and policy flags are shard 0's",
+        "ADDR", launch.server},
+       {"advertise",
+        "Shards 1 and up: the address workers reach this shard at (default: the bound "
+        "one)",
+        "ADDR"}});
+  cli::AddFlags(
+      options, "Fault tolerance",
+      {{"heartbeat-ms", "Milliseconds between heartbeats to the workers", "MS",
+        std::to_string(defaults.heartbeat.count())},
+       {"worker-timeout", "Declare a worker silent for SECONDS lost and go on without it",
+        "SECONDS", "30"},
+       {"min-workers", "Hold training while fewer than N workers are live", "N",
+        std::to_string(defaults.min_workers)},
+       {"checkpoint", "Write checkpoints to FILE (atomically; see --checkpoint-every)", "FILE"},
+       {"checkpoint-every", "Checkpoint every N iterations, or every T seconds with Ts (e.g. 30s)",
+        "N|Ts"},
+       {"resume", "Go on from the checkpoint in FILE; workers reconnect on their own", "FILE"}});
 }
 
 void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defaults) {
-  cli::AddFlags(options, "Policy", {
-      {"staleness", "ssp: clocks a worker may run ahead of the slowest", "S",
-       std::to_string(defaults.staleness)},
-      {"backup", "backup: pushes per iteration not waited for", "B",
-       std::to_string(defaults.backup)},
-      {"chunk", "abps: samples per chunk; workers look for SyncNow between chunks", "N",
-       std::to_string(defaults.chunk)},
-      {"rebalance-every", "lbbsp: iterations between batch-size changes", "N",
-       std::to_string(defaults.rebalance_every)},
-      {"lb-mode", "lbbsp: cpu (batch proportional to predicted speed) or gpu (numerical)", "MODE",
-       defaults.lb_mode},
-      {"predictor", "lbbsp cpu: speed predictor, last, ema, arima or narx", "NAME",
-       defaults.predictor},
-      {"ema-alpha", "lbbsp with --predictor ema: weight of the newest speed", "A", "0.5"},
-      {"arima-order", "lbbsp with --predictor arima: the order P,D,Q", "P,D,Q",
-       cli::FormatArimaOrder(defaults.arima_p, defaults.arima_d, defaults.arima_q)},
-      {"lb-step", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))", "N", "0"},
-      {"token-size", "token: samples per token", "N", std::to_string(defaults.token_size)}});
+  cli::AddFlags(
+      options, "Policy",
+      {{"staleness", "ssp: clocks a worker may run ahead of the slowest", "S",
+        std::to_string(defaults.staleness)},
+       {"backup", "backup: pushes per iteration not waited for", "B",
+        std::to_string(defaults.backup)},
+       {"chunk", "abps: samples per chunk; workers look for SyncNow between chunks", "N",
+        std::to_string(defaults.chunk)},
+       {"rebalance-every", "lbbsp: iterations between batch-size changes", "N",
+        std::to_string(defaults.rebalance_every)},
+       {"lb-mode", "lbbsp: cpu (batch proportional to predicted speed) or gpu (numerical)", "MODE",
+        defaults.lb_mode},
+       {"predictor", "lbbsp cpu: speed predictor, last, ema, arima or narx", "NAME",
+        defaults.predictor},
+       {"ema-alpha", "lbbsp with --predictor ema: weight of the newest speed", "A", "0.5"},
+       {"arima-order", "lbbsp with --predictor arima: the order P,D,Q", "P,D,Q",
+        cli::FormatArimaOrder(defaults.arima_p, defaults.arima_d, defaults.arima_q)},
+       {"lb-step", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))", "N", "0"},
+       {"token-size", "token: samples per token", "N", std::to_string(defaults.token_size)}});
 }
 
 void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
-  cli::AddTrainingOptions(options, "Training",
-                          {defaults.model, defaults.data, defaults.batch, defaults.lr,
-                           defaults.momentum});
-  cli::AddFlags(options, "Training", {
-      {"seed", "Seed for the initial model and the workers' sampling", "N",
-       std::to_string(defaults.seed)},
-      {"threads", "Threads that sum pushes and apply updates (1..256)", "N",
-       std::to_string(defaults.threads)}});
-  cli::AddFlags(options, "Stopping and evaluation", {
-      {"target-accuracy", "Stop when test accuracy reaches this; exit 1 if never (0: no target)",
-       "ACC", "0"},
-      {"max-iterations", "Stop after this many iterations (0: no limit)", "N", "0"},
-      {"max-seconds", "Stop after this many seconds of training (0: no limit)", "SECONDS", "0"},
-      {"eval-every", "Iterations between evaluations on the test set", "N",
-       std::to_string(defaults.eval_every)},
-      {"report", "At the end, write the run's figures to FILE as key<TAB>value lines", "FILE"},
-      {"save-model", "At the end, write the parameters this server holds to FILE as raw "
-       "little-endian float32 (a shard: its slice)", "FILE"},
-      {"deterministic", "Sum each update's gradients in rank order, not as they arrive: the same "
-       "model bit for bit on every run (and any number of shards)"}});
-  cli::AddFlags(options, "Security and limits", {
-      {"curve-secret", "Encrypt and authenticate with CURVE: the server's secret key FILE (from "
-       "dmlps-keygen; needs --curve-allow)", "FILE"},
-      {"curve-allow", "Admit only workers whose public key is in a *.pub file in DIR", "DIR"},
-      {"max-message-bytes", "Refuse messages larger than BYTES (0: the model's size plus 1 MiB)",
-       "BYTES", "0"},
-      {"max-connections", "Refuse connections beyond N open at once (0: --workers plus 16)", "N",
-       "0"}});
+  cli::AddTrainingOptions(
+      options, "Training",
+      {defaults.model, defaults.data, defaults.batch, defaults.lr, defaults.momentum});
+  cli::AddFlags(options, "Training",
+                {{"seed", "Seed for the initial model and the workers' sampling", "N",
+                  std::to_string(defaults.seed)},
+                 {"threads", "Threads that sum pushes and apply updates (1..256)", "N",
+                  std::to_string(defaults.threads)}});
+  cli::AddFlags(
+      options, "Stopping and evaluation",
+      {{"target-accuracy", "Stop when test accuracy reaches this; exit 1 if never (0: no target)",
+        "ACC", "0"},
+       {"max-iterations", "Stop after this many iterations (0: no limit)", "N", "0"},
+       {"max-seconds", "Stop after this many seconds of training (0: no limit)", "SECONDS", "0"},
+       {"eval-every", "Iterations between evaluations on the test set", "N",
+        std::to_string(defaults.eval_every)},
+       {"report", "At the end, write the run's figures to FILE as key<TAB>value lines", "FILE"},
+       {"save-model",
+        "At the end, write the parameters this server holds to FILE as raw "
+        "little-endian float32 (a shard: its slice)",
+        "FILE"},
+       {"deterministic",
+        "Sum each update's gradients in rank order, not as they arrive: the same "
+        "model bit for bit on every run (and any number of shards)"}});
+  cli::AddFlags(
+      options, "Security and limits",
+      {{"curve-secret",
+        "Encrypt and authenticate with CURVE: the server's secret key FILE (from "
+        "dmlps-keygen; needs --curve-allow)",
+        "FILE"},
+       {"curve-allow", "Admit only workers whose public key is in a *.pub file in DIR", "DIR"},
+       {"max-message-bytes", "Refuse messages larger than BYTES (0: the model's size plus 1 MiB)",
+        "BYTES", "0"},
+       {"max-connections", "Refuse connections beyond N open at once (0: --workers plus 16)", "N",
+        "0"}});
 }
 
 // The reads below keep the order of the flags' messages: cluster and job,
@@ -183,9 +204,9 @@ void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
 // A policy flag given for another policy is a mistake worth saying.
 void RefuseOtherPoliciesFlags(cli::FlagReader& flags, const std::string& policy_name) {
   const std::pair<const char*, const char*> policy_flags[] = {
-      {"staleness", "ssp"},       {"backup", "backup"},   {"chunk", "abps"},
-      {"rebalance-every", "lbbsp"}, {"lb-mode", "lbbsp"}, {"predictor", "lbbsp"},
-      {"ema-alpha", "lbbsp"},     {"arima-order", "lbbsp"}, {"lb-step", "lbbsp"},
+      {"staleness", "ssp"},         {"backup", "backup"},     {"chunk", "abps"},
+      {"rebalance-every", "lbbsp"}, {"lb-mode", "lbbsp"},     {"predictor", "lbbsp"},
+      {"ema-alpha", "lbbsp"},       {"arima-order", "lbbsp"}, {"lb-step", "lbbsp"},
       {"token-size", "token"}};
   for (const auto& [flag, policy] : policy_flags) {
     if (flags.Has(flag) && policy_name != policy) {

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   cxxopts::Options options(
       std::string(cli::kTraceProgram),
       cli::DescribeSubcommands("Reads dmlps traces (FILE..., none or '-' for standard input) and "
-                               "summarises,\nmerges or converts them.\n\n", kSubcommands, 10));
+                               "summarises,\nmerges or converts them.\n\n",
+                               kSubcommands, 10));
   options.positional_help("SUBCOMMAND [FILE...]");
   dmlps::trace_cli::AddTraceOptions(options);
 

@@ -12,51 +12,63 @@ using worker::WorkerConfig;
 
 void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch,
                        const WorkerConfig& defaults) {
-  cli::AddFlags(options, "Cluster", {
-      {"server", "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on the first "
-       "host of Slurm's node list, else on 127.0.0.1)", "ADDR", launch.server},
-      {"rank", "Ask for this rank (under mpirun, srun or PMI: the launcher's rank - 1; else the "
-       "server assigns one)", "R"},
-      {"connect-timeout", "Give up (exit 69) when no server answers within SECONDS", "SECONDS",
-       "10"},
-      {"server-timeout", "Count the server as gone when it is silent for SECONDS", "SECONDS", "30"},
-      {"reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
-       "SECONDS", "30"},
-      {"heartbeat-ms", "Milliseconds between heartbeats to the server", "MS",
-       std::to_string(defaults.heartbeat.count())},
-      {"curve-secret", "Encrypt and authenticate with CURVE: this worker's secret key FILE (from "
-       "dmlps-keygen)", "FILE"},
-      {"curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
-       "KEY|FILE"}});
+  cli::AddFlags(
+      options, "Cluster",
+      {{"server",
+        "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on the first "
+        "host of Slurm's node list, else on 127.0.0.1)",
+        "ADDR", launch.server},
+       {"rank",
+        "Ask for this rank (under mpirun, srun or PMI: the launcher's rank - 1; else the "
+        "server assigns one)",
+        "R"},
+       {"connect-timeout", "Give up (exit 69) when no server answers within SECONDS", "SECONDS",
+        "10"},
+       {"server-timeout", "Count the server as gone when it is silent for SECONDS", "SECONDS",
+        "30"},
+       {"reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
+        "SECONDS", "30"},
+       {"heartbeat-ms", "Milliseconds between heartbeats to the server", "MS",
+        std::to_string(defaults.heartbeat.count())},
+       {"curve-secret",
+        "Encrypt and authenticate with CURVE: this worker's secret key FILE (from "
+        "dmlps-keygen)",
+        "FILE"},
+       {"curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
+        "KEY|FILE"}});
 }
 
 void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults) {
-  cli::AddFlags(options, "Training", {
-      {"data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE", "SPEC",
-       defaults.data},
-      {"threads", "Threads for the model's linear algebra", "N", "1"},
-      {"device", "Compute on cpu, or on a CUDA GPU: cuda (device 0) or cuda:N", "DEV",
-       defaults.device},
-      {"max-batch", "The most samples this worker can take in one step (lbbsp respects it; 0: no "
-       "cap; auto: what fits the device's free memory for --model)", "N|auto", "0"},
-      {"model", "The model --max-batch auto sizes for; the server must train this one", "SPEC",
-       defaults.model}});
+  cli::AddFlags(options, "Training",
+                {{"data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE",
+                  "SPEC", defaults.data},
+                 {"threads", "Threads for the model's linear algebra", "N", "1"},
+                 {"device", "Compute on cpu, or on a CUDA GPU: cuda (device 0) or cuda:N", "DEV",
+                  defaults.device},
+                 {"max-batch",
+                  "The most samples this worker can take in one step (lbbsp respects it; 0: no "
+                  "cap; auto: what fits the device's free memory for --model)",
+                  "N|auto", "0"},
+                 {"model", "The model --max-batch auto sizes for; the server must train this one",
+                  "SPEC", defaults.model}});
 }
 
 void AddStragglerOptions(cxxopts::Options& options) {
-  cli::AddFlags(options, "Straggler emulation", {
-      {"slowdown", "After a step whose compute took t, sleep (K-1)*t", "K", "1"},
-      {"slowdown-schedule", "Slowdown by iteration, e.g. 0:1,150:4 (4x from iteration 150 on)",
-       "I:K,..."},
-      {"delay-ms", "Sleep D milliseconds after every step (with --delay-prob: sometimes)", "D",
-       "0"},
-      {"delay-prob", "Sleep --delay-ms after a step only with probability P", "P", "0"},
-      {"round-robin-ms", "In iteration t, the worker of rank t mod N sleeps D milliseconds", "D",
-       "0"},
-      {"bandwidth-mbps", "Cap what this worker sends at M megabits per second (0: no cap)", "M",
-       "0"},
-      {"bandwidth-schedule", "Bandwidth cap by iteration, e.g. 0:0,150:100 (100 Mb/s from "
-       "iteration 150 on; 0: no cap)", "I:M,..."}});
+  cli::AddFlags(options, "Straggler emulation",
+                {{"slowdown", "After a step whose compute took t, sleep (K-1)*t", "K", "1"},
+                 {"slowdown-schedule",
+                  "Slowdown by iteration, e.g. 0:1,150:4 (4x from iteration 150 on)", "I:K,..."},
+                 {"delay-ms",
+                  "Sleep D milliseconds after every step (with --delay-prob: sometimes)", "D", "0"},
+                 {"delay-prob", "Sleep --delay-ms after a step only with probability P", "P", "0"},
+                 {"round-robin-ms",
+                  "In iteration t, the worker of rank t mod N sleeps D milliseconds", "D", "0"},
+                 {"bandwidth-mbps",
+                  "Cap what this worker sends at M megabits per second (0: no cap)", "M", "0"},
+                 {"bandwidth-schedule",
+                  "Bandwidth cap by iteration, e.g. 0:0,150:100 (100 Mb/s from "
+                  "iteration 150 on; 0: no cap)",
+                  "I:M,..."}});
 }
 
 std::chrono::milliseconds ReadSeconds(cli::FlagReader& flags, const std::string& flag, double min) {
@@ -65,7 +77,8 @@ std::chrono::milliseconds ReadSeconds(cli::FlagReader& flags, const std::string&
 
 // A schedule flag, when given, parsed by `parse` into *schedule.
 template <typename Parse, typename Schedule>
-void ReadSchedule(cli::FlagReader& flags, const std::string& flag, Parse parse, Schedule* schedule) {
+void ReadSchedule(cli::FlagReader& flags, const std::string& flag, Parse parse,
+                  Schedule* schedule) {
   if (!flags.Has(flag)) return;
   auto parsed = parse(flags.String(flag));
   if (parsed.ok()) {

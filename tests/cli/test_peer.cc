@@ -78,20 +78,20 @@ int Garbage(Endpoint& endpoint) {
   };
   add("random bytes", {"\x93\xff\x00garbage\x01\x02"});
   add("empty frame", {""});
-  const std::string hello = Packed(proto::kProtocolVersion, 1,
-                                   msgpack::object(proto::Hello{}, zone));
+  const std::string hello =
+      Packed(proto::kProtocolVersion, 1, msgpack::object(proto::Hello{}, zone));
   add("truncated header", {hello.substr(0, hello.size() / 2)});
-  add("wrong protocol version", {Packed(proto::kProtocolVersion + 41, 1,
-                                        msgpack::object(proto::Hello{}, zone))});
-  add("unknown message type", {Packed(proto::kProtocolVersion, 99,
-                                      msgpack::object(proto::Hello{}, zone))});
+  add("wrong protocol version",
+      {Packed(proto::kProtocolVersion + 41, 1, msgpack::object(proto::Hello{}, zone))});
+  add("unknown message type",
+      {Packed(proto::kProtocolVersion, 99, msgpack::object(proto::Hello{}, zone))});
   add("not an array", {std::string("\xa5hello")});
   std::map<std::string, std::string> bad_fields{{"rank", "seven"}};
-  add("field of the wrong type", {Packed(proto::kProtocolVersion, 1,
-                                         msgpack::object(bad_fields, zone))});
-  add("push before hello", {Packed(proto::kProtocolVersion, 5,
-                                   msgpack::object(proto::Push{}, zone)),
-                            std::string(16, '\0')});
+  add("field of the wrong type",
+      {Packed(proto::kProtocolVersion, 1, msgpack::object(bad_fields, zone))});
+  add("push before hello",
+      {Packed(proto::kProtocolVersion, 5, msgpack::object(proto::Push{}, zone)),
+       std::string(16, '\0')});
   add("hello with trailing bytes", {hello + "xx"});
 
   int answered = 0;
@@ -132,8 +132,8 @@ int BadWorker(Endpoint& endpoint) {
       break;
     }
     if (std::holds_alternative<proto::Stop>(reply.body)) {
-      std::printf("stopped after %lld steps, %lld pushes refused\n",
-                  static_cast<long long>(clock), static_cast<long long>(refused));
+      std::printf("stopped after %lld steps, %lld pushes refused\n", static_cast<long long>(clock),
+                  static_cast<long long>(refused));
       return refused > 0 ? 0 : Fail("no broken push was refused");
     }
     const auto& model = std::get<proto::Model>(reply.body);
@@ -155,7 +155,7 @@ int BadWorker(Endpoint& endpoint) {
       for (int64_t i = 0; i < push.chunks; ++i) {
         int64_t index = i;
         int64_t count = std::min(per, n - i * per);
-        if (clock % 8 == 5 && i == 1) index = 2;  // out of order: the stream ends here
+        if (clock % 8 == 5 && i == 1) index = 2;   // out of order: the stream ends here
         if (clock % 8 == 7 && i == 2) count -= 1;  // a float short
         Frames chunk;
         chunk.emplace_back(values.data() + i * per, static_cast<size_t>(count) * sizeof(float));

@@ -72,9 +72,9 @@ int FuzzCheckpoint(const uint8_t* data, size_t size) {
 
   // Damage the input decides where: a cut, and one changed byte.
   const size_t where = (size_t{data[size / 2]} * 257 + size) % encoded.size();
-  FUZZ_CHECK(!server::DecodeCheckpoint(std::string_view(encoded).substr(0, where),
-                                       std::string(kSource))
-                  .ok());
+  FUZZ_CHECK(
+      !server::DecodeCheckpoint(std::string_view(encoded).substr(0, where), std::string(kSource))
+           .ok());
   std::string flipped = encoded;
   flipped[where] = static_cast<char>(flipped[where] ^ (1 + data[0] % 255));
   FUZZ_CHECK(!server::DecodeCheckpoint(flipped, std::string(kSource)).ok());

@@ -223,8 +223,8 @@ void OpenStream(int64_t size, int64_t chunks, int64_t chunk_floats,
   std::string sent;
   std::vector<Piece> pieces;
   for (const zmq::message_t& f : payload) {
-    pieces.push_back({static_cast<int64_t>(sent.size() / 4),
-                      static_cast<int64_t>(f.size() / 4), false});
+    pieces.push_back(
+        {static_cast<int64_t>(sent.size() / 4), static_cast<int64_t>(f.size() / 4), false});
     sent.append(Bytes(f));
   }
 
@@ -291,9 +291,14 @@ void Command(int64_t word, std::optional<Stream>* stream) {
   const int64_t begin = word & 0xFFFF;
   const int64_t end = begin + ((word >> 16) & 0xFFFF);
   switch ((word >> 32) & 3) {
-    case 0: return;
-    case 1: Exclude(&s, begin, end); break;
-    case 2: Release(&s, begin, end); break;
+    case 0:
+      return;
+    case 1:
+      Exclude(&s, begin, end);
+      break;
+    case 2:
+      Release(&s, begin, end);
+      break;
     case 3:
       s.tensor.Close();
       FUZZ_CHECK(s.tensor.settled());
@@ -304,10 +309,8 @@ void Command(int64_t word, std::optional<Stream>* stream) {
   CheckHeld(s);
 }
 
-
-void CheckMessage(const uint8_t* bytes, const std::vector<FramedInput::Frame>& layout,
-                  size_t first, bool zero_copy, bool exclude_nonfinite,
-                  std::optional<Stream>* stream) {
+void CheckMessage(const uint8_t* bytes, const std::vector<FramedInput::Frame>& layout, size_t first,
+                  bool zero_copy, bool exclude_nonfinite, std::optional<Stream>* stream) {
   std::vector<zmq::message_t> frames;
   frames.reserve(layout.size());
   for (const FramedInput::Frame& f : layout) {
@@ -344,8 +347,8 @@ void CheckMessage(const uint8_t* bytes, const std::vector<FramedInput::Frame>& l
                exclude_nonfinite, stream);
   } else if (const auto* model = std::get_if<proto::Model>(&message.body)) {
     CheckTensorView(message.payload, model->num_params);
-    OpenStream(model->num_params, model->chunks, model->chunk_floats,
-               std::move(message.payload), exclude_nonfinite, stream);
+    OpenStream(model->num_params, model->chunks, model->chunk_floats, std::move(message.payload),
+               exclude_nonfinite, stream);
   } else if (const auto* chunk = std::get_if<proto::Chunk>(&message.body)) {
     CheckTensorView(message.payload, payload_floats);
     if (stream->has_value()) AddChunk(chunk->index, message.payload, &**stream);

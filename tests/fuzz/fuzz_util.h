@@ -19,20 +19,20 @@
 // Stops the run with a message when a reader broke its contract: libFuzzer
 // reports the abort as a crash and saves the input. Unlike assert, it stays
 // on in release builds.
-#define FUZZ_CHECK(cond)                                                             \
-  do {                                                                               \
-    if (!(cond)) {                                                                   \
+#define FUZZ_CHECK(cond)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
       std::fprintf(stderr, "%s:%d: contract violated: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                  \
-    }                                                                                \
+      std::abort();                                                                      \
+    }                                                                                    \
   } while (0)
 
 // Defines libFuzzer's entry point as a call of `fn`, a function of
 // dmlps::fuzz taking (const uint8_t* data, size_t size) and returning 0: the
 // target's checks live in the project's namespace, the entry point outside.
-#define DMLPS_FUZZ_TARGET(fn)                                                \
+#define DMLPS_FUZZ_TARGET(fn)                                               \
   extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { \
-    return dmlps::fuzz::fn(data, size);                                      \
+    return dmlps::fuzz::fn(data, size);                                     \
   }
 
 namespace dmlps::fuzz {
@@ -62,8 +62,8 @@ class MemFile {
     }
     size_t done = 0;
     while (done < bytes.size()) {
-      const ssize_t n = ::pwrite(fd_, bytes.data() + done, bytes.size() - done,
-                                 static_cast<off_t>(done));
+      const ssize_t n =
+          ::pwrite(fd_, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
       if (n <= 0) {
         std::perror("pwrite");
         std::abort();

@@ -25,7 +25,9 @@ namespace dmlps::fuzz {
 namespace {
 
 uint32_t BigEndian32(std::string_view bytes, size_t at) {
-  const auto b = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + i])); };
+  const auto b = [&](size_t i) {
+    return static_cast<uint32_t>(static_cast<uint8_t>(bytes[at + i]));
+  };
   return (b(0) << 24) | (b(1) << 16) | (b(2) << 8) | b(3);
 }
 

@@ -69,7 +69,7 @@ class CodecSeed {
 };
 
 std::vector<std::pair<std::string, std::string>> CodecSeeds() {
-  constexpr uint8_t kRouter = 1;     // header frame at index 1, after the identity
+  constexpr uint8_t kRouter = 1;  // header frame at index 1, after the identity
   constexpr uint8_t kZeroCopy = 4;
   constexpr uint8_t kExclude = 8;
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -77,29 +77,44 @@ std::vector<std::pair<std::string, std::string>> CodecSeeds() {
 
   // Fields set by name: messages.h may grow fields without breaking this.
   const proto::Hello hello{.host = "node-1", .pid = 4242, .threads = 4, .max_batch = 512};
-  const proto::Welcome welcome{.rank = 2, .num_workers = 4, .model = "mlp:128", .policy = "wbsp",
-                               .batch = 64, .input_dim = 784, .classes = 10,
-                               .num_params = 101770, .shard_index = 2, .shard_count = 4,
-                               .seed = 7, .mode = "local", .lr = 0.1, .momentum = 0.9};
+  const proto::Welcome welcome{.rank = 2,
+                               .num_workers = 4,
+                               .model = "mlp:128",
+                               .policy = "wbsp",
+                               .batch = 64,
+                               .input_dim = 784,
+                               .classes = 10,
+                               .num_params = 101770,
+                               .shard_index = 2,
+                               .shard_count = 4,
+                               .seed = 7,
+                               .mode = "local",
+                               .lr = 0.1,
+                               .momentum = 0.9};
   const proto::Model model{.version = 3, .num_params = 6};
-  const proto::Push push{.clock = 5, .base_version = 4, .batch = 64, .samples = 64,
-                         .num_params = 5, .loss = 0.75, .compute_us = 1200, .cpu = 1.5,
+  const proto::Push push{.clock = 5,
+                         .base_version = 4,
+                         .batch = 64,
+                         .samples = 64,
+                         .num_params = 5,
+                         .loss = 0.75,
+                         .compute_us = 1200,
+                         .cpu = 1.5,
                          .memory_bytes = 1 << 20};
   proto::Push streamed = push;
   streamed.num_params = 10;
   streamed.chunks = 3;
   streamed.chunk_floats = 4;
-  const proto::Model streamed_model{.version = 8, .num_params = 7, .batch = 32, .token = 2,
-                                    .chunks = 2, .chunk_floats = 4};
+  const proto::Model streamed_model{
+      .version = 8, .num_params = 7, .batch = 32, .token = 2, .chunks = 2, .chunk_floats = 4};
 
   std::vector<std::pair<std::string, std::string>> seeds;
   seeds.emplace_back("hello", CodecSeed(0).Add(hello).bytes());
   seeds.emplace_back("welcome", CodecSeed(0).Add(welcome).bytes());
   seeds.emplace_back("pull", CodecSeed(0).Add(proto::Pull{12}).bytes());
-  seeds.emplace_back("model-inline",
-                     CodecSeed(0)
-                         .Add(model, {FloatBytes({1, 2, 3, 4}), FloatBytes({-0.5f, 1e-3f})})
-                         .bytes());
+  seeds.emplace_back(
+      "model-inline",
+      CodecSeed(0).Add(model, {FloatBytes({1, 2, 3, 4}), FloatBytes({-0.5f, 1e-3f})}).bytes());
   seeds.emplace_back("push-inline",
                      CodecSeed(0).Add(push, {FloatBytes({0.25f, -1, 2, 0, 3})}).bytes());
   seeds.emplace_back("push-router",
@@ -118,37 +133,37 @@ std::vector<std::pair<std::string, std::string>> CodecSeeds() {
   seeds.emplace_back("chunk", CodecSeed(0).Add(proto::Chunk{0}, {FloatBytes({1, 2})}).bytes());
   {
     proto::Orders orders;
-    orders.orders = {{proto::Order::kStage, 1, 4, 32}, {proto::Order::kApply, -1, 0, 0.01},
-                     {proto::Order::kReply, 1, 0, 5}, {proto::Order::kSnapshot, -1, 0, 2}};
+    orders.orders = {{proto::Order::kStage, 1, 4, 32},
+                     {proto::Order::kApply, -1, 0, 0.01},
+                     {proto::Order::kReply, 1, 0, 5},
+                     {proto::Order::kSnapshot, -1, 0, 2}};
     seeds.emplace_back("orders", CodecSeed(0).Add(orders).bytes());
   }
-  seeds.emplace_back("slice", CodecSeed(0).Add(proto::Slice{2, 3}, {FloatBytes({1, 2, 3})}).bytes());
-  seeds.emplace_back("push-streamed",
-                     CodecSeed(0)
-                         .Add(streamed)
-                         .Add(proto::Chunk{0}, {FloatBytes({1, 2, 3, 4})})
-                         .Add(proto::Heartbeat{5})
-                         .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7, 8})})
-                         .Add(proto::Chunk{2}, {FloatBytes({9, 10})})
-                         .bytes());
+  seeds.emplace_back("slice",
+                     CodecSeed(0).Add(proto::Slice{2, 3}, {FloatBytes({1, 2, 3})}).bytes());
+  seeds.emplace_back("push-streamed", CodecSeed(0)
+                                          .Add(streamed)
+                                          .Add(proto::Chunk{0}, {FloatBytes({1, 2, 3, 4})})
+                                          .Add(proto::Heartbeat{5})
+                                          .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7, 8})})
+                                          .Add(proto::Chunk{2}, {FloatBytes({9, 10})})
+                                          .bytes());
   // Heartbeats as commands (codec_fuzz.cc): release [0, 8), exclude [9, 10).
   const int64_t release_0_8 = (int64_t{2} << 32) | (8 << 16) | 0;
   const int64_t exclude_9_10 = (int64_t{1} << 32) | (1 << 16) | 9;
-  seeds.emplace_back("push-streamed-release",
-                     CodecSeed(kZeroCopy)
-                         .Add(streamed)
-                         .Add(proto::Chunk{0}, {FloatBytes({1, 2, 3, 4})})
-                         .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7, 8})})
-                         .Add(proto::Heartbeat{release_0_8})
-                         .Add(proto::Chunk{2}, {FloatBytes({9, 10})})
-                         .Add(proto::Heartbeat{exclude_9_10})
-                         .bytes());
-  seeds.emplace_back("model-streamed-inf",
-                     CodecSeed(kZeroCopy | kExclude)
-                         .Add(streamed_model)
-                         .Add(proto::Chunk{0}, {FloatBytes({1, inf, 3, 4})})
-                         .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7})})
-                         .bytes());
+  seeds.emplace_back("push-streamed-release", CodecSeed(kZeroCopy)
+                                                  .Add(streamed)
+                                                  .Add(proto::Chunk{0}, {FloatBytes({1, 2, 3, 4})})
+                                                  .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7, 8})})
+                                                  .Add(proto::Heartbeat{release_0_8})
+                                                  .Add(proto::Chunk{2}, {FloatBytes({9, 10})})
+                                                  .Add(proto::Heartbeat{exclude_9_10})
+                                                  .bytes());
+  seeds.emplace_back("model-streamed-inf", CodecSeed(kZeroCopy | kExclude)
+                                               .Add(streamed_model)
+                                               .Add(proto::Chunk{0}, {FloatBytes({1, inf, 3, 4})})
+                                               .Add(proto::Chunk{1}, {FloatBytes({5, 6, 7})})
+                                               .bytes());
   return seeds;
 }
 
@@ -219,8 +234,8 @@ std::vector<std::pair<std::string, std::string>> LibsvmSeeds() {
 
 trace::Record Make(int64_t t, std::string node, std::string lane, std::string kind,
                    std::string name, int64_t dur, trace::Args args) {
-  return {t, std::move(node), std::move(lane), std::move(kind), std::move(name), dur,
-          std::move(args)};
+  return {t,   std::move(node), std::move(lane), std::move(kind), std::move(name),
+          dur, std::move(args)};
 }
 
 std::vector<std::pair<std::string, std::string>> TraceSeeds() {
@@ -250,8 +265,14 @@ std::vector<std::pair<std::string, std::string>> TraceSeeds() {
 
 std::vector<std::pair<std::string, std::string>> CheckpointSeeds() {
   const server::Checkpoint bsp{
-      .model = "softmax", .policy = "bsp", .optimizer = "momentum", .workers = 4,
-      .iteration = 120, .version = 120, .samples = 30720, .seconds = 12.5,
+      .model = "softmax",
+      .policy = "bsp",
+      .optimizer = "momentum",
+      .workers = 4,
+      .iteration = 120,
+      .version = 120,
+      .samples = 30720,
+      .seconds = 12.5,
       .params = std::make_shared<std::vector<float>>(
           std::vector<float>{0.5f, -0.25f, 1e-3f, 3.0f, -7.5f, 0.f, 2.f, 1.f}),
       .optimizer_state = {0.1f, 0.f, -0.2f, 0.3f, 0.f, 0.f, 0.01f, -0.01f}};

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "../unit/model_test_util.h"
 #include "dmlps/model/backend.h"
 #include "dmlps/model/model.h"
 #include "model/cnn.h"
 #include "model/cuda/cuda_net.h"
-#include "../unit/model_test_util.h"
 
 namespace dmlps::model {
 namespace {
@@ -35,10 +35,10 @@ double RelativeError(const std::vector<float>& a, const std::vector<float>& b) {
   return ref == 0 ? std::sqrt(diff) : std::sqrt(diff / ref);
 }
 
-#define REQUIRE_OK(expr)                                      \
-  do {                                                        \
-    Status status_ = (expr);                                  \
-    REQUIRE_MESSAGE(status_.ok(), status_.message());         \
+#define REQUIRE_OK(expr)                              \
+  do {                                                \
+    Status status_ = (expr);                          \
+    REQUIRE_MESSAGE(status_.ok(), status_.message()); \
   } while (false)
 
 }  // namespace
@@ -106,8 +106,8 @@ TEST_CASE("Bias, ReLU and softmax cross-entropy on the GPU match the CPU") {
   for (int32_t& v : y) v = label(rng);
   const float scale = 1.0f / cols;
   std::vector<float> expected_delta(a.size()), got_delta;
-  const double expected_loss = SoftmaxCrossEntropy(a.data(), rows, cols, y.data(), scale,
-                                                   expected_delta.data(), nullptr);
+  const double expected_loss =
+      SoftmaxCrossEntropy(a.data(), rows, cols, y.data(), scale, expected_delta.data(), nullptr);
   double got_loss = 0;
   REQUIRE_OK(cuda::kernels::SoftmaxCrossEntropy(a, rows, y, scale, &got_loss, &got_delta));
   CHECK(std::abs(got_loss - expected_loss) < kTolerance * std::abs(expected_loss));
@@ -165,9 +165,8 @@ TEST_CASE("A device that does not exist is Unavailable") {
 
 int main(int argc, char** argv) {
   std::string description;
-  dmlps::Result<dmlps::model::DeviceMemory> memory =
-      dmlps::model::ProbeDevice(dmlps::model::Device{dmlps::model::Device::Kind::kCuda, 0},
-                                &description);
+  dmlps::Result<dmlps::model::DeviceMemory> memory = dmlps::model::ProbeDevice(
+      dmlps::model::Device{dmlps::model::Device::Kind::kCuda, 0}, &description);
   if (!memory.ok()) {
     std::printf("skipped: %s\n", memory.status().message().c_str());
     return 77;

@@ -1,5 +1,7 @@
 // Checkpoint files: what is written reads back exactly; damage of any kind
 // is refused with DataLoss; a failed write leaves the previous file.
+#include "dmlps/server/checkpoint.h"
+
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -11,7 +13,6 @@
 #include <random>
 
 #include "dmlps/optim/optimizer.h"
-#include "dmlps/server/checkpoint.h"
 #include "test_util.h"
 
 namespace dmlps::server {
@@ -26,9 +27,16 @@ Checkpoint Sample(size_t params = 1000) {
   for (float& v : *values) v = normal(rng);
   std::vector<float> state(params);
   for (float& v : state) v = normal(rng);
-  return {.model = "mlp:16", .policy = "lbbsp", .optimizer = "momentum", .workers = 3,
-          .iteration = 42, .version = 41, .samples = 12345, .seconds = 3.25,
-          .policy_extra = {20, 20, 24, 16, 5, 0, 1}, .params = std::move(values),
+  return {.model = "mlp:16",
+          .policy = "lbbsp",
+          .optimizer = "momentum",
+          .workers = 3,
+          .iteration = 42,
+          .version = 41,
+          .samples = 12345,
+          .seconds = 3.25,
+          .policy_extra = {20, 20, 24, 16, 5, 0, 1},
+          .params = std::move(values),
           .optimizer_state = std::move(state)};
 }
 
@@ -89,7 +97,8 @@ TEST_CASE("checkpoint: truncated, corrupt or foreign files are refused with Data
     CHECK(r.status().code() == StatusCode::kDataLoss);
     CHECK(r.status().message().starts_with("f: "));
   }
-  Result<Checkpoint> half = DecodeCheckpoint(std::string_view(good).substr(0, good.size() / 2), "f");
+  Result<Checkpoint> half =
+      DecodeCheckpoint(std::string_view(good).substr(0, good.size() / 2), "f");
   CHECK(half.status().message().find("truncated") != std::string::npos);
   // Every single changed byte is refused.
   for (size_t at = 0; at < good.size(); ++at) {
@@ -125,8 +134,7 @@ TEST_CASE("checkpoint: a failed write leaves the previous file and no temporary"
   REQUIRE(WriteCheckpointFile(path, Sample(16)).ok());
   const std::string before = Slurp(path);
   // A folder that does not exist: nothing can be written.
-  CHECK(WriteCheckpointFile(dir.File("missing/x.ckpt"), Sample(16)).code() ==
-        StatusCode::kIOError);
+  CHECK(WriteCheckpointFile(dir.File("missing/x.ckpt"), Sample(16)).code() == StatusCode::kIOError);
   // A target the rename cannot replace (a non-empty folder): the temporary
   // file is removed again.
   fs::create_directory(dir.File("busy"));

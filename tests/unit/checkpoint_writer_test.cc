@@ -44,7 +44,8 @@ TEST_CASE("checkpoint: a run's state goes in, and a checkpoint of another run is
   CHECK(CheckResumable(c, "f", run, 8).ok());
   const Status size = CheckResumable(c, "f", run, 9);
   CHECK(size.code() == StatusCode::kConfig);
-  CHECK(size.message() == "f: a checkpoint of model mlp:16 (8 parameters), this run's is mlp:16 (9)");
+  CHECK(size.message() ==
+        "f: a checkpoint of model mlp:16 (8 parameters), this run's is mlp:16 (9)");
   CHECK(CheckResumable(c, "f", {"softmax", "lbbsp", "momentum"}, 8).code() == StatusCode::kConfig);
   CHECK(CheckResumable(c, "f", {"mlp:16", "bsp", "momentum"}, 8).message() ==
         "f: a checkpoint of policy lbbsp, this run's is bsp");

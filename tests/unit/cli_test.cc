@@ -1,7 +1,6 @@
 // The parsing of flag values made of parts, and the flags the binaries
 // share: every good spelling, and every bad one with its one-line message.
 #include <doctest/doctest.h>
-
 #include <stdlib.h>
 
 #include <filesystem>
@@ -56,30 +55,39 @@ void CheckRefused(Parse parse, std::initializer_list<const char*> texts, const s
 TEST_CASE("--shard reads I/S") {
   // strtoll's spelling: a sign and leading blanks pass; the range is
   // server::ValidateConfig's to check.
-  CheckParsed<ShardFlag>(ParseShard, {{"0/1", {0, 1}}, {"1/3", {1, 3}}, {"2/2", {2, 2}},
-                                      {"-1/3", {-1, 3}}, {"1/0", {1, 0}}, {" 1/3", {1, 3}},
-                                      {"1/+3", {1, 3}}, {"007/010", {7, 10}}});
+  CheckParsed<ShardFlag>(ParseShard, {{"0/1", {0, 1}},
+                                      {"1/3", {1, 3}},
+                                      {"2/2", {2, 2}},
+                                      {"-1/3", {-1, 3}},
+                                      {"1/0", {1, 0}},
+                                      {" 1/3", {1, 3}},
+                                      {"1/+3", {1, 3}},
+                                      {"007/010", {7, 10}}});
 }
 
 TEST_CASE("--shard refuses what is not two integers around a slash") {
-  CheckRefused(ParseShard,
-               {"", "x", "1", "1/", "/3", "/", "1/3x", "x/3", "1/2/3", "1.0/3", "1 /3", "1/3 ",
-                "a/b"},
-               " is not I/S (e.g. 1/3)");
+  CheckRefused(
+      ParseShard,
+      {"", "x", "1", "1/", "/3", "/", "1/3x", "x/3", "1/2/3", "1.0/3", "1 /3", "1/3 ", "a/b"},
+      " is not I/S (e.g. 1/3)");
 }
 
 TEST_CASE("--checkpoint-every reads N iterations or T seconds") {
-  CheckParsed<CheckpointEvery>(
-      ParseCheckpointEvery,
-      {{"10", {10, 0}}, {"1", {1, 0}}, {"1e3", {1000, 0}}, {"0x10", {16, 0}},
-       {"1000000000000", {1000000000000, 0}}, {"30s", {0, 30}}, {"1.5s", {0, 1.5}},
-       {"0.001s", {0, 0.001}}, {"2e12s", {0, 2e12}}});
+  CheckParsed<CheckpointEvery>(ParseCheckpointEvery, {{"10", {10, 0}},
+                                                      {"1", {1, 0}},
+                                                      {"1e3", {1000, 0}},
+                                                      {"0x10", {16, 0}},
+                                                      {"1000000000000", {1000000000000, 0}},
+                                                      {"30s", {0, 30}},
+                                                      {"1.5s", {0, 1.5}},
+                                                      {"0.001s", {0, 0.001}},
+                                                      {"2e12s", {0, 2e12}}});
 }
 
 TEST_CASE("--checkpoint-every refuses anything else with one message") {
   CheckRefused(ParseCheckpointEvery,
-               {"", "s", "0", "0s", "-1", "-1s", "1.5", "1e13", "2e12", "30s5", "30ss", "abc",
-                "inf", "infs", "nan", "nans", "1e400s", "10 ", "10m", "s30"},
+               {"",     "s",   "0",   "0s",   "-1",  "-1s",  "1.5",    "1e13", "2e12", "30s5",
+                "30ss", "abc", "inf", "infs", "nan", "nans", "1e400s", "10 ",  "10m",  "s30"},
                " is neither a positive whole number of iterations nor seconds like 30s");
 }
 
@@ -131,8 +139,8 @@ TEST_CASE("A schedule entry names a rank below the workers, then its schedule") 
   REQUIRE(entry.ok());
   CHECK(entry->first == 0);
   CHECK(entry->second == "");
-  for (const char* text : {"4=0:1", "x", "=0:1", "-1=0:1", "a=0:1", "1a=0:1", "1234567=0:1",
-                           "+1=0:1", ""}) {
+  for (const char* text :
+       {"4=0:1", "x", "=0:1", "-1=0:1", "a=0:1", "1a=0:1", "1234567=0:1", "+1=0:1", ""}) {
     CAPTURE(text);
     entry = bench::ParseRankEntry(text, 4);
     REQUIRE_FALSE(entry.ok());

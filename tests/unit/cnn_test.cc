@@ -1,6 +1,8 @@
 // The convolutional network: its spelling, its building blocks, its gradient
 // against finite differences in double, the float model against the double
 // one, and a short training run that must learn.
+#include "model/cnn.h"
+
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
@@ -13,7 +15,6 @@
 
 #include "dmlps/model/backend.h"
 #include "dmlps/model/model.h"
-#include "model/cnn.h"
 #include "model_test_util.h"
 
 namespace dmlps::model {
@@ -142,7 +143,8 @@ TEST_CASE("MaxPool2 keeps each window's maximum and routes its gradient there") 
         float best = -1e9f;
         for (int dy = 0; dy < 2; ++dy) {
           for (int dx = 0; dx < 2; ++dx) {
-            best = std::max(best, in[static_cast<size_t>(((2 * py + dy) * 4 + 2 * px + dx) * 2 + ch)]);
+            best =
+                std::max(best, in[static_cast<size_t>(((2 * py + dy) * 4 + 2 * px + dx) * 2 + ch)]);
           }
         }
         CHECK(out[static_cast<size_t>((py * 2 + px) * 2 + ch)] == best);
@@ -235,7 +237,8 @@ TEST_CASE("The float CNN model agrees with the double one and scores what it com
 
   Model model(spec);
   Eigen::MatrixXf xf(spec.input_dim, n);
-  for (int64_t i = 0; i < xf.size(); ++i) xf.data()[i] = static_cast<float>(x[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < xf.size(); ++i)
+    xf.data()[i] = static_cast<float>(x[static_cast<size_t>(i)]);
   std::vector<float> pf(params.begin(), params.end());
   std::vector<float> grad(params.size());
   const double loss = model.LossAndGradient(pf, xf, y, grad);

@@ -1,3 +1,5 @@
+#include "dmlps/proto/codec.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -8,7 +10,6 @@
 
 #include "dmlps/base/msgpack_double.h"
 #include "dmlps/net/endpoint.h"
-#include "dmlps/proto/codec.h"
 #include "net_test_util.h"
 
 namespace dmlps::proto {
@@ -29,8 +30,15 @@ std::string PackRaw(const std::function<void(msgpack::packer<msgpack::sbuffer>&)
 Result<Body> Decode(const std::string& bytes) { return DecodeHeader(bytes.data(), bytes.size()); }
 
 TEST_CASE("every message type survives a round trip") {
-  const Push push{.clock = 7, .base_version = 6, .batch = 64, .samples = 60, .num_params = 101770,
-                  .loss = 0.25, .compute_us = 1234, .straggle_us = 3702, .wait_us = 55};
+  const Push push{.clock = 7,
+                  .base_version = 6,
+                  .batch = 64,
+                  .samples = 60,
+                  .num_params = 101770,
+                  .loss = 0.25,
+                  .compute_us = 1234,
+                  .straggle_us = 3702,
+                  .wait_us = 55};
   Result<Body> got = Decode(Encoded(push));
   REQUIRE(got.ok());
   const Push& p = std::get<Push>(*got);
@@ -43,12 +51,24 @@ TEST_CASE("every message type survives a round trip") {
   CHECK(p.wait_us == 55);
 
   // Every field set, the strings and lists too.
-  const Welcome welcome{.rank = 3, .num_workers = 4, .model = "mlp:128", .policy = "ssp:3",
-                        .batch = 32, .input_dim = 784, .classes = 10, .num_params = 101770,
-                        .shard_index = 3, .shard_count = 4,
-                        .seed = std::numeric_limits<uint64_t>::max(), .mode = "chunked",
-                        .chunk = 16, .token_size = 8, .lr = 0.1, .momentum = 0.9,
-                        .servers = {"tcp://a:5555", "tcp://b:5556"}, .bounds = {0, 50000, 101770}};
+  const Welcome welcome{.rank = 3,
+                        .num_workers = 4,
+                        .model = "mlp:128",
+                        .policy = "ssp:3",
+                        .batch = 32,
+                        .input_dim = 784,
+                        .classes = 10,
+                        .num_params = 101770,
+                        .shard_index = 3,
+                        .shard_count = 4,
+                        .seed = std::numeric_limits<uint64_t>::max(),
+                        .mode = "chunked",
+                        .chunk = 16,
+                        .token_size = 8,
+                        .lr = 0.1,
+                        .momentum = 0.9,
+                        .servers = {"tcp://a:5555", "tcp://b:5556"},
+                        .bounds = {0, 50000, 101770}};
   got = Decode(Encoded(welcome));
   REQUIRE(got.ok());
   const Welcome& w = std::get<Welcome>(*got);
@@ -73,8 +93,10 @@ TEST_CASE("every message type survives a round trip") {
 
   // Shard 0's orders to the other shards keep their order and values.
   Orders orders;
-  orders.orders = {{Order::kStage, 2, 7, 0.25}, {Order::kApply, -1, 0, -0.05},
-                   {Order::kReply, 2, 0, 12}, {Order::kSnapshot, -1, 0, 3}};
+  orders.orders = {{Order::kStage, 2, 7, 0.25},
+                   {Order::kApply, -1, 0, -0.05},
+                   {Order::kReply, 2, 0, 12},
+                   {Order::kSnapshot, -1, 0, 3}};
   got = Decode(Encoded(orders));
   REQUIRE(got.ok());
   REQUIRE(TypeOf(*got) == MsgType::kOrders);
@@ -133,10 +155,10 @@ TEST_CASE("doubles pack as msgpack-c packs them, and 2^64 without undefined beha
   // 2^64 to uint64_t, out of range. PackDouble must agree with it on every
   // other value, so the wire and checkpoint formats stay as they were.
   const double two64 = std::ldexp(1.0, 64);
-  for (double x : {0.0, -0.0, 1.0, 0.25, -3.0, 255.0, 65536.0, std::ldexp(1.0, 63), -std::ldexp(1.0, 63),
-                   -std::ldexp(1.0, 64), std::ldexp(1.0, 65), 1e300, -1e-300,
-                   std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN(),
-                   std::nextafter(two64, 0.0)}) {
+  for (double x : {0.0, -0.0, 1.0, 0.25, -3.0, 255.0, 65536.0, std::ldexp(1.0, 63),
+                   -std::ldexp(1.0, 63), -std::ldexp(1.0, 64), std::ldexp(1.0, 65), 1e300, -1e-300,
+                   std::numeric_limits<double>::infinity(),
+                   std::numeric_limits<double>::quiet_NaN(), std::nextafter(two64, 0.0)}) {
     CAPTURE(x);
     PackBuffer ours;
     msgpack::packer<PackBuffer> packer(ours);
@@ -153,12 +175,12 @@ TEST_CASE("doubles pack as msgpack-c packs them, and 2^64 without undefined beha
 
 TEST_CASE("each message type has its name, in the order of the Body variant") {
   const std::vector<std::pair<MsgType, std::string_view>> names = {
-      {MsgType::kHello, "Hello"},       {MsgType::kWelcome, "Welcome"},
-      {MsgType::kPull, "Pull"},         {MsgType::kModel, "Model"},
-      {MsgType::kPush, "Push"},         {MsgType::kStop, "Stop"},
+      {MsgType::kHello, "Hello"},         {MsgType::kWelcome, "Welcome"},
+      {MsgType::kPull, "Pull"},           {MsgType::kModel, "Model"},
+      {MsgType::kPush, "Push"},           {MsgType::kStop, "Stop"},
       {MsgType::kHeartbeat, "Heartbeat"}, {MsgType::kError, "Error"},
-      {MsgType::kContinue, "Continue"}, {MsgType::kSyncNow, "SyncNow"},
-      {MsgType::kChunk, "Chunk"},       {MsgType::kOrders, "Orders"},
+      {MsgType::kContinue, "Continue"},   {MsgType::kSyncNow, "SyncNow"},
+      {MsgType::kChunk, "Chunk"},         {MsgType::kOrders, "Orders"},
       {MsgType::kSlice, "Slice"}};
   for (const auto& [type, name] : names) CHECK(MsgTypeName(type) == name);
   CHECK(MsgTypeName(TypeOf(Body(Heartbeat{}))) == "Heartbeat");
@@ -263,7 +285,8 @@ TEST_CASE("tensors are cut into frames without copying and viewed back in place"
   int64_t seen = 0;
   view->ForEachChunk([&](int64_t offset, const TensorView::ConstMap& chunk) {
     CHECK(offset == seen);
-    for (Eigen::Index i = 0; i < chunk.size(); ++i) CHECK(chunk[i] == static_cast<float>(offset + i));
+    for (Eigen::Index i = 0; i < chunk.size(); ++i)
+      CHECK(chunk[i] == static_cast<float>(offset + i));
     seen += chunk.size();
   });
   CHECK(seen == 1000);
@@ -285,10 +308,10 @@ TEST_CASE("payloads of the wrong size or shape are refused") {
   CHECK_FALSE(TensorView::Make(frames, 11).ok());  // too few floats
   CHECK_FALSE(TensorView::Make(frames, 9).ok());   // too many
   CHECK_FALSE(TensorView::Make(frames, -1).ok());
-  frames.push_back(frame(data.data(), 0));         // an empty frame
+  frames.push_back(frame(data.data(), 0));  // an empty frame
   CHECK_FALSE(TensorView::Make(frames, 10).ok());
   frames.pop_back();
-  frames.push_back(frame(data.data(), 7));         // not whole floats
+  frames.push_back(frame(data.data(), 7));  // not whole floats
   CHECK_FALSE(TensorView::Make(frames, 12).ok());
   std::vector<zmq::message_t> none;
   CHECK(TensorView::Make(none, 0).ok());

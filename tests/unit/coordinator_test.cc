@@ -24,7 +24,9 @@ struct Fixture {
     welcome.model = "softmax";
     coordinator.emplace(
         *endpoint, std::move(bounds), welcome,
-        [this](Snapshot snapshot, bool must) { evaluated.push_back({std::move(snapshot), must}); },
+        [this](Snapshot snapshot, bool must) {
+          evaluated.push_back({std::move(snapshot), must});
+        },
         [this](const zmq::message_t& identity, const proto::Hello& hello) {
           answered.emplace_back(static_cast<const char*>(identity.data()), identity.size());
           CHECK(hello.host == "worker-host");

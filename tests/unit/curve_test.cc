@@ -1,3 +1,5 @@
+#include "dmlps/net/curve.h"
+
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,7 +9,6 @@
 #include <fstream>
 #include <string>
 
-#include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "test_util.h"
@@ -147,8 +148,8 @@ TEST_CASE("a CURVE server admits listed keys only, never any key") {
 
   zmq::context_t client_context;
   // The listed worker gets through, encrypted both ways.
-  Endpoint good = Endpoint::Connect(client_context, address,
-                                    {allowed.secret_key, server.public_key}).value();
+  Endpoint good =
+      Endpoint::Connect(client_context, address, {allowed.secret_key, server.public_key}).value();
   REQUIRE(good.SendMessage(nullptr, proto::Heartbeat{7}).ok());
   Frames frames;
   REQUIRE(ReceiveWithin(*bound, &frames, milliseconds(5000)).value());
@@ -159,8 +160,8 @@ TEST_CASE("a CURVE server admits listed keys only, never any key") {
 
   // An unknown key and no key at all are refused at the handshake: the
   // server never sees their messages, and each client learns why.
-  Endpoint bad = Endpoint::Connect(client_context, address,
-                                   {stranger.secret_key, server.public_key}).value();
+  Endpoint bad =
+      Endpoint::Connect(client_context, address, {stranger.secret_key, server.public_key}).value();
   Endpoint plain = Endpoint::Connect(client_context, address).value();
   (void)bad.SendMessage(nullptr, proto::Heartbeat{1});
   (void)plain.SendMessage(nullptr, proto::Heartbeat{2});
@@ -174,8 +175,8 @@ TEST_CASE("a CURVE server admits listed keys only, never any key") {
   CHECK(bound->refused_connections() >= 1);
 
   // A client that has the wrong server key cannot finish the handshake.
-  Endpoint lost = Endpoint::Connect(client_context, address,
-                                    {allowed.secret_key, stranger.public_key}).value();
+  Endpoint lost =
+      Endpoint::Connect(client_context, address, {allowed.secret_key, stranger.public_key}).value();
   (void)lost.SendMessage(nullptr, proto::Heartbeat{3});
   CHECK_FALSE(ReceiveWithin(*bound, &frames, milliseconds(500)).value());
 
@@ -183,8 +184,7 @@ TEST_CASE("a CURVE server admits listed keys only, never any key") {
   zmq::context_t other;
   BindOptions open = options;
   open.allowed_keys.clear();
-  CHECK(Endpoint::Bind(other, "tcp://127.0.0.1:*", open).status().code() ==
-        StatusCode::kConfig);
+  CHECK(Endpoint::Bind(other, "tcp://127.0.0.1:*", open).status().code() == StatusCode::kConfig);
 }
 
 TEST_CASE("connections beyond the limit are refused at the handshake") {

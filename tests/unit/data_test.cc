@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <initializer_list>
 #include <string>
@@ -447,8 +447,7 @@ TEST_CASE("ReadLibsvm names the file and line of bad input") {
   WriteText(binary, "1 1:1\n\x1f\x8b\x08 2:1\n");
   Result<Dataset> garbage = ReadLibsvm(binary);
   REQUIRE_FALSE(garbage.ok());
-  CHECK(garbage.status().message() ==
-        binary + ":2: label '\\x1F\\x8B\\x08' is not an integer");
+  CHECK(garbage.status().message() == binary + ":2: label '\\x1F\\x8B\\x08' is not an integer");
 
   const std::string missing = dir.File("missing.svm");
   Result<Dataset> none = ReadLibsvm(missing);
@@ -675,8 +674,7 @@ TEST_CASE("The installed Fashion-MNIST loads whole and in shards") {
   CHECK(whole->rows() == 60000);
   const auto offset = static_cast<std::ptrdiff_t>(15000 * 784);
   CHECK(std::equal(quarter->dense.begin(), quarter->dense.end(), whole->dense.begin() + offset));
-  CHECK(std::equal(quarter->labels.begin(), quarter->labels.end(),
-                   whole->labels.begin() + 15000));
+  CHECK(std::equal(quarter->labels.begin(), quarter->labels.end(), whole->labels.begin() + 15000));
 }
 
 }  // namespace dmlps::data

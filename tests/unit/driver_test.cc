@@ -200,7 +200,7 @@ TEST_CASE("driver: replies held while training holds go out in order when it goe
   s.driver.Pull(1);
   s.driver.Pull(0);
   CHECK(s.sink.Take().empty());  // ASP would answer at once: held
-  s.Push(0, 1, 1);  // a push in flight still counts
+  s.Push(0, 1, 1);               // a push in flight still counts
   CHECK(s.sink.Take() == Lines{"stage 0 c1 p0 x1", "apply 0.5"});
   s.driver.Attach(2, {});
   s.driver.Join(2, 0);

@@ -1,9 +1,9 @@
+#include "dmlps/worker/epoch_cursor.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <random>
-
-#include "dmlps/worker/epoch_cursor.h"
 
 namespace dmlps::worker {
 namespace {

@@ -1,5 +1,7 @@
 // Atomic whole-file writes: the content lands whole, replaces what was
 // there, and a failure leaves the old file and no temporary one behind.
+#include "dmlps/base/file.h"
+
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -9,7 +11,6 @@
 #include <optional>
 #include <string>
 
-#include "dmlps/base/file.h"
 #include "test_util.h"
 
 namespace dmlps {

@@ -29,9 +29,9 @@ proto::Push PushOf(int64_t num_params, int64_t chunks = 0, int64_t chunk_floats 
 TEST_CASE("a push is refused for negative counts or times, nothing else in its header") {
   proto::Push push = PushOf(4);
   CHECK_FALSE(HasNegativeCounts(push));
-  for (int64_t proto::Push::*field : {&proto::Push::samples, &proto::Push::batch,
-                                      &proto::Push::compute_us, &proto::Push::wait_us,
-                                      &proto::Push::straggle_us}) {
+  for (int64_t proto::Push::*field :
+       {&proto::Push::samples, &proto::Push::batch, &proto::Push::compute_us, &proto::Push::wait_us,
+        &proto::Push::straggle_us}) {
     proto::Push bad = push;
     bad.*field = -1;
     CHECK(HasNegativeCounts(bad));

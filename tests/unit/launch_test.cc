@@ -1,13 +1,13 @@
 // Launchers: Slurm host lists, ranks and sizes from the environment, and the
 // defaults the binaries take from them.
+#include "dmlps/launch/launch.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
-
-#include "dmlps/launch/launch.h"
 
 namespace dmlps::launch {
 namespace {
@@ -55,10 +55,10 @@ TEST_CASE("Slurm host lists expand in Slurm's order, zero-padded to the first bo
 }
 
 TEST_CASE("malformed host lists are refused, not guessed at") {
-  for (const char* bad : {"", ",", "a,,b", "a,", "node[", "node]", "node[1-3", "node[]",
-                          "node[3-1]", "node[a-b]", "node[1-]", "node[-2]", "node[1,,2]",
-                          "node[[1]]", "node[1-2][1-2", "a b", "n[0-999999999]",
-                          "n[0-999]m[0-9999]", "n[1234567890123456789]"}) {
+  for (const char* bad :
+       {"", ",", "a,,b", "a,", "node[", "node]", "node[1-3", "node[]", "node[3-1]", "node[a-b]",
+        "node[1-]", "node[-2]", "node[1,,2]", "node[[1]]", "node[1-2][1-2", "a b", "n[0-999999999]",
+        "n[0-999]m[0-9999]", "n[1234567890123456789]"}) {
     CAPTURE(bad);
     CHECK_FALSE(ExpandHostList(bad).ok());
   }
@@ -78,9 +78,9 @@ TEST_CASE("the launcher is Open MPI, PMI or Slurm, in that order of precedence")
            "openmpi", 2, 4);
   Detected({{"PMI_RANK", "1"}, {"PMI_SIZE", "3"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "5"}},
            "pmi", 1, 3);
-  const Launcher slurm = Detected(
-      {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "5"}, {"SLURM_JOB_NODELIST", "c[1-3]"}}, "slurm",
-      3, 5);
+  const Launcher slurm =
+      Detected({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "5"}, {"SLURM_JOB_NODELIST", "c[1-3]"}},
+               "slurm", 3, 5);
   CHECK(slurm.hosts == Hosts{"c1", "c2", "c3"});
   CHECK(Describe(slurm) == "rank 3 of 5 under slurm on 3 hosts from c1");
 
@@ -100,9 +100,9 @@ TEST_CASE("the launcher is Open MPI, PMI or Slurm, in that order of precedence")
 
 TEST_CASE("DMLPS_LAUNCHER forces a launcher or none") {
   const std::map<std::string, std::string> both = {{"OMPI_COMM_WORLD_RANK", "1"},
-                                                    {"OMPI_COMM_WORLD_SIZE", "2"},
-                                                    {"SLURM_PROCID", "4"},
-                                                    {"SLURM_NTASKS", "6"}};
+                                                   {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                   {"SLURM_PROCID", "4"},
+                                                   {"SLURM_NTASKS", "6"}};
   auto with = [&](const std::string& choice) {
     std::map<std::string, std::string> vars = both;
     vars["DMLPS_LAUNCHER"] = choice;
@@ -139,8 +139,8 @@ TEST_CASE("rank 0 is the server; the others are workers 0..SIZE-2 that find it")
   CHECK(plain.server == "tcp://127.0.0.1:5555");
   CHECK(plain.bind == "tcp://127.0.0.1:5555");
 
-  LaunchDefaults server = ReadLaunchDefaults(
-      Env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
+  LaunchDefaults server =
+      ReadLaunchDefaults(Env({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "4"}}));
   CHECK(server.workers == 3);
   CHECK(server.worker_rank == -1);
 
@@ -163,8 +163,8 @@ TEST_CASE("rank 0 is the server; the others are workers 0..SIZE-2 that find it")
   LaunchDefaults alone = ReadLaunchDefaults(Env({{"PMI_RANK", "0"}, {"PMI_SIZE", "1"}}));
   CHECK(alone.workers == 0);  // a job of one process has no workers to count
 
-  LaunchDefaults bad = ReadLaunchDefaults(
-      Env({{"PMI_RANK", "5"}, {"PMI_SIZE", "2"}, {"DMLPS_PORT", "70000"}}));
+  LaunchDefaults bad =
+      ReadLaunchDefaults(Env({{"PMI_RANK", "5"}, {"PMI_SIZE", "2"}, {"DMLPS_PORT", "70000"}}));
   CHECK(bad.problems.size() == 2);
   CHECK(bad.workers == 0);
   CHECK(bad.worker_rank == -1);

@@ -10,7 +10,9 @@
 namespace dmlps::server {
 namespace {
 
-zmq::message_t Identity(const std::string& name) { return zmq::message_t(name.data(), name.size()); }
+zmq::message_t Identity(const std::string& name) {
+  return zmq::message_t(name.data(), name.size());
+}
 
 proto::Hello HelloAsking(int64_t rank, int64_t max_batch = 0) {
   proto::Hello hello;

@@ -182,10 +182,17 @@ TEST_CASE("ParseModelSpec accepts softmax and mlp spellings") {
 }
 
 TEST_CASE("ParseModelSpec rejects malformed spellings and sizes") {
-  for (std::string_view text :
-       {"", "Softmax", "softmax ", " softmax", "softmax:3", "linear", "mlp", "mlp:", "MLP:3",
-        "mlp:0", "mlp:65537", "mlp:-5", "mlp:+5", "mlp:12x", "mlp:1,,2", "mlp:1,", "mlp:,1",
-        "mlp:1.5", "mlp: 5", "mlp:5 ", "mlp:0x10", "mlp:99999999999999999999999"}) {
+  for (std::string_view text : {"",          "Softmax",
+                                "softmax ",  " softmax",
+                                "softmax:3", "linear",
+                                "mlp",       "mlp:",
+                                "MLP:3",     "mlp:0",
+                                "mlp:65537", "mlp:-5",
+                                "mlp:+5",    "mlp:12x",
+                                "mlp:1,,2",  "mlp:1,",
+                                "mlp:,1",    "mlp:1.5",
+                                "mlp: 5",    "mlp:5 ",
+                                "mlp:0x10",  "mlp:99999999999999999999999"}) {
     INFO("text \"", text, "\"");
     Result<ModelSpec> spec = ParseModelSpec(text, 784, 10);
     REQUIRE(!spec.ok());

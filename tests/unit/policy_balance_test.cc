@@ -110,8 +110,8 @@ class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
 
   void StepEnded(WorkerId w) override {
     Worker& worker = workers_[w];
-    const PushInfo push{worker.clock, worker.base_version, worker.batch, true, worker.batch,
-                        worker.busy_s};
+    const PushInfo push{worker.clock, worker.base_version, worker.batch,
+                        true,         worker.batch,        worker.busy_s};
     busy_[w].push_back(worker.busy_s);
     batches_[w].push_back(worker.batch);
     ++worker.clock;
@@ -280,7 +280,7 @@ TEST_CASE("lbbsp: even initial batches sent before the model; one batch-weighted
   a.clear();
   lb->PushArrived(0, {0, 0, 12, true, 12, 1.0}, &a);
   lb->PullRequested(0, &a);
-  CHECK(Count<Hold>(a) == 1);  // BSP: waits for the round
+  CHECK(Count<Hold>(a) == 1);                          // BSP: waits for the round
   lb->PushArrived(1, {0, 0, 10, false, 10, 1.0}, &a);  // refused payload: no weight
   lb->PushArrived(2, {0, 0, 8, true, 8, 1.0}, &a);
   CHECK(Count<Stage>(a) == 2);
@@ -311,7 +311,8 @@ void LbRound(LbBspPolicy* lb, const std::vector<double>& busy) {
   CHECK(Count<Apply>(a) == 1);
 }
 
-TEST_CASE("lbbsp cpu: largest-remainder rounding, caps cut off in proportion, unreported speeds kept") {
+TEST_CASE(
+    "lbbsp cpu: largest-remainder rounding, caps cut off in proportion, unreported speeds kept") {
   PolicyConfig config = LbConfig(3, 10);
   config.rebalance_every = 1;
   config.predictor = "last";
@@ -374,7 +375,8 @@ TEST_CASE("lbbsp: MakePolicy refuses a bad mode, window or step") {
   CHECK_FALSE(MakePolicy(config).ok());
 }
 
-TEST_CASE("lbbsp cpu: under a steady 4x straggler the iteration times converge, with every predictor") {
+TEST_CASE(
+    "lbbsp cpu: under a steady 4x straggler the iteration times converge, with every predictor") {
   for (const std::string predictor : {"ema", "last", "arima", "narx"}) {
     CAPTURE(predictor);
     PolicyConfig config = LbConfig(4, 64);
@@ -401,7 +403,8 @@ TEST_CASE("lbbsp cpu: without rebalancing the straggler keeps everyone waiting")
   for (WorkerId w = 0; w < 4; ++w) CHECK(driver.policy().batch(w) == 64);
 }
 
-TEST_CASE("lbbsp cpu: batches re-adapt when another worker slows down mid-run, with every predictor") {
+TEST_CASE(
+    "lbbsp cpu: batches re-adapt when another worker slows down mid-run, with every predictor") {
   // Worker 1 becomes 4x slower at iteration 150, as in the paper's experiment.
   StepTime step_time = [](WorkerId w, int64_t samples, int64_t step) {
     double per_sample = kOneSlow[w];
@@ -437,7 +440,9 @@ TEST_CASE("lbbsp: a cap on the fastest worker holds and the others take the rest
   CHECK(driver.MaxSpread(20, 60) <= 1.15 * 2);  // the cap keeps worker 0 at half time
 }
 
-TEST_CASE("lbbsp: caps apply from the join on; when they hold less than B, every worker runs at its cap") {
+TEST_CASE(
+    "lbbsp: caps apply from the join on; when they hold less than B, every worker runs at its "
+    "cap") {
   {
     // A cap below the even share: the excess goes to the others at once.
     LbCluster driver(LbConfig(4, 64), Linear(kOneSlow), {10, 0, 0, 0});

@@ -255,8 +255,8 @@ struct MembershipDriver {
       if (const auto* drop = std::get_if<Drop>(&a); drop != nullptr && !drop->late) {
         FAIL_CHECK("push dropped: " << drop->reason);
       }
-      if (WorkerOf(a) >= 0 && (Is<ReplyModel>(a) || Is<Continue>(a) ||
-                            Is<SyncNow>(a) || Is<Grant>(a))) {
+      if (WorkerOf(a) >= 0 &&
+          (Is<ReplyModel>(a) || Is<Continue>(a) || Is<SyncNow>(a) || Is<Grant>(a))) {
         REQUIRE_MESSAGE(policy->joined(WorkerOf(a)), "action for a worker gone");
       }
       if (Is<ReplyModel>(a)) {
@@ -337,13 +337,19 @@ struct MembershipDriver {
 };
 
 TEST_CASE("membership: every policy goes on through random losses and joins") {
-  for (std::string name : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp",
-                           "token"}) {
+  for (std::string name :
+       {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp", "token"}) {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       CAPTURE(name);
       CAPTURE(seed);
-      PolicyConfig config{.name = name, .num_workers = 4, .batch = 16, .staleness = 2,
-                          .backup = 1, .chunk = 4, .rebalance_every = 2, .token_size = 8};
+      PolicyConfig config{.name = name,
+                          .num_workers = 4,
+                          .batch = 16,
+                          .staleness = 2,
+                          .backup = 1,
+                          .chunk = 4,
+                          .rebalance_every = 2,
+                          .token_size = 8};
       MembershipDriver driver(config, seed);
       int64_t steps = 0;
       while (driver.policy->iteration() < 60 && steps < 20000) {
@@ -357,7 +363,8 @@ TEST_CASE("membership: every policy goes on through random losses and joins") {
   }
 }
 
-TEST_CASE("membership: a saved policy state restores the version, the iteration and LB-BSP's split") {
+TEST_CASE(
+    "membership: a saved policy state restores the version, the iteration and LB-BSP's split") {
   PolicyConfig config{.name = "lbbsp", .num_workers = 3, .batch = 20, .rebalance_every = 1};
   auto policy = MakeJoined(config);
   Actions a;
@@ -406,7 +413,8 @@ TEST_CASE("membership: a saved policy state restores the version, the iteration 
   for (int64_t c = 0; c < 4; ++c) {
     for (WorkerId w = 0; w < 2; ++w) ssp->PushArrived(w, {c, 0, 1, true}, &a);
   }
-  Result<std::unique_ptr<Policy>> ssp2 = MakePolicy({.name = "ssp", .num_workers = 2, .staleness = 1});
+  Result<std::unique_ptr<Policy>> ssp2 =
+      MakePolicy({.name = "ssp", .num_workers = 2, .staleness = 1});
   REQUIRE(ssp2.ok());
   (*ssp2)->Restore(ssp->Save());
   (*ssp2)->WorkerJoined(0, &a);

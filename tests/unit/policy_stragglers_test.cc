@@ -17,8 +17,8 @@
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
 #include "dmlps/sync/policy.h"
-#include "policy_test_util.h"
 #include "dmlps/sync/wbsp.h"
+#include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
 namespace {
@@ -260,10 +260,10 @@ TEST_CASE("backup driver: under random step times only late pushes drop") {
 // ---------------------------------------------------------------- wbsp
 
 struct WbspRun {
-  std::vector<WorkerId> closers;               // per closed round
-  std::vector<double> close_times;             // per closed round
-  std::vector<std::vector<int64_t>> deltas;    // per closed round, per worker
-  std::vector<int64_t> downloads;              // per worker, the first pull included
+  std::vector<WorkerId> closers;             // per closed round
+  std::vector<double> close_times;           // per closed round
+  std::vector<std::vector<int64_t>> deltas;  // per closed round, per worker
+  std::vector<int64_t> downloads;            // per worker, the first pull included
   int64_t pushes = 0;
 };
 
@@ -482,7 +482,7 @@ TEST_CASE("wbsp driver: with equal speeds every worker contributes one delta per
 struct ChunkedRun {
   std::vector<double> apply_times;
   std::vector<std::vector<int64_t>> samples;  // per applied round, per worker
-  std::vector<int64_t> sync_nows;  // per applied round: workers told to stop
+  std::vector<int64_t> sync_nows;             // per applied round: workers told to stop
   int64_t max_chunks_after_sync = 0;
 };
 
@@ -495,14 +495,14 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, do
   auto policy = MakeJoined(config);
   const int64_t n = config.num_workers;
   ChunkedRun run;
-  std::vector<int64_t> base(n, -1);   // -1 while waiting for the model
-  std::vector<int64_t> clock(n, 0);   // pushes done, = the round the worker is in
+  std::vector<int64_t> base(n, -1);  // -1 while waiting for the model
+  std::vector<int64_t> clock(n, 0);  // pushes done, = the round the worker is in
   std::vector<int64_t> processed(n, 0);
   std::vector<int64_t> sync_round(n, -1);  // round of the last SyncNow received
   std::vector<int64_t> chunks_after_sync(n, 0);
-  std::vector<bool> pushed(n, false);      // in the current round
+  std::vector<bool> pushed(n, false);  // in the current round
   std::vector<int64_t> round_samples(n, 0);
-  std::vector<int64_t> told(n, 0);         // SyncNows received in the current round
+  std::vector<int64_t> told(n, 0);  // SyncNows received in the current round
   VirtualTime time;
 
   auto carry_out = [&](const Actions& actions, int64_t version) {

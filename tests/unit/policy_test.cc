@@ -1,5 +1,7 @@
 // Drives each policy with scripted and randomized event sequences and checks
 // the invariants docs/algorithms.md states for it ("BSP", "ASP", "SSP").
+#include "dmlps/sync/policy.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "dmlps/sync/driver.h"
-#include "dmlps/sync/policy.h"
 #include "policy_cluster_test_util.h"
 #include "policy_test_util.h"
 
@@ -42,7 +43,7 @@ class Cluster : private ScriptedCluster<int64_t> {
   struct Worker {
     Phase phase = Phase::kIdle;
     int64_t base_version = 0;
-    int64_t clock = 0;        // pushes done
+    int64_t clock = 0;  // pushes done
     int64_t started_clock = -1;
   };
   // What a test checks as the cluster runs; each is optional.
@@ -142,7 +143,7 @@ TEST_CASE("BSP: one sample-weighted apply per iteration, after every worker push
 TEST_CASE("BSP: a gradient computed on an old version is dropped, as is a repeated clock") {
   auto bsp = Make("bsp", 2);
   CHECK(OnlyDrop(PushStale(bsp.get(), 8)).reason.find("version 0") != std::string::npos);
-  CHECK(bsp->clock(0) == 1);  // not counted
+  CHECK(bsp->clock(0) == 1);                             // not counted
   OnlyDrop(PushActions(bsp.get(), 0, {0, 1, 8, true}));  // clock 0 again
   CHECK(Count<Stage>(PushActions(bsp.get(), 0, {1, 1, 8, true})) == 1);
 }

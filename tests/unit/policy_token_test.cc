@@ -56,8 +56,7 @@ class TokenCluster : private ScriptedCluster<int, TokenPolicy> {
     CHECK(granted_.count(worker.token) == 1);
     CHECK(completed_.insert(worker.token).second);  // each token done once
     const int64_t samples = SamplesOf(worker.token);
-    const PushInfo push{worker.clock++, worker.base_version, samples, true, samples,
-                        worker.busy_s};
+    const PushInfo push{worker.clock++, worker.base_version, samples, true, samples, worker.busy_s};
     worker.token = -1;
     waiting_[w] = true;
     CHECK_FALSE(driver_->Push(w, push, 0).dropped);
@@ -140,8 +139,7 @@ void JoinAndPull(TokenPolicy* token, Actions* a) {
 
 // Pushes worker w's token (the one it holds) and returns the actions.
 Actions PushToken(Policy* policy, WorkerId w, int64_t samples = 16) {
-  return PushActions(policy, w,
-                     {policy->clock(w), policy->version(), samples, true, samples, 1.0});
+  return PushActions(policy, w, {policy->clock(w), policy->version(), samples, true, samples, 1.0});
 }
 
 // The token granted in `a`, or -1.
@@ -150,7 +148,8 @@ int64_t GrantedToken(const Actions& a, WorkerId w) {
   return grant == nullptr ? -1 : grant->token;
 }
 
-TEST_CASE("token: tokens dealt evenly; a pull gets a token and the model; MakePolicy checks the size") {
+TEST_CASE(
+    "token: tokens dealt evenly; a pull gets a token and the model; MakePolicy checks the size") {
   TokenPolicy token(3, 10, 4);  // B = 30: 8 tokens, 3 + 3 + 2
   CHECK(token.Name() == "token");
   CHECK(token.tokens_per_iteration() == 8);
@@ -296,7 +295,8 @@ TEST_CASE("token: with fewer tokens than workers, a pull waits and the iteration
   CHECK(CountFor<ReplyModel>(a, 2) == 0);
 }
 
-TEST_CASE("token driver: a 4x faster worker trains about 4x the tokens; every token once per iteration") {
+TEST_CASE(
+    "token driver: a 4x faster worker trains about 4x the tokens; every token once per iteration") {
   TokenCluster driver(4, 64, 4, Linear(kOneSlow, 0.0002));
   driver.Run(200);
   CHECK(driver.applies() == 200);

@@ -224,7 +224,7 @@ TEST_CASE("predict: NARX and ARIMA work the same from 10 to 1e6 samples/s") {
     std::unique_ptr<SpeedPredictor> slow = Make(name);
     std::unique_ptr<SpeedPredictor> fast = Make(name);
     for (const double s : speed) {
-      slow->Observe({s / 100, 1.0, 6.0e7, 256});    // 2.5 to 10 samples/s
+      slow->Observe({s / 100, 1.0, 6.0e7, 256});   // 2.5 to 10 samples/s
       fast->Observe({s * 1000, 1.0, 6.0e7, 256});  // 2.5e5 to 1e6
       CHECK(fast->Predict() == doctest::Approx(slow->Predict() * 1e5).epsilon(1e-4));
     }
@@ -283,7 +283,8 @@ TEST_CASE("predict: options are checked, and the ARIMA order parsed strictly") {
   CHECK(parsed.arima_p == 3);
   CHECK(parsed.arima_d == 1);
   CHECK(parsed.arima_q == 2);
-  for (const char* text : {"", "3", "3,1", "3,1,2,0", "3,,2", "a,1,2", "3,1,2x", " 3,1,2", "3;1;2"}) {
+  for (const char* text :
+       {"", "3", "3,1", "3,1,2,0", "3,,2", "a,1,2", "3,1,2x", " 3,1,2", "3;1;2"}) {
     CAPTURE(text);
     const Status s = ParseArimaOrder(text, &parsed);
     CHECK(s.code() == StatusCode::kInvalidArgument);
@@ -336,7 +337,8 @@ TEST_CASE("replay: histories come from compute, straggle and push spans by clock
   records.push_back(Span("worker-2", "compute", "step", kT0 + 410000, 10000,
                          {{"clock", int64_t{3}}, {"samples", int64_t{16}}}));
   // A straggle with no step, a step with no samples, a server record: left out.
-  records.push_back(Span("worker-2", "compute", "straggle", kT0 + 500000, 1000, {{"clock", int64_t{4}}}));
+  records.push_back(
+      Span("worker-2", "compute", "straggle", kT0 + 500000, 1000, {{"clock", int64_t{4}}}));
   records.push_back(Span("worker-2", "compute", "step", kT0 + 600000, 1000,
                          {{"clock", int64_t{5}}, {"samples", int64_t{0}}}));
   records.push_back(Span("server-0", "compute", "step", kT0, 1000,
@@ -417,7 +419,8 @@ std::vector<trace::Record> RunRecords() {
   return records;
 }
 
-TEST_CASE("replay: every worker under every predictor, the all rows, and a plan from LB-BSP's code") {
+TEST_CASE(
+    "replay: every worker under every predictor, the all rows, and a plan from LB-BSP's code") {
   ReplayOptions options;
   options.plan = 700;
   Result<ReplayReport> report = ReplayTraces(RunRecords(), options);

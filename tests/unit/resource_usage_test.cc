@@ -1,10 +1,10 @@
+#include "dmlps/worker/resource_usage.h"
+
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <cmath>
 #include <ctime>
-
-#include "dmlps/worker/resource_usage.h"
 
 namespace dmlps::worker {
 namespace {
@@ -43,7 +43,8 @@ TEST_CASE("a busy loop's CPU use is read as the kernel counts it, and this proce
   }
   Result<ResourceSample> after = ReadSelfUsage();
   REQUIRE(after.ok());
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   const double expected = (ProcessCpuSeconds() - cpu_start) / wall;
   const double cores = CpuCores(*before, *after);
   // One thread spinning: at most one core, and what the process clock says.

@@ -1,8 +1,6 @@
 // Shard 0's worker desk against one worker over inproc: what it refuses and
 // why, the Welcome, the start of training once the worker is ready, the
 // model reply, and a worker that gives up counted as lost.
-#include "server/worker_desk.h"
-
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -12,6 +10,7 @@
 #include <vector>
 
 #include "net_test_util.h"
+#include "server/worker_desk.h"
 
 namespace dmlps::server {
 namespace {
@@ -50,8 +49,8 @@ struct Fixture {
     driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(), sync::DriverOptions{},
                    sink);
     desk.emplace(
-        WorkerDeskOptions{.workers = 1, .worker_timeout = milliseconds(60000),
-                          .max_message_bytes = 1 << 20},
+        WorkerDeskOptions{
+            .workers = 1, .worker_timeout = milliseconds(60000), .max_message_bytes = 1 << 20},
         *pair.server, *coordinator, *driver, *store, nullptr,
         [this] {
           ++starts;

@@ -30,7 +30,9 @@ struct Network {
                 {[this](double time, int64_t slot, bool to_server) {
                    arrivals.push_back({time, slot, to_server});
                  },
-                 [this](int64_t slot, double work) { copies.push_back({slot, work}); }}) {}
+                 [this](int64_t slot, double work) {
+                   copies.push_back({slot, work});
+                 }}) {}
 
   std::vector<Arrival> arrivals;
   std::vector<Copying> copies;
@@ -65,7 +67,7 @@ TEST_CASE("sim network: two messages sharing a link go one after the other") {
 TEST_CASE("sim network: copied by the cores, a connection delivers in order") {
   Network n(true);
   n.network.Send(0, 0, 2, 1000, 0);
-  n.network.Send(0, 0, 2, 500, 1);  // the same connection: waits for the first
+  n.network.Send(0, 0, 2, 500, 1);   // the same connection: waits for the first
   n.network.Send(0, 2, 0, 1000, 2);  // the other direction: a connection of its own
   REQUIRE(n.copies.size() == 2);
   CHECK(n.copies[0].slot == 0);
@@ -90,7 +92,8 @@ TEST_CASE("sim network: copied by the cores, a connection delivers in order") {
 
 struct Cpu {
   explicit Cpu(int64_t cores)
-      : cpu(cores, [this](double time, uint64_t generation) { ticks.emplace_back(time, generation); }) {}
+      : cpu(cores,
+            [this](double time, uint64_t generation) { ticks.emplace_back(time, generation); }) {}
 
   std::vector<std::pair<double, uint64_t>> ticks;
   SimCpu cpu;

@@ -34,8 +34,8 @@ struct Fixture {
 
   // n workers under `policy`, each step `step_ms` times the worker's
   // slowdown, messages `latency_ms` apart, nothing else costing time.
-  SimConfig Config(const std::string& policy, const std::vector<double>& slowdown,
-                   double step_ms, double latency_ms) const {
+  SimConfig Config(const std::string& policy, const std::vector<double>& slowdown, double step_ms,
+                   double latency_ms) const {
     SimConfig c;
     c.policy.name = policy;
     c.policy.num_workers = static_cast<int64_t>(slowdown.size());
@@ -85,7 +85,8 @@ TEST_CASE("sim: CostModel interpolates its points and extrapolates the last segm
   CHECK(table.SharedSpeed(20) == doctest::Approx(1.0));
 }
 
-TEST_CASE("sim: BSP with fixed speeds: an iteration is the slowest worker's step plus a round trip") {
+TEST_CASE(
+    "sim: BSP with fixed speeds: an iteration is the slowest worker's step plus a round trip") {
   Fixture f;
   // Steps of 10 ms; the slowest worker's takes 30 (slowdown 3); 1 ms each way.
   const SimReport r = f.Run(f.Config("bsp", {1, 1, 2, 3}, 10, 1));
@@ -135,7 +136,8 @@ TEST_CASE("sim: WBSP: a round takes the slowest worker's step and the fast ones 
   CHECK(r.compute_ratio_min > 0.98);
 }
 
-TEST_CASE("sim: A-BSP: the straggler stops after the chunk it is in when the first worker is done") {
+TEST_CASE(
+    "sim: A-BSP: the straggler stops after the chunk it is in when the first worker is done") {
   Fixture f;
   // Batches of 8 in chunks of 2 at 2.5 ms a chunk: the fast worker's batch
   // takes 10 ms; the 3x-slow worker's chunks end at 7.5 and 15 ms, and it
@@ -188,8 +190,8 @@ TEST_CASE("sim: on shared cores with cores_copy, messages are CPU work that slow
   // One core does everything, each pair at once at half speed: the two
   // steps (2 x 10 ms), the two pushes (2 x 1 ms), the two pulls queued
   // behind them on each connection (2 x 0.71 ms), then the two models.
-  CHECK((twenty - ten) / 10 == doctest::Approx(0.020 + 0.002 + 2 * 0.096 / 0.136 * 1e-3 + 0.002)
-                                  .epsilon(1e-6));
+  CHECK((twenty - ten) / 10 ==
+        doctest::Approx(0.020 + 0.002 + 2 * 0.096 / 0.136 * 1e-3 + 0.002).epsilon(1e-6));
   // On wires of their own the copies would cost the core nothing.
   c.network.cores_copy = false;
   c.max_iterations = 10;
@@ -221,8 +223,8 @@ TEST_CASE("sim: the same seed gives the same run; another noise seed another one
 
 TEST_CASE("sim: the gradients are real: every policy learns the separable problem") {
   Fixture f;
-  for (const char* policy : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps",
-                             "lbbsp", "token"}) {
+  for (const char* policy :
+       {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp", "token"}) {
     CAPTURE(policy);
     SimConfig c = f.Config(policy, {1, 1, 1, 4}, 10, 1);
     c.max_iterations = 0;

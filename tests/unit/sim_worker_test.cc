@@ -72,8 +72,8 @@ struct Fixture {
     config.cost = CostModel::Linear(1e-3, 1e-3);
     config.cost.param_s = 1e-6;
     math = std::make_unique<StepMath>(config.model, train);
-    worker = std::make_unique<SimWorker>(config, mode, 0, std::pair<int64_t, int64_t>{0, 16},
-                                         *math, host);
+    worker = std::make_unique<SimWorker>(config, mode, 0, std::pair<int64_t, int64_t>{0, 16}, *math,
+                                         host);
   }
 
   // The model, version `version`, arrives at time `at`.

@@ -1,5 +1,7 @@
 // Checks each kind of emulated slowness against its definition in the
 // "Emulating heterogeneity" section of docs/algorithms.md.
+#include "dmlps/worker/straggler.h"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -7,8 +9,6 @@
 #include <initializer_list>
 #include <string>
 #include <vector>
-
-#include "dmlps/worker/straggler.h"
 
 namespace dmlps::worker {
 namespace {

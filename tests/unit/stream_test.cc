@@ -52,10 +52,10 @@ TEST_CASE("chunk layouts cut a payload into whole chunks, the last one the rest"
   CHECK(ChunkLayout::ForBytes(10, 3).chunk_floats == 1);  // never less than one float
 
   CHECK(ChunkLayout::FromHeader(10, 3, 4).ok());
-  CHECK_FALSE(ChunkLayout::FromHeader(10, 2, 4).ok());   // the count does not match
+  CHECK_FALSE(ChunkLayout::FromHeader(10, 2, 4).ok());  // the count does not match
   CHECK_FALSE(ChunkLayout::FromHeader(10, 11, 1).ok());
-  CHECK_FALSE(ChunkLayout::FromHeader(10, 1, 0).ok());   // empty chunks
-  CHECK_FALSE(ChunkLayout::FromHeader(0, 1, 4).ok());    // nothing to stream
+  CHECK_FALSE(ChunkLayout::FromHeader(10, 1, 0).ok());  // empty chunks
+  CHECK_FALSE(ChunkLayout::FromHeader(0, 1, 4).ok());   // nothing to stream
   CHECK_FALSE(ChunkLayout::FromHeader(-4, 1, 4).ok());
   CHECK_FALSE(ChunkLayout::FromHeader(10, 1, proto::kMaxChunkFloats + 1).ok());
   CHECK(ChunkLayout::FromHeader(proto::kMaxChunks, proto::kMaxChunks, 1).ok());
@@ -149,8 +149,10 @@ TEST_CASE("slice by slice, an optimizer ends where one whole step would") {
     REQUIRE(b.ok());
     for (int step = 0; step < 3; ++step) {
       (*a)->Step(whole, grad, 0.5f);
-      (*b)->StepSlice(std::span<float>(sliced).subspan(0, 4), std::span<const float>(grad).subspan(0, 4), 0.5f, 0);
-      (*b)->StepSlice(std::span<float>(sliced).subspan(4), std::span<const float>(grad).subspan(4), 0.5f, 4);
+      (*b)->StepSlice(std::span<float>(sliced).subspan(0, 4),
+                      std::span<const float>(grad).subspan(0, 4), 0.5f, 0);
+      (*b)->StepSlice(std::span<float>(sliced).subspan(4), std::span<const float>(grad).subspan(4),
+                      0.5f, 4);
     }
     CHECK(whole == sliced);
   }
@@ -296,8 +298,8 @@ struct Rounds {
   std::vector<std::string> events;
   std::vector<std::vector<float>> sent;  // round * 5 + index: the chunk's values when handed over
   std::vector<std::vector<float>> snapshots;
-  bool off_thread = false;   // a sink or callback ran on another thread
-  bool frames_kept = true;   // frames still held show what they showed when sent
+  bool off_thread = false;  // a sink or callback ran on another thread
+  bool frames_kept = true;  // frames still held show what they showed when sent
   int64_t threads = 0;
 };
 
@@ -312,7 +314,7 @@ std::vector<float> Noise(int64_t n, uint64_t seed) {
   return v;
 }
 
-constexpr int64_t kRoundLane = 40000;                 // floats: a lane of several blocks
+constexpr int64_t kRoundLane = 40000;                    // floats: a lane of several blocks
 constexpr int64_t kRoundFloats = 4 * kRoundLane + 1234;  // 5 lanes, the last one short
 constexpr int kRounds = 4;
 
@@ -353,7 +355,8 @@ Rounds RunRounds(int64_t threads) {
       }
       store.Stage(pushes.back(), w == 0 ? 0.75f : 0.25f);
     }
-    store.Apply(momentum->get(), 1.f / 3, [&note, round] { note("applied " + std::to_string(round)); });
+    store.Apply(momentum->get(), 1.f / 3,
+                [&note, round] { note("applied " + std::to_string(round)); });
     store.Send([&, round](int64_t index, zmq::message_t frame) {
       note("chunk " + std::to_string(round) + "." + std::to_string(index));
       const float* data = static_cast<const float*>(frame.data());
@@ -381,7 +384,8 @@ Rounds RunRounds(int64_t threads) {
     pick = pick * 6364136223846793005ull + 1442695040888963407ull;
     const size_t p = open[(pick >> 33) % open.size()];
     const int64_t index = next[p]++;
-    net::Frames chunk = FramesOf(grads[p], index * kRoundLane, std::min(n, (index + 1) * kRoundLane));
+    net::Frames chunk =
+        FramesOf(grads[p], index * kRoundLane, std::min(n, (index + 1) * kRoundLane));
     REQUIRE(server::TakeChunk(*pushes[p], index, chunk).ok());
     if ((pick >> 20) % 4 == 0) store.Advance();
     // Now and then ZeroMQ is done sending the oldest frame held.
@@ -438,7 +442,8 @@ TEST_CASE("the model store's threads end bit for bit where one thread does") {
         const std::vector<float>& snapshot = r->snapshots[static_cast<size_t>(round)];
         const auto begin = snapshot.begin() + index * kRoundLane;
         const auto end = snapshot.begin() + std::min(kRoundFloats, (index + 1) * kRoundLane);
-        CHECK(SameBits(r->sent[static_cast<size_t>(round * 5 + index)], std::vector<float>(begin, end)));
+        CHECK(SameBits(r->sent[static_cast<size_t>(round * 5 + index)],
+                       std::vector<float>(begin, end)));
       }
     }
     // Each reply's chunks in index order.
@@ -490,8 +495,8 @@ TEST_CASE("a payload larger than a chunk crosses real sockets as Chunk messages"
   CHECK(got.chunks == 4);
   CHECK(got.chunk_floats == 256);
   CHECK(header->payload.empty());
-  Result<IncomingTensor> in =
-      IncomingTensor::Open(got.num_params, got.chunks, got.chunk_floats, std::move(header->payload));
+  Result<IncomingTensor> in = IncomingTensor::Open(got.num_params, got.chunks, got.chunk_floats,
+                                                   std::move(header->payload));
   REQUIRE(in.ok());
   while (!in->complete()) {
     REQUIRE(*pair.server->Receive(&frames, std::chrono::milliseconds(2000)));

@@ -1,13 +1,13 @@
 // ThreadPool: every iteration runs once, on more than one thread, and the
 // pool goes on working loop after loop.
+#include "dmlps/base/thread_pool.h"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
 #include <thread>
 #include <vector>
-
-#include "dmlps/base/thread_pool.h"
 
 namespace dmlps {
 namespace {

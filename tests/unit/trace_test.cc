@@ -1,5 +1,7 @@
 // Traces: the record format (writer, reader, damage) and dmlps-trace's tools
 // (merge, summary, chrome, tsv, plot) on a small hand-built run.
+#include "dmlps/trace/trace.h"
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "dmlps/trace/tools.h"
-#include "dmlps/trace/trace.h"
 
 namespace dmlps::trace {
 namespace {
@@ -49,16 +50,16 @@ Record Counter(std::string node, std::string name, int64_t t, double value, Args
 // (0.55) and reaches the target 0.5 at 1.62 s.
 std::vector<Record> SmallTrace() {
   std::vector<Record> w0, w1, server;
-  server.push_back(Instant("server-0", "run", "start", kT0,
-                           {{"policy", std::string("bsp")}, {"workers", int64_t{2}},
-                            {"target", 0.5}}));
+  server.push_back(
+      Instant("server-0", "run", "start", kT0,
+              {{"policy", std::string("bsp")}, {"workers", int64_t{2}}, {"target", 0.5}}));
   int64_t version = 0;
   auto arrive = [&](int64_t rank, int64_t clock, int64_t t, int64_t staleness) {
-    server.push_back(Instant("server-0", "comm", "push", t,
-                             {{"worker", rank}, {"clock", clock}, {"samples", int64_t{32}},
-                              {"staleness", staleness}}));
-    server.push_back(Span("server-0", "apply", "apply", t + 1 * kMs, 1 * kMs,
-                          {{"version", ++version}}));
+    server.push_back(Instant(
+        "server-0", "comm", "push", t,
+        {{"worker", rank}, {"clock", clock}, {"samples", int64_t{32}}, {"staleness", staleness}}));
+    server.push_back(
+        Span("server-0", "apply", "apply", t + 1 * kMs, 1 * kMs, {{"version", ++version}}));
   };
   for (int64_t i = 0; i < 16; ++i) {
     const int64_t t = kT0 + i * 100 * kMs;
@@ -81,16 +82,18 @@ std::vector<Record> SmallTrace() {
     w1.push_back(Span("worker-1", "wait", "reply", t + 360 * kMs, 40 * kMs));
     arrive(1, i, t + 363 * kMs, 3);
   }
-  for (const auto& [at_ms, accuracy] : std::vector<std::pair<int64_t, double>>{{800, 0.4},
-                                                                               {1600, 0.55}}) {
+  for (const auto& [at_ms, accuracy] :
+       std::vector<std::pair<int64_t, double>>{{800, 0.4}, {1600, 0.55}}) {
     const int64_t iteration = at_ms / 80;
     server.push_back(Span("server-0", "eval", "eval", kT0 + at_ms * kMs + 2 * kMs, 15 * kMs,
-                          {{"iteration", iteration}, {"accuracy", accuracy}, {"loss", 1 - accuracy},
+                          {{"iteration", iteration},
+                           {"accuracy", accuracy},
+                           {"loss", 1 - accuracy},
                            {"snapshot_us", kT0 + at_ms * kMs}}));
-    server.push_back(Counter("server-0", "accuracy", kT0 + at_ms * kMs, accuracy,
-                             {{"iteration", iteration}}));
-    server.push_back(Counter("server-0", "loss", kT0 + at_ms * kMs, 1 - accuracy,
-                             {{"iteration", iteration}}));
+    server.push_back(
+        Counter("server-0", "accuracy", kT0 + at_ms * kMs, accuracy, {{"iteration", iteration}}));
+    server.push_back(
+        Counter("server-0", "loss", kT0 + at_ms * kMs, 1 - accuracy, {{"iteration", iteration}}));
   }
   server.push_back(Instant("server-0", "run", "target", kT0 + 1620 * kMs,
                            {{"accuracy", 0.55}, {"seconds", 1.62}, {"iteration", int64_t{20}}}));
@@ -201,7 +204,8 @@ class JsonCheck {
       if (s_.substr(i_, word.size()) == word) return i_ += word.size(), true;
     }
     const size_t start = i_;
-    while (i_ < s_.size() && std::string_view("+-0123456789.eE").find(s_[i_]) != std::string_view::npos)
+    while (i_ < s_.size() &&
+           std::string_view("+-0123456789.eE").find(s_[i_]) != std::string_view::npos)
       ++i_;
     return i_ > start;
   }
@@ -271,7 +275,7 @@ TEST_CASE("trace: a truncated stream keeps the records before the cut and names 
   std::vector<Record> sorted = SmallTrace();
   SortByTime(&sorted);
   msgpack::sbuffer prefix;
-  Record meta{sorted.front().time_us, "dmlps-trace", "run", "meta", "dmlps-trace", 0,
+  Record meta{sorted.front().time_us,       "dmlps-trace", "run", "meta", "dmlps-trace", 0,
               {{"version", kFormatVersion}}};
   Pack(meta, &prefix);
   Pack(sorted[0], &prefix);
@@ -291,7 +295,12 @@ TEST_CASE("trace: a corrupt byte ends the reading with DataLoss, keeping the pre
   msgpack::sbuffer prefix;
   std::vector<Record> sorted = SmallTrace();
   SortByTime(&sorted);
-  Pack({sorted.front().time_us, "dmlps-trace", "run", "meta", "dmlps-trace", 0,
+  Pack({sorted.front().time_us,
+        "dmlps-trace",
+        "run",
+        "meta",
+        "dmlps-trace",
+        0,
         {{"version", kFormatVersion}}},
        &prefix);
   Pack(sorted[0], &prefix);
@@ -300,8 +309,7 @@ TEST_CASE("trace: a corrupt byte ends the reading with DataLoss, keeping the pre
   const ReadResult read = ParseTrace(bytes, "bad.trace");
   CHECK(read.status.code() == StatusCode::kDataLoss);
   CHECK(read.records.size() == 1);
-  CHECK(read.status.message().find("offset " + std::to_string(prefix.size())) !=
-        std::string::npos);
+  CHECK(read.status.message().find("offset " + std::to_string(prefix.size())) != std::string::npos);
 }
 
 TEST_CASE("trace: merge sorts by time, stably, behind a meta record") {
@@ -394,8 +402,8 @@ TEST_CASE("trace: a slow step now and then makes a transient straggler") {
       // worker-2's sixth step is 5x longer; every other step takes 50 ms.
       const int64_t t = i * 100 * kMs + (rank == 2 && i > 5 ? 200 * kMs : 0);
       const int64_t busy = (rank == 2 && i == 5 ? 250 : 50) * kMs;
-      records.push_back(Span("worker-" + std::to_string(rank), "compute", "step", t, busy,
-                             {{"clock", i}}));
+      records.push_back(
+          Span("worker-" + std::to_string(rank), "compute", "step", t, busy, {{"clock", i}}));
     }
   }
   const TraceSummary s = Summarize(records);
@@ -426,7 +434,8 @@ TEST_CASE("trace: a run that misses its target reports the best accuracy") {
 
 TEST_CASE("trace: chrome JSON parses and holds spans, counters, instants and flows") {
   std::vector<Record> records = SmallTrace();
-  records.push_back(Instant("worker-0", "run", "odd \"name\"\n\\", kT0, {{"s", std::string("\t\x01")}}));
+  records.push_back(
+      Instant("worker-0", "run", "odd \"name\"\n\\", kT0, {{"s", std::string("\t\x01")}}));
   std::ostringstream out;
   WriteChrome(records, out);
   const std::string json = out.str();

@@ -25,9 +25,9 @@ namespace {
 using std::chrono::milliseconds;
 
 TEST_CASE("every worker mode parses back from its name, and nothing else does") {
-  for (sync::WorkerMode mode : {sync::WorkerMode::kSync, sync::WorkerMode::kChunked,
-                                sync::WorkerMode::kLocal, sync::WorkerMode::kLocalOverlap,
-                                sync::WorkerMode::kToken}) {
+  for (sync::WorkerMode mode :
+       {sync::WorkerMode::kSync, sync::WorkerMode::kChunked, sync::WorkerMode::kLocal,
+        sync::WorkerMode::kLocalOverlap, sync::WorkerMode::kToken}) {
     Result<sync::WorkerMode> parsed = sync::ParseWorkerMode(sync::WorkerModeName(mode));
     REQUIRE(parsed.ok());
     CHECK(*parsed == mode);
@@ -118,8 +118,8 @@ TEST_CASE("a link joins sharded servers and assembles the model from their slice
     });
     worker::ServerLink link(config, nullptr);
     const Status joined = link.Join(0);
-    Result<proto::Message> reply = joined.ok() ? link.Await({proto::MsgType::kModel})
-                                               : Result<proto::Message>(joined);
+    Result<proto::Message> reply =
+        joined.ok() ? link.Await({proto::MsgType::kModel}) : Result<proto::Message>(joined);
     servers.join();
     REQUIRE(joined.ok());
     CHECK(link.rank() == 3);
@@ -217,7 +217,8 @@ proto::Welcome SoftmaxWelcome(const std::string& mode, int64_t batch) {
   return welcome;
 }
 
-TEST_CASE_FIXTURE(DataServer, "a worker refuses steps of a kind it does not know, or without their sizes") {
+TEST_CASE_FIXTURE(DataServer,
+                  "a worker refuses steps of a kind it does not know, or without their sizes") {
   struct Case {
     std::string mode;
     std::string error;

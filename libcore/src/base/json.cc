@@ -15,13 +15,27 @@ void WriteJsonString(std::string_view text, std::ostream& out) {
   out << '"';
   for (const char c : text) {
     switch (c) {
-      case '"': out << "\\\""; break;
-      case '\\': out << "\\\\"; break;
-      case '\n': out << "\\n"; break;
-      case '\r': out << "\\r"; break;
-      case '\t': out << "\\t"; break;
-      case '\b': out << "\\b"; break;
-      case '\f': out << "\\f"; break;
+      case '"':
+        out << "\\\"";
+        break;
+      case '\\':
+        out << "\\\\";
+        break;
+      case '\n':
+        out << "\\n";
+        break;
+      case '\r':
+        out << "\\r";
+        break;
+      case '\t':
+        out << "\\t";
+        break;
+      case '\b':
+        out << "\\b";
+        break;
+      case '\f':
+        out << "\\f";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out << fmt::format("\\u{:04x}", static_cast<unsigned char>(c));

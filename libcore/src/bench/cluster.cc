@@ -79,7 +79,8 @@ class Child {
     if (pid_ <= 0) return;
     kill(pid_, SIGTERM);
     const Clock::time_point deadline = Clock::now() + grace;
-    while (!Poll() && Clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    while (!Poll() && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (pid_ > 0) {
       kill(pid_, SIGKILL);
       int status = 0;
@@ -152,21 +153,42 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
   Result<sync::PolicyConfig> p = PolicyFor(policy_entry, e);
   const sync::PolicyConfig policy = p.ok() ? *p : sync::PolicyConfig{std::string(policy_entry)};
   argv.insert(argv.end(), {"--policy", policy.name});
-  if (policy.name == "ssp") argv.insert(argv.end(), {"--staleness", std::to_string(policy.staleness)});
+  if (policy.name == "ssp")
+    argv.insert(argv.end(), {"--staleness", std::to_string(policy.staleness)});
   if (policy.name == "backup") argv.insert(argv.end(), {"--backup", std::to_string(policy.backup)});
   if (policy.name == "abps") argv.insert(argv.end(), {"--chunk", std::to_string(policy.chunk)});
-  if (policy.name == "token") argv.insert(argv.end(), {"--token-size", std::to_string(policy.token_size)});
+  if (policy.name == "token")
+    argv.insert(argv.end(), {"--token-size", std::to_string(policy.token_size)});
   if (policy.name == "lbbsp") {
     argv.insert(argv.end(), {"--lb-mode", policy.lb_mode});
     if (policy.lb_mode == "cpu") argv.insert(argv.end(), {"--predictor", policy.predictor});
   }
-  argv.insert(argv.end(),
-              {"--model", e.model, "--data", e.data, "--batch", std::to_string(e.batch), "--lr",
-               Number(e.lr), "--momentum", Number(e.momentum), "--eval-every",
-               std::to_string(e.eval_every), "--seed", std::to_string(e.seed), "--bind",
-               "tcp://127.0.0.1:*", "--endpoint-file", endpoint_file, "--report", report_file,
-               "--target-accuracy", Number(e.target), "--max-iterations",
-               std::to_string(e.max_iterations), "--max-seconds", Number(e.max_seconds)});
+  argv.insert(argv.end(), {"--model",
+                           e.model,
+                           "--data",
+                           e.data,
+                           "--batch",
+                           std::to_string(e.batch),
+                           "--lr",
+                           Number(e.lr),
+                           "--momentum",
+                           Number(e.momentum),
+                           "--eval-every",
+                           std::to_string(e.eval_every),
+                           "--seed",
+                           std::to_string(e.seed),
+                           "--bind",
+                           "tcp://127.0.0.1:*",
+                           "--endpoint-file",
+                           endpoint_file,
+                           "--report",
+                           report_file,
+                           "--target-accuracy",
+                           Number(e.target),
+                           "--max-iterations",
+                           std::to_string(e.max_iterations),
+                           "--max-seconds",
+                           Number(e.max_seconds)});
   if (!options.trace_dir.empty()) {
     argv.insert(argv.end(), {"--trace", (fs::path(options.trace_dir) / "server.trace").string()});
   }
@@ -178,13 +200,26 @@ std::vector<std::string> WorkerCommand(const Experiment& e, int64_t rank,
   const worker::StragglerSpec& s = e.stragglers[static_cast<size_t>(rank)];
   std::vector<std::string> argv = {
       (fs::path(options.bin_dir) / "dmlps-worker").string(),
-      "--server", endpoint, "--rank", std::to_string(rank), "--data", e.data, "--threads",
-      std::to_string(options.threads), "--slowdown", Number(s.slowdown), "--delay-ms",
+      "--server",
+      endpoint,
+      "--rank",
+      std::to_string(rank),
+      "--data",
+      e.data,
+      "--threads",
+      std::to_string(options.threads),
+      "--slowdown",
+      Number(s.slowdown),
+      "--delay-ms",
       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(s.delay).count()),
-      "--delay-prob", Number(s.delay_prob), "--round-robin-ms",
+      "--delay-prob",
+      Number(s.delay_prob),
+      "--round-robin-ms",
       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(s.round_robin).count()),
-      "--bandwidth-mbps", Number(s.bandwidth_mbps)};
-  auto add_schedule = [&argv](const char* flag, const std::vector<std::pair<int64_t, double>>& entries) {
+      "--bandwidth-mbps",
+      Number(s.bandwidth_mbps)};
+  auto add_schedule = [&argv](const char* flag,
+                              const std::vector<std::pair<int64_t, double>>& entries) {
     if (entries.empty()) return;
     std::string text;
     for (const auto& [iteration, value] : entries) {
@@ -196,8 +231,9 @@ std::vector<std::string> WorkerCommand(const Experiment& e, int64_t rank,
   add_schedule("--slowdown-schedule", s.schedule);
   add_schedule("--bandwidth-schedule", s.bandwidth_schedule);
   if (!options.trace_dir.empty()) {
-    argv.insert(argv.end(),
-                {"--trace", (fs::path(options.trace_dir) / fmt::format("worker-{}.trace", rank)).string()});
+    argv.insert(
+        argv.end(),
+        {"--trace", (fs::path(options.trace_dir) / fmt::format("worker-{}.trace", rank)).string()});
   }
   return argv;
 }
@@ -223,16 +259,17 @@ Result<RunResult> ReadServerReport(const std::string& path) {
       return std::nullopt;
     }
   };
-  for (const char* key : {"target_reached", "seconds_to_target", "iterations_to_target",
-                          "samples_to_target", "iterations", "samples", "seconds", "accuracy",
-                          "compute_ratio_mean", "compute_ratio_min", "wait_share",
-                          "wasted_samples"}) {
+  for (const char* key :
+       {"target_reached", "seconds_to_target", "iterations_to_target", "samples_to_target",
+        "iterations", "samples", "seconds", "accuracy", "compute_ratio_mean", "compute_ratio_min",
+        "wait_share", "wasted_samples"}) {
     if (!number(key)) return Status::DataLoss(path + ": no number for '" + key + "'");
   }
   RunResult r;
   r.reached = *number("target_reached") != 0;
   r.seconds = r.reached ? *number("seconds_to_target") : *number("seconds");
-  r.iterations = static_cast<int64_t>(r.reached ? *number("iterations_to_target") : *number("iterations"));
+  r.iterations =
+      static_cast<int64_t>(r.reached ? *number("iterations_to_target") : *number("iterations"));
   r.samples = static_cast<int64_t>(r.reached ? *number("samples_to_target") : *number("samples"));
   r.compute_ratio_mean = *number("compute_ratio_mean");
   r.compute_ratio_min = *number("compute_ratio_min");
@@ -304,7 +341,8 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
       for (int64_t r = 0; r < e.workers; ++r) {
         workers.push_back(std::make_unique<Child>());
         const std::string log = (dir / fmt::format("worker-{}.log", r)).string();
-        if (Status s = workers.back()->Start(WorkerCommand(e, r, options, endpoint), "/dev/null", log);
+        if (Status s =
+                workers.back()->Start(WorkerCommand(e, r, options, endpoint), "/dev/null", log);
             !s.ok()) {
           return fail(s.message());
         }
@@ -335,7 +373,8 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
   const int code = server.exit_code();
   if (server_done && code != 0 && code != 1) return fail(WhyExited("the server", code, server_log));
   Result<RunResult> report = ReadServerReport(report_file);
-  if (!report.ok()) return fail(WhyExited("the server", code, server_log) + "; " + report.status().message());
+  if (!report.ok())
+    return fail(WhyExited("the server", code, server_log) + "; " + report.status().message());
   RunResult read = *report;
   // Without a target, a run that ran to its limits did what was asked.
   if (e.target == 0 && read.failure.empty()) read.reached = true;

@@ -175,13 +175,14 @@ std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
     }
   }
   if (experiment.batch < 1) problems.push_back("--batch must be at least 1");
-  if (!(experiment.lr > 0) || !std::isfinite(experiment.lr)) problems.push_back("--lr must be positive");
+  if (!(experiment.lr > 0) || !std::isfinite(experiment.lr))
+    problems.push_back("--lr must be positive");
   if (!(experiment.momentum >= 0 && experiment.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
-  sim::CheckRunLimits({experiment.target, experiment.eval_every, experiment.max_iterations,
-                       experiment.max_seconds},
-                      kLimitFlags, &problems);
+  sim::CheckRunLimits(
+      {experiment.target, experiment.eval_every, experiment.max_iterations, experiment.max_seconds},
+      kLimitFlags, &problems);
   if (experiment.repeat < 1) problems.push_back("--repeat must be at least 1");
   return problems;
 }

@@ -56,7 +56,8 @@ std::vector<std::string> ValidateProfileConfig(const ProfileConfig& config) {
   }
   if (config.reps < 1) problems.push_back("--reps must be at least 1");
   if (config.warmup < 0) problems.push_back("--warmup must not be negative");
-  if (config.threads < 1 || config.threads > 1024) problems.push_back("--threads must be in 1..1024");
+  if (config.threads < 1 || config.threads > 1024)
+    problems.push_back("--threads must be in 1..1024");
   return problems;
 }
 
@@ -105,9 +106,9 @@ Result<ProfileReport> RunProfile(const ProfileConfig& config, const std::atomic<
   DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config.data));
   DMLPS_ASSIGN_OR_RETURN(data::Dataset train, data::LoadTrain(data_spec, data::Shard{0, 1}));
   if (train.rows() == 0) return Status::DataLoss(config.data + ": no training samples");
-  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
-                         model::ParseModelSpec(config.model, train.dim,
-                                               std::max<int64_t>(2, train.classes)));
+  DMLPS_ASSIGN_OR_RETURN(
+      model::ModelSpec spec,
+      model::ParseModelSpec(config.model, train.dim, std::max<int64_t>(2, train.classes)));
   report.model = spec.Name();
   report.num_params = spec.NumParams();
   if (device.is_cuda()) {
@@ -143,7 +144,8 @@ Result<ProfileReport> RunProfile(const ProfileConfig& config, const std::atomic<
       const Clock::time_point start = Clock::now();
       train.Gather(indices, &x, &y);
       DMLPS_ASSIGN_OR_RETURN(double loss, backend->LossAndGradient(params, x, y, grad));
-      const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      const double elapsed =
+          std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       if (!std::isfinite(loss)) {
         std::string message = "the loss is not finite at batch ";
         message += std::to_string(batch);
@@ -179,8 +181,8 @@ void WriteProfileReport(const ProfileReport& report, Format format, std::ostream
       out << "batch\tmedian_ms\tmin_ms\tmax_ms\treps\tsamples_per_s\tus_per_sample\n";
       for (const ProfileRow& r : report.rows) {
         out << r.batch << '\t' << Fixed(r.ms.median, 4) << '\t' << Fixed(r.ms.min, 4) << '\t'
-            << Fixed(r.ms.max, 4) << '\t' << r.ms.count << '\t' << Fixed(r.samples_per_s, 1)
-            << '\t' << Fixed(r.us_per_sample, 3) << '\n';
+            << Fixed(r.ms.max, 4) << '\t' << r.ms.count << '\t' << Fixed(r.samples_per_s, 1) << '\t'
+            << Fixed(r.us_per_sample, 3) << '\n';
       }
       break;
     case Format::kJson: {

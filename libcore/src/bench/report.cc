@@ -19,7 +19,9 @@ std::string WithRange(const Spread& s, int digits) {
   return Fixed(s.median, digits) + " (" + Fixed(s.min, digits) + "-" + Fixed(s.max, digits) + ")";
 }
 
-std::string Median(const Spread& s, int digits) { return s.count == 0 ? "-" : Fixed(s.median, digits); }
+std::string Median(const Spread& s, int digits) {
+  return s.count == 0 ? "-" : Fixed(s.median, digits);
+}
 
 std::string JsonSpread(const Spread& s) {
   if (s.count == 0) return "null";
@@ -28,9 +30,10 @@ std::string JsonSpread(const Spread& s) {
 }
 
 void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std::ostream& out) {
-  const std::vector<std::string> header = {
-      "policy", "reached", "seconds to target", "iterations", "samples", "compute mean",
-      "compute min", "waiting", "wasted", "accuracy", "speedup"};
+  const std::vector<std::string> header = {"policy",      "reached", "seconds to target",
+                                           "iterations",  "samples", "compute mean",
+                                           "compute min", "waiting", "wasted",
+                                           "accuracy",    "speedup"};
   std::vector<std::vector<std::string>> cells;
   for (const PolicyRow& row : rows) {
     cells.push_back({row.policy, std::to_string(row.reached) + "/" + std::to_string(row.runs),
@@ -47,7 +50,9 @@ void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std:
 void WriteTsv(const std::vector<PolicyRow>& rows, std::ostream& out) {
   out << "policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples"
          "\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup\n";
-  auto value = [](const Spread& s, double v) { return s.count == 0 ? std::string("-") : fmt::format("{}", v); };
+  auto value = [](const Spread& s, double v) {
+    return s.count == 0 ? std::string("-") : fmt::format("{}", v);
+  };
   for (const PolicyRow& row : rows) {
     out << row.policy << '\t' << row.runs << '\t' << row.reached << '\t'
         << value(row.seconds, row.seconds.median) << '\t' << value(row.seconds, row.seconds.min)
@@ -179,7 +184,8 @@ std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
   if (!rows.empty() && rows.front().seconds.count > 0) {
     const double reference = rows.front().seconds.median;
     for (PolicyRow& row : rows) {
-      if (row.seconds.count > 0 && row.seconds.median > 0) row.speedup = reference / row.seconds.median;
+      if (row.seconds.count > 0 && row.seconds.median > 0)
+        row.speedup = reference / row.seconds.median;
     }
   }
   return rows;
@@ -190,9 +196,15 @@ Result<Format> ParseFormat(std::string_view text) { return ParseOutputFormat(tex
 void WriteRows(const std::vector<PolicyRow>& rows, const std::vector<RunResult>& runs,
                std::string_view title, Format format, std::ostream& out) {
   switch (format) {
-    case Format::kTable: WriteTable(rows, title, out); break;
-    case Format::kTsv: WriteTsv(rows, out); break;
-    case Format::kJson: WriteJson(rows, runs, title, out); break;
+    case Format::kTable:
+      WriteTable(rows, title, out);
+      break;
+    case Format::kTsv:
+      WriteTsv(rows, out);
+      break;
+    case Format::kJson:
+      WriteJson(rows, runs, title, out);
+      break;
   }
 }
 

@@ -19,10 +19,12 @@ std::string RunFolderName(const std::string& policy, int64_t repeat) {
 
 std::string DescribeOutcome(const RunResult& r, bool has_target) {
   if (!r.failure.empty()) return "FAILED: " + r.failure;
-  const char* what = !has_target ? "ran" : r.reached ? "reached the target in" : "missed the target after";
+  const char* what = !has_target ? "ran"
+                     : r.reached ? "reached the target in"
+                                 : "missed the target after";
   return fmt::format("{} {:.2f} s, {} iterations, accuracy {:.4f}, compute ratio {:.3f}/{:.3f}",
-                     what, r.seconds,
-                     r.iterations, r.accuracy, r.compute_ratio_mean, r.compute_ratio_min);
+                     what, r.seconds, r.iterations, r.accuracy, r.compute_ratio_mean,
+                     r.compute_ratio_min);
 }
 
 std::vector<RunResult> RunExperiment(const Experiment& experiment, const ExperimentOptions& options,
@@ -39,8 +41,8 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
       cluster.run_dir = (fs::path(options.out_dir) / folder).string();
       cluster.trace_dir =
           options.trace_dir.empty() ? "" : (fs::path(options.trace_dir) / folder).string();
-      const std::string label = fmt::format("[{}/{}] {} run {}/{}", done, total, policy, rep,
-                                            experiment.repeat);
+      const std::string label =
+          fmt::format("[{}/{}] {} run {}/{}", done, total, policy, rep, experiment.repeat);
       if (!options.show) spdlog::info("{} ...", label);
       auto show = [&](const Progress& p) {
         if (options.show) options.show(label, p);

@@ -3,8 +3,6 @@
 // workers (see transport_worker.cc). The rest of the bench: the baselines
 // in transport_baselines.cc, the plan and turns of the measurements in
 // transport_run.cc, the report in transport_report.cc.
-#include "bench/transport_dmlps.h"
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -13,6 +11,7 @@
 #include <variant>
 #include <zmq.hpp>
 
+#include "bench/transport_dmlps.h"
 #include "bench/transport_worker.h"
 #include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
@@ -225,10 +224,10 @@ Result<std::vector<double>> DmlpsRoundTrips(const std::vector<std::string>& bind
   std::vector<std::string> addresses;
   endpoints.reserve(static_cast<size_t>(shards));
   for (int64_t k = 0; k < shards; ++k) {
-    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                           net::Endpoint::Bind(*server_contexts[static_cast<size_t>(k)],
-                                               bind_addresses[static_cast<size_t>(k)],
-                                               bind_options));
+    DMLPS_ASSIGN_OR_RETURN(
+        net::Endpoint endpoint,
+        net::Endpoint::Bind(*server_contexts[static_cast<size_t>(k)],
+                            bind_addresses[static_cast<size_t>(k)], bind_options));
     addresses.push_back(endpoint.address());
     endpoints.push_back(std::move(endpoint));
   }
@@ -247,7 +246,7 @@ Result<std::vector<double>> DmlpsRoundTrips(const std::vector<std::string>& bind
         Status served = servers[static_cast<size_t>(k)]->Run(server_threads.quit_flag());
         if (!served.ok()) {
           shared.Fail(served.WithContext(shards == 1 ? std::string("bench server")
-                                                    : "bench server shard " + std::to_string(k)));
+                                                     : "bench server shard " + std::to_string(k)));
         }
       });
     }
@@ -257,9 +256,9 @@ Result<std::vector<double>> DmlpsRoundTrips(const std::vector<std::string>& bind
         worker_threads.Start([&, w] {
           const auto i = static_cast<size_t>(w);
           NameThread("bench-worker" + std::to_string(w));
-          Status done = RunBenchWorker(*worker_contexts[i],
-                                       shards > 1 ? shard_contexts[i].get() : nullptr, addresses,
-                                       bounds, keys[i], w, config, shared, &times[i]);
+          Status done =
+              RunBenchWorker(*worker_contexts[i], shards > 1 ? shard_contexts[i].get() : nullptr,
+                             addresses, bounds, keys[i], w, config, shared, &times[i]);
           if (!done.ok()) shared.Fail(done.WithContext("bench worker " + std::to_string(w)));
         });
       }

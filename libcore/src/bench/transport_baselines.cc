@@ -32,8 +32,8 @@ Status ReceiveRaw(zmq::socket_t& socket, zmq::message_t* frame, milliseconds tim
   while (true) {
     if (shared.Stopping() || (quit != nullptr && quit->load())) return shared.Reason();
     if (Clock::now() >= deadline) {
-      return Status::Unavailable(fmt::format("no answer from the echo for {:g} s",
-                                             timeout.count() / 1000.0));
+      return Status::Unavailable(
+          fmt::format("no answer from the echo for {:g} s", timeout.count() / 1000.0));
     }
     zmq_pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     const int rc = zmq_poll(&item, 1, static_cast<long>(kSlice.count()));
@@ -127,8 +127,8 @@ Result<std::vector<double>> SumTimes(int64_t bytes, int64_t threads,
   const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
   server::ModelStore store(std::vector<float>(static_cast<size_t>(floats), 0.f),
                            config.chunk_bytes / static_cast<int64_t>(sizeof(float)), threads);
-  auto values = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
-                                                           kGradientValue);
+  auto values =
+      std::make_shared<const std::vector<float>>(static_cast<size_t>(floats), kGradientValue);
   net::Frames frames;
   proto::AppendRange(values, 0, floats, &frames);
   DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor opened,

@@ -30,8 +30,7 @@ std::vector<double> MemcpyTimes(int64_t bytes, const TransportConfig& config);
 // The server's staging sum: one gradient of the payload, whole, staged into
 // the ModelStore's accumulator (acc += w * g, lane by lane) on `threads`
 // threads.
-Result<std::vector<double>> SumTimes(int64_t bytes, int64_t threads,
-                                     const TransportConfig& config);
+Result<std::vector<double>> SumTimes(int64_t bytes, int64_t threads, const TransportConfig& config);
 
 }  // namespace dmlps::bench
 

@@ -1,13 +1,12 @@
 // The configuration of dmlps-bench transport: what makes it runnable, and
 // the byte sizes its flags take.
-#include "dmlps/bench/transport.h"
-
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "dmlps/bench/transport.h"
 #include "dmlps/net/curve.h"
 
 namespace dmlps::bench {
@@ -80,10 +79,17 @@ Result<int64_t> ParseByteSize(std::string_view text) {
   int64_t unit = 1;
   if (!text.empty()) {
     switch (std::toupper(static_cast<unsigned char>(text.back()))) {
-      case 'K': unit = int64_t{1} << 10; break;
-      case 'M': unit = int64_t{1} << 20; break;
-      case 'G': unit = int64_t{1} << 30; break;
-      default: break;
+      case 'K':
+        unit = int64_t{1} << 10;
+        break;
+      case 'M':
+        unit = int64_t{1} << 20;
+        break;
+      case 'G':
+        unit = int64_t{1} << 30;
+        break;
+      default:
+        break;
     }
     if (unit > 1) text.remove_suffix(1);
   }

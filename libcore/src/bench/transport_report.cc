@@ -1,7 +1,5 @@
 // The report of dmlps-bench transport: the ratios and goals worked out from
 // the rows' medians, and the rows written as a table, TSV or JSON.
-#include "dmlps/bench/transport.h"
-
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
@@ -12,6 +10,7 @@
 #include "bench/transport_support.h"
 #include "dmlps/base/json.h"
 #include "dmlps/bench/report.h"
+#include "dmlps/bench/transport.h"
 
 namespace dmlps::bench {
 namespace {
@@ -46,9 +45,9 @@ std::string Title(const TransportConfig& c) {
     title += fmt::format("; dmlps-sharded with {} server shards and {} workers",
                          Commas(c.shards, number), c.shard_workers);
   }
-  title += fmt::format("; chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
-                       FormatByteSize(c.chunk_bytes), c.rounds, std::min(c.rounds, kTurns),
-                       c.warmup);
+  title +=
+      fmt::format("; chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
+                  FormatByteSize(c.chunk_bytes), c.rounds, std::min(c.rounds, kTurns), c.warmup);
   return title;
 }
 
@@ -61,8 +60,8 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
   // The shards column and the speedup only when sharded rows are measured.
   bool sharded = false;
   for (const TransportRow& r : report.rows) sharded = sharded || r.shards > 0;
-  std::vector<std::string> header = {"transport", "size",   "what",   "workers",
-                                     "threads",   "median ms", "min ms", "max ms",
+  std::vector<std::string> header = {"transport", "size",      "what",     "workers",
+                                     "threads",   "median ms", "min ms",   "max ms",
                                      "GB/s",      "vs zmq",    "vs memcpy"};
   if (sharded) {
     header.insert(header.begin() + 4, "shards");
@@ -70,11 +69,17 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
   }
   std::vector<std::vector<std::string>> cells;
   for (const TransportRow& r : report.rows) {
-    std::vector<std::string> row = {r.transport, FormatByteSize(r.bytes), r.what,
+    std::vector<std::string> row = {r.transport,
+                                    FormatByteSize(r.bytes),
+                                    r.what,
                                     r.workers > 0 ? std::to_string(r.workers) : std::string("-"),
                                     r.threads > 0 ? std::to_string(r.threads) : std::string("-"),
-                                    Fixed(r.ms.median, 3), Fixed(r.ms.min, 3), Fixed(r.ms.max, 3),
-                                    Fixed(r.gbps, 2), Ratio(r.vs_zmq), Ratio(r.vs_memcpy)};
+                                    Fixed(r.ms.median, 3),
+                                    Fixed(r.ms.min, 3),
+                                    Fixed(r.ms.max, 3),
+                                    Fixed(r.gbps, 2),
+                                    Ratio(r.vs_zmq),
+                                    Ratio(r.vs_memcpy)};
     if (sharded) {
       row.insert(row.begin() + 4, r.shards > 0 ? std::to_string(r.shards) : std::string("-"));
       row.push_back(Ratio(r.speedup));
@@ -89,10 +94,11 @@ void WriteTable(const TransportReport& report, std::ostream& out) {
     if (sum.what != "sum") continue;
     for (const TransportRow& copy : report.rows) {
       if (copy.what != "memcpy" || copy.bytes != sum.bytes) continue;
-      out << fmt::format("aggregation: {} summed on {} thread{} at {:.2f} GB/s of gradient, "
-                         "{:.2f}x memcpy's {:.2f} GB/s\n",
-                         FormatByteSize(sum.bytes), sum.threads, sum.threads == 1 ? "" : "s",
-                         sum.gbps, copy.gbps > 0 ? sum.gbps / copy.gbps : 0.0, copy.gbps);
+      out << fmt::format(
+          "aggregation: {} summed on {} thread{} at {:.2f} GB/s of gradient, "
+          "{:.2f}x memcpy's {:.2f} GB/s\n",
+          FormatByteSize(sum.bytes), sum.threads, sum.threads == 1 ? "" : "s", sum.gbps,
+          copy.gbps > 0 ? sum.gbps / copy.gbps : 0.0, copy.gbps);
     }
   }
 }
@@ -143,11 +149,11 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
     out << ",\"bytes\":" << r.bytes << ",\"what\":";
     WriteJsonString(r.what, out);
     out << ",\"workers\":" << r.workers << ",\"threads\":" << r.threads
-        << ",\"median_ms\":" << JsonNumber(r.ms.median)
-        << ",\"min_ms\":" << JsonNumber(r.ms.min) << ",\"max_ms\":" << JsonNumber(r.ms.max)
-        << ",\"rounds\":" << r.ms.count << ",\"gbps\":" << JsonNumber(r.gbps)
-        << ",\"vs_zmq\":" << ratio(r.vs_zmq) << ",\"vs_memcpy\":" << ratio(r.vs_memcpy)
-        << ",\"shards\":" << r.shards << ",\"speedup\":" << ratio(r.speedup) << '}';
+        << ",\"median_ms\":" << JsonNumber(r.ms.median) << ",\"min_ms\":" << JsonNumber(r.ms.min)
+        << ",\"max_ms\":" << JsonNumber(r.ms.max) << ",\"rounds\":" << r.ms.count
+        << ",\"gbps\":" << JsonNumber(r.gbps) << ",\"vs_zmq\":" << ratio(r.vs_zmq)
+        << ",\"vs_memcpy\":" << ratio(r.vs_memcpy) << ",\"shards\":" << r.shards
+        << ",\"speedup\":" << ratio(r.speedup) << '}';
   }
   out << "],\"goals\":[";
   for (size_t i = 0; i < report.goals.size(); ++i) {
@@ -158,8 +164,7 @@ void WriteJson(const TransportReport& report, std::ostream& out) {
     out << ",\"transport\":";
     WriteJsonString(g.transport, out);
     out << ",\"bytes\":" << g.bytes << ",\"value\":" << JsonNumber(g.value)
-        << ",\"limit\":" << JsonNumber(g.limit) << ",\"met\":" << (g.met ? "true" : "false")
-        << '}';
+        << ",\"limit\":" << JsonNumber(g.limit) << ",\"met\":" << (g.met ? "true" : "false") << '}';
   }
   out << "]}\n";
 }
@@ -227,9 +232,15 @@ void CompleteTransportReport(TransportReport* report) {
 
 void WriteTransportReport(const TransportReport& report, Format format, std::ostream& out) {
   switch (format) {
-    case Format::kTable: WriteTable(report, out); break;
-    case Format::kTsv: WriteTsv(report, out); break;
-    case Format::kJson: WriteJson(report, out); break;
+    case Format::kTable:
+      WriteTable(report, out);
+      break;
+    case Format::kTsv:
+      WriteTsv(report, out);
+      break;
+    case Format::kJson:
+      WriteJson(report, out);
+      break;
   }
 }
 

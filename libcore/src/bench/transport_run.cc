@@ -1,7 +1,5 @@
 // How dmlps-bench transport runs: the measurements of each payload size
 // planned as slots, their rounds taken in turns, their times made rows.
-#include "dmlps/bench/transport.h"
-
 #include <algorithm>
 #include <functional>
 #include <string>
@@ -12,6 +10,7 @@
 #include "bench/transport_dmlps.h"
 #include "bench/transport_support.h"
 #include "dmlps/bench/report.h"
+#include "dmlps/bench/transport.h"
 
 namespace dmlps::bench {
 namespace {
@@ -122,8 +121,7 @@ class SizePlan {
     };
   }
 
-  Take RoundTrips(const std::string& transport, int64_t shards, int64_t workers,
-                  bool curve) const {
+  Take RoundTrips(const std::string& transport, int64_t shards, int64_t workers, bool curve) const {
     return [bytes = bytes_, signal = signal_, addresses = addresses_, transport, shards, workers,
             curve](const TransportConfig& c) {
       Shared shared(signal);

@@ -93,8 +93,7 @@ Result<int64_t> ReceiveModel(std::vector<net::Endpoint>& endpoints,
     DMLPS_ASSIGN_OR_RETURN(int64_t other, ReceiveSlice(endpoints[k], slice(k), config, shared));
     if (other != first) {
       return Status::Protocol("bench shard " + std::to_string(k) + " sent version " +
-                              std::to_string(other) + ", shard 0 version " +
-                              std::to_string(first));
+                              std::to_string(other) + ", shard 0 version " + std::to_string(first));
     }
   }
   return first;
@@ -116,8 +115,7 @@ Status PushToShards(std::vector<net::Endpoint>& endpoints, const std::vector<int
     const size_t k = i % shards;  // 1, 2, ..., then 0
     push.num_params = bounds[k + 1] - bounds[k];
     DMLPS_RETURN_IF_ERROR(endpoints[k].SendWithPayload(nullptr, push, gradient, bounds[k],
-                                                       push.num_params, config.chunk_bytes,
-                                                       &pull));
+                                                       push.num_params, config.chunk_bytes, &pull));
   }
   return Status::Ok();
 }
@@ -140,17 +138,16 @@ Status CheckModel(const std::vector<float>& params) {
 }  // namespace
 
 Status RunBenchWorker(zmq::context_t& context, zmq::context_t* shard_context,
-                      const std::vector<std::string>& addresses,
-                      const std::vector<int64_t>& bounds, const net::ConnectOptions& keys,
-                      int64_t rank, const TransportConfig& config, Shared& shared,
-                      std::vector<double>* times) {
+                      const std::vector<std::string>& addresses, const std::vector<int64_t>& bounds,
+                      const net::ConnectOptions& keys, int64_t rank, const TransportConfig& config,
+                      Shared& shared, std::vector<double>* times) {
   const size_t shards = addresses.size();
   if (shards == 0 || bounds.size() != shards + 1) return Status::Internal("bad bench shards");
   const int64_t floats = bounds.back();
   DMLPS_ASSIGN_OR_RETURN(std::vector<net::Endpoint> endpoints,
                          ConnectShards(context, shard_context, addresses, keys, rank));
-  auto gradient = std::make_shared<const std::vector<float>>(static_cast<size_t>(floats),
-                                                             kGradientValue);
+  auto gradient =
+      std::make_shared<const std::vector<float>>(static_cast<size_t>(floats), kGradientValue);
   std::vector<float> params(static_cast<size_t>(floats));
   for (net::Endpoint& endpoint : endpoints) {
     DMLPS_RETURN_IF_ERROR(endpoint.SendMessage(nullptr, proto::Pull{0}));

@@ -27,10 +27,9 @@ namespace dmlps::bench {
 // over its slice on its own, so each gets the next Pull. Internal when the
 // model ends up not finite or not uniform: a slice lost or misplaced.
 Status RunBenchWorker(zmq::context_t& context, zmq::context_t* shard_context,
-                      const std::vector<std::string>& addresses,
-                      const std::vector<int64_t>& bounds, const net::ConnectOptions& keys,
-                      int64_t rank, const TransportConfig& config, Shared& shared,
-                      std::vector<double>* times);
+                      const std::vector<std::string>& addresses, const std::vector<int64_t>& bounds,
+                      const net::ConnectOptions& keys, int64_t rank, const TransportConfig& config,
+                      Shared& shared, std::vector<double>* times);
 
 }  // namespace dmlps::bench
 

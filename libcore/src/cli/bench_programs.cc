@@ -36,7 +36,8 @@ int MeasureAndWrite(const Run& run, const Write& write) {
 // " over 2 shards with 4 workers": who took part in a transport row.
 std::string Participants(const bench::TransportRow& row) {
   std::string who;
-  if (row.shards > 0) who += fmt::format(" over {} shard{}", row.shards, row.shards == 1 ? "" : "s");
+  if (row.shards > 0)
+    who += fmt::format(" over {} shard{}", row.shards, row.shards == 1 ? "" : "s");
   if (row.workers > 0) {
     who += fmt::format(" with {} worker{}", row.workers, row.workers == 1 ? "" : "s");
   }
@@ -123,8 +124,8 @@ int RunBenchTransportProgram(const bench::TransportConfig& config, bench::Format
 
 int RunBenchProfileProgram(const bench::ProfileConfig& config, bench::Format format) {
   auto progress = [](const bench::ProfileRow& row) {
-    spdlog::info("batch {}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.0f} samples/s",
-                 row.batch, row.ms.median, row.ms.min, row.ms.max, row.samples_per_s);
+    spdlog::info("batch {}: median {:.3f} ms (min {:.3f}, max {:.3f}), {:.0f} samples/s", row.batch,
+                 row.ms.median, row.ms.min, row.ms.max, row.samples_per_s);
   };
   return MeasureAndWrite<bench::ProfileReport>(
       [&](const std::atomic<int>* signal) { return bench::RunProfile(config, signal, progress); },

@@ -48,8 +48,9 @@ void AddCommonOptions(cxxopts::Options& options, bool with_trace) {
             {"log-level", "Log level: trace, debug, info, warn, error, critical, off", "LEVEL"}});
   if (with_trace) {
     AddFlags(options, "Common",
-             {{"trace", "Write a trace of every event to FILE (- for standard output); see "
-                        "dmlps-trace(5)",
+             {{"trace",
+               "Write a trace of every event to FILE (- for standard output); see "
+               "dmlps-trace(5)",
                "FILE"}});
   }
 }
@@ -105,8 +106,8 @@ void FlagReader::AddProblems(const std::vector<std::string>& problems) {
 }
 
 std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
-                                              const std::vector<std::string>& help_groups,
-                                              int argc, char** argv, int* exit_code) {
+                                              const std::vector<std::string>& help_groups, int argc,
+                                              char** argv, int* exit_code) {
   try {
     cxxopts::ParseResult result = options.parse(argc, argv);
     if (result.count("help")) {
@@ -122,7 +123,7 @@ std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
     std::vector<std::string> problems;
     if (result.count("log-level")) {
       const std::string level = result["log-level"].as<std::string>();
-      static constexpr std::string_view kLevels[] = {"trace", "debug", "info", "warn",
+      static constexpr std::string_view kLevels[] = {"trace", "debug",    "info", "warn",
                                                      "error", "critical", "off"};
       if (std::find(std::begin(kLevels), std::end(kLevels), level) == std::end(kLevels)) {
         problems.push_back("--log-level: unknown level '" + level +
@@ -178,9 +179,9 @@ void SetupLogging(std::string_view program, const cxxopts::ParseResult& result) 
 }
 
 int ReportUsageErrors(std::string_view program, const std::vector<std::string>& problems) {
-  for (const std::string& p : problems) std::fprintf(stderr, "%.*s: error: %s\n",
-                                                     static_cast<int>(program.size()),
-                                                     program.data(), p.c_str());
+  for (const std::string& p : problems)
+    std::fprintf(stderr, "%.*s: error: %s\n", static_cast<int>(program.size()), program.data(),
+                 p.c_str());
   std::fprintf(stderr, "Try '%.*s --help' for more information.\n",
                static_cast<int>(program.size()), program.data());
   return kExitUsage;

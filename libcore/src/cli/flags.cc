@@ -6,13 +6,16 @@ namespace dmlps::cli {
 
 void AddTrainingOptions(cxxopts::Options& options, const std::string& group,
                         const TrainingFlags& defaults) {
-  AddFlags(options, group, {
-      {"model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]", "SPEC", defaults.model},
-      {"data", "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE (test set "
-       "FILE.t)", "SPEC", defaults.data},
-      {"batch", "Samples per worker step (lbbsp: the mean)", "B", std::to_string(defaults.batch)},
-      {"lr", "Learning rate", "RATE", fmt::format("{}", defaults.lr)},
-      {"momentum", "Momentum (0 for plain SGD)", "MU", fmt::format("{}", defaults.momentum)}});
+  AddFlags(
+      options, group,
+      {{"model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]", "SPEC", defaults.model},
+       {"data",
+        "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE (test set "
+        "FILE.t)",
+        "SPEC", defaults.data},
+       {"batch", "Samples per worker step (lbbsp: the mean)", "B", std::to_string(defaults.batch)},
+       {"lr", "Learning rate", "RATE", fmt::format("{}", defaults.lr)},
+       {"momentum", "Momentum (0 for plain SGD)", "MU", fmt::format("{}", defaults.momentum)}});
 }
 
 TrainingFlags ReadTrainingOptions(FlagReader& flags) {

@@ -95,13 +95,12 @@ Status Dataset::ConformTo(int64_t model_dim, int64_t model_classes) {
   if (sparse()) {
     if (dim > model_dim) {
       return Status::Config("the data has feature indices up to " + std::to_string(dim) +
-                            " but the model takes only " + std::to_string(model_dim) +
-                            " inputs");
+                            " but the model takes only " + std::to_string(model_dim) + " inputs");
     }
   } else if (dim != model_dim) {
     return Status::Config("the data has " + std::to_string(dim) +
-                          " features per sample but the model takes " +
-                          std::to_string(model_dim) + " inputs");
+                          " features per sample but the model takes " + std::to_string(model_dim) +
+                          " inputs");
   }
   if (!labels.empty()) {
     const int32_t largest = *std::max_element(labels.begin(), labels.end());

@@ -89,13 +89,20 @@ std::string Hex(uint32_t value, int digits) {
 
 std::string_view TypeName(uint8_t type) {
   switch (type) {
-    case 0x08: return "unsigned byte";
-    case 0x09: return "signed byte";
-    case 0x0B: return "short";
-    case 0x0C: return "int";
-    case 0x0D: return "float";
-    case 0x0E: return "double";
-    default: return "unknown";
+    case 0x08:
+      return "unsigned byte";
+    case 0x09:
+      return "signed byte";
+    case 0x0B:
+      return "short";
+    case 0x0C:
+      return "int";
+    case 0x0D:
+      return "float";
+    case 0x0E:
+      return "double";
+    default:
+      return "unknown";
   }
 }
 
@@ -198,10 +205,9 @@ Status ReadPixels(gzFile file, const std::string& path, uint64_t count, uint64_t
     if (got < want) {
       return Status::DataLoss(path + ": truncated: the header promises " + std::to_string(count) +
                               " images of " + std::to_string(dim) +
-                              " bytes but the data ends after " +
-                              std::to_string(position / dim) + " whole images (" +
-                              std::to_string(position) + " of " + std::to_string(total) +
-                              " bytes)");
+                              " bytes but the data ends after " + std::to_string(position / dim) +
+                              " whole images (" + std::to_string(position) + " of " +
+                              std::to_string(total) + " bytes)");
     }
   }
   return CheckEnd(file, path, count, "images");
@@ -220,14 +226,12 @@ Result<Dataset> ReadIdxChecked(const std::string& images_path, const std::string
   const uint64_t count = image_sizes[0];
   if (label_sizes[0] != count) {
     return Status::DataLoss(images_path + " holds " + std::to_string(count) + " images but " +
-                            labels_path + " holds " + std::to_string(label_sizes[0]) +
-                            " labels");
+                            labels_path + " holds " + std::to_string(label_sizes[0]) + " labels");
   }
   const uint64_t dim = image_sizes[1] * image_sizes[2];
   if (dim == 0 || dim > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
-    return Status::DataLoss(images_path + ": images of " + std::to_string(image_sizes[1]) +
-                            " x " + std::to_string(image_sizes[2]) +
-                            " pixels are not supported");
+    return Status::DataLoss(images_path + ": images of " + std::to_string(image_sizes[1]) + " x " +
+                            std::to_string(image_sizes[2]) + " pixels are not supported");
   }
 
   const auto [first, last] = ShardRange(static_cast<int64_t>(count), shard);

@@ -54,8 +54,8 @@ Status ExpandGroup(std::string_view group, std::string_view item, std::vector<st
   size_t start = 0;
   while (true) {
     const size_t comma = group.find(',', start);
-    const std::string_view entry =
-        group.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::string_view entry = group.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     const size_t dash = entry.find('-');
     int64_t lo = 0;
     int64_t hi = 0;
@@ -68,8 +68,7 @@ Status ExpandGroup(std::string_view group, std::string_view item, std::vector<st
         return Status::InvalidArgument(Cat("range '", entry, "' in '", item, "' runs backwards"));
       }
     }
-    if (hi - lo >= kMaxHosts ||
-        static_cast<int64_t>(out->size()) + (hi - lo + 1) > kMaxHosts) {
+    if (hi - lo >= kMaxHosts || static_cast<int64_t>(out->size()) + (hi - lo + 1) > kMaxHosts) {
       return TooMany(item);
     }
     const size_t width = dash == std::string_view::npos ? entry.size() : dash;

@@ -142,9 +142,9 @@ Result<DeviceMemory> ProbeDevice(const Device& device, std::string* description)
 
 int64_t MaxBatchForMemory(const ModelSpec& spec, int64_t free_bytes, double fraction) {
   const double per_sample = static_cast<double>(spec.ScratchFloatsPerSample()) * sizeof(float);
-  const double budget = std::max(0.0, static_cast<double>(free_bytes) * fraction -
-                                          3.0 * static_cast<double>(spec.NumParams()) *
-                                              sizeof(float));
+  const double budget =
+      std::max(0.0, static_cast<double>(free_bytes) * fraction -
+                        3.0 * static_cast<double>(spec.NumParams()) * sizeof(float));
   const double batch = std::floor(budget / per_sample);
   return static_cast<int64_t>(std::clamp(batch, 1.0, static_cast<double>(int64_t{1} << 24)));
 }

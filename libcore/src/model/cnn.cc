@@ -98,8 +98,8 @@ void MaxPool2Backward(const T* dout, const uint8_t* window, int64_t c, int64_t s
 }
 
 template <typename T>
-double SoftmaxCrossEntropy(const T* logits, int64_t classes, int64_t n, const int32_t* y,
-                           T scale, T* delta, int64_t* correct) {
+double SoftmaxCrossEntropy(const T* logits, int64_t classes, int64_t n, const int32_t* y, T scale,
+                           T* delta, int64_t* correct) {
   double loss = 0.0;
   int64_t hits = 0;
   for (int64_t j = 0; j < n; ++j) {
@@ -140,8 +140,8 @@ CnnCore<T>::CnnCore(const ModelSpec& spec) : spec_(spec), shapes_(spec.LayerShap
 }
 
 template <typename T>
-double CnnCore<T>::Slice(const T* params, const T* x, int64_t n, const int32_t* y, T scale,
-                         T* grad, int64_t* correct) {
+double CnnCore<T>::Slice(const T* params, const T* x, int64_t n, const int32_t* y, T scale, T* grad,
+                         int64_t* correct) {
   using ConstMap = Eigen::Map<const Matrix>;
   using Map = Eigen::Map<Matrix>;
   using ConstVector = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>;
@@ -254,8 +254,8 @@ double CnnCore<T>::LossAndGradient(std::span<const T> params, const T* x, int64_
 }
 
 template <typename T>
-void CnnCore<T>::Score(std::span<const T> params, const T* x, int64_t n,
-                       std::span<const int32_t> y, double* loss_sum, int64_t* correct) {
+void CnnCore<T>::Score(std::span<const T> params, const T* x, int64_t n, std::span<const int32_t> y,
+                       double* loss_sum, int64_t* correct) {
   double loss = 0.0;
   int64_t hits = 0;
   for (int64_t first = 0; first < n; first += kSlice) {
@@ -267,13 +267,13 @@ void CnnCore<T>::Score(std::span<const T> params, const T* x, int64_t n,
   *correct = hits;
 }
 
-#define DMLPS_INSTANTIATE(T)                                                                     \
-  template void Im2Col<T>(const T*, int64_t, int64_t, int64_t, T*);                              \
-  template void Col2Im<T>(const T*, int64_t, int64_t, int64_t, T*);                              \
-  template void MaxPool2<T>(const T*, int64_t, int64_t, int64_t, T*, uint8_t*);                  \
-  template void MaxPool2Backward<T>(const T*, const uint8_t*, int64_t, int64_t, int64_t, T*);    \
-  template double SoftmaxCrossEntropy<T>(const T*, int64_t, int64_t, const int32_t*, T, T*,      \
-                                         int64_t*);                                              \
+#define DMLPS_INSTANTIATE(T)                                                                  \
+  template void Im2Col<T>(const T*, int64_t, int64_t, int64_t, T*);                           \
+  template void Col2Im<T>(const T*, int64_t, int64_t, int64_t, T*);                           \
+  template void MaxPool2<T>(const T*, int64_t, int64_t, int64_t, T*, uint8_t*);               \
+  template void MaxPool2Backward<T>(const T*, const uint8_t*, int64_t, int64_t, int64_t, T*); \
+  template double SoftmaxCrossEntropy<T>(const T*, int64_t, int64_t, const int32_t*, T, T*,   \
+                                         int64_t*);                                           \
   template class CnnCore<T>;
 DMLPS_INSTANTIATE(float)
 DMLPS_INSTANTIATE(double)

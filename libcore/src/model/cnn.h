@@ -41,8 +41,8 @@ void MaxPool2Backward(const T* dout, const uint8_t* window, int64_t c, int64_t s
 // with labels y; counts right predictions into *correct when given. With
 // delta, writes scale * (softmax - onehot(y)) there, column by column.
 template <typename T>
-double SoftmaxCrossEntropy(const T* logits, int64_t classes, int64_t n, const int32_t* y,
-                           T scale, T* delta, int64_t* correct);
+double SoftmaxCrossEntropy(const T* logits, int64_t classes, int64_t n, const int32_t* y, T scale,
+                           T* delta, int64_t* correct);
 
 // The network of a ModelSpec with conv set. Holds scratch for one slice of
 // at most kSlice samples; a batch runs slice by slice, so memory stays
@@ -72,8 +72,8 @@ class CnnCore {
 
   ModelSpec spec_;
   std::vector<std::pair<int64_t, int64_t>> shapes_;  // spec_.LayerShapes()
-  std::vector<int64_t> offsets_;                      // of each layer's weight
-  int64_t s1_, s2_, s3_;                              // image sides: input, after each pooling
+  std::vector<int64_t> offsets_;                     // of each layer's weight
+  int64_t s1_, s2_, s3_;                             // image sides: input, after each pooling
   Matrix cols1_, a1_, p1_, cols2_, a2_, p2_, d1_, dp1_, dcols2_, d2_, dp2_;
   std::vector<uint8_t> w1_, w2_;
   std::vector<Matrix> dense_, dense_delta_;

@@ -1,7 +1,5 @@
 #include "dmlps/model/model.h"
 
-#include "model/cnn.h"
-
 #include <algorithm>
 #include <cassert>
 #include <charconv>
@@ -9,6 +7,8 @@
 #include <random>
 #include <system_error>
 #include <utility>
+
+#include "model/cnn.h"
 
 namespace dmlps::model {
 namespace {
@@ -23,8 +23,7 @@ using VectorMap = Eigen::Map<Eigen::VectorXf>;
 
 // Parses one hidden width (or channel count) of `text`, or says why it is not one.
 Result<int64_t> ParseWidth(std::string_view entry, std::string_view text,
-                           std::string_view what = "hidden layer width",
-                           int64_t max = kMaxWidth) {
+                           std::string_view what = "hidden layer width", int64_t max = kMaxWidth) {
   std::string context = "model \"" + std::string(text) + "\"";
   if (entry.empty()) {
     return Status::InvalidArgument(context + ": empty " + std::string(what));
@@ -42,8 +41,9 @@ Result<int64_t> ParseWidth(std::string_view entry, std::string_view text,
                                    "\" is not a whole number");
   }
   if (width < 1 || width > max) {
-    return Status::InvalidArgument(context + ": " + std::string(what) + " " + std::to_string(width) +
-                                   " is out of range 1.." + std::to_string(max));
+    return Status::InvalidArgument(context + ": " + std::string(what) + " " +
+                                   std::to_string(width) + " is out of range 1.." +
+                                   std::to_string(max));
   }
   return width;
 }
@@ -169,7 +169,8 @@ Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64
   } else if (text.starts_with(kMlpPrefix)) {
     std::string_view rest = text.substr(kMlpPrefix.size());
     if (rest.empty()) {
-      return Status::InvalidArgument(context + ": mlp needs at least one hidden layer width, "
+      return Status::InvalidArgument(context +
+                                     ": mlp needs at least one hidden layer width, "
                                      "as in mlp:128 or mlp:256,128");
     }
     while (true) {
@@ -181,26 +182,29 @@ Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64
       rest = rest.substr(comma + 1);
     }
   } else if (text == "cnn" || text.starts_with(kCnnPrefix)) {
-    std::string_view rest = text == "cnn" ? std::string_view(kCnnDefault) : text.substr(kCnnPrefix.size());
+    std::string_view rest =
+        text == "cnn" ? std::string_view(kCnnDefault) : text.substr(kCnnPrefix.size());
     std::vector<int64_t> numbers;
     while (true) {
       size_t comma = rest.find(',');
       std::string_view entry = rest.substr(0, comma);
       const bool channels = numbers.size() < 2;
-      DMLPS_ASSIGN_OR_RETURN(int64_t number,
-                             ParseWidth(entry, text, channels ? "channel count" : "hidden layer width",
-                                        channels ? kMaxChannels : kMaxWidth));
+      DMLPS_ASSIGN_OR_RETURN(
+          int64_t number, ParseWidth(entry, text, channels ? "channel count" : "hidden layer width",
+                                     channels ? kMaxChannels : kMaxWidth));
       numbers.push_back(number);
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
     }
     if (numbers.size() < 2) {
-      return Status::InvalidArgument(context + ": cnn needs the channels of both convolutions, "
+      return Status::InvalidArgument(context +
+                                     ": cnn needs the channels of both convolutions, "
                                      "as in cnn:16,32 or cnn:16,32,128");
     }
     const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(input_dim))));
     if (side * side != input_dim || side % 4 != 0) {
-      return Status::InvalidArgument(context + ": cnn needs square images whose side is a "
+      return Status::InvalidArgument(context +
+                                     ": cnn needs square images whose side is a "
                                      "multiple of 4, but the input has " +
                                      std::to_string(input_dim) + " values");
     }
@@ -208,7 +212,8 @@ Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64
     spec.hidden.assign(numbers.begin() + 2, numbers.end());
     spec.image_side = side;
   } else {
-    return Status::InvalidArgument(context + ": unknown model; expected softmax, mlp:H1[,H2...] "
+    return Status::InvalidArgument(context +
+                                   ": unknown model; expected softmax, mlp:H1[,H2...] "
                                    "or cnn[:C1,C2[,H...]]");
   }
   // The count must fit an int64_t, with room for byte offsets into the vector.

@@ -92,7 +92,8 @@ Result<std::string> ParseKeyText(std::string_view text, const std::string& origi
     if (line.empty() || line.front() == '#') continue;
     const std::string where = origin + ":" + std::to_string(line_number);
     if (!IsZ85Key(line)) {
-      return Status::DataLoss(where + ": not a key (a key is 40 Z85 characters on a line of its "
+      return Status::DataLoss(where +
+                              ": not a key (a key is 40 Z85 characters on a line of its "
                               "own; comments start with #)");
     }
     if (!key.empty()) return Status::DataLoss(where + ": a second key (one key per file)");

@@ -1,8 +1,7 @@
 #include "dmlps/net/endpoint.h"
 
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
@@ -117,8 +116,7 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
       const int enforce = 1;
       (void)zmq_setsockopt(socket->handle(), 93 /* ZMQ_ZAP_ENFORCE_DOMAIN */, &enforce,
                            sizeof enforce);
-      const std::string monitor =
-          Monitor(*socket, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED);
+      const std::string monitor = Monitor(*socket, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED);
       GateRules rules{curve, options.allowed_keys, options.max_connections};
       DMLPS_ASSIGN_OR_RETURN(gatekeeper, Gatekeeper::Start(context, std::move(rules), monitor));
     }
@@ -137,7 +135,8 @@ Result<Endpoint> Endpoint::Connect(zmq::context_t& context, const std::string& a
                                    const ConnectOptions& options) {
   const bool curve = !options.curve_secret.empty();
   if (curve != !options.curve_server_key.empty()) {
-    return Status::InvalidArgument("CURVE needs both this client's secret key and the server's key");
+    return Status::InvalidArgument(
+        "CURVE needs both this client's secret key and the server's key");
   }
   try {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
@@ -193,9 +192,8 @@ Status Endpoint::SendMessage(const zmq::message_t* identity, const proto::Body& 
 }
 
 Status Endpoint::SendWithPayload(const zmq::message_t* identity, proto::Body header,
-                                 std::shared_ptr<const std::vector<float>> values,
-                                 int64_t offset, int64_t count, int64_t chunk_bytes,
-                                 const proto::Body* then) {
+                                 std::shared_ptr<const std::vector<float>> values, int64_t offset,
+                                 int64_t count, int64_t chunk_bytes, const proto::Body* then) {
   if (offset < 0 || count < 0 || offset + count > static_cast<int64_t>(values->size())) {
     return Status::InvalidArgument("a payload range outside its tensor");
   }
@@ -221,8 +219,7 @@ Status Endpoint::SendWithPayload(const zmq::message_t* identity, proto::Body hea
   if (then != nullptr) DMLPS_RETURN_IF_ERROR(SendMessage(identity, *then));
   for (int64_t i = 0; i < chunks; ++i) {
     Frames payload;
-    proto::AppendRange(values, offset + layout.begin(i), layout.end(i) - layout.begin(i),
-                       &payload);
+    proto::AppendRange(values, offset + layout.begin(i), layout.end(i) - layout.begin(i), &payload);
     DMLPS_RETURN_IF_ERROR(SendMessage(identity, proto::Chunk{i}, std::move(payload)));
   }
   return Status::Ok();
@@ -318,11 +315,11 @@ Status Endpoint::CheckHandshakes() {
                               "has too many connections)");
       case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
         if (value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH) {
-          return Status::Config(
-              curve_ ? "the server at " + address_ + " does not speak CURVE; this client does"
-                    : "the server at " + address_ +
-                          " requires CURVE: give this client --curve-secret and "
-                          "--curve-server-key");
+          return Status::Config(curve_ ? "the server at " + address_ +
+                                             " does not speak CURVE; this client does"
+                                       : "the server at " + address_ +
+                                             " requires CURVE: give this client --curve-secret and "
+                                             "--curve-server-key");
         }
         return Status::Config("the handshake with the server at " + address_ +
                               " failed (protocol error " + fmt::format("{:#x}", value) +
@@ -331,12 +328,12 @@ Status Endpoint::CheckHandshakes() {
         // A server that cannot read this client's hello (another mechanism,
         // or another server key) may just hang up before saying why.
         if (++failed_handshakes_ >= kSilentHandshakeFailures) {
-          return Status::Config(
-              "the server at " + address_ + " hung up " + std::to_string(failed_handshakes_) +
-              " handshakes in a row: " +
-              (curve_ ? std::string("is --curve-server-key the server's public key?")
-                      : std::string("it probably requires CURVE (give this client "
-                                    "--curve-secret and --curve-server-key)")));
+          return Status::Config("the server at " + address_ + " hung up " +
+                                std::to_string(failed_handshakes_) + " handshakes in a row: " +
+                                (curve_
+                                     ? std::string("is --curve-server-key the server's public key?")
+                                     : std::string("it probably requires CURVE (give this client "
+                                                   "--curve-secret and --curve-server-key)")));
         }
         break;
       default:

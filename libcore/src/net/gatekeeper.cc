@@ -24,7 +24,7 @@ std::string Text(const zmq::message_t& frame) {
 }  // namespace
 
 Result<std::unique_ptr<Gatekeeper>> Gatekeeper::Start(zmq::context_t& context, GateRules rules,
-                                                       const std::string& monitor_address) {
+                                                      const std::string& monitor_address) {
   try {
     zmq::socket_t zap(context, zmq::socket_type::rep);
     zap.set(zmq::sockopt::linger, 0);
@@ -121,9 +121,9 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
       // closing it, and the client never learns why.
       status = "400";
       text = "too many connections";
-      LogRefusal("address " + address,
-                 "too many connections (" + std::to_string(open) + " open, at most " +
-                     std::to_string(rules_.max_connections) + ")");
+      LogRefusal("address " + address, "too many connections (" + std::to_string(open) +
+                                           " open, at most " +
+                                           std::to_string(rules_.max_connections) + ")");
     } else if (rules_.curve) {
       std::string key;
       if (mechanism == "CURVE" && request.size() >= 7 && request[6].size() == 32) {
@@ -134,13 +134,15 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
       if (key.empty() || rules_.allowed_keys.count(key) == 0) {
         status = "400";
         text = "key not allowed";
-        LogRefusal(key.empty() ? "address " + address : "key " + key,
-                   key.empty() ? "no CURVE key" : "key not in --curve-allow (from " + address + ")");
+        LogRefusal(
+            key.empty() ? "address " + address : "key " + key,
+            key.empty() ? "no CURVE key" : "key not in --curve-allow (from " + address + ")");
       }
     }
   }
   if (status != "200") ++refused_;
-  const std::string parts[] = {"1.0", request_id, status, text, status == "200" ? "worker" : "", ""};
+  const std::string parts[] = {"1.0", request_id, status, text, status == "200" ? "worker" : "",
+                               ""};
   try {
     for (size_t i = 0; i < std::size(parts); ++i) {
       zmq::message_t frame(parts[i].data(), parts[i].size());

@@ -42,9 +42,7 @@ SmallVector RidgeSolve(const Eigen::MatrixXd& a, const Eigen::Ref<const Eigen::V
 }
 
 // The long autoregression behind the innovations of ARIMA(p, d, q).
-int64_t LongArOrder(int64_t p, int64_t q) {
-  return q > 0 ? std::max<int64_t>(4, 2 * (p + q)) : 0;
-}
+int64_t LongArOrder(int64_t p, int64_t q) { return q > 0 ? std::max<int64_t>(4, 2 * (p + q)) : 0; }
 
 // The median of *values, which it reorders; 0 when empty.
 double Median(std::vector<double>* values) {
@@ -136,9 +134,7 @@ void ArimaPredictor::Fit() {
   Eigen::VectorXd& x = series_;
   x.resize(n);
   for (Eigen::Index i = 0; i < n; ++i) {
-    x(i) = d_ == 0   ? at(i)
-           : d_ == 1 ? at(i + 1) - at(i)
-                     : at(i + 2) - 2 * at(i + 1) + at(i);
+    x(i) = d_ == 0 ? at(i) : d_ == 1 ? at(i + 1) - at(i) : at(i + 2) - 2 * at(i + 1) + at(i);
   }
   const double mean = d_ == 0 ? x.mean() : 0.0;
   x.array() -= mean;
@@ -358,7 +354,8 @@ void NarxPredictor::Observe(const Observation& observation) {
   hidden_one_.noalias() = w1_ * pending_input_;
   hidden_one_ = (hidden_one_ + b1_).array().tanh().matrix();
   const double output = static_cast<double>(w2_.dot(hidden_one_) + b2_);
-  const double correction = std::isfinite(output) ? std::clamp(output, -kOutputClip, kOutputClip) : 0.0;
+  const double correction =
+      std::isfinite(output) ? std::clamp(output, -kOutputClip, kOutputClip) : 0.0;
   prediction_ = std::exp(base + scale * correction);
   if (!PositiveFinite(prediction_)) prediction_ = observation.speed;
 }
@@ -377,9 +374,9 @@ Status ValidatePredictorOptions(std::string_view name, const PredictorOptions& o
   } else if (name == "arima") {
     const int64_t p = options.arima_p, d = options.arima_d, q = options.arima_q;
     if (p < 0 || p > 8 || d < 0 || d > 2 || q < 0 || q > 8) {
-      return Status::InvalidArgument("the arima predictor needs p in 0..8, d in 0..2, q in 0..8, not " +
-                                     std::to_string(p) + "," + std::to_string(d) + "," +
-                                     std::to_string(q));
+      return Status::InvalidArgument(
+          "the arima predictor needs p in 0..8, d in 0..2, q in 0..8, not " + std::to_string(p) +
+          "," + std::to_string(d) + "," + std::to_string(q));
     }
     const int64_t need = ArimaPredictor::MinHistory(p, d, q);
     if (options.arima_window < need || options.arima_window > 100000) {
@@ -410,10 +407,11 @@ Result<std::unique_ptr<SpeedPredictor>> MakePredictor(std::string_view name,
   using Made = std::unique_ptr<SpeedPredictor>;
   if (name == "ema") return Made(new EmaPredictor(options.ema_alpha));
   if (name == "arima") {
-    return Made(
-        new ArimaPredictor(options.arima_p, options.arima_d, options.arima_q, options.arima_window));
+    return Made(new ArimaPredictor(options.arima_p, options.arima_d, options.arima_q,
+                                   options.arima_window));
   }
-  if (name == "narx") return Made(new NarxPredictor(options.narx_lags, options.narx_hidden, options.seed));
+  if (name == "narx")
+    return Made(new NarxPredictor(options.narx_lags, options.narx_hidden, options.seed));
   return Made(new LastValuePredictor());
 }
 

@@ -119,8 +119,8 @@ std::vector<int64_t> FindSpikes(const std::vector<double>& speed) {
   const double factor = std::log(kChangeFactor);
   std::vector<int64_t> spikes;
   for (int64_t t = 3; t + 3 < n; ++t) {
-    const double reference = Median({speed[t - 3], speed[t - 2], speed[t - 1], speed[t + 1],
-                                     speed[t + 2], speed[t + 3]});
+    const double reference = Median(
+        {speed[t - 3], speed[t - 2], speed[t - 1], speed[t + 1], speed[t + 2], speed[t + 3]});
     const auto off = [&](int64_t i) { return std::abs(std::log(speed[i] / reference)); };
     if (off(t) >= factor && off(t - 1) < factor / 2 && off(t + 1) < factor / 2) {
       spikes.push_back(t);
@@ -202,9 +202,11 @@ Result<std::vector<std::string>> ParsePredictorList(std::string_view text) {
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    const std::string name(text.substr(start, comma == std::string_view::npos ? comma : comma - start));
+    const std::string name(
+        text.substr(start, comma == std::string_view::npos ? comma : comma - start));
     if (name.empty()) {
-      return Status::InvalidArgument("an empty name in the predictor list '" + std::string(text) + "'");
+      return Status::InvalidArgument("an empty name in the predictor list '" + std::string(text) +
+                                     "'");
     }
     if (name != "last" && name != "ema" && name != "arima" && name != "narx") {
       return Status::InvalidArgument("unknown speed predictor '" + name + "' (expected " +
@@ -288,7 +290,9 @@ std::string Cell(double value, int decimals) {
   return fmt::format("{:.{}f}", value, decimals);
 }
 
-std::string TsvNumber(double value) { return std::isfinite(value) ? fmt::format("{}", value) : "-"; }
+std::string TsvNumber(double value) {
+  return std::isfinite(value) ? fmt::format("{}", value) : "-";
+}
 
 }  // namespace
 
@@ -314,7 +318,8 @@ void WriteReplayReport(const ReplayReport& report, ReportFormat format, std::ost
           << ",\"changes\":" << s.changes << ",\"follow_steps\":" << JsonNumber(s.MeanFollowSteps())
           << ",\"spikes\":" << s.spikes
           << ",\"spike_moved_pct\":" << JsonNumber(s.SpikeMovedPercent());
-      if (plan) out << ",\"next_speed\":" << JsonNumber(row.next_speed) << ",\"batch\":" << row.batch;
+      if (plan)
+        out << ",\"next_speed\":" << JsonNumber(row.next_speed) << ",\"batch\":" << row.batch;
       out << "}";
     }
     out << "\n]}\n";

@@ -107,12 +107,10 @@ Result<Body> DecodeHeader(const void* data, size_t size) {
   }
   try {
     size_t offset = 0;
-    msgpack::object_handle handle =
-        msgpack::unpack(static_cast<const char*>(data), size, offset, nullptr, nullptr,
-                        HeaderLimits());
+    msgpack::object_handle handle = msgpack::unpack(static_cast<const char*>(data), size, offset,
+                                                    nullptr, nullptr, HeaderLimits());
     if (offset != size) {
-      return Status::Protocol("header has " + std::to_string(size - offset) +
-                              " trailing bytes");
+      return Status::Protocol("header has " + std::to_string(size - offset) + " trailing bytes");
     }
     const msgpack::object& obj = handle.get();
     if (obj.type != msgpack::type::ARRAY || obj.via.array.size != 3) {
@@ -156,7 +154,8 @@ Result<Message> DecodeMessage(std::vector<zmq::message_t>& frames, size_t first)
   if (!body.ok()) return body.status();
   Message message{std::move(body).value(), {}};
   message.payload.reserve(frames.size() - first - 1);
-  for (size_t i = first + 1; i < frames.size(); ++i) message.payload.push_back(std::move(frames[i]));
+  for (size_t i = first + 1; i < frames.size(); ++i)
+    message.payload.push_back(std::move(frames[i]));
   return message;
 }
 
@@ -199,10 +198,9 @@ Result<ChunkLayout> ChunkLayout::FromHeader(int64_t size, int64_t chunks, int64_
                             std::to_string(kMaxChunks) + " allowed)");
   }
   if (chunks != layout.count()) {
-    return Status::Protocol(std::to_string(size) + " floats in chunks of " +
-                            std::to_string(chunk_floats) + " make " +
-                            std::to_string(layout.count()) + " chunks, not " +
-                            std::to_string(chunks));
+    return Status::Protocol(
+        std::to_string(size) + " floats in chunks of " + std::to_string(chunk_floats) + " make " +
+        std::to_string(layout.count()) + " chunks, not " + std::to_string(chunks));
   }
   return layout;
 }

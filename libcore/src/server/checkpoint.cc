@@ -89,9 +89,9 @@ uint32_t Crc32(std::string_view bytes, uint32_t crc) {
 }
 
 std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
-  CheckpointMeta meta{checkpoint.model,     checkpoint.policy,   checkpoint.optimizer,
-                      checkpoint.workers,   checkpoint.iteration, checkpoint.version,
-                      checkpoint.samples,   checkpoint.seconds,  checkpoint.policy_extra};
+  CheckpointMeta meta{checkpoint.model,   checkpoint.policy,    checkpoint.optimizer,
+                      checkpoint.workers, checkpoint.iteration, checkpoint.version,
+                      checkpoint.samples, checkpoint.seconds,   checkpoint.policy_extra};
   PackBuffer packed;
   msgpack::pack(packed, meta);
   const std::vector<float>& params = *checkpoint.params;
@@ -134,9 +134,9 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   const uint64_t max_floats = body / sizeof(float);
   if (meta_size > kMaxMeta || num_params > max_floats || num_state > max_floats ||
       meta_size + (num_params + num_state) * sizeof(float) != body) {
-    const bool short_file =
-        meta_size <= kMaxMeta && num_params <= (uint64_t{1} << 40) && num_state <= (uint64_t{1} << 40) &&
-        meta_size + (num_params + num_state) * sizeof(float) > body;
+    const bool short_file = meta_size <= kMaxMeta && num_params <= (uint64_t{1} << 40) &&
+                            num_state <= (uint64_t{1} << 40) &&
+                            meta_size + (num_params + num_state) * sizeof(float) > body;
     return bad(short_file ? "truncated checkpoint (" + std::to_string(bytes.size()) +
                                 " bytes, the header promises " +
                                 std::to_string(kFixedHeader + kTrailer + meta_size +
@@ -147,7 +147,8 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   }
   const size_t crc_at = bytes.size() - kTrailer;
   const auto stored_crc = static_cast<uint32_t>(GetLe(bytes, crc_at, 4));
-  if (Crc32(bytes.substr(0, crc_at)) != stored_crc) return bad("checksum mismatch (corrupt checkpoint)");
+  if (Crc32(bytes.substr(0, crc_at)) != stored_crc)
+    return bad("checksum mismatch (corrupt checkpoint)");
 
   CheckpointMeta meta;
   try {
@@ -256,8 +257,9 @@ Status CheckResumable(const Checkpoint& checkpoint, const std::string& source,
   if (checkpoint.model != identity.model ||
       static_cast<int64_t>(checkpoint.params->size()) != num_params) {
     return Status::Config(source + ": a checkpoint of model " + checkpoint.model + " (" +
-                          std::to_string(checkpoint.params->size()) + " parameters), this run's is " +
-                          identity.model + " (" + std::to_string(num_params) + ")");
+                          std::to_string(checkpoint.params->size()) +
+                          " parameters), this run's is " + identity.model + " (" +
+                          std::to_string(num_params) + ")");
   }
   if (checkpoint.policy != identity.policy) {
     return Status::Config(source + ": a checkpoint of policy " + checkpoint.policy +

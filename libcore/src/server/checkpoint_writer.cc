@@ -71,12 +71,10 @@ void CheckpointWriter::Loop() {
 
 bool CheckpointSchedule::Due(int64_t iteration, Clock::time_point now) const {
   if (iteration == last_iteration_) return false;
-  const bool by_count =
-      every_iterations_ > 0 &&
-      iteration >= std::max<int64_t>(last_iteration_, 0) + every_iterations_;
+  const bool by_count = every_iterations_ > 0 &&
+                        iteration >= std::max<int64_t>(last_iteration_, 0) + every_iterations_;
   const bool by_time =
-      every_seconds_ > 0 &&
-      std::chrono::duration<double>(now - last_at_).count() >= every_seconds_;
+      every_seconds_ > 0 && std::chrono::duration<double>(now - last_at_).count() >= every_seconds_;
   return by_count || by_time;
 }
 
@@ -88,10 +86,10 @@ void CheckpointSchedule::Taken(int64_t iteration, Clock::time_point now, double 
 
 void CheckpointSchedule::LogCosts(int64_t written, double write_ms) const {
   if (written <= 0) return;
-  spdlog::info("{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
-               "(off it)",
-               written, path_ms_ / static_cast<double>(written),
-               write_ms / static_cast<double>(written));
+  spdlog::info(
+      "{} checkpoints: {:.2f} ms each on the training path, {:.1f} ms each writing "
+      "(off it)",
+      written, path_ms_ / static_cast<double>(written), write_ms / static_cast<double>(written));
 }
 
 }  // namespace dmlps::server

@@ -68,9 +68,8 @@ void ShardCoordinator::HoldHello(const zmq::message_t& identity, const proto::He
 }
 
 bool ShardCoordinator::Holds(const zmq::message_t& identity) const {
-  return std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(), [&](const auto& w) {
-    return IdentityKey(w.first) == IdentityKey(identity);
-  });
+  return std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(),
+                     [&](const auto& w) { return IdentityKey(w.first) == IdentityKey(identity); });
 }
 
 void ShardCoordinator::DescribeShards(proto::Welcome* welcome) const {
@@ -101,8 +100,8 @@ void ShardCoordinator::HandleMessage(int64_t shard, proto::Message& message) {
       spdlog::warn("{} reports: {}", who, error->message);
     }
   } else if (!std::holds_alternative<proto::Heartbeat>(message.body)) {
-    spdlog::warn("ignoring an unexpected {} from {}", proto::MsgTypeName(proto::TypeOf(message.body)),
-                 who);
+    spdlog::warn("ignoring an unexpected {} from {}",
+                 proto::MsgTypeName(proto::TypeOf(message.body)), who);
   }
 }
 
@@ -133,7 +132,8 @@ int64_t ShardCoordinator::BeginSnapshot(const Snapshot& stamp, bool must) {
 }
 
 void ShardCoordinator::AddOwnSlice(int64_t id, double seconds, const std::vector<float>& values) {
-  if (auto it = assemblies_.find(id); it != assemblies_.end()) it->second.snapshot.seconds = seconds;
+  if (auto it = assemblies_.find(id); it != assemblies_.end())
+    it->second.snapshot.seconds = seconds;
   FillSnapshot(id, 0, static_cast<int64_t>(values.size()),
                [&](std::span<float> out) { std::copy(values.begin(), values.end(), out.begin()); });
 }
@@ -194,9 +194,9 @@ void ShardCoordinator::CheckSilence(Clock::time_point now, std::chrono::millisec
     // A shard holds a slice of the model no one else has: the run cannot go
     // on without it.
     if (peers_[k].has_value() && now - peers_[k]->last_seen >= timeout) {
-      fatal_ = Status::Unavailable(
-          fmt::format("server shard {} at {} lost: silent for {:g} s", k, peers_[k]->address,
-                      std::chrono::duration<double>(timeout).count()));
+      fatal_ = Status::Unavailable(fmt::format("server shard {} at {} lost: silent for {:g} s", k,
+                                               peers_[k]->address,
+                                               std::chrono::duration<double>(timeout).count()));
     }
   }
 }

@@ -26,7 +26,8 @@ void RecordEvaluations(const std::vector<Evaluation>& results, double target_acc
                     {"accuracy", e.result.accuracy},
                     {"loss", e.result.loss},
                     {"snapshot_us", snapshot_us}});
-      tracer->Counter("accuracy", snapshot_us, e.result.accuracy, {{"iteration", e.snapshot.iteration}});
+      tracer->Counter("accuracy", snapshot_us, e.result.accuracy,
+                      {{"iteration", e.snapshot.iteration}});
       tracer->Counter("loss", snapshot_us, e.result.loss, {{"iteration", e.snapshot.iteration}});
     }
     if (target_accuracy > 0 && e.result.accuracy >= target_accuracy) {

@@ -99,7 +99,7 @@ class PushStreams {
  private:
   struct Stream {
     std::shared_ptr<proto::IncomingTensor> tensor;
-    int64_t clock = 0;              // the worker's own, of the push
+    int64_t clock = 0;             // the worker's own, of the push
     Clock::time_point last_chunk;  // when its last chunk (or header) arrived
   };
   std::map<int64_t, Stream> streams_;  // by worker

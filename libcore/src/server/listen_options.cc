@@ -35,8 +35,8 @@ Status SetServerLimits(const ServerConfig& config, const std::vector<int64_t>& b
                                    " is less than a worker's push of this model needs (" +
                                    std::to_string(largest_push) + " bytes)");
   }
-  options->max_frame_bytes = config.max_message_bytes > 0 ? config.max_message_bytes
-                                                          : model_bytes + kMessageHeadroom;
+  options->max_frame_bytes =
+      config.max_message_bytes > 0 ? config.max_message_bytes : model_bytes + kMessageHeadroom;
   options->max_connections = config.max_connections > 0
                                  ? config.max_connections
                                  : config.workers + kConnectionHeadroom + config.shard_count - 1;

@@ -29,8 +29,8 @@ struct Member {
   zmq::message_t identity;
   std::string host;
   int64_t pid = 0;
-  bool ready = false;           // it pulled once: its data is loaded
-  Clock::time_point last_seen;  // when it was last heard from
+  bool ready = false;            // it pulled once: its data is loaded
+  Clock::time_point last_seen;   // when it was last heard from
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
   sync::WorkerTotals totals;     // what it reported, for the closing summary
 };

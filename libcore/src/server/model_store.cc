@@ -260,8 +260,8 @@ bool ModelStore::Ready(const Op& op, int64_t lane) const {
   return op.push->settled() || op.push->received() >= layout_.end(lane);
 }
 
-void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_t from,
-                          int64_t to, bool fill) {
+void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_t from, int64_t to,
+                          bool fill) {
   const auto n = static_cast<size_t>(to - from);
   float* params = lane_params + (from - layout_.begin(lane));
   switch (op.kind) {
@@ -284,7 +284,8 @@ void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_
   }
 }
 
-void ModelStore::Finish(int64_t at, int64_t lane, const std::shared_ptr<std::vector<float>>& params) {
+void ModelStore::Finish(int64_t at, int64_t lane,
+                        const std::shared_ptr<std::vector<float>>& params) {
   Op& op = At(at);
   const int64_t begin = layout_.begin(lane);
   const int64_t end = layout_.end(lane);
@@ -327,7 +328,8 @@ void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::mess
   header.num_params = store.size();
   // The identity frame, kept as bytes for the sends to come.
   auto peer = std::make_shared<std::string>();
-  if (identity != nullptr) peer->assign(static_cast<const char*>(identity->data()), identity->size());
+  if (identity != nullptr)
+    peer->assign(static_cast<const char*>(identity->data()), identity->size());
   const bool routed = identity != nullptr;
   auto send = [&endpoint, peer, routed, who](const proto::Body& body, net::Frames payload) {
     zmq::message_t id(peer->data(), peer->size());

@@ -107,9 +107,9 @@ class ModelStore {
     ChunkSink chunk_sink;
     SnapshotSink snapshot_sink;
     std::function<void()> done;
-    int64_t remaining = 0;  // lanes yet to run it
-    int64_t next_chunk = 0;                    // kSend: the next index to hand to the sink
-    std::map<int64_t, zmq::message_t> held;   // kSend: chunks ready before their turn
+    int64_t remaining = 0;                   // lanes yet to run it
+    int64_t next_chunk = 0;                  // kSend: the next index to hand to the sink
+    std::map<int64_t, zmq::message_t> held;  // kSend: chunks ready before their turn
   };
 
   void Queue(Op op);
@@ -150,8 +150,7 @@ class ModelStore {
   bool Ready(const Op& op, int64_t lane) const;
   // Runs `op` on floats [from, to) of lane `lane`, whose values are at
   // `params`; `fill`: copy them into its point.
-  void RunBlock(const Op& op, float* params, int64_t lane, int64_t from, int64_t to,
-                bool fill);
+  void RunBlock(const Op& op, float* params, int64_t lane, int64_t from, int64_t to, bool fill);
   // Gives lane `lane` a buffer of its own before it changes, when a reply
   // still views the one it has; returns the buffer to copy from into the
   // new one (null: none is needed), which the caller copies.
@@ -168,9 +167,9 @@ class ModelStore {
   // Per lane: the buffer it had before its last copy on write, for reuse.
   std::vector<std::shared_ptr<std::vector<float>>> spares_;
   std::vector<float> accumulator_;
-  std::deque<Op> ops_;          // references to elements survive push_back
-  int64_t first_op_ = 0;        // the queue position of ops_.front()
-  std::vector<int64_t> cursor_;  // per lane: the queue position of its next operation
+  std::deque<Op> ops_;            // references to elements survive push_back
+  int64_t first_op_ = 0;          // the queue position of ops_.front()
+  std::vector<int64_t> cursor_;   // per lane: the queue position of its next operation
   std::shared_ptr<Point> point_;  // the state after the last queued operation, once asked for
   std::vector<std::shared_ptr<std::vector<float>>> buffers_;  // snapshot copies to reuse
   std::unique_ptr<ThreadPool> pool_;  // null: everything on the caller's thread

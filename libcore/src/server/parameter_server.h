@@ -123,7 +123,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   std::optional<model::ModelSpec> spec_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
-  int64_t start_us_ = 0;                         // the run's start, µs since the Unix epoch
+  int64_t start_us_ = 0;                        // the run's start, µs since the Unix epoch
 
   // The model and the accumulator; streamed pushes and replies pipeline in it.
   std::optional<ModelStore> store_;

@@ -15,7 +15,8 @@ namespace dmlps::server {
 void WriteRunReport(const RunReport& report, std::ostream& out) {
   // One line per key: the message must not break the format.
   std::string last_lost = report.last_lost;
-  std::replace_if(last_lost.begin(), last_lost.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+  std::replace_if(
+      last_lost.begin(), last_lost.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
   out << fmt::format(
       "target_reached\t{:d}\nseconds_to_target\t{}\niterations_to_target\t{}\n"
       "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
@@ -32,18 +33,20 @@ void WriteRunReport(const RunReport& report, std::ostream& out) {
 
 void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds) {
   const sync::WorkerTotals& t = totals;
-  spdlog::info("worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
-               "wait {:.1f} s, compute ratio {:.2f}, {} refused",
-               rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s,
-               sync::ComputeRatio(t, seconds), t.refused);
+  spdlog::info(
+      "worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
+      "wait {:.1f} s, compute ratio {:.2f}, {} refused",
+      rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s, sync::ComputeRatio(t, seconds),
+      t.refused);
 }
 
 void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,
                    int64_t skipped_snapshots, int64_t dropped_pushes) {
-  spdlog::info("summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
-               "wasted samples {}",
-               policy, report.seconds, report.iterations, report.compute_ratio_mean,
-               report.compute_ratio_min, report.wasted_samples);
+  spdlog::info(
+      "summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
+      "wasted samples {}",
+      policy, report.seconds, report.iterations, report.compute_ratio_mean,
+      report.compute_ratio_min, report.wasted_samples);
   if (skipped_snapshots > 0) {
     spdlog::info("{} snapshots not evaluated: evaluation fell behind", skipped_snapshots);
   }

@@ -46,9 +46,9 @@ Status ParameterServer::Setup() {
 }
 
 Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
-  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
-                         model::ParseModelSpec(config_.model, test_set.dim,
-                                               std::max<int64_t>(test_set.classes, 2)));
+  DMLPS_ASSIGN_OR_RETURN(
+      model::ModelSpec spec,
+      model::ParseModelSpec(config_.model, test_set.dim, std::max<int64_t>(test_set.classes, 2)));
   spec_ = spec;
   model::Model model(spec);
   std::vector<float> params(model.num_params(), 0.f);
@@ -63,20 +63,21 @@ Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
   bounds_ = ShardBounds(model.num_params(), config_.shard_count);
   params.resize(static_cast<size_t>(bounds_[1]));
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
-                                                         static_cast<int64_t>(params.size())));
+                                                          static_cast<int64_t>(params.size())));
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
-  store_.emplace(std::move(params),
-                 proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)), config_.threads);
-  if (!config_.checkpoint.empty()) checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
+  store_.emplace(std::move(params), proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
+                 config_.threads);
+  if (!config_.checkpoint.empty())
+    checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
   checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
                                config_.checkpoint_every_seconds, report_.resumed_iteration);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
                spec.Name(), model.num_params(), policy_->Name(),
                sync::WorkerModeName(policy_->mode()), optimizer_->Name(), test_set.rows());
   if (sharded()) {
-    spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards", config_.shard_count,
-                 bounds_[1]);
+    spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards",
+                 config_.shard_count, bounds_[1]);
   }
   return Status::Ok();
 }
@@ -118,8 +119,8 @@ bool ParameterServer::Finished() const {
 Status ParameterServer::Resume(std::vector<float>* params) {
   DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
   const std::string& source = config_.resume;
-  DMLPS_RETURN_IF_ERROR(CheckResumable(checkpoint, source, Identity(),
-                                       static_cast<int64_t>(params->size())));
+  DMLPS_RETURN_IF_ERROR(
+      CheckResumable(checkpoint, source, Identity(), static_cast<int64_t>(params->size())));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   *params = *checkpoint.params;
   driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
@@ -276,10 +277,10 @@ void ParameterServer::SubmitSnapshot(bool must) {
     });
     return;
   }
-  store_->Snapshot([this, must, iteration, version,
-                    samples](std::shared_ptr<const std::vector<float>> values) {
-    evaluator_->SubmitOrSkip({Seconds(), iteration, version, samples, std::move(values)}, must);
-  });
+  store_->Snapshot(
+      [this, must, iteration, version, samples](std::shared_ptr<const std::vector<float>> values) {
+        evaluator_->SubmitOrSkip({Seconds(), iteration, version, samples, std::move(values)}, must);
+      });
 }
 
 void ParameterServer::StartCoordinator() {
@@ -293,8 +294,9 @@ void ParameterServer::StartCoordinator() {
 
 Status ParameterServer::SaveModel() {
   if (store_->ApplyPending()) {
-    return Status::Unavailable("--save-model: an update is still waiting for its gradient's "
-                               "chunks; the model was not saved");
+    return Status::Unavailable(
+        "--save-model: an update is still waiting for its gradient's "
+        "chunks; the model was not saved");
   }
   const std::vector<float> params = store_->Params();
   return WriteRawModel(config_.save_model, params);
@@ -307,9 +309,10 @@ void ParameterServer::CollectEvaluations() {
 
 void ParameterServer::HoldChanged(bool holding, int64_t live) {
   if (holding) {
-    spdlog::warn("training holds: {} live worker{}, fewer than --min-workers {}; waiting for "
-                 "workers to join",
-                 live, live == 1 ? "" : "s", config_.min_workers);
+    spdlog::warn(
+        "training holds: {} live worker{}, fewer than --min-workers {}; waiting for "
+        "workers to join",
+        live, live == 1 ? "" : "s", config_.min_workers);
     if (tracer_) tracer_->Instant("run", "hold", trace::NowMicros(), {{"live", live}});
     return;
   }
@@ -328,9 +331,9 @@ void ParameterServer::MaybeCheckpoint() {
   // model's update runs as its pushes stream in: until then, wait.
   if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
-  Checkpoint checkpoint = MakeCheckpoint(Identity(), config_.workers, policy_->Save(),
-                                         driver_->samples_applied(), seconds_before_ + Seconds(),
-                                         optimizer_->State());
+  Checkpoint checkpoint =
+      MakeCheckpoint(Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
+                     seconds_before_ + Seconds(), optimizer_->State());
   // As evaluation does: a copy of the model taken once its updates are in
   // (at once here, nothing being pending); encoding and writing are the
   // writer thread's.

@@ -31,7 +31,8 @@ std::vector<int64_t> ShardBounds(int64_t num_params, int64_t shards) {
   const int64_t base = num_params / shards;
   const int64_t extra = num_params % shards;
   for (int64_t k = 0; k < shards; ++k) {
-    bounds[static_cast<size_t>(k) + 1] = bounds[static_cast<size_t>(k)] + base + (k < extra ? 1 : 0);
+    bounds[static_cast<size_t>(k) + 1] =
+        bounds[static_cast<size_t>(k)] + base + (k < extra ? 1 : 0);
   }
   return bounds;
 }
@@ -105,10 +106,10 @@ class ShardServer {
   int64_t size_ = 0;
   int64_t max_bytes_ = 0;  // the most a worker's message may carry
 
-  std::map<int64_t, Pusher> pushers_;            // by rank
-  PushStreams streams_;                          // the pushes whose chunks are coming, by rank
-  std::map<std::string, int64_t> rank_of_;       // identity bytes -> rank
-  using PushKey = std::pair<int64_t, int64_t>;   // rank, the worker's clock
+  std::map<int64_t, Pusher> pushers_;           // by rank
+  PushStreams streams_;                         // the pushes whose chunks are coming, by rank
+  std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
+  using PushKey = std::pair<int64_t, int64_t>;  // rank, the worker's clock
   std::map<PushKey, std::shared_ptr<proto::IncomingTensor>> pushes_;  // not ordered yet
   std::set<PushKey> discarded_;  // discarded before they arrived
   std::set<int64_t> forgotten_;  // ranks lost, not joined again
@@ -166,10 +167,10 @@ Status ShardServer::Register() {
   while (true) {
     if (Interrupted()) return Status::Ok();
     if (Clock::now() >= deadline) {
-      return Status::Unavailable("no answer from shard 0 at " + config_.coordinator + " for " +
-                                 fmt::format("{:g}", std::chrono::duration<double>(
-                                                         config_.worker_timeout).count()) +
-                                 " s");
+      return Status::Unavailable(
+          "no answer from shard 0 at " + config_.coordinator + " for " +
+          fmt::format("{:g}", std::chrono::duration<double>(config_.worker_timeout).count()) +
+          " s");
     }
     DMLPS_ASSIGN_OR_RETURN(bool got, coordinator_->Receive(&frames, kPollSlice));
     if (!got) continue;
@@ -185,9 +186,9 @@ Status ShardServer::Register() {
     auto* welcome = std::get_if<proto::Welcome>(&message.body);
     if (welcome == nullptr) continue;  // heartbeats
 
-    DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
-                           model::ParseModelSpec(welcome->model, welcome->input_dim,
-                                                 welcome->classes));
+    DMLPS_ASSIGN_OR_RETURN(
+        model::ModelSpec spec,
+        model::ParseModelSpec(welcome->model, welcome->input_dim, welcome->classes));
     model::Model model(spec);
     if (model.num_params() != welcome->num_params ||
         welcome->bounds != ShardBounds(model.num_params(), config_.shard_count)) {
@@ -200,9 +201,9 @@ Status ShardServer::Register() {
     begin_ = welcome->bounds[static_cast<size_t>(config_.shard_index)];
     size_ = welcome->bounds[static_cast<size_t>(config_.shard_index) + 1] - begin_;
     std::vector<float> slice(params.begin() + begin_, params.begin() + begin_ + size_);
-    DMLPS_ASSIGN_OR_RETURN(optimizer_,
-                           optim::MakeOptimizer(welcome->lr, welcome->momentum, size_));
-    store_.emplace(std::move(slice), proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
+    DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(welcome->lr, welcome->momentum, size_));
+    store_.emplace(std::move(slice),
+                   proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
                    config_.threads);
     max_bytes_ = config_.max_message_bytes > 0
                      ? config_.max_message_bytes
@@ -397,8 +398,10 @@ void ShardServer::RunOrders() {
           net::Frames payload;
           const auto count = static_cast<int64_t>(values->size());
           if (count > 0) proto::AppendRange(std::move(values), 0, count, &payload);
-          Status sent = coordinator_->SendMessage(nullptr, proto::Slice{id, count}, std::move(payload));
-          if (!sent.ok()) spdlog::warn("{}: cannot send snapshot {}: {}", name_, id, sent.ToString());
+          Status sent =
+              coordinator_->SendMessage(nullptr, proto::Slice{id, count}, std::move(payload));
+          if (!sent.ok())
+            spdlog::warn("{}: cannot send snapshot {}: {}", name_, id, sent.ToString());
         });
         break;
       }
@@ -460,9 +463,9 @@ Status ShardServer::Serve() {
       if (!sent.ok()) spdlog::debug("{}: heartbeat to shard 0 failed: {}", name_, sent.ToString());
     }
     if (now - coordinator_seen_ >= config_.worker_timeout) {
-      return Status::Unavailable(fmt::format("shard 0 at {} silent for {:g} s", config_.coordinator,
-                                             std::chrono::duration<double>(config_.worker_timeout)
-                                                 .count()));
+      return Status::Unavailable(
+          fmt::format("shard 0 at {} silent for {:g} s", config_.coordinator,
+                      std::chrono::duration<double>(config_.worker_timeout).count()));
     }
     for (const int64_t rank : streams_.StalledAt(now, kPushStall)) {
       Abandon(rank, "no chunk for " + std::to_string(kPushStall.count() / 1000) + " s");
@@ -498,8 +501,9 @@ Result<RunReport> ShardServer::Run() {
                staged_, skipped_);
   if (!config_.save_model.empty()) {
     if (store_->ApplyPending()) {
-      return Status::Unavailable("--save-model: an update is still waiting for its gradient's "
-                                 "chunks; the model was not saved");
+      return Status::Unavailable(
+          "--save-model: an update is still waiting for its gradient's "
+          "chunks; the model was not saved");
     }
     DMLPS_RETURN_IF_ERROR(WriteRawModel(config_.save_model, store_->Params()));
   }

@@ -91,8 +91,8 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
   if (rank < 0) {
     // A worker of a server that restarted, or one declared lost: it may
     // Hello again.
-    Refuse(identity, who,
-           std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello", true,
+    Refuse(identity, who, std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello",
+           true,
            /*rejoin=*/true);
     return;
   }
@@ -114,8 +114,7 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
     }
   } else {
     Refuse(identity, who,
-           "a worker may not send " + std::string(proto::MsgTypeName(proto::TypeOf(body))),
-           false);
+           "a worker may not send " + std::string(proto::MsgTypeName(proto::TypeOf(body))), false);
   }
 }
 
@@ -136,8 +135,7 @@ void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
   int64_t rank = decision.rank;
   switch (decision.kind) {
     case HelloDecision::kRefuse:
-      Refuse(identity,
-             fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid),
+      Refuse(identity, fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid),
              decision.why, true);
       return;
     case HelloDecision::kKnown:
@@ -166,8 +164,7 @@ void WorkerDesk::SendWelcome(const zmq::message_t& identity, int64_t rank) {
 void WorkerDesk::HandlePull(int64_t rank, const proto::Pull& pull) {
   Member& member = members_.at(rank);
   if (driver_.pull_pending(rank)) {
-    Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending",
-           false);
+    Refuse(member.identity, "worker " + std::to_string(rank), "a pull is already pending", false);
     return;
   }
   if (training() && !driver_.active(rank)) {
@@ -350,7 +347,7 @@ void WorkerDesk::LoseWorker(int64_t rank, const std::string& why) {
   Member& member = members_.at(rank);
   ++turnover_.lost;
   turnover_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
-                      std::to_string(member.pid) + "): " + why;
+                        std::to_string(member.pid) + "): " + why;
   // Its missing chunks will never come: let the others' replies go on.
   if (streams_.Close(rank)) store_.Advance();
   members_.Remove(rank);
@@ -369,8 +366,8 @@ void WorkerDesk::CheckSilence() {
   const Clock::time_point now = Clock::now();
   shards_.CheckSilence(now, options_.worker_timeout);
   for (const Membership::Silent& silent : members_.SilentAt(now, options_.worker_timeout)) {
-    LoseWorker(silent.rank,
-               fmt::format("silent for {:g} s", std::chrono::duration<double>(silent.limit).count()));
+    LoseWorker(silent.rank, fmt::format("silent for {:g} s",
+                                        std::chrono::duration<double>(silent.limit).count()));
   }
 }
 

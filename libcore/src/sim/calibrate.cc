@@ -23,14 +23,12 @@ double Median(std::vector<double> values) {
 }
 
 // t along the points' `field` at `samples`: see CostModel::steps.
-double Interpolate(const std::vector<StepCost>& steps, int64_t samples,
-                   double StepCost::*field) {
+double Interpolate(const std::vector<StepCost>& steps, int64_t samples, double StepCost::*field) {
   if (steps.empty()) return 0;
   const auto b = static_cast<double>(samples);
   const StepCost& first = steps.front();
   if (steps.size() == 1 || samples <= first.samples) {
-    return first.samples > 0 ? first.*field * b / static_cast<double>(first.samples)
-                             : first.*field;
+    return first.samples > 0 ? first.*field * b / static_cast<double>(first.samples) : first.*field;
   }
   size_t i = 1;
   while (i + 1 < steps.size() && steps[i].samples < samples) ++i;

@@ -10,11 +10,11 @@
 namespace dmlps::sim {
 
 enum class EventKind {
-  kAtServer,   // a: message slot
-  kAtWorker,   // a: message slot
-  kJobDone,    // a: job target (dedicated machines)
-  kCpuTick,    // b: generation (shared cores)
-  kWake,       // a: worker, b: which of its threads (WorkerThread)
+  kAtServer,  // a: message slot
+  kAtWorker,  // a: message slot
+  kJobDone,   // a: job target (dedicated machines)
+  kCpuTick,   // b: generation (shared cores)
+  kWake,      // a: worker, b: which of its threads (WorkerThread)
   kTimeLimit,
 };
 

@@ -22,9 +22,9 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
   DMLPS_ASSIGN_OR_RETURN(data::Dataset test, data::LoadTest(data_spec));
   DMLPS_ASSIGN_OR_RETURN(data::Dataset train, data::LoadTrain(data_spec, {0, 1}));
   if (test.rows() == 0) return Status::DataLoss(experiment.data + ": the test set is empty");
-  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
-                         model::ParseModelSpec(experiment.model, test.dim,
-                                               std::max<int64_t>(test.classes, 2)));
+  DMLPS_ASSIGN_OR_RETURN(
+      model::ModelSpec spec,
+      model::ParseModelSpec(experiment.model, test.dim, std::max<int64_t>(test.classes, 2)));
   DMLPS_RETURN_IF_ERROR(train.ConformTo(spec.input_dim, spec.classes)
                             .WithContext(experiment.data + " does not fit the model"));
   if (train.rows() < experiment.workers) {
@@ -39,17 +39,18 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
   } else {
     spdlog::info("calibrating: timing real steps of {} around batch {}", spec.Name(),
                  experiment.batch);
-    DMLPS_ASSIGN_OR_RETURN(cost, Calibrate(spec, train, test, experiment.batch,
-                                           options.shared_cores));
+    DMLPS_ASSIGN_OR_RETURN(cost,
+                           Calibrate(spec, train, test, experiment.batch, options.shared_cores));
   }
   for (const StepCost& s : cost.steps) {
     spdlog::info("step of {:5} samples: {:9.3f} ms alone, {:9.3f} ms on shared cores", s.samples,
                  s.seconds * 1e3, s.shared_seconds * 1e3);
   }
-  spdlog::info("a pass over the parameters: {:.3f} ms; a message at the server: {:.3f} ms; "
-               "an evaluation: {:.3f} ms",
-               cost.param_s * static_cast<double>(model::Model(spec).num_params()) * 1e3,
-               cost.message_s * 1e3, cost.eval_s * 1e3);
+  spdlog::info(
+      "a pass over the parameters: {:.3f} ms; a message at the server: {:.3f} ms; "
+      "an evaluation: {:.3f} ms",
+      cost.param_s * static_cast<double>(model::Model(spec).num_params()) * 1e3,
+      cost.message_s * 1e3, cost.eval_s * 1e3);
 
   std::vector<bench::RunResult> runs;
   for (int64_t repeat = 1; repeat <= experiment.repeat; ++repeat) {
@@ -83,11 +84,11 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       if (!report.failure.empty()) {
         spdlog::warn("{} ({}/{}): {}", entry, repeat, experiment.repeat, report.failure);
       }
-      spdlog::info("{} ({}/{}): {} accuracy {:.4f} at {:.3f} virtual s, iteration {}; "
-                   "{} events simulated in {:.1f} s",
-                   entry, repeat, experiment.repeat, report.reached ? "reached" : "ended with",
-                   run.accuracy, run.seconds, run.iterations, report.events,
-                   report.wall_seconds);
+      spdlog::info(
+          "{} ({}/{}): {} accuracy {:.4f} at {:.3f} virtual s, iteration {}; "
+          "{} events simulated in {:.1f} s",
+          entry, repeat, experiment.repeat, report.reached ? "reached" : "ended with", run.accuracy,
+          run.seconds, run.iterations, report.events, report.wall_seconds);
       if (progress) progress(run, report);
       runs.push_back(std::move(run));
     }

@@ -19,14 +19,14 @@ enum class MessageKind { kPull, kPush, kModel, kContinue, kSyncNow };
 struct Message {
   MessageKind kind = MessageKind::kPull;
   int64_t worker = 0;
-  int64_t clock = 0;     // pull
-  sync::PushInfo push;   // push
+  int64_t clock = 0;                                // pull
+  sync::PushInfo push;                              // push
   std::shared_ptr<const std::vector<float>> model;  // model
-  int64_t version = 0;   // model
-  int64_t batch = 0;     // model: the batch from now on; 0: unchanged
-  int64_t token = -1;    // model, continue
-  bool download = false;  // continue
-  int64_t round = 0;     // sync now
+  int64_t version = 0;                              // model
+  int64_t batch = 0;                                // model: the batch from now on; 0: unchanged
+  int64_t token = -1;                               // model, continue
+  bool download = false;                            // continue
+  int64_t round = 0;                                // sync now
 };
 
 }  // namespace dmlps::sim

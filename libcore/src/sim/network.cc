@@ -41,7 +41,8 @@ void SimNetwork::CopyDone(double now, int64_t slot) {
   hooks_.arrive(now + model_.latency_s, slot, copy.to_server);
   std::deque<int64_t>& queue = channels_[static_cast<size_t>(copy.channel)];
   queue.pop_front();
-  if (!queue.empty()) hooks_.start_copy(queue.front(), copies_[static_cast<size_t>(queue.front())].work);
+  if (!queue.empty())
+    hooks_.start_copy(queue.front(), copies_[static_cast<size_t>(queue.front())].work);
 }
 
 }  // namespace dmlps::sim

@@ -4,6 +4,8 @@
 // SimWorker (sim/worker.h) stepping as dmlps-worker's loop for its mode
 // does. Messages travel through SimNetwork; CPU jobs run on a machine each
 // or on shared cores (SimCpu).
+#include "dmlps/sim/sim.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -13,7 +15,6 @@
 
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/sim/run_limits.h"
-#include "dmlps/sim/sim.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
 #include "sim/cpu.h"
@@ -154,11 +155,11 @@ Status Simulator::Setup() {
     const std::pair<int64_t, int64_t> shard = data::ShardRange(train_.rows(), {r, n_});
     if (shard.second <= shard.first) {
       return Status::InvalidArgument(std::to_string(n_) + " workers but only " +
-                                     std::to_string(train_.rows()) +
-                                     " training samples: worker " + std::to_string(r) +
-                                     "'s shard is empty");
+                                     std::to_string(train_.rows()) + " training samples: worker " +
+                                     std::to_string(r) + "'s shard is empty");
     }
-    workers_.emplace_back(config_, policy_->mode(), r, shard, math_, static_cast<WorkerHost&>(*this));
+    workers_.emplace_back(config_, policy_->mode(), r, shard, math_,
+                          static_cast<WorkerHost&>(*this));
   }
   return Status::Ok();
 }
@@ -207,10 +208,18 @@ void Simulator::Schedule(double time, EventKind kind, int64_t a, uint64_t b) {
 
 void Simulator::Dispatch(const Event& event) {
   switch (event.kind) {
-    case EventKind::kAtServer: ServerReceive(event.a); break;
-    case EventKind::kAtWorker: WorkerReceive(event.a); break;
-    case EventKind::kJobDone: OnJobDone(event.a); break;
-    case EventKind::kCpuTick: OnCpuTick(event.b); break;
+    case EventKind::kAtServer:
+      ServerReceive(event.a);
+      break;
+    case EventKind::kAtWorker:
+      WorkerReceive(event.a);
+      break;
+    case EventKind::kJobDone:
+      OnJobDone(event.a);
+      break;
+    case EventKind::kCpuTick:
+      OnCpuTick(event.b);
+      break;
     case EventKind::kWake:
       workers_[static_cast<size_t>(event.a)].OnWake(static_cast<WorkerThread>(event.b));
       break;
@@ -455,7 +464,8 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
     problems.push_back("the model has no input or fewer than two classes");
   }
   if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("lr must be positive");
-  if (!(config.momentum >= 0 && config.momentum < 1)) problems.push_back("momentum must be in [0, 1)");
+  if (!(config.momentum >= 0 && config.momentum < 1))
+    problems.push_back("momentum must be in [0, 1)");
   CheckRunLimits({config.target, config.eval_every, config.max_iterations, config.max_seconds},
                  kFieldNames, &problems);
   if (!(config.network.link_gbps >= 0) || !std::isfinite(config.network.link_gbps)) {
@@ -468,9 +478,8 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   if (cost.steps.empty()) problems.push_back("the cost model has no step times");
   for (size_t i = 0; i < cost.steps.size(); ++i) {
     const StepCost& s = cost.steps[i];
-    if (s.samples < 1 || (i > 0 && s.samples <= cost.steps[i - 1].samples) ||
-        !(s.seconds >= 0) || !std::isfinite(s.seconds) || !(s.shared_seconds >= 0) ||
-        !std::isfinite(s.shared_seconds)) {
+    if (s.samples < 1 || (i > 0 && s.samples <= cost.steps[i - 1].samples) || !(s.seconds >= 0) ||
+        !std::isfinite(s.seconds) || !(s.shared_seconds >= 0) || !std::isfinite(s.shared_seconds)) {
       problems.push_back("the cost model's step times must be finite, at increasing sample counts");
       break;
     }

@@ -272,10 +272,9 @@ void SimWorker::OnComputeDone() {
   const double compute = now - job_start_;
   const microseconds compute_us(std::llround(compute * 1e6));
   const microseconds straggle =
-      step_samples_ == 0
-          ? straggler_.ExtraDelay(step_, compute_us)
-          : microseconds(std::llround((straggler_.SlowdownAt(step_) - 1) *
-                                      static_cast<double>(compute_us.count())));
+      step_samples_ == 0 ? straggler_.ExtraDelay(step_, compute_us)
+                         : microseconds(std::llround((straggler_.SlowdownAt(step_) - 1) *
+                                                     static_cast<double>(compute_us.count())));
   const double straggle_s = static_cast<double>(straggle.count()) * 1e-6;
   step_samples_ += job_samples_;
   step_compute_ += compute;

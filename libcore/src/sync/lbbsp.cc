@@ -21,9 +21,9 @@ predict::PredictorOptions PredictorOptionsFor(const PolicyConfig& config) {
   options.arima_q = config.arima_q;
   // The window grows with the order, so that every order the predictor
   // takes fits.
-  options.arima_window = std::max(options.arima_window,
-                                  predict::ArimaPredictor::MinHistory(config.arima_p, config.arima_d,
-                                                                      config.arima_q));
+  options.arima_window =
+      std::max(options.arima_window,
+               predict::ArimaPredictor::MinHistory(config.arima_p, config.arima_d, config.arima_q));
   return options;
 }
 
@@ -100,8 +100,8 @@ void LbBspPolicy::OnAddWorker() {
 void LbBspPolicy::ForgetSpeed(WorkerId w) {
   Result<std::unique_ptr<predict::SpeedPredictor>> made =
       predict::MakePredictor(config_.predictor, PredictorOptionsFor(config_));
-  predictors_[w] = made.ok() ? std::move(made).value()
-                             : std::make_unique<predict::LastValuePredictor>();
+  predictors_[w] =
+      made.ok() ? std::move(made).value() : std::make_unique<predict::LastValuePredictor>();
   window_time_[w] = 0;
   window_steps_[w] = 0;
 }
@@ -190,9 +190,7 @@ void LbBspPolicy::OnRoundClosed(Actions* out) {
   Rebalance();
 }
 
-void LbBspPolicy::BeforeReply(WorkerId w, Actions* out) {
-  out->push_back(SetBatch{w, batch_[w]});
-}
+void LbBspPolicy::BeforeReply(WorkerId w, Actions* out) { out->push_back(SetBatch{w, batch_[w]}); }
 
 void LbBspPolicy::Rebalance() {
   if (config_.lb_mode == "gpu") {

@@ -1,5 +1,8 @@
 #include "dmlps/sync/policy.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "dmlps/predict/predictor.h"
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
@@ -7,18 +10,20 @@
 #include "dmlps/sync/token.h"
 #include "dmlps/sync/wbsp.h"
 
-#include <algorithm>
-#include <limits>
-
 namespace dmlps::sync {
 
 std::string_view WorkerModeName(WorkerMode mode) {
   switch (mode) {
-    case WorkerMode::kSync: return "sync";
-    case WorkerMode::kChunked: return "chunked";
-    case WorkerMode::kLocal: return "local";
-    case WorkerMode::kLocalOverlap: return "local-overlap";
-    case WorkerMode::kToken: return "token";
+    case WorkerMode::kSync:
+      return "sync";
+    case WorkerMode::kChunked:
+      return "chunked";
+    case WorkerMode::kLocal:
+      return "local";
+    case WorkerMode::kLocalOverlap:
+      return "local-overlap";
+    case WorkerMode::kToken:
+      return "token";
   }
   return "sync";
 }

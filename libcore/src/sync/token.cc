@@ -115,7 +115,8 @@ int64_t TokenPolicy::TakeToken(WorkerId w) {
     owner = -1;
     for (WorkerId s = 0; s < num_workers(); ++s) {
       if (s == w || buckets_[s].empty()) continue;
-      if (owner < 0 || std::tie(helpers_[s], own_done_[s]) < std::tie(helpers_[owner], own_done_[owner])) {
+      if (owner < 0 ||
+          std::tie(helpers_[s], own_done_[s]) < std::tie(helpers_[owner], own_done_[owner])) {
         owner = s;
       }
     }

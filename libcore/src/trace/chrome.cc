@@ -1,6 +1,4 @@
 // dmlps-trace chrome: records as Chrome Trace Event JSON.
-#include "dmlps/trace/tools.h"
-
 #include <algorithm>
 #include <map>
 #include <string>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "dmlps/base/json.h"
+#include "dmlps/trace/tools.h"
 #include "trace/records.h"
 
 namespace dmlps::trace {
@@ -135,7 +134,7 @@ struct PushFlow {
 // the first apply span of that server at or after the instant.
 std::vector<PushFlow> FindPushFlows(const std::vector<const Record*>& sorted) {
   std::map<std::tuple<int64_t, int64_t>, std::vector<const Record*>> arrivals;  // (rank, clock)
-  std::map<std::string, std::vector<const Record*>> applies;                   // by server node
+  std::map<std::string, std::vector<const Record*>> applies;                    // by server node
   for (const Record* r : sorted) {
     if (!IsServer(*r)) continue;
     if (IsInstant(*r, "comm", "push") && r->Has("worker") && r->Has("clock")) {
@@ -160,9 +159,9 @@ std::vector<PushFlow> FindPushFlows(const std::vector<const Record*>& sorted) {
                                       [r](const Record* a) { return a->time_us >= r->time_us; });
     if (arrival == it->second.end()) continue;
     const std::vector<const Record*>& server_applies = applies[(*arrival)->node];
-    const auto apply = std::lower_bound(
-        server_applies.begin(), server_applies.end(), (*arrival)->time_us,
-        [](const Record* a, int64_t t) { return a->time_us < t; });
+    const auto apply =
+        std::lower_bound(server_applies.begin(), server_applies.end(), (*arrival)->time_us,
+                         [](const Record* a, int64_t t) { return a->time_us < t; });
     if (apply == server_applies.end()) continue;
     flows.push_back({r, *apply});
   }
@@ -170,8 +169,7 @@ std::vector<PushFlow> FindPushFlows(const std::vector<const Record*>& sorted) {
 }
 
 // Each flow as an arrow: starts at the push, ends at the apply.
-void WriteChromeFlows(const std::vector<PushFlow>& flows, const ChromeIds& ids,
-                      EventList& events) {
+void WriteChromeFlows(const std::vector<PushFlow>& flows, const ChromeIds& ids, EventList& events) {
   int64_t flow_id = 0;
   for (const PushFlow& flow : flows) {
     ++flow_id;

@@ -148,8 +148,7 @@ std::string BlockName(std::string_view stem, size_t index) {
   return name + "_" + std::to_string(index);
 }
 
-void WriteBlock(const std::string& name, const std::vector<std::string>& lines,
-                std::ostream& out) {
+void WriteBlock(const std::string& name, const std::vector<std::string>& lines, std::ostream& out) {
   out << name << " << EOD\n";
   for (const std::string& line : lines) out << line << '\n';
   out << "EOD\n";
@@ -177,14 +176,14 @@ Status PlotTimeToAccuracy(const std::vector<Record>& records, std::ostream& out)
     if (lines.empty()) continue;
     const std::string block = BlockName("run", index);
     WriteBlock(block, lines, out);
-    std::string title = by_policy ? run.start->Text("policy")
+    std::string title = by_policy         ? run.start->Text("policy")
                         : runs.size() > 1 ? fmt::format("{} run {}", run.node, index)
                                           : run.node;
     if (!by_policy && run.start != nullptr && !run.start->Text("policy").empty()) {
       title += " (" + run.start->Text("policy") + ")";
     }
-    plots.push_back(fmt::format("{} using 1:2 with linespoints title {}", block,
-                                GnuplotString(title)));
+    plots.push_back(
+        fmt::format("{} using 1:2 with linespoints title {}", block, GnuplotString(title)));
   }
   if (plots.empty()) return Status::DataLoss("no accuracy counters to plot");
   out << "set title \"Time to accuracy\"\n"
@@ -232,10 +231,10 @@ Status PlotGantt(const std::vector<Record>& records, double window_s, std::ostre
     if (c.lines.empty()) continue;
     const std::string block = BlockName(c.title, 0);
     WriteBlock(block, c.lines, out);
-    plots.push_back(fmt::format(
-        "{} using (($1+$2)/2):3:(($2-$1)/2):(0.35) with boxxyerror fillstyle solid 1.0 "
-        "noborder linecolor rgb \"{}\" title \"{}\"",
-        block, c.color, c.title));
+    plots.push_back(
+        fmt::format("{} using (($1+$2)/2):3:(($2-$1)/2):(0.35) with boxxyerror fillstyle solid 1.0 "
+                    "noborder linecolor rgb \"{}\" title \"{}\"",
+                    block, c.color, c.title));
   }
   if (plots.empty()) return Status::DataLoss("no worker spans to plot");
   std::vector<std::string> tics;
@@ -260,15 +259,15 @@ Status PlotBatch(const std::vector<Record>& records, std::ostream& out) {
     std::vector<std::string> lines;
     for (const Record& r : records) {
       if (r.node == workers[i] && r.kind == "counter" && r.name == "batch") {
-        lines.push_back(fmt::format("{:.6f} {}", (r.time_us - origin) / kMicros,
-                                    r.Number("value")));
+        lines.push_back(
+            fmt::format("{:.6f} {}", (r.time_us - origin) / kMicros, r.Number("value")));
       }
     }
     if (lines.empty()) continue;
     const std::string block = BlockName("batch", i);
     WriteBlock(block, lines, out);
-    plots.push_back(fmt::format("{} using 1:2 with steps title {}", block,
-                                GnuplotString(workers[i])));
+    plots.push_back(
+        fmt::format("{} using 1:2 with steps title {}", block, GnuplotString(workers[i])));
   }
   if (plots.empty()) return Status::DataLoss("no batch counters to plot");
   out << "set title \"Batch size per worker\"\n"
@@ -308,8 +307,7 @@ void WriteRunJson(const RunSummary& r, std::ostream& out) {
       << ",\"start_us\":" << r.start_us << ",\"reached\":" << (r.reached ? "true" : "false")
       << ",\"time_to_accuracy_s\":" << (r.reached ? JsonNumber(r.time_to_accuracy_s) : "null")
       << ",\"target_iteration\":" << (r.reached ? std::to_string(r.target_iteration) : "null")
-      << ",\"best_accuracy\":" << (r.has_accuracy ? JsonNumber(r.best_accuracy) : "null")
-      << "}";
+      << ",\"best_accuracy\":" << (r.has_accuracy ? JsonNumber(r.best_accuracy) : "null") << "}";
 }
 
 void WriteWorkerJson(const WorkerSummary& w, std::ostream& out) {
@@ -317,18 +315,16 @@ void WriteWorkerJson(const WorkerSummary& w, std::ostream& out) {
   WriteJsonString(w.node, out);
   out << ",\"steps\":" << w.steps << ",\"samples\":" << w.samples
       << ",\"compute_s\":" << JsonNumber(w.compute_s)
-      << ",\"straggle_s\":" << JsonNumber(w.straggle_s)
-      << ",\"comm_s\":" << JsonNumber(w.comm_s) << ",\"wait_s\":" << JsonNumber(w.wait_s)
-      << ",\"active_s\":" << JsonNumber(w.active_s)
+      << ",\"straggle_s\":" << JsonNumber(w.straggle_s) << ",\"comm_s\":" << JsonNumber(w.comm_s)
+      << ",\"wait_s\":" << JsonNumber(w.wait_s) << ",\"active_s\":" << JsonNumber(w.active_s)
       << ",\"compute_share\":" << JsonNumber(w.Share(w.compute_s))
       << ",\"straggle_share\":" << JsonNumber(w.Share(w.straggle_s))
       << ",\"comm_share\":" << JsonNumber(w.Share(w.comm_s))
       << ",\"wait_share\":" << JsonNumber(w.Share(w.wait_s))
       << ",\"mean_batch\":" << JsonNumber(w.mean_batch) << ",\"pushes\":" << w.pushes
       << ",\"mean_staleness\":" << (w.pushes ? JsonNumber(w.mean_staleness) : "null")
-      << ",\"median_step_s\":" << JsonNumber(w.median_step_s)
-      << ",\"slow_steps\":" << w.slow_steps << ",\"timed_steps\":" << w.timed_steps
-      << ",\"straggler\":";
+      << ",\"median_step_s\":" << JsonNumber(w.median_step_s) << ",\"slow_steps\":" << w.slow_steps
+      << ",\"timed_steps\":" << w.timed_steps << ",\"straggler\":";
   WriteJsonStringOrNull(w.straggler, out);
   out << "}";
 }
@@ -381,13 +377,15 @@ void WriteRunLine(const RunSummary& r, std::ostream& out) {
 
 // Two header lines (names, then units), then a row per worker.
 void WriteWorkerTable(const std::vector<WorkerSummary>& workers, std::ostream& out) {
-  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
-                     "{:>9} {:>9}\n",
-                     "worker", "steps", "samples", "batch", "compute", "straggle", "comm", "wait",
-                     "compute", "straggle", "comm", "wait", "staleness", "step");
-  out << fmt::format("{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
-                     "{:>9} {:>9}\n",
-                     "", "", "", "", "s", "s", "s", "s", "%", "%", "%", "%", "mean", "median ms");
+  out << fmt::format(
+      "{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
+      "{:>9} {:>9}\n",
+      "worker", "steps", "samples", "batch", "compute", "straggle", "comm", "wait", "compute",
+      "straggle", "comm", "wait", "staleness", "step");
+  out << fmt::format(
+      "{:<10} {:>6} {:>8} {:>6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} "
+      "{:>9} {:>9}\n",
+      "", "", "", "", "s", "s", "s", "s", "%", "%", "%", "%", "mean", "median ms");
   for (const WorkerSummary& w : workers) {
     out << fmt::format(
         "{:<10} {:>6} {:>8} {:>6.1f} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>8.1f} {:>8.1f} "
@@ -408,9 +406,8 @@ void WriteStragglers(const TraceSummary& summary, std::ostream& out) {
     out << fmt::format(
         "straggler: {} {}: median step time {:.1f} ms, {:.2f}x the workers' median {:.1f} "
         "ms; {} of {} steps over {}x\n",
-        w.node, w.straggler, 1000 * w.median_step_s,
-        w.median_step_s / summary.median_step_s, 1000 * summary.median_step_s,
-        w.slow_steps, w.timed_steps, kStragglerFactor);
+        w.node, w.straggler, 1000 * w.median_step_s, w.median_step_s / summary.median_step_s,
+        1000 * summary.median_step_s, w.slow_steps, w.timed_steps, kStragglerFactor);
   }
   if (!any) {
     out << fmt::format("stragglers: none (no step time over {}x the workers' median {:.1f} ms)\n",
@@ -526,8 +523,7 @@ Result<SummaryFormat> ParseSummaryFormat(std::string_view text) {
   if (text == "text") return SummaryFormat::kText;
   if (text == "tsv") return SummaryFormat::kTsv;
   if (text == "json") return SummaryFormat::kJson;
-  return Status::InvalidArgument("unknown format '" + std::string(text) +
-                                 "' (text, tsv or json)");
+  return Status::InvalidArgument("unknown format '" + std::string(text) + "' (text, tsv or json)");
 }
 
 void WriteSummary(const TraceSummary& summary, SummaryFormat format, std::ostream& out) {
@@ -549,8 +545,8 @@ void WriteTsv(const std::vector<Record>& records, std::ostream& out) {
       args += k + "=" + ArgText(v);
     }
     out << r.time_us << '\t' << TsvCell(r.node) << '\t' << TsvCell(r.lane) << '\t'
-        << TsvCell(r.kind) << '\t' << TsvCell(r.name) << '\t' << r.dur_us << '\t'
-        << TsvCell(args) << '\n';
+        << TsvCell(r.kind) << '\t' << TsvCell(r.name) << '\t' << r.dur_us << '\t' << TsvCell(args)
+        << '\n';
   }
 }
 

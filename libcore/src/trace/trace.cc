@@ -54,7 +54,7 @@ bool ToRecord(const msgpack::object& obj, Record* out, std::string* why) {
         *why = "'" + key + "' is not a string";
         return false;
       }
-      std::string& field = key == "node" ? out->node
+      std::string& field = key == "node"   ? out->node
                            : key == "lane" ? out->lane
                            : key == "kind" ? out->kind
                                            : out->name;
@@ -81,12 +81,21 @@ bool ToRecord(const msgpack::object& obj, Record* out, std::string* why) {
               value = static_cast<int64_t>(a.val.via.u64);
             }
             break;
-          case msgpack::type::NEGATIVE_INTEGER: value = a.val.via.i64; break;
+          case msgpack::type::NEGATIVE_INTEGER:
+            value = a.val.via.i64;
+            break;
           case msgpack::type::FLOAT32:
-          case msgpack::type::FLOAT64: value = a.val.as<double>(); break;
-          case msgpack::type::STR: value = a.val.as<std::string>(); break;
-          case msgpack::type::BOOLEAN: value = static_cast<int64_t>(a.val.via.boolean); break;
-          default: continue;  // values of other types are ignored, not fatal
+          case msgpack::type::FLOAT64:
+            value = a.val.as<double>();
+            break;
+          case msgpack::type::STR:
+            value = a.val.as<std::string>();
+            break;
+          case msgpack::type::BOOLEAN:
+            value = static_cast<int64_t>(a.val.via.boolean);
+            break;
+          default:
+            continue;  // values of other types are ignored, not fatal
         }
         out->args.emplace_back(a.key.as<std::string>(), std::move(value));
       }
@@ -248,8 +257,8 @@ ReadResult ParseTrace(std::string_view bytes, std::string_view source) {
     Record record;
     std::string why;
     try {
-      msgpack::object_handle handle = msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr,
-                                                      nullptr, RecordLimits());
+      msgpack::object_handle handle =
+          msgpack::unpack(bytes.data(), bytes.size(), offset, nullptr, nullptr, RecordLimits());
       if (!ToRecord(handle.get(), &record, &why)) offset = start;
     } catch (const msgpack::insufficient_bytes&) {
       why = "truncated record";
@@ -259,10 +268,9 @@ ReadResult ParseTrace(std::string_view bytes, std::string_view source) {
       offset = start;
     }
     if (!why.empty()) {
-      result.status = Status::DataLoss(std::string(source) + ": " + why + " at byte offset " +
-                                       std::to_string(start) + "; " +
-                                       std::to_string(result.records.size()) +
-                                       " records before it were read");
+      result.status = Status::DataLoss(
+          std::string(source) + ": " + why + " at byte offset " + std::to_string(start) + "; " +
+          std::to_string(result.records.size()) + " records before it were read");
       return result;
     }
     if (record.kind == "meta") {
@@ -271,10 +279,9 @@ ReadResult ParseTrace(std::string_view bytes, std::string_view source) {
         // Shown as read: any double, which a cast to int64 need not hold.
         std::ostringstream shown;
         shown << version;
-        result.status = Status::DataLoss(std::string(source) + ": trace format version " +
-                                         shown.str() +
-                                         " is newer than this reader's " +
-                                         std::to_string(kFormatVersion));
+        result.status =
+            Status::DataLoss(std::string(source) + ": trace format version " + shown.str() +
+                             " is newer than this reader's " + std::to_string(kFormatVersion));
         return result;
       }
       continue;

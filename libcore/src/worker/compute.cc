@@ -36,10 +36,10 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
   DMLPS_ASSIGN_OR_RETURN(result.loss, model_->LossAndGradient(params, x_, y_, grad));
   result.compute = microseconds(Micros(Clock::now() - start));
   result.samples = samples;
-  result.straggle =
-      first_part ? straggler_.ExtraDelay(step, result.compute)
-                 : microseconds(std::llround((straggler_.SlowdownAt(step) - 1) *
-                                             static_cast<double>(result.compute.count())));
+  result.straggle = first_part
+                        ? straggler_.ExtraDelay(step, result.compute)
+                        : microseconds(std::llround((straggler_.SlowdownAt(step) - 1) *
+                                                    static_cast<double>(result.compute.count())));
   if (tracer_) {
     tracer_->Span("compute", "step", start_us, result.compute.count(),
                   {{"clock", step}, {"samples", samples}, {"loss", result.loss}});
@@ -51,7 +51,8 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
     }
     DMLPS_RETURN_IF_ERROR(pause_(result.straggle));
   }
-  if (!std::isfinite(result.loss)) spdlog::warn("step {}: the training loss is {}", step, result.loss);
+  if (!std::isfinite(result.loss))
+    spdlog::warn("step {}: the training loss is {}", step, result.loss);
   return result;
 }
 

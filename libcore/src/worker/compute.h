@@ -107,7 +107,7 @@ class UsageMeter {
   Usage Read();
 
  private:
-  std::optional<ResourceSample> usage_;          // the latest /proc reading
+  std::optional<ResourceSample> usage_;         // the latest /proc reading
   std::chrono::steady_clock::time_point read_;  // when it was attempted
   double cpu_cores_ = 0;
 };

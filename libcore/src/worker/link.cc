@@ -32,8 +32,8 @@ Status ServerLink::LoadKeys() {
 }
 
 Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch) {
-  proto::Hello hello{rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads,
-                     max_batch, -1, 0, {}};
+  proto::Hello hello{
+      rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads, max_batch, -1, 0, {}};
   return to.SendMessage(nullptr, hello);
 }
 
@@ -43,8 +43,8 @@ Status ServerLink::Join(int64_t max_batch) {
                          net::Endpoint::Connect(context_, config_.server, connect_options_));
   endpoint_.emplace(std::move(endpoint));
   DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, config_.rank, max_batch_));
-  Result<proto::Message> reply = Await(*endpoint_, {proto::MsgType::kWelcome},
-                                       config_.connect_timeout);
+  Result<proto::Message> reply =
+      Await(*endpoint_, {proto::MsgType::kWelcome}, config_.connect_timeout);
   if (!reply.ok()) {
     if (Interrupted()) return reply.status();
     if (reply.status().code() == StatusCode::kUnavailable &&
@@ -77,9 +77,9 @@ Status ServerLink::ConnectShards() {
         static_cast<int>(std::min<size_t>(welcome_.servers.size() - 1, 4)));
   }
   for (size_t k = 1; k < welcome_.servers.size(); ++k) {
-    DMLPS_ASSIGN_OR_RETURN(net::Endpoint shard,
-                           net::Endpoint::Connect(*shard_context_, welcome_.servers[k],
-                                                  connect_options_));
+    DMLPS_ASSIGN_OR_RETURN(
+        net::Endpoint shard,
+        net::Endpoint::Connect(*shard_context_, welcome_.servers[k], connect_options_));
     DMLPS_RETURN_IF_ERROR(SayHello(shard, welcome_.rank, max_batch_));
     shards_.push_back(std::move(shard));
   }
@@ -130,8 +130,8 @@ Result<bool> ServerLink::Rejoin() {
     stop_ = false;
     // The batch Join offered (--max-batch auto worked it out), not the flag's.
     DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, want_rank, max_batch_));
-    const auto wait = std::min(backoff, std::chrono::duration_cast<milliseconds>(deadline - now) +
-                                            milliseconds(1));
+    const auto wait = std::min(
+        backoff, std::chrono::duration_cast<milliseconds>(deadline - now) + milliseconds(1));
     Result<proto::Message> reply = Await(*endpoint_, {proto::MsgType::kWelcome}, wait);
     if (reply.ok() && stop_) return false;  // the run ended meanwhile
     if (reply.ok()) {
@@ -173,17 +173,16 @@ Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<
   // the later ones are on the wire.
   if (shards_.empty()) {
     push.num_params = welcome_.num_params;
-    return endpoint_->SendWithPayload(nullptr, push, std::move(payload),
-                                      proto::kDefaultChunkBytes, then);
+    return endpoint_->SendWithPayload(nullptr, push, std::move(payload), proto::kDefaultChunkBytes,
+                                      then);
   }
   // Each shard its slice, the others first: shard 0's orders for this push
   // then find it there. ZeroMQ's I/O threads send them in parallel.
   for (size_t k = 1; k <= shards_.size(); ++k) {
     proto::Push slice = push;
     slice.num_params = Bound(k + 1) - Bound(k);
-    DMLPS_RETURN_IF_ERROR(shards_[k - 1].SendWithPayload(nullptr, slice, payload, Bound(k),
-                                                         slice.num_params,
-                                                         proto::kDefaultChunkBytes));
+    DMLPS_RETURN_IF_ERROR(shards_[k - 1].SendWithPayload(
+        nullptr, slice, payload, Bound(k), slice.num_params, proto::kDefaultChunkBytes));
   }
   push.num_params = Bound(1);
   return endpoint_->SendWithPayload(nullptr, push, std::move(payload), 0, Bound(1),
@@ -297,8 +296,7 @@ int64_t ServerLink::Bound(size_t k) const {
   return welcome_.bounds.empty() ? (k == 0 ? 0 : welcome_.num_params) : welcome_.bounds[k];
 }
 
-Status ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message,
-                             std::span<float> out) {
+Status ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out) {
   const auto& header = std::get<proto::Model>(message.body);
   if (header.num_params != static_cast<int64_t>(out.size())) {
     return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
@@ -307,8 +305,8 @@ Status ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message,
   DMLPS_ASSIGN_OR_RETURN(ModelReceiver model, ModelReceiver::Open(message, out));
   // A streamed model: each chunk is copied in as it arrives.
   while (!model.complete()) {
-    DMLPS_ASSIGN_OR_RETURN(proto::Message piece, Await(from, {proto::MsgType::kChunk},
-                                                       config_.server_timeout));
+    DMLPS_ASSIGN_OR_RETURN(proto::Message piece,
+                           Await(from, {proto::MsgType::kChunk}, config_.server_timeout));
     if (stop_) return Status::Ok();
     DMLPS_RETURN_IF_ERROR(model.Take(piece).WithContext("bad model from the server"));
   }
@@ -321,8 +319,8 @@ Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<fl
   // Sharded: the other slices come from their shards, sent as shard 0 sent
   // this one.
   for (size_t k = 1; k <= shards_.size() && !stop_; ++k) {
-    DMLPS_ASSIGN_OR_RETURN(proto::Message slice, Await(shards_[k - 1], {proto::MsgType::kModel},
-                                                       config_.server_timeout));
+    DMLPS_ASSIGN_OR_RETURN(proto::Message slice,
+                           Await(shards_[k - 1], {proto::MsgType::kModel}, config_.server_timeout));
     if (stop_) return header;
     const auto version = std::get<proto::Model>(slice.body).version;
     if (version != header.version) {

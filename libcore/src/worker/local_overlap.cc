@@ -96,8 +96,8 @@ void OverlapSteps::ComputeSteps(std::vector<float> params) {
       if (done_) return;
       if (has_download_) {
         // θ_local = θ_downloaded + the deltas computed since the last hand-over.
-        Vec(params.data(), size) = ConstVec(downloaded_.data(), size) +
-                                   ConstVec(pending_.data(), size);
+        Vec(params.data(), size) =
+            ConstVec(downloaded_.data(), size) + ConstVec(pending_.data(), size);
         has_download_ = false;
       }
       batch = batch_;

@@ -7,10 +7,10 @@ namespace dmlps::worker {
 
 Result<ModelReceiver> ModelReceiver::Open(proto::Message& message, std::span<float> out) {
   const auto& header = std::get<proto::Model>(message.body);
-  DMLPS_ASSIGN_OR_RETURN(proto::IncomingTensor model,
-                         proto::IncomingTensor::Open(header.num_params, header.chunks,
-                                                     header.chunk_floats,
-                                                     std::move(message.payload)));
+  DMLPS_ASSIGN_OR_RETURN(
+      proto::IncomingTensor model,
+      proto::IncomingTensor::Open(header.num_params, header.chunks, header.chunk_floats,
+                                  std::move(message.payload)));
   model.CopyTo(0, model.received(), out);
   return ModelReceiver(std::move(model), out);
 }

@@ -46,9 +46,8 @@ Result<ResourceSample> ParseProcStat(const std::string& stat, const std::string&
   ResourceSample sample;
   sample.cpu_seconds = (utime + stime) / ticks_per_second;
   sample.resident_bytes = resident * page_bytes;
-  sample.wall_seconds = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
+  sample.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   return sample;
 }
 

@@ -27,9 +27,9 @@ Result<StepResult> ComputeInChunks(StepContext& steps, int64_t clock, std::span<
   double loss_sum = 0;
   while (step.samples < batch) {
     const int64_t n = std::min(link.welcome().chunk, batch - step.samples);
-    DMLPS_ASSIGN_OR_RETURN(StepResult part, steps.computer().Compute(clock, n, params,
-                                                                      chunk_gradient,
-                                                                      step.samples == 0));
+    DMLPS_ASSIGN_OR_RETURN(
+        StepResult part,
+        steps.computer().Compute(clock, n, params, chunk_gradient, step.samples == 0));
     steps.Count(part);
     sum += static_cast<float>(n) * ConstVec(chunk_gradient.data(), sum.size());
     loss_sum += part.loss * static_cast<double>(n);
@@ -67,7 +67,8 @@ Result<bool> StepContext::Download(int64_t clock, std::span<float> params, bool 
   // A streamed model's chunks arrive while this waits.
   if (!link_.stopped()) DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
   report_.wait_s += std::chrono::duration<double>(Clock::now() - start).count();
-  if (tracer_) tracer_->Span("wait", "pull", start_us, Micros(Clock::now() - start), {{"clock", clock}});
+  if (tracer_)
+    tracer_->Span("wait", "pull", start_us, Micros(Clock::now() - start), {{"clock", clock}});
   return !link_.stopped();
 }
 
@@ -87,7 +88,9 @@ Status StepContext::Push(proto::Push push, std::shared_ptr<const std::vector<flo
   state_.bytes_sent += bytes;
   if (tracer_) {
     tracer_->Span("comm", "push", start_us, state_.comm_us,
-                  {{"clock", push.clock}, {"bytes", bytes}, {"cpu", push.cpu},
+                  {{"clock", push.clock},
+                   {"bytes", bytes},
+                   {"cpu", push.cpu},
                    {"memory", push.memory_bytes}});
     tracer_->Counter("bytes_sent", start_us + state_.comm_us,
                      static_cast<double>(state_.bytes_sent));
@@ -194,7 +197,8 @@ Status RunLocalSteps(StepContext& steps) {
     const auto size = static_cast<Eigen::Index>(n);
     Vec(d.data(), size) = ConstVec(params.data(), size) - ConstVec(base.data(), size);
     base = params;
-    step.compute += microseconds(Micros(Clock::now() - update_start));  // the local update is compute too
+    step.compute +=
+        microseconds(Micros(Clock::now() - update_start));  // the local update is compute too
     steps.Count(step);
 
     DMLPS_RETURN_IF_ERROR(steps.Push(steps.PushFor(clock, batch, step, wait_us), delta));

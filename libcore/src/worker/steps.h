@@ -50,8 +50,7 @@ class StepContext {
               const proto::Body* then = nullptr);
   // The push that reports `step`, the worker's step number `clock`, on the
   // model last received, after waiting `wait_us` for the server.
-  proto::Push PushFor(int64_t clock, int64_t batch, const StepResult& step,
-                      int64_t wait_us) const;
+  proto::Push PushFor(int64_t clock, int64_t batch, const StepResult& step, int64_t wait_us) const;
   // Counts a computed step into the report.
   void Count(const StepResult& step);
   // Counts `wait_us` spent waiting for the answer to push `clock`.

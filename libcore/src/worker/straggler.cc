@@ -51,7 +51,8 @@ std::string ScheduleEntryProblem(const std::vector<std::pair<int64_t, double>>& 
     return std::string(kind.value) + " " + FormatDouble(factor) + " is not a finite number";
   }
   if (factor < kind.min) {
-    return std::string(kind.value) + " " + FormatDouble(factor) + " is below " + FormatDouble(kind.min);
+    return std::string(kind.value) + " " + FormatDouble(factor) + " is below " +
+           FormatDouble(kind.min);
   }
   return "";
 }
@@ -89,7 +90,7 @@ microseconds RoundMicros(double us) {
 }
 
 Result<std::vector<std::pair<int64_t, double>>> ParseSchedule(std::string_view text,
-                                                             const ScheduleKind& kind) {
+                                                              const ScheduleKind& kind) {
   if (text.empty()) {
     return Status::InvalidArgument(std::string("the schedule is empty; expected ") + kind.form +
                                    "[,...]");
@@ -138,13 +139,14 @@ Result<std::vector<std::pair<int64_t, double>>> ParseSchedule(std::string_view t
 
 // Every problem with a schedule, naming `flag`.
 void ValidateSchedule(const std::vector<std::pair<int64_t, double>>& schedule,
-                      const ScheduleKind& kind, const char* flag, std::vector<std::string>* problems) {
+                      const ScheduleKind& kind, const char* flag,
+                      std::vector<std::string>* problems) {
   for (size_t i = 0; i < schedule.size(); ++i) {
     if (std::string problem = ScheduleEntryProblem(schedule, i, kind); !problem.empty()) {
-      problems->push_back(std::string(flag) + ": entry " + std::to_string(i + 1) + " " +
-                          Quote(std::to_string(schedule[i].first) + ":" +
-                                FormatDouble(schedule[i].second)) +
-                          ": " + problem);
+      problems->push_back(
+          std::string(flag) + ": entry " + std::to_string(i + 1) + " " +
+          Quote(std::to_string(schedule[i].first) + ":" + FormatDouble(schedule[i].second)) + ": " +
+          problem);
     }
   }
 }

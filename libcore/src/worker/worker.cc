@@ -63,8 +63,8 @@ class WorkerRunner {
   ServerLink link_;
   data::DataSpec data_spec_;
   model::Device device_;
-  int64_t max_batch_ = 0;                   // sent with Hello
-  std::optional<model::ModelSpec> sized_for_;  // the model --max-batch auto was derived for
+  int64_t max_batch_ = 0;                       // sent with Hello
+  std::optional<model::ModelSpec> sized_for_;   // the model --max-batch auto was derived for
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
   std::unique_ptr<StepComputer> computer_;
   StepState state_;
@@ -77,7 +77,8 @@ Status WorkerRunner::Prepare() {
   // Fail before joining when the data is plainly missing: a server should not
   // wait for a worker that can never train.
   DMLPS_RETURN_IF_ERROR(CheckReadable(data_spec_.train_images));
-  if (!data_spec_.train_labels.empty()) DMLPS_RETURN_IF_ERROR(CheckReadable(data_spec_.train_labels));
+  if (!data_spec_.train_labels.empty())
+    DMLPS_RETURN_IF_ERROR(CheckReadable(data_spec_.train_labels));
   // Likewise a device that cannot be used: no CUDA here, no GPU, no driver.
   DMLPS_ASSIGN_OR_RETURN(device_, model::ParseDevice(config_.device));
   std::string device_name;
@@ -86,9 +87,9 @@ Status WorkerRunner::Prepare() {
   if (config_.max_batch_auto) {
     // The model's shape needs the data's: a sliver of it tells.
     DMLPS_ASSIGN_OR_RETURN(data::Dataset sample, data::LoadTrain(data_spec_, data::Shard{0, 1000}));
-    DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
-                           model::ParseModelSpec(config_.model, sample.dim,
-                                                 std::max<int64_t>(2, sample.classes)));
+    DMLPS_ASSIGN_OR_RETURN(
+        model::ModelSpec spec,
+        model::ParseModelSpec(config_.model, sample.dim, std::max<int64_t>(2, sample.classes)));
     max_batch_ = model::MaxBatchForMemory(spec, memory.free_bytes);
     sized_for_ = spec;
     spdlog::info("--max-batch auto: {} samples of {} fit in 80% of the {:.2f} GiB free on {}",
@@ -113,9 +114,8 @@ Status WorkerRunner::Setup() {
                             .WithContext(config_.data + " does not fit the server's model"));
   const int64_t rows = data.rows();
   if (rows == 0) return Status::DataLoss(config_.data + ": this worker's shard is empty");
-  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec, model::ParseModelSpec(welcome.model,
-                                                                       welcome.input_dim,
-                                                                       welcome.classes));
+  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
+                         model::ParseModelSpec(welcome.model, welcome.input_dim, welcome.classes));
   if (sized_for_.has_value() && sized_for_->Name() != spec.Name()) {
     std::string message = "--max-batch auto was derived for ";
     message += sized_for_->Name();
@@ -133,8 +133,8 @@ Status WorkerRunner::Setup() {
   }
   state_.batch = welcome.batch;
   if (!config_.trace.empty() && tracer_ == nullptr) {  // once: a rejoin keeps the trace
-    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace,
-                                                             "worker-" + std::to_string(welcome.rank)));
+    DMLPS_ASSIGN_OR_RETURN(
+        tracer_, trace::TraceWriter::Open(config_.trace, "worker-" + std::to_string(welcome.rank)));
     tracer_->Counter("batch", trace::NowMicros(), static_cast<double>(state_.batch));
   }
   const uint64_t seed = welcome.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(welcome.rank);
@@ -144,10 +144,11 @@ Status WorkerRunner::Setup() {
       std::move(data), std::move(model), seed,
       StragglerProfile(straggler, welcome.rank, welcome.num_workers), tracer_.get(),
       [this](std::chrono::microseconds d) { return link_.Pause(d); });
-  spdlog::info("worker {} of {}: policy {} ({} steps), model {}, shard {}/{} with {} samples, "
-               "batch {}",
-               welcome.rank, welcome.num_workers, welcome.policy, welcome.mode, spec.Name(),
-               shard.index, shard.count, rows, welcome.batch);
+  spdlog::info(
+      "worker {} of {}: policy {} ({} steps), model {}, shard {}/{} with {} samples, "
+      "batch {}",
+      welcome.rank, welcome.num_workers, welcome.policy, welcome.mode, spec.Name(), shard.index,
+      shard.count, rows, welcome.batch);
   return Status::Ok();
 }
 
@@ -201,10 +202,11 @@ Result<WorkerReport> WorkerRunner::Run() {
   }
   if (report_.signal != 0) return report_;
   DMLPS_RETURN_IF_ERROR(trained);
-  spdlog::info("stopped by the server ({}): {} steps, {} samples; compute {:.1f} s, "
-               "straggle {:.1f} s, wait {:.1f} s, send {:.1f} s of {:.1f} s",
-               report_.stop_reason, report_.steps, report_.samples, report_.compute_s,
-               report_.straggle_s, report_.wait_s, report_.comm_s, report_.seconds);
+  spdlog::info(
+      "stopped by the server ({}): {} steps, {} samples; compute {:.1f} s, "
+      "straggle {:.1f} s, wait {:.1f} s, send {:.1f} s of {:.1f} s",
+      report_.stop_reason, report_.steps, report_.samples, report_.compute_s, report_.straggle_s,
+      report_.wait_s, report_.comm_s, report_.seconds);
   return report_;
 }
 
@@ -213,7 +215,8 @@ Result<WorkerReport> WorkerRunner::Run() {
 std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
   std::vector<std::string> problems = ValidateStragglerSpec(config.straggler);
   if (config.rank < -1) problems.push_back("--rank must not be negative");
-  if (config.threads < 1 || config.threads > 1024) problems.push_back("--threads must be in 1..1024");
+  if (config.threads < 1 || config.threads > 1024)
+    problems.push_back("--threads must be in 1..1024");
   if (config.max_batch < 0) problems.push_back("--max-batch must not be negative");
   if (Result<model::Device> d = model::ParseDevice(config.device); !d.ok()) {
     problems.push_back("--device: " + d.status().message());

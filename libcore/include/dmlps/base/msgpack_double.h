@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <cstring>
-
 #include <msgpack.hpp>
 
 namespace dmlps {
@@ -45,10 +44,10 @@ class PackBuffer : public msgpack::sbuffer {};
 
 namespace msgpack {
 MSGPACK_API_VERSION_NAMESPACE(v1) {
-template <>
-inline packer<dmlps::PackBuffer>& packer<dmlps::PackBuffer>::pack_double(double d) {
-  dmlps::PackDouble(*this, m_stream, d);
-  return *this;
-}
+  template <>
+  inline packer<dmlps::PackBuffer>& packer<dmlps::PackBuffer>::pack_double(double d) {
+    dmlps::PackDouble(*this, m_stream, d);
+    return *this;
+  }
 }  // MSGPACK_API_VERSION_NAMESPACE(v1)
 }  // namespace msgpack

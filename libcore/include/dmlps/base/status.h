@@ -29,7 +29,9 @@ class Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
   static Status IOError(std::string m) { return {StatusCode::kIOError, std::move(m)}; }
@@ -60,8 +62,8 @@ std::string_view StatusCodeName(StatusCode code);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}                   // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}           // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
   T& value() & { return *value_; }
@@ -83,9 +85,9 @@ class [[nodiscard]] Result {
 #define DMLPS_CONCAT(a, b) DMLPS_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function when `expr` yields a non-ok Status.
-#define DMLPS_RETURN_IF_ERROR(expr)              \
-  do {                                           \
-    ::dmlps::Status dmlps_status_ = (expr);      \
+#define DMLPS_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::dmlps::Status dmlps_status_ = (expr);        \
     if (!dmlps_status_.ok()) return dmlps_status_; \
   } while (0)
 

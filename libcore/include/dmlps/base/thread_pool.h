@@ -42,8 +42,8 @@ class ThreadPool {
   void RunIterations(Loop& loop) EXCLUDES(mutex_);
 
   Mutex mutex_;
-  CondVar wake_;      // a loop was posted, or the pool stops
-  CondVar finished_;  // every iteration of the loop has run
+  CondVar wake_;                                   // a loop was posted, or the pool stops
+  CondVar finished_;                               // every iteration of the loop has run
   std::shared_ptr<Loop> loop_ GUARDED_BY(mutex_);  // the loop posted last
   uint64_t posted_ GUARDED_BY(mutex_) = 0;         // loops posted so far
   bool stopping_ GUARDED_BY(mutex_) = false;

@@ -42,9 +42,9 @@ std::vector<int64_t> GeometricSizes(int64_t lo, int64_t hi, double factor);
 
 struct ProfileRow {
   int64_t batch = 0;
-  Spread ms;                  // of one step: gather, loss and gradient, back on the host
-  double samples_per_s = 0;   // batch / median
-  double us_per_sample = 0;   // median / batch
+  Spread ms;                 // of one step: gather, loss and gradient, back on the host
+  double samples_per_s = 0;  // batch / median
+  double us_per_sample = 0;  // median / batch
 };
 
 struct ProfileReport {

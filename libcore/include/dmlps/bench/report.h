@@ -28,7 +28,7 @@ struct RunResult {
   // Over the whole run:
   double compute_ratio_mean = 0;  // over workers: (compute + emulated slowness) / run time
   double compute_ratio_min = 0;
-  double wait_share = 0;      // mean over workers of the time spent waiting for the server
+  double wait_share = 0;       // mean over workers of the time spent waiting for the server
   int64_t wasted_samples = 0;  // computed, then dropped by the policy
   double accuracy = 0;         // test accuracy of the last evaluated snapshot
   std::string failure;         // why the run failed (empty: it ran to its end)

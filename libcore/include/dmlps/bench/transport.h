@@ -29,12 +29,12 @@ namespace dmlps::bench {
 struct TransportConfig {
   std::vector<int64_t> sizes = {int64_t{4} << 20, int64_t{64} << 20};  // payload bytes
   std::vector<std::string> transports = {"tcp", "ipc"};
-  std::vector<int64_t> workers = {1, 2, 4};  // dmlps cluster sizes
+  std::vector<int64_t> workers = {1, 2, 4};   // dmlps cluster sizes
   std::vector<int64_t> sum_threads = {1, 2};  // ModelStore threads of the sum rows
-  int64_t rounds = 21;   // timed repetitions of each measurement, taken in 3 turns
-  int64_t warmup = 2;    // untimed ones at the start of each turn
+  int64_t rounds = 21;  // timed repetitions of each measurement, taken in 3 turns
+  int64_t warmup = 2;   // untimed ones at the start of each turn
   int64_t chunk_bytes = proto::kDefaultChunkBytes;  // streamed chunk (and raw piece) size
-  std::chrono::milliseconds timeout{30000};          // the longest any one wait may last
+  std::chrono::milliseconds timeout{30000};         // the longest any one wait may last
   bool curve = false;  // also measure dmlps round trips encrypted with CURVE (dmlps-curve rows)
   // dmlps-sharded rows: the model cut over each of these numbers of server
   // shards (see server::ShardBounds), with shard_workers workers; empty: none.
@@ -72,8 +72,8 @@ struct TransportRow {
   // sum: the ModelStore's threads asked for (a payload of one chunk is
   // summed on the caller's thread alone); others 0.
   int64_t threads = 0;
-  Spread ms;            // milliseconds per round
-  double gbps = 0;      // bytes moved per second at the median (see GbPerSecond)
+  Spread ms;                        // milliseconds per round
+  double gbps = 0;                  // bytes moved per second at the median (see GbPerSecond)
   std::optional<double> vs_zmq;     // median over zmq's (same transport and size)
   std::optional<double> vs_memcpy;  // median over memcpy's (same size)
   // dmlps-sharded: the median of 1 shard over this one's (same transport,
@@ -87,11 +87,11 @@ int64_t BytesMoved(const TransportRow& row);
 
 // A goal of the tracker's issue, checked against the medians.
 struct TransportGoal {
-  std::string goal;       // what is asked
+  std::string goal;  // what is asked
   std::string transport;
   int64_t bytes = 0;
-  double value = 0;       // the ratio measured
-  double limit = 0;       // the ratio asked for
+  double value = 0;  // the ratio measured
+  double limit = 0;  // the ratio asked for
   bool met = false;
 };
 
@@ -110,9 +110,9 @@ using TransportProgress = std::function<void(const TransportRow& row)>;
 // context each, over tcp://127.0.0.1 and ipc:// sockets in a private
 // temporary folder. The measurements of a size take turns (three, or fewer
 // when rounds are fewer), each turn afresh with its warm-up rounds, so that
-// drift in the machine's load hits them alike. Unavailable when a peer stays silent past the timeout;
-// stops early (Unavailable, "interrupted") once *signal is nonzero. Every
-// thread is joined and the folder removed on every path.
+// drift in the machine's load hits them alike. Unavailable when a peer stays silent past the
+// timeout; stops early (Unavailable, "interrupted") once *signal is nonzero. Every thread is joined
+// and the folder removed on every path.
 Result<TransportReport> RunTransportBench(const TransportConfig& config,
                                           const std::atomic<int>* signal,
                                           const TransportProgress& progress = {});

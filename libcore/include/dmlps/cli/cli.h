@@ -67,8 +67,8 @@ class FlagReader {
 // line per problem and sets it to 64. Returns the parse result only when the
 // program should go on.
 std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
-                                              const std::vector<std::string>& help_groups,
-                                              int argc, char** argv, int* exit_code);
+                                              const std::vector<std::string>& help_groups, int argc,
+                                              char** argv, int* exit_code);
 
 // What main() runs once its flags are read and checked; returns the exit
 // code.

@@ -3,8 +3,8 @@
 #ifndef DMLPS_CLI_FLAGS_H_
 #define DMLPS_CLI_FLAGS_H_
 
-#include <cxxopts.hpp>
 #include <cstdint>
+#include <cxxopts.hpp>
 #include <string>
 
 #include "dmlps/cli/cli.h"

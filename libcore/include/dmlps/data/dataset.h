@@ -29,7 +29,7 @@ struct Dataset {
   int64_t dim = 0;      // features per sample
   int64_t classes = 0;  // 1 + the largest label the source declares or holds
   std::vector<int32_t> labels;
-  std::vector<float> dense;         // rows() * dim, row-major; empty when sparse
+  std::vector<float> dense;          // rows() * dim, row-major; empty when sparse
   std::vector<int64_t> row_offsets;  // CSR: rows() + 1 offsets into cols/values
   std::vector<int32_t> cols;         // CSR: 0-based feature indices, increasing per row
   std::vector<float> values;         // CSR: feature values

@@ -51,10 +51,10 @@ Result<Launcher> DetectLauncher(const EnvLookup& env);
 // The defaults the binaries take from the environment.
 struct LaunchDefaults {
   Launcher launcher;
-  int64_t workers = 0;      // the server's worker count: SIZE-1; 0: none from the launcher
+  int64_t workers = 0;       // the server's worker count: SIZE-1; 0: none from the launcher
   int64_t worker_rank = -1;  // the rank a worker asks for: RANK-1; -1: let the server assign
-  std::string server;       // the address a worker connects to
-  std::string bind;         // the address the server listens on
+  std::string server;        // the address a worker connects to
+  std::string bind;          // the address the server listens on
   std::vector<std::string> problems;  // one line each; the defaults above then ignore the launcher
 };
 

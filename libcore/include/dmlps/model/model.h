@@ -89,8 +89,8 @@ class Model {
 
   // Sum of cross-entropy and count of correct predictions over the batch.
   // REQUIRES: as LossAndGradient.
-  void Score(std::span<const float> params, const Eigen::MatrixXf& x,
-             std::span<const int32_t> y, double* loss_sum, int64_t* correct);
+  void Score(std::span<const float> params, const Eigen::MatrixXf& x, std::span<const int32_t> y,
+             double* loss_sum, int64_t* correct);
 
   // Accuracy and mean loss over a whole dataset, in batches of `batch`.
   EvalResult Evaluate(std::span<const float> params, const data::Dataset& dataset,

@@ -74,8 +74,7 @@ class Endpoint {
   Status Send(Frames& frames);
 
   // Sends a message with `body` as its header, after `identity` on a ROUTER.
-  Status SendMessage(const zmq::message_t* identity, const proto::Body& body,
-                     Frames payload = {});
+  Status SendMessage(const zmq::message_t* identity, const proto::Body& body, Frames payload = {});
 
   // Sends a Push or Model header with `values` as its payload, without
   // copying: in the same message when it fits one chunk of `chunk_bytes`,

@@ -3,6 +3,7 @@
 #ifndef DMLPS_PREDICT_PREDICTOR_H_
 #define DMLPS_PREDICT_PREDICTOR_H_
 
+#include <Eigen/Dense>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -10,18 +11,16 @@
 #include <string_view>
 #include <vector>
 
-#include <Eigen/Dense>
-
 #include "dmlps/base/status.h"
 
 namespace dmlps::predict {
 
 // One step of a worker's history.
 struct Observation {
-  double speed = 0;    // samples per second in the step
-  double cpu = 0;      // the worker's CPU usage, 0..1 per core (0 when unknown)
-  double memory = 0;   // the worker's resident memory, bytes (0 when unknown)
-  int64_t batch = 0;   // samples in the step
+  double speed = 0;   // samples per second in the step
+  double cpu = 0;     // the worker's CPU usage, 0..1 per core (0 when unknown)
+  double memory = 0;  // the worker's resident memory, bytes (0 when unknown)
+  int64_t batch = 0;  // samples in the step
 };
 
 class SpeedPredictor {

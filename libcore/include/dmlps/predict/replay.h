@@ -34,10 +34,10 @@ struct WorkerHistory {
 std::vector<WorkerHistory> ExtractHistories(const std::vector<trace::Record>& records);
 
 // The definitions behind the change and spike columns (dmlps-predict(1)).
-inline constexpr int64_t kChangeWindow = 10;      // K: steps on each side of a change
-inline constexpr double kChangeFactor = 2;        // a change or spike is a factor of 2 at least
-inline constexpr double kFollowTolerance = 0.2;   // following: within 20% of the new level
-inline constexpr int64_t kFollowHorizon = 20;     // ... within this many steps, else counts 21
+inline constexpr int64_t kChangeWindow = 10;     // K: steps on each side of a change
+inline constexpr double kChangeFactor = 2;       // a change or spike is a factor of 2 at least
+inline constexpr double kFollowTolerance = 0.2;  // following: within 20% of the new level
+inline constexpr int64_t kFollowHorizon = 20;    // ... within this many steps, else counts 21
 
 // Lasting changes of level: the steps c where the mean log speed of
 // [c, c + K) differs from that of [c - K, c) by a factor of kChangeFactor or
@@ -68,10 +68,10 @@ struct Score {
   double spike_moved = 0;     // sum over them of the share of the spike taken in
 
   void Add(const Score& other);
-  double Rmse() const;              // samples/s; NaN without predictions
-  double MapePercent() const;       // NaN without predictions
-  double MeanFollowSteps() const;   // NaN without changes
-  double SpikeMovedPercent() const; // NaN without spikes
+  double Rmse() const;               // samples/s; NaN without predictions
+  double MapePercent() const;        // NaN without predictions
+  double MeanFollowSteps() const;    // NaN without changes
+  double SpikeMovedPercent() const;  // NaN without spikes
 };
 
 // Scores forecasts (as Replay gives them) of a series:

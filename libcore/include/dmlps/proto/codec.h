@@ -25,7 +25,8 @@ namespace dmlps::proto {
 // messages' own cost stays small.
 inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
 // The most floats one chunk may announce: the largest frame a peer accepts.
-inline constexpr int64_t kMaxChunkFloats = (int64_t{256} << 20) / static_cast<int64_t>(sizeof(float));
+inline constexpr int64_t kMaxChunkFloats =
+    (int64_t{256} << 20) / static_cast<int64_t>(sizeof(float));
 // The most chunks one payload may announce, so that a peer cannot make the
 // receiver handle millions of tiny messages for one tensor.
 inline constexpr int64_t kMaxChunks = int64_t{1} << 16;

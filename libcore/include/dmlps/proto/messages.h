@@ -65,8 +65,8 @@ struct Welcome {
   int64_t num_params = 0;
   int64_t shard_index = 0;
   int64_t shard_count = 1;
-  uint64_t seed = 0;   // for the worker's sampling order
-  std::string mode;    // how to run steps: sync, chunked, local, local-overlap, token
+  uint64_t seed = 0;       // for the worker's sampling order
+  std::string mode;        // how to run steps: sync, chunked, local, local-overlap, token
   int64_t chunk = 0;       // chunked: samples per chunk
   int64_t token_size = 0;  // token: samples per token
   double lr = 0;           // local, local-overlap: the local optimizer's learning rate
@@ -78,8 +78,8 @@ struct Welcome {
   std::vector<std::string> servers;
   std::vector<int64_t> bounds;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
-                     shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum,
-                     servers, bounds);
+                     shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
+                     bounds);
 };
 
 struct Pull {
@@ -88,10 +88,10 @@ struct Pull {
 };
 
 struct Model {
-  int64_t version = 0;     // applies the server has made to the model
-  int64_t num_params = 0;  // floats in the payload
-  int64_t batch = 0;       // the worker's batch from now on; 0: unchanged
-  int64_t token = -1;      // token to train on this model; -1: none
+  int64_t version = 0;       // applies the server has made to the model
+  int64_t num_params = 0;    // floats in the payload
+  int64_t batch = 0;         // the worker's batch from now on; 0: unchanged
+  int64_t token = -1;        // token to train on this model; -1: none
   int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
   int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
   MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats);
@@ -114,8 +114,8 @@ struct Push {
   int64_t memory_bytes = 0;  // the worker's resident memory
   int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
   int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
-  MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us,
-                     straggle_us, wait_us, comm_us, cpu, memory_bytes, chunks, chunk_floats);
+  MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us, straggle_us,
+                     wait_us, comm_us, cpu, memory_bytes, chunks, chunk_floats);
 };
 
 struct Stop {

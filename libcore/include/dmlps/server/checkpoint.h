@@ -28,14 +28,14 @@ namespace dmlps::server {
 inline constexpr uint32_t kCheckpointFormat = 1;
 
 struct Checkpoint {
-  std::string model;      // model::ModelSpec::Name()
-  std::string policy;     // sync::Policy::Name()
-  std::string optimizer;  // optim::Optimizer::Name()
-  int64_t workers = 1;    // --workers of the run that wrote it
-  int64_t iteration = 0;  // global iterations completed
-  int64_t version = 0;    // applies made to the model
-  int64_t samples = 0;    // samples whose gradients went into the model
-  double seconds = 0;     // training time behind it, summed over restarts
+  std::string model;                  // model::ModelSpec::Name()
+  std::string policy;                 // sync::Policy::Name()
+  std::string optimizer;              // optim::Optimizer::Name()
+  int64_t workers = 1;                // --workers of the run that wrote it
+  int64_t iteration = 0;              // global iterations completed
+  int64_t version = 0;                // applies made to the model
+  int64_t samples = 0;                // samples whose gradients went into the model
+  double seconds = 0;                 // training time behind it, summed over restarts
   std::vector<int64_t> policy_extra;  // sync::PolicyState::extra
   std::shared_ptr<const std::vector<float>> params;
   std::vector<float> optimizer_state;  // empty, or one float per parameter

@@ -32,14 +32,14 @@ struct ServerConfig {
   int64_t eval_every = 50;     // iterations between evaluations
   uint64_t seed = 1;
   int64_t threads = 1;  // threads that sum pushes and apply updates, the event loop's included
-  std::chrono::milliseconds heartbeat{1000};       // between heartbeats to the workers
+  std::chrono::milliseconds heartbeat{1000};        // between heartbeats to the workers
   std::chrono::milliseconds worker_timeout{30000};  // a worker silent this long is lost
   int64_t min_workers = 1;  // fewer live workers than this: training holds until more join
   std::string checkpoint;   // file to checkpoint to; empty: none
   int64_t checkpoint_every_iterations = 0;  // 0: not by iterations
   double checkpoint_every_seconds = 0;      // 0: not by time
-  std::string resume;       // checkpoint to go on from; empty: start afresh
-  std::string trace;  // trace file ("-": standard output, which then carries no TSV); empty: none
+  std::string resume;                       // checkpoint to go on from; empty: start afresh
+  std::string trace;   // trace file ("-": standard output, which then carries no TSV); empty: none
   std::string report;  // when set, the RunReport is written here at the end (see WriteRunReport)
   // Who may connect, and how much a peer may send (see net::BindOptions).
   std::string curve_secret;       // the server's secret key file; empty: plaintext
@@ -81,13 +81,13 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config);
 // What a finished run achieved.
 struct RunReport {
   bool target_reached = false;
-  double seconds_to_target = 0;    // wall time of the first snapshot that reached the target
+  double seconds_to_target = 0;  // wall time of the first snapshot that reached the target
   int64_t iterations_to_target = 0;
-  int64_t samples_to_target = 0;   // samples whose gradients were in that snapshot's model
-  int64_t iterations = 0;          // pushes accepted / workers
-  model::EvalResult last_eval;     // of the newest evaluated snapshot
-  double seconds = 0;              // training wall time
-  double compute_ratio_mean = 0;   // over workers: (compute + emulated slowness) / run time
+  int64_t samples_to_target = 0;  // samples whose gradients were in that snapshot's model
+  int64_t iterations = 0;         // pushes accepted / workers
+  model::EvalResult last_eval;    // of the newest evaluated snapshot
+  double seconds = 0;             // training wall time
+  double compute_ratio_mean = 0;  // over workers: (compute + emulated slowness) / run time
   double compute_ratio_min = 0;
   int64_t samples = 0;             // samples whose gradients went into the model
   double wait_share = 0;           // mean over workers of (time waiting for the server) / run time
@@ -108,8 +108,8 @@ void WriteRunReport(const RunReport& report, std::ostream& out);
 // (after config.resume: resumes from that checkpoint, DataLoss when it is
 // corrupt), trains until the target, an iteration or time limit, or a
 // signal (nonzero in *signal). Workers lost on the way are reported and the
-// run goes on without them; workers may join at any time. Writes one TSV line per evaluation to `tsv`
-// (seconds, iteration, accuracy, loss); progress goes to the log.
+// run goes on without them; workers may join at any time. Writes one TSV line per evaluation to
+// `tsv` (seconds, iteration, accuracy, loss); progress goes to the log.
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal);
 

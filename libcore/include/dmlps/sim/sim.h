@@ -150,9 +150,9 @@ struct SimReport {
   double wait_share = 0;  // mean over workers of wait / seconds
   std::vector<EvalPoint> curve;
   std::vector<WorkerStats> workers;
-  int64_t events = 0;        // events simulated
-  double wall_seconds = 0;   // real time the simulation took
-  std::string failure;       // why the run could not go on (empty: it ended normally)
+  int64_t events = 0;       // events simulated
+  double wall_seconds = 0;  // real time the simulation took
+  std::string failure;      // why the run could not go on (empty: it ended normally)
 };
 
 // Simulates one run. `train` is the whole training set (worker r's shard is
@@ -168,8 +168,8 @@ bench::RunResult ToRunResult(const SimReport& report, const std::string& policy,
 // What `dmlps-bench sim` adds to an experiment.
 struct SimOptions {
   NetworkModel network = kClusterNetwork;
-  std::vector<Noise> noise;         // one per worker, or empty
-  std::optional<CostModel> cost;    // empty: calibrate at start
+  std::vector<Noise> noise;       // one per worker, or empty
+  std::optional<CostModel> cost;  // empty: calibrate at start
   int64_t shared_cores = 0;
 };
 

@@ -28,7 +28,7 @@ struct Reply {
 template <typename Payload>
 struct HandledPush {
   WorkerId worker = -1;
-  int64_t clock = 0;        // in the worker's own count of its pushes
+  int64_t clock = 0;       // in the worker's own count of its pushes
   const Payload& payload;  // what the caller handed to PolicyDriver::Push
 };
 

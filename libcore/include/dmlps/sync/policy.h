@@ -31,11 +31,11 @@ struct PushInfo {
   // False when the server refused the payload (non-finite values): the step
   // counts as done but contributes nothing to the model.
   bool usable = true;
-  int64_t batch = 0;   // samples the worker was asked for in this step
-  double busy_s = 0;   // seconds the step took the worker: computing plus emulated slowness
-  double comm_s = 0;   // seconds the worker's previous push took to send (0: unknown)
-  double cpu = 0;      // the worker's CPU use over the step, in cores
-  double memory = 0;   // the worker's resident memory, bytes
+  int64_t batch = 0;  // samples the worker was asked for in this step
+  double busy_s = 0;  // seconds the step took the worker: computing plus emulated slowness
+  double comm_s = 0;  // seconds the worker's previous push took to send (0: unknown)
+  double cpu = 0;     // the worker's CPU use over the step, in cores
+  double memory = 0;  // the worker's resident memory, bytes
   // Seconds from the server's reply to this push's arrival, as the server saw
   // them: the step plus both transfers on a real link, which the worker
   // cannot time (a send returns once queued). 0: unknown.
@@ -126,19 +126,19 @@ struct PolicyConfig {
   // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token
   std::string name = "bsp";
   int64_t num_workers = 1;
-  int64_t batch = 64;           // per-worker batch; the global batch B is batch * num_workers
-  int64_t staleness = 3;        // ssp: clocks a worker may run ahead of the slowest
-  int64_t backup = 1;           // backup: pushes per iteration not waited for
-  int64_t chunk = 16;           // abps: samples per chunk
-  int64_t rebalance_every = 5;  // lbbsp: iterations between batch-size changes
-  std::string lb_mode = "cpu";  // lbbsp: cpu (analytic) | gpu (numerical)
+  int64_t batch = 64;             // per-worker batch; the global batch B is batch * num_workers
+  int64_t staleness = 3;          // ssp: clocks a worker may run ahead of the slowest
+  int64_t backup = 1;             // backup: pushes per iteration not waited for
+  int64_t chunk = 16;             // abps: samples per chunk
+  int64_t rebalance_every = 5;    // lbbsp: iterations between batch-size changes
+  std::string lb_mode = "cpu";    // lbbsp: cpu (analytic) | gpu (numerical)
   std::string predictor = "ema";  // lbbsp cpu: last | ema | arima | narx
-  double ema_alpha = 0.5;       // lbbsp cpu with ema: weight of the newest speed
-  int64_t arima_p = 2;          // lbbsp cpu with arima: the order (p, d, q)
+  double ema_alpha = 0.5;         // lbbsp cpu with ema: weight of the newest speed
+  int64_t arima_p = 2;            // lbbsp cpu with arima: the order (p, d, q)
   int64_t arima_d = 0;
   int64_t arima_q = 1;
-  int64_t lb_step = 0;          // lbbsp gpu: samples moved per rebalance at first; 0: B / (4N)
-  int64_t token_size = 16;      // token: samples per token
+  int64_t lb_step = 0;      // lbbsp gpu: samples moved per rebalance at first; 0: B / (4N)
+  int64_t token_size = 16;  // token: samples per token
 };
 
 class Policy {

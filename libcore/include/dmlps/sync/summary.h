@@ -11,12 +11,12 @@ namespace dmlps::sync {
 
 // What one worker did over a run, as it reported it.
 struct WorkerTotals {
-  int64_t steps = 0;        // pushes
-  int64_t samples = 0;      // samples of its pushes that were used
-  double compute_s = 0;     // computing
-  double straggle_s = 0;    // emulated slowness: it stands for a slower machine's compute
-  double wait_s = 0;        // waiting for the server's answers
-  int64_t refused = 0;      // payloads or chunks the server refused
+  int64_t steps = 0;      // pushes
+  int64_t samples = 0;    // samples of its pushes that were used
+  double compute_s = 0;   // computing
+  double straggle_s = 0;  // emulated slowness: it stands for a slower machine's compute
+  double wait_s = 0;      // waiting for the server's answers
+  int64_t refused = 0;    // payloads or chunks the server refused
 };
 
 struct RunSummary {

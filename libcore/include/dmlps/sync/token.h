@@ -51,7 +51,7 @@ class TokenPolicy : public Policy {
 
   int64_t tokens_;
   int64_t round_ = 0;
-  int64_t done_ = 0;            // tokens completed in this iteration
+  int64_t done_ = 0;  // tokens completed in this iteration
   int64_t staged_samples_ = 0;
   std::vector<std::vector<int64_t>> buckets_;  // per worker: token ids left
   std::vector<int64_t> in_flight_;             // per worker: token it trains, or -1

@@ -52,7 +52,7 @@ struct WorkerSummary {
   double mean_batch = 0;  // samples per step
   int64_t pushes = 0;     // server push instants naming this worker
   double mean_staleness = 0;
-  int64_t timed_steps = 0;  // steps with a busy time: compute and straggle spans by clock
+  int64_t timed_steps = 0;   // steps with a busy time: compute and straggle spans by clock
   double median_step_s = 0;  // the median busy time of a step
   int64_t slow_steps = 0;    // steps over kStragglerFactor x the workers' median
   // "deterministic" (median step over the threshold), "transient" (more than
@@ -69,7 +69,7 @@ inline constexpr double kStragglerFactor = 1.5;
 struct TraceSummary {
   std::vector<RunSummary> runs;
   std::vector<WorkerSummary> workers;  // by rank
-  double median_step_s = 0;        // median of the workers' median step times
+  double median_step_s = 0;            // median of the workers' median step times
 };
 
 // Summarises the records of one run (or of several: one RunSummary each).
@@ -91,16 +91,15 @@ void WriteChrome(const std::vector<Record>& records, std::ostream& out);
 void WriteTsv(const std::vector<Record>& records, std::ostream& out);
 
 struct PlotOptions {
-  std::string kind = "tta";    // tta | gantt | batch | wait
-  std::string term = "svg";    // svg | png | dumb
-  double window_s = 20;        // gantt: how many seconds from the workers' start
+  std::string kind = "tta";  // tta | gantt | batch | wait
+  std::string term = "svg";  // svg | png | dumb
+  double window_s = 20;      // gantt: how many seconds from the workers' start
 };
 // Checks a plot kind and a terminal name; InvalidArgument naming the choices.
 Status ValidatePlotOptions(const PlotOptions& options);
 // A self-contained gnuplot script, data inline. DataLoss when the records
 // hold nothing to plot for that kind.
-Status WritePlot(const std::vector<Record>& records, const PlotOptions& options,
-                 std::ostream& out);
+Status WritePlot(const std::vector<Record>& records, const PlotOptions& options, std::ostream& out);
 
 }  // namespace dmlps::trace
 

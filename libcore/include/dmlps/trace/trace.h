@@ -19,13 +19,12 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <msgpack.hpp>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
-
-#include <msgpack.hpp>
 
 #include "dmlps/base/mutex.h"
 #include "dmlps/base/status.h"

@@ -12,9 +12,9 @@ namespace dmlps::worker {
 
 // One reading of a process's counters.
 struct ResourceSample {
-  double cpu_seconds = 0;     // user + system time so far
+  double cpu_seconds = 0;      // user + system time so far
   int64_t resident_bytes = 0;  // resident set size
-  double wall_seconds = 0;    // monotonic time of the reading
+  double wall_seconds = 0;     // monotonic time of the reading
 };
 
 // Parses the contents of /proc/PID/stat and /proc/PID/statm. DataLoss when

@@ -32,9 +32,9 @@ struct WorkerConfig {
   // How long to keep trying to reach a server that went away before giving up.
   std::chrono::milliseconds reconnect_timeout{30000};
   std::chrono::milliseconds heartbeat{1000};  // between heartbeats to the server
-  std::string trace;  // trace file ("-": standard output); empty: none
-  std::string curve_secret;      // this worker's secret key file; empty: plaintext
-  std::string curve_server_key;  // the server's public key, inline (Z85) or a file
+  std::string trace;                          // trace file ("-": standard output); empty: none
+  std::string curve_secret;                   // this worker's secret key file; empty: plaintext
+  std::string curve_server_key;               // the server's public key, inline (Z85) or a file
 };
 
 // Checks a config before anything starts; every problem found, one per line.
@@ -51,7 +51,7 @@ struct WorkerReport {
   double seconds = 0;
   std::string stop_reason;
   int64_t reconnects = 0;  // times the worker joined a server again
-  int signal = 0;  // the signal that ended the run, or 0
+  int signal = 0;          // the signal that ended the run, or 0
 };
 
 // Runs one worker until the server stops it (ok), no server answers within

@@ -1,10 +1,10 @@
-#include "model/cuda/cuda_net.h"
-
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <string>
+
+#include "model/cuda/cuda_net.h"
 
 namespace dmlps::model::cuda {
 namespace {
@@ -18,23 +18,23 @@ std::string CudaError(const char* what, cudaError_t e) {
   return text;
 }
 
-#define DMLPS_CUDA_RETURN(expr)                                              \
-  do {                                                                       \
-    cudaError_t dmlps_cuda_error = (expr);                                   \
-    if (dmlps_cuda_error != cudaSuccess) {                                   \
-      return Status::Internal(CudaError(#expr, dmlps_cuda_error));           \
-    }                                                                        \
+#define DMLPS_CUDA_RETURN(expr)                                    \
+  do {                                                             \
+    cudaError_t dmlps_cuda_error = (expr);                         \
+    if (dmlps_cuda_error != cudaSuccess) {                         \
+      return Status::Internal(CudaError(#expr, dmlps_cuda_error)); \
+    }                                                              \
   } while (false)
 
-#define DMLPS_CUBLAS_RETURN(expr)                                            \
-  do {                                                                       \
-    cublasStatus_t dmlps_cublas_status = (expr);                             \
-    if (dmlps_cublas_status != CUBLAS_STATUS_SUCCESS) {                      \
-      std::string text = #expr;                                              \
-      text += ": ";                                                          \
-      text += cublasGetStatusString(dmlps_cublas_status);                    \
-      return Status::Internal(text);                                         \
-    }                                                                        \
+#define DMLPS_CUBLAS_RETURN(expr)                         \
+  do {                                                    \
+    cublasStatus_t dmlps_cublas_status = (expr);          \
+    if (dmlps_cublas_status != CUBLAS_STATUS_SUCCESS) {   \
+      std::string text = #expr;                           \
+      text += ": ";                                       \
+      text += cublasGetStatusString(dmlps_cublas_status); \
+      return Status::Internal(text);                      \
+    }                                                     \
   } while (false)
 
 unsigned Blocks(int64_t count) {
@@ -45,9 +45,9 @@ unsigned Blocks(int64_t count) {
 
 // Runs its body for every i in [0, total), each thread taking every
 // (blocks x threads)-th index, so that any grid covers any total.
-#define DMLPS_GRID_STRIDE_LOOP(i, total)                                          \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < (total); i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+#define DMLPS_GRID_STRIDE_LOOP(i, total)                                                     \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (total); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 // Entry i of an array of n images of side x side pixels with `inner` values
 // per pixel (fastest), split into that value's index, column, row and image.
@@ -74,8 +74,8 @@ __global__ void Im2ColKernel(const float* in, int64_t c, int64_t s, int64_t n, f
     const int64_t k = p.inner / c;
     const int64_t yy = p.y + k / 3 - 1;
     const int64_t xx = p.x + k % 3 - 1;
-    cols[i] = (yy < 0 || yy >= s || xx < 0 || xx >= s) ? 0.0f
-                                                        : in[((p.img * s + yy) * s + xx) * c + ch];
+    cols[i] =
+        (yy < 0 || yy >= s || xx < 0 || xx >= s) ? 0.0f : in[((p.img * s + yy) * s + xx) * c + ch];
   }
 }
 
@@ -131,8 +131,7 @@ __global__ void MaxPool2BackwardKernel(const float* dout, const uint8_t* window,
   }
 }
 
-__global__ void AddBiasKernel(float* a, const float* bias, int64_t rows, int64_t total,
-                              bool relu) {
+__global__ void AddBiasKernel(float* a, const float* bias, int64_t rows, int64_t total, bool relu) {
   DMLPS_GRID_STRIDE_LOOP(i, total) {
     const float v = a[i] + bias[i % rows];
     a[i] = relu ? fmaxf(v, 0.0f) : v;
@@ -156,8 +155,8 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, int64_t classes, 
     float sum = 0.0f;
     for (int64_t k = 0; k < classes; ++k) sum += expf(z[k] - max);
     const int32_t label = y[j];
-    loss[j] = log(static_cast<double>(sum)) + static_cast<double>(max) -
-              static_cast<double>(z[label]);
+    loss[j] =
+        log(static_cast<double>(sum)) + static_cast<double>(max) - static_cast<double>(z[label]);
     float* d = delta + j * classes;
     const float factor = scale / sum;
     for (int64_t k = 0; k < classes; ++k) d[k] = expf(z[k] - max) * factor;
@@ -166,9 +165,7 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, int64_t classes, 
 }
 
 __global__ void FillKernel(float* a, float value, int64_t total) {
-  DMLPS_GRID_STRIDE_LOOP(i, total) {
-    a[i] = value;
-  }
+  DMLPS_GRID_STRIDE_LOOP(i, total) { a[i] = value; }
 }
 
 // A device array that only grows.
@@ -186,8 +183,8 @@ class DeviceBuffer {
     if (data_ != nullptr) cudaFree(data_);
     data_ = nullptr;
     capacity_ = 0;
-    DMLPS_CUDA_RETURN(cudaMalloc(reinterpret_cast<void**>(&data_),
-                                 static_cast<size_t>(count) * sizeof(T)));
+    DMLPS_CUDA_RETURN(
+        cudaMalloc(reinterpret_cast<void**>(&data_), static_cast<size_t>(count) * sizeof(T)));
     capacity_ = count;
     return Status::Ok();
   }
@@ -202,8 +199,8 @@ class DeviceBuffer {
 template <typename T>
 Status Upload(const std::vector<T>& host, DeviceBuffer<T>* device) {
   DMLPS_RETURN_IF_ERROR(device->Reserve(std::max<int64_t>(1, static_cast<int64_t>(host.size()))));
-  DMLPS_CUDA_RETURN(cudaMemcpy(device->get(), host.data(), host.size() * sizeof(T),
-                               cudaMemcpyHostToDevice));
+  DMLPS_CUDA_RETURN(
+      cudaMemcpy(device->get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
   return Status::Ok();
 }
 
@@ -227,9 +224,10 @@ Status QueryDevice(int index, std::string* name, int64_t* free_bytes, int64_t* t
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e == cudaErrorInsufficientDriver) {
-    return Status::Unavailable("no usable CUDA device: no NVIDIA driver, or one too old for "
-                               "CUDA " + std::to_string(CUDART_VERSION / 1000) + " (" +
-                               cudaGetErrorString(e) + ")");
+    return Status::Unavailable(
+        "no usable CUDA device: no NVIDIA driver, or one too old for "
+        "CUDA " +
+        std::to_string(CUDART_VERSION / 1000) + " (" + cudaGetErrorString(e) + ")");
   }
   if (e == cudaErrorNoDevice) return Status::Unavailable("no CUDA device present");
   if (e != cudaSuccess) {
@@ -295,7 +293,7 @@ struct CudaNet::Impl {
                                     static_cast<int>(rows), input, static_cast<int>(in), &zero, out,
                                     static_cast<int>(rows)));
     AddBiasKernel<<<Blocks(rows * cols), kThreads, 0, stream>>>(out, Bias(l), rows, rows * cols,
-                                                                 relu);
+                                                                relu);
     return CheckLaunch();
   }
 
@@ -393,14 +391,14 @@ struct CudaNet::Impl {
       DMLPS_RETURN_IF_ERROR(CheckLaunch());
       DMLPS_RETURN_IF_ERROR(Affine(0, cols1.get(), q1, a1.get(), true));
       MaxPool2Kernel<<<Blocks(c1 * q2), kThreads, 0, stream>>>(a1.get(), c1, s, n, p1.get(),
-                                                                w1.get());
+                                                               w1.get());
       DMLPS_RETURN_IF_ERROR(CheckLaunch());
       Im2ColKernel<<<Blocks(9 * c1 * q2), kThreads, 0, stream>>>(p1.get(), c1, s / 2, n,
-                                                                  cols2.get());
+                                                                 cols2.get());
       DMLPS_RETURN_IF_ERROR(CheckLaunch());
       DMLPS_RETURN_IF_ERROR(Affine(1, cols2.get(), q2, a2.get(), true));
-      MaxPool2Kernel<<<Blocks(c2 * q2 / 4), kThreads, 0, stream>>>(a2.get(), c2, s / 2, n,
-                                                                    p2.get(), w2.get());
+      MaxPool2Kernel<<<Blocks(c2 * q2 / 4), kThreads, 0, stream>>>(a2.get(), c2, s / 2, n, p2.get(),
+                                                                   w2.get());
       DMLPS_RETURN_IF_ERROR(CheckLaunch());
       dense_input = p2.get();
     }
@@ -428,20 +426,19 @@ struct CudaNet::Impl {
       }
     }
     if (cnn) {
-      DMLPS_CUDA_RETURN(cudaMemsetAsync(d2.get(), 0, static_cast<size_t>(c2 * q2) * sizeof(float),
-                                        stream));
-      MaxPool2BackwardKernel<<<Blocks(c2 * q2 / 4), kThreads, 0, stream>>>(
-          dp2.get(), w2.get(), c2, s / 2, n, d2.get());
+      DMLPS_CUDA_RETURN(
+          cudaMemsetAsync(d2.get(), 0, static_cast<size_t>(c2 * q2) * sizeof(float), stream));
+      MaxPool2BackwardKernel<<<Blocks(c2 * q2 / 4), kThreads, 0, stream>>>(dp2.get(), w2.get(), c2,
+                                                                           s / 2, n, d2.get());
       DMLPS_RETURN_IF_ERROR(CheckLaunch());
       DMLPS_RETURN_IF_ERROR(ReluBackward(a2.get(), d2.get(), c2 * q2));
       DMLPS_RETURN_IF_ERROR(AffineBackward(1, d2.get(), cols2.get(), q2, dcols2.get()));
-      Col2ImKernel<<<Blocks(c1 * q2), kThreads, 0, stream>>>(dcols2.get(), c1, s / 2, n,
-                                                              dp1.get());
+      Col2ImKernel<<<Blocks(c1 * q2), kThreads, 0, stream>>>(dcols2.get(), c1, s / 2, n, dp1.get());
       DMLPS_RETURN_IF_ERROR(CheckLaunch());
-      DMLPS_CUDA_RETURN(cudaMemsetAsync(d1.get(), 0, static_cast<size_t>(c1 * q1) * sizeof(float),
-                                        stream));
-      MaxPool2BackwardKernel<<<Blocks(c1 * q2), kThreads, 0, stream>>>(dp1.get(), w1.get(), c1,
-                                                                        s, n, d1.get());
+      DMLPS_CUDA_RETURN(
+          cudaMemsetAsync(d1.get(), 0, static_cast<size_t>(c1 * q1) * sizeof(float), stream));
+      MaxPool2BackwardKernel<<<Blocks(c1 * q2), kThreads, 0, stream>>>(dp1.get(), w1.get(), c1, s,
+                                                                       n, d1.get());
       DMLPS_RETURN_IF_ERROR(CheckLaunch());
       DMLPS_RETURN_IF_ERROR(ReluBackward(a1.get(), d1.get(), c1 * q1));
       DMLPS_RETURN_IF_ERROR(AffineBackward(0, d1.get(), cols1.get(), q1, nullptr));
@@ -489,8 +486,8 @@ Result<double> CudaNet::LossAndGradient(const float* params, const float* x, int
 }
 
 Status CudaNet::Pin(float* data, int64_t count) {
-  DMLPS_CUDA_RETURN(cudaHostRegister(data, static_cast<size_t>(count) * sizeof(float),
-                                     cudaHostRegisterDefault));
+  DMLPS_CUDA_RETURN(
+      cudaHostRegister(data, static_cast<size_t>(count) * sizeof(float), cudaHostRegisterDefault));
   return Status::Ok();
 }
 

@@ -42,8 +42,8 @@ class CudaNet {
   // Mean cross-entropy over the n columns of x (input_dim x n) and its
   // gradient, copied into grad (num_params floats; page-locked with Pin, the
   // copy goes straight there).
-  Result<double> LossAndGradient(const float* params, const float* x, int64_t n,
-                                 const int32_t* y, float* grad);
+  Result<double> LossAndGradient(const float* params, const float* x, int64_t n, const int32_t* y,
+                                 float* grad);
   Status Pin(float* data, int64_t count);
   void Unpin(float* data);
 
