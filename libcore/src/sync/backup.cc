@@ -17,11 +17,11 @@ void BackupPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   // model, as it was, so a gradient computed before it is still on time.
   if (push.base_version < version()) {
     out->push_back(Drop{.worker = w,
-                        .late = true,
                         .reason = "arrived late: computed on version " +
                                   std::to_string(push.base_version) + ", the model is at version " +
                                   std::to_string(version()) + " (round " + std::to_string(round_) +
-                                  "); its samples are wasted"});
+                                  "); its samples are wasted",
+                        .late = true});
     return;
   }
   // A second push within one round means the worker did not fetch the model

@@ -83,8 +83,8 @@ struct Hold {
 // expected it (a late push), no one's fault; else the worker erred.
 struct Drop {
   WorkerId worker = -1;
-  bool late = false;
   std::string reason;
+  bool late = false;
 };
 // Answer the worker's push: go on with your model; `download`: fetch it first.
 struct Continue {
