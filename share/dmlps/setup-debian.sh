@@ -2,12 +2,13 @@
 # Installs what building, testing and running dmlps needs on Debian (12 or
 # later): the compiler and CMake, the libraries, scdoc for the man pages and
 # the Fashion-MNIST data set, gnuplot for the trace plots, clang and its
-# sanitizer and libFuzzer runtimes for check-hardening.sh. Uses sudo unless
+# sanitizer and libFuzzer runtimes for check-hardening.sh, clang-format for
+# the formatting test. Uses sudo unless
 # already root; does nothing when everything is present.
 set -eu
 packages="g++ make cmake cppzmq-dev libeigen3-dev libcxxopts-dev libspdlog-dev
 libmsgpack-cxx-dev doctest-dev zlib1g-dev scdoc dataset-fashion-mnist gnuplot-nox
-clang libclang-rt-dev"
+clang libclang-rt-dev clang-format"
 # Open MPI's mpirun and iproute2's ip and tc, for the launcher and multi-host tests.
 packages="$packages openmpi-bin iproute2"
 missing=""
