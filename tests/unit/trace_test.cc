@@ -113,7 +113,7 @@ std::string Merged(const std::vector<Record>& records) {
 }
 
 std::filesystem::path FixturePath() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "small.trace";
+  return std::filesystem::path(DMLPS_TEST_DATA_DIR) / "small.trace";
 }
 
 std::string ReadFile(const std::filesystem::path& path) {
