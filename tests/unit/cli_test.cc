@@ -32,11 +32,14 @@ std::string Quoted(const char* text) {
 // `parse` reads each case's text as the value beside it.
 template <typename Value, typename Parse>
 void CheckParsed(Parse parse, std::initializer_list<std::pair<const char*, Value>> cases) {
-  for (const auto& [text, value] : cases) {
+  // Not a structured binding: CAPTURE names `text` in a lambda, and clang
+  // before 16 does not let a lambda capture a structured binding.
+  for (const std::pair<const char*, Value>& one : cases) {
+    const char* text = one.first;
     CAPTURE(text);
     auto result = parse(text);
     REQUIRE_MESSAGE(result.ok(), result.status().message());
-    CHECK(*result == value);
+    CHECK(*result == one.second);
   }
 }
 
