@@ -16,7 +16,7 @@ void AddRunOptions(cxxopts::Options& options) {
         "DIR"},
        {"out",
         "Keep every run's logs, evaluations and report in DIR/POLICY-REPEAT (default: a "
-        "temporary folder, removed unless a run failed)",
+        "temporary folder, named in the log and removed at the end unless a run failed)",
         "DIR"},
        {"trace-dir", "Trace every process: DIR/POLICY-REPEAT/server.trace and worker-R.trace",
         "DIR"},

@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
       "Makes a CURVE key pair for each NAME: NAME.key (the secret key, mode 0600)\n"
       "and NAME.pub (the public key), and prints each public key on stdout. Give\n"
       "the server its .key and a folder of the workers' .pub files, each worker\n"
-      "its .key and the server's .pub.\n");
+      "its .key and the server's .pub. Missing folders are made; when a key file\n"
+      "exists (without --force), nothing at all is written.\n");
   options.positional_help("NAME...");
   cli::AddFlags(options, "Keys", {{"force", "Replace key files that exist"}});
   options.add_options("Positional")("names", "", cxxopts::value<std::vector<std::string>>());

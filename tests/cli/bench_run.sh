@@ -53,8 +53,17 @@ assert len(doc["runs"]) == 2 and all(r["failure"] is None for r in doc["runs"]),
 PY
 fi
 "$bench" run "${small[@]}" --policies bsp --target 0 --max-iterations 10 >"$WORK/table.txt" \
-  2>/dev/null || fail "table format exited $?"
+  2>"$WORK/table.log" || fail "table format exited $?"
 expect_table "$WORK/table.txt" "^2 workers, mlp:128" "^policy  *reached  *seconds to target"
+# Without --out the logs go to a temporary folder: the log says so, and
+# that it is removed when every run succeeds, as it then is.
+logs=$(sed -n 's/.*; logs in \(.*\), removed at the end unless a run fails (--out DIR keeps them)$/\1/p' \
+  "$WORK/table.log")
+[ -n "$logs" ] || fail "the log does not say the temporary logs are removed: $(cat "$WORK/table.log")"
+[ ! -e "$logs" ] || fail "$logs was not removed although every run succeeded"
+# With --out the logs are kept where asked, and the log says only where.
+grep -q "; logs in $WORK/runs\$" "$WORK/bench.log" || fail "the log does not name --out's folder"
+grep -q "removed at the end" "$WORK/bench.log" && fail "the log says --out's folder is removed"
 
 # A worker that dies: the run is reported failed with its log, nothing hangs,
 # no process is left behind, and the exit status is 1.

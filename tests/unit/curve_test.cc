@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
@@ -92,6 +93,27 @@ TEST_CASE("secret key files: private, well formed, and their public key derived"
   CHECK(ReadSecretKeyFile(dir.File("missing.key")).status().code() == StatusCode::kNotFound);
   WriteText(dir.File("bad.key"), "not a key\n");
   CHECK(ReadSecretKeyFile(dir.File("bad.key")).status().code() == StatusCode::kDataLoss);
+}
+
+TEST_CASE("key pairs: every target checked before any is written, folders made") {
+  TempDir dir;
+  REQUIRE(WriteKeyPair(SomePair(), dir.File("server"), false).ok());
+  const std::vector<std::string> names = {dir.File("server"), dir.File("workers/w0"),
+                                          dir.File("workers/w1"), dir.File("workers/w0")};
+  std::vector<Status> refused = CheckKeyPairTargets(names, false);
+  REQUIRE(refused.size() == 2);
+  CHECK(refused[0].code() == StatusCode::kInvalidArgument);
+  CHECK(refused[0].message() == dir.File("server.key") + " exists (--force replaces it)");
+  CHECK(refused[1].message() == "'" + dir.File("workers/w0") + "' is named twice");
+  // --force lets files be replaced, never a name be written twice.
+  CHECK(CheckKeyPairTargets(names, true).size() == 1);
+  CHECK(CheckKeyPairTargets({dir.File("workers/w0"), dir.File("workers/w1")}, false).empty());
+
+  // A missing parent folder is made, however deep.
+  REQUIRE(WriteKeyPair(SomePair(), dir.File("workers/deep/w0"), false).ok());
+  CHECK(ReadPublicKeyFile(dir.File("workers/deep/w0.pub")).value() == SomePair().public_key);
+  WriteText(dir.File("plain"), "a file, not a folder\n", 0644);
+  CHECK(WriteKeyPair(SomePair(), dir.File("plain/w0"), false).code() == StatusCode::kIOError);
 }
 
 TEST_CASE("a server key is given inline or as a file") {

@@ -61,7 +61,12 @@ int RunBenchRunProgram(const bench::Experiment& experiment, bench::ExperimentOpt
     options.out_dir = pattern;
   }
   const std::string title = bench::DescribeExperiment(experiment);
-  spdlog::info("{}; logs in {}", title, options.out_dir);
+  if (keep) {
+    spdlog::info("{}; logs in {}", title, options.out_dir);
+  } else {
+    spdlog::info("{}; logs in {}, removed at the end unless a run fails (--out DIR keeps them)",
+                 title, options.out_dir);
+  }
   if (isatty(STDERR_FILENO) != 0) {
     options.show = [](const std::string& label, const bench::Progress& p) {
       std::string line = fmt::format("{}: {:.1f} s", label, p.elapsed_s);

@@ -57,6 +57,11 @@ int RunWorkerProgram(const worker::WorkerConfig& config, const launch::Launcher&
 
 int RunKeygenProgram(const std::vector<std::string>& names, bool force) {
   if (Status curve = net::RequireCurve(); !curve.ok()) return ReportError(kKeygenProgram, curve);
+  // Every refusal at once, and nothing written unless every pair can be.
+  const std::vector<Status> refused = net::CheckKeyPairTargets(names, force);
+  int exit_code = 0;
+  for (const Status& problem : refused) exit_code = ReportError(kKeygenProgram, problem);
+  if (exit_code != 0) return exit_code;
   for (const std::string& name : names) {
     Result<net::CurveKeyPair> pair = net::GenerateKeyPair();
     if (!pair.ok()) return ReportError(kKeygenProgram, pair.status());

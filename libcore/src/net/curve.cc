@@ -155,16 +155,43 @@ Result<std::set<std::string>> ReadAllowedKeys(const std::string& dir) {
   return keys;
 }
 
+namespace {
+
+// InvalidArgument when NAME.key or NAME.pub exists, naming the first.
+Status RequireNoKeyFiles(const std::string& name) {
+  std::error_code ec;
+  for (const std::string& path : {name + ".key", name + ".pub"}) {
+    if (fs::exists(fs::symlink_status(path, ec))) {
+      return Status::InvalidArgument(path + " exists (--force replaces it)");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::vector<Status> CheckKeyPairTargets(const std::vector<std::string>& names, bool force) {
+  std::vector<Status> problems;
+  std::set<std::string> seen;
+  for (const std::string& name : names) {
+    if (!seen.insert(name).second) {
+      problems.push_back(Status::InvalidArgument("'" + name + "' is named twice"));
+      continue;
+    }
+    if (force) continue;
+    if (Status clear = RequireNoKeyFiles(name); !clear.ok()) problems.push_back(std::move(clear));
+  }
+  return problems;
+}
+
 Status WriteKeyPair(const CurveKeyPair& pair, const std::string& name, bool force) {
   const std::string secret_path = name + ".key";
   const std::string public_path = name + ".pub";
+  if (!force) DMLPS_RETURN_IF_ERROR(RequireNoKeyFiles(name));
+  const fs::path folder = fs::path(secret_path).parent_path();
   std::error_code ec;
-  if (!force) {
-    for (const std::string& path : {secret_path, public_path}) {
-      if (fs::exists(fs::symlink_status(path, ec))) {
-        return Status::InvalidArgument(path + " exists (--force replaces it)");
-      }
-    }
+  if (!folder.empty() && !fs::create_directories(folder, ec) && ec) {
+    return Status::IOError("cannot create folder " + folder.string() + ": " + ec.message());
   }
   std::string secret_text = "# dmlps CURVE secret key: keep it private (mode 0600).\n";
   secret_text += "# Its public key: " + pair.public_key + "\n" + pair.secret_key + "\n";

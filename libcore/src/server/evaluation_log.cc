@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 namespace dmlps::server {
 
 void WriteEvaluationHeader(std::ostream& tsv) {
@@ -14,6 +16,7 @@ void RecordEvaluations(const std::vector<Evaluation>& results, double target_acc
   for (const Evaluation& e : results) {
     if (report->target_reached) break;  // later snapshots do not change the answer
     report->last_eval = e.result;
+    report->best_accuracy = std::max(report->best_accuracy, e.result.accuracy);
     tsv << fmt::format("{:.3f}\t{}\t{:.4f}\t{:.4f}\n", e.snapshot.seconds, e.snapshot.iteration,
                        e.result.accuracy, e.result.loss)
         << std::flush;

@@ -58,8 +58,8 @@ void LogRunSummary(const RunReport& report, const std::string& policy, double ta
                  report.last_eval.accuracy, target_accuracy, report.seconds_to_target,
                  report.iterations_to_target);
   } else if (target_accuracy > 0) {
-    spdlog::warn("target accuracy {} not reached (best seen at the end: {:.4f})", target_accuracy,
-                 report.last_eval.accuracy);
+    spdlog::warn("target accuracy {} not reached (best {:.4f}, last {:.4f})", target_accuracy,
+                 report.best_accuracy, report.last_eval.accuracy);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dmlps/base/status.h"
 
@@ -60,8 +61,15 @@ Result<std::string> ReadPublicKey(const std::string& key_or_file);
 // by mistake, nor anybody.
 Result<std::set<std::string>> ReadAllowedKeys(const std::string& dir);
 
-// Writes NAME.key (mode 0600) and NAME.pub. Without `force`, InvalidArgument
-// when either exists; IOError when a file cannot be written.
+// Why the key pairs `names` cannot all be written: InvalidArgument for each
+// NAME.key or NAME.pub that exists (unless `force`) and each name given
+// twice. Empty when all can be: checked before anything is written, so a
+// refused run leaves nothing behind and can simply be run again.
+std::vector<Status> CheckKeyPairTargets(const std::vector<std::string>& names, bool force);
+
+// Writes NAME.key (mode 0600) and NAME.pub, creating NAME's missing parent
+// folders. Without `force`, InvalidArgument when either exists; IOError when
+// a folder or file cannot be written.
 Status WriteKeyPair(const CurveKeyPair& pair, const std::string& name, bool force);
 
 }  // namespace dmlps::net

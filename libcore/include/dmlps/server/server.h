@@ -86,6 +86,7 @@ struct RunReport {
   int64_t samples_to_target = 0;  // samples whose gradients were in that snapshot's model
   int64_t iterations = 0;         // pushes accepted / workers
   model::EvalResult last_eval;    // of the newest evaluated snapshot
+  double best_accuracy = 0;       // of the most accurate evaluated snapshot
   double seconds = 0;             // training wall time
   double compute_ratio_mean = 0;  // over workers: (compute + emulated slowness) / run time
   double compute_ratio_min = 0;

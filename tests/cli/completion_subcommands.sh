@@ -1,0 +1,88 @@
+# The bash completion, driven as bash drives it (COMP_WORDS, COMP_CWORD,
+# COMP_LINE and the function that `complete -p` names): after a subcommand
+# it offers that subcommand's options and the common ones, and never an
+# option twice.
+set -euo pipefail
+
+src=${DMLPS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+bash_file=$src/completions/bash/dmlps
+command -v bash >/dev/null || exit 77
+
+# complete LINE: prints, one a line, what completing at the end of LINE offers.
+complete_line() {
+  bash --norc --noprofile -c '
+    source "$1" || exit 1
+    read -r -a COMP_WORDS <<<"$2"
+    [[ $2 == *" " ]] && COMP_WORDS+=("")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMP_LINE=$2
+    COMP_POINT=${#COMP_LINE}
+    spec=$(complete -p "${COMP_WORDS[0]}") || exit 2
+    [[ $spec =~ -F\ ([^ ]+) ]] || exit 3
+    COMPREPLY=()
+    "${BASH_REMATCH[1]}" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    if ((${#COMPREPLY[@]} > 0)); then printf "%s\n" "${COMPREPLY[@]}"; fi
+  ' _ "$bash_file" "$1"
+}
+
+failures=0
+fail() {
+  echo "FAIL: $*" >&2
+  failures=$((failures + 1))
+}
+# offers LINE WORD...: completing LINE offers every WORD.
+offers() {
+  local line=$1 got
+  shift
+  got=$(complete_line "$line")
+  for word in "$@"; do grep -qxF -- "$word" <<<"$got" || fail "'$line' does not offer $word"; done
+}
+# refuses LINE WORD...: completing LINE offers no WORD.
+refuses() {
+  local line=$1 got
+  shift
+  got=$(complete_line "$line")
+  for word in "$@"; do grep -qxF -- "$word" <<<"$got" && fail "'$line' offers $word"; done
+  return 0
+}
+
+# No option offered twice, before a subcommand or after one.
+for line in "dmlps-server -" "dmlps-worker -" "dmlps-predict -" "dmlps-keygen -" \
+  "dmlps-trace -" "dmlps-bench -" "dmlps-bench run -" "dmlps-bench sim -" \
+  "dmlps-bench transport -" "dmlps-bench profile -" "dmlps-trace summary -"; do
+  twice=$(complete_line "$line" | sort | uniq -d)
+  [ -z "$twice" ] || fail "'$line' offers twice: $twice"
+done
+
+offers "dmlps-trace summary --" --format --help --log-level
+refuses "dmlps-trace summary --" --kind --term --window
+offers "dmlps-trace plot --" --kind --term --window --help
+refuses "dmlps-trace plot --" --format
+offers "dmlps-trace merge --" --help --version
+refuses "dmlps-trace merge --" --format --kind
+# An option and its value before the subcommand do not hide it.
+offers "dmlps-trace --format tsv summary --" --format
+refuses "dmlps-trace --format tsv summary --" --kind
+# Before a subcommand: every option, and the subcommands.
+offers "dmlps-trace --" --format --kind --help
+offers "dmlps-trace " summary plot merge
+offers "dmlps-bench " run sim transport profile
+
+offers "dmlps-bench transport --" --transports --sizes --curve --format --help
+refuses "dmlps-bench transport --" --workers --link-gbps --bin --device
+offers "dmlps-bench run --bin /tmp --" --workers --out --trace-dir --format
+refuses "dmlps-bench run --bin /tmp --" --link-gbps --transports --device
+offers "dmlps-bench sim --" --workers --link-gbps --compute-cost --format
+refuses "dmlps-bench sim --" --bin --out --sizes
+# profile borrows a few options from the other groups.
+offers "dmlps-bench profile --" --device --factor --reps --batch --model --data --threads --warmup
+refuses "dmlps-bench profile --" --workers --sizes --out
+# Values still complete after a subcommand.
+offers "dmlps-bench run --policies " bsp asp
+offers "dmlps-trace plot --kind " tta gantt
+
+if ((failures > 0)); then
+  echo "completion_subcommands: $failures problem(s)" >&2
+  exit 1
+fi
+echo "ok: each subcommand completes its own options, none twice"

@@ -1,0 +1,69 @@
+// The closing lines of a server's log: a run that missed its target says
+// the best accuracy it saw and the last, each under its own name.
+#include "server/run_report.h"
+
+#include <doctest/doctest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "server/evaluation_log.h"
+
+namespace dmlps::server {
+namespace {
+
+Evaluation EvaluationAt(int64_t iteration, double accuracy) {
+  Evaluation e;
+  e.snapshot.iteration = iteration;
+  e.snapshot.seconds = static_cast<double>(iteration);
+  e.result.accuracy = accuracy;
+  e.result.loss = 0.5;
+  return e;
+}
+
+// The log lines written while `log` runs, with the default logger restored.
+template <typename F>
+std::string CaptureLog(F log) {
+  std::ostringstream text;
+  std::shared_ptr<spdlog::logger> saved = spdlog::default_logger();
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text);
+  auto capture = std::make_shared<spdlog::logger>("capture", sink);
+  capture->set_pattern("%v");
+  spdlog::set_default_logger(capture);
+  log();
+  spdlog::set_default_logger(saved);
+  return text.str();
+}
+
+TEST_CASE("a missed target is reported with the best accuracy and the last") {
+  RunReport report;
+  std::ostringstream tsv;
+  RecordEvaluations({EvaluationAt(10, 0.8213), EvaluationAt(20, 0.8478), EvaluationAt(30, 0.8418)},
+                    0.9, 0, tsv, nullptr, &report);
+  CHECK_FALSE(report.target_reached);
+  CHECK(report.best_accuracy == doctest::Approx(0.8478));
+  CHECK(report.last_eval.accuracy == doctest::Approx(0.8418));
+
+  const std::string log = CaptureLog([&] { LogRunSummary(report, "bsp", 0.9, 0, 0); });
+  CHECK(log.find("target accuracy 0.9 not reached (best 0.8478, last 0.8418)") !=
+        std::string::npos);
+}
+
+TEST_CASE("the best accuracy counts the snapshot that reached the target, not later ones") {
+  RunReport report;
+  std::ostringstream tsv;
+  RecordEvaluations({EvaluationAt(10, 0.5), EvaluationAt(20, 0.85), EvaluationAt(30, 0.95)}, 0.8, 0,
+                    tsv, nullptr, &report);
+  CHECK(report.target_reached);
+  CHECK(report.best_accuracy == doctest::Approx(0.85));
+  const std::string log = CaptureLog([&] { LogRunSummary(report, "bsp", 0.8, 0, 0); });
+  CHECK(log.find("reached accuracy 0.8500 >= 0.8") != std::string::npos);
+  CHECK(log.find("not reached") == std::string::npos);
+}
+
+}  // namespace
+}  // namespace dmlps::server
