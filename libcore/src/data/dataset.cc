@@ -107,7 +107,7 @@ Status Dataset::ConformTo(int64_t model_dim, int64_t model_classes) {
     if (largest >= model_classes) {
       return Status::Config("the data holds class " + std::to_string(largest) +
                             " but the model has only " + std::to_string(model_classes) +
-                            " classes (0.." + std::to_string(model_classes - 1) + ")");
+                            " classes [0, " + std::to_string(model_classes - 1) + "]");
     }
   }
   if (sparse()) dim = model_dim;
