@@ -18,6 +18,7 @@ declare -A SKIP=(
   ["README.md: ./share/dmlps/setup-debian.sh && cmake -S . -B build && cmake --build build -j\"\$(nproc)\" --target dmlps-server dmlps-worker dmlps-bench && build/cmd/dmlps-bench run"]="the main job, a minute or more; cli.bench_run runs it shrunk"
   ["README.md: ./share/dmlps/setup-debian.sh && cmake -S . -B build && cmake --build build -j\"\$(nproc)\" && ctest --test-dir build --output-on-failure"]="the test suite itself"
   ["README.md: mpirun -np 4 share/dmlps/launch/dmlps-launch --policy bsp --target-accuracy 0.84"]="needs mpirun; cli.mpirun_trains runs it"
+  ["dmlps-launch.1.scd: mpirun -np 4 dmlps-launch --policy bsp --target-accuracy 0.84 \\"]="needs mpirun and srun; cli.mpirun_trains runs dmlps-launch"
   ["dmlps-bench.1.scd: dmlps-bench profile --device cuda --batch 16..4096 --model cnn --format tsv"]="needs a GPU"
   ["dmlps-worker.1.scd: dmlps-server --workers 4 --policy lbbsp --lb-mode gpu --model cnn \\"]="needs a GPU (cuda workers)"
 )
