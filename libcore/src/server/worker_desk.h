@@ -26,6 +26,7 @@
 #include "server/intake.h"
 #include "server/membership.h"
 #include "server/model_store.h"
+#include "server/waiting_log.h"
 
 namespace dmlps::server {
 
@@ -117,6 +118,9 @@ class WorkerDesk {
               bool fatal, bool rejoin = false);
   // Goes on without worker `rank`: the policy stops waiting for it.
   void LoseWorker(int64_t rank, const std::string& why);
+  // Before training: logs `what` (a refusal, a worker gone) with how many
+  // workers are still to come, `reason` said at most every few seconds.
+  void NoteWhileWaiting(const std::string& reason, const std::string& what);
 
   const WorkerDeskOptions options_;
   net::Endpoint& endpoint_;
@@ -131,6 +135,7 @@ class WorkerDesk {
   PushStreams streams_;  // the pushes whose chunks are still coming, by rank
   net::Frames frames_;   // the message received last
   int64_t refusals_ = 0;
+  WaitingLog waiting_log_{std::chrono::seconds(5)};
   Turnover turnover_;
 };
 
