@@ -86,7 +86,7 @@ void AddCommonOptions(cxxopts::Options& options, bool with_trace) {
            {{"h,help", "Print this help and exit"},
             {"version", "Print the version and exit"},
             {"v,verbose", "Log more (repeat for more still)"},
-            {"q,quiet", "Log only warnings and errors"},
+            {"q,quiet", "Log only warnings and errors; no progress line"},
             {"log-level", "Log level: trace, debug, info, warn, error, critical, off", "LEVEL"}});
   if (with_trace) {
     AddFlags(options, "Common",
@@ -230,7 +230,10 @@ void SetupLogging(std::string_view program, const cxxopts::ParseResult& result) 
   } else {
     logger = spdlog::stderr_logger_mt(std::string(program));
   }
-  logger->set_pattern("%H:%M:%S.%e " + std::string(program) + ": %^%l%$: %v");
+  // On a terminal a log line first erases the status line (StatusLine) it
+  // would otherwise run into; that line is drawn again after it.
+  const std::string erase = isatty(STDERR_FILENO) ? "\r\033[K" : "";
+  logger->set_pattern(erase + "%H:%M:%S.%e " + std::string(program) + ": %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::info);
   spdlog::cfg::load_env_levels();

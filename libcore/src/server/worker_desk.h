@@ -97,6 +97,8 @@ class WorkerDesk {
   // and returns their totals, for the closing summary.
   std::vector<sync::WorkerTotals> LogTotals(double seconds);
   const Turnover& turnover() const { return turnover_; }
+  // How many workers hold a rank now.
+  int64_t joined() const { return members_.joined(); }
 
  private:
   bool training() const { return driver_.started(); }
