@@ -64,5 +64,14 @@ int main(int argc, char** argv) {
                                 subcommand->groups, subcommand->borrowed);
     return subcommand->read_flags(flags);
   };
-  return cli::RunMain(options, bench_cli::HelpGroups(), argc, argv, read_flags);
+  auto help_for = [&options](const cxxopts::ParseResult& parsed) -> std::optional<std::string> {
+    if (!parsed.count("subcommand")) return std::nullopt;
+    for (const Subcommand& s : Subcommands()) {
+      if (parsed["subcommand"].as<std::string>() == s.name) {
+        return cli::SubcommandHelp(options, s.name, s.help, "", s.groups, s.borrowed);
+      }
+    }
+    return std::nullopt;
+  };
+  return cli::RunMain(options, bench_cli::HelpGroups(), argc, argv, read_flags, help_for);
 }

@@ -45,5 +45,17 @@ int main(int argc, char** argv) {
       return cli::RunTraceProgram(subcommand->function, files, settings);
     };
   };
-  return cli::RunMain(options, {"Summary", "Plot", "Common"}, argc, argv, read_flags);
+  auto help_for = [&options](const cxxopts::ParseResult& parsed) -> std::optional<std::string> {
+    if (!parsed.count("subcommand")) return std::nullopt;
+    for (const Subcommand& s : kSubcommands) {
+      if (parsed["subcommand"].as<std::string>() != s.name) continue;
+      const std::string name = s.name;
+      const std::vector<std::string> groups = {name == "summary" ? "Summary"
+                                               : name == "plot"  ? "Plot"
+                                                                 : ""};
+      return cli::SubcommandHelp(options, s.name, s.help, "[FILE...]", groups);
+    }
+    return std::nullopt;
+  };
+  return cli::RunMain(options, {"Summary", "Plot", "Common"}, argc, argv, read_flags, help_for);
 }

@@ -25,7 +25,7 @@ function __dmlps_complete_common -a c help
     complete -c $c -s h -l help -d $help
     complete -c $c -l version -d 'Print the version and exit'
     complete -c $c -s v -l verbose -d 'Log more (repeat for more still)'
-    complete -c $c -s q -l quiet -d 'Log only warnings and errors'
+    complete -c $c -s q -l quiet -d 'Log only warnings and errors; no progress line'
     complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
 end
 

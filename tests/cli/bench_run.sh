@@ -96,7 +96,7 @@ expect_usage "'ssp:x'" run --policies ssp:x
 expect_usage "'lbbsp:lstm'" run --policies lbbsp:lstm
 expect_usage "2 values for 3 workers" run --workers 3 --slowdown 1,2
 expect_usage "unknown format 'xml'" run --format xml
-expect_usage "RANK in 0..3" run --slowdown-schedule 7=0:1,10:4
+expect_usage "RANK in \\[0, 3\\]" run --slowdown-schedule 7=0:1,10:4
 expect_usage "dmlps-server not found in $WORK" run --bin "$WORK"
 expect_usage "no end to a run" run --target 0 --max-seconds 0
 echo "ok"

@@ -20,7 +20,7 @@ set -euo pipefail
 
 bin=${DMLPS_BIN:?DMLPS_BIN must name the folder holding the dmlps binaries}
 src=${DMLPS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-binaries=(dmlps-server dmlps-worker dmlps-trace dmlps-bench dmlps-predict dmlps-keygen)
+binaries=(dmlps-server dmlps-worker dmlps-trace dmlps-bench dmlps-predict dmlps-keygen dmlps-launch)
 bash_file=$src/completions/bash/dmlps
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-docs.XXXXXX")

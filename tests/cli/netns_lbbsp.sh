@@ -4,7 +4,8 @@
 # link is throttled both ways (tc netem rate and delay where the kernel has
 # netem, else tc tbf). Training must complete, and LB-BSP must give the
 # throttled worker much less batch than the other.
-# Needs root and iproute2; skips (77) where namespaces cannot be made.
+# Needs root and iproute2; skips (77) where namespaces cannot be made or
+# entered (ip netns exec needs mount rights a container may lack).
 . "$(dirname "$0")/lib.sh"
 
 rate=${DMLPS_NETNS_RATE:-20mbit}  # host 3's link: a softmax push (31 KB) takes 12.5 ms
@@ -51,6 +52,11 @@ done
 
 ip netns add "$(ns_of 1)" 2>"$WORK/netns.err" || skip "cannot make a network namespace: $(cat "$WORK/netns.err")"
 made_ns+=("$(ns_of 1)")
+# `ip netns exec` remounts / as a slave and /sys for the namespace: in a
+# container without the rights for that (mount --make-rslave / fails) the
+# namespace exists but nothing can run in it.
+ip netns exec "$(ns_of 1)" true 2>"$WORK/netns.err" ||
+  skip "cannot run a command in a network namespace: $(tr '\n' ' ' <"$WORK/netns.err")"
 if ! ip link add "$bridge" type bridge 2>"$WORK/netns.err"; then
   skip "cannot make a bridge: $(cat "$WORK/netns.err")"
 fi
@@ -59,7 +65,7 @@ ip link set "$bridge" up
 for h in 1 2 3; do
   ns=$(ns_of "$h")
   if [ "$h" -ne 1 ]; then
-    ip netns add "$ns"
+    ip netns add "$ns" 2>"$WORK/netns.err" || skip "cannot make a network namespace: $(cat "$WORK/netns.err")"
     made_ns+=("$ns")
   fi
   if ! ip link add "dmv$id$h" type veth peer name eth0 netns "$ns" 2>"$WORK/netns.err"; then

@@ -73,9 +73,23 @@ rc=0
 expect_exit 64 "$rc" "no subcommand"
 "$TOOL" --help | grep -q "^  chrome" || fail "--help does not list the subcommands"
 
+# A run whose batch never changed: --kind batch says so instead of drawing
+# flat lines; the others say what they show.
+rc=0
+"$TOOL" plot --kind batch "$TRACE" >"$WORK/batch.gp" 2>"$WORK/batch.log" || rc=$?
+expect_exit 65 "$rc" "plot --kind batch of a fixed-batch run"
+grep -q "^dmlps-trace: error: the batch size stayed 32 on every worker under policy bsp" "$WORK/batch.log" ||
+  fail "plot --kind batch does not say the batch was fixed: $(cat "$WORK/batch.log")"
+[ ! -s "$WORK/batch.gp" ] || fail "plot --kind batch drew a chart of a fixed batch"
+"$TOOL" plot --kind tta "$TRACE" | grep -q 'title "target 0.5"' || fail "the tta plot lacks the target line"
+"$TOOL" plot --kind gantt "$TRACE" | grep -q 'What each worker did (all 1.6 s)' ||
+  fail "the gantt title does not say it shows all 1.6 s"
+"$TOOL" plot --kind gantt --window 0.5 "$TRACE" | grep -q 'What each worker did (first 0.5 s)' ||
+  fail "the gantt title does not say it shows the first 0.5 s"
+
 # gnuplot accepts every plot, when it is installed.
 if command -v gnuplot >/dev/null; then
-  for kind in tta gantt batch wait; do
+  for kind in tta gantt wait; do
     "$TOOL" plot --kind "$kind" --term dumb "$TRACE" >"$WORK/$kind.gp" || fail "plot $kind failed"
     gnuplot "$WORK/$kind.gp" >"$WORK/$kind.txt" 2>"$WORK/$kind.log" ||
       fail "gnuplot rejects the $kind plot: $(cat "$WORK/$kind.log")"

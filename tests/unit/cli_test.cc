@@ -147,7 +147,7 @@ TEST_CASE("A schedule entry names a rank below the workers, then its schedule") 
     CAPTURE(text);
     entry = bench::ParseRankEntry(text, 4);
     REQUIRE_FALSE(entry.ok());
-    CHECK(entry.status().message() == Quoted(text) + " is not RANK=I:V,... with RANK in 0..3");
+    CHECK(entry.status().message() == Quoted(text) + " is not RANK=I:V,... with RANK in [0, 3]");
   }
 }
 
@@ -228,3 +228,34 @@ TEST_CASE("The subcommand is found by name, or its absence said") {
 
 }  // namespace
 }  // namespace dmlps::cli
+
+TEST_CASE("An unknown flag is named with the known one it most resembles") {
+  const std::vector<std::string> known = {"policies", "workers", "slowdown", "seed"};
+  CHECK(dmlps::cli::UnknownOption("--polices", known) ==
+        "unknown option '--polices'; did you mean --policies?");
+  CHECK(dmlps::cli::UnknownOption("--worker", known) ==
+        "unknown option '--worker'; did you mean --workers?");
+  CHECK(dmlps::cli::UnknownOption("--sed", known) ==
+        "unknown option '--sed'; did you mean --seed?");
+  // Nothing close: no guess.
+  CHECK(dmlps::cli::UnknownOption("--frobnicate", known) == "unknown option '--frobnicate'");
+  CHECK(dmlps::cli::UnknownOption("--xy", known) == "unknown option '--xy'");
+}
+
+TEST_CASE("A subcommand's help shows its own flags, the borrowed ones and Common only") {
+  cxxopts::Options options("prog", "all of prog\n");
+  dmlps::cli::AddFlags(options, "A", {{"alpha", "Alpha", "N", "1"}});
+  dmlps::cli::AddFlags(options, "B", {{"beta", "Beta", "N"}, {"gamma", "Gamma", "G"}});
+  dmlps::cli::AddCommonOptions(options);
+  const std::string help =
+      dmlps::cli::SubcommandHelp(options, "one", "does one thing", "[FILE...]", {"A"}, {"gamma"});
+  CHECK(help.find("prog one: does one thing") == 0);
+  CHECK(help.find("prog one [OPTION...] [FILE...]") != std::string::npos);
+  CHECK(help.find("--alpha N") != std::string::npos);
+  CHECK(help.find("(default: 1)") != std::string::npos);
+  CHECK(help.find("Shared options") != std::string::npos);
+  CHECK(help.find("--gamma G") != std::string::npos);
+  CHECK(help.find("--beta") == std::string::npos);
+  CHECK(help.find("all of prog") == std::string::npos);
+  CHECK(help.find("--help") != std::string::npos);
+}

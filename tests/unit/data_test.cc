@@ -633,6 +633,22 @@ TEST_CASE("LoadTrain and LoadTest find gzip or plain IDX files and LIBSVM pairs"
   CHECK(svm_test->dim == 5);
 }
 
+TEST_CASE("A missing default Fashion-MNIST names the package that installs it") {
+  TempDir dir;
+  Result<DataSpec> spec = ParseDataSpec("fashion-mnist:" + dir.File("absent"));
+  REQUIRE(spec.ok());
+  // A directory the user named gets no hint; the default spelling does.
+  Result<Dataset> named = LoadTrain(*spec, Shard{});
+  REQUIRE_FALSE(named.ok());
+  CHECK_FALSE(Contains(named.status().message(), "apt install"));
+  spec->text = "fashion-mnist";  // as ParseDataSpec("fashion-mnist") spells it
+  for (const Result<Dataset>& missing : {LoadTrain(*spec, Shard{}), LoadTest(*spec)}) {
+    REQUIRE_FALSE(missing.ok());
+    CHECK(missing.status().code() == StatusCode::kNotFound);
+    CHECK(Contains(missing.status().message(), "apt install dataset-fashion-mnist"));
+  }
+}
+
 TEST_CASE("The installed Fashion-MNIST loads whole and in shards") {
   std::error_code ignored;
   if (!std::filesystem::is_directory(std::string(kFashionMnistDir), ignored)) {

@@ -63,8 +63,8 @@ TEST_CASE("before training, a Hello is refused for a rank outside or taken, or a
     return d.why;
   };
   CHECK(refusal(HelloAsking(1)) == "rank 1 is taken");
-  CHECK(refusal(HelloAsking(2)) == "rank 2 is outside 0..1");
-  CHECK(refusal(HelloAsking(-2)) == "rank -2 is outside 0..1");
+  CHECK(refusal(HelloAsking(2)) == "rank 2 is outside [0, 1]");
+  CHECK(refusal(HelloAsking(-2)) == "rank -2 is outside [0, 1]");
   CHECK(refusal(HelloAsking(-1, -5)) == "a negative max_batch");
   REQUIRE(Join(members, "b", HelloAsking(-1), false).rank == 0);
   CHECK(refusal(HelloAsking(-1)) == "the cluster is full (2 workers)");

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -473,7 +474,7 @@ TEST_CASE("trace: tsv has a header and one line per record") {
 
 TEST_CASE("trace: plot scripts hold their data inline and the chosen terminal") {
   const std::vector<Record> records = SmallTrace();
-  for (const char* kind : {"tta", "gantt", "batch", "wait"}) {
+  for (const char* kind : {"tta", "gantt", "wait"}) {
     CAPTURE(kind);
     PlotOptions options;
     options.kind = kind;
@@ -499,6 +500,49 @@ TEST_CASE("trace: plot scripts hold their data inline and the chosen terminal") 
   CHECK(WritePlot(records, bad, ignored).code() == StatusCode::kInvalidArgument);
   PlotOptions tta;
   CHECK(WritePlot({}, tta, ignored).code() == StatusCode::kDataLoss);
+}
+
+TEST_CASE("trace: the plots say what they show: the target, the window, a fixed batch") {
+  std::vector<Record> records = SmallTrace();
+  std::ostringstream tta;
+  REQUIRE(WritePlot(records, PlotOptions{}, tta).ok());
+  CHECK(tta.str().find("0.5 with lines dashtype 2") != std::string::npos);
+  CHECK(tta.str().find("title \"target 0.5\"") != std::string::npos);
+
+  PlotOptions gantt;
+  gantt.kind = "gantt";
+  std::ostringstream whole;
+  REQUIRE(WritePlot(records, gantt, whole).ok());
+  // The run lasts 1.6 s: the default 20 s window shows all of it.
+  CHECK(whole.str().find("set title \"What each worker did (all 1.6 s)\"") != std::string::npos);
+  // Compute, straggle, comm and wait: four colours, and bands of their own
+  // in a worker's row (worker-0 is row 0: its first step, push and wait).
+  std::set<std::string> colours;
+  for (const char* title : {"compute", "straggle", "comm", "wait"}) {
+    const size_t at = whole.str().find(std::string("title \"") + title + "\"");
+    REQUIRE(at != std::string::npos);
+    colours.insert(whole.str().substr(at - 9, 7));
+  }
+  CHECK(colours.size() == 4);
+  CHECK(whole.str().find("\n0.000000 0.050000 0.2\n") != std::string::npos);
+  CHECK(whole.str().find("\n0.050000 0.060000 0\n") != std::string::npos);
+  CHECK(whole.str().find("\n0.060000 0.100000 -0.2\n") != std::string::npos);
+  gantt.window_s = 0.5;
+  std::ostringstream part;
+  REQUIRE(WritePlot(records, gantt, part).ok());
+  CHECK(part.str().find("(first 0.5 s)") != std::string::npos);
+
+  // Every worker at batch 32 all along: said, not drawn.
+  PlotOptions batch;
+  batch.kind = "batch";
+  std::ostringstream ignored;
+  const Status fixed = WritePlot(records, batch, ignored);
+  CHECK(fixed.code() == StatusCode::kDataLoss);
+  CHECK(fixed.message().find("the batch size stayed 32 on every worker under policy bsp") == 0);
+  records.push_back(Counter("worker-1", "batch", kT0 + 900 * kMs, 48));
+  std::ostringstream moved;
+  REQUIRE(WritePlot(records, batch, moved).ok());
+  CHECK(moved.str().find("with steps title \"worker-1\"") != std::string::npos);
 }
 
 TEST_CASE("trace: the time-to-accuracy plot labels runs of several traces by policy") {

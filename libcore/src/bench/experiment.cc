@@ -131,8 +131,8 @@ Result<std::pair<int64_t, std::string>> ParseRankEntry(std::string_view entry, i
     rank = ParseCount(entry.substr(0, eq)).value_or(-1);
   }
   if (rank < 0 || rank >= workers) {
-    return Status::InvalidArgument(Quoted(entry) + " is not RANK=I:V,... with RANK in 0.." +
-                                   std::to_string(workers - 1));
+    return Status::InvalidArgument(Quoted(entry) + " is not RANK=I:V,... with RANK in [0, " +
+                                   std::to_string(workers - 1) + "]");
   }
   return std::pair<int64_t, std::string>(rank, std::string(entry.substr(eq + 1)));
 }

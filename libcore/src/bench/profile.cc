@@ -57,7 +57,7 @@ std::vector<std::string> ValidateProfileConfig(const ProfileConfig& config) {
   if (config.reps < 1) problems.push_back("--reps must be at least 1");
   if (config.warmup < 0) problems.push_back("--warmup must not be negative");
   if (config.threads < 1 || config.threads > 1024)
-    problems.push_back("--threads must be in 1..1024");
+    problems.push_back("--threads must be in [1, 1024]");
   return problems;
 }
 
@@ -75,7 +75,7 @@ Status ParseBatchRange(std::string_view text, int64_t* lo, int64_t* hi) {
   quoted += text;
   quoted += '"';
   if (!number(first, &low) || !number(last, &high)) {
-    return Status::InvalidArgument(quoted + " is not LO..HI or N with sizes in 1..16777216");
+    return Status::InvalidArgument(quoted + " is not LO..HI or N with sizes in [1, 16777216]");
   }
   if (low > high) return Status::InvalidArgument(quoted + ": LO is above HI");
   *lo = low;

@@ -33,19 +33,19 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
   if (config.sum_threads.empty()) problems.push_back("--sum-threads: no number of threads");
   for (int64_t t : config.sum_threads) {
     if (t < 1 || t > 256) {
-      problems.push_back("--sum-threads: " + std::to_string(t) + " is not in 1..256");
+      problems.push_back("--sum-threads: " + std::to_string(t) + " is not in [1, 256]");
     }
   }
   for (int64_t w : config.workers) {
     if (w < 1 || w > 64) {
-      problems.push_back("--worker-counts: " + std::to_string(w) + " is not in 1..64");
+      problems.push_back("--worker-counts: " + std::to_string(w) + " is not in [1, 64]");
     }
   }
   if (config.rounds < 1 || config.rounds > 1000000) {
-    problems.push_back("--rounds must be in 1..1000000");
+    problems.push_back("--rounds must be in [1, 1000000]");
   }
   if (config.warmup < 0 || config.warmup > 1000000) {
-    problems.push_back("--warmup must be in 0..1000000");
+    problems.push_back("--warmup must be in [0, 1000000]");
   }
   if (config.chunk_bytes < 4 || config.chunk_bytes % 4 != 0 ||
       config.chunk_bytes > proto::kMaxChunkFloats * static_cast<int64_t>(sizeof(float))) {
@@ -53,7 +53,7 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
   }
   for (int64_t k : config.shards) {
     if (k < 1 || k > 64) {
-      problems.push_back("--shards: " + std::to_string(k) + " is not in 1..64");
+      problems.push_back("--shards: " + std::to_string(k) + " is not in [1, 64]");
       continue;
     }
     for (int64_t s : config.sizes) {
@@ -65,7 +65,7 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
     }
   }
   if (config.shard_workers < 1 || config.shard_workers > 64) {
-    problems.push_back("--shard-workers must be in 1..64");
+    problems.push_back("--shard-workers must be in [1, 64]");
   }
   if (config.sharded_only && config.shards.empty()) {
     problems.push_back("--sharded-only: no shard count to measure (--shards none)");

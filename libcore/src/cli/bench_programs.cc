@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "dmlps/cli/cli.h"
+#include "dmlps/cli/status_line.h"
 
 namespace dmlps::cli {
 namespace {
@@ -47,6 +48,17 @@ std::string Participants(const bench::TransportRow& row) {
   return who;
 }
 
+// "[2/10] bsp run 1/2: 12.3 s, iteration 150, accuracy 0.8012 at 10.1 s":
+// a run's status line.
+std::string ProgressText(const std::string& label, const bench::Progress& p) {
+  std::string line = fmt::format("{}: {:.1f} s", label, p.elapsed_s);
+  if (p.accuracy >= 0) {
+    line += fmt::format(", iteration {}, accuracy {:.4f} at {:.1f} s of training", p.iteration,
+                        p.accuracy, p.seconds);
+  }
+  return line;
+}
+
 }  // namespace
 
 int RunBenchRunProgram(const bench::Experiment& experiment, bench::ExperimentOptions options,
@@ -67,17 +79,12 @@ int RunBenchRunProgram(const bench::Experiment& experiment, bench::ExperimentOpt
     spdlog::info("{}; logs in {}, removed at the end unless a run fails (--out DIR keeps them)",
                  title, options.out_dir);
   }
-  if (isatty(STDERR_FILENO) != 0) {
-    options.show = [](const std::string& label, const bench::Progress& p) {
-      std::string line = fmt::format("{}: {:.1f} s", label, p.elapsed_s);
-      if (p.accuracy >= 0) {
-        line += fmt::format(", training {:.1f} s, iteration {}, accuracy {:.4f}", p.seconds,
-                            p.iteration, p.accuracy);
-      }
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-      std::fflush(stderr);
+  StatusLine status;
+  if (status.shown()) {
+    options.show = [&status](const std::string& label, const bench::Progress& p) {
+      status.Show(ProgressText(label, p));
     };
-    options.clear = [] { std::fprintf(stderr, "\r\033[K"); };
+    options.clear = [&status] { status.Clear(); };
   }
   const std::vector<bench::RunResult> runs = bench::RunExperiment(experiment, options, signal);
   if (signal->load() != 0) {
@@ -99,9 +106,20 @@ int RunBenchRunProgram(const bench::Experiment& experiment, bench::ExperimentOpt
   return any_failed ? kExitRunFailed : 0;
 }
 
-int RunBenchSimProgram(const bench::Experiment& experiment, const sim::SimOptions& options,
+int RunBenchSimProgram(const bench::Experiment& experiment, sim::SimOptions options,
                        bench::Format format) {
+  StatusLine status;
+  if (status.shown()) {
+    // Simulated seconds, after the wall time the simulation has taken.
+    options.show = [&status, shown = std::string()](const std::string& label,
+                                                    const bench::Progress& p) mutable {
+      if (label != shown) status.Clear();  // a new run: drawn at once
+      shown = label;
+      status.Show(ProgressText(label, p) + " (virtual)");
+    };
+  }
   Result<std::vector<bench::RunResult>> runs = sim::SimulateExperiment(experiment, options);
+  status.Clear();
   if (!runs.ok()) return ReportError(kBenchProgram, runs.status());
   std::string title = fmt::format("simulated: {}; links {} Gbit/s, latency {} us",
                                   bench::DescribeExperiment(experiment), options.network.link_gbps,

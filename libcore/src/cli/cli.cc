@@ -23,6 +23,48 @@ std::atomic<int> g_signal{0};
 
 void OnSignal(int signal) { g_signal.store(signal); }
 
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::string> LongNames(const cxxopts::Options& options) {
+  std::vector<std::string> names;
+  for (const std::string& group : options.groups()) {
+    for (const cxxopts::HelpOptionDetails& option : options.group_help(group).options) {
+      for (const std::string& name : option.l) names.push_back(name);
+    }
+  }
+  return names;
+}
+
+// The first argument before "--" that names no flag, as UnknownOption says
+// it; cxxopts's own message when none is found.
+std::string UnknownArgument(const cxxopts::Options& options, int argc, char** argv,
+                            const std::exception& error) {
+  const std::vector<std::string> known = LongNames(options);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (!arg.starts_with("--")) continue;
+    const std::string name(arg.substr(2, arg.find('=') - 2));
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return UnknownOption(arg.substr(0, arg.find('=')), known);
+    }
+  }
+  return error.what();
+}
+
 }  // namespace
 
 void AddFlags(cxxopts::Options& options, const std::string& group, const std::vector<Flag>& flags) {
@@ -44,7 +86,7 @@ void AddCommonOptions(cxxopts::Options& options, bool with_trace) {
            {{"h,help", "Print this help and exit"},
             {"version", "Print the version and exit"},
             {"v,verbose", "Log more (repeat for more still)"},
-            {"q,quiet", "Log only warnings and errors"},
+            {"q,quiet", "Log only warnings and errors; no progress line"},
             {"log-level", "Log level: trace, debug, info, warn, error, critical, off", "LEVEL"}});
   if (with_trace) {
     AddFlags(options, "Common",
@@ -66,8 +108,8 @@ int64_t FlagReader::Int(const std::string& name, int64_t min, int64_t max) {
     return min;
   }
   if (value < min || value > max) {
-    AddProblem("--" + name + ": " + text + " is outside " + std::to_string(min) + ".." +
-               std::to_string(max));
+    AddProblem("--" + name + ": " + text + " is outside [" + std::to_string(min) + ", " +
+               std::to_string(max) + "]");
     return min;
   }
   return value;
@@ -105,13 +147,32 @@ void FlagReader::AddProblems(const std::vector<std::string>& problems) {
   }
 }
 
+std::string UnknownOption(std::string_view arg, const std::vector<std::string>& known) {
+  std::string text = "unknown option '" + std::string(arg) + "'";
+  std::string_view name =
+      arg.substr(arg.find_first_not_of('-') == std::string_view::npos ? arg.size()
+                                                                      : arg.find_first_not_of('-'));
+  name = name.substr(0, name.find('='));
+  // Within a third of the name's length in edits, and at least two.
+  size_t best = std::max<size_t>(2, name.size() / 3) + 1;
+  std::string guess;
+  for (const std::string& candidate : known) {
+    const size_t d = EditDistance(name, candidate);
+    if (d < best) best = d, guess = candidate;
+  }
+  if (!guess.empty()) text += "; did you mean --" + guess + "?";
+  return text;
+}
+
 std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
                                               const std::vector<std::string>& help_groups, int argc,
-                                              char** argv, int* exit_code) {
+                                              char** argv, int* exit_code,
+                                              const HelpFor& help_for) {
   try {
     cxxopts::ParseResult result = options.parse(argc, argv);
     if (result.count("help")) {
-      std::cout << options.help(help_groups) << std::flush;
+      std::optional<std::string> narrow = help_for ? help_for(result) : std::nullopt;
+      std::cout << (narrow ? *narrow : options.help(help_groups)) << std::flush;
       *exit_code = 0;
       return std::nullopt;
     }
@@ -138,6 +199,9 @@ std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
       return std::nullopt;
     }
     return result;
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    *exit_code = ReportUsageErrors(options.program(), {UnknownArgument(options, argc, argv, e)});
+    return std::nullopt;
   } catch (const cxxopts::exceptions::exception& e) {
     *exit_code = ReportUsageErrors(options.program(), {e.what()});
     return std::nullopt;
@@ -145,10 +209,11 @@ std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
 }
 
 int RunMain(cxxopts::Options& options, const std::vector<std::string>& help_groups, int argc,
-            char** argv, const std::function<Program(FlagReader& flags)>& read) {
+            char** argv, const std::function<Program(FlagReader& flags)>& read,
+            const HelpFor& help_for) {
   int exit_code = 0;
   std::optional<cxxopts::ParseResult> parsed =
-      ParseArgs(options, help_groups, argc, argv, &exit_code);
+      ParseArgs(options, help_groups, argc, argv, &exit_code, help_for);
   if (!parsed) return exit_code;
   FlagReader flags(*parsed);
   const Program program = read(flags);
@@ -165,7 +230,10 @@ void SetupLogging(std::string_view program, const cxxopts::ParseResult& result) 
   } else {
     logger = spdlog::stderr_logger_mt(std::string(program));
   }
-  logger->set_pattern("%H:%M:%S.%e " + std::string(program) + ": %^%l%$: %v");
+  // On a terminal a log line first erases the status line (StatusLine) it
+  // would otherwise run into; that line is drawn again after it.
+  const std::string erase = isatty(STDERR_FILENO) ? "\r\033[K" : "";
+  logger->set_pattern(erase + "%H:%M:%S.%e " + std::string(program) + ": %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::info);
   spdlog::cfg::load_env_levels();

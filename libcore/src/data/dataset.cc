@@ -107,7 +107,7 @@ Status Dataset::ConformTo(int64_t model_dim, int64_t model_classes) {
     if (largest >= model_classes) {
       return Status::Config("the data holds class " + std::to_string(largest) +
                             " but the model has only " + std::to_string(model_classes) +
-                            " classes (0.." + std::to_string(model_classes - 1) + ")");
+                            " classes [0, " + std::to_string(model_classes - 1) + "]");
     }
   }
   if (sparse()) dim = model_dim;
@@ -150,14 +150,30 @@ Result<DataSpec> ParseDataSpec(std::string_view text) {
   return IdxSpec(rest, text);
 }
 
+namespace {
+
+// A missing default data set says which Debian package provides it.
+Result<Dataset> WithInstallHint(const DataSpec& spec, Result<Dataset> loaded) {
+  if (loaded.ok() || spec.text != "fashion-mnist" ||
+      loaded.status().code() != StatusCode::kNotFound) {
+    return loaded;
+  }
+  return Status::NotFound(loaded.status().message() +
+                          " (the fashion-mnist data set: apt install dataset-fashion-mnist)");
+}
+
+}  // namespace
+
 Result<Dataset> LoadTrain(const DataSpec& spec, Shard shard) {
   if (spec.format == DataSpec::Format::kLibsvm) return ReadLibsvm(spec.train_images, shard);
-  return ReadIdx(ResolveIdxPath(spec.train_images), ResolveIdxPath(spec.train_labels), shard);
+  return WithInstallHint(
+      spec, ReadIdx(ResolveIdxPath(spec.train_images), ResolveIdxPath(spec.train_labels), shard));
 }
 
 Result<Dataset> LoadTest(const DataSpec& spec) {
   if (spec.format == DataSpec::Format::kLibsvm) return ReadLibsvm(spec.test_images);
-  return ReadIdx(ResolveIdxPath(spec.test_images), ResolveIdxPath(spec.test_labels));
+  return WithInstallHint(
+      spec, ReadIdx(ResolveIdxPath(spec.test_images), ResolveIdxPath(spec.test_labels)));
 }
 
 }  // namespace dmlps::data

@@ -144,7 +144,7 @@ Status ReadInt(const EnvLookup& env, const char* name, int64_t min, int64_t max,
   }
   if (*value < min || *value > max) {
     return Status::Config(
-        Cat(name, "=", s, " is outside ", std::to_string(min), "..", std::to_string(max)));
+        Cat(name, "=", s, " is outside [", std::to_string(min), ", ", std::to_string(max), "]"));
   }
   return Status::Ok();
 }

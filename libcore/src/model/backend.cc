@@ -104,7 +104,7 @@ Result<Device> ParseDevice(std::string_view text) {
     }
     std::string message = "device \"";
     message += text;
-    message += "\": the CUDA device number must be in 0..1023";
+    message += "\": the CUDA device number must be in [0, 1023]";
     return Status::InvalidArgument(message);
   }
   std::string message = "unknown device \"";

@@ -34,7 +34,7 @@ Result<int64_t> ParseWidth(std::string_view entry, std::string_view text,
   auto [ptr, ec] = std::from_chars(first, last, width);
   if (ec == std::errc::result_out_of_range) {
     return Status::InvalidArgument(context + ": " + std::string(what) + " \"" + std::string(entry) +
-                                   "\" is out of range 1.." + std::to_string(max));
+                                   "\" is outside [1, " + std::to_string(max) + "]");
   }
   if (ec != std::errc() || ptr != last) {
     return Status::InvalidArgument(context + ": " + std::string(what) + " \"" + std::string(entry) +
@@ -42,8 +42,8 @@ Result<int64_t> ParseWidth(std::string_view entry, std::string_view text,
   }
   if (width < 1 || width > max) {
     return Status::InvalidArgument(context + ": " + std::string(what) + " " +
-                                   std::to_string(width) + " is out of range 1.." +
-                                   std::to_string(max));
+                                   std::to_string(width) + " is outside [1, " +
+                                   std::to_string(max) + "]");
   }
   return width;
 }

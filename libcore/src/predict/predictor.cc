@@ -375,8 +375,8 @@ Status ValidatePredictorOptions(std::string_view name, const PredictorOptions& o
     const int64_t p = options.arima_p, d = options.arima_d, q = options.arima_q;
     if (p < 0 || p > 8 || d < 0 || d > 2 || q < 0 || q > 8) {
       return Status::InvalidArgument(
-          "the arima predictor needs p in 0..8, d in 0..2, q in 0..8, not " + std::to_string(p) +
-          "," + std::to_string(d) + "," + std::to_string(q));
+          "the arima predictor needs p in [0, 8], d in [0, 2], q in [0, 8], not " +
+          std::to_string(p) + "," + std::to_string(d) + "," + std::to_string(q));
     }
     const int64_t need = ArimaPredictor::MinHistory(p, d, q);
     if (options.arima_window < need || options.arima_window > 100000) {

@@ -19,7 +19,8 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (!(config.momentum >= 0 && config.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
-  if (config.threads < 1 || config.threads > 256) problems.push_back("--threads must be in 1..256");
+  if (config.threads < 1 || config.threads > 256)
+    problems.push_back("--threads must be in [1, 256]");
   if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
     problems.push_back("--target-accuracy must be in [0, 1]");
   }
@@ -33,7 +34,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
     problems.push_back("--worker-timeout must be longer than --heartbeat-ms");
   }
   if (config.min_workers < 0 || config.min_workers > config.workers) {
-    problems.push_back("--min-workers must be in 0..--workers");
+    problems.push_back("--min-workers must be in [0, --workers]");
   }
   if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
       !std::isfinite(config.checkpoint_every_seconds)) {

@@ -38,9 +38,9 @@ HelloDecision Membership::DecideAssembling(const proto::Hello& hello) const {
             "the cluster is full (" + std::to_string(workers_) + " workers)"};
   }
   if (hello.rank >= workers_ || hello.rank < -1) {
-    return {
-        HelloDecision::kRefuse, -1,
-        "rank " + std::to_string(hello.rank) + " is outside 0.." + std::to_string(workers_ - 1)};
+    return {HelloDecision::kRefuse, -1,
+            "rank " + std::to_string(hello.rank) + " is outside [0, " +
+                std::to_string(workers_ - 1) + "]"};
   }
   int64_t rank = hello.rank;
   if (rank >= 0 && Has(rank)) {

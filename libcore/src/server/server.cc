@@ -6,6 +6,7 @@
 #include <functional>
 #include <utility>
 
+#include "dmlps/cli/status_line.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/sync/summary.h"
 #include "server/evaluation_log.h"
@@ -147,7 +148,18 @@ Result<RunReport> ParameterServer::Run() {
 }
 
 Status ParameterServer::WaitForWorkers() {
-  while (!started_ && !Finished()) DMLPS_RETURN_IF_ERROR(Turn());
+  // On a terminal, how many have joined so far, until training starts.
+  cli::StatusLine status;
+  const Clock::time_point begin = Clock::now();
+  while (!started_ && !Finished()) {
+    DMLPS_RETURN_IF_ERROR(Turn());
+    const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
+    status.Show(desk_->joined() < config_.workers
+                    ? fmt::format("waiting for workers: {} of {} joined ({:.0f} s)",
+                                  desk_->joined(), config_.workers, waited)
+                    : fmt::format("all {} workers joined, loading their data ({:.0f} s)",
+                                  config_.workers, waited));
+  }
   return Status::Ok();
 }
 

@@ -40,7 +40,9 @@ Status WorkerDesk::HandleNext(milliseconds wait) {
 void WorkerDesk::Refuse(const zmq::message_t& identity, const std::string& who,
                         const std::string& why, bool fatal, bool rejoin) {
   ++refusals_;
-  if (refusals_ <= kLoudRefusals) {
+  if (!training()) {
+    NoteWhileWaiting(why, "refused a message from " + who + ": " + why);
+  } else if (refusals_ <= kLoudRefusals) {
     spdlog::warn("refused a message from {}: {}", who, why);
     if (refusals_ == kLoudRefusals) spdlog::warn("further refusals are logged at debug level");
   } else {
@@ -346,20 +348,31 @@ void WorkerDesk::SendHeartbeats() {
 void WorkerDesk::LoseWorker(int64_t rank, const std::string& why) {
   Member& member = members_.at(rank);
   ++turnover_.lost;
-  turnover_.last_lost = "worker " + std::to_string(rank) + " (" + member.host + ":" +
-                        std::to_string(member.pid) + "): " + why;
+  const std::string who = "worker " + std::to_string(rank) + " (" + member.host + ":" +
+                          std::to_string(member.pid) + ")";
+  turnover_.last_lost = who + ": " + why;
   // Its missing chunks will never come: let the others' replies go on.
   if (streams_.Close(rank)) store_.Advance();
   members_.Remove(rank);
   shards_.Order({proto::Order::kForget, rank, 0, 0});
   const int64_t live = driver_.live_workers() - (driver_.active(rank) ? 1 : 0);
-  spdlog::warn("lost {}; going on with {} live worker{}", turnover_.last_lost, live,
-               live == 1 ? "" : "s");
+  if (!training()) {
+    NoteWhileWaiting(why, "lost " + who + " before training: " + why);
+  } else {
+    spdlog::warn("lost {}; going on with {} live worker{}", turnover_.last_lost, live,
+                 live == 1 ? "" : "s");
+  }
   if (tracer_) {
     tracer_->Instant("run", "worker lost", trace::NowMicros(), {{"worker", rank}, {"why", why}});
   }
   // The policy stops waiting for it; a round it held up may close.
   driver_.Lose(rank);
+}
+
+void WorkerDesk::NoteWhileWaiting(const std::string& reason, const std::string& what) {
+  const std::optional<std::string> line = waiting_log_.Note(
+      reason, what, options_.workers - members_.joined(), options_.workers, Clock::now());
+  if (line) spdlog::warn("{}", *line);
 }
 
 void WorkerDesk::CheckSilence() {

@@ -26,6 +26,7 @@
 #include "server/intake.h"
 #include "server/membership.h"
 #include "server/model_store.h"
+#include "server/waiting_log.h"
 
 namespace dmlps::server {
 
@@ -96,6 +97,8 @@ class WorkerDesk {
   // and returns their totals, for the closing summary.
   std::vector<sync::WorkerTotals> LogTotals(double seconds);
   const Turnover& turnover() const { return turnover_; }
+  // How many workers hold a rank now.
+  int64_t joined() const { return members_.joined(); }
 
  private:
   bool training() const { return driver_.started(); }
@@ -117,6 +120,9 @@ class WorkerDesk {
               bool fatal, bool rejoin = false);
   // Goes on without worker `rank`: the policy stops waiting for it.
   void LoseWorker(int64_t rank, const std::string& why);
+  // Before training: logs `what` (a refusal, a worker gone) with how many
+  // workers are still to come, `reason` said at most every few seconds.
+  void NoteWhileWaiting(const std::string& reason, const std::string& what);
 
   const WorkerDeskOptions options_;
   net::Endpoint& endpoint_;
@@ -131,6 +137,7 @@ class WorkerDesk {
   PushStreams streams_;  // the pushes whose chunks are still coming, by rank
   net::Frames frames_;   // the message received last
   int64_t refusals_ = 0;
+  WaitingLog waiting_log_{std::chrono::seconds(5)};
   Turnover turnover_;
 };
 

@@ -3,6 +3,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <chrono>
 
 #include "dmlps/sim/sim.h"
 
@@ -53,6 +54,7 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       cost.message_s * 1e3, cost.eval_s * 1e3);
 
   std::vector<bench::RunResult> runs;
+  const int64_t total = experiment.repeat * static_cast<int64_t>(experiment.policies.size());
   for (int64_t repeat = 1; repeat <= experiment.repeat; ++repeat) {
     for (const std::string& entry : experiment.policies) {
       DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(entry, experiment));
@@ -74,6 +76,17 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       config.network = options.network;
       config.cost = cost;
       config.shared_cores = options.shared_cores;
+      if (options.show) {
+        const std::string label = fmt::format("[{}/{}] {} run {}/{}", runs.size() + 1, total, entry,
+                                              repeat, experiment.repeat);
+        const auto begin = std::chrono::steady_clock::now();
+        config.on_eval = [&options, label, begin](const EvalPoint& point) {
+          options.show(
+              label,
+              {std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count(),
+               point.seconds, point.iteration, point.accuracy});
+        };
+      }
       spdlog::info("simulating {} ({}/{}) with {} workers", entry, repeat, experiment.repeat,
                    experiment.workers);
       DMLPS_ASSIGN_OR_RETURN(SimReport report, Simulate(config, train, test));

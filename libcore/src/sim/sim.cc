@@ -411,6 +411,7 @@ void Simulator::Evaluate(bool /*must*/) {
   const int64_t iteration = driver_->iteration();
   const int64_t samples = driver_->samples_applied();
   report_.curve.push_back({now_, iteration, samples, result.accuracy, result.loss});
+  if (config_.on_eval) config_.on_eval(report_.curve.back());
   if (config_.shared_cores > 0) StartJob(kEvalJob, config_.cost.eval_s, 1);
   if (config_.target > 0 && result.accuracy >= config_.target && !report_.reached) {
     report_.reached = true;

@@ -186,6 +186,18 @@ Status PlotTimeToAccuracy(const std::vector<Record>& records, std::ostream& out)
         fmt::format("{} using 1:2 with linespoints title {}", block, GnuplotString(title)));
   }
   if (plots.empty()) return Status::DataLoss("no accuracy counters to plot");
+  // Each run's target, once, as a dashed line across the plot.
+  std::set<double> targets;
+  for (const Run& run : runs) {
+    if (run.start != nullptr && run.start->Number("target") > 0) {
+      targets.insert(run.start->Number("target"));
+    }
+  }
+  for (const double target : targets) {
+    plots.push_back(fmt::format(
+        "{} with lines dashtype 2 linewidth 2 linecolor rgb \"#d62728\" title \"target {}\"",
+        target, target));
+  }
   out << "set title \"Time to accuracy\"\n"
          "set xlabel \"seconds since the run's start\"\n"
          "set ylabel \"test accuracy\"\n"
@@ -206,15 +218,22 @@ Status PlotGantt(const std::vector<Record>& records, double window_s, std::ostre
   struct Category {
     const char* title;
     const char* color;
+    double band;  // offset from the worker's row
     std::vector<std::string> lines;
   };
-  Category categories[] = {{"compute", "#1f77b4", {}},
-                           {"straggle", "#9ecae1", {}},
-                           {"comm", "#ff7f0e", {}},
-                           {"wait", "#a0a0a0", {}}};
+  // Each category in a band of its own within the worker's row, in hues
+  // that differ in lightness too: short steps make boxes narrower than a
+  // pixel, and overlapping there they would hide one another.
+  Category categories[] = {{"compute", "#1f77b4", 0.2, {}},
+                           {"straggle", "#d62728", 0.2, {}},
+                           {"comm", "#ff7f0e", 0.0, {}},
+                           {"wait", "#404040", -0.2, {}}};
   std::map<std::string, size_t> row;
   for (size_t i = 0; i < workers.size(); ++i) row[workers[i]] = i;
+  int64_t last = origin;  // where the last span shown ends
+  bool cut = false;       // a span goes on past the window
   for (const Record& r : records) {
+    if (IsWorker(r) && r.kind == "span" && r.time_us + r.dur_us > end) cut = true;
     if (!IsWorker(r) || r.kind != "span" || r.time_us >= end) continue;
     Category* c = IsSpan(r, "compute", "straggle") ? &categories[1]
                   : IsSpan(r, "compute")           ? &categories[0]
@@ -223,8 +242,11 @@ Status PlotGantt(const std::vector<Record>& records, double window_s, std::ostre
                                                    : nullptr;
     if (c == nullptr) continue;
     const double x0 = (r.time_us - origin) / kMicros;
-    const double x1 = (std::min(r.time_us + r.dur_us, end) - origin) / kMicros;
-    c->lines.push_back(fmt::format("{:.6f} {:.6f} {}", x0, x1, row[r.node]));
+    const int64_t stop = std::min(r.time_us + r.dur_us, end);
+    last = std::max(last, stop);
+    const double x1 = (stop - origin) / kMicros;
+    c->lines.push_back(
+        fmt::format("{:.6f} {:.6f} {}", x0, x1, static_cast<double>(row[r.node]) + c->band));
   }
   std::vector<std::string> plots;
   for (const Category& c : categories) {
@@ -232,7 +254,7 @@ Status PlotGantt(const std::vector<Record>& records, double window_s, std::ostre
     const std::string block = BlockName(c.title, 0);
     WriteBlock(block, c.lines, out);
     plots.push_back(
-        fmt::format("{} using (($1+$2)/2):3:(($2-$1)/2):(0.35) with boxxyerror fillstyle solid 1.0 "
+        fmt::format("{} using (($1+$2)/2):3:(($2-$1)/2):(0.09) with boxxyerror fillstyle solid 1.0 "
                     "noborder linecolor rgb \"{}\" title \"{}\"",
                     block, c.color, c.title));
   }
@@ -241,7 +263,11 @@ Status PlotGantt(const std::vector<Record>& records, double window_s, std::ostre
   for (size_t i = 0; i < workers.size(); ++i) {
     tics.push_back(fmt::format("{} {}", GnuplotString(workers[i]), i));
   }
-  out << fmt::format("set title \"What each worker did (first {} s)\"\n", window_s)
+  // The title says what is shown: all of a short run, or the first part.
+  const double shown_s = (last - origin) / kMicros;
+  const std::string span =
+      cut ? fmt::format("first {:.3g} s", window_s) : fmt::format("all {:.3g} s", shown_s);
+  out << fmt::format("set title \"What each worker did ({})\"\n", span)
       << "set xlabel \"seconds since the first worker record\"\n"
       << "set ytics (" + Join(tics, ", ") + ")\n"
       << fmt::format("set yrange [-0.6:{}]\n", static_cast<double>(workers.size()) - 0.4)
@@ -250,15 +276,29 @@ Status PlotGantt(const std::vector<Record>& records, double window_s, std::ostre
   return Status::Ok();
 }
 
+// Why a batch plot of a run whose batch never changed would show nothing.
+std::string FixedBatch(const std::vector<Record>& records, double size) {
+  std::string policy;
+  for (const Run& run : SplitRuns(records)) {
+    if (run.start != nullptr && policy.empty()) policy = run.start->Text("policy");
+  }
+  return fmt::format(
+      "the batch size stayed {} on every worker{}: nothing to plot (--kind batch shows "
+      "how lbbsp moves it; try --kind gantt or tta)",
+      size, policy.empty() ? "" : " under policy " + policy);
+}
+
 Status PlotBatch(const std::vector<Record>& records, std::ostream& out) {
   const std::vector<std::string> workers = SortedNodes(records, /*workers_only=*/true);
   int64_t origin = std::numeric_limits<int64_t>::max();
   for (const Record& r : records) origin = std::min(origin, r.time_us);
   std::vector<std::string> plots;
+  std::set<double> sizes;  // every batch size any worker had
   for (size_t i = 0; i < workers.size(); ++i) {
     std::vector<std::string> lines;
     for (const Record& r : records) {
       if (r.node == workers[i] && r.kind == "counter" && r.name == "batch") {
+        sizes.insert(r.Number("value"));
         lines.push_back(
             fmt::format("{:.6f} {}", (r.time_us - origin) / kMicros, r.Number("value")));
       }
@@ -270,6 +310,7 @@ Status PlotBatch(const std::vector<Record>& records, std::ostream& out) {
         fmt::format("{} using 1:2 with steps title {}", block, GnuplotString(workers[i])));
   }
   if (plots.empty()) return Status::DataLoss("no batch counters to plot");
+  if (sizes.size() == 1) return Status::DataLoss(FixedBatch(records, *sizes.begin()));
   out << "set title \"Batch size per worker\"\n"
          "set xlabel \"seconds since the trace's start\"\n"
          "set ylabel \"samples per step\"\n"

@@ -216,7 +216,7 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
   std::vector<std::string> problems = ValidateStragglerSpec(config.straggler);
   if (config.rank < -1) problems.push_back("--rank must not be negative");
   if (config.threads < 1 || config.threads > 1024)
-    problems.push_back("--threads must be in 1..1024");
+    problems.push_back("--threads must be in [1, 1024]");
   if (config.max_batch < 0) problems.push_back("--max-batch must not be negative");
   if (Result<model::Device> d = model::ParseDevice(config.device); !d.ok()) {
     problems.push_back("--device: " + d.status().message());

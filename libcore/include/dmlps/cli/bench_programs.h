@@ -25,9 +25,9 @@ inline constexpr std::string_view kBenchProgram = "dmlps-bench";
 int RunBenchRunProgram(const bench::Experiment& experiment, bench::ExperimentOptions options,
                        bench::Format format);
 
-// sim: the experiment simulated (sim::SimulateExperiment). Exit 1 when a
-// run failed.
-int RunBenchSimProgram(const bench::Experiment& experiment, const sim::SimOptions& options,
+// sim: the experiment simulated (sim::SimulateExperiment), with a status
+// line on a terminal. Exit 1 when a run failed.
+int RunBenchSimProgram(const bench::Experiment& experiment, sim::SimOptions options,
                        bench::Format format);
 
 // transport: bench::RunTransportBench, a log line per measurement.

@@ -62,13 +62,24 @@ class FlagReader {
   std::vector<std::string> problems_;
 };
 
-// Parses argv. On --help (groups in the order of `help_groups`) or --version
-// prints to stdout and sets *exit_code to 0; on a bad command line prints one
-// line per problem and sets it to 64. Returns the parse result only when the
-// program should go on.
+// The help text for the command line parsed so far, when it is narrower
+// than the whole program's (`dmlps-bench run --help`: that subcommand's
+// flags only); nullopt for the program's own.
+using HelpFor = std::function<std::optional<std::string>(const cxxopts::ParseResult&)>;
+
+// Parses argv. On --help (help_for's text, else groups in the order of
+// `help_groups`) or --version prints to stdout and sets *exit_code to 0; on a
+// bad command line prints one line per problem (an unknown flag with the
+// known one it most resembles) and sets it to 64. Returns the parse result
+// only when the program should go on.
 std::optional<cxxopts::ParseResult> ParseArgs(cxxopts::Options& options,
                                               const std::vector<std::string>& help_groups, int argc,
-                                              char** argv, int* exit_code);
+                                              char** argv, int* exit_code,
+                                              const HelpFor& help_for = nullptr);
+
+// "unknown option '--ARG'", with "; did you mean --NAME?" when one of
+// `known` (long names, without dashes) is within a few edits of it.
+std::string UnknownOption(std::string_view arg, const std::vector<std::string>& known);
 
 // What main() runs once its flags are read and checked; returns the exit
 // code.
@@ -78,11 +89,12 @@ using Program = std::function<int()>;
 // (as ParseArgs: --help, --version and a bad command line end there), then
 // `read` reads the flags into what the program needs, collecting every
 // problem in `flags`, and returns the program to run with it (or nullptr,
-// once it has collected a problem). When problems were found, prints them
-// all and returns 64 without running it; else sets up logging under
-// options.program() and returns the program's exit code.
+// once it has collected a problem); `help_for` as for ParseArgs. When problems were found, prints
+// them all and returns 64 without running it; else sets up logging under options.program() and
+// returns the program's exit code.
 int RunMain(cxxopts::Options& options, const std::vector<std::string>& help_groups, int argc,
-            char** argv, const std::function<Program(FlagReader& flags)>& read);
+            char** argv, const std::function<Program(FlagReader& flags)>& read,
+            const HelpFor& help_for = nullptr);
 
 // Installs a stderr logger named after the program (spdlog's default writes
 // to stdout, which is for data), then applies SPDLOG_LEVEL and the flags.

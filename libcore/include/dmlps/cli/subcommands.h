@@ -72,6 +72,15 @@ void RefuseOtherGroupsFlags(FlagReader& flags, const cxxopts::Options& options,
                             const std::vector<std::string>& own,
                             const std::vector<std::string>& borrowed);
 
+// What one subcommand's --help prints, as git and torchrun print it:
+// "PROGRAM SUBCOMMAND: HELP", its usage line (`positional` after the
+// options), then the flags of `options` in `groups`, those named in
+// `borrowed` from other groups (as "Shared options"), and Common.
+std::string SubcommandHelp(const cxxopts::Options& options, std::string_view subcommand,
+                           std::string_view help, std::string_view positional,
+                           const std::vector<std::string>& groups,
+                           const std::vector<std::string>& borrowed = {});
+
 }  // namespace dmlps::cli
 
 #endif  // DMLPS_CLI_SUBCOMMANDS_H_

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/bench/cluster.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/report.h"
 #include "dmlps/data/dataset.h"
@@ -93,6 +94,8 @@ struct Noise {
   double heavy_tail = 0;  // 0: none; else > 1
 };
 
+struct EvalPoint;
+
 struct SimConfig {
   sync::PolicyConfig policy;  // its num_workers and batch are the run's
   model::ModelSpec model;
@@ -113,6 +116,8 @@ struct SimConfig {
   // equally (processor sharing), at CostModel's shared speed when more than
   // one runs, and evaluations take their share too.
   int64_t shared_cores = 0;
+  // Hears of each evaluation as it is made (null: none), for live progress.
+  std::function<void(const EvalPoint&)> on_eval;
 };
 
 // Every problem with `config`, one message each; empty if none.
@@ -171,6 +176,10 @@ struct SimOptions {
   std::vector<Noise> noise;       // one per worker, or empty
   std::optional<CostModel> cost;  // empty: calibrate at start
   int64_t shared_cores = 0;
+  // Live progress, as bench::ExperimentOptions::show: the run's label
+  // ("[2/10] bsp run 1/2") and, at each evaluation, the wall time the run
+  // has taken, its virtual time, iteration and accuracy. Null: none.
+  std::function<void(const std::string& label, const bench::Progress& progress)> show;
 };
 
 // Loads the experiment's data once, calibrates (unless options.cost), and

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Remakes the measurements that docs/policies.md, simulator.md, transport.md,
+# predictors.md and security.md show: runs each page's commands and keeps
+# their output under --out, one file per command, for the pages to be
+# brought up to date from. The whole set takes hours on a 2-core machine;
+# name areas to run only some, and --dry-run to list the commands.
+set -euo pipefail
+
+NAME=regen-docs.sh
+AREAS="policies simulator transport predictors security"
+usage() {
+  cat <<USAGE
+usage: $NAME [--dry-run] [--bin DIR] [--out DIR] [AREA...]
+Runs the commands behind the measured tables in docs/ and keeps their output.
+  AREA        one or more of: $AREAS (default: all)
+  --dry-run   print the commands, one a line, and run nothing
+  --bin DIR   folder holding dmlps-bench and the other binaries
+              (default: build/cmd of this checkout, else PATH)
+  --out DIR   where the outputs go (default: a new folder under /tmp)
+USAGE
+}
+
+dry=0 bin="${DMLPS_BIN:-}" out="" areas=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dry-run) dry=1; shift ;;
+    --bin | --out)
+      [ $# -ge 2 ] || { echo "$NAME: error: $1 needs a folder" >&2; exit 64; }
+      if [ "$1" = --bin ]; then bin=$2; else out=$2; fi
+      shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    -*) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
+    *)
+      case " $AREAS " in
+        *" $1 "*) areas+=("$1"); shift ;;
+        *) echo "$NAME: error: unknown area '$1' (expected one of: $AREAS)" >&2; exit 64 ;;
+      esac ;;
+  esac
+done
+[ ${#areas[@]} -gt 0 ] || read -r -a areas <<<"$AREAS"
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ -z "$bin" ]; then
+  bin=$here/../../build/cmd
+  [ -x "$bin/dmlps-bench" ] || bin=$(dirname "$(command -v dmlps-bench 2>/dev/null || echo ./dmlps-bench)")
+fi
+[ ! -d "$bin" ] || bin=$(cd "$bin" && pwd)
+bench_bin=$(dirname "$bin")   # the overhead benchmarks are built beside cmd/
+experiments=$here/experiments
+
+# The commands of each area, one a line; OUT stands for the output folder.
+commands() {
+  case "$1" in
+    policies)
+      echo "$bin/dmlps-bench run --repeat 3"
+      echo "$experiments/trace-bsp-vs-wbsp.sh --bin $bin --out OUT/trace-bsp-vs-wbsp"
+      echo "$bench_bin/dmlps-bench-trace-overhead" ;;
+    simulator)
+      for n in 16 256 4096; do
+        echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 100 --policies bsp,ssp:3,wbsp,abps,lbbsp"
+      done
+      echo "$bin/dmlps-bench run --repeat 5"
+      echo "$bin/dmlps-bench sim --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5" ;;
+    transport)
+      for i in 1 2 3 4; do echo "$bin/dmlps-bench transport"; done
+      for i in 1 2 3 4 5; do
+        echo "$bin/dmlps-bench transport --sizes 4M,64M --transports ipc --worker-counts 1 --rounds 31"
+      done
+      for i in 1 2 3; do
+        echo "$bin/dmlps-bench transport --sizes 64M --sharded-only --shards 1,2,4 --shard-workers 4"
+      done ;;
+    predictors)
+      echo "$bin/dmlps-bench run --policies lbbsp --repeat 12 --slowdown-schedule 3=0:1,150:4 --delay-ms 0,0,50,0 --delay-prob 0,0,0.1,0 --max-iterations 400 --target 0 --trace-dir OUT/lbbsp-traces"
+      for r in $(seq 12); do
+        echo "$bin/dmlps-predict --plan 1024 OUT/lbbsp-traces/lbbsp-$r/*.trace"
+      done
+      echo "$bench_bin/dmlps-bench-predictor-overhead"
+      for w in 1 2; do
+        echo "$bin/dmlps-bench run --policies bsp --workers $w --slowdown 1 --model cnn --batch 64 --lr 0.05 --target 0.90 --eval-every 200 --max-seconds 900 --repeat 3"
+      done ;;
+    security)
+      for i in 1 2 3; do
+        echo "$bin/dmlps-bench transport --curve --transports tcp --worker-counts 1 --sizes 4M,64M"
+      done ;;
+  esac
+}
+
+if [ "$dry" -eq 1 ]; then
+  for area in "${areas[@]}"; do commands "$area"; done
+  exit 0
+fi
+[ -x "$bin/dmlps-bench" ] || {
+  echo "$NAME: error: dmlps-bench not found in $bin; build it or pass --bin DIR" >&2
+  exit 69
+}
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-regen.XXXXXX")
+mkdir -p "$out"
+echo "$NAME: outputs go to $out" >&2
+for area in "${areas[@]}"; do
+  n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    cmd=${line//OUT/$out}
+    file=$out/$area-$n.txt
+    echo "+ $cmd  > $file" >&2
+    { echo "# $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -n), $(nproc) cores: $cmd"; eval "$cmd"; } >"$file"
+  done < <(commands "$area")
+done
+echo "$NAME: done; compare $out with the tables in docs/" >&2
