@@ -96,7 +96,9 @@ class PyComputation : public worker::Computation {
           compute_(View(const_cast<float*>(params.data()), params.size(), false),
                    View(const_cast<int64_t*>(sample_ids.data()), sample_ids.size(), false),
                    View(grad.data(), grad.size(), true));
-      loss = result.cast<double>();
+      // float() of it: a Python float, a NumPy scalar, a 1-element tensor; a
+      // TypeError otherwise, kept like any exception the callback raises.
+      loss = py::float_(result).cast<double>();
     });
     if (!called.ok()) return called;
     return loss;
@@ -111,7 +113,10 @@ class PyComputation : public worker::Computation {
       call();
       return Status::Ok();
     } catch (py::error_already_set& e) {
-      std::string message = std::string("the ") + what + " callback raised " + e.what();
+      // One line for the server's log: the type and message, no traceback.
+      std::string message = std::string("the ") + what + " callback raised " +
+                            py::str(e.type().attr("__name__")).cast<std::string>() + ": " +
+                            py::str(e.value()).cast<std::string>();
       if (*error_ == nullptr) *error_ = std::current_exception();
       return Status::Internal(message);
     } catch (const std::exception& e) {  // a result that does not convert
@@ -296,6 +301,44 @@ py::array_t<float> ModelInitialize(const std::string& name, int64_t input_dim, i
   return params;
 }
 
+// A model layout a worker offers: the tensors' names and shapes in the flat
+// vector's order, and their initial values.
+struct LayoutOffer {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+  std::vector<float> values;
+};
+
+// Checks a layout (a sequence of (name, shape)) and its initial values (none,
+// or a flat float array as long as the layout) against each other.
+LayoutOffer MakeLayoutOffer(const py::object& layout, const py::object& values) {
+  LayoutOffer offer;
+  int64_t total = 0;
+  for (const py::handle& entry : layout) {
+    auto [name, shape] = entry.cast<std::pair<std::string, std::vector<int64_t>>>();
+    int64_t size = 1;
+    for (int64_t d : shape) {
+      if (d < 1) throw py::value_error("layout: tensor '" + name + "' has a dimension below 1");
+      size *= d;
+    }
+    total += size;
+    offer.tensors.emplace_back(std::move(name), std::move(shape));
+  }
+  if (!values.is_none()) {
+    auto array = values.cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
+    if (array.ndim() != 1 || array.shape(0) != total)
+      throw py::value_error("initial_values must be a flat array of the layout's " +
+                            std::to_string(total) + " floats");
+    offer.values.assign(array.data(), array.data() + total);
+  }
+  return offer;
+}
+
+// The one place a worker's offered layout meets its config. The server's
+// built-in models fix the layout themselves (and draw the initial values), so
+// there is nothing to hand over yet; a server that takes its model's layout
+// from the workers would get it through the config here.
+void HandLayoutToConfig(const LayoutOffer& offer, worker::WorkerConfig* config) {}
+
 worker::WorkerConfig MakeConfig(const py::kwargs& options) {
   worker::WorkerConfig config;
   auto ms = [](const py::handle& v) { return std::chrono::milliseconds(v.cast<int64_t>()); };
@@ -355,14 +398,21 @@ PYBIND11_MODULE(_dmlps, m) {
   m.attr("__version__") = DMLPS_VERSION;
   py::class_<Worker>(m, "Worker")
       .def(py::init([](std::string server, int64_t num_samples, py::object compute,
-                       int64_t num_params, py::object on_join, const py::kwargs& options) {
+                       int64_t num_params, py::object on_join, py::object layout,
+                       py::object initial_values, const py::kwargs& options) {
              dmlps::worker::WorkerConfig config = dp::MakeConfig(options);
              config.server = std::move(server);
+             if (!layout.is_none()) {
+               dp::HandLayoutToConfig(dp::MakeLayoutOffer(layout, initial_values), &config);
+             } else if (!initial_values.is_none()) {
+               throw py::value_error("initial_values needs a layout");
+             }
              return std::make_unique<Worker>(std::move(config), num_samples, num_params,
                                              std::move(compute), std::move(on_join));
            }),
            py::arg("server"), py::arg("num_samples"), py::arg("compute"),
-           py::arg("num_params") = -1, py::arg("on_join") = py::none())
+           py::arg("num_params") = -1, py::arg("on_join") = py::none(),
+           py::arg("layout") = py::none(), py::arg("initial_values") = py::none())
       .def("run", &Worker::Run)
       .def("stop", &Worker::Stop);
   m.def("load_train", &dp::LoadTrain, py::arg("data") = "fashion-mnist", py::arg("shard_index") = 0,
