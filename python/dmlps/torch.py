@@ -54,6 +54,17 @@ class TorchComputation:
         self.params = list(module.parameters())
         self.transposed = [layout == "dmlps" and p.dim() == 2 for p in self.params]
         self.num_params = sum(p.numel() for p in self.params)
+        # The module's parameters and their gradients become views of two flat
+        # vectors in the layout, so a step copies each vector once (a memcpy)
+        # instead of parameter by parameter, transposing.
+        self._flat = self.flatten()
+        self._flat_grad = torch.zeros(self.num_params, dtype=torch.float32)
+        with torch.no_grad():
+            for p, view, _ in self._slices(self._flat):
+                p.data = view
+            for p, view, _ in self._slices(self._flat_grad):
+                p.grad = view
+        self._grad_ptrs = [p.grad.data_ptr() for p in self.params]
 
     @property
     def num_samples(self):
@@ -94,6 +105,9 @@ class TorchComputation:
             raise ValueError(
                 f"the flat vector has {flat.numel()} floats, the module {self.num_params}")
         with torch.no_grad():
+            if self._linked():
+                self._flat.copy_(flat)
+                return
             for p, source, _ in self._slices(flat):
                 p.copy_(source)
 
@@ -105,17 +119,46 @@ class TorchComputation:
                 target.copy_(p)
         return flat
 
+    def _linked(self):
+        """Whether the module's parameters are still the flat vector's views
+        (not when the caller has replaced or moved them since)."""
+        offset = self._flat.data_ptr()
+        for p in self.params:
+            if p.data_ptr() != offset:
+                return False
+            offset += p.numel() * 4
+        return True
+
     def __call__(self, params, sample_ids, grad):
         self.load(params)
+        loss = self.forward_backward(sample_ids)
+        self.store_gradient(grad)
+        return loss
+
+    def forward_backward(self, sample_ids):
+        """The mean loss on the samples, its gradient left in the module."""
         inputs, targets = self._batch(torch.from_numpy(sample_ids))
-        self.module.zero_grad(set_to_none=False)
+        self._flat_grad.zero_()
+        for p, ptr in zip(self.params, self._grad_ptrs):
+            if p.grad is None or p.grad.data_ptr() != ptr:
+                p.grad = None  # unlinked: autograd gives it a tensor of its own
         loss = self.loss_fn(self.module(inputs), targets)
         loss.backward()
-        out = torch.from_numpy(grad)
-        with torch.no_grad():
-            for p, target, _ in self._slices(out):
-                target.copy_(p.grad)
         return float(loss)
+
+    def store_gradient(self, grad):
+        """Copies the module's gradient into a flat vector (NumPy or tensor)."""
+        out = torch.as_tensor(grad)
+        with torch.no_grad():
+            if all(p.grad is not None and p.grad.data_ptr() == ptr
+                   for p, ptr in zip(self.params, self._grad_ptrs)):
+                out.copy_(self._flat_grad)  # autograd accumulated into the views
+                return
+            for p, target, _ in self._slices(out):
+                if p.grad is None:
+                    target.zero_()
+                else:
+                    target.copy_(p.grad)
 
 
 def mlp(input_dim, hidden, classes):

@@ -67,6 +67,17 @@ for data in ((x, y), (torch.utils.data.TensorDataset(x, y),), (Pairs(),)):
     g = np.zeros_like(params)
     c(params, ids, g)
     grads.append(g)
+# Each computation links the module's parameters to its own flat vectors;
+# the earlier ones, unlinked, still compute the same gradient (slowly).
+stale = dmlps.torch.TorchComputation(module, torch.nn.CrossEntropyLoss(), x, y)
+c = dmlps.torch.TorchComputation(module, torch.nn.CrossEntropyLoss(), x, y)
+del module[0].weight.grad  # as an optimizer's zero_grad(set_to_none=True) would
+for computation in (stale, c):
+    g = np.zeros_like(params)
+    computation(params, ids, g)
+    grads.append(g)
+if stale._linked() or not c._linked():
+    harness.fail("the module is not linked to the newest computation's vectors")
 if not all(np.allclose(g, grads[0], rtol=0, atol=1e-7) for g in grads):
     harness.fail("a torch Dataset gives another gradient than its tensors")
 print("ok")
