@@ -18,7 +18,7 @@ is reported apart (py_callback: the whole callback). BLAS runs on one
 thread (OPENBLAS_NUM_THREADS=1, torch.set_num_threads(1)), like the C++
 worker's default --threads 1.
 
-Usage: bench/python_overhead.py [--bin BUILD/cmd] [--runs 5] [--iterations 300]
+Usage: bench/python_overhead.py [--bin BUILD/cmd] [--runs 5] [--iterations 1000]
 with the module on PYTHONPATH (BUILD/python in a build tree).
 """
 
@@ -121,8 +121,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser.add_argument("--bin", default=os.path.join(here, "..", "build", "cmd"))
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--iterations", type=int, default=1000)
     args = parser.parse_args()
+    dmlps.set_log_level("warning")
     x, y = dmlps.load_train("fashion-mnist")
     x, y = torch.from_numpy(x), torch.from_numpy(y)
     rows = []

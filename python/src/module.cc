@@ -4,6 +4,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <csignal>
@@ -388,6 +391,25 @@ worker::WorkerConfig MakeConfig(const py::kwargs& options) {
   return config;
 }
 
+// The worker logs to standard error, as dmlps-worker does (standard output
+// is the Python program's), at info or as SPDLOG_LEVEL says.
+void SetupLogging() {
+  auto logger = spdlog::stderr_logger_mt("dmlps");
+  logger->set_pattern("%H:%M:%S.%e dmlps: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  spdlog::cfg::load_env_levels();
+}
+
+void SetLogLevel(const std::string& level) {
+  const spdlog::level::level_enum parsed = spdlog::level::from_str(level);
+  if (parsed == spdlog::level::off && level != "off") {
+    throw py::value_error("unknown log level '" + level +
+                          "' (trace, debug, info, warning, error, critical, off)");
+  }
+  spdlog::set_level(parsed);
+}
+
 }  // namespace
 }  // namespace dmlps::python
 
@@ -396,6 +418,10 @@ PYBIND11_MODULE(_dmlps, m) {
   namespace dp = dmlps::python;
   m.doc() = "dmlps workers whose gradients Python computes (see the dmlps package)";
   m.attr("__version__") = DMLPS_VERSION;
+  dp::SetupLogging();
+  m.def("set_log_level", &dp::SetLogLevel, py::arg("level"),
+        "How much the workers log to standard error: trace, debug, info (the default), "
+        "warning, error, critical or off");
   py::class_<Worker>(m, "Worker")
       .def(py::init([](std::string server, int64_t num_samples, py::object compute,
                        int64_t num_params, py::object on_join, py::object layout,
