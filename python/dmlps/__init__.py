@@ -20,3 +20,6 @@ from dmlps._dmlps import (  # noqa: F401
     model_loss_and_gradient,
     set_log_level,
 )
+
+__all__ = ["Worker", "__version__", "load_train", "model_initialize", "model_loss_and_gradient",
+           "set_log_level"]
