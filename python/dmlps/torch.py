@@ -49,7 +49,9 @@ class TorchComputation:
                 raise ValueError("x and y must hold the same number of samples")
             self.x = torch.as_tensor(x)
             self.y = torch.as_tensor(y)
-        if self.num_samples == 0:
+        self._first = 0
+        self._rows = len(self.dataset) if self.dataset is not None else len(self.x)
+        if self._rows == 0:
             raise ValueError("there are no samples")
         self.params = list(module.parameters())
         self.transposed = [layout == "dmlps" and p.dim() == 2 for p in self.params]
@@ -68,7 +70,19 @@ class TorchComputation:
 
     @property
     def num_samples(self):
-        return len(self.dataset) if self.dataset is not None else len(self.x)
+        return self._rows
+
+    def use_shard(self, index, count):
+        """Trains on shard ``index`` of ``count`` only: the same contiguous
+        slice of the samples dmlps-worker takes (sizes differ by at most one).
+        Returns the shard's sample count."""
+        total = len(self.dataset) if self.dataset is not None else len(self.x)
+        if not 0 <= index < count or count > total:
+            raise ValueError(f"no shard {index} of {count} in {total} samples")
+        base, extra = divmod(total, count)
+        self._first = index * base + min(index, extra)
+        self._rows = base + (1 if index < extra else 0)
+        return self._rows
 
     def layout(self):
         """The flat vector's pieces in order: (name, shape) per parameter, from
@@ -81,6 +95,8 @@ class TorchComputation:
         return self.flatten().numpy()
 
     def _batch(self, ids):
+        if self._first:
+            ids = ids + self._first
         if self.dataset is None:
             return self.x[ids], self.y[ids]
         pairs = [self.dataset[i] for i in ids.tolist()]
@@ -173,12 +189,17 @@ def mlp(input_dim, hidden, classes):
     return torch.nn.Sequential(*layers)
 
 
-def worker(server, module, loss_fn, x, y=None, layout="dmlps", **options):
+def worker(server, module, loss_fn, x, y=None, layout="dmlps", shard=True, **options):
     """A dmlps.Worker that trains ``module`` on (x, y), or on a torch Dataset
-    x of (input, target) pairs; options as Worker's. The worker offers the
-    server the module's layout and current values (see Worker)."""
+    x of (input, target) pairs; options as Worker's. With ``shard`` (the
+    default) it trains on the share of the samples the server assigns it, as
+    dmlps-worker does; without, on all of them. The worker offers the server
+    the module's layout and current values (see Worker)."""
     computation = TorchComputation(module, loss_fn, x, y, layout)
     options.setdefault("layout", computation.layout())
     options.setdefault("initial_values", computation.initial_values())
+    if shard and "on_join" not in options:
+        options["on_join"] = lambda job: computation.use_shard(job["shard_index"],
+                                                               job["shard_count"])
     return dmlps.Worker(server, computation.num_samples, computation,
                         num_params=computation.num_params, **options)

@@ -80,4 +80,16 @@ if stale._linked() or not c._linked():
     harness.fail("the module is not linked to the newest computation's vectors")
 if not all(np.allclose(g, grads[0], rtol=0, atol=1e-7) for g in grads):
     harness.fail("a torch Dataset gives another gradient than its tensors")
+# A shard's sample ids are rows of its slice: shard 1 of 3 starts at row
+# 20000 of 60000, as dmlps-worker's does.
+c = dmlps.torch.TorchComputation(module, torch.nn.CrossEntropyLoss(), x, y)
+if c.use_shard(1, 3) != 20000 or c.num_samples != 20000:
+    harness.fail("shard 1 of 3 does not hold 20000 samples")
+shard_ids = ids % 20000
+g = np.zeros_like(params)
+c(params, shard_ids, g)
+_, want = dmlps.model_loss_and_gradient("mlp:128", params, x.numpy()[shard_ids + 20000],
+                                        y.numpy()[shard_ids + 20000], 10)
+if np.abs(g - want).max() > 1e-5 * np.abs(want).max():
+    harness.fail("a shard's gradient is not over its own rows")
 print("ok")
