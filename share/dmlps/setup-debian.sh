@@ -11,6 +11,9 @@ libmsgpack-cxx-dev doctest-dev zlib1g-dev scdoc dataset-fashion-mnist gnuplot-no
 clang libclang-rt-dev clang-format"
 # Open MPI's mpirun and iproute2's ip and tc, for the launcher and multi-host tests.
 packages="$packages openmpi-bin iproute2"
+# pybind11 and NumPy for the Python module (python/), PyTorch for its torch
+# adapter and tests, a threaded OpenBLAS for NumPy and PyTorch.
+packages="$packages pybind11-dev python3-dev python3-numpy python3-torch libopenblas0-pthread"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -8,7 +8,7 @@ set -euo pipefail
 src=${DMLPS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 command -v clang-format >/dev/null || { echo "SKIP: no clang-format"; exit 77; }
 cd "$src"
-mapfile -t files < <(find bench cmd libcore tests -type f \
+mapfile -t files < <(find bench cmd libcore python tests -type f \
   \( -name '*.cc' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) \
   -not -path 'tests/fuzz/corpus/*' | sort)
 [ "${#files[@]}" -gt 100 ] || { echo "FAIL: found only ${#files[@]} sources under $src" >&2; exit 1; }

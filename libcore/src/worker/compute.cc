@@ -15,12 +15,10 @@ constexpr std::chrono::milliseconds kUsageEvery{100};
 
 }  // namespace
 
-StepComputer::StepComputer(data::Dataset shard, std::unique_ptr<model::Backend> model,
-                           uint64_t seed, StragglerProfile straggler, trace::TraceWriter* tracer,
-                           Pause pause)
-    : shard_(std::move(shard)),
-      model_(std::move(model)),
-      cursor_(shard_.rows(), seed),
+StepComputer::StepComputer(Computation& computation, uint64_t seed, StragglerProfile straggler,
+                           trace::TraceWriter* tracer, Pause pause)
+    : computation_(computation),
+      cursor_(computation.num_samples(), seed),
       straggler_(std::move(straggler)),
       tracer_(tracer),
       pause_(std::move(pause)) {}
@@ -32,8 +30,7 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
   cursor_.Take(samples, &indices_);
-  shard_.Gather(indices_, &x_, &y_);
-  DMLPS_ASSIGN_OR_RETURN(result.loss, model_->LossAndGradient(params, x_, y_, grad));
+  DMLPS_ASSIGN_OR_RETURN(result.loss, computation_.Compute(params, indices_, grad));
   result.compute = microseconds(Micros(Clock::now() - start));
   result.samples = samples;
   result.straggle = first_part
@@ -63,7 +60,7 @@ Status StepComputer::EmulateTransfer(int64_t step, int64_t bytes) {
 }
 
 PushBuffers::~PushBuffers() {
-  for (const auto& buffer : buffers_) backend_->UnpinHostBuffer(*buffer);
+  for (const auto& buffer : buffers_) computation_->UnpinHostBuffer(*buffer);
 }
 
 std::vector<float>& PushBuffers::Take(std::shared_ptr<std::vector<float>>* held) {
@@ -75,7 +72,7 @@ std::vector<float>& PushBuffers::Take(std::shared_ptr<std::vector<float>>* held)
     }
   }
   auto buffer = std::make_shared<std::vector<float>>(size_);
-  if (Status pinned = backend_->PinHostBuffer(*buffer); !pinned.ok()) {
+  if (Status pinned = computation_->PinHostBuffer(*buffer); !pinned.ok()) {
     spdlog::warn("pushes will be staged through pageable memory: {}", pinned.message());
   } else {
     buffers_.push_back(buffer);

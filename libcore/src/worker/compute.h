@@ -1,10 +1,9 @@
-// A worker's compute: gradients on its shard of the data, with the emulated
-// slowness of a straggler, and the buffers and resource readings its pushes
-// carry. Nothing here touches the network.
+// A worker's compute: gradients of its Computation on samples in epoch
+// order, with the emulated slowness of a straggler, and the buffers and
+// resource readings its pushes carry. Nothing here touches the network.
 #ifndef DMLPS_WORKER_COMPUTE_H_
 #define DMLPS_WORKER_COMPUTE_H_
 
-#include <Eigen/Core>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -14,9 +13,8 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
-#include "dmlps/data/dataset.h"
-#include "dmlps/model/backend.h"
 #include "dmlps/trace/trace.h"
+#include "dmlps/worker/computation.h"
 #include "dmlps/worker/epoch_cursor.h"
 #include "dmlps/worker/resource_usage.h"
 #include "dmlps/worker/straggler.h"
@@ -42,10 +40,11 @@ class StepComputer {
   // informed and fails on a signal.
   using Pause = std::function<Status(std::chrono::microseconds)>;
 
-  // Trains `model` on `shard` in the order a cursor seeded with `seed`
-  // gives; `tracer` (null: none) outlives this. REQUIRES: shard not empty.
-  StepComputer(data::Dataset shard, std::unique_ptr<model::Backend> model, uint64_t seed,
-               StragglerProfile straggler, trace::TraceWriter* tracer, Pause pause);
+  // Runs `computation` on its samples in the order a cursor seeded with
+  // `seed` gives; `computation` and `tracer` (null: none) outlive this.
+  // REQUIRES: computation.num_samples() >= 1.
+  StepComputer(Computation& computation, uint64_t seed, StragglerProfile straggler,
+               trace::TraceWriter* tracer, Pause pause);
 
   // Computes the mean gradient of the next `samples` samples on params into
   // grad; then sleeps the emulated slowness of `step`. A step's later chunks
@@ -57,29 +56,26 @@ class StepComputer {
   Status EmulateTransfer(int64_t step, int64_t bytes);
 
   // The model's size, which every gradient and push has.
-  int64_t num_params() const { return model_->num_params(); }
-  // The backend, for buffers it should page-lock; owned here.
-  model::Backend* backend() { return model_.get(); }
+  int64_t num_params() const { return computation_.num_params(); }
+  // The computation, for buffers it should page-lock.
+  Computation* computation() { return &computation_; }
 
  private:
-  data::Dataset shard_;
-  std::unique_ptr<model::Backend> model_;
+  Computation& computation_;
   EpochCursor cursor_;
   StragglerProfile straggler_;
   trace::TraceWriter* tracer_;
   Pause pause_;
   std::vector<int64_t> indices_;
-  Eigen::MatrixXf x_;
-  std::vector<int32_t> y_;
 };
 
 // The vectors pushes send from. ZeroMQ may still be sending from one, so a
 // buffer is reused only once nothing else holds it. They live as long as the
-// loop that pushes them, so a GPU backend page-locks each once and copies
+// loop that pushes them, so a GPU computation page-locks each once and copies
 // gradients straight into what the push sends.
 class PushBuffers {
  public:
-  PushBuffers(model::Backend* backend, size_t size) : backend_(backend), size_(size) {}
+  PushBuffers(Computation* computation, size_t size) : computation_(computation), size_(size) {}
   PushBuffers(const PushBuffers&) = delete;
   PushBuffers& operator=(const PushBuffers&) = delete;
   ~PushBuffers();
@@ -89,7 +85,7 @@ class PushBuffers {
   std::vector<float>& Take(std::shared_ptr<std::vector<float>>* held);
 
  private:
-  model::Backend* backend_;
+  Computation* computation_;
   size_t size_;
   std::vector<std::shared_ptr<std::vector<float>>> buffers_;
 };

@@ -26,7 +26,7 @@ class OverlapSteps {
   explicit OverlapSteps(StepContext& steps)
       : steps_(steps),
         n_(static_cast<size_t>(steps.computer().num_params())),
-        buffers_(steps.computer().backend(), n_) {}
+        buffers_(steps.computer().computation(), n_) {}
 
   Status Run();
 
@@ -44,7 +44,7 @@ class OverlapSteps {
 
   StepContext& steps_;
   const size_t n_;
-  PushBuffers buffers_;  // outlives the compute thread, which uses the backend too
+  PushBuffers buffers_;  // outlives the compute thread, which uses the computation too
 
   Mutex mutex_;
   CondVar ready_;  // a step is pending, or the compute thread is done

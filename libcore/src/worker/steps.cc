@@ -149,7 +149,7 @@ Status RunSteps(sync::WorkerMode mode, StepContext& steps) {
 Status RunSyncSteps(StepContext& steps, bool chunked) {
   StepComputer& computer = steps.computer();
   std::vector<float> params(computer.num_params());
-  PushBuffers buffers(computer.backend(), params.size());
+  PushBuffers buffers(computer.computation(), params.size());
   std::shared_ptr<std::vector<float>> gradient;
   std::vector<float> chunk_gradient(chunked ? params.size() : 0);
   bool pulled = false;  // the Pull went out with the last push
@@ -180,7 +180,7 @@ Status RunLocalSteps(StepContext& steps) {
   StepComputer& computer = steps.computer();
   const size_t n = static_cast<size_t>(computer.num_params());
   std::vector<float> params(n), base(n), grad(n), velocity(n, 0.f);
-  PushBuffers buffers(computer.backend(), n);
+  PushBuffers buffers(computer.computation(), n);
   std::shared_ptr<std::vector<float>> delta;
   DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, params));
   if (!more) return Status::Ok();
@@ -225,7 +225,7 @@ Status RunTokenSteps(StepContext& steps) {
   ServerLink& link = steps.link();
   const int64_t token_size = link.welcome().token_size;
   std::vector<float> params(computer.num_params());
-  PushBuffers buffers(computer.backend(), params.size());
+  PushBuffers buffers(computer.computation(), params.size());
   std::shared_ptr<std::vector<float>> gradient;
   DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, params));
   if (!more) return Status::Ok();

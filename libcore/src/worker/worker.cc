@@ -44,14 +44,21 @@ Result<sync::WorkerMode> ModeOf(const proto::Welcome& welcome) {
 
 class WorkerRunner {
  public:
-  WorkerRunner(const WorkerConfig& config, const std::atomic<int>* signal)
-      : config_(config), signal_(signal), link_(config, signal) {}
+  // `user`: the caller's computation; null: the built-in model of the
+  // server's Welcome over config.data.
+  WorkerRunner(const WorkerConfig& config, const std::atomic<int>* signal,
+               std::unique_ptr<Computation> user)
+      : config_(config), signal_(signal), link_(config, signal), user_(std::move(user)) {}
 
   Result<WorkerReport> Run();
 
  private:
   Status Prepare();
   Status Setup();
+  // The built-in model the Welcome names, over this worker's shard of config.data.
+  Result<std::unique_ptr<Computation>> BuiltIn();
+  // Tells the caller's computation about the job and checks that it fits.
+  Status JoinUser();
   Status Train();
   // Runs the steps of `mode` until the server stops the worker.
   Status RunMode(sync::WorkerMode mode);
@@ -66,6 +73,9 @@ class WorkerRunner {
   int64_t max_batch_ = 0;                       // sent with Hello
   std::optional<model::ModelSpec> sized_for_;   // the model --max-batch auto was derived for
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
+  std::unique_ptr<Computation> user_;           // the caller's; null: built_in_
+  std::unique_ptr<Computation> built_in_;       // the Welcome's model over config.data
+  std::string description_;                     // the model and shard, for the log
   std::unique_ptr<StepComputer> computer_;
   StepState state_;
   WorkerReport report_;
@@ -73,6 +83,8 @@ class WorkerRunner {
 
 Status WorkerRunner::Prepare() {
   DMLPS_RETURN_IF_ERROR(link_.LoadKeys());
+  max_batch_ = config_.max_batch;
+  if (user_ != nullptr) return Status::Ok();  // its data and device are its own
   DMLPS_ASSIGN_OR_RETURN(data_spec_, data::ParseDataSpec(config_.data));
   // Fail before joining when the data is plainly missing: a server should not
   // wait for a worker that can never train.
@@ -83,7 +95,6 @@ Status WorkerRunner::Prepare() {
   DMLPS_ASSIGN_OR_RETURN(device_, model::ParseDevice(config_.device));
   std::string device_name;
   DMLPS_ASSIGN_OR_RETURN(model::DeviceMemory memory, model::ProbeDevice(device_, &device_name));
-  max_batch_ = config_.max_batch;
   if (config_.max_batch_auto) {
     // The model's shape needs the data's: a sliver of it tells.
     DMLPS_ASSIGN_OR_RETURN(data::Dataset sample, data::LoadTrain(data_spec_, data::Shard{0, 1000}));
@@ -102,18 +113,13 @@ Status WorkerRunner::Prepare() {
   return Status::Ok();
 }
 
-Status WorkerRunner::Setup() {
+Result<std::unique_ptr<Computation>> WorkerRunner::BuiltIn() {
   const proto::Welcome& welcome = link_.welcome();
   const data::Shard shard{welcome.shard_index, welcome.shard_count};
-  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count || welcome.batch < 1 ||
-      welcome.chunk < 0 || welcome.token_size < 0) {
-    return Status::Protocol("the server sent an impossible shard, batch, chunk or token size");
-  }
   DMLPS_ASSIGN_OR_RETURN(data::Dataset data, data::LoadTrain(data_spec_, shard));
   DMLPS_RETURN_IF_ERROR(data.ConformTo(welcome.input_dim, welcome.classes)
                             .WithContext(config_.data + " does not fit the server's model"));
-  const int64_t rows = data.rows();
-  if (rows == 0) return Status::DataLoss(config_.data + ": this worker's shard is empty");
+  if (data.rows() == 0) return Status::DataLoss(config_.data + ": this worker's shard is empty");
   DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
                          model::ParseModelSpec(welcome.model, welcome.input_dim, welcome.classes));
   if (sized_for_.has_value() && sized_for_->Name() != spec.Name()) {
@@ -131,6 +137,26 @@ Status WorkerRunner::Setup() {
                             " parameters, " + spec.Name() + " here has " +
                             std::to_string(model->num_params()));
   }
+  description_ =
+      spec.Name() + ", shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count);
+  return std::unique_ptr<Computation>(
+      std::make_unique<DatasetComputation>(std::move(data), std::move(model)));
+}
+
+Status WorkerRunner::Setup() {
+  const proto::Welcome& welcome = link_.welcome();
+  if (welcome.shard_count < 1 || welcome.shard_index < 0 ||
+      welcome.shard_index >= welcome.shard_count || welcome.batch < 1 || welcome.chunk < 0 ||
+      welcome.token_size < 0) {
+    return Status::Protocol("the server sent an impossible shard, batch, chunk or token size");
+  }
+  computer_.reset();  // it refers to the computation replaced here
+  if (user_ == nullptr) {
+    DMLPS_ASSIGN_OR_RETURN(built_in_, BuiltIn());
+  } else {
+    DMLPS_RETURN_IF_ERROR(JoinUser());
+  }
+  Computation& computation = user_ != nullptr ? *user_ : *built_in_;
   state_.batch = welcome.batch;
   if (!config_.trace.empty() && tracer_ == nullptr) {  // once: a rejoin keeps the trace
     DMLPS_ASSIGN_OR_RETURN(
@@ -141,14 +167,35 @@ Status WorkerRunner::Setup() {
   StragglerSpec straggler = config_.straggler;
   straggler.seed ^= seed;
   computer_ = std::make_unique<StepComputer>(
-      std::move(data), std::move(model), seed,
-      StragglerProfile(straggler, welcome.rank, welcome.num_workers), tracer_.get(),
-      [this](std::chrono::microseconds d) { return link_.Pause(d); });
-  spdlog::info(
-      "worker {} of {}: policy {} ({} steps), model {}, shard {}/{} with {} samples, "
-      "batch {}",
-      welcome.rank, welcome.num_workers, welcome.policy, welcome.mode, spec.Name(), shard.index,
-      shard.count, rows, welcome.batch);
+      computation, seed, StragglerProfile(straggler, welcome.rank, welcome.num_workers),
+      tracer_.get(), [this](std::chrono::microseconds d) { return link_.Pause(d); });
+  spdlog::info("worker {} of {}: policy {} ({} steps), model {} with {} samples, batch {}",
+               welcome.rank, welcome.num_workers, welcome.policy, welcome.mode, description_,
+               computation.num_samples(), welcome.batch);
+  return Status::Ok();
+}
+
+Status WorkerRunner::JoinUser() {
+  const proto::Welcome& welcome = link_.welcome();
+  JobInfo job;
+  job.rank = welcome.rank;
+  job.num_workers = welcome.num_workers;
+  job.model = welcome.model;
+  job.policy = welcome.policy;
+  job.batch = welcome.batch;
+  job.input_dim = welcome.input_dim;
+  job.classes = welcome.classes;
+  job.num_params = welcome.num_params;
+  job.shard_index = welcome.shard_index;
+  job.shard_count = welcome.shard_count;
+  DMLPS_RETURN_IF_ERROR(user_->Join(job));
+  if (user_->num_params() != welcome.num_params) {
+    return Status::Config("the server's model " + welcome.model + " has " +
+                          std::to_string(welcome.num_params) + " parameters, the computation " +
+                          std::to_string(user_->num_params()));
+  }
+  if (user_->num_samples() < 1) return Status::Config("the computation holds no samples");
+  description_ = welcome.model + " (the caller's computation)";
   return Status::Ok();
 }
 
@@ -242,7 +289,14 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
 }
 
 Result<WorkerReport> RunWorker(const WorkerConfig& config, const std::atomic<int>* signal) {
-  WorkerRunner runner(config, signal);
+  WorkerRunner runner(config, signal, nullptr);
+  return runner.Run();
+}
+
+Result<WorkerReport> RunWorker(const WorkerConfig& config, std::unique_ptr<Computation> computation,
+                               const std::atomic<int>* signal) {
+  if (computation == nullptr) return Status::InvalidArgument("RunWorker: no computation given");
+  WorkerRunner runner(config, signal, std::move(computation));
   return runner.Run();
 }
 

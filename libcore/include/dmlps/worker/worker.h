@@ -1,15 +1,19 @@
 // The worker: joins a server, loads its shard, and runs steps the way the
 // server's policy asks (see sync::WorkerMode) until the server says stop.
+// RunWorker with a Computation is the library's way in: the caller's model
+// trained by an ordinary dmlps worker.
 #ifndef DMLPS_WORKER_WORKER_H_
 #define DMLPS_WORKER_WORKER_H_
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/worker/computation.h"
 #include "dmlps/worker/straggler.h"
 
 namespace dmlps::worker {
@@ -60,6 +64,16 @@ struct WorkerReport {
 // back), the server refuses it, its data is missing or
 // corrupt, or a signal arrives (nonzero in *signal; reported, not an error).
 Result<WorkerReport> RunWorker(const WorkerConfig& config, const std::atomic<int>* signal);
+
+// As above, but the worker computes with `computation` instead of the
+// built-in model the server names: config.data, model, device and
+// max_batch_auto are not used. The server's parameter vector must have the
+// computation's layout (num_params() is checked; the order of the floats
+// is the caller's to match). A store of a nonzero value into *signal (null:
+// none) stops the worker as a signal does. An error from the computation
+// ends the run with that error, after the worker has left the server.
+Result<WorkerReport> RunWorker(const WorkerConfig& config, std::unique_ptr<Computation> computation,
+                               const std::atomic<int>* signal);
 
 }  // namespace dmlps::worker
 

@@ -1,0 +1,205 @@
+"""Train a PyTorch module with dmlps workers.
+
+``TorchComputation(module, loss_fn, x, y)`` (or ``(module, loss_fn,
+dataset)`` with a torch Dataset of (input, target) pairs) is a ``compute``
+callback for ``dmlps.Worker``: it copies the server's flat parameter vector into the
+module's parameters, runs the module on the samples asked for, and writes the
+gradient autograd computes back in the same layout.
+
+The flat layout is the module's parameters in ``module.parameters()`` order.
+With ``layout="dmlps"`` (the default) each 2-D parameter (a Linear weight,
+out x in, row-major in PyTorch) is stored transposed, that is column-major
+out x in, as dmlps' built-in models store theirs; 1-D ones (biases) as they
+are. So an ``nn.Sequential`` of ``Linear`` layers with ``ReLU`` between them
+has exactly the layout of the server's ``--model mlp:H1,...`` (and a single
+Linear that of ``softmax``), with ``nn.CrossEntropyLoss()`` as the loss.
+With ``layout="torch"`` every parameter is taken as PyTorch stores it (for a
+server that takes the layout from its workers). The server's model must have
+that layout: dmlps checks only the length.
+"""
+
+import warnings
+
+import torch
+
+import dmlps
+
+# The parameters a worker passes are a read-only view; this module only reads
+# them, so PyTorch's warning about tensors over read-only arrays is noise.
+warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+
+
+class TorchComputation:
+    """The ``compute`` callback of a ``dmlps.Worker`` for a PyTorch module."""
+
+    def __init__(self, module, loss_fn, x, y=None, layout="dmlps"):
+        if layout not in ("dmlps", "torch"):
+            raise ValueError("layout must be 'dmlps' or 'torch'")
+        self.module = module
+        self.loss_fn = loss_fn
+        self.dataset = None
+        if y is None:  # a torch Dataset of (input, target) pairs
+            if isinstance(x, torch.utils.data.TensorDataset) and len(x.tensors) == 2:
+                x, y = x.tensors
+            else:
+                self.dataset = x
+                self.x = self.y = None
+        if self.dataset is None:
+            if len(x) != len(y):
+                raise ValueError("x and y must hold the same number of samples")
+            self.x = torch.as_tensor(x)
+            self.y = torch.as_tensor(y)
+        self._first = 0
+        self._rows = len(self.dataset) if self.dataset is not None else len(self.x)
+        if self._rows == 0:
+            raise ValueError("there are no samples")
+        self.params = list(module.parameters())
+        self.transposed = [layout == "dmlps" and p.dim() == 2 for p in self.params]
+        self.num_params = sum(p.numel() for p in self.params)
+        # The module's parameters and their gradients become views of two flat
+        # vectors in the layout, so a step copies each vector once (a memcpy)
+        # instead of parameter by parameter, transposing.
+        self._flat = self.flatten()
+        self._flat_grad = torch.zeros(self.num_params, dtype=torch.float32)
+        with torch.no_grad():
+            for p, view, _ in self._slices(self._flat):
+                p.data = view
+            for p, view, _ in self._slices(self._flat_grad):
+                p.grad = view
+        self._grad_ptrs = [p.grad.data_ptr() for p in self.params]
+
+    @property
+    def num_samples(self):
+        return self._rows
+
+    def use_shard(self, index, count):
+        """Trains on shard ``index`` of ``count`` only: the same contiguous
+        slice of the samples dmlps-worker takes (sizes differ by at most one).
+        Returns the shard's sample count."""
+        total = len(self.dataset) if self.dataset is not None else len(self.x)
+        if not 0 <= index < count or count > total:
+            raise ValueError(f"no shard {index} of {count} in {total} samples")
+        base, extra = divmod(total, count)
+        self._first = index * base + min(index, extra)
+        self._rows = base + (1 if index < extra else 0)
+        return self._rows
+
+    def layout(self):
+        """The flat vector's pieces in order: (name, shape) per parameter, from
+        ``named_parameters()``; shapes as PyTorch gives them (with
+        ``layout="dmlps"`` a 2-D one is stored column-major, i.e. transposed)."""
+        return [(name, tuple(p.shape)) for name, p in self.module.named_parameters()]
+
+    def initial_values(self):
+        """The module's current parameters as a flat float32 NumPy array."""
+        return self.flatten().numpy()
+
+    def _batch(self, ids):
+        if self._first:
+            ids = ids + self._first
+        if self.dataset is None:
+            return self.x[ids], self.y[ids]
+        pairs = [self.dataset[i] for i in ids.tolist()]
+        return torch.utils.data.default_collate(pairs)
+
+    def _slices(self, flat):
+        """(parameter, its slice of flat in the layout's shape, transposed?)."""
+        offset = 0
+        for p, transposed in zip(self.params, self.transposed):
+            n = p.numel()
+            part = flat[offset:offset + n]
+            offset += n
+            if transposed:  # column-major out x in is row-major in x out
+                yield p, part.view(p.shape[1], p.shape[0]).t(), True
+            else:
+                yield p, part.view(p.shape), False
+
+    def load(self, params):
+        """Copies a flat parameter vector (NumPy or tensor) into the module."""
+        flat = torch.as_tensor(params)
+        if flat.numel() != self.num_params:
+            raise ValueError(
+                f"the flat vector has {flat.numel()} floats, the module {self.num_params}")
+        with torch.no_grad():
+            if self._linked():
+                self._flat.copy_(flat)
+                return
+            for p, source, _ in self._slices(flat):
+                p.copy_(source)
+
+    def flatten(self):
+        """The module's parameters as one flat float32 tensor in the layout."""
+        flat = torch.empty(self.num_params, dtype=torch.float32)
+        with torch.no_grad():
+            for p, target, _ in self._slices(flat):
+                target.copy_(p)
+        return flat
+
+    def _linked(self):
+        """Whether the module's parameters are still the flat vector's views
+        (not when the caller has replaced or moved them since)."""
+        offset = self._flat.data_ptr()
+        for p in self.params:
+            if p.data_ptr() != offset:
+                return False
+            offset += p.numel() * 4
+        return True
+
+    def __call__(self, params, sample_ids, grad):
+        self.load(params)
+        loss = self.forward_backward(sample_ids)
+        self.store_gradient(grad)
+        return loss
+
+    def forward_backward(self, sample_ids):
+        """The mean loss on the samples, its gradient left in the module."""
+        inputs, targets = self._batch(torch.from_numpy(sample_ids))
+        self._flat_grad.zero_()
+        for p, ptr in zip(self.params, self._grad_ptrs):
+            if p.grad is None or p.grad.data_ptr() != ptr:
+                p.grad = None  # unlinked: autograd gives it a tensor of its own
+        loss = self.loss_fn(self.module(inputs), targets)
+        loss.backward()
+        return float(loss)
+
+    def store_gradient(self, grad):
+        """Copies the module's gradient into a flat vector (NumPy or tensor)."""
+        out = torch.as_tensor(grad)
+        with torch.no_grad():
+            if all(p.grad is not None and p.grad.data_ptr() == ptr
+                   for p, ptr in zip(self.params, self._grad_ptrs)):
+                out.copy_(self._flat_grad)  # autograd accumulated into the views
+                return
+            for p, target, _ in self._slices(out):
+                if p.grad is None:
+                    target.zero_()
+                else:
+                    target.copy_(p.grad)
+
+
+def mlp(input_dim, hidden, classes):
+    """An nn.Sequential with the layout of dmlps' ``mlp:H1,...`` (``softmax``
+    without hidden layers)."""
+    layers = []
+    width = input_dim
+    for h in hidden:
+        layers += [torch.nn.Linear(width, h), torch.nn.ReLU()]
+        width = h
+    layers.append(torch.nn.Linear(width, classes))
+    return torch.nn.Sequential(*layers)
+
+
+def worker(server, module, loss_fn, x, y=None, layout="dmlps", shard=True, **options):
+    """A dmlps.Worker that trains ``module`` on (x, y), or on a torch Dataset
+    x of (input, target) pairs; options as Worker's. With ``shard`` (the
+    default) it trains on the share of the samples the server assigns it, as
+    dmlps-worker does; without, on all of them. The worker offers the server
+    the module's layout and current values (see Worker)."""
+    computation = TorchComputation(module, loss_fn, x, y, layout)
+    options.setdefault("layout", computation.layout())
+    options.setdefault("initial_values", computation.initial_values())
+    if shard and "on_join" not in options:
+        options["on_join"] = lambda job: computation.use_shard(job["shard_index"],
+                                                               job["shard_count"])
+    return dmlps.Worker(server, computation.num_samples, computation,
+                        num_params=computation.num_params, **options)

@@ -1,0 +1,450 @@
+// dmlps._dmlps: a dmlps worker whose gradients a Python function computes,
+// and the pieces of the library Python callers want beside it (the data
+// reader, the built-in models' gradients for checking a port of them).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dmlps/data/dataset.h"
+#include "dmlps/model/model.h"
+#include "dmlps/worker/computation.h"
+#include "dmlps/worker/worker.h"
+
+namespace py = pybind11;
+
+namespace dmlps::python {
+namespace {
+
+// A view of `data` as a 1-D NumPy array: no copy; `base` keeps nothing
+// alive, so the view is valid only while the caller's buffer is.
+template <typename T>
+py::array_t<T> View(T* data, size_t n, bool writeable) {
+  // A base that owns nothing (NumPy needs one to take `data` without a copy;
+  // pybind11 refuses a capsule over a null pointer).
+  static int kNothing = 0;
+  // Never freed: it must not be destroyed after the interpreter is.
+  static const py::capsule* const kNoOwner = new py::capsule(&kNothing, [](void*) {});
+  py::array_t<T> view({static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(T))}, data,
+                      *kNoOwner);
+  if (!writeable) {
+    py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  }
+  return view;
+}
+
+py::dict JobDict(const worker::JobInfo& job) {
+  py::dict d;
+  d["rank"] = job.rank;
+  d["num_workers"] = job.num_workers;
+  d["model"] = job.model;
+  d["policy"] = job.policy;
+  d["batch"] = job.batch;
+  d["input_dim"] = job.input_dim;
+  d["classes"] = job.classes;
+  d["num_params"] = job.num_params;
+  d["shard_index"] = job.shard_index;
+  d["shard_count"] = job.shard_count;
+  return d;
+}
+
+// A Computation that calls Python, taking the GIL for each call. The first
+// exception a callback raises is kept in *error (which outlives this) for
+// Worker.run to raise again.
+class PyComputation : public worker::Computation {
+ public:
+  PyComputation(int64_t num_samples, int64_t num_params, py::object compute, py::object on_join,
+                std::exception_ptr* error)
+      : num_samples_(num_samples),
+        num_params_(num_params),
+        compute_(std::move(compute)),
+        on_join_(std::move(on_join)),
+        error_(error) {}
+  ~PyComputation() override {
+    py::gil_scoped_acquire gil;
+    compute_ = py::object();
+    on_join_ = py::object();
+  }
+
+  Status Join(const worker::JobInfo& job) override {
+    py::gil_scoped_acquire gil;
+    if (num_params_ < 0) num_params_ = job.num_params;  // the server's layout, taken as given
+    if (on_join_.is_none()) return Status::Ok();
+    return Call("on_join", [&] {
+      py::object samples = on_join_(JobDict(job));
+      if (!samples.is_none()) num_samples_ = samples.cast<int64_t>();
+    });
+  }
+  int64_t num_params() const override { return num_params_; }
+  int64_t num_samples() const override { return num_samples_; }
+
+  Result<double> Compute(std::span<const float> params, std::span<const int64_t> sample_ids,
+                         std::span<float> grad) override {
+    py::gil_scoped_acquire gil;
+    double loss = 0;
+    Status called = Call("compute", [&] {
+      py::object result =
+          compute_(View(const_cast<float*>(params.data()), params.size(), false),
+                   View(const_cast<int64_t*>(sample_ids.data()), sample_ids.size(), false),
+                   View(grad.data(), grad.size(), true));
+      // float() of it: a Python float, a NumPy scalar, a 1-element tensor; a
+      // TypeError otherwise, kept like any exception the callback raises.
+      loss = py::float_(result).cast<double>();
+    });
+    if (!called.ok()) return called;
+    return loss;
+  }
+
+ private:
+  // Runs `call` and turns whatever it raises into a Status, keeping the
+  // exception. REQUIRES: the GIL.
+  template <typename F>
+  Status Call(const char* what, F&& call) {
+    try {
+      call();
+      return Status::Ok();
+    } catch (py::error_already_set& e) {
+      // One line for the server's log: the type and message, no traceback.
+      std::string message = std::string("the ") + what + " callback raised " +
+                            py::str(e.type().attr("__name__")).cast<std::string>() + ": " +
+                            py::str(e.value()).cast<std::string>();
+      if (*error_ == nullptr) *error_ = std::current_exception();
+      return Status::Internal(message);
+    } catch (const std::exception& e) {  // a result that does not convert
+      if (*error_ == nullptr) *error_ = std::current_exception();
+      return Status::Internal(std::string("the ") + what + " callback: " + e.what());
+    }
+  }
+
+  int64_t num_samples_;
+  int64_t num_params_;
+  py::object compute_;
+  py::object on_join_;
+  std::exception_ptr* error_;
+};
+
+// Where SIGINT stops the worker running on the main thread, while one does.
+std::atomic<std::atomic<int>*> g_interrupt_target{nullptr};
+
+void OnInterrupt(int signal) {
+  if (std::atomic<int>* target = g_interrupt_target.load()) target->store(signal);
+}
+
+// Takes SIGINT from Python for as long as it lives, when made on the main
+// thread (signal handlers are the main thread's business in Python).
+class InterruptScope {
+ public:
+  InterruptScope(std::atomic<int>* target, bool main_thread) : active_(main_thread) {
+    if (!active_) return;
+    g_interrupt_target.store(target);
+    struct sigaction action {};
+    action.sa_handler = OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptScope() {
+    if (!active_) return;
+    sigaction(SIGINT, &previous_, nullptr);
+    g_interrupt_target.store(nullptr);
+  }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  bool active_;
+  struct sigaction previous_ {};
+};
+
+py::dict ReportDict(const worker::WorkerReport& report) {
+  py::dict d;
+  d["rank"] = report.rank;
+  d["steps"] = report.steps;
+  d["samples"] = report.samples;
+  d["compute_s"] = report.compute_s;
+  d["straggle_s"] = report.straggle_s;
+  d["wait_s"] = report.wait_s;
+  d["comm_s"] = report.comm_s;
+  d["seconds"] = report.seconds;
+  d["stop_reason"] = report.stop_reason;
+  d["reconnects"] = report.reconnects;
+  d["signal"] = report.signal;
+  return d;
+}
+
+class Worker {
+ public:
+  Worker(worker::WorkerConfig config, int64_t num_samples, int64_t num_params, py::object compute,
+         py::object on_join)
+      : config_(std::move(config)),
+        num_samples_(num_samples),
+        num_params_(num_params),
+        compute_(std::move(compute)),
+        on_join_(std::move(on_join)) {
+    std::vector<std::string> problems = worker::ValidateConfig(config_);
+    if (num_samples_ < 1 && on_join_.is_none())
+      problems.push_back("num_samples must be at least 1");
+    if (!problems.empty()) {
+      std::string message;
+      for (const std::string& p : problems) message += (message.empty() ? "" : "; ") + p;
+      throw py::value_error(message);
+    }
+  }
+
+  py::dict Run() {
+    error_ = nullptr;
+    auto computation =
+        std::make_unique<PyComputation>(num_samples_, num_params_, compute_, on_join_, &error_);
+    stop_.store(0);
+    const bool main_thread = py::module_::import("threading")
+                                 .attr("current_thread")()
+                                 .is(py::module_::import("threading").attr("main_thread")());
+    Result<worker::WorkerReport> report = Status::Ok();
+    {
+      InterruptScope interrupts(&stop_, main_thread);
+      py::gil_scoped_release released;
+      report = worker::RunWorker(config_, std::move(computation), &stop_);
+    }
+    if (error_ != nullptr) std::rethrow_exception(std::exchange(error_, nullptr));
+    if (!report.ok()) throw std::runtime_error(report.status().message());
+    if (report->signal == SIGINT) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
+    }
+    return ReportDict(*report);
+  }
+
+  void Stop() { stop_.store(SIGTERM); }
+
+ private:
+  worker::WorkerConfig config_;
+  int64_t num_samples_;
+  int64_t num_params_;
+  py::object compute_;
+  py::object on_join_;
+  std::atomic<int> stop_{0};
+  std::exception_ptr error_;
+};
+
+template <typename T>
+T ValueOrThrow(Result<T> result) {
+  if (!result.ok()) throw py::value_error(result.status().message());
+  return std::move(result).value();
+}
+
+// The training rows of shard `index` of `count` of a data spelling
+// (data::ParseDataSpec), as (x: n x dim float32, y: n int64).
+py::tuple LoadTrain(const std::string& spelling, int64_t index, int64_t count) {
+  if (count < 1 || index < 0 || index >= count) throw py::value_error("no such shard");
+  data::DataSpec spec = ValueOrThrow(data::ParseDataSpec(spelling));
+  data::Dataset dataset;
+  {
+    py::gil_scoped_release released;
+    Result<data::Dataset> loaded = data::LoadTrain(spec, data::Shard{index, count});
+    if (!loaded.ok()) {
+      py::gil_scoped_acquire gil;
+      throw py::value_error(loaded.status().message());
+    }
+    dataset = std::move(*loaded);
+  }
+  const int64_t rows = dataset.rows();
+  py::array_t<float> x({rows, dataset.dim});
+  py::array_t<int64_t> y(rows);
+  std::vector<int64_t> all(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) all[i] = i;
+  Eigen::MatrixXf columns;
+  std::vector<int32_t> labels;
+  dataset.Gather(all, &columns, &labels);  // dim x rows, column-major: x's rows
+  std::copy(columns.data(), columns.data() + columns.size(), x.mutable_data());
+  std::copy(labels.begin(), labels.end(), y.mutable_data());
+  return py::make_tuple(x, y);
+}
+
+// A built-in model's mean loss and gradient at `params` on the samples
+// (rows of x, labels y): what a port of the model must compute.
+py::tuple ModelLossAndGradient(const std::string& name,
+                               py::array_t<float, py::array::c_style | py::array::forcecast> params,
+                               py::array_t<float, py::array::c_style | py::array::forcecast> x,
+                               py::array_t<int64_t, py::array::c_style | py::array::forcecast> y,
+                               int64_t classes) {
+  if (x.ndim() != 2 || y.ndim() != 1 || x.shape(0) != y.shape(0) || y.shape(0) < 1)
+    throw py::value_error("x must be n x dim and y n labels, n >= 1");
+  model::Model model(ValueOrThrow(model::ParseModelSpec(name, x.shape(1), classes)));
+  if (params.ndim() != 1 || params.shape(0) != model.num_params())
+    throw py::value_error(name + " has " + std::to_string(model.num_params()) + " parameters");
+  Eigen::MatrixXf columns = Eigen::Map<const Eigen::MatrixXf>(x.data(), x.shape(1), x.shape(0));
+  std::vector<int32_t> labels(y.data(), y.data() + y.shape(0));
+  for (int32_t label : labels) {
+    if (label < 0 || label >= classes) throw py::value_error("a label is outside [0, classes)");
+  }
+  py::array_t<float> grad(model.num_params());
+  const double loss = model.LossAndGradient(
+      std::span<const float>(params.data(), static_cast<size_t>(params.shape(0))), columns, labels,
+      std::span<float>(grad.mutable_data(), static_cast<size_t>(grad.shape(0))));
+  return py::make_tuple(loss, grad);
+}
+
+// A built-in model's initial parameters, as dmlps-server draws them.
+py::array_t<float> ModelInitialize(const std::string& name, int64_t input_dim, int64_t classes,
+                                   uint64_t seed) {
+  model::Model model(ValueOrThrow(model::ParseModelSpec(name, input_dim, classes)));
+  py::array_t<float> params(model.num_params());
+  model.Initialize(seed, std::span<float>(params.mutable_data(), params.size()));
+  return params;
+}
+
+// A model layout a worker offers: the tensors' names and shapes in the flat
+// vector's order, and their initial values.
+struct LayoutOffer {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+  std::vector<float> values;
+};
+
+// Checks a layout (a sequence of (name, shape)) and its initial values (none,
+// or a flat float array as long as the layout) against each other.
+LayoutOffer MakeLayoutOffer(const py::object& layout, const py::object& values) {
+  LayoutOffer offer;
+  int64_t total = 0;
+  for (const py::handle& entry : layout) {
+    auto [name, shape] = entry.cast<std::pair<std::string, std::vector<int64_t>>>();
+    int64_t size = 1;
+    for (int64_t d : shape) {
+      if (d < 1) throw py::value_error("layout: tensor '" + name + "' has a dimension below 1");
+      size *= d;
+    }
+    total += size;
+    offer.tensors.emplace_back(std::move(name), std::move(shape));
+  }
+  if (!values.is_none()) {
+    auto array = values.cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
+    if (array.ndim() != 1 || array.shape(0) != total)
+      throw py::value_error("initial_values must be a flat array of the layout's " +
+                            std::to_string(total) + " floats");
+    offer.values.assign(array.data(), array.data() + total);
+  }
+  return offer;
+}
+
+// The one place a worker's offered layout meets its config. The server's
+// built-in models fix the layout themselves (and draw the initial values), so
+// there is nothing to hand over yet; a server that takes its model's layout
+// from the workers would get it through the config here.
+void HandLayoutToConfig(const LayoutOffer& offer, worker::WorkerConfig* config) {}
+
+worker::WorkerConfig MakeConfig(const py::kwargs& options) {
+  worker::WorkerConfig config;
+  auto ms = [](const py::handle& v) { return std::chrono::milliseconds(v.cast<int64_t>()); };
+  for (const auto& [key_handle, value] : options) {
+    const std::string key = key_handle.cast<std::string>();
+    worker::StragglerSpec& s = config.straggler;
+    if (key == "rank")
+      config.rank = value.cast<int64_t>();
+    else if (key == "threads")
+      config.threads = value.cast<int64_t>();
+    else if (key == "max_batch")
+      config.max_batch = value.cast<int64_t>();
+    else if (key == "slowdown")
+      s.slowdown = value.cast<double>();
+    else if (key == "slowdown_schedule")
+      s.schedule = ValueOrThrow(worker::ParseSlowdownSchedule(value.cast<std::string>()));
+    else if (key == "delay_prob")
+      s.delay_prob = value.cast<double>();
+    else if (key == "delay_ms")
+      s.delay = ms(value);
+    else if (key == "round_robin_ms")
+      s.round_robin = ms(value);
+    else if (key == "bandwidth_mbps")
+      s.bandwidth_mbps = value.cast<double>();
+    else if (key == "bandwidth_schedule")
+      s.bandwidth_schedule =
+          ValueOrThrow(worker::ParseBandwidthSchedule(value.cast<std::string>()));
+    else if (key == "seed")
+      s.seed = value.cast<uint64_t>();
+    else if (key == "connect_timeout_ms")
+      config.connect_timeout = ms(value);
+    else if (key == "server_timeout_ms")
+      config.server_timeout = ms(value);
+    else if (key == "reconnect_timeout_ms")
+      config.reconnect_timeout = ms(value);
+    else if (key == "heartbeat_ms")
+      config.heartbeat = ms(value);
+    else if (key == "trace")
+      config.trace = value.cast<std::string>();
+    else if (key == "curve_secret")
+      config.curve_secret = value.cast<std::string>();
+    else if (key == "curve_server_key")
+      config.curve_server_key = value.cast<std::string>();
+    else
+      throw py::type_error("Worker: unknown option '" + key + "'");
+  }
+  return config;
+}
+
+// The worker logs to standard error, as dmlps-worker does (standard output
+// is the Python program's), at info or as SPDLOG_LEVEL says.
+void SetupLogging() {
+  auto logger = spdlog::stderr_logger_mt("dmlps");
+  logger->set_pattern("%H:%M:%S.%e dmlps: %l: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::info);
+  spdlog::cfg::load_env_levels();
+}
+
+void SetLogLevel(const std::string& level) {
+  const spdlog::level::level_enum parsed = spdlog::level::from_str(level);
+  if (parsed == spdlog::level::off && level != "off") {
+    throw py::value_error("unknown log level '" + level +
+                          "' (trace, debug, info, warning, error, critical, off)");
+  }
+  spdlog::set_level(parsed);
+}
+
+}  // namespace
+}  // namespace dmlps::python
+
+PYBIND11_MODULE(_dmlps, m) {
+  using dmlps::python::Worker;
+  namespace dp = dmlps::python;
+  m.doc() = "dmlps workers whose gradients Python computes (see the dmlps package)";
+  m.attr("__version__") = DMLPS_VERSION;
+  dp::SetupLogging();
+  m.def("set_log_level", &dp::SetLogLevel, py::arg("level"),
+        "How much the workers log to standard error: trace, debug, info (the default), "
+        "warning, error, critical or off");
+  py::class_<Worker>(m, "Worker")
+      .def(py::init([](std::string server, int64_t num_samples, py::object compute,
+                       int64_t num_params, py::object on_join, py::object layout,
+                       py::object initial_values, const py::kwargs& options) {
+             dmlps::worker::WorkerConfig config = dp::MakeConfig(options);
+             config.server = std::move(server);
+             if (!layout.is_none()) {
+               dp::HandLayoutToConfig(dp::MakeLayoutOffer(layout, initial_values), &config);
+             } else if (!initial_values.is_none()) {
+               throw py::value_error("initial_values needs a layout");
+             }
+             return std::make_unique<Worker>(std::move(config), num_samples, num_params,
+                                             std::move(compute), std::move(on_join));
+           }),
+           py::arg("server"), py::arg("num_samples"), py::arg("compute"),
+           py::arg("num_params") = -1, py::arg("on_join") = py::none(),
+           py::arg("layout") = py::none(), py::arg("initial_values") = py::none())
+      .def("run", &Worker::Run)
+      .def("stop", &Worker::Stop);
+  m.def("load_train", &dp::LoadTrain, py::arg("data") = "fashion-mnist", py::arg("shard_index") = 0,
+        py::arg("shard_count") = 1);
+  m.def("model_loss_and_gradient", &dp::ModelLossAndGradient, py::arg("model"), py::arg("params"),
+        py::arg("x"), py::arg("y"), py::arg("classes"));
+  m.def("model_initialize", &dp::ModelInitialize, py::arg("model"), py::arg("input_dim"),
+        py::arg("classes"), py::arg("seed") = 0);
+}

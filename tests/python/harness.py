@@ -1,0 +1,153 @@
+"""Shared pieces of the Python module's tests: a real dmlps-server on a free
+loopback port, dmlps.Worker runs on threads, every wait bounded and every
+child killed on exit. A test whose module or PyTorch is missing exits 77
+(skipped)."""
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+try:
+    import numpy  # noqa: F401
+    import torch
+
+    import dmlps
+    import dmlps.torch
+except ImportError as e:
+    print(f"skip: {e}")
+    sys.exit(77)
+
+torch.set_num_threads(1)
+BIN = os.environ.get("DMLPS_BIN", "")
+WORK = tempfile.mkdtemp(prefix="dmlps-python.")
+_children = []
+
+
+def _cleanup():
+    for child in _children:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    shutil.rmtree(WORK, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+
+
+def fail(message):
+    print(f"FAIL: {message}", file=sys.stderr)
+    for name in sorted(os.listdir(WORK)):
+        if name.endswith(".log"):
+            with open(os.path.join(WORK, name)) as f:
+                tail = f.readlines()[-15:]
+            print(f"--- {name} (last 15 lines)", file=sys.stderr)
+            sys.stderr.writelines(tail)
+    sys.exit(1)
+
+
+_data = None
+
+
+def fashion_mnist():
+    """The Fashion-MNIST training set as (x: n x 784 float32, y: n int64)
+    tensors, loaded once, as dmlps-worker reads it."""
+    global _data
+    if _data is None:
+        x, y = dmlps.load_train("fashion-mnist")
+        _data = (torch.from_numpy(x), torch.from_numpy(y))
+    return _data
+
+
+class Server:
+    """dmlps-server with ``args`` on a free loopback port; stdout (the TSV)
+    and stderr go to files under WORK named after ``name``."""
+
+    def __init__(self, *args, name="server"):
+        self.tsv = os.path.join(WORK, f"{name}.tsv")
+        self.log = os.path.join(WORK, f"{name}.log")
+        endpoint_file = os.path.join(WORK, f"{name}.endpoint")
+        with open(self.tsv, "w") as out, open(self.log, "w") as err:
+            self.process = subprocess.Popen(
+                [os.path.join(BIN, "dmlps-server"), "--bind", "tcp://127.0.0.1:*",
+                 "--endpoint-file", endpoint_file, *args], stdout=out, stderr=err)
+        _children.append(self.process)
+        deadline = time.monotonic() + 30
+        while not (os.path.exists(endpoint_file) and os.path.getsize(endpoint_file) > 0):
+            if self.process.poll() is not None:
+                fail("dmlps-server exited before listening")
+            if time.monotonic() > deadline:
+                fail("dmlps-server did not listen within 30 s")
+            time.sleep(0.05)
+        with open(endpoint_file) as f:
+            self.endpoint = f.read().strip()
+
+    def wait(self, seconds):
+        """Waits for the server to exit; fails the test after ``seconds``."""
+        try:
+            return self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            fail(f"dmlps-server still running after {seconds} s")
+
+    def log_text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def last_accuracy(self):
+        with open(self.tsv) as f:
+            lines = f.read().splitlines()
+        if len(lines) < 2:
+            fail("the server evaluated nothing")
+        return float(lines[-1].split("\t")[2])
+
+
+class WorkerThread(threading.Thread):
+    """Runs one dmlps.Worker on a thread; afterwards ``report`` holds what
+    run() returned or ``error`` what it raised."""
+
+    def __init__(self, worker):
+        super().__init__(daemon=True)
+        self.worker = worker
+        self.report = None
+        self.error = None
+
+    def run(self):
+        try:
+            self.report = self.worker.run()
+        except BaseException as e:  # noqa: B902 (kept for the test to judge)
+            self.error = e
+
+
+def run_workers(workers, seconds):
+    """Runs the workers at once and waits for all of them; fails the test
+    when one is still running after ``seconds`` (it is stopped first)."""
+    threads = [WorkerThread(w) for w in workers]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + seconds
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in threads):
+        for t in threads:
+            t.worker.stop()
+        fail(f"a worker was still running after {seconds} s")
+    return threads
+
+
+def torch_workers(endpoint, count, model_hidden=(128,), options=None, seed=0):
+    """``count`` workers training PyTorch MLPs with the layout of the
+    server's mlp:H (softmax for no hidden layer) on Fashion-MNIST; worker i
+    gets the keyword options ``options[i]``."""
+    x, y = fashion_mnist()
+    workers = []
+    for i in range(count):
+        torch.manual_seed(seed + i)
+        module = dmlps.torch.mlp(784, list(model_hidden), 10)
+        extra = (options or {}).get(i, {})
+        workers.append(dmlps.torch.worker(endpoint, module, torch.nn.CrossEntropyLoss(), x, y,
+                                          **extra))
+    return workers
