@@ -58,7 +58,7 @@ void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults)
                   "server of --model external needs"},
                  {"evaluator",
                   "Join as the server's evaluator (dmlps-server --evaluator): score each "
-                  "snapshot with --model on the test set of --data"}});
+                  "snapshot on the test set of --data, with --model if the server's is external"}});
 }
 
 void AddStragglerOptions(cxxopts::Options& options) {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "dmlps/model/model.h"
+#include "dmlps/worker/worker.h"
 
 namespace dmlps::model {
 namespace {
@@ -84,6 +85,20 @@ TEST_CASE("a built-in model's layout covers exactly its parameters, in order") {
   }
   const std::vector<TensorSpec> softmax = LayoutOf(ParseModelSpec("softmax", 784, 10).value());
   CHECK(softmax == std::vector<TensorSpec>{{"fc0.weight", {10, 784}}, {"fc0.bias", {10}}});
+}
+
+TEST_CASE("a worker's own layout needs as many initial values as parameters") {
+  worker::WorkerConfig config;
+  CHECK(worker::ValidateConfig(config).empty());
+  config.layout = Mlp();
+  CHECK(worker::ValidateConfig(config).size() == 1);  // no values
+  config.initial_values = std::make_shared<const std::vector<float>>(80, 0.f);
+  CHECK(worker::ValidateConfig(config).empty());
+  config.initial_values = std::make_shared<const std::vector<float>>(79, 0.f);
+  REQUIRE(worker::ValidateConfig(config).size() == 1);
+  CHECK(worker::ValidateConfig(config)[0] == "the layout has 80 parameters, the initial values 79");
+  config.layout[0].shape = {0, 4};
+  CHECK(worker::ValidateConfig(config)[0].starts_with("the layout: tensor 0 'fc0.weight'"));
 }
 
 }  // namespace

@@ -254,6 +254,17 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
   if (Result<model::Device> d = model::ParseDevice(config.device); !d.ok()) {
     problems.push_back("--device: " + d.status().message());
   }
+  if (!config.layout.empty()) {
+    Result<int64_t> n = model::ValidateLayout(config.layout);
+    if (!n.ok()) {
+      problems.push_back("the layout: " + n.status().message());
+    } else if (config.initial_values == nullptr ||
+               static_cast<int64_t>(config.initial_values->size()) != *n) {
+      problems.push_back("the layout has " + std::to_string(*n) + " parameters, the initial " +
+                         "values " +
+                         std::to_string(config.initial_values ? config.initial_values->size() : 0));
+    }
+  }
   if (config.max_batch_auto) {
     if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
       problems.push_back("--model: " + m.status().message());
