@@ -73,7 +73,10 @@ void RemoteEvaluator::SendNext() {
 
 void RemoteEvaluator::Take(const proto::Evaluation& evaluation) {
   if (!out_.has_value() || evaluation.id != out_id_) {
-    spdlog::warn("the evaluator answered snapshot {}, which it was not asked for", evaluation.id);
+    // Warned of once: a confused evaluator must not flood the log.
+    spdlog::log(unasked_++ == 0 ? spdlog::level::warn : spdlog::level::debug,
+                "the evaluator answered snapshot {}, which it was not asked for (ignored)",
+                evaluation.id);
     return;
   }
   if (!(evaluation.accuracy >= 0 && evaluation.accuracy <= 1) ||

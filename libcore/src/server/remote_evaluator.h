@@ -84,6 +84,7 @@ class RemoteEvaluator : public SnapshotEvaluator {
   Clock::time_point sent_at_;
   std::vector<Evaluation> done_;
   int64_t skipped_ = 0;
+  int64_t unasked_ = 0;  // answers to snapshots not out, ignored
 };
 
 }  // namespace dmlps::server
