@@ -256,7 +256,6 @@ Result<RunReport> ParameterServer::Finish() {
   }
   desk_->Stop(reason);
   FinishCheckpoints();
-
   const Turnover& turnover = desk_->turnover();
   report_.workers_lost = turnover.lost;
   report_.last_lost = turnover.last_lost;
