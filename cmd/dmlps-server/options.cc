@@ -83,7 +83,8 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
 void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
   cli::AddTrainingOptions(
       options, "Training",
-      {defaults.model, defaults.data, defaults.batch, defaults.lr, defaults.momentum});
+      {defaults.model, defaults.data, defaults.batch, defaults.lr, defaults.momentum},
+      /*external_model=*/true);
   cli::AddFlags(options, "Training",
                 {{"seed", "Seed for the initial model and the workers' sampling", "N",
                   std::to_string(defaults.seed)},
@@ -97,6 +98,13 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
        {"max-seconds", "Stop after this many seconds of training (0: no limit)", "SECONDS", "0"},
        {"eval-every", "Iterations between evaluations on the test set", "N",
         std::to_string(defaults.eval_every)},
+       {"evaluator",
+        "Send snapshots to an evaluator process (dmlps-worker --evaluator) instead of "
+        "evaluating them here; training starts once it has joined"},
+       {"evaluator-timeout",
+        "With --evaluator: go on without an evaluator that has not answered a snapshot "
+        "within SECONDS",
+        "SECONDS", "60"},
        {"report", "At the end, write the run's figures to FILE as key<TAB>value lines", "FILE"},
        {"save-model",
         "At the end, write the parameters this server holds to FILE as raw "
@@ -138,6 +146,9 @@ void ReadJob(cli::FlagReader& flags, ServerConfig* config) {
   config->max_iterations = flags.Int("max-iterations", 0);
   config->max_seconds = flags.Real("max-seconds", 0);
   config->eval_every = flags.Int("eval-every", 1);
+  config->remote_evaluator = flags.Has("evaluator");
+  config->evaluator_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(flags.Real("evaluator-timeout", 0.001, 1e6) * 1000));
 }
 
 void ReadFaultTolerance(cli::FlagReader& flags, ServerConfig* config) {

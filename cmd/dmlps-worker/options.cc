@@ -49,8 +49,16 @@ void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults)
                   "The most samples this worker can take in one step (lbbsp respects it; 0: no "
                   "cap; auto: what fits the device's free memory for --model)",
                   "N|auto", "0"},
-                 {"model", "The model --max-batch auto sizes for; the server must train this one",
-                  "SPEC", defaults.model}});
+                 {"model",
+                  "The model --max-batch auto sizes for, --announce-layout announces and "
+                  "--evaluator evaluates; the server must train this one",
+                  "SPEC", defaults.model},
+                 {"announce-layout",
+                  "Announce --model's layout and initial values (seed 1) in the Hello, as a "
+                  "server of --model external needs"},
+                 {"evaluator",
+                  "Join as the server's evaluator (dmlps-server --evaluator): score each "
+                  "snapshot on the test set of --data, with --model if the server's is external"}});
 }
 
 void AddStragglerOptions(cxxopts::Options& options) {
@@ -123,6 +131,13 @@ cli::Program ReadWorkerFlags(cli::FlagReader& flags, const launch::LaunchDefault
   config.threads = flags.Int("threads", 1, 1024);
   config.device = flags.String("device");
   config.model = flags.String("model");
+  config.announce_layout = flags.Has("announce-layout");
+  if (flags.Has("evaluator")) {
+    if (config.announce_layout) flags.AddProblem("--evaluator does not announce a layout");
+    flags.AddProblems(launch.problems);
+    flags.AddProblems(worker::ValidateConfig(config));
+    return [config] { return cli::RunEvaluatorProgram(config); };
+  }
   if (flags.String("max-batch") == "auto") {
     config.max_batch_auto = true;
   } else {

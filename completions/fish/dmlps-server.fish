@@ -41,7 +41,7 @@ complete -c $c -l arima-order -x -d 'lbbsp with --predictor arima: the order P,D
 complete -c $c -l lb-step -x -d 'lbbsp gpu mode: samples moved per rebalance at first'
 complete -c $c -l token-size -x -d 'token: samples per token'
 
-complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models"
+complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models external"
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
 complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'
@@ -53,6 +53,8 @@ complete -c $c -l target-accuracy -x -d 'Stop when the test accuracy reaches thi
 complete -c $c -l max-iterations -x -d 'Stop after this many iterations'
 complete -c $c -l max-seconds -x -d 'Stop after this many seconds of training'
 complete -c $c -l eval-every -x -d 'Iterations between evaluations'
+complete -c $c -l evaluator -d 'Send snapshots to an evaluator process (dmlps-worker --evaluator)'
+complete -c $c -l evaluator-timeout -x -d 'Go on without an evaluator silent this many seconds'
 complete -c $c -l report -r -F -d 'Write the figures of the run to FILE at the end'
 complete -c $c -l curve-secret -r -F -d 'Encrypt with CURVE: the server secret key FILE'
 complete -c $c -l curve-allow -x -a '(__fish_complete_directories)' -d 'Admit only workers whose public key is in DIR/*.pub'

@@ -336,11 +336,19 @@ LayoutOffer MakeLayoutOffer(const py::object& layout, const py::object& values) 
   return offer;
 }
 
-// The one place a worker's offered layout meets its config. The server's
-// built-in models fix the layout themselves (and draw the initial values), so
-// there is nothing to hand over yet; a server that takes its model's layout
-// from the workers would get it through the config here.
-void HandLayoutToConfig(const LayoutOffer& offer, worker::WorkerConfig* config) {}
+// The one place a worker's offered layout meets its config: the worker
+// announces it in its Hello. A server of --model external takes the first
+// worker's layout and values and refuses any other layout; a server of a
+// built-in model fixes the layout itself and ignores the announcement.
+void HandLayoutToConfig(const LayoutOffer& offer, worker::WorkerConfig* config) {
+  if (offer.tensors.empty()) return;
+  config->announce_layout = true;
+  config->layout.clear();
+  for (const auto& [name, shape] : offer.tensors) config->layout.push_back({name, shape});
+  if (!offer.values.empty()) {
+    config->initial_values = std::make_shared<const std::vector<float>>(offer.values);
+  }
+}
 
 worker::WorkerConfig MakeConfig(const py::kwargs& options) {
   worker::WorkerConfig config;

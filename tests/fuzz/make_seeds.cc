@@ -141,6 +141,17 @@ std::vector<std::pair<std::string, std::string>> CodecSeeds() {
   }
   seeds.emplace_back("slice",
                      CodecSeed(0).Add(proto::Slice{2, 3}, {FloatBytes({1, 2, 3})}).bytes());
+  {
+    proto::Hello announce{.host = "node-2", .pid = 7, .threads = 1};
+    announce.layout = {{"fc0.weight", {2, 2}}, {"fc0.bias", {2}}};
+    announce.num_params = 6;
+    seeds.emplace_back("hello-layout",
+                       CodecSeed(0).Add(announce, {FloatBytes({1, 2, 3, 4, 5, 6})}).bytes());
+    seeds.emplace_back("evaluate", CodecSeed(0)
+                                       .Add(proto::Evaluate{1, 50, 3}, {FloatBytes({1, 2, 3})})
+                                       .Add(proto::Evaluation{1, 0.5, 1.25, 100})
+                                       .bytes());
+  }
   seeds.emplace_back("push-streamed", CodecSeed(0)
                                           .Add(streamed)
                                           .Add(proto::Chunk{0}, {FloatBytes({1, 2, 3, 4})})

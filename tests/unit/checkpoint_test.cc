@@ -37,7 +37,8 @@ Checkpoint Sample(size_t params = 1000) {
           .seconds = 3.25,
           .policy_extra = {20, 20, 24, 16, 5, 0, 1},
           .params = std::move(values),
-          .optimizer_state = std::move(state)};
+          .optimizer_state = std::move(state),
+          .layout = {}};
 }
 
 void CheckSame(const Checkpoint& a, const Checkpoint& b) {
@@ -125,6 +126,27 @@ TEST_CASE("checkpoint: truncated, corrupt or foreign files are refused with Data
   (*values)[2] = std::nanf("");
   nan.params = values;
   CHECK(DecodeCheckpoint(EncodeCheckpoint(nan), "f").status().message().find("NaN") !=
+        std::string::npos);
+}
+
+TEST_CASE("checkpoint: an external model's layout is recorded and checked against its size") {
+  Checkpoint external = Sample(6);
+  external.model = "external";
+  external.layout = {{"w", {2, 2}}, {"b", {2}}};
+  Result<Checkpoint> back = DecodeCheckpoint(EncodeCheckpoint(external), "f");
+  REQUIRE(back.ok());
+  CheckSame(external, *back);
+  CHECK(back->layout == external.layout);
+  // A built-in model's checkpoint records none.
+  CHECK(DecodeCheckpoint(EncodeCheckpoint(Sample(6)), "f").value().layout.empty());
+  // A layout of another size than the parameters, or an impossible one.
+  external.layout = {{"w", {2, 3}}, {"b", {2}}};
+  Result<Checkpoint> wrong = DecodeCheckpoint(EncodeCheckpoint(external), "f");
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.status().code() == StatusCode::kDataLoss);
+  CHECK(wrong.status().message().find("a layout of 8 parameters for 6") != std::string::npos);
+  external.layout = {{"w", {6, 0}}};
+  CHECK(DecodeCheckpoint(EncodeCheckpoint(external), "f").status().message().find("its layout") !=
         std::string::npos);
 }
 

@@ -83,13 +83,43 @@ TEST_CASE("every message type survives a round trip") {
   CHECK(w.servers == welcome.servers);
   CHECK(w.bounds == welcome.bounds);
 
-  got = Decode(Encoded(Hello{2, "node-a", 4242, 2, 0, 1, 3, "tcp://node-a:7000"}));
+  got = Decode(Encoded(Hello{2, "node-a", 4242, 2, 0, 1, 3, "tcp://node-a:7000", {}, 0, false}));
   REQUIRE(got.ok());
   CHECK(std::get<Hello>(*got).host == "node-a");
   CHECK(std::get<Hello>(*got).shard == 1);
   CHECK(std::get<Hello>(*got).shards == 3);
   CHECK(std::get<Hello>(*got).address == "tcp://node-a:7000");
   CHECK(std::get<Hello>(*got).rank == 2);
+  CHECK(std::get<Hello>(*got).layout.empty());
+  CHECK_FALSE(std::get<Hello>(*got).evaluator);
+
+  // An external model's announcement, and an evaluator's Hello.
+  Hello announce;
+  announce.host = "node-b";
+  announce.layout = {{"fc0.weight", {10, 784}}, {"fc0.bias", {10}}};
+  announce.num_params = 7850;
+  got = Decode(Encoded(announce));
+  REQUIRE(got.ok());
+  CHECK(std::get<Hello>(*got).layout == announce.layout);
+  CHECK(std::get<Hello>(*got).num_params == 7850);
+  Hello evaluator;
+  evaluator.evaluator = true;
+  got = Decode(Encoded(evaluator));
+  REQUIRE(got.ok());
+  CHECK(std::get<Hello>(*got).evaluator);
+  got = Decode(Encoded(Evaluate{4, 250, 7850}));
+  REQUIRE(got.ok());
+  REQUIRE(TypeOf(*got) == MsgType::kEvaluate);
+  CHECK(std::get<Evaluate>(*got).id == 4);
+  CHECK(std::get<Evaluate>(*got).iteration == 250);
+  CHECK(std::get<Evaluate>(*got).num_params == 7850);
+  got = Decode(Encoded(Evaluation{4, 0.8125, 0.53, 10000}));
+  REQUIRE(got.ok());
+  REQUIRE(TypeOf(*got) == MsgType::kEvaluation);
+  CHECK(std::get<Evaluation>(*got).id == 4);
+  CHECK(std::get<Evaluation>(*got).accuracy == 0.8125);
+  CHECK(std::get<Evaluation>(*got).loss == 0.53);
+  CHECK(std::get<Evaluation>(*got).samples == 10000);
 
   // Shard 0's orders to the other shards keep their order and values.
   Orders orders;
@@ -175,17 +205,25 @@ TEST_CASE("doubles pack as msgpack-c packs them, and 2^64 without undefined beha
 
 TEST_CASE("each message type has its name, in the order of the Body variant") {
   const std::vector<std::pair<MsgType, std::string_view>> names = {
-      {MsgType::kHello, "Hello"},         {MsgType::kWelcome, "Welcome"},
-      {MsgType::kPull, "Pull"},           {MsgType::kModel, "Model"},
-      {MsgType::kPush, "Push"},           {MsgType::kStop, "Stop"},
-      {MsgType::kHeartbeat, "Heartbeat"}, {MsgType::kError, "Error"},
-      {MsgType::kContinue, "Continue"},   {MsgType::kSyncNow, "SyncNow"},
-      {MsgType::kChunk, "Chunk"},         {MsgType::kOrders, "Orders"},
-      {MsgType::kSlice, "Slice"}};
+      {MsgType::kHello, "Hello"},
+      {MsgType::kWelcome, "Welcome"},
+      {MsgType::kPull, "Pull"},
+      {MsgType::kModel, "Model"},
+      {MsgType::kPush, "Push"},
+      {MsgType::kStop, "Stop"},
+      {MsgType::kHeartbeat, "Heartbeat"},
+      {MsgType::kError, "Error"},
+      {MsgType::kContinue, "Continue"},
+      {MsgType::kSyncNow, "SyncNow"},
+      {MsgType::kChunk, "Chunk"},
+      {MsgType::kOrders, "Orders"},
+      {MsgType::kSlice, "Slice"},
+      {MsgType::kEvaluate, "Evaluate"},
+      {MsgType::kEvaluation, "Evaluation"}};
   for (const auto& [type, name] : names) CHECK(MsgTypeName(type) == name);
   CHECK(MsgTypeName(TypeOf(Body(Heartbeat{}))) == "Heartbeat");
   CHECK(MsgTypeName(static_cast<MsgType>(0)) == "unknown");
-  CHECK(MsgTypeName(static_cast<MsgType>(14)) == "unknown");
+  CHECK(MsgTypeName(static_cast<MsgType>(16)) == "unknown");
 }
 
 TEST_CASE("malformed headers are refused with a protocol error, never a crash") {
@@ -218,8 +256,9 @@ TEST_CASE("malformed headers are refused with a protocol error, never a crash") 
   CHECK_FALSE(Decode(header(kProtocolVersion, 0, empty)).ok());
   CHECK(Decode(header(kProtocolVersion, 10, empty)).ok());  // SyncNow
   CHECK(Decode(header(kProtocolVersion, 11, empty)).ok());  // Chunk
-  CHECK(Decode(header(kProtocolVersion, 13, empty)).ok());  // Slice, the last type
-  CHECK_FALSE(Decode(header(kProtocolVersion, 14, empty)).ok());
+  CHECK(Decode(header(kProtocolVersion, 13, empty)).ok());  // Slice
+  CHECK(Decode(header(kProtocolVersion, 15, empty)).ok());  // Evaluation, the last type
+  CHECK_FALSE(Decode(header(kProtocolVersion, 16, empty)).ok());
   CHECK_FALSE(Decode(header(kProtocolVersion, 200, empty)).ok());
 
   // Shapes that are not [version, type, map].

@@ -49,8 +49,11 @@ struct Fixture {
     driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(), sync::DriverOptions{},
                    sink);
     desk.emplace(
-        WorkerDeskOptions{
-            .workers = 1, .worker_timeout = milliseconds(60000), .max_message_bytes = 1 << 20},
+        WorkerDeskOptions{.workers = 1,
+                          .worker_timeout = milliseconds(60000),
+                          .max_message_bytes = 1 << 20,
+                          .layout = {},
+                          .peer = nullptr},
         *pair.server, *coordinator, *driver, *store, nullptr,
         [this] {
           ++starts;

@@ -5,10 +5,14 @@
 namespace dmlps::cli {
 
 void AddTrainingOptions(cxxopts::Options& options, const std::string& group,
-                        const TrainingFlags& defaults) {
+                        const TrainingFlags& defaults, bool external_model) {
   AddFlags(
       options, group,
-      {{"model", "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]", "SPEC", defaults.model},
+      {{"model",
+        external_model ? "Model: softmax, mlp:H1[,H2...], cnn[:C1,C2,H], or external (the first "
+                         "worker announces its layout and initial values)"
+                       : "Model: softmax, mlp:H1[,H2...] or cnn[:C1,C2,H]",
+        "SPEC", defaults.model},
        {"data",
         "Dataset: fashion-mnist, fashion-mnist:DIR, idx:DIR or libsvm:FILE (test set "
         "FILE.t)",

@@ -4,11 +4,16 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "dmlps/base/file.h"
 #include "dmlps/cli/cli.h"
+#include "dmlps/data/dataset.h"
+#include "dmlps/model/model.h"
 #include "dmlps/net/curve.h"
+#include "dmlps/worker/evaluator_client.h"
 
 namespace dmlps::cli {
 
@@ -50,6 +55,71 @@ int RunServerProgram(const server::ServerConfig& config, const launch::Launcher&
 int RunWorkerProgram(const worker::WorkerConfig& config, const launch::Launcher& launcher) {
   const std::atomic<int>* signal = StartUnderLauncher(launcher);
   Result<worker::WorkerReport> report = worker::RunWorker(config, signal);
+  if (!report.ok()) return ReportError(kWorkerProgram, report.status());
+  if (report->signal != 0) return ExitCodeForSignal(report->signal);
+  return 0;
+}
+
+namespace {
+
+// Scores snapshots with a built-in model on a test set: the server's own
+// model, or --model when the server's is external.
+class BuiltInEvaluator {
+ public:
+  // Loads the test set of config.data.
+  static Result<std::shared_ptr<BuiltInEvaluator>> Load(const worker::WorkerConfig& config) {
+    DMLPS_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(config.data));
+    DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(spec));
+    if (test_set.rows() == 0) return Status::DataLoss(config.data + ": the test set is empty");
+    return std::make_shared<BuiltInEvaluator>(config.model, std::move(test_set));
+  }
+  BuiltInEvaluator(std::string model, data::Dataset test_set)
+      : model_name_(std::move(model)), test_set_(std::move(test_set)) {}
+
+  // Builds the model once the server has said which it trains.
+  Status Join(const std::string& server_model, int64_t num_params) {
+    const std::string name = server_model == server::kExternalModel ? model_name_ : server_model;
+    DMLPS_ASSIGN_OR_RETURN(
+        model::ModelSpec spec,
+        model::ParseModelSpec(name, test_set_.dim, std::max<int64_t>(test_set_.classes, 2)));
+    model_.emplace(spec);
+    if (model_->num_params() != num_params) {
+      return Status::Config("the server's model has " + std::to_string(num_params) +
+                            " parameters, " + spec.Name() + " here has " +
+                            std::to_string(model_->num_params()));
+    }
+    return Status::Ok();
+  }
+  Result<model::EvalResult> Evaluate(std::span<const float> params) {
+    if (!model_.has_value()) return Status::Internal("a snapshot before the server's Welcome");
+    return model_->Evaluate(params, test_set_);
+  }
+
+ private:
+  const std::string model_name_;
+  const data::Dataset test_set_;
+  std::optional<model::Model> model_;
+};
+
+}  // namespace
+
+int RunEvaluatorProgram(const worker::WorkerConfig& config) {
+  const std::atomic<int>* signal = InstallSignalHandlers();
+  Result<std::shared_ptr<BuiltInEvaluator>> evaluator = BuiltInEvaluator::Load(config);
+  if (!evaluator.ok()) return ReportError(kWorkerProgram, evaluator.status());
+  std::shared_ptr<BuiltInEvaluator> scorer = *evaluator;
+  worker::EvaluatorConfig options{config.server,
+                                  config.connect_timeout,
+                                  config.server_timeout,
+                                  config.heartbeat,
+                                  config.curve_secret,
+                                  config.curve_server_key,
+                                  [scorer](const std::string& model, int64_t num_params) {
+                                    return scorer->Join(model, num_params);
+                                  }};
+  Result<worker::EvaluatorReport> report = worker::RunEvaluator(
+      options, [scorer](std::span<const float> params) { return scorer->Evaluate(params); },
+      signal);
   if (!report.ok()) return ReportError(kWorkerProgram, report.status());
   if (report->signal != 0) return ExitCodeForSignal(report->signal);
   return 0;

@@ -14,15 +14,17 @@
 namespace dmlps::proto {
 namespace {
 
-static_assert(std::variant_size_v<Body> == static_cast<size_t>(MsgType::kSlice),
+static_assert(std::variant_size_v<Body> == static_cast<size_t>(MsgType::kEvaluation),
               "Body lists one alternative per message type, in MsgType order");
 static_assert(std::endian::native == std::endian::little,
               "payload frames are little-endian float32 viewed in place");
 
-// Headers are small; a hostile peer must not make us allocate much to parse one.
+// Headers are small; a hostile peer must not make us allocate much to parse
+// one. Arrays may hold a layout's tensors (depth 5: header, body, layout,
+// tensor, shape); kMaxHeaderBytes bounds the objects of all of them.
 msgpack::unpack_limit HeaderLimits() {
-  return msgpack::unpack_limit(/*array=*/16, /*map=*/32, /*str=*/4096, /*bin=*/0,
-                               /*ext=*/0, /*depth=*/4);
+  return msgpack::unpack_limit(/*array=*/model::kMaxLayoutTensors, /*map=*/32, /*str=*/4096,
+                               /*bin=*/0, /*ext=*/0, /*depth=*/5);
 }
 
 template <typename T>
@@ -48,8 +50,8 @@ Result<Body> ConvertByType(MsgType type, const msgpack::object& obj) {
 
 // The names of the message types, in MsgType order: type k at k - 1.
 constexpr std::array<std::string_view, std::variant_size_v<Body>> kTypeNames = {
-    "Hello", "Welcome",  "Pull",    "Model", "Push",   "Stop", "Heartbeat",
-    "Error", "Continue", "SyncNow", "Chunk", "Orders", "Slice"};
+    "Hello",    "Welcome", "Pull",  "Model",  "Push",  "Stop",     "Heartbeat", "Error",
+    "Continue", "SyncNow", "Chunk", "Orders", "Slice", "Evaluate", "Evaluation"};
 
 // x * 0 is 0 for every finite x and NaN for NaN and ±infinity, so the sum
 // is 0 exactly when all are finite. Eigen vectorizes the sum: four times as
@@ -130,7 +132,7 @@ Result<Body> DecodeHeader(const void* data, size_t size) {
     }
     uint64_t type = items[1].via.u64;
     if (type < static_cast<uint64_t>(MsgType::kHello) ||
-        type > static_cast<uint64_t>(MsgType::kSlice)) {
+        type > static_cast<uint64_t>(MsgType::kEvaluation)) {
       return Status::Protocol("unknown message type " + std::to_string(type));
     }
     if (items[2].type != msgpack::type::MAP) {

@@ -35,8 +35,9 @@ struct CheckpointMeta {
   int64_t samples = -1;
   double seconds = -1;
   std::vector<int64_t> policy_extra;
+  std::vector<model::TensorSpec> layout;  // absent in checkpoints of built-in models
   MSGPACK_DEFINE_MAP(model, policy, optimizer, workers, iteration, version, samples, seconds,
-                     policy_extra);
+                     policy_extra, layout);
 };
 
 std::array<uint32_t, 256> MakeCrcTable() {
@@ -92,6 +93,7 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
   CheckpointMeta meta{checkpoint.model,   checkpoint.policy,    checkpoint.optimizer,
                       checkpoint.workers, checkpoint.iteration, checkpoint.version,
                       checkpoint.samples, checkpoint.seconds,   checkpoint.policy_extra};
+  meta.layout = checkpoint.layout;
   PackBuffer packed;
   msgpack::pack(packed, meta);
   const std::vector<float>& params = *checkpoint.params;
@@ -188,6 +190,15 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   checkpoint.samples = meta.samples;
   checkpoint.seconds = meta.seconds;
   checkpoint.policy_extra = std::move(meta.policy_extra);
+  if (!meta.layout.empty()) {
+    Result<int64_t> layout_params = model::ValidateLayout(meta.layout);
+    if (!layout_params.ok()) return bad("its layout: " + layout_params.status().message());
+    if (*layout_params != static_cast<int64_t>(num_params)) {
+      return bad("a layout of " + std::to_string(*layout_params) + " parameters for " +
+                 std::to_string(num_params) + " parameters");
+    }
+  }
+  checkpoint.layout = std::move(meta.layout);
   const size_t params_at = kFixedHeader + meta_size;
   auto params = std::make_shared<std::vector<float>>(GetFloats(bytes, params_at, num_params));
   checkpoint.optimizer_state = GetFloats(bytes, params_at + num_params * sizeof(float), num_state);

@@ -11,6 +11,22 @@
 
 namespace dmlps::server {
 
+namespace {
+
+// What an external model (the server does not compute it) rules out.
+void AddExternalProblems(const ServerConfig& config, std::vector<std::string>* problems) {
+  if (config.target_accuracy > 0 && !config.remote_evaluator) {
+    problems->push_back(
+        "--target-accuracy with --model external needs --evaluator: the server cannot compute "
+        "an external model's accuracy, an evaluator process must");
+  }
+  if (config.shard_count > 1) {
+    problems->push_back("--model external does not work with sharded servers (--shard) yet");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   std::vector<std::string> problems;
   if (config.workers < 1) problems.push_back("--workers must be at least 1");
@@ -89,8 +105,13 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   }
   // 16 inputs, a 4x4 image, fit every kind of model; the data's own shape is
   // checked once it is loaded.
-  if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
+  if (config.model == kExternalModel) {
+    AddExternalProblems(config, &problems);
+  } else if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
     problems.push_back("--model: " + m.status().message());
+  }
+  if (config.evaluator_timeout.count() < 1) {
+    problems.push_back("--evaluator-timeout must be positive");
   }
   return problems;
 }

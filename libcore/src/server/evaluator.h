@@ -34,10 +34,40 @@ struct Evaluation {
   int64_t duration_us = 0;  // how long it took
 };
 
-class Evaluator {
+// Where the server's snapshots are evaluated: here (Evaluator, below) or
+// by an evaluator process (RemoteEvaluator). Called from the event loop's
+// thread only.
+class SnapshotEvaluator {
+ public:
+  virtual ~SnapshotEvaluator() = default;
+  // Queues a snapshot; one that is not a `must` may be skipped when
+  // evaluation has fallen behind (counted in skipped(), warned of once).
+  virtual void SubmitOrSkip(Snapshot snapshot, bool must) = 0;
+  virtual int64_t skipped() const = 0;
+  // Results finished since the last call, oldest first.
+  virtual std::vector<Evaluation> TakeResults() = 0;
+  // Waits until every queued snapshot has a result (remote: at most the
+  // evaluator's time limit).
+  virtual void WaitIdle() = 0;
+  // Forgets snapshots not yet started.
+  virtual void DropPending() = 0;
+};
+
+// No evaluation at all: an external model with no evaluator process. The
+// run goes on and logs no accuracy.
+class NoEvaluator : public SnapshotEvaluator {
+ public:
+  void SubmitOrSkip(Snapshot, bool) override {}
+  int64_t skipped() const override { return 0; }
+  std::vector<Evaluation> TakeResults() override { return {}; }
+  void WaitIdle() override {}
+  void DropPending() override {}
+};
+
+class Evaluator : public SnapshotEvaluator {
  public:
   Evaluator(model::ModelSpec spec, data::Dataset test_set);
-  ~Evaluator();
+  ~Evaluator() override;
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
@@ -49,14 +79,12 @@ class Evaluator {
   bool Submit(Snapshot snapshot, bool must) EXCLUDES(mutex_);
   // As Submit, counting a skipped snapshot (skipped()) and warning at the
   // first. Called from one thread only.
-  void SubmitOrSkip(Snapshot snapshot, bool must) EXCLUDES(mutex_);
-  int64_t skipped() const { return skipped_; }
-  // Results finished since the last call, oldest first.
-  std::vector<Evaluation> TakeResults() EXCLUDES(mutex_);
+  void SubmitOrSkip(Snapshot snapshot, bool must) override EXCLUDES(mutex_);
+  int64_t skipped() const override { return skipped_; }
+  std::vector<Evaluation> TakeResults() override EXCLUDES(mutex_);
   // Blocks until every queued snapshot has a result.
-  void WaitIdle() EXCLUDES(mutex_);
-  // Forgets snapshots not yet started.
-  void DropPending() EXCLUDES(mutex_);
+  void WaitIdle() override EXCLUDES(mutex_);
+  void DropPending() override EXCLUDES(mutex_);
 
  private:
   void Loop() EXCLUDES(mutex_);

@@ -31,6 +31,7 @@
 #include "server/evaluator.h"
 #include "server/loop.h"
 #include "server/model_store.h"
+#include "server/remote_evaluator.h"
 #include "server/updates.h"
 #include "server/worker_desk.h"
 
@@ -57,6 +58,20 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   Result<RunReport> Finish();
   // Setup's parts: the model, the optimizer and the store; the policy's driver.
   Status SetUpModel(const data::Dataset& test_set);
+  // Sets up the optimizer, the policy and the store for `params` (the
+  // model's initial values; --resume replaces them).
+  Status SetUpParams(std::vector<float> params, const std::string& what, int64_t num_params);
+  // --model external: binds, then waits for the first worker's layout and
+  // initial values (--resume: takes the checkpoint's layout instead), or a
+  // signal. Sets layout_ and the model, or leaves layout_ empty on a signal.
+  Status SetUpExternal(net::BindOptions bind_options);
+  // One message while the layout is awaited: a valid first worker's Hello
+  // sets layout_ and *params; evaluators' Hellos are held, others refused.
+  void TakeLayoutMessage(net::Frames& frames, std::vector<float>* params);
+  // Hands the messages a peer other than a worker sent to the evaluator.
+  bool HandlePeer(const zmq::message_t& identity, proto::Message& message);
+  bool external() const { return config_.model == kExternalModel; }
+  std::string ModelName() const;
   Status SetUpPolicy();
   // Sets up desk_, once the endpoint, the coordinator and the store are.
   void SetUpDesk(int64_t max_message_bytes);
@@ -121,7 +136,16 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   const sync::Policy* policy_ = nullptr;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<model::ModelSpec> spec_;
-  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<SnapshotEvaluator> evaluator_;
+  RemoteEvaluator* remote_ = nullptr;  // evaluator_, with --evaluator
+  // --model external: the layout the first worker announced (or --resume
+  // recorded), which every worker must announce; empty for a built-in model.
+  std::vector<model::TensorSpec> layout_;
+  // The Hellos that came while the external model's layout was awaited (the
+  // first worker's, an evaluator's), handled once the model is set up.
+  std::vector<std::pair<zmq::message_t, proto::Hello>> held_hellos_;
+  int64_t endpoint_max_bytes_ = 0;  // external: the largest message taken
+  bool workers_ready_ = false;      // with --evaluator: training waits for the evaluator
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
   int64_t start_us_ = 0;                        // the run's start, µs since the Unix epoch
 

@@ -21,28 +21,55 @@ namespace dmlps::server {
 Status ParameterServer::Setup() {
   // Keys first: a bad key file should not wait for the data to load.
   DMLPS_ASSIGN_OR_RETURN(net::BindOptions bind_options, ReadServerKeys(config_));
-  DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
-  DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
-  if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
-  DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
-  evaluator_ = std::make_unique<Evaluator>(*spec_, std::move(test_set));
-
-  if (!config_.trace.empty()) {
-    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
+  if (external()) {
+    DMLPS_RETURN_IF_ERROR(SetUpExternal(bind_options));
+    if (layout_.empty()) return Status::Ok();  // a signal came first
+    bind_options.max_frame_bytes = endpoint_max_bytes_;
+  } else {
+    DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
+    DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
+    if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
+    DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
+    if (!config_.remote_evaluator) {
+      evaluator_ = std::make_unique<Evaluator>(*spec_, std::move(test_set));
+    }
+    if (!config_.trace.empty()) {
+      DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
+    }
+    DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, bounds_, &bind_options));
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                           net::Endpoint::Bind(context_, config_.bind, bind_options));
+    endpoint_.emplace(std::move(endpoint));
   }
-  DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, bounds_, &bind_options));
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                         net::Endpoint::Bind(context_, config_.bind, bind_options));
-  endpoint_.emplace(std::move(endpoint));
+  if (config_.remote_evaluator) {
+    // The evaluator gets whole snapshots, whatever the shards.
+    proto::Welcome welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
+    welcome.num_params = bounds_.back();
+    auto remote =
+        std::make_unique<RemoteEvaluator>(*endpoint_, std::move(welcome), config_.evaluator_timeout,
+                                          [this] { (void)desk_->HandleNext(kPollSlice); });
+    remote_ = remote.get();
+    evaluator_ = std::move(remote);
+  } else if (external()) {
+    evaluator_ = std::make_unique<NoEvaluator>();
+    spdlog::info("no evaluator (--evaluator): this run logs no accuracy");
+  }
   StartCoordinator();
   updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get());
   SetUpDesk(bind_options.max_frame_bytes);
-  spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
-               config_.workers == 1 ? "" : "s");
-  if (!config_.endpoint_file.empty()) {
+  spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
+               config_.workers == 1 ? "" : "s",
+               config_.remote_evaluator ? " and the evaluator" : "");
+  if (!config_.endpoint_file.empty() && !external()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
   WriteEvaluationHeader(tsv_);
+  // The Hellos that came while the layout was awaited.
+  for (auto& [identity, hello] : held_hellos_) {
+    proto::Message message{proto::Body(hello), {}};
+    if (!HandlePeer(identity, message)) desk_->HandleHello(identity, hello);
+  }
+  held_hellos_.clear();
   return Status::Ok();
 }
 
@@ -54,14 +81,21 @@ Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
   model::Model model(spec);
   std::vector<float> params(model.num_params(), 0.f);
   model.Initialize(config_.seed, params);
-  if (config_.shard_count > model.num_params()) {
-    return Status::InvalidArgument("--shard: " + std::to_string(model.num_params()) +
+  return SetUpParams(std::move(params),
+                     fmt::format("{} on {} test samples", spec.Name(), test_set.rows()),
+                     model.num_params());
+}
+
+Status ParameterServer::SetUpParams(std::vector<float> params, const std::string& what,
+                                    int64_t num_params) {
+  if (config_.shard_count > num_params) {
+    return Status::InvalidArgument("--shard: " + std::to_string(num_params) +
                                    " parameters cannot be cut into " +
                                    std::to_string(config_.shard_count) + " shards");
   }
   // Every shard initializes the whole model the same way and keeps its
   // slice; this one holds the first.
-  bounds_ = ShardBounds(model.num_params(), config_.shard_count);
+  bounds_ = ShardBounds(num_params, config_.shard_count);
   params.resize(static_cast<size_t>(bounds_[1]));
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
                                                           static_cast<int64_t>(params.size())));
@@ -73,9 +107,8 @@ Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
     checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
   checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
                                config_.checkpoint_every_seconds, report_.resumed_iteration);
-  spdlog::info("model {} ({} parameters), policy {} (workers: {}), {} on {} test samples",
-               spec.Name(), model.num_params(), policy_->Name(),
-               sync::WorkerModeName(policy_->mode()), optimizer_->Name(), test_set.rows());
+  spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
+               policy_->Name(), sync::WorkerModeName(policy_->mode()), optimizer_->Name());
   if (sharded()) {
     spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards",
                  config_.shard_count, bounds_[1]);
@@ -99,12 +132,24 @@ Status ParameterServer::SetUpPolicy() {
 
 void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
   desk_.emplace(
-      WorkerDeskOptions{.workers = config_.workers,
-                        .worker_timeout = config_.worker_timeout,
-                        .max_message_bytes = max_message_bytes},
-      *endpoint_, *shards_, *driver_, *store_, tracer_.get(), [this] { Start(); },
+      WorkerDeskOptions{
+          .workers = config_.workers,
+          .worker_timeout = config_.worker_timeout,
+          .max_message_bytes = max_message_bytes,
+          .layout = layout_,
+          .peer = [this](const zmq::message_t& identity,
+                         proto::Message& message) { return HandlePeer(identity, message); }},
+      *endpoint_, *shards_, *driver_, *store_, tracer_.get(),
+      [this] {
+        workers_ready_ = true;
+        if (remote_ == nullptr || remote_->joined_once()) {
+          Start();
+        } else {
+          spdlog::info("all workers ready; training starts once the evaluator has joined");
+        }
+      },
       [this](int64_t rank) {
-        return WorkerWelcome(config_, *spec_, *policy_, rank, bounds_.back());
+        return WorkerWelcome(config_, spec_ ? &*spec_ : nullptr, *policy_, rank, bounds_.back());
       });
 }
 
@@ -122,6 +167,10 @@ Status ParameterServer::Resume(std::vector<float>* params) {
   const std::string& source = config_.resume;
   DMLPS_RETURN_IF_ERROR(
       CheckResumable(checkpoint, source, Identity(), static_cast<int64_t>(params->size())));
+  if (const std::string diff = model::FirstLayoutDifference(layout_, checkpoint.layout);
+      !diff.empty()) {
+    return Status::Config(source + ": this run's layout differs from the checkpoint's: " + diff);
+  }
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   *params = *checkpoint.params;
   driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
@@ -134,13 +183,14 @@ Status ParameterServer::Resume(std::vector<float>* params) {
 }
 
 CheckpointIdentity ParameterServer::Identity() const {
-  return {spec_->Name(), policy_->Name(), optimizer_->Name()};
+  return {ModelName(), policy_->Name(), optimizer_->Name()};
 }
 
 Result<RunReport> ParameterServer::Run() {
   // Evaluation gets one core at most: the cores belong to training.
   Eigen::setNbThreads(1);
   DMLPS_RETURN_IF_ERROR(Setup());
+  if (!desk_.has_value()) return report_;  // interrupted before the model was known
   last_heartbeat_ = Clock::now();
   DMLPS_RETURN_IF_ERROR(WaitForWorkers());
   DMLPS_RETURN_IF_ERROR(Train());
@@ -181,8 +231,13 @@ Status ParameterServer::Turn() {
     last_heartbeat_ = Clock::now();
     desk_->SendHeartbeats();
     desk_->CheckSilence();
+    if (remote_ != nullptr) remote_->SendHeartbeat(trace::NowMicros());
   }
   if (started_) MaybeCheckpoint();
+  if (remote_ != nullptr) {
+    remote_->CheckTimeout();
+    if (workers_ready_ && !started_ && remote_->joined_once()) Start();
+  }
   desk_->CloseStalledStreams();
   shards_->SendOrders();
   if (!shards_->fatal().ok()) {
@@ -228,6 +283,7 @@ Result<RunReport> ParameterServer::Finish() {
     evaluator_->WaitIdle();
     CollectEvaluations();
   }
+  if (remote_ != nullptr) remote_->Stop(reason);
   Summarize();
   return report_;
 }
@@ -297,7 +353,7 @@ void ParameterServer::SubmitSnapshot(bool must) {
 
 void ParameterServer::StartCoordinator() {
   shards_ = std::make_unique<ShardCoordinator>(
-      *endpoint_, bounds_, JobWelcome(config_, *spec_, policy_->Name()),
+      *endpoint_, bounds_, JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name()),
       [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
       [this](const zmq::message_t& identity, const proto::Hello& hello) {
         desk_->HandleHello(identity, hello);
@@ -346,6 +402,7 @@ void ParameterServer::MaybeCheckpoint() {
   Checkpoint checkpoint =
       MakeCheckpoint(Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
                      seconds_before_ + Seconds(), optimizer_->State());
+  checkpoint.layout = layout_;
   // As evaluation does: a copy of the model taken once its updates are in
   // (at once here, nothing being pending); encoding and writing are the
   // writer thread's.

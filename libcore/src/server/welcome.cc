@@ -2,20 +2,20 @@
 
 namespace dmlps::server {
 
-proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* spec,
                           const std::string& policy) {
   proto::Welcome welcome;
-  welcome.model = spec.Name();
+  welcome.model = spec != nullptr ? spec->Name() : std::string(kExternalModel);
   welcome.policy = policy;
-  welcome.input_dim = spec.input_dim;
-  welcome.classes = spec.classes;
+  welcome.input_dim = spec != nullptr ? spec->input_dim : 0;
+  welcome.classes = spec != nullptr ? spec->classes : 0;
   welcome.seed = config.seed;
   welcome.lr = config.lr;
   welcome.momentum = config.momentum;
   return welcome;
 }
 
-proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec* spec,
                              const sync::Policy& policy, int64_t rank, int64_t num_params) {
   proto::Welcome welcome = JobWelcome(config, spec, policy.Name());
   welcome.rank = rank;

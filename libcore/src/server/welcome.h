@@ -13,15 +13,16 @@
 
 namespace dmlps::server {
 
-// The job every shard must agree on: the model `spec`, the policy's name,
-// the seed and the optimizer's settings of `config`.
-proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+// The job every shard must agree on: the model `spec` (null: an external
+// model, "external" with no input size or classes), the policy's name, the
+// seed and the optimizer's settings of `config`.
+proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* spec,
                           const std::string& policy);
 
 // A worker's Welcome as `rank` of a job of `num_params` parameters whose
 // policy runs `mode`: the job, the batch and the sync settings, the data
 // shard it reads. (Where the server shards are is the coordinator's to add.)
-proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec& spec,
+proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec* spec,
                              const sync::Policy& policy, int64_t rank, int64_t num_params);
 
 }  // namespace dmlps::server

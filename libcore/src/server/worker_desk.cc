@@ -73,6 +73,7 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
   // One too large is dropped unread: a worker's step is not counted either.
   Result<proto::Message> message = DecodeBounded(frames, options_.max_message_bytes);
   if (!message.ok()) return Refuse(identity, who, message.status().message(), rank < 0);
+  if (rank < 0 && options_.peer && options_.peer(identity, *message)) return;
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
     if (hello->shard >= 0) {
@@ -133,12 +134,25 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
 }
 
 void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  const std::string who =
+      fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid);
+  if (hello.evaluator) {
+    return Refuse(identity, who, "this server evaluates snapshots itself (no --evaluator)", true);
+  }
+  if (!options_.layout.empty()) {
+    const std::string diff = hello.layout.empty()
+                                 ? "it announces none (dmlps-worker --announce-layout)"
+                                 : model::FirstLayoutDifference(hello.layout, options_.layout);
+    if (!diff.empty()) {
+      return Refuse(identity, who, "the worker's layout is not the external model's: " + diff,
+                    true);
+    }
+  }
   const HelloDecision decision = members_.Decide(identity, hello, training());
   int64_t rank = decision.rank;
   switch (decision.kind) {
     case HelloDecision::kRefuse:
-      Refuse(identity, fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid),
-             decision.why, true);
+      Refuse(identity, who, decision.why, true);
       return;
     case HelloDecision::kKnown:
       break;

@@ -37,6 +37,12 @@ struct WorkerDeskOptions {
   int64_t workers = 0;                          // the job's ranks, filled before training
   std::chrono::milliseconds worker_timeout{0};  // a member silent longer is lost
   int64_t max_message_bytes = 0;                // a larger message is refused unread
+  // An external model's layout, which every worker's Hello must announce;
+  // empty: a built-in model (a worker announcing none is not checked).
+  std::vector<model::TensorSpec> layout;
+  // Offered each message from a sender that is no worker first (an
+  // evaluator's); true: it was taken. Null: none.
+  std::function<bool(const zmq::message_t&, proto::Message&)> peer;
 };
 
 // The workers that came and went while the run went on, for its report.

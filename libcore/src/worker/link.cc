@@ -34,7 +34,20 @@ Status ServerLink::LoadKeys() {
 Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch) {
   proto::Hello hello{
       rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads, max_batch, -1, 0, {}};
-  return to.SendMessage(nullptr, hello);
+  hello.evaluator = evaluator_;
+  if (&to != &*endpoint_ || layout_.empty()) return to.SendMessage(nullptr, hello);
+  // An external model: the server takes the first worker's values.
+  hello.layout = layout_;
+  net::Frames payload;
+  if (values_ != nullptr && !values_->empty()) {
+    hello.num_params = static_cast<int64_t>(values_->size());
+    proto::AppendTensor(values_, proto::kDefaultChunkBytes, &payload);
+  }
+  return to.SendMessage(nullptr, hello, std::move(payload));
+}
+
+Status ServerLink::SendEvaluation(const proto::Evaluation& evaluation) {
+  return endpoint_->SendMessage(nullptr, evaluation);
 }
 
 Status ServerLink::Join(int64_t max_batch) {

@@ -89,6 +89,18 @@ class ServerLink {
   int64_t rank() const { return rank_; }
   int64_t reconnects() const { return reconnects_; }
 
+  // What every Hello to the server (not to other shards) announces from now
+  // on: an external model's layout and initial values.
+  void Announce(std::vector<model::TensorSpec> layout,
+                std::shared_ptr<const std::vector<float>> values) {
+    layout_ = std::move(layout);
+    values_ = std::move(values);
+  }
+  // Joins as an evaluator (proto::Hello::evaluator), not as a worker.
+  void JoinAsEvaluator() { evaluator_ = true; }
+  // Sends an evaluator's result to the server.
+  Status SendEvaluation(const proto::Evaluation& evaluation);
+
  private:
   Result<proto::Message> Await(net::Endpoint& from, std::initializer_list<proto::MsgType> wants,
                                std::chrono::milliseconds silence);
@@ -128,6 +140,9 @@ class ServerLink {
   std::string stop_reason_;
   std::thread::id socket_thread_;  // the thread that may use the sockets
   std::chrono::steady_clock::time_point last_heartbeat_;
+  bool evaluator_ = false;
+  std::vector<model::TensorSpec> layout_;             // announced in Hellos; empty: none
+  std::shared_ptr<const std::vector<float>> values_;  // with it: the initial values
 };
 
 }  // namespace dmlps::worker

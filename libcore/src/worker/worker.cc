@@ -54,6 +54,8 @@ class WorkerRunner {
 
  private:
   Status Prepare();
+  // --announce-layout: what the Hello announces (see WorkerConfig).
+  Status PrepareAnnouncement();
   Status Setup();
   // The built-in model the Welcome names, over this worker's shard of config.data.
   Result<std::unique_ptr<Computation>> BuiltIn();
@@ -72,6 +74,7 @@ class WorkerRunner {
   model::Device device_;
   int64_t max_batch_ = 0;                       // sent with Hello
   std::optional<model::ModelSpec> sized_for_;   // the model --max-batch auto was derived for
+  std::optional<model::ModelSpec> announced_;   // the built-in model announced as external
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
   std::unique_ptr<Computation> user_;           // the caller's; null: built_in_
   std::unique_ptr<Computation> built_in_;       // the Welcome's model over config.data
@@ -107,9 +110,30 @@ Status WorkerRunner::Prepare() {
                  max_batch_, spec.Name(), static_cast<double>(memory.free_bytes) / (1 << 30),
                  device_name);
   }
+  if (config_.announce_layout) DMLPS_RETURN_IF_ERROR(PrepareAnnouncement());
   // A GPU is worth a line; the CPU, the default, only in debug.
   spdlog::log(device_.is_cuda() ? spdlog::level::info : spdlog::level::debug, "computing on {}",
               device_name);
+  return Status::Ok();
+}
+
+Status WorkerRunner::PrepareAnnouncement() {
+  if (!config_.layout.empty()) {
+    link_.Announce(config_.layout, config_.initial_values);
+    return Status::Ok();
+  }
+  // The model's shape needs the data's: a sliver of it tells.
+  DMLPS_ASSIGN_OR_RETURN(data::Dataset sample, data::LoadTrain(data_spec_, data::Shard{0, 1000}));
+  DMLPS_ASSIGN_OR_RETURN(
+      model::ModelSpec spec,
+      model::ParseModelSpec(config_.model, sample.dim, std::max<int64_t>(2, sample.classes)));
+  model::Model model(spec);
+  auto values = std::make_shared<std::vector<float>>(static_cast<size_t>(model.num_params()));
+  model.Initialize(1, *values);
+  announced_ = spec;
+  link_.Announce(model::LayoutOf(spec), std::move(values));
+  spdlog::info("announcing {} as an external model ({} parameters)", spec.Name(),
+               model.num_params());
   return Status::Ok();
 }
 
@@ -117,11 +141,20 @@ Result<std::unique_ptr<Computation>> WorkerRunner::BuiltIn() {
   const proto::Welcome& welcome = link_.welcome();
   const data::Shard shard{welcome.shard_index, welcome.shard_count};
   DMLPS_ASSIGN_OR_RETURN(data::Dataset data, data::LoadTrain(data_spec_, shard));
-  DMLPS_RETURN_IF_ERROR(data.ConformTo(welcome.input_dim, welcome.classes)
+  const bool external = welcome.model == "external";
+  if (external && !announced_.has_value()) {
+    return Status::Config(
+        "the server trains an external model; this worker computes only built-in ones "
+        "(pass --announce-layout to offer its --model)");
+  }
+  const int64_t input_dim = external ? announced_->input_dim : welcome.input_dim;
+  const int64_t classes = external ? announced_->classes : welcome.classes;
+  DMLPS_RETURN_IF_ERROR(data.ConformTo(input_dim, classes)
                             .WithContext(config_.data + " does not fit the server's model"));
   if (data.rows() == 0) return Status::DataLoss(config_.data + ": this worker's shard is empty");
-  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
-                         model::ParseModelSpec(welcome.model, welcome.input_dim, welcome.classes));
+  DMLPS_ASSIGN_OR_RETURN(
+      model::ModelSpec spec,
+      model::ParseModelSpec(external ? config_.model : welcome.model, input_dim, classes));
   if (sized_for_.has_value() && sized_for_->Name() != spec.Name()) {
     std::string message = "--max-batch auto was derived for ";
     message += sized_for_->Name();
@@ -267,6 +300,17 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
   if (config.max_batch < 0) problems.push_back("--max-batch must not be negative");
   if (Result<model::Device> d = model::ParseDevice(config.device); !d.ok()) {
     problems.push_back("--device: " + d.status().message());
+  }
+  if (!config.layout.empty()) {
+    Result<int64_t> n = model::ValidateLayout(config.layout);
+    if (!n.ok()) {
+      problems.push_back("the layout: " + n.status().message());
+    } else if (config.initial_values == nullptr ||
+               static_cast<int64_t>(config.initial_values->size()) != *n) {
+      problems.push_back("the layout has " + std::to_string(*n) + " parameters, the initial " +
+                         "values " +
+                         std::to_string(config.initial_values ? config.initial_values->size() : 0));
+    }
   }
   if (config.max_batch_auto) {
     if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {

@@ -24,9 +24,9 @@ struct TrainingFlags {
 // Adds the training flags to `group` with `defaults` as their defaults
 // (--help shows them): a binary keeps the defaults its documented results
 // were measured with (dmlps-server: batch 64, lr 0.05; dmlps-bench: batch
-// 256, lr 0.1).
+// 256, lr 0.1). `external_model`: --model also takes "external" (the server).
 void AddTrainingOptions(cxxopts::Options& options, const std::string& group,
-                        const TrainingFlags& defaults);
+                        const TrainingFlags& defaults, bool external_model = false);
 // Reads the flags AddTrainingOptions added, each checked against the same
 // range in every binary; problems collect in `flags`.
 TrainingFlags ReadTrainingOptions(FlagReader& flags);

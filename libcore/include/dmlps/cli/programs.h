@@ -35,6 +35,9 @@ int RunServerProgram(const server::ServerConfig& config, const launch::Launcher&
 // on signal N; else the code of the error (69 when no server answers).
 // REQUIRES: config checked by worker::ValidateConfig, logging set up.
 int RunWorkerProgram(const worker::WorkerConfig& config, const launch::Launcher& launcher);
+// dmlps-worker --evaluator: joins config.server as its evaluator and scores
+// each snapshot with config.model on the test set of config.data.
+int RunEvaluatorProgram(const worker::WorkerConfig& config);
 
 // Makes a CURVE key pair for each name, NAME.key and NAME.pub (replacing
 // files that exist only when `force`), and prints each public key on

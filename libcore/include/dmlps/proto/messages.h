@@ -13,28 +13,34 @@
 #include <variant>
 #include <vector>
 
+#include "dmlps/model/layout.h"
+
 namespace dmlps::proto {
 
 // Bumped whenever a header changes incompatibly; peers with another version
 // are refused with an Error naming both versions. Version 2 added streamed
 // payloads (Chunk messages), version 3 sharded servers (Orders and Slice
-// messages, the shard fields of Hello and Welcome).
-inline constexpr uint32_t kProtocolVersion = 3;
+// messages, the shard fields of Hello and Welcome), version 4 external
+// models and evaluators (the layout, initial values and evaluator fields of
+// Hello; Evaluate and Evaluation messages).
+inline constexpr uint32_t kProtocolVersion = 4;
 
 enum class MsgType : uint8_t {
-  kHello = 1,      // worker -> server: wants to join
-  kWelcome = 2,    // server -> worker: the run's configuration and the worker's rank
-  kPull = 3,       // worker -> server: send me the model for my next clock
-  kModel = 4,      // server -> worker: the model; payload = parameters
-  kPush = 5,       // worker -> server: one step's result; payload = gradient
-  kStop = 6,       // server -> worker: the run is over
-  kHeartbeat = 7,  // either way: I am alive
-  kError = 8,      // either way: your last message was refused, and why
-  kContinue = 9,   // server -> worker: push taken; go on (maybe download first, or a token)
-  kSyncNow = 10,   // server -> worker: stop after your current chunk and push
-  kChunk = 11,     // either way: one piece of a streamed Push or Model payload
-  kOrders = 12,    // shard 0 -> other server shards: what to do to their slices, in order
-  kSlice = 13,     // server shard -> shard 0: its slice of a snapshot; payload = parameters
+  kHello = 1,        // worker -> server: wants to join
+  kWelcome = 2,      // server -> worker: the run's configuration and the worker's rank
+  kPull = 3,         // worker -> server: send me the model for my next clock
+  kModel = 4,        // server -> worker: the model; payload = parameters
+  kPush = 5,         // worker -> server: one step's result; payload = gradient
+  kStop = 6,         // server -> worker: the run is over
+  kHeartbeat = 7,    // either way: I am alive
+  kError = 8,        // either way: your last message was refused, and why
+  kContinue = 9,     // server -> worker: push taken; go on (maybe download first, or a token)
+  kSyncNow = 10,     // server -> worker: stop after your current chunk and push
+  kChunk = 11,       // either way: one piece of a streamed Push or Model payload
+  kOrders = 12,      // shard 0 -> other server shards: what to do to their slices, in order
+  kSlice = 13,       // server shard -> shard 0: its slice of a snapshot; payload = parameters
+  kEvaluate = 14,    // server -> evaluator: evaluate this snapshot; payload = parameters
+  kEvaluation = 15,  // evaluator -> server: a snapshot's accuracy and loss
 };
 
 std::string_view MsgTypeName(MsgType type);
@@ -51,7 +57,19 @@ struct Hello {
   int64_t shard = -1;
   int64_t shards = 0;
   std::string address;
-  MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch, shard, shards, address);
+  // A worker of an external model (dmlps-server --model external): the
+  // tensors of its model, in the order of the flat parameter vector. The
+  // server takes the first worker's layout and refuses any other. With
+  // num_params > 0 the payload holds that many floats, the model's initial
+  // values (the layout's parameter count; used from the first worker only),
+  // inline in frames of at most 1 MiB.
+  std::vector<model::TensorSpec> layout;
+  int64_t num_params = 0;
+  // An evaluator, not a worker: it gets Evaluate messages and answers each
+  // with an Evaluation; it holds no rank and no policy waits for it.
+  bool evaluator = false;
+  MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch, shard, shards, address, layout,
+                     num_params, evaluator);
 };
 
 struct Welcome {
@@ -191,9 +209,26 @@ struct Slice {
   MSGPACK_DEFINE_MAP(id, num_params);
 };
 
+// A snapshot for an evaluator; payload: its num_params floats, inline.
+struct Evaluate {
+  int64_t id = 0;  // echoed by the Evaluation
+  int64_t iteration = 0;
+  int64_t num_params = 0;
+  MSGPACK_DEFINE_MAP(id, iteration, num_params);
+};
+
+// An evaluator's result for the snapshot of Evaluate `id`.
+struct Evaluation {
+  int64_t id = 0;
+  double accuracy = 0;  // in [0, 1]
+  double loss = 0;      // mean loss, finite and >= 0
+  int64_t samples = 0;  // samples evaluated
+  MSGPACK_DEFINE_MAP(id, accuracy, loss, samples);
+};
+
 // Alternatives in MsgType order: TypeOf relies on it.
 using Body = std::variant<Hello, Welcome, Pull, Model, Push, Stop, Heartbeat, Error, Continue,
-                          SyncNow, Chunk, Orders, Slice>;
+                          SyncNow, Chunk, Orders, Slice, Evaluate, Evaluation>;
 
 // The type tag of a body.
 MsgType TypeOf(const Body& body);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/model/layout.h"
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::server {
@@ -39,6 +40,9 @@ struct Checkpoint {
   std::vector<int64_t> policy_extra;  // sync::PolicyState::extra
   std::shared_ptr<const std::vector<float>> params;
   std::vector<float> optimizer_state;  // empty, or one float per parameter
+  // An external model's layout (its parameter count is the params'); empty
+  // for a built-in model.
+  std::vector<model::TensorSpec> layout;
 };
 
 // The names a checkpoint records of the run that wrote it: a run resumes

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dmlps/base/status.h"
@@ -16,12 +17,16 @@
 
 namespace dmlps::server {
 
+// --model external: the server trains a model it does not compute; the
+// first worker announces its layout and initial values (proto::Hello).
+inline constexpr std::string_view kExternalModel = "external";
+
 struct ServerConfig {
   std::string bind = "tcp://127.0.0.1:5555";
   std::string endpoint_file;  // when set, the bound address is written here once listening
   int64_t workers = 1;
   sync::PolicyConfig policy;
-  std::string model = "mlp:128";
+  std::string model = "mlp:128";  // or kExternalModel
   std::string data = "fashion-mnist";
   int64_t batch = 64;  // samples per worker step (lbbsp: the mean; B = batch * workers)
   double lr = 0.05;
@@ -62,6 +67,13 @@ struct ServerConfig {
   // arrive, so that a run is the same bit for bit whatever the timing (and
   // whatever the number of shards). The sum then starts at the update.
   bool deterministic = false;
+  // Snapshots go to an evaluator process (proto::Hello::evaluator) instead
+  // of being evaluated here; training starts once one has joined. Needed
+  // for --target-accuracy with an external model.
+  bool remote_evaluator = false;
+  // How long a snapshot may wait for the evaluator's answer before it
+  // counts as skipped, and the evaluator as gone.
+  std::chrono::milliseconds evaluator_timeout{60000};
 };
 
 // Where the slices of a model of `num_params` floats over `shards` server

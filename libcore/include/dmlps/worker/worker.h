@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/model/layout.h"
 #include "dmlps/worker/computation.h"
 #include "dmlps/worker/straggler.h"
 
@@ -39,6 +40,15 @@ struct WorkerConfig {
   std::string trace;                          // trace file ("-": standard output); empty: none
   std::string curve_secret;                   // this worker's secret key file; empty: plaintext
   std::string curve_server_key;               // the server's public key, inline (Z85) or a file
+  // Announces the model's layout and initial values in the Hello, as a
+  // server of --model external needs (the first worker's values become the
+  // model's). With `layout` empty, `model`'s own layout (model::LayoutOf)
+  // and its initial values drawn with seed 1, as a server's default --seed.
+  bool announce_layout = false;
+  // A library user's model: its layout and initial values (as many floats
+  // as the layout has parameters), announced as they are.
+  std::vector<model::TensorSpec> layout;
+  std::shared_ptr<const std::vector<float>> initial_values;
 };
 
 // Checks a config before anything starts; every problem found, one per line.

@@ -1,0 +1,107 @@
+// --model external: the server trains a model it does not compute. The
+// first worker's Hello announces the layout and the initial values; later
+// workers must announce the same layout (WorkerDesk checks), and snapshots
+// go to an evaluator process (RemoteEvaluator) when one is asked for.
+#include <spdlog/spdlog.h>
+
+#include "server/listen_options.h"
+#include "server/parameter_server.h"
+#include "server/shard.h"
+
+namespace dmlps::server {
+
+std::string ParameterServer::ModelName() const {
+  return spec_.has_value() ? spec_->Name() : std::string(kExternalModel);
+}
+
+bool ParameterServer::HandlePeer(const zmq::message_t& identity, proto::Message& message) {
+  return remote_ != nullptr && remote_->Handle(identity, message);
+}
+
+Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
+  if (!config_.trace.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
+  }
+  // The model's size is not known yet: a message may be as large as
+  // --max-message-bytes allows, by default the largest frame taken.
+  endpoint_max_bytes_ =
+      config_.max_message_bytes > 0 ? config_.max_message_bytes : net::kMaxFrameBytes;
+  bind_options.max_frame_bytes = endpoint_max_bytes_;
+  bind_options.max_connections =
+      config_.max_connections > 0 ? config_.max_connections : config_.workers + kConnectionHeadroom;
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                         net::Endpoint::Bind(context_, config_.bind, bind_options));
+  endpoint_.emplace(std::move(endpoint));
+  if (!config_.endpoint_file.empty()) {
+    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
+  }
+  std::vector<float> params;
+  if (!config_.resume.empty()) {
+    // The checkpoint's layout is the model's; every worker must announce it.
+    DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
+    if (checkpoint.layout.empty()) {
+      return Status::Config(config_.resume + ": a checkpoint of model " + checkpoint.model +
+                            ", which records no layout; this run's model is external");
+    }
+    layout_ = checkpoint.layout;
+    params.assign(checkpoint.params->size(), 0.f);
+  } else {
+    spdlog::info("listening on {}; the first worker to join announces the external model",
+                 endpoint_->address());
+    net::Frames frames;
+    while (layout_.empty()) {
+      if (signal_ != nullptr && signal_->load() != 0) {
+        report_.signal = signal_->load();
+        return Status::Ok();
+      }
+      DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, kPollSlice));
+      if (got) TakeLayoutMessage(frames, &params);
+    }
+  }
+  DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout_));
+  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout_.size()),
+                     num_params);
+}
+
+void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>* params) {
+  if (frames.size() < 2) return;
+  zmq::message_t identity = net::CopyFrame(frames[0]);
+  const std::string who = "peer " + HexPrefix(identity);
+  auto refuse = [&](const std::string& why) {
+    spdlog::warn("refused {}: {}", who, why);
+    Status sent = endpoint_->SendMessage(&identity, proto::Error{why, true, false});
+    if (!sent.ok()) spdlog::debug("could not tell {} why: {}", who, sent.ToString());
+  };
+  Result<proto::Message> message = DecodeBounded(frames, endpoint_max_bytes_);
+  if (!message.ok()) return refuse(message.status().message());
+  auto* hello = std::get_if<proto::Hello>(&message->body);
+  if (hello == nullptr) return;  // a worker waiting for its Welcome keeps itself alive
+  if (hello->evaluator) {
+    held_hellos_.emplace_back(std::move(identity), std::move(*hello));
+    return;
+  }
+  if (hello->shard >= 0) return refuse("--model external does not work with sharded servers");
+  if (hello->layout.empty()) {
+    return refuse(
+        "this server trains an external model: a worker must announce its layout "
+        "(dmlps-worker --announce-layout)");
+  }
+  Result<int64_t> num_params = model::ValidateLayout(hello->layout);
+  if (!num_params.ok()) return refuse("the announced layout: " + num_params.status().message());
+  if (hello->num_params != *num_params) {
+    return refuse("the first worker must send the model's initial values: " +
+                  std::to_string(hello->num_params) + " floats, the layout has " +
+                  std::to_string(*num_params));
+  }
+  Result<proto::TensorView> values = proto::TensorView::Make(message->payload, *num_params);
+  if (!values.ok()) return refuse("the initial values: " + values.status().message());
+  if (!values->AllFinite()) return refuse("the initial values hold NaN or infinity");
+  params->assign(static_cast<size_t>(*num_params), 0.f);
+  values->CopyTo(*params);
+  layout_ = hello->layout;
+  spdlog::info("{}:{} announced the external model: {} tensors, {} parameters", hello->host,
+               hello->pid, layout_.size(), *num_params);
+  held_hellos_.emplace_back(std::move(identity), std::move(*hello));
+}
+
+}  // namespace dmlps::server

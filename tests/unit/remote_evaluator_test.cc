@@ -1,0 +1,136 @@
+#include "server/remote_evaluator.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "net_test_util.h"
+
+namespace dmlps::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A server-side RemoteEvaluator and an evaluator's socket, on inproc.
+struct Fixture {
+  Fixture()
+      : pair("inproc://remote-evaluator-test"),
+        remote(*pair.server, Welcome(), milliseconds(300), [this] { Pump(); }) {}
+
+  static proto::Welcome Welcome() {
+    proto::Welcome welcome;
+    welcome.model = "external";
+    welcome.num_params = 3;
+    return welcome;
+  }
+
+  // Hands one message the server received, if any within 50 ms, to `remote`.
+  void Pump() {
+    net::Frames frames;
+    Result<bool> got = pair.server->Receive(&frames, milliseconds(50));
+    REQUIRE(got.ok());
+    if (!*got) return;
+    Result<proto::Message> message = DecodeBounded(frames, 1 << 20);
+    REQUIRE(message.ok());
+    handled.push_back(remote.Handle(frames[0], *message));
+  }
+
+  // The next message the evaluator gets (within 2 s).
+  proto::Message Next() {
+    net::Frames frames;
+    Result<bool> got = pair.client->Receive(&frames, milliseconds(2000));
+    REQUIRE(got.ok());
+    REQUIRE(*got);
+    Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    REQUIRE(message.ok());
+    return std::move(message).value();
+  }
+
+  void Join() {
+    proto::Hello hello;
+    hello.evaluator = true;
+    REQUIRE(pair.client->SendMessage(nullptr, hello).ok());
+    Pump();
+    REQUIRE(remote.connected());
+    CHECK(std::get<proto::Welcome>(Next().body).num_params == 3);
+  }
+
+  static Snapshot At(int64_t iteration) {
+    return {0.5 * static_cast<double>(iteration), iteration, iteration, 0,
+            std::make_shared<const std::vector<float>>(std::vector<float>{1, 2, 3})};
+  }
+
+  // Answers with `evaluation` and lets the server take it.
+  void Answer(const proto::Evaluation& evaluation) {
+    REQUIRE(pair.client->SendMessage(nullptr, evaluation).ok());
+    Pump();
+  }
+
+  testing::EndpointPair pair;
+  RemoteEvaluator remote;
+  std::vector<bool> handled;
+};
+
+TEST_CASE("remote evaluator: an answer becomes the snapshot's result, stamped with its time") {
+  Fixture f;
+  f.Join();
+  f.remote.SubmitOrSkip(Fixture::At(10), true);
+  proto::Message sent = f.Next();
+  const auto& evaluate = std::get<proto::Evaluate>(sent.body);
+  CHECK(evaluate.iteration == 10);
+  CHECK(evaluate.num_params == 3);
+  f.Answer({evaluate.id, 0.75, 0.5, 100});
+  std::vector<Evaluation> results = f.remote.TakeResults();
+  REQUIRE(results.size() == 1);
+  CHECK(results[0].snapshot.iteration == 10);
+  CHECK(results[0].snapshot.seconds == 5.0);
+  CHECK(results[0].result.accuracy == 0.75);
+  CHECK(results[0].result.loss == 0.5);
+  CHECK(f.remote.skipped() == 0);
+}
+
+TEST_CASE("remote evaluator: impossible or unasked-for answers are no results") {
+  Fixture f;
+  f.Join();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  int64_t expected_skips = 0;
+  for (const auto& [accuracy, loss] : std::vector<std::pair<double, double>>{
+           {1.5, 0.5}, {-0.1, 0.5}, {nan, 0.5}, {0.5, nan}, {0.5, inf}, {0.5, -1}}) {
+    f.remote.SubmitOrSkip(Fixture::At(20), true);
+    const int64_t id = std::get<proto::Evaluate>(f.Next().body).id;
+    f.Answer({id + 100, 0.5, 0.5, 1});  // not the snapshot asked for: ignored
+    f.Answer({id, accuracy, loss, 1});
+    CHECK(f.remote.TakeResults().empty());
+    CHECK(f.remote.skipped() == ++expected_skips);
+  }
+  // A late answer to a snapshot already answered is ignored too.
+  f.Answer({1, 0.5, 0.5, 1});
+  CHECK(f.remote.TakeResults().empty());
+  CHECK(f.remote.connected());
+}
+
+TEST_CASE("remote evaluator: one that does not answer in time is dropped, never waited for") {
+  Fixture f;
+  f.Join();
+  f.remote.SubmitOrSkip(Fixture::At(30), true);
+  f.remote.SubmitOrSkip(Fixture::At(40), true);
+  (void)f.Next();
+  const auto start = std::chrono::steady_clock::now();
+  f.remote.WaitIdle();  // bounded by the 300 ms limit
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
+  CHECK_FALSE(f.remote.connected());
+  CHECK(f.remote.joined_once());
+  CHECK(f.remote.skipped() == 2);
+  // Later snapshots are skipped, and its answers are no longer taken.
+  f.remote.SubmitOrSkip(Fixture::At(50), true);
+  CHECK(f.remote.skipped() == 3);
+  f.Answer({1, 0.5, 0.5, 1});
+  CHECK(f.handled.back() == false);
+  CHECK(f.remote.TakeResults().empty());
+}
+
+}  // namespace
+}  // namespace dmlps::server
