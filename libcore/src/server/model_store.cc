@@ -81,9 +81,18 @@ void ModelStore::Stage(std::shared_ptr<proto::IncomingTensor> push, float weight
   Queue(std::move(op));
 }
 
-void ModelStore::Apply(optim::Optimizer* optimizer, float scale, std::function<void()> done) {
+void ModelStore::Apply(optim::Optimizer* optimizer, float scale, AppliedFn done) {
+  auto verdict = std::make_shared<Verdict>();
+  verdict->lanes_left = layout_.count();
+  Op check;
+  check.kind = Op::Kind::kVerify;
+  check.optimizer = optimizer;
+  check.value = scale;
+  check.verdict = verdict;
+  Queue(std::move(check));
   Op op;
   op.kind = Op::Kind::kApply;
+  op.verdict = std::move(verdict);
   op.optimizer = optimizer;
   op.value = scale;
   op.done = std::move(done);
@@ -111,7 +120,7 @@ void ModelStore::Queue(Op op) {
   if (op.remaining == 0) {
     // An empty model: nothing to wait for.
     if (op.snapshot_sink) op.snapshot_sink(op.point->values);
-    if (op.done) op.done();
+    if (op.done) op.done(true);
     return;
   }
   ops_.push_back(std::move(op));
@@ -119,6 +128,20 @@ void ModelStore::Queue(Op op) {
 }
 
 void ModelStore::Advance() {
+  // An apply waits for its check on every lane, which a pass may complete
+  // after passing lanes by: pass again while passes make progress.
+  while (AdvancePass()) {
+  }
+  // Every lane runs the operations in order, so those at the front that all
+  // lanes ran are done.
+  while (!ops_.empty() && ops_.front().remaining == 0) {
+    ops_.pop_front();
+    ++first_op_;
+  }
+}
+
+bool ModelStore::AdvancePass() {
+  bool progressed = false;
   const auto lanes = static_cast<int64_t>(cursor_.size());
   if (pool_ == nullptr) {
     // Lanes in index order, each handed over before the next runs: a
@@ -127,6 +150,7 @@ void ModelStore::Advance() {
     LaneRun& run = runs_.front();
     for (int64_t lane = 0; lane < lanes; ++lane) {
       if (!PlanLane(lane, &run)) continue;
+      progressed = true;
       RunFloats(run, layout_.begin(run.lane), layout_.end(run.lane));
       FinishLane(run);
     }
@@ -139,6 +163,7 @@ void ModelStore::Advance() {
     for (int64_t lane = 0; lane < lanes; ++lane) {
       if (PlanLane(lane, &runs_[planned])) ++planned;
     }
+    progressed = planned > 0;
     struct Block {
       size_t run;
       int64_t from;
@@ -159,12 +184,7 @@ void ModelStore::Advance() {
     });
     for (size_t r = 0; r < planned; ++r) FinishLane(runs_[r]);
   }
-  // Every lane runs the operations in order, so those at the front that all
-  // lanes ran are done.
-  while (!ops_.empty() && ops_.front().remaining == 0) {
-    ops_.pop_front();
-    ++first_op_;
-  }
+  return progressed;
 }
 
 bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
@@ -182,7 +202,10 @@ bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
   run->fills.assign(static_cast<size_t>(ready - cursor), 0);
   for (int64_t at = cursor; at < ready; ++at) {
     Op& op = At(at);
-    if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kApply) run->floats = true;
+    if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kVerify ||
+        op.kind == Op::Kind::kApply) {
+      run->floats = true;
+    }
     if (op.point != nullptr && !op.point->filled[static_cast<size_t>(lane)]) {
       op.point->filled[static_cast<size_t>(lane)] = 1;
       run->fills[static_cast<size_t>(at - cursor)] = 1;
@@ -256,6 +279,7 @@ std::shared_ptr<std::vector<float>> ModelStore::Unshare(int64_t lane) {
 }
 
 bool ModelStore::Ready(const Op& op, int64_t lane) const {
+  if (op.kind == Op::Kind::kApply) return op.verdict->lanes_left == 0;
   if (op.kind != Op::Kind::kStage) return true;
   return op.push->settled() || op.push->received() >= layout_.end(lane);
 }
@@ -272,9 +296,20 @@ void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_
       });
       break;
     }
+    case Op::Kind::kVerify:
+      if (!optim::AccumulatedStaysFinite(op.optimizer, op.value, std::span<const float>(params, n),
+                                         std::span<const float>(accumulator_.data() + from, n),
+                                         from)) {
+        op.verdict->finite.store(false, std::memory_order_relaxed);
+      }
+      break;
     case Op::Kind::kApply:
-      optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params, n),
-                              std::span<float>(accumulator_.data() + from, n), from);
+      if (op.verdict->finite.load(std::memory_order_relaxed)) {
+        optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params, n),
+                                std::span<float>(accumulator_.data() + from, n), from);
+      } else {
+        std::fill_n(accumulator_.data() + from, n, 0.f);  // refused: the sum is dropped
+      }
       break;
     case Op::Kind::kSnapshot:
       if (fill) std::memcpy(op.point->values->data() + from, params, n * sizeof(float));
@@ -308,9 +343,14 @@ void ModelStore::Finish(int64_t at, int64_t lane,
       ++op.next_chunk;
     }
   }
+  if (op.kind == Op::Kind::kVerify) --op.verdict->lanes_left;
   if (--op.remaining > 0) return;
   if (op.snapshot_sink) op.snapshot_sink(op.point->values);
-  if (op.done) op.done();
+  if (op.kind == Op::Kind::kApply) {
+    const bool applied = op.verdict->finite.load(std::memory_order_relaxed);
+    if (!applied) ++refused_;
+    if (op.done) op.done(applied);
+  }
   op.push.reset();  // the frames it holds are no longer needed
 }
 

@@ -100,7 +100,8 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
   desk_.emplace(
       WorkerDeskOptions{.workers = config_.workers,
                         .worker_timeout = config_.worker_timeout,
-                        .max_message_bytes = max_message_bytes},
+                        .max_message_bytes = max_message_bytes,
+                        .max_push_samples = MaxPushSamples(config_, policy_->mode())},
       *endpoint_, *shards_, *driver_, *store_, tracer_.get(), [this] { Start(); },
       [this](int64_t rank) {
         return WorkerWelcome(config_, *spec_, *policy_, rank, bounds_.back());

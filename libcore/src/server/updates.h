@@ -36,7 +36,11 @@ class ModelUpdates {
              std::shared_ptr<proto::IncomingTensor> gradient);
   // Applies what is staged, times `scale`, through the optimizer or (not
   // `with_optimizer`) as a plain delta; the model becomes `version`.
+  // An update that would make the model non-finite is refused whole
+  // (ModelStore::Apply): counted, logged, and traced as "update refused".
   void Apply(double scale, bool with_optimizer, int64_t version);
+  // Updates refused so far.
+  int64_t refused() const { return refused_; }
 
  private:
   // --deterministic: a stage since the last apply, summed at the next.
@@ -53,6 +57,7 @@ class ModelUpdates {
   const bool deterministic_;
   trace::TraceWriter* const tracer_;
   std::vector<HeldStage> held_;
+  int64_t refused_ = 0;
 };
 
 }  // namespace dmlps::server

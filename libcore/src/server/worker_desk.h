@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ struct WorkerDeskOptions {
   int64_t workers = 0;                          // the job's ranks, filled before training
   std::chrono::milliseconds worker_timeout{0};  // a member silent longer is lost
   int64_t max_message_bytes = 0;                // a larger message is refused unread
+  // The most samples one push may claim (its weight in a sum weighted by
+  // samples) until the driver gives the worker another batch: the batch,
+  // or the token size. 0: no cap (local modes push deltas of many steps,
+  // weighted alike whatever their samples).
+  int64_t max_push_samples = 0;
 };
 
 // The workers that came and went while the run went on, for its report.
@@ -132,6 +138,9 @@ class WorkerDesk {
   net::Frames frames_;   // the message received last
   int64_t refusals_ = 0;
   Turnover turnover_;
+  // By rank: the batch the driver gave it last, which caps its pushes'
+  // samples in place of options_.max_push_samples.
+  std::map<int64_t, int64_t> batch_given_;
 };
 
 }  // namespace dmlps::server
