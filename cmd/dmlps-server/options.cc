@@ -1,5 +1,6 @@
 #include "cmd/dmlps-server/options.h"
 
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -115,7 +116,11 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
        {"max-message-bytes", "Refuse messages larger than BYTES (0: the model's size plus 1 MiB)",
         "BYTES", "0"},
        {"max-connections", "Refuse connections beyond N open at once (0: --workers plus 16)", "N",
-        "0"}});
+        "0"},
+       {"max-features",
+        "Refuse data declaring more features than N (a LIBSVM index, IDX pixels per image), "
+        "exit 65",
+        "N", std::to_string(defaults.max_features)}});
 }
 
 // The reads below keep the order of the flags' messages: cluster and job,
@@ -199,6 +204,7 @@ void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
   if (flags.Has("curve-allow")) config->curve_allow = flags.String("curve-allow");
   config->max_message_bytes = flags.Int("max-message-bytes", 0, int64_t{1} << 40);
   config->max_connections = flags.Int("max-connections", 0, 1000000);
+  config->max_features = flags.Int("max-features", 1, std::numeric_limits<int32_t>::max());
 }
 
 // A policy flag given for another policy is a mistake worth saying.

@@ -1,5 +1,6 @@
 #include "cmd/dmlps-worker/options.h"
 
+#include <limits>
 #include <string>
 
 #include "dmlps/cli/programs.h"
@@ -50,7 +51,11 @@ void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults)
                   "cap; auto: what fits the device's free memory for --model)",
                   "N|auto", "0"},
                  {"model", "The model --max-batch auto sizes for; the server must train this one",
-                  "SPEC", defaults.model}});
+                  "SPEC", defaults.model},
+                 {"max-features",
+                  "Refuse data declaring more features than N (a LIBSVM index, IDX pixels per "
+                  "image), exit 65",
+                  "N", std::to_string(defaults.max_features)}});
 }
 
 void AddStragglerOptions(cxxopts::Options& options) {
@@ -123,6 +128,7 @@ cli::Program ReadWorkerFlags(cli::FlagReader& flags, const launch::LaunchDefault
   config.threads = flags.Int("threads", 1, 1024);
   config.device = flags.String("device");
   config.model = flags.String("model");
+  config.max_features = flags.Int("max-features", 1, std::numeric_limits<int32_t>::max());
   if (flags.String("max-batch") == "auto") {
     config.max_batch_auto = true;
   } else {

@@ -19,6 +19,7 @@ complete -c $c -l threads -x -d 'Threads for the linear algebra'
 complete -c $c -l device -x -d 'Compute on cpu or a CUDA GPU (cuda, cuda:N)' -a 'cpu cuda cuda:0 cuda:1'
 complete -c $c -l max-batch -x -d 'The most samples this worker takes in one step (0: no cap; auto: from free memory)' -a 'auto 0'
 complete -c $c -l model -x -d 'The model --max-batch auto sizes for' -a "$__dmlps_models"
+complete -c $c -l max-features -x -d 'Refuse data declaring more features than N'
 
 complete -c $c -l slowdown -x -d 'After a step whose compute took t, sleep (K-1)*t'
 complete -c $c -l slowdown-schedule -x -d 'Slowdown by step, e.g. 0:1,150:4'

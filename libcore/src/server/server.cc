@@ -21,6 +21,7 @@ Status ParameterServer::Setup() {
   // Keys first: a bad key file should not wait for the data to load.
   DMLPS_ASSIGN_OR_RETURN(net::BindOptions bind_options, ReadServerKeys(config_));
   DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
+  data_spec.max_features = config_.max_features;
   DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
   if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
   DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));

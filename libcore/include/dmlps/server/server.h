@@ -62,6 +62,8 @@ struct ServerConfig {
   // arrive, so that a run is the same bit for bit whatever the timing (and
   // whatever the number of shards). The sum then starts at the update.
   bool deterministic = false;
+  // Data declaring more features than this is refused (data::DataSpec).
+  int64_t max_features = int64_t{1} << 26;
 };
 
 // Where the slices of a model of `num_params` floats over `shards` server

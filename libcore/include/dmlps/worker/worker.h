@@ -35,6 +35,8 @@ struct WorkerConfig {
   std::string trace;                          // trace file ("-": standard output); empty: none
   std::string curve_secret;                   // this worker's secret key file; empty: plaintext
   std::string curve_server_key;               // the server's public key, inline (Z85) or a file
+  // Data declaring more features than this is refused (data::DataSpec).
+  int64_t max_features = int64_t{1} << 26;
 };
 
 // Checks a config before anything starts; every problem found, one per line.
