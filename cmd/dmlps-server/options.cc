@@ -120,7 +120,14 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
        {"max-features",
         "Refuse data declaring more features than N (a LIBSVM index, IDX pixels per image), "
         "exit 65",
-        "N", std::to_string(defaults.max_features)}});
+        "N", std::to_string(defaults.max_features)},
+       {"aggregate",
+        "How a round's pushes make the update: mean (weighted by samples), median or "
+        "trimmed-mean:F (per coordinate; F of the values at each end left out); the robust "
+        "rules need a policy that aggregates rounds (bsp, abps, lbbsp, backup, token)",
+        "RULE", defaults.aggregate},
+       {"max-update-norm", "Scale each push down to this L2 norm before it is used (0: no bound)",
+        "NORM", "0"}});
 }
 
 // The reads below keep the order of the flags' messages: cluster and job,
@@ -205,6 +212,8 @@ void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
   config->max_message_bytes = flags.Int("max-message-bytes", 0, int64_t{1} << 40);
   config->max_connections = flags.Int("max-connections", 0, 1000000);
   config->max_features = flags.Int("max-features", 1, std::numeric_limits<int32_t>::max());
+  config->aggregate = flags.String("aggregate");
+  config->max_update_norm = flags.Real("max-update-norm", 0, 1e30);
 }
 
 // A policy flag given for another policy is a mistake worth saying.

@@ -5,7 +5,9 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace dmlps::server {
 namespace {
@@ -78,6 +80,17 @@ void ModelStore::Stage(std::shared_ptr<proto::IncomingTensor> push, float weight
   op.kind = Op::Kind::kStage;
   op.push = std::move(push);
   op.value = weight;
+  Queue(std::move(op));
+}
+
+void ModelStore::Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pushes,
+                         std::vector<float> weights, const Aggregation& rule) {
+  Op op;
+  op.kind = Op::Kind::kCombine;
+  op.factors.assign(pushes.size(), 1.f);
+  op.pushes = std::move(pushes);
+  op.rule = rule;
+  for (const float w : weights) op.value += w;
   Queue(std::move(op));
 }
 
@@ -202,10 +215,11 @@ bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
   run->fills.assign(static_cast<size_t>(ready - cursor), 0);
   for (int64_t at = cursor; at < ready; ++at) {
     Op& op = At(at);
-    if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kVerify ||
-        op.kind == Op::Kind::kApply) {
+    if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kCombine ||
+        op.kind == Op::Kind::kVerify || op.kind == Op::Kind::kApply) {
       run->floats = true;
     }
+    if (!op.bounded) Bound(op);
     if (op.point != nullptr && !op.point->filled[static_cast<size_t>(lane)]) {
       op.point->filled[static_cast<size_t>(lane)] = 1;
       run->fills[static_cast<size_t>(at - cursor)] = 1;
@@ -280,8 +294,61 @@ std::shared_ptr<std::vector<float>> ModelStore::Unshare(int64_t lane) {
 
 bool ModelStore::Ready(const Op& op, int64_t lane) const {
   if (op.kind == Op::Kind::kApply) return op.verdict->lanes_left == 0;
-  if (op.kind != Op::Kind::kStage) return true;
-  return op.push->settled() || op.push->received() >= layout_.end(lane);
+  // A push's norm needs all of it.
+  const bool whole = max_norm_ > 0;
+  auto has = [&](const proto::IncomingTensor& push) {
+    return push.settled() || (!whole && push.received() >= layout_.end(lane));
+  };
+  if (op.kind == Op::Kind::kStage) return has(*op.push);
+  if (op.kind == Op::Kind::kCombine) {
+    return std::all_of(op.pushes.begin(), op.pushes.end(),
+                       [&](const auto& push) { return has(*push); });
+  }
+  return true;
+}
+
+void ModelStore::Bound(Op& op) const {
+  op.bounded = true;
+  if (max_norm_ <= 0) return;
+  auto factor = [this](const proto::IncomingTensor& push) {
+    double squares = 0;
+    push.ForEachIn(0, push.size(), [&](int64_t, const proto::IncomingTensor::ConstMap& g) {
+      squares += g.cast<double>().squaredNorm();
+    });
+    const double norm = std::sqrt(squares);
+    return norm > max_norm_ ? static_cast<float>(max_norm_ / norm) : 1.f;
+  };
+  if (op.kind == Op::Kind::kStage) op.value *= factor(*op.push);
+  if (op.kind == Op::Kind::kCombine) {
+    for (size_t k = 0; k < op.pushes.size(); ++k) op.factors[k] = factor(*op.pushes[k]);
+  }
+}
+
+void ModelStore::RunCombine(const Op& op, int64_t from, int64_t to) {
+  const auto k = op.pushes.size();
+  const auto n = static_cast<size_t>(to - from);
+  // Row p holds push p's values; NaN marks one left out (the values taken
+  // are all finite).
+  std::vector<float> rows(k * n, std::numeric_limits<float>::quiet_NaN());
+  for (size_t p = 0; p < k; ++p) {
+    const float factor = op.factors[p];
+    op.pushes[p]->ForEachIn(
+        from, to, [&](int64_t offset, const proto::IncomingTensor::ConstMap& g) {
+          Eigen::Map<Eigen::VectorXf>(rows.data() + p * n + static_cast<size_t>(offset - from),
+                                      g.size()) = factor * g;
+        });
+  }
+  std::vector<float> column(k);
+  for (size_t i = 0; i < n; ++i) {
+    size_t have = 0;
+    for (size_t p = 0; p < k; ++p) {
+      const float v = rows[p * n + i];
+      if (!std::isnan(v)) column[have++] = v;
+    }
+    if (have == 0) continue;
+    accumulator_[static_cast<size_t>(from) + i] +=
+        op.value * AggregateValues(std::span<float>(column.data(), have), op.rule);
+  }
 }
 
 void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_t from, int64_t to,
@@ -296,6 +363,9 @@ void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_
       });
       break;
     }
+    case Op::Kind::kCombine:
+      RunCombine(op, from, to);
+      break;
     case Op::Kind::kVerify:
       if (!optim::AccumulatedStaysFinite(op.optimizer, op.value, std::span<const float>(params, n),
                                          std::span<const float>(accumulator_.data() + from, n),
@@ -332,6 +402,11 @@ void ModelStore::Finish(int64_t at, int64_t lane,
     }
     if (!needed) op.push->Release(begin, end);
   }
+  if (op.kind == Op::Kind::kCombine) {
+    for (const auto& push : op.pushes) {
+      if (push->streamed()) push->Release(begin, end);
+    }
+  }
   if (op.kind == Op::Kind::kSend) {
     net::Frames frames;
     proto::AppendRange(params, 0, end - begin, &frames);
@@ -352,6 +427,7 @@ void ModelStore::Finish(int64_t at, int64_t lane,
     if (op.done) op.done(applied);
   }
   op.push.reset();  // the frames it holds are no longer needed
+  op.pushes.clear();
 }
 
 Result<bool> TakeChunk(proto::IncomingTensor& push, int64_t index, net::Frames& payload) {

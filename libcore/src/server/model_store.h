@@ -20,6 +20,7 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
+#include "server/aggregate.h"
 
 namespace dmlps::server {
 
@@ -59,6 +60,18 @@ class ModelStore {
   // streamed push's frames are freed as soon as the last Stage queued for it
   // has summed them, so a large push never holds all its memory at once.
   void Stage(std::shared_ptr<proto::IncomingTensor> push, float weight);
+  // Queues acc[i] += W * rule(the pushes' values at i), W the sum of
+  // `weights` (one per push), over the values that are not left out (a
+  // coordinate none has adds nothing): with the Apply scale 1 / W the
+  // update is the rule's value, as it is the weighted mean for Stage. A
+  // lane runs it once every push holds that lane's floats or is closed.
+  void Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pushes,
+               std::vector<float> weights, const Aggregation& rule);
+  // Every push Staged or Combined from now on is first scaled down to L2
+  // norm `max_norm` when longer (0: no bound), so that one push moves the
+  // model a bounded distance. Its norm needs all of it: a lane then runs
+  // the push only once it is complete or closed.
+  void set_max_norm(double max_norm) { max_norm_ = max_norm; }
   // Runs once an Apply is over: `applied` false when it was refused.
   using AppliedFn = std::function<void(bool applied)>;
   // Queues optim::ApplyAccumulated(optimizer, scale, params, acc): one
@@ -115,9 +128,14 @@ class ModelStore {
   };
   struct Op {
     // kVerify checks the step of the kApply queued right after it.
-    enum class Kind { kStage, kVerify, kApply, kSend, kSnapshot };
+    enum class Kind { kStage, kCombine, kVerify, kApply, kSend, kSnapshot };
     Kind kind = Kind::kStage;
     std::shared_ptr<proto::IncomingTensor> push;
+    // kCombine: the pushes, each one's factor (its norm bound), the rule.
+    std::vector<std::shared_ptr<proto::IncomingTensor>> pushes;
+    std::vector<float> factors;
+    Aggregation rule;
+    bool bounded = false;  // kStage, kCombine: the norm bound is taken
     float value = 0;
     optim::Optimizer* optimizer = nullptr;
     std::shared_ptr<Point> point;
@@ -159,6 +177,11 @@ class ModelStore {
   // Plans lane `lane`'s run of whatever its data allows into `run`, and
   // moves its cursor past it; false when nothing can run.
   bool PlanLane(int64_t lane, LaneRun* run);
+  // Takes the norm bound into op (kStage: its weight; kCombine: its
+  // factors) once its pushes are complete.
+  void Bound(Op& op) const;
+  // kCombine over floats [from, to).
+  void RunCombine(const Op& op, int64_t from, int64_t to);
   // Plans and runs every lane once; whether any lane ran anything.
   bool AdvancePass();
   // Runs the float work of `run` on floats [from, to) of its lane.
@@ -195,6 +218,7 @@ class ModelStore {
   std::unique_ptr<ThreadPool> pool_;  // null: everything on the caller's thread
   std::vector<LaneRun> runs_;         // Advance's plans, kept for their memory
   int64_t refused_ = 0;
+  double max_norm_ = 0;
 };
 
 // Takes a Chunk message's payload into a streamed push (IncomingTensor::Add)

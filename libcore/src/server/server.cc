@@ -8,6 +8,7 @@
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/sync/summary.h"
+#include "server/aggregate.h"
 #include "server/evaluation_log.h"
 #include "server/listen_options.h"
 #include "server/parameter_server.h"
@@ -35,7 +36,11 @@ Status ParameterServer::Setup() {
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
   StartCoordinator();
-  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get());
+  // ValidateConfig checked the rule.
+  const Aggregation aggregation = ParseAggregation(config_.aggregate).value();
+  store_->set_max_norm(config_.max_update_norm);
+  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
+                   aggregation);
   SetUpDesk(bind_options.max_frame_bytes);
   spdlog::info("listening on {}, waiting for {} worker{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s");

@@ -25,9 +25,20 @@ void ModelUpdates::Apply(double scale, bool with_optimizer, int64_t version) {
   // --deterministic: the same sum whatever order the pushes came in.
   std::stable_sort(held_.begin(), held_.end(),
                    [](const HeldStage& a, const HeldStage& b) { return a.worker < b.worker; });
-  for (HeldStage& held : held_) {
-    store_.Stage(std::move(held.gradient), static_cast<float>(held.weight));
-    shards_.Order({proto::Order::kStage, held.worker, held.clock, held.weight});
+  if (aggregation_.robust()) {
+    // One shard only (ValidateConfig): no orders to pass on.
+    std::vector<std::shared_ptr<proto::IncomingTensor>> pushes;
+    std::vector<float> weights;
+    for (HeldStage& held : held_) {
+      pushes.push_back(std::move(held.gradient));
+      weights.push_back(static_cast<float>(held.weight));
+    }
+    if (!pushes.empty()) store_.Combine(std::move(pushes), std::move(weights), aggregation_);
+  } else {
+    for (HeldStage& held : held_) {
+      store_.Stage(std::move(held.gradient), static_cast<float>(held.weight));
+      shards_.Order({proto::Order::kStage, held.worker, held.clock, held.weight});
+    }
   }
   held_.clear();
   // The policy counted this apply already: its version is the new one. The

@@ -12,6 +12,7 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
+#include "server/aggregate.h"
 #include "server/coordinator.h"
 #include "server/model_store.h"
 
@@ -21,14 +22,17 @@ class ModelUpdates {
  public:
   // Updates `store` with `optimizer`, ordering the same of the other shards
   // through `shards`; `tracer` (null: none) gets a span per apply. All
-  // outlive this.
+  // outlive this. A robust `aggregation` combines each update's pushes by
+  // its rule (ModelStore::Combine; one shard only), holding them until the
+  // apply as --deterministic does.
   ModelUpdates(ModelStore& store, optim::Optimizer& optimizer, ShardCoordinator& shards,
-               bool deterministic, trace::TraceWriter* tracer)
+               bool deterministic, trace::TraceWriter* tracer, const Aggregation& aggregation = {})
       : store_(store),
         optimizer_(optimizer),
         shards_(shards),
-        deterministic_(deterministic),
-        tracer_(tracer) {}
+        deterministic_(deterministic || aggregation.robust()),
+        tracer_(tracer),
+        aggregation_(aggregation) {}
 
   // Adds the push `clock` of `worker` to the next update with `weight`.
   // A null `gradient` (refused) adds nothing.
@@ -56,6 +60,7 @@ class ModelUpdates {
   ShardCoordinator& shards_;
   const bool deterministic_;
   trace::TraceWriter* const tracer_;
+  const Aggregation aggregation_;
   std::vector<HeldStage> held_;
   int64_t refused_ = 0;
 };

@@ -62,6 +62,13 @@ struct ServerConfig {
   // arrive, so that a run is the same bit for bit whatever the timing (and
   // whatever the number of shards). The sum then starts at the update.
   bool deterministic = false;
+  // How a round's pushes make the update: mean | median | trimmed-mean:F
+  // (see server/aggregate.h); the robust rules need a policy that
+  // aggregates rounds and one shard.
+  std::string aggregate = "mean";
+  // Each push is scaled down to this L2 norm before it is summed (0: no
+  // bound); one shard only.
+  double max_update_norm = 0;
   // Data declaring more features than this is refused (data::DataSpec).
   int64_t max_features = int64_t{1} << 26;
 };
