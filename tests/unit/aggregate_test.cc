@@ -10,18 +10,12 @@
 
 #include "dmlps/proto/codec.h"
 #include "server/model_store.h"
+#include "tensor_test_util.h"
 
 namespace dmlps {
 namespace {
 
-std::shared_ptr<proto::IncomingTensor> Whole(const std::vector<float>& values) {
-  net::Frames frames;
-  frames.emplace_back(values.data(), values.size() * sizeof(float));
-  Result<proto::IncomingTensor> opened =
-      proto::IncomingTensor::Open(static_cast<int64_t>(values.size()), 0, 0, std::move(frames));
-  REQUIRE(opened.ok());
-  return std::make_shared<proto::IncomingTensor>(std::move(opened).value());
-}
+using testing::WholeTensor;
 
 TEST_CASE("--aggregate parses mean, median and trimmed-mean:F with F in [0, 0.5)") {
   CHECK(server::ParseAggregation("mean")->rule == server::Aggregation::Rule::kMean);
@@ -69,9 +63,10 @@ TEST_CASE("a combined update is the rule's value of the pushes, times their weig
     server::Aggregation median;
     median.rule = server::Aggregation::Rule::kMedian;
     // Three honest pushes near 1, one garbage push.
-    store.Combine({Whole({1.f, 1.f, 1.f, 1.f}), Whole({1.1f, 0.9f, 1.f, 1.f}),
-                   Whole({0.9f, 1.1f, 1.f, 1.f}), Whole({900.f, -900.f, 1e30f, -1e30f})},
-                  {64.f, 64.f, 64.f, 64.f}, median);
+    store.Combine(
+        {WholeTensor({1.f, 1.f, 1.f, 1.f}), WholeTensor({1.1f, 0.9f, 1.f, 1.f}),
+         WholeTensor({0.9f, 1.1f, 1.f, 1.f}), WholeTensor({900.f, -900.f, 1e30f, -1e30f})},
+        {64.f, 64.f, 64.f, 64.f}, median);
     // No optimizer: params += scale * acc, and scale 1 / W makes it the median.
     store.Apply(nullptr, 1.f / 256);
     const std::vector<float> params = store.Params();
@@ -85,8 +80,8 @@ TEST_CASE("a combined update is the rule's value of the pushes, times their weig
 TEST_CASE("each push is scaled down to the norm bound before it is used") {
   server::ModelStore store(std::vector<float>(2, 0.f), 1, 1);
   store.set_max_norm(1.0);
-  store.Stage(Whole({3.f, 4.f}), 1.f);    // norm 5: scaled to 1
-  store.Stage(Whole({0.3f, 0.4f}), 1.f);  // norm 0.5: kept
+  store.Stage(WholeTensor({3.f, 4.f}), 1.f);    // norm 5: scaled to 1
+  store.Stage(WholeTensor({0.3f, 0.4f}), 1.f);  // norm 0.5: kept
   store.Apply(nullptr, 1.f);
   const std::vector<float> params = store.Params();
   CHECK(params[0] == doctest::Approx(0.6f + 0.3f));
@@ -96,7 +91,7 @@ TEST_CASE("each push is scaled down to the norm bound before it is used") {
   server::ModelStore robust(std::vector<float>(2, 0.f), 2, 1);
   robust.set_max_norm(1.0);
   server::Aggregation mean_rule;
-  robust.Combine({Whole({0.f, 0.f}), Whole({3000.f, 4000.f})}, {1.f, 1.f}, mean_rule);
+  robust.Combine({WholeTensor({0.f, 0.f}), WholeTensor({3000.f, 4000.f})}, {1.f, 1.f}, mean_rule);
   robust.Apply(nullptr, 0.5f);
   CHECK(robust.Params()[0] == doctest::Approx(0.3f));
   CHECK(robust.Params()[1] == doctest::Approx(0.4f));

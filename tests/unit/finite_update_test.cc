@@ -10,18 +10,12 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "server/model_store.h"
+#include "tensor_test_util.h"
 
 namespace dmlps {
 namespace {
 
-std::shared_ptr<proto::IncomingTensor> Whole(const std::vector<float>& values) {
-  net::Frames frames;
-  frames.emplace_back(values.data(), values.size() * sizeof(float));
-  Result<proto::IncomingTensor> opened =
-      proto::IncomingTensor::Open(static_cast<int64_t>(values.size()), 0, 0, std::move(frames));
-  REQUIRE(opened.ok());
-  return std::make_shared<proto::IncomingTensor>(std::move(opened).value());
-}
+using testing::WholeTensor;
 
 bool AllFinite(const std::vector<float>& values) {
   for (float v : values) {
@@ -67,7 +61,7 @@ TEST_CASE("a push whose weighted sum overflows is refused whole and the model st
       std::vector<float> poison(8, 1.f);
       poison[7] = 1e37f;
       std::vector<bool> verdicts;
-      store.Stage(Whole(poison), 64.f);
+      store.Stage(WholeTensor(poison), 64.f);
       store.Apply(optimizer->get(), 1.f, [&](bool applied) { verdicts.push_back(applied); });
       CHECK(verdicts == std::vector<bool>{false});
       CHECK(store.refused() == 1);
@@ -75,7 +69,7 @@ TEST_CASE("a push whose weighted sum overflows is refused whole and the model st
       CHECK((*optimizer)->State() == velocity);
 
       // Training goes on: the next real step is taken from where it was.
-      store.Stage(Whole(std::vector<float>(8, 1.f)), 1.f);
+      store.Stage(WholeTensor(std::vector<float>(8, 1.f)), 1.f);
       store.Apply(optimizer->get(), 1.f, [&](bool applied) { verdicts.push_back(applied); });
       CHECK(verdicts == std::vector<bool>{false, true});
       const std::vector<float> after = store.Params();
