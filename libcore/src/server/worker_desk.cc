@@ -208,6 +208,10 @@ void WorkerDesk::HandlePush(int64_t rank, const proto::Push& push, net::Frames& 
     Refuse(member.identity, who, "push with a negative count or time", false);
     return;
   }
+  if (HasImplausibleCounts(push)) {
+    Refuse(member.identity, who, "push with a count or time beyond any run", false);
+    return;
+  }
   // A payload that cannot be used still ends the worker's step, so that one
   // bad push cannot stall the others; it just contributes nothing.
   sync::PushInfo info = PushInfoOf(push, member.replied_at, Clock::now());
