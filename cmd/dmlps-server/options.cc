@@ -1,5 +1,6 @@
 #include "cmd/dmlps-server/options.h"
 
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -123,7 +124,18 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
        {"max-message-bytes", "Refuse messages larger than BYTES (0: the model's size plus 1 MiB)",
         "BYTES", "0"},
        {"max-connections", "Refuse connections beyond N open at once (0: --workers plus 16)", "N",
-        "0"}});
+        "0"},
+       {"max-features",
+        "Refuse data declaring more features than N (a LIBSVM index, IDX pixels per image), "
+        "exit 65",
+        "N", std::to_string(defaults.max_features)},
+       {"aggregate",
+        "How a round's pushes make the update: mean (weighted by samples), median or "
+        "trimmed-mean:F (per coordinate; F of the values at each end left out); the robust "
+        "rules need a policy that aggregates rounds (bsp, abps, lbbsp, backup, token)",
+        "RULE", defaults.aggregate},
+       {"max-update-norm", "Scale each push down to this L2 norm before it is used (0: no bound)",
+        "NORM", "0"}});
 }
 
 // The reads below keep the order of the flags' messages: cluster and job,
@@ -210,6 +222,9 @@ void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
   if (flags.Has("curve-allow")) config->curve_allow = flags.String("curve-allow");
   config->max_message_bytes = flags.Int("max-message-bytes", 0, int64_t{1} << 40);
   config->max_connections = flags.Int("max-connections", 0, 1000000);
+  config->max_features = flags.Int("max-features", 1, std::numeric_limits<int32_t>::max());
+  config->aggregate = flags.String("aggregate");
+  config->max_update_norm = flags.Real("max-update-norm", 0, 1e30);
 }
 
 // A policy flag given for another policy is a mistake worth saying.

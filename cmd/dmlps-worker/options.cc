@@ -1,5 +1,6 @@
 #include "cmd/dmlps-worker/options.h"
 
+#include <limits>
 #include <string>
 
 #include "dmlps/cli/programs.h"
@@ -58,7 +59,11 @@ void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults)
                   "server of --model external needs"},
                  {"evaluator",
                   "Join as the server's evaluator (dmlps-server --evaluator): score each "
-                  "snapshot on the test set of --data, with --model if the server's is external"}});
+                  "snapshot on the test set of --data, with --model if the server's is external"},
+                 {"max-features",
+                  "Refuse data declaring more features than N (a LIBSVM index, IDX pixels per "
+                  "image), exit 65",
+                  "N", std::to_string(defaults.max_features)}});
 }
 
 void AddStragglerOptions(cxxopts::Options& options) {
@@ -131,6 +136,7 @@ cli::Program ReadWorkerFlags(cli::FlagReader& flags, const launch::LaunchDefault
   config.threads = flags.Int("threads", 1, 1024);
   config.device = flags.String("device");
   config.model = flags.String("model");
+  config.max_features = flags.Int("max-features", 1, std::numeric_limits<int32_t>::max());
   config.announce_layout = flags.Has("announce-layout");
   if (flags.Has("evaluator")) {
     if (config.announce_layout) flags.AddProblem("--evaluator does not announce a layout");

@@ -60,6 +60,9 @@ complete -c $c -l curve-secret -r -F -d 'Encrypt with CURVE: the server secret k
 complete -c $c -l curve-allow -x -a '(__fish_complete_directories)' -d 'Admit only workers whose public key is in DIR/*.pub'
 complete -c $c -l max-message-bytes -x -d 'Refuse messages larger than BYTES'
 complete -c $c -l max-connections -x -d 'Refuse connections beyond N open at once'
+complete -c $c -l max-features -x -d 'Refuse data declaring more features than N'
+complete -c $c -l aggregate -x -a 'mean median trimmed-mean:0.25' -d 'How a round of pushes makes the update'
+complete -c $c -l max-update-norm -x -d 'Scale each push down to this L2 norm'
 
 __dmlps_complete_common $c 'Print the options and exit'
 complete -c $c -l trace -r -F -d 'Write a trace of every event to FILE'

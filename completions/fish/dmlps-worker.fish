@@ -21,6 +21,7 @@ complete -c $c -l max-batch -x -d 'The most samples this worker takes in one ste
 complete -c $c -l model -x -d 'The model --max-batch auto sizes for, --announce-layout announces, --evaluator evaluates' -a "$__dmlps_models"
 complete -c $c -l announce-layout -d 'Announce --model as the model of a server of --model external'
 complete -c $c -l evaluator -d 'Join as the server\'s evaluator and score its snapshots'
+complete -c $c -l max-features -x -d 'Refuse data declaring more features than N'
 
 complete -c $c -l slowdown -x -d 'After a step whose compute took t, sleep (K-1)*t'
 complete -c $c -l slowdown-schedule -x -d 'Slowdown by step, e.g. 0:1,150:4'

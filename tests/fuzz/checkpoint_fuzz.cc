@@ -8,7 +8,8 @@
 //   - reading fails only with DataLoss naming the source, never a crash;
 //     ReadCheckpointFile on the same bytes gives the same answer;
 //   - a checkpoint read is self-consistent: parameters present and finite,
-//     optimizer state empty or one float per parameter, counts not negative;
+//     optimizer state empty or one float per parameter, counts not negative
+//     and within their bounds (kMaxCheckpointCount and its kin);
 //   - it re-encodes to a file that reads back to the same checkpoint and
 //     re-encodes to the same bytes (a fixed point);
 //   - that file, cut short anywhere or with any one byte changed, is refused.
@@ -61,6 +62,13 @@ int FuzzCheckpoint(const uint8_t* data, size_t size) {
   for (float v : *c.params) FUZZ_CHECK(std::isfinite(v));
   FUZZ_CHECK(c.optimizer_state.empty() || c.optimizer_state.size() == c.params->size());
   FUZZ_CHECK(c.workers >= 1 && c.iteration >= 0 && c.version >= 0 && c.samples >= 0);
+  FUZZ_CHECK(c.workers <= server::kMaxCheckpointWorkers);
+  FUZZ_CHECK(c.iteration <= server::kMaxCheckpointCount);
+  FUZZ_CHECK(c.version <= server::kMaxCheckpointCount);
+  FUZZ_CHECK(c.samples <= server::kMaxCheckpointSamples);
+  for (const int64_t v : c.policy_extra) {
+    FUZZ_CHECK(v >= -server::kMaxCheckpointCount && v <= server::kMaxCheckpointCount);
+  }
   FUZZ_CHECK(c.seconds >= 0 && std::isfinite(c.seconds));
   FUZZ_CHECK(!c.model.empty() && !c.policy.empty() && !c.optimizer.empty());
 

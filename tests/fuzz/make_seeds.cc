@@ -295,6 +295,18 @@ std::vector<std::pair<std::string, std::string>> CheckpointSeeds() {
   sgd.optimizer = "sgd";
   sgd.optimizer_state.clear();
   sgd.params = std::make_shared<std::vector<float>>(std::vector<float>{1.f});
+  // Counters at their bounds (read), and just past them (refused): the
+  // mutator starts next to the limits.
+  server::Checkpoint at_bounds = lbbsp;
+  at_bounds.iteration = server::kMaxCheckpointCount;
+  at_bounds.version = server::kMaxCheckpointCount;
+  at_bounds.samples = server::kMaxCheckpointSamples;
+  at_bounds.workers = server::kMaxCheckpointWorkers;
+  at_bounds.policy_extra = {server::kMaxCheckpointCount, -server::kMaxCheckpointCount};
+  server::Checkpoint overflowing = bsp;
+  overflowing.iteration = INT64_MAX;
+  server::Checkpoint huge_extra = lbbsp;
+  huge_extra.policy_extra.back() = INT64_MIN;
   // The input's first byte is the option byte of checkpoint_fuzz.cc: 0
   // reads the file as it is, 1 re-seals its checksum first.
   const std::string good = server::EncodeCheckpoint(bsp);
@@ -304,6 +316,9 @@ std::vector<std::pair<std::string, std::string>> CheckpointSeeds() {
       {"lbbsp-split", '\1' + server::EncodeCheckpoint(lbbsp)},
       {"ssp-sgd-one-param", '\0' + server::EncodeCheckpoint(sgd)},
       {"truncated", '\0' + good.substr(0, good.size() / 2)},
+      {"counters-at-bounds", '\0' + server::EncodeCheckpoint(at_bounds)},
+      {"iteration-int64-max", '\0' + server::EncodeCheckpoint(overflowing)},
+      {"extra-int64-min", '\0' + server::EncodeCheckpoint(huge_extra)},
   };
 }
 

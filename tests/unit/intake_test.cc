@@ -40,6 +40,27 @@ TEST_CASE("a push is refused for negative counts or times, nothing else in its h
   CHECK_FALSE(HasNegativeCounts(push));
 }
 
+TEST_CASE("a push is refused for counts or times beyond any run, which would overflow") {
+  proto::Push push = PushOf(4);
+  push.samples = 64;
+  push.compute_us = 1'000'000;
+  CHECK_FALSE(HasImplausibleCounts(push));
+  for (int64_t proto::Push::*field :
+       {&proto::Push::clock, &proto::Push::base_version, &proto::Push::samples, &proto::Push::batch,
+        &proto::Push::compute_us, &proto::Push::wait_us, &proto::Push::straggle_us,
+        &proto::Push::comm_us, &proto::Push::memory_bytes}) {
+    for (const int64_t v :
+         {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()}) {
+      proto::Push bad = push;
+      bad.*field = v;
+      CHECK(HasImplausibleCounts(bad));
+    }
+  }
+  // Staleness is the model's version less the push's base: no overflow.
+  push.base_version = int64_t{1} << 40;
+  CHECK_FALSE(HasImplausibleCounts(push));
+}
+
 TEST_CASE("the policy learns a push's step, its transfer and its cycle since the reply") {
   proto::Push push = PushOf(4);
   push.compute_us = 1'500'000;

@@ -175,23 +175,26 @@ TEST_CASE("the model store sums, applies and answers lane by lane as chunks arri
   });
   std::shared_ptr<const std::vector<float>> snapshot;
   store.Snapshot([&](std::shared_ptr<const std::vector<float>> values) { snapshot = values; });
-  CHECK(store.pending() == 4);
+  CHECK(store.pending() == 5);  // the stage, the apply's check, the apply, the reply, the snapshot
   CHECK(sent.empty());
 
-  // Chunk 0 arrives: its lane runs through to the reply while the rest wait.
+  // Chunk 0 arrives: its lane is summed and checked, but applies only once
+  // every lane is known to stay finite, so nothing is sent yet.
   net::Frames chunk0 = FramesOf(grad, 0, 4);
   REQUIRE(server::TakeChunk(*push, 0, chunk0).ok());
   store.Advance();
-  REQUIRE(sent.size() == 1);
-  CHECK(sent[0].first == 0);
-  CHECK(sent[0].second == std::vector<float>{1.f, 0.75f, 0.5f, 0.25f});
+  CHECK(sent.empty());
   CHECK(snapshot == nullptr);
+  CHECK(store.Params()[1] == 1.f);
 
   net::Frames chunk1 = FramesOf(grad, 4, 8);
   REQUIRE(server::TakeChunk(*push, 1, chunk1).ok());
   net::Frames chunk2 = FramesOf(grad, 8, 10);
   REQUIRE(server::TakeChunk(*push, 2, chunk2).ok());
   store.Advance();
+  REQUIRE(sent.size() == 3);
+  CHECK(sent[0].first == 0);
+  CHECK(sent[0].second == std::vector<float>{1.f, 0.75f, 0.5f, 0.25f});
   REQUIRE(sent.size() == 3);
   CHECK(sent[2].first == 2);
   CHECK(sent[2].second == std::vector<float>{1.f - 0.25f * 8, 1.f - 0.25f * 9});
@@ -270,7 +273,8 @@ TEST_CASE("replies view the model in place; a lane still being sent is copied be
     CHECK(held[1].data() == before1);
     CHECK(store.pending() == 0);
 
-    // Also when the lanes apply in different calls, lane 1 after lane 0.
+    // Also when the lanes are summed in different calls, lane 1 after lane
+    // 0 (they apply together, once the whole step is checked).
     held.clear();
     auto push = Streamed(6, 2, 4);
     store.Stage(push, 1.f);
@@ -279,14 +283,13 @@ TEST_CASE("replies view the model in place; a lane still being sent is copied be
     net::Frames chunk0 = FramesOf(ones, 0, 4);
     REQUIRE(server::TakeChunk(*push, 0, chunk0).ok());
     store.Advance();
-    REQUIRE(held.size() == 1);
-    CHECK(held[0].data() == before0);
-    held.clear();
+    CHECK(held.empty());
     net::Frames chunk1 = FramesOf(ones, 4, 6);
     REQUIRE(server::TakeChunk(*push, 1, chunk1).ok());
     store.Advance();
-    REQUIRE(held.size() == 1);
-    CHECK(held[0].data() == before1);
+    REQUIRE(held.size() == 2);
+    CHECK(held[0].data() == before0);
+    CHECK(held[1].data() == before1);
     CHECK(store.Params() == std::vector<float>(6, 4.f));
   }
 }
@@ -356,7 +359,7 @@ Rounds RunRounds(int64_t threads) {
       store.Stage(pushes.back(), w == 0 ? 0.75f : 0.25f);
     }
     store.Apply(momentum->get(), 1.f / 3,
-                [&note, round] { note("applied " + std::to_string(round)); });
+                [&note, round](bool) { note("applied " + std::to_string(round)); });
     store.Send([&, round](int64_t index, zmq::message_t frame) {
       note("chunk " + std::to_string(round) + "." + std::to_string(index));
       const float* data = static_cast<const float*>(frame.data());

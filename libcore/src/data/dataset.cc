@@ -3,6 +3,7 @@
 #include "dmlps/data/dataset.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <utility>
@@ -51,6 +52,14 @@ std::string ResolveIdxPath(const std::string& path) {
 }
 
 }  // namespace
+
+int64_t MachineMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  // Unknown: a bound no real machine reaches still refuses absurd sizes.
+  if (pages <= 0 || page <= 0) return int64_t{1} << 40;
+  return static_cast<int64_t>(pages) * static_cast<int64_t>(page);
+}
 
 std::pair<int64_t, int64_t> ShardRange(int64_t rows, Shard shard) {
   if (rows <= 0 || shard.count <= 0 || shard.index < 0 || shard.index >= shard.count) {
@@ -165,15 +174,20 @@ Result<Dataset> WithInstallHint(const DataSpec& spec, Result<Dataset> loaded) {
 }  // namespace
 
 Result<Dataset> LoadTrain(const DataSpec& spec, Shard shard) {
-  if (spec.format == DataSpec::Format::kLibsvm) return ReadLibsvm(spec.train_images, shard);
+  if (spec.format == DataSpec::Format::kLibsvm) {
+    return ReadLibsvm(spec.train_images, shard, spec.max_features);
+  }
   return WithInstallHint(
-      spec, ReadIdx(ResolveIdxPath(spec.train_images), ResolveIdxPath(spec.train_labels), shard));
+      spec, ReadIdx(ResolveIdxPath(spec.train_images), ResolveIdxPath(spec.train_labels), shard,
+                    spec.max_features));
 }
 
 Result<Dataset> LoadTest(const DataSpec& spec) {
-  if (spec.format == DataSpec::Format::kLibsvm) return ReadLibsvm(spec.test_images);
-  return WithInstallHint(
-      spec, ReadIdx(ResolveIdxPath(spec.test_images), ResolveIdxPath(spec.test_labels)));
+  if (spec.format == DataSpec::Format::kLibsvm) {
+    return ReadLibsvm(spec.test_images, {}, spec.max_features);
+  }
+  return WithInstallHint(spec, ReadIdx(ResolveIdxPath(spec.test_images),
+                                       ResolveIdxPath(spec.test_labels), {}, spec.max_features));
 }
 
 }  // namespace dmlps::data

@@ -25,8 +25,9 @@ constexpr int kImageDims = 3;  // images x rows x columns
 constexpr int kLabelDims = 1;  // labels
 constexpr size_t kBlockBytes = size_t{1} << 20;
 constexpr unsigned kZlibBufferBytes = 1u << 18;
-// More than this many floats are not reserved up front on the header's word.
-constexpr uint64_t kMaxReserve = uint64_t{1} << 28;
+// More than this many values are not reserved up front on the header's
+// word: a header is a claim, and the vectors grow as the data proves it.
+constexpr uint64_t kMaxReserve = uint64_t{1} << 20;
 
 struct GzCloser {
   void operator()(gzFile_s* file) const { gzclose(file); }
@@ -214,7 +215,7 @@ Status ReadPixels(gzFile file, const std::string& path, uint64_t count, uint64_t
 }
 
 Result<Dataset> ReadIdxChecked(const std::string& images_path, const std::string& labels_path,
-                               Shard shard) {
+                               Shard shard, int64_t max_features) {
   DMLPS_ASSIGN_OR_RETURN(GzFile images, OpenGz(images_path));
   DMLPS_ASSIGN_OR_RETURN(GzFile labels, OpenGz(labels_path));
   DMLPS_ASSIGN_OR_RETURN(
@@ -234,7 +235,23 @@ Result<Dataset> ReadIdxChecked(const std::string& images_path, const std::string
                             std::to_string(image_sizes[2]) + " pixels are not supported");
   }
 
+  if (dim > static_cast<uint64_t>(max_features)) {
+    return Status::DataLoss(images_path + ": images of " + std::to_string(image_sizes[1]) + " x " +
+                            std::to_string(image_sizes[2]) + " pixels are beyond --max-features " +
+                            std::to_string(max_features));
+  }
   const auto [first, last] = ShardRange(static_cast<int64_t>(count), shard);
+  // The rows kept, as floats, must fit in memory (count <= 2^32 and dim <
+  // 2^31, so this cannot overflow).
+  const uint64_t bytes = static_cast<uint64_t>(last - first) * dim * sizeof(float);
+  const auto memory = static_cast<uint64_t>(MachineMemoryBytes());
+  if (bytes > memory) {
+    return Status::DataLoss(images_path + ": its header declares " + std::to_string(last - first) +
+                            " images of " + std::to_string(image_sizes[1]) + " x " +
+                            std::to_string(image_sizes[2]) + " pixels to keep, " +
+                            std::to_string(bytes) + " bytes as floats, more than this machine's " +
+                            "memory (" + std::to_string(memory) + " bytes)");
+  }
   Dataset data;
   data.dim = static_cast<int64_t>(dim);
   int32_t largest = -1;
@@ -249,14 +266,14 @@ Result<Dataset> ReadIdxChecked(const std::string& images_path, const std::string
 
 }  // namespace
 
-Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path,
-                        Shard shard) {
+Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path, Shard shard,
+                        int64_t max_features) {
   if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count) {
     return Status::InvalidArgument("shard " + std::to_string(shard.index) + " of " +
                                    std::to_string(shard.count) + " does not exist");
   }
   try {
-    return ReadIdxChecked(images_path, labels_path, shard);
+    return ReadIdxChecked(images_path, labels_path, shard, max_features);
   } catch (const std::bad_alloc&) {
     return Status::IOError(images_path + ": out of memory while loading it");
   }

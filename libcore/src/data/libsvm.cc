@@ -178,7 +178,7 @@ void KeepRows(int64_t first, int64_t last, Dataset* data) {
   data->row_offsets.shrink_to_fit();
 }
 
-Result<Dataset> ReadLibsvmChecked(const std::string& path, Shard shard) {
+Result<Dataset> ReadLibsvmChecked(const std::string& path, Shard shard, int64_t max_features) {
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rbe"));
   if (file == nullptr) {
     const int err = errno;
@@ -193,6 +193,7 @@ Result<Dataset> ReadLibsvmChecked(const std::string& path, Shard shard) {
   int32_t largest = -1;
   LineBuffer line;
   int64_t line_number = 0;
+  const int64_t memory = MachineMemoryBytes();
   std::string why;
   for (;;) {
     errno = 0;
@@ -223,6 +224,16 @@ Result<Dataset> ReadLibsvmChecked(const std::string& path, Shard shard) {
       data.values.push_back(value);
       previous = index;
     }
+    if (previous > max_features) {
+      return fail("feature index " + std::to_string(previous) + " is beyond --max-features " +
+                  std::to_string(max_features));
+    }
+    if (previous > dim && previous * static_cast<int64_t>(sizeof(float)) > memory) {
+      // One sample is made dense for a step: this one would not fit.
+      return fail("feature index " + std::to_string(previous) + " makes one sample " +
+                  std::to_string(previous * static_cast<int64_t>(sizeof(float))) +
+                  " bytes, more than this machine's memory (" + std::to_string(memory) + " bytes)");
+    }
     dim = std::max(dim, previous);
     largest = std::max(largest, *label);
     data.labels.push_back(*label);
@@ -239,13 +250,13 @@ Result<Dataset> ReadLibsvmChecked(const std::string& path, Shard shard) {
 
 }  // namespace
 
-Result<Dataset> ReadLibsvm(const std::string& path, Shard shard) {
+Result<Dataset> ReadLibsvm(const std::string& path, Shard shard, int64_t max_features) {
   if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count) {
     return Status::InvalidArgument("shard " + std::to_string(shard.index) + " of " +
                                    std::to_string(shard.count) + " does not exist");
   }
   try {
-    return ReadLibsvmChecked(path, shard);
+    return ReadLibsvmChecked(path, shard, max_features);
   } catch (const std::bad_alloc&) {
     return Status::IOError(path + ": out of memory while loading it");
   } catch (const std::length_error&) {

@@ -226,6 +226,20 @@ Result<ModelSpec> ParseModelSpec(std::string_view text, int64_t input_dim, int64
                                    std::to_string(input_dim) + " and " + std::to_string(classes) +
                                    " classes");
   }
+  // A server holds the model, its optimizer's state, the sum of the pushes
+  // and a copy for replies: a model whose copies cannot fit in memory comes
+  // from data declaring absurd sizes, refused before anything is allocated.
+  constexpr double kCopies = 4;
+  const double need = approx * sizeof(float) * kCopies;
+  const auto memory = static_cast<double>(data::MachineMemoryBytes());
+  if (need > memory) {
+    return Status::DataLoss(context + ": input size " + std::to_string(input_dim) + " and " +
+                            std::to_string(classes) + " classes need " +
+                            std::to_string(static_cast<int64_t>(approx)) + " parameters, " +
+                            std::to_string(static_cast<int64_t>(need / (1 << 20))) +
+                            " MiB for the copies a server keeps, more than this machine's " +
+                            std::to_string(static_cast<int64_t>(memory / (1 << 20))) + " MiB");
+  }
   return spec;
 }
 

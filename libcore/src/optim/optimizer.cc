@@ -10,7 +10,36 @@ namespace {
 using Vec = Eigen::Map<Eigen::VectorXf>;
 using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 
+// Whether every value of `values` is finite: Inf * 0 and NaN * 0 are NaN,
+// and a NaN makes the sum NaN, so one vectorized pass with no branch tells.
+template <typename Expr>
+bool AllFinite(const Expr& values) {
+  return (values.array() * 0.f).sum() == 0.f;
+}
+
 }  // namespace
+
+bool Sgd::StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
+                          int64_t /*offset*/) const {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  return AllFinite(ConstVec(params.data(), n) - (lr_ * scale) * ConstVec(grad.data(), n));
+}
+
+bool Momentum::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                               float scale, int64_t offset) const {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  // A velocity that overflows makes the parameter it moves infinite or NaN
+  // (lr > 0), so checking the parameters checks the velocity too.
+  const ConstVec u(velocity_.data() + offset, n);
+  return AllFinite(ConstVec(params.data(), n) - lr_ * (mu_ * u + scale * ConstVec(grad.data(), n)));
+}
+
+bool AccumulatedStaysFinite(const Optimizer* optimizer, float scale, std::span<const float> params,
+                            std::span<const float> acc, int64_t offset) {
+  if (optimizer != nullptr) return optimizer->StepStaysFinite(params, acc, scale, offset);
+  const auto n = static_cast<Eigen::Index>(params.size());
+  return AllFinite(ConstVec(params.data(), n) + scale * ConstVec(acc.data(), n));
+}
 
 void Sgd::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                     int64_t /*offset*/) {

@@ -172,6 +172,18 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
       !(meta.seconds >= 0) || !std::isfinite(meta.seconds)) {
     return bad("the metadata holds a negative or missing count");
   }
+  if (meta.iteration > kMaxCheckpointCount || meta.version > kMaxCheckpointCount ||
+      meta.samples > kMaxCheckpointSamples || meta.workers > kMaxCheckpointWorkers) {
+    return bad("the metadata holds an implausible count (iteration " +
+               std::to_string(meta.iteration) + ", version " + std::to_string(meta.version) +
+               ", samples " + std::to_string(meta.samples) + ", workers " +
+               std::to_string(meta.workers) + ")");
+  }
+  for (const int64_t v : meta.policy_extra) {
+    if (v < -kMaxCheckpointCount || v > kMaxCheckpointCount) {
+      return bad("the policy's state holds an implausible count " + std::to_string(v));
+    }
+  }
   // Written back, a double this large (2^64) would not even pack: msgpack
   // turns integral doubles into unsigned integers.
   if (meta.seconds > kMaxSeconds) return bad("the metadata holds an implausible training time");

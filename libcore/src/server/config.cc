@@ -7,6 +7,7 @@
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/server/server.h"
+#include "server/aggregate.h"
 #include "server/shard.h"
 
 namespace dmlps::server {
@@ -93,6 +94,19 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
     if (!config.curve_secret.empty()) {
       problems.push_back("--curve-secret does not work with sharded servers yet");
     }
+  }
+  if (Result<Aggregation> rule = ParseAggregation(config.aggregate); !rule.ok()) {
+    problems.push_back("--aggregate: " + rule.status().message());
+  } else if (rule->robust() && !AggregatesRounds(config.policy.name)) {
+    problems.push_back("--aggregate " + config.aggregate +
+                       " needs a policy that aggregates rounds (bsp, abps, lbbsp, backup, "
+                       "token), not " +
+                       config.policy.name);
+  }
+  if (!(config.max_update_norm >= 0)) problems.push_back("--max-update-norm must not be negative");
+  if (config.shard_count > 1 && (config.aggregate != "mean" || config.max_update_norm > 0)) {
+    // Both need every push whole, which sharded servers split.
+    problems.push_back("--aggregate and --max-update-norm do not work with sharded servers");
   }
   sync::PolicyConfig probe = config.policy;
   probe.num_workers = std::max<int64_t>(config.workers, 1);

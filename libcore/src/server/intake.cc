@@ -12,6 +12,18 @@ bool HasNegativeCounts(const proto::Push& push) {
          push.straggle_us < 0;
 }
 
+bool HasImplausibleCounts(const proto::Push& push) {
+  constexpr int64_t kMaxCount = int64_t{1} << 40;
+  constexpr int64_t kMaxSamples = int64_t{1} << 31;
+  constexpr int64_t kMaxMicros = int64_t{1} << 50;
+  auto beyond = [](int64_t v, int64_t bound) { return v > bound || v < -bound; };
+  return beyond(push.clock, kMaxCount) || beyond(push.base_version, kMaxCount) ||
+         beyond(push.samples, kMaxSamples) || beyond(push.batch, kMaxSamples) ||
+         beyond(push.compute_us, kMaxMicros) || beyond(push.wait_us, kMaxMicros) ||
+         beyond(push.straggle_us, kMaxMicros) || beyond(push.comm_us, kMaxMicros) ||
+         beyond(push.memory_bytes, kMaxMicros);
+}
+
 sync::PushInfo PushInfoOf(const proto::Push& push, Clock::time_point replied_at,
                           Clock::time_point now) {
   sync::PushInfo info;

@@ -26,6 +26,13 @@ namespace dmlps::server {
 // the push is refused before it counts as a step.
 bool HasNegativeCounts(const proto::Push& push);
 
+// Whether `push` reports a count or time beyond any run: a clock or base
+// version past 2^40 either way, samples or a batch past 2^31, a time past
+// 2^50 us (35 years), memory past 2^50 bytes. The server does arithmetic
+// on them (staleness, busy time, sums over the run), which such values
+// would overflow, so the push is refused before it counts as a step.
+bool HasImplausibleCounts(const proto::Push& push);
+
 // What the policy learns of `push`, which arrived at `now`; `replied_at` is
 // when the worker's last model reply was queued (epoch: none yet), from
 // which the cycle a worker cannot time itself follows.

@@ -5,7 +5,9 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace dmlps::server {
 namespace {
@@ -81,9 +83,29 @@ void ModelStore::Stage(std::shared_ptr<proto::IncomingTensor> push, float weight
   Queue(std::move(op));
 }
 
-void ModelStore::Apply(optim::Optimizer* optimizer, float scale, std::function<void()> done) {
+void ModelStore::Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pushes,
+                         std::vector<float> weights, const Aggregation& rule) {
+  Op op;
+  op.kind = Op::Kind::kCombine;
+  op.factors.assign(pushes.size(), 1.f);
+  op.pushes = std::move(pushes);
+  op.rule = rule;
+  for (const float w : weights) op.value += w;
+  Queue(std::move(op));
+}
+
+void ModelStore::Apply(optim::Optimizer* optimizer, float scale, AppliedFn done) {
+  auto verdict = std::make_shared<Verdict>();
+  verdict->lanes_left = layout_.count();
+  Op check;
+  check.kind = Op::Kind::kVerify;
+  check.optimizer = optimizer;
+  check.value = scale;
+  check.verdict = verdict;
+  Queue(std::move(check));
   Op op;
   op.kind = Op::Kind::kApply;
+  op.verdict = std::move(verdict);
   op.optimizer = optimizer;
   op.value = scale;
   op.done = std::move(done);
@@ -111,7 +133,7 @@ void ModelStore::Queue(Op op) {
   if (op.remaining == 0) {
     // An empty model: nothing to wait for.
     if (op.snapshot_sink) op.snapshot_sink(op.point->values);
-    if (op.done) op.done();
+    if (op.done) op.done(true);
     return;
   }
   ops_.push_back(std::move(op));
@@ -119,6 +141,20 @@ void ModelStore::Queue(Op op) {
 }
 
 void ModelStore::Advance() {
+  // An apply waits for its check on every lane, which a pass may complete
+  // after passing lanes by: pass again while passes make progress.
+  while (AdvancePass()) {
+  }
+  // Every lane runs the operations in order, so those at the front that all
+  // lanes ran are done.
+  while (!ops_.empty() && ops_.front().remaining == 0) {
+    ops_.pop_front();
+    ++first_op_;
+  }
+}
+
+bool ModelStore::AdvancePass() {
+  bool progressed = false;
   const auto lanes = static_cast<int64_t>(cursor_.size());
   if (pool_ == nullptr) {
     // Lanes in index order, each handed over before the next runs: a
@@ -127,6 +163,7 @@ void ModelStore::Advance() {
     LaneRun& run = runs_.front();
     for (int64_t lane = 0; lane < lanes; ++lane) {
       if (!PlanLane(lane, &run)) continue;
+      progressed = true;
       RunFloats(run, layout_.begin(run.lane), layout_.end(run.lane));
       FinishLane(run);
     }
@@ -139,6 +176,7 @@ void ModelStore::Advance() {
     for (int64_t lane = 0; lane < lanes; ++lane) {
       if (PlanLane(lane, &runs_[planned])) ++planned;
     }
+    progressed = planned > 0;
     struct Block {
       size_t run;
       int64_t from;
@@ -159,12 +197,7 @@ void ModelStore::Advance() {
     });
     for (size_t r = 0; r < planned; ++r) FinishLane(runs_[r]);
   }
-  // Every lane runs the operations in order, so those at the front that all
-  // lanes ran are done.
-  while (!ops_.empty() && ops_.front().remaining == 0) {
-    ops_.pop_front();
-    ++first_op_;
-  }
+  return progressed;
 }
 
 bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
@@ -182,7 +215,11 @@ bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
   run->fills.assign(static_cast<size_t>(ready - cursor), 0);
   for (int64_t at = cursor; at < ready; ++at) {
     Op& op = At(at);
-    if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kApply) run->floats = true;
+    if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kCombine ||
+        op.kind == Op::Kind::kVerify || op.kind == Op::Kind::kApply) {
+      run->floats = true;
+    }
+    if (!op.bounded) Bound(op);
     if (op.point != nullptr && !op.point->filled[static_cast<size_t>(lane)]) {
       op.point->filled[static_cast<size_t>(lane)] = 1;
       run->fills[static_cast<size_t>(at - cursor)] = 1;
@@ -256,8 +293,62 @@ std::shared_ptr<std::vector<float>> ModelStore::Unshare(int64_t lane) {
 }
 
 bool ModelStore::Ready(const Op& op, int64_t lane) const {
-  if (op.kind != Op::Kind::kStage) return true;
-  return op.push->settled() || op.push->received() >= layout_.end(lane);
+  if (op.kind == Op::Kind::kApply) return op.verdict->lanes_left == 0;
+  // A push's norm needs all of it.
+  const bool whole = max_norm_ > 0;
+  auto has = [&](const proto::IncomingTensor& push) {
+    return push.settled() || (!whole && push.received() >= layout_.end(lane));
+  };
+  if (op.kind == Op::Kind::kStage) return has(*op.push);
+  if (op.kind == Op::Kind::kCombine) {
+    return std::all_of(op.pushes.begin(), op.pushes.end(),
+                       [&](const auto& push) { return has(*push); });
+  }
+  return true;
+}
+
+void ModelStore::Bound(Op& op) const {
+  op.bounded = true;
+  if (max_norm_ <= 0) return;
+  auto factor = [this](const proto::IncomingTensor& push) {
+    double squares = 0;
+    push.ForEachIn(0, push.size(), [&](int64_t, const proto::IncomingTensor::ConstMap& g) {
+      squares += g.cast<double>().squaredNorm();
+    });
+    const double norm = std::sqrt(squares);
+    return norm > max_norm_ ? static_cast<float>(max_norm_ / norm) : 1.f;
+  };
+  if (op.kind == Op::Kind::kStage) op.value *= factor(*op.push);
+  if (op.kind == Op::Kind::kCombine) {
+    for (size_t k = 0; k < op.pushes.size(); ++k) op.factors[k] = factor(*op.pushes[k]);
+  }
+}
+
+void ModelStore::RunCombine(const Op& op, int64_t from, int64_t to) {
+  const auto k = op.pushes.size();
+  const auto n = static_cast<size_t>(to - from);
+  // Row p holds push p's values; NaN marks one left out (the values taken
+  // are all finite).
+  std::vector<float> rows(k * n, std::numeric_limits<float>::quiet_NaN());
+  for (size_t p = 0; p < k; ++p) {
+    const float factor = op.factors[p];
+    op.pushes[p]->ForEachIn(
+        from, to, [&](int64_t offset, const proto::IncomingTensor::ConstMap& g) {
+          Eigen::Map<Eigen::VectorXf>(rows.data() + p * n + static_cast<size_t>(offset - from),
+                                      g.size()) = factor * g;
+        });
+  }
+  std::vector<float> column(k);
+  for (size_t i = 0; i < n; ++i) {
+    size_t have = 0;
+    for (size_t p = 0; p < k; ++p) {
+      const float v = rows[p * n + i];
+      if (!std::isnan(v)) column[have++] = v;
+    }
+    if (have == 0) continue;
+    accumulator_[static_cast<size_t>(from) + i] +=
+        op.value * AggregateValues(std::span<float>(column.data(), have), op.rule);
+  }
 }
 
 void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_t from, int64_t to,
@@ -272,9 +363,23 @@ void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_
       });
       break;
     }
+    case Op::Kind::kCombine:
+      RunCombine(op, from, to);
+      break;
+    case Op::Kind::kVerify:
+      if (!optim::AccumulatedStaysFinite(op.optimizer, op.value, std::span<const float>(params, n),
+                                         std::span<const float>(accumulator_.data() + from, n),
+                                         from)) {
+        op.verdict->finite.store(false, std::memory_order_relaxed);
+      }
+      break;
     case Op::Kind::kApply:
-      optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params, n),
-                              std::span<float>(accumulator_.data() + from, n), from);
+      if (op.verdict->finite.load(std::memory_order_relaxed)) {
+        optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params, n),
+                                std::span<float>(accumulator_.data() + from, n), from);
+      } else {
+        std::fill_n(accumulator_.data() + from, n, 0.f);  // refused: the sum is dropped
+      }
       break;
     case Op::Kind::kSnapshot:
       if (fill) std::memcpy(op.point->values->data() + from, params, n * sizeof(float));
@@ -297,6 +402,11 @@ void ModelStore::Finish(int64_t at, int64_t lane,
     }
     if (!needed) op.push->Release(begin, end);
   }
+  if (op.kind == Op::Kind::kCombine) {
+    for (const auto& push : op.pushes) {
+      if (push->streamed()) push->Release(begin, end);
+    }
+  }
   if (op.kind == Op::Kind::kSend) {
     net::Frames frames;
     proto::AppendRange(params, 0, end - begin, &frames);
@@ -308,10 +418,16 @@ void ModelStore::Finish(int64_t at, int64_t lane,
       ++op.next_chunk;
     }
   }
+  if (op.kind == Op::Kind::kVerify) --op.verdict->lanes_left;
   if (--op.remaining > 0) return;
   if (op.snapshot_sink) op.snapshot_sink(op.point->values);
-  if (op.done) op.done();
+  if (op.kind == Op::Kind::kApply) {
+    const bool applied = op.verdict->finite.load(std::memory_order_relaxed);
+    if (!applied) ++refused_;
+    if (op.done) op.done(applied);
+  }
   op.push.reset();  // the frames it holds are no longer needed
+  op.pushes.clear();
 }
 
 Result<bool> TakeChunk(proto::IncomingTensor& push, int64_t index, net::Frames& payload) {

@@ -5,6 +5,7 @@
 #ifndef DMLPS_SERVER_MODEL_STORE_H_
 #define DMLPS_SERVER_MODEL_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -19,6 +20,7 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
+#include "server/aggregate.h"
 
 namespace dmlps::server {
 
@@ -58,10 +60,30 @@ class ModelStore {
   // streamed push's frames are freed as soon as the last Stage queued for it
   // has summed them, so a large push never holds all its memory at once.
   void Stage(std::shared_ptr<proto::IncomingTensor> push, float weight);
+  // Queues acc[i] += W * rule(the pushes' values at i), W the sum of
+  // `weights` (one per push), over the values that are not left out (a
+  // coordinate none has adds nothing): with the Apply scale 1 / W the
+  // update is the rule's value, as it is the weighted mean for Stage. A
+  // lane runs it once every push holds that lane's floats or is closed.
+  void Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pushes,
+               std::vector<float> weights, const Aggregation& rule);
+  // Every push Staged or Combined from now on is first scaled down to L2
+  // norm `max_norm` when longer (0: no bound), so that one push moves the
+  // model a bounded distance. Its norm needs all of it: a lane then runs
+  // the push only once it is complete or closed.
+  void set_max_norm(double max_norm) { max_norm_ = max_norm; }
+  // Runs once an Apply is over: `applied` false when it was refused.
+  using AppliedFn = std::function<void(bool applied)>;
   // Queues optim::ApplyAccumulated(optimizer, scale, params, acc): one
   // optimizer step along scale * acc, or params += scale * acc without one;
-  // then acc = 0. `done`, when given, runs once every lane has applied.
-  void Apply(optim::Optimizer* optimizer, float scale, std::function<void()> done = {});
+  // then acc = 0. The step is checked first over every lane
+  // (optim::AccumulatedStaysFinite) and taken only if it leaves the whole
+  // model finite; otherwise it is refused whole: the model and the
+  // optimizer's state stay as they were, acc is dropped, and refused()
+  // counts it. So a lane applies only once every lane has its data, while
+  // the sums and the checks still run as the data streams in. `done`, when
+  // given, runs once every lane is through.
+  void Apply(optim::Optimizer* optimizer, float scale, AppliedFn done = {});
   // Queues sending the model as it stands after the operations queued
   // before: sink gets each chunk once its lane is there. The chunks view the
   // lanes without copying; a lane still being sent from is copied before it
@@ -88,6 +110,8 @@ class ModelStore {
     }
     return false;
   }
+  // Applies refused because they would have made the model non-finite.
+  int64_t refused() const { return refused_; }
   // A copy of the model where every lane stands now (for tests).
   std::vector<float> Params() const;
 
@@ -97,16 +121,28 @@ class ModelStore {
     std::shared_ptr<std::vector<float>> values;
     std::vector<char> filled;  // per lane
   };
+  // An apply's check over every lane, which the apply waits for.
+  struct Verdict {
+    std::atomic<bool> finite{true};  // written by the lanes' threads
+    int64_t lanes_left = 0;          // lanes yet to check; on the caller's thread
+  };
   struct Op {
-    enum class Kind { kStage, kApply, kSend, kSnapshot };
+    // kVerify checks the step of the kApply queued right after it.
+    enum class Kind { kStage, kCombine, kVerify, kApply, kSend, kSnapshot };
     Kind kind = Kind::kStage;
     std::shared_ptr<proto::IncomingTensor> push;
+    // kCombine: the pushes, each one's factor (its norm bound), the rule.
+    std::vector<std::shared_ptr<proto::IncomingTensor>> pushes;
+    std::vector<float> factors;
+    Aggregation rule;
+    bool bounded = false;  // kStage, kCombine: the norm bound is taken
     float value = 0;
     optim::Optimizer* optimizer = nullptr;
     std::shared_ptr<Point> point;
+    std::shared_ptr<Verdict> verdict;  // kVerify, kApply
     ChunkSink chunk_sink;
     SnapshotSink snapshot_sink;
-    std::function<void()> done;
+    AppliedFn done;
     int64_t remaining = 0;                   // lanes yet to run it
     int64_t next_chunk = 0;                  // kSend: the next index to hand to the sink
     std::map<int64_t, zmq::message_t> held;  // kSend: chunks ready before their turn
@@ -141,6 +177,13 @@ class ModelStore {
   // Plans lane `lane`'s run of whatever its data allows into `run`, and
   // moves its cursor past it; false when nothing can run.
   bool PlanLane(int64_t lane, LaneRun* run);
+  // Takes the norm bound into op (kStage: its weight; kCombine: its
+  // factors) once its pushes are complete.
+  void Bound(Op& op) const;
+  // kCombine over floats [from, to).
+  void RunCombine(const Op& op, int64_t from, int64_t to);
+  // Plans and runs every lane once; whether any lane ran anything.
+  bool AdvancePass();
   // Runs the float work of `run` on floats [from, to) of its lane.
   void RunFloats(const LaneRun& run, int64_t from, int64_t to);
   // After the float work of `run`: frees, hands over, counts down, and lets
@@ -174,6 +217,8 @@ class ModelStore {
   std::vector<std::shared_ptr<std::vector<float>>> buffers_;  // snapshot copies to reuse
   std::unique_ptr<ThreadPool> pool_;  // null: everything on the caller's thread
   std::vector<LaneRun> runs_;         // Advance's plans, kept for their memory
+  int64_t refused_ = 0;
+  double max_norm_ = 0;
 };
 
 // Takes a Chunk message's payload into a streamed push (IncomingTensor::Add)

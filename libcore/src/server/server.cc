@@ -9,6 +9,7 @@
 #include "dmlps/cli/status_line.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/sync/summary.h"
+#include "server/aggregate.h"
 #include "server/evaluation_log.h"
 #include "server/listen_options.h"
 #include "server/parameter_server.h"
@@ -27,6 +28,7 @@ Status ParameterServer::Setup() {
     bind_options.max_frame_bytes = endpoint_max_bytes_;
   } else {
     DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
+    data_spec.max_features = config_.max_features;
     DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
     if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
     DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
@@ -55,7 +57,11 @@ Status ParameterServer::Setup() {
     spdlog::info("no evaluator (--evaluator): this run logs no accuracy");
   }
   StartCoordinator();
-  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get());
+  // ValidateConfig checked the rule.
+  const Aggregation aggregation = ParseAggregation(config_.aggregate).value();
+  store_->set_max_norm(config_.max_update_norm);
+  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
+                   aggregation);
   SetUpDesk(bind_options.max_frame_bytes);
   spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s",
@@ -138,7 +144,8 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
           .max_message_bytes = max_message_bytes,
           .layout = layout_,
           .peer = [this](const zmq::message_t& identity,
-                         proto::Message& message) { return HandlePeer(identity, message); }},
+                         proto::Message& message) { return HandlePeer(identity, message); },
+          .max_push_samples = MaxPushSamples(config_, policy_->mode())},
       *endpoint_, *shards_, *driver_, *store_, tracer_.get(),
       [this] {
         workers_ready_ = true;

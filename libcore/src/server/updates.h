@@ -12,6 +12,7 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
+#include "server/aggregate.h"
 #include "server/coordinator.h"
 #include "server/model_store.h"
 
@@ -21,14 +22,17 @@ class ModelUpdates {
  public:
   // Updates `store` with `optimizer`, ordering the same of the other shards
   // through `shards`; `tracer` (null: none) gets a span per apply. All
-  // outlive this.
+  // outlive this. A robust `aggregation` combines each update's pushes by
+  // its rule (ModelStore::Combine; one shard only), holding them until the
+  // apply as --deterministic does.
   ModelUpdates(ModelStore& store, optim::Optimizer& optimizer, ShardCoordinator& shards,
-               bool deterministic, trace::TraceWriter* tracer)
+               bool deterministic, trace::TraceWriter* tracer, const Aggregation& aggregation = {})
       : store_(store),
         optimizer_(optimizer),
         shards_(shards),
-        deterministic_(deterministic),
-        tracer_(tracer) {}
+        deterministic_(deterministic || aggregation.robust()),
+        tracer_(tracer),
+        aggregation_(aggregation) {}
 
   // Adds the push `clock` of `worker` to the next update with `weight`.
   // A null `gradient` (refused) adds nothing.
@@ -36,7 +40,11 @@ class ModelUpdates {
              std::shared_ptr<proto::IncomingTensor> gradient);
   // Applies what is staged, times `scale`, through the optimizer or (not
   // `with_optimizer`) as a plain delta; the model becomes `version`.
+  // An update that would make the model non-finite is refused whole
+  // (ModelStore::Apply): counted, logged, and traced as "update refused".
   void Apply(double scale, bool with_optimizer, int64_t version);
+  // Updates refused so far.
+  int64_t refused() const { return refused_; }
 
  private:
   // --deterministic: a stage since the last apply, summed at the next.
@@ -52,7 +60,9 @@ class ModelUpdates {
   ShardCoordinator& shards_;
   const bool deterministic_;
   trace::TraceWriter* const tracer_;
+  const Aggregation aggregation_;
   std::vector<HeldStage> held_;
+  int64_t refused_ = 0;
 };
 
 }  // namespace dmlps::server

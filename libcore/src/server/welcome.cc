@@ -32,4 +32,18 @@ proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec*
   return welcome;
 }
 
+int64_t MaxPushSamples(const ServerConfig& config, sync::WorkerMode mode) {
+  switch (mode) {
+    case sync::WorkerMode::kSync:
+    case sync::WorkerMode::kChunked:
+      return config.batch;
+    case sync::WorkerMode::kToken:
+      return config.policy.token_size;
+    case sync::WorkerMode::kLocal:
+    case sync::WorkerMode::kLocalOverlap:
+      return 0;
+  }
+  return 0;
+}
+
 }  // namespace dmlps::server

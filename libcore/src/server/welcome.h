@@ -25,6 +25,12 @@ proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* sp
 proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec* spec,
                              const sync::Policy& policy, int64_t rank, int64_t num_params);
 
+// The most samples one push of a worker may claim under a policy running
+// `mode`, before the driver gives it another batch: the Welcome's batch, or
+// its token size; 0 (no cap) for the local modes, whose deltas sum many
+// steps and are weighted alike.
+int64_t MaxPushSamples(const ServerConfig& config, sync::WorkerMode mode);
+
 }  // namespace dmlps::server
 
 #endif  // DMLPS_SERVER_WELCOME_H_

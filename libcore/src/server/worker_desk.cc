@@ -224,6 +224,10 @@ void WorkerDesk::HandlePush(int64_t rank, const proto::Push& push, net::Frames& 
     Refuse(member.identity, who, "push with a negative count or time", false);
     return;
   }
+  if (HasImplausibleCounts(push)) {
+    Refuse(member.identity, who, "push with a count or time beyond any run", false);
+    return;
+  }
   // A payload that cannot be used still ends the worker's step, so that one
   // bad push cannot stall the others; it just contributes nothing.
   sync::PushInfo info = PushInfoOf(push, member.replied_at, Clock::now());
@@ -234,6 +238,17 @@ void WorkerDesk::HandlePush(int64_t rank, const proto::Push& push, net::Frames& 
   // A streamed gradient is checked chunk by chunk as it arrives (HandleChunk);
   // one that came whole is checked now.
   OpenedPush opened = OpenPush(push, store_.size(), "the model", payload);
+  if (opened.fault == OpenedPush::kNone && options_.max_push_samples > 0) {
+    // A push weighs its samples: one claiming more than its worker was
+    // given would outweigh the others' real work.
+    auto given = batch_given_.find(rank);
+    const int64_t cap = given != batch_given_.end() ? given->second : options_.max_push_samples;
+    if (push.samples > cap) {
+      opened.fault = OpenedPush::kLayout;
+      opened.why = "push claims " + std::to_string(push.samples) + " samples, more than the " +
+                   std::to_string(cap) + " it was given";
+    }
+  }
   if (opened.fault == OpenedPush::kNone) {
     // Its chunks follow, if streamed. (A streamed push refused here has the
     // wrong size: its chunks are refused one by one rather than held.)
@@ -318,6 +333,7 @@ void WorkerDesk::DrainStreams(milliseconds limit) {
 
 void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
   Member& member = members_.at(rank);
+  if (reply.batch > 0) batch_given_[rank] = reply.batch;
   member.replied_at = Clock::now();
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
@@ -328,6 +344,7 @@ void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
 
 void WorkerDesk::SendContinue(int64_t rank, bool download, const sync::Reply& reply) {
   Member& member = members_.at(rank);
+  if (reply.batch > 0) batch_given_[rank] = reply.batch;
   Status sent =
       endpoint_.SendMessage(&member.identity, proto::Continue{download, reply.token, reply.batch});
   if (!sent.ok()) spdlog::warn("cannot answer worker {}: {}", rank, sent.ToString());

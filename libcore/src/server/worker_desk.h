@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,11 @@ struct WorkerDeskOptions {
   // Offered each message from a sender that is no worker first (an
   // evaluator's); true: it was taken. Null: none.
   std::function<bool(const zmq::message_t&, proto::Message&)> peer;
+  // The most samples one push may claim (its weight in a sum weighted by
+  // samples) until the driver gives the worker another batch: the batch,
+  // or the token size. 0: no cap (local modes push deltas of many steps,
+  // weighted alike whatever their samples).
+  int64_t max_push_samples = 0;
 };
 
 // The workers that came and went while the run went on, for its report.
@@ -145,6 +151,9 @@ class WorkerDesk {
   int64_t refusals_ = 0;
   WaitingLog waiting_log_{std::chrono::seconds(5)};
   Turnover turnover_;
+  // By rank: the batch the driver gave it last, which caps its pushes'
+  // samples in place of options_.max_push_samples.
+  std::map<int64_t, int64_t> batch_given_;
 };
 
 }  // namespace dmlps::server

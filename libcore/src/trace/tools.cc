@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 #include <utility>
 
 #include "dmlps/base/json.h"
@@ -19,18 +21,56 @@ namespace {
 
 constexpr double kMicros = 1e6;
 
-// Whether the server record's "worker" argument names `node` (a rank number,
-// or the node's name).
-bool NamesWorker(const Record& r, const std::string& node, int64_t rank) {
-  for (const auto& [k, v] : r.args) {
-    if (k != "worker") continue;
-    if (const auto* i = std::get_if<int64_t>(&v)) return *i == rank;
-    if (const auto* d = std::get_if<double>(&v)) return *d == static_cast<double>(rank);
-    const auto& s = std::get<std::string>(v);
-    return s == node || s == std::to_string(rank);
-  }
-  return false;
+// Counts from a trace's arguments are doubles of any value: NaN counts as
+// 0, and the rest are clamped to what a run could count, so that casting
+// them cannot overflow.
+constexpr double kMaxCount = 1e15;
+int64_t Count(double v) {
+  if (!(v == v)) return 0;  // NaN
+  return static_cast<int64_t>(std::clamp(v, -kMaxCount, kMaxCount));
 }
+
+// The workers of a summary, found by what server records call them: the
+// node's name, or its rank (a number, or a string of one).
+class WorkerIndex {
+ public:
+  explicit WorkerIndex(const std::vector<std::string>& workers) {
+    for (size_t i = 0; i < workers.size(); ++i) {
+      by_node_.emplace(workers[i], i);
+      const int64_t rank = WorkerRank(workers[i]);
+      if (rank >= 0) by_rank_.emplace(rank, i);
+    }
+  }
+  // The worker the record's "worker" argument names, or -1.
+  int64_t Named(const Record& r) const {
+    for (const auto& [k, v] : r.args) {
+      if (k != "worker") continue;
+      if (const auto* i = std::get_if<int64_t>(&v)) return ByRank(*i);
+      if (const auto* d = std::get_if<double>(&v)) {
+        return *d == std::floor(*d) ? ByRank(Count(*d)) : -1;
+      }
+      const auto& s = std::get<std::string>(v);
+      if (auto it = by_node_.find(s); it != by_node_.end()) return static_cast<int64_t>(it->second);
+      int64_t rank = -1;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), rank);
+      return ec == std::errc() && end == s.data() + s.size() ? ByRank(rank) : -1;
+    }
+    return -1;
+  }
+  // The worker of a node, or -1.
+  int64_t Node(const std::string& node) const {
+    auto it = by_node_.find(node);
+    return it == by_node_.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+
+ private:
+  int64_t ByRank(int64_t rank) const {
+    auto it = by_rank_.find(rank);
+    return it == by_rank_.end() ? -1 : static_cast<int64_t>(it->second);
+  }
+  std::unordered_map<std::string, size_t> by_node_;
+  std::unordered_map<int64_t, size_t> by_rank_;
+};
 
 std::string Join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
@@ -89,7 +129,7 @@ RunSummary SummarizeRun(const Run& run) {
   s.start_us = run.StartMicros();
   if (run.start != nullptr) {
     s.policy = run.start->Text("policy");
-    s.workers = static_cast<int64_t>(run.start->Number("workers"));
+    s.workers = Count(run.start->Number("workers"));
     s.target = run.start->Number("target");
   }
   for (const Record* r : run.records) {
@@ -100,7 +140,7 @@ RunSummary SummarizeRun(const Run& run) {
     } else if (IsInstant(*r, "run", "target") && !s.reached) {
       s.reached = true;
       s.time_to_accuracy_s = r->Number("seconds");
-      s.target_iteration = static_cast<int64_t>(r->Number("iteration"));
+      s.target_iteration = Count(r->Number("iteration"));
     }
   }
   return s;
@@ -492,50 +532,78 @@ Status WriteMerged(std::vector<Record> records, std::ostream& out) {
   return Status::Ok();
 }
 
+namespace {
+
+// What the summary adds up of one worker as the records go by.
+struct WorkerTally {
+  WorkerSummary summary;
+  int64_t first = std::numeric_limits<int64_t>::max();
+  int64_t last = std::numeric_limits<int64_t>::min();
+  // A step's busy time: its compute spans (several for a chunked step) and
+  // its emulated slowness, by clock. Intervals between steps would not do:
+  // under BSP every worker's steps are a barrier apart.
+  std::map<int64_t, double> busy;
+  double staleness = 0;
+
+  // A record the worker wrote. (Reading a trace bounds its times, so that
+  // the end of a span cannot overflow.)
+  void Add(const Record& r) {
+    WorkerSummary& w = summary;
+    first = std::min(first, r.time_us);
+    last = std::max(last, r.time_us + (r.kind == "span" ? r.dur_us : 0));
+    if (IsSpan(r, "compute", "step")) {
+      ++w.steps;
+      // Clamped counts, summed without overflow however many.
+      const int64_t samples = std::max<int64_t>(Count(r.Number("samples")), 0);
+      w.samples = samples > std::numeric_limits<int64_t>::max() - w.samples
+                      ? std::numeric_limits<int64_t>::max()
+                      : w.samples + samples;
+      w.compute_s += static_cast<double>(r.dur_us) / kMicros;
+      busy[Count(r.Number("clock", -1))] += static_cast<double>(r.dur_us) / kMicros;
+    } else if (IsSpan(r, "compute", "straggle")) {
+      w.straggle_s += static_cast<double>(r.dur_us) / kMicros;
+      busy[Count(r.Number("clock", -1))] += static_cast<double>(r.dur_us) / kMicros;
+    } else if (IsSpan(r, "comm")) {
+      w.comm_s += static_cast<double>(r.dur_us) / kMicros;
+    } else if (IsSpan(r, "wait")) {
+      w.wait_s += static_cast<double>(r.dur_us) / kMicros;
+    }
+  }
+};
+
+}  // namespace
+
 TraceSummary Summarize(const std::vector<Record>& records) {
   TraceSummary summary;
   for (const Run& run : SplitRuns(records)) summary.runs.push_back(SummarizeRun(run));
 
   const std::vector<std::string> workers = SortedNodes(records, /*workers_only=*/true);
+  std::vector<WorkerTally> tallies(workers.size());
+  for (size_t i = 0; i < workers.size(); ++i) tallies[i].summary.node = workers[i];
+  // One pass over the records, each found its worker by name or rank: a
+  // trace of many workers costs no more per record than one of a few.
+  const WorkerIndex index(workers);
+  for (const Record& r : records) {
+    if (IsWorker(r)) {
+      const int64_t i = index.Node(r.node);
+      if (i >= 0) tallies[static_cast<size_t>(i)].Add(r);
+    } else if (IsServer(r) && IsInstant(r, "comm", "push")) {
+      const int64_t i = index.Named(r);
+      if (i < 0) continue;
+      WorkerTally& t = tallies[static_cast<size_t>(i)];
+      ++t.summary.pushes;
+      t.staleness += r.Number("staleness");
+    }
+  }
   std::vector<std::vector<double>> step_times(workers.size());
   std::vector<double> medians;
   for (size_t i = 0; i < workers.size(); ++i) {
-    WorkerSummary w;
-    w.node = workers[i];
-    const int64_t rank = WorkerRank(w.node);
-    int64_t first = std::numeric_limits<int64_t>::max();
-    int64_t last = std::numeric_limits<int64_t>::min();
-    // A step's busy time: its compute spans (several for a chunked step) and
-    // its emulated slowness, by clock. Intervals between steps would not do:
-    // under BSP every worker's steps are a barrier apart.
-    std::map<int64_t, double> busy;
-    double staleness = 0;
-    for (const Record& r : records) {
-      if (r.node == w.node) {
-        first = std::min(first, r.time_us);
-        last = std::max(last, r.time_us + (r.kind == "span" ? r.dur_us : 0));
-        if (IsSpan(r, "compute", "step")) {
-          ++w.steps;
-          w.samples += static_cast<int64_t>(r.Number("samples"));
-          w.compute_s += r.dur_us / kMicros;
-          busy[static_cast<int64_t>(r.Number("clock", -1))] += r.dur_us / kMicros;
-        } else if (IsSpan(r, "compute", "straggle")) {
-          w.straggle_s += r.dur_us / kMicros;
-          busy[static_cast<int64_t>(r.Number("clock", -1))] += r.dur_us / kMicros;
-        } else if (IsSpan(r, "comm")) {
-          w.comm_s += r.dur_us / kMicros;
-        } else if (IsSpan(r, "wait")) {
-          w.wait_s += r.dur_us / kMicros;
-        }
-      } else if (IsServer(r) && IsInstant(r, "comm", "push") && NamesWorker(r, w.node, rank)) {
-        ++w.pushes;
-        staleness += r.Number("staleness");
-      }
-    }
-    if (first <= last) w.active_s = (last - first) / kMicros;
+    WorkerTally& t = tallies[i];
+    WorkerSummary& w = t.summary;
+    if (t.first <= t.last) w.active_s = static_cast<double>(t.last - t.first) / kMicros;
     if (w.steps > 0) w.mean_batch = static_cast<double>(w.samples) / w.steps;
-    if (w.pushes > 0) w.mean_staleness = staleness / w.pushes;
-    for (const auto& [clock, seconds] : busy) step_times[i].push_back(seconds);
+    if (w.pushes > 0) w.mean_staleness = t.staleness / w.pushes;
+    for (const auto& [clock, seconds] : t.busy) step_times[i].push_back(seconds);
     w.timed_steps = static_cast<int64_t>(step_times[i].size());
     w.median_step_s = Median(step_times[i]);
     if (w.timed_steps > 0) medians.push_back(w.median_step_s);

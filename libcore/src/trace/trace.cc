@@ -47,7 +47,18 @@ bool ToRecord(const msgpack::object& obj, Record* out, std::string* why) {
         *why = "'" + key + "' is not an integer";
         return false;
       }
-      (key == "t" ? out->time_us : out->dur_us) = v.as<int64_t>();
+      // Times within 2^53 us (285 years) of the epoch, durations not
+      // negative: a span's end, time plus duration, cannot overflow.
+      constexpr uint64_t kMaxMicros = uint64_t{1} << 53;
+      const bool negative = v.type == msgpack::type::NEGATIVE_INTEGER;
+      const uint64_t magnitude =
+          negative ? uint64_t{0} - static_cast<uint64_t>(v.via.i64) : v.via.u64;
+      if (magnitude > kMaxMicros || (negative && key == "dur")) {
+        *why = "'" + key + "' out of range";
+        return false;
+      }
+      (key == "t" ? out->time_us : out->dur_us) =
+          negative ? v.via.i64 : static_cast<int64_t>(v.via.u64);
       has_time = has_time || key == "t";
     } else if (key == "node" || key == "lane" || key == "kind" || key == "name") {
       if (v.type != msgpack::type::STR) {

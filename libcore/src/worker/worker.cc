@@ -27,6 +27,12 @@ using Clock = std::chrono::steady_clock;
 
 Status CheckReadable(const std::string& path) {
   struct stat st {};
+  // An IDX file may lie uncompressed beside the ".gz" name the spec gives
+  // (the readers take either).
+  if (path.ends_with(".gz") && stat(path.c_str(), &st) != 0 &&
+      stat(path.substr(0, path.size() - 3).c_str(), &st) == 0) {
+    return CheckReadable(path.substr(0, path.size() - 3));
+  }
   if (stat(path.c_str(), &st) != 0) return Status::NotFound(path + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return Status::NotFound(path + ": not a regular file");
   return Status::Ok();
@@ -87,8 +93,11 @@ class WorkerRunner {
 Status WorkerRunner::Prepare() {
   DMLPS_RETURN_IF_ERROR(link_.LoadKeys());
   max_batch_ = config_.max_batch;
-  if (user_ != nullptr) return Status::Ok();  // its data and device are its own
+  if (user_ != nullptr) {  // its data and device are its own
+    return config_.announce_layout ? PrepareAnnouncement() : Status::Ok();
+  }
   DMLPS_ASSIGN_OR_RETURN(data_spec_, data::ParseDataSpec(config_.data));
+  data_spec_.max_features = config_.max_features;
   // Fail before joining when the data is plainly missing: a server should not
   // wait for a worker that can never train.
   DMLPS_RETURN_IF_ERROR(CheckReadable(data_spec_.train_images));
@@ -122,6 +131,10 @@ Status WorkerRunner::PrepareAnnouncement() {
     link_.Announce(config_.layout, config_.initial_values);
     return Status::Ok();
   }
+  if (user_ != nullptr) {
+    return Status::Config(
+        "a caller's computation announces the layout it gives (WorkerConfig.layout)");
+  }
   // The model's shape needs the data's: a sliver of it tells.
   DMLPS_ASSIGN_OR_RETURN(data::Dataset sample, data::LoadTrain(data_spec_, data::Shard{0, 1000}));
   DMLPS_ASSIGN_OR_RETURN(
@@ -152,6 +165,15 @@ Result<std::unique_ptr<Computation>> WorkerRunner::BuiltIn() {
   DMLPS_RETURN_IF_ERROR(data.ConformTo(input_dim, classes)
                             .WithContext(config_.data + " does not fit the server's model"));
   if (data.rows() == 0) return Status::DataLoss(config_.data + ": this worker's shard is empty");
+  // A step makes its batch dense: input size times batch floats (in double,
+  // as neither is bounded here) must fit in memory.
+  const double step_bytes =
+      static_cast<double>(input_dim) * static_cast<double>(welcome.batch) * sizeof(float);
+  if (step_bytes > static_cast<double>(data::MachineMemoryBytes())) {
+    return Status::DataLoss(config_.data + ": a step of " + std::to_string(welcome.batch) +
+                            " samples of " + std::to_string(input_dim) +
+                            " features needs more than this machine's memory");
+  }
   DMLPS_ASSIGN_OR_RETURN(
       model::ModelSpec spec,
       model::ParseModelSpec(external ? config_.model : welcome.model, input_dim, classes));

@@ -48,18 +48,34 @@ struct Dataset {
   Status ConformTo(int64_t model_dim, int64_t model_classes);
 };
 
+// The bytes of memory this machine has (physical pages), the bound that
+// sizes declared by a data file (and the model they imply) are checked
+// against before anything is allocated for them: a tiny file declaring
+// billions of features is refused, one line and exit 65, rather than
+// ending in an out-of-memory abort.
+int64_t MachineMemoryBytes();
+
+// The most features (LIBSVM: the largest index; IDX: pixels per image) a
+// data file may declare unless --max-features says otherwise: more than
+// the largest public LIBSVM sets, few enough that a sample made dense
+// (256 MiB) and a model over them can be held.
+inline constexpr int64_t kDefaultMaxFeatures = int64_t{1} << 26;
+
 // Reads IDX image and label files (gzip-compressed or plain; IDX type ubyte),
 // scales pixels to [0, 1] and keeps only the rows of `shard`.
 // Errors: NotFound for a missing file, DataLoss for a corrupt or truncated one
-// or image/label counts that differ.
+// or image/label counts that differ, or images of more than `max_features`
+// pixels or more floats than this machine's memory holds.
 Result<Dataset> ReadIdx(const std::string& images_path, const std::string& labels_path,
-                        Shard shard = {});
+                        Shard shard = {}, int64_t max_features = kDefaultMaxFeatures);
 
 // Reads a LIBSVM text file ("label index:value ..." per line, 1-based increasing
 // indices, '#' comments) and keeps the rows of `shard`. A label of -1 becomes
 // class 0; other labels must be non-negative integers. dim is the largest
-// index seen in the whole file. Errors name the file and line.
-Result<Dataset> ReadLibsvm(const std::string& path, Shard shard = {});
+// index seen in the whole file, which must not pass `max_features`. Errors
+// name the file and line.
+Result<Dataset> ReadLibsvm(const std::string& path, Shard shard = {},
+                           int64_t max_features = kDefaultMaxFeatures);
 
 // Where a job's data lives. Spellings:
 //   fashion-mnist        Debian's dataset-fashion-mnist in kFashionMnistDir
@@ -74,6 +90,9 @@ struct DataSpec {
   std::string test_images;   // IDX; for LIBSVM the test file
   std::string test_labels;   // IDX only
   std::string text;          // the spelling it was parsed from
+  // The most features its files may declare (--max-features); ParseDataSpec
+  // leaves the default.
+  int64_t max_features = kDefaultMaxFeatures;
 };
 
 inline constexpr std::string_view kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

@@ -29,6 +29,12 @@ class Optimizer {
   // size the optimizer was made for.
   virtual void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                          int64_t offset) = 0;
+  // Whether StepSlice with the same arguments would leave every parameter
+  // finite, computed without changing anything: the server checks a whole
+  // step this way before taking any of it, so that a step that would
+  // overflow is refused whole. Same REQUIRES as StepSlice.
+  virtual bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                               float scale, int64_t offset) const = 0;
   virtual std::string Name() const = 0;
   // What the optimizer carries from step to step (for checkpoints): one
   // float per parameter, or nothing.
@@ -46,6 +52,8 @@ class Sgd : public Optimizer {
   explicit Sgd(float lr) : lr_(lr) {}
   void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                  int64_t offset) override;
+  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
+                       int64_t offset) const override;
   std::string Name() const override { return "sgd"; }
 
  private:
@@ -58,6 +66,8 @@ class Momentum : public Optimizer {
   Momentum(float lr, float momentum, int64_t size) : lr_(lr), mu_(momentum), velocity_(size, 0.f) {}
   void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                  int64_t offset) override;
+  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
+                       int64_t offset) const override;
   std::string Name() const override { return "momentum"; }
   std::vector<float> State() const override { return velocity_; }
   Status SetState(std::span<const float> state) override;
@@ -80,6 +90,13 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int
 // REQUIRES: params and acc of equal size, inside the optimizer's.
 void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
                       std::span<float> acc, int64_t offset = 0);
+
+// Whether ApplyAccumulated with the same arguments would leave every
+// parameter (and the optimizer's state) finite; changes nothing. One pass
+// reading what the step reads, so checking a step before taking it costs
+// about one more read of the model, never a copy.
+bool AccumulatedStaysFinite(const Optimizer* optimizer, float scale, std::span<const float> params,
+                            std::span<const float> acc, int64_t offset = 0);
 
 // One step of a worker's local optimizer (the local modes, wbsp), heavy-ball
 // momentum as on the server: v <- mu v + g; params <- params - lr v.

@@ -28,6 +28,16 @@ namespace dmlps::server {
 
 inline constexpr uint32_t kCheckpointFormat = 1;
 
+// The largest counts a checkpoint may hold (DecodeCheckpoint refuses more):
+// iterations, versions and each of the policy's own counters (in absolute
+// value) beyond any run, a million a second for 12 days, and small enough
+// that the arithmetic a resumed run does on them (adding rounds, summing a
+// split over the workers) cannot overflow; samples, iterations times a
+// batch; workers, more than --workers allows.
+inline constexpr int64_t kMaxCheckpointCount = int64_t{1} << 40;
+inline constexpr int64_t kMaxCheckpointSamples = int64_t{1} << 60;
+inline constexpr int64_t kMaxCheckpointWorkers = int64_t{1} << 20;
+
 struct Checkpoint {
   std::string model;                  // model::ModelSpec::Name()
   std::string policy;                 // sync::Policy::Name()

@@ -74,6 +74,15 @@ struct ServerConfig {
   // How long a snapshot may wait for the evaluator's answer before it
   // counts as skipped, and the evaluator as gone.
   std::chrono::milliseconds evaluator_timeout{60000};
+  // How a round's pushes make the update: mean | median | trimmed-mean:F
+  // (see server/aggregate.h); the robust rules need a policy that
+  // aggregates rounds and one shard.
+  std::string aggregate = "mean";
+  // Each push is scaled down to this L2 norm before it is summed (0: no
+  // bound); one shard only.
+  double max_update_norm = 0;
+  // Data declaring more features than this is refused (data::DataSpec).
+  int64_t max_features = int64_t{1} << 26;
 };
 
 // Where the slices of a model of `num_params` floats over `shards` server

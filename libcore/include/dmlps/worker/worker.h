@@ -49,6 +49,8 @@ struct WorkerConfig {
   // as the layout has parameters), announced as they are.
   std::vector<model::TensorSpec> layout;
   std::shared_ptr<const std::vector<float>> initial_values;
+  // Data declaring more features than this is refused (data::DataSpec).
+  int64_t max_features = int64_t{1} << 26;
 };
 
 // Checks a config before anything starts; every problem found, one per line.

@@ -1,0 +1,41 @@
+// How the pushes of one round are combined into the server's update: their
+// mean weighted by samples, or a robust rule that one worker sending garbage
+// cannot drag far (docs/algorithms.md, "Robust aggregation").
+#ifndef DMLPS_SERVER_AGGREGATE_H_
+#define DMLPS_SERVER_AGGREGATE_H_
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "dmlps/base/status.h"
+
+namespace dmlps::server {
+
+struct Aggregation {
+  enum class Rule { kMean, kMedian, kTrimmedMean };
+  Rule rule = Rule::kMean;
+  // kTrimmedMean: the fraction of the values at each end left out, in
+  // [0, 0.5).
+  double trim = 0;
+
+  bool robust() const { return rule != Rule::kMean; }
+};
+
+// Parses --aggregate: "mean", "median" or "trimmed-mean:F" with F in
+// [0, 0.5). InvalidArgument with the reason otherwise.
+Result<Aggregation> ParseAggregation(std::string_view text);
+
+// The policies whose updates combine a round of pushes, the only ones a
+// robust rule applies to (the others apply each push on its own).
+bool AggregatesRounds(std::string_view policy);
+
+// The value `rule` makes of one coordinate's values (reordered in place):
+// their median (the mean of the middle two for an even count) or their mean
+// once the floor(trim * n) smallest and largest are left out. The mean rule
+// is the plain mean. REQUIRES: values not empty.
+float AggregateValues(std::span<float> values, const Aggregation& rule);
+
+}  // namespace dmlps::server
+
+#endif  // DMLPS_SERVER_AGGREGATE_H_

@@ -1,0 +1,61 @@
+# One of four workers pushes garbage every step (values uniform in
+# [-1000, 1000), a full batch's weight). Under BSP with --aggregate median
+# the other three still train mlp:128 to 0.84 on Fashion-MNIST; with the
+# plain mean the same worker keeps the model from it.
+. "$(dirname "$0")/lib.sh"
+
+# Rules the flags refuse (exit 64, one line), before any data is read.
+refused() {  # WHY ARGS...
+  local why=$1 rc=0
+  shift
+  timeout 30 "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' "$@" >/dev/null 2>"$WORK/err" || rc=$?
+  expect_exit 64 "$rc" "dmlps-server $*"
+  grep -q "^dmlps-server: error: .*$why" "$WORK/err" || fail "no '$why' in: $(cat "$WORK/err")"
+}
+refused "expected mean, median or trimmed-mean:F" --aggregate mode
+refused "trimmed-mean:F needs a fraction F in \[0, 0.5)" --aggregate trimmed-mean:0.5
+refused "needs a policy that aggregates rounds" --aggregate median --policy asp
+refused "do not work with sharded servers" --aggregate median --shard 0/2
+refused "max-update-norm" --max-update-norm -1
+
+[ -d /usr/share/datasets/fashion-mnist ] || { echo "skip: no Fashion-MNIST"; exit 77; }
+
+# garbage_run ARGS...: a server for 4 workers with ARGS, 3 real workers and
+# the garbage one; waits for all of them.
+garbage_run() {
+  start_server --workers 4 --policy bsp --model mlp:128 "$@"
+  "$TEST_BIN/dmlps-hostile-worker" garbage "$ENDPOINT" 280 \
+    >"$WORK/hostile.out" 2>"$WORK/hostile.log" &
+  local hostile=$! pids=()
+  CHILDREN+=("$hostile")
+  for r in 0 1 2; do
+    start_worker "worker-$r"
+    pids+=("$WORKER_PID")
+  done
+  wait_for "$SERVER_PID" 300
+  SERVER_RC=$RC
+  wait_for "$hostile" 30
+  expect_exit 0 "$RC" "garbage worker (was it stopped?)"
+  for pid in "${pids[@]}"; do
+    wait_for "$pid" 30
+    expect_exit 0 "$RC" "dmlps-worker"
+  done
+}
+
+start=$SECONDS
+garbage_run --aggregate median --target-accuracy 0.84 --max-iterations 4000 --eval-every 25
+expect_exit 0 "$SERVER_RC" "dmlps-server with --aggregate median"
+grep -q "reached accuracy" "$WORK/server.log" || fail "median: the target was not reached"
+median_acc=$(last_accuracy)
+median_s=$((SECONDS - start))
+median_iter=$(tail -n 1 "$WORK/server.tsv" | cut -f 2)
+
+# The attack is real: with the mean, the same worker and as many
+# iterations as the median needed, the target is not reached (the server
+# exits 1).
+mv "$WORK/server.log" "$WORK/median-server.log"
+garbage_run --target-accuracy 0.84 --max-iterations "$median_iter" --eval-every 25
+expect_exit 1 "$SERVER_RC" "dmlps-server with the mean under the garbage worker"
+mean_best=$(tail -n +2 "$WORK/server.tsv" | cut -f 3 | sort -g | tail -n 1)
+echo "ok: median reached $median_acc at iteration $median_iter in ${median_s}s;" \
+  "the mean's best in as many iterations: $mean_best"

@@ -1,0 +1,27 @@
+// Pushes for the model store's tests, made from plain values.
+#ifndef DMLPS_TESTS_UNIT_TENSOR_TEST_UTIL_H_
+#define DMLPS_TESTS_UNIT_TENSOR_TEST_UTIL_H_
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+#include "dmlps/proto/codec.h"
+
+namespace dmlps::testing {
+
+// A push that came whole (not streamed) holding `values`; fails the test
+// when it cannot be opened.
+inline std::shared_ptr<proto::IncomingTensor> WholeTensor(const std::vector<float>& values) {
+  net::Frames frames;
+  frames.emplace_back(values.data(), values.size() * sizeof(float));
+  Result<proto::IncomingTensor> opened =
+      proto::IncomingTensor::Open(static_cast<int64_t>(values.size()), 0, 0, std::move(frames));
+  REQUIRE(opened.ok());
+  return std::make_shared<proto::IncomingTensor>(std::move(opened).value());
+}
+
+}  // namespace dmlps::testing
+
+#endif  // DMLPS_TESTS_UNIT_TENSOR_TEST_UTIL_H_
