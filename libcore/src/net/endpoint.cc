@@ -1,13 +1,16 @@
 #include "dmlps/net/endpoint.h"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "net/gatekeeper.h"
 
@@ -38,6 +41,26 @@ std::string Monitor(zmq::socket_t& socket, int events) {
       fmt::format("inproc://dmlps-monitor-{}-{}", fmt::ptr(socket.handle()), serial++);
   if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) throw zmq::error_t();
   return address;
+}
+
+// A ROUTER numbers each peer that brings no routing id of its own with a
+// zero byte and a counter, and aborts the process (a libzmq assertion) when
+// the number it hands out is one a peer already chose for itself. The
+// counter starts at a value libzmq draws from the C library's rand(), which
+// nothing seeds: the same numbers in every run, so any peer could take them
+// ahead. Seeding rand() from the kernel before the first ROUTER exists
+// makes the start a 32-bit secret; the numbers never go on the wire, so a
+// peer can only guess them (see SECURITY in dmlps(7)).
+void SeedRoutingIds() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    unsigned int seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) {
+      seed = static_cast<unsigned int>(std::chrono::steady_clock::now().time_since_epoch().count() ^
+                                       getpid());
+    }
+    std::srand(seed);
+  });
 }
 
 void ConfigureCommon(zmq::socket_t& socket) {
@@ -95,6 +118,7 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
   if (options.max_frame_bytes < 1 || options.max_connections < 0) {
     return Status::InvalidArgument("frame and connection limits must be positive");
   }
+  SeedRoutingIds();
   try {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::router);
     ConfigureCommon(*socket);
