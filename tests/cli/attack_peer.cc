@@ -11,8 +11,10 @@
 //                   (a multipart message that never ends); prints how many
 //                   bytes it got out; exits 0.
 //   noread ADDR SECONDS
-//                   joins as a worker, then sends Pulls for SECONDS without
-//                   ever reading a reply; prints how many Pulls it sent.
+//                   joins as a worker, then pulls and pushes (a zero
+//                   gradient, which still makes a new model) for SECONDS
+//                   without ever reading a reply; prints how many Pulls it
+//                   sent.
 #include <zmq.h>
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include "dmlps/proto/codec.h"
@@ -113,11 +116,38 @@ int NoRead(void* context, const std::string& address, int seconds) {
   if (!SendBody(socket, proto::Hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}})) {
     return Fail("cannot send Hello");
   }
+  // The Welcome is the one message it reads: it tells the model's size.
+  zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+  if (zmq_poll(&item, 1, 10000) != 1) return Fail("no Welcome within 10 s");
+  std::vector<zmq::message_t> frames;
+  int more = 1;
+  while (more != 0) {
+    frames.emplace_back();
+    if (zmq_msg_recv(frames.back().handle(), socket, 0) < 0) return Fail("cannot receive");
+    more = zmq_msg_more(frames.back().handle());
+  }
+  dmlps::Result<proto::Message> welcome = proto::DecodeMessage(frames, 0);
+  if (!welcome.ok() || !std::holds_alternative<proto::Welcome>(welcome->body)) {
+    return Fail("the server did not welcome this peer");
+  }
+  const int64_t n = std::get<proto::Welcome>(welcome->body).num_params;
+  const std::vector<float> gradient(static_cast<size_t>(n), 0.0f);
   int64_t pulls = 0;
   const auto end = Clock::now() + std::chrono::seconds(seconds);
-  while (Clock::now() < end) {
-    if (SendBody(socket, proto::Pull{0})) ++pulls;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  for (int64_t clock = 0; Clock::now() < end; ++clock) {
+    // Each pull earns a model; each push (small but valid) changes it, so
+    // that no two replies share their payload.
+    if (SendBody(socket, proto::Pull{clock})) ++pulls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    proto::Push push;
+    push.clock = clock;
+    push.base_version = clock;
+    push.batch = 1;
+    push.samples = 1;
+    push.num_params = n;
+    zmq::message_t header = proto::EncodeHeader(push);
+    (void)zmq_send(socket, header.data(), header.size(), ZMQ_SNDMORE);
+    (void)zmq_send(socket, gradient.data(), gradient.size() * sizeof(float), 0);
   }
   std::printf("sent %lld pulls, read no reply\n", static_cast<long long>(pulls));
   zmq_close(socket);

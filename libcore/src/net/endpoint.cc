@@ -115,7 +115,8 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
   if (curve && options.allowed_keys.empty()) {
     return Status::Config("CURVE with no allowed keys would admit no worker");
   }
-  if (options.max_frame_bytes < 1 || options.max_connections < 0) {
+  if (options.max_frame_bytes < 1 || options.max_connections < 0 ||
+      options.max_queued_messages < 0 || options.max_queued_messages > (int64_t{1} << 30)) {
     return Status::InvalidArgument("frame and connection limits must be positive");
   }
   SeedRoutingIds();
@@ -125,6 +126,9 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
     socket->set(zmq::sockopt::maxmsgsize, options.max_frame_bytes);
     // Sending to a worker that has gone must fail loudly, not vanish.
     socket->set(zmq::sockopt::router_mandatory, 1);
+    if (options.max_queued_messages > 0) {
+      socket->set(zmq::sockopt::sndhwm, static_cast<int>(options.max_queued_messages));
+    }
     std::unique_ptr<Gatekeeper> gatekeeper;
     if (curve || options.max_connections > 0) {
       if (curve) {

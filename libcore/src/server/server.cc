@@ -172,6 +172,7 @@ Status ParameterServer::Turn() {
   }
   if (started_) MaybeCheckpoint();
   desk_->CloseStalledStreams();
+  desk_->DropUnreading();
   shards_->SendOrders();
   if (!shards_->fatal().ok()) {
     desk_->Stop("a server shard was lost");

@@ -306,7 +306,11 @@ void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
   proto::Model header{reply.version, store_.size(), reply.batch, reply.token};
-  QueueModelReply(store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank));
+  std::string identity(static_cast<const char*>(member.identity.data()), member.identity.size());
+  QueueModelReply(store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank),
+                  [this, rank, identity](const Status& why) {
+                    unreading_.emplace(rank, std::make_pair(identity, why.message()));
+                  });
   shards_.Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
 }
 
@@ -360,6 +364,19 @@ void WorkerDesk::LoseWorker(int64_t rank, const std::string& why) {
   }
   // The policy stops waiting for it; a round it held up may close.
   driver_.Lose(rank);
+}
+
+void WorkerDesk::DropUnreading() {
+  std::map<int64_t, std::pair<std::string, std::string>> unreading;
+  unreading.swap(unreading_);
+  for (const auto& [rank, what] : unreading) {
+    if (!members_.Has(rank)) continue;
+    const zmq::message_t& identity = members_.at(rank).identity;
+    if (std::string(static_cast<const char*>(identity.data()), identity.size()) != what.first) {
+      continue;
+    }
+    LoseWorker(rank, "it does not read its replies (" + what.second + ")");
+  }
 }
 
 void WorkerDesk::CheckSilence() {

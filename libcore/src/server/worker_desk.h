@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,6 +87,10 @@ class WorkerDesk {
   // Closes the streamed pushes whose chunks stopped coming (kStreamStall),
   // so that the model's other lanes and replies go on.
   void CloseStalledStreams();
+  // Loses the members a model reply could not be sent to because their
+  // send queue was full (BindOptions::max_queued_messages): they do not
+  // read what they are sent, and would make the server hold it.
+  void DropUnreading();
   // Before the run ends: lets the streams in flight finish, reading nothing
   // but their chunks, for at most `limit`.
   void DrainStreams(std::chrono::milliseconds limit);
@@ -132,6 +137,9 @@ class WorkerDesk {
   net::Frames frames_;   // the message received last
   int64_t refusals_ = 0;
   Turnover turnover_;
+  // Members whose send queue was found full, by rank, with their identity
+  // bytes (the rank may have gone to another worker since) and why.
+  std::map<int64_t, std::pair<std::string, std::string>> unreading_;
 };
 
 }  // namespace dmlps::server

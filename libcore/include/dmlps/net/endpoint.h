@@ -39,6 +39,10 @@ struct BindOptions {
   // Connections open at once, handshakes included; beyond it new ones are
   // refused at the handshake. 0: no limit.
   int64_t max_connections = 0;
+  // Messages queued for one peer at most (ZMQ_SNDHWM); a send beyond it
+  // fails with Unavailable, so that a peer that does not read cannot make
+  // the server hold more. 0: ZeroMQ's queue of 100000 messages.
+  int64_t max_queued_messages = 0;
 };
 
 // How a worker's DEALER talks to a CURVE server; both empty: plaintext.
