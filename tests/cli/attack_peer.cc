@@ -7,14 +7,29 @@
 //                   server whose ids are predictable aborts (libzmq asserts
 //                   when an id it assigns is taken); exits 0 either way.
 //   stream ADDR SECONDS
-//                   sends 256 KiB frames, each flagged "more", for SECONDS
-//                   (a multipart message that never ends); prints how many
-//                   bytes it got out; exits 0.
+//                   speaks ZMTP over a raw TCP connection to send 256 KiB
+//                   frames, each flagged "more", for SECONDS (a multipart
+//                   message that never ends), connecting again when the
+//                   server closes the connection; prints how many bytes it
+//                   sent over how many connections; exits 0.
+//   idle ADDR N SECONDS
+//                   opens N connections, 20 ms apart, that never send a byte beyond the
+//                   handshake nor reconnect once closed, and holds them
+//                   for SECONDS; prints how many were still open at the
+//                   end (a send that fails tells a closed one); exits 0.
+//   claim ADDR RANK  says Hello to a server shard beyond shard 0 as worker
+//                   RANK, without the ticket shard 0 gives the workers it
+//                   admits, and waits up to 15 s for an answer; prints
+//                   "welcomed", "refused: WHY" or "no answer"; exits 0.
 //   noread ADDR SECONDS
 //                   joins as a worker, then pulls and pushes (a zero
 //                   gradient, which still makes a new model) for SECONDS
 //                   without ever reading a reply; prints how many Pulls it
 //                   sent.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include <chrono>
@@ -80,31 +95,128 @@ int Squat(void* context, const std::string& address, int n) {
   return 0;
 }
 
-int Stream(void* context, const std::string& address, int seconds) {
-  void* socket = Dealer(context, "");
-  const int hwm = 0;
-  zmq_setsockopt(socket, ZMQ_SNDHWM, &hwm, sizeof hwm);
-  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
-  std::vector<char> frame(256 * 1024, 'x');
+// A TCP connection to "tcp://HOST:PORT" that has said the ZMTP 3.0 greeting
+// and READY of a DEALER with the NULL mechanism, written raw: libzmq itself
+// sends no frame of a message until its last. -1 when it cannot connect.
+int ZmtpConnect(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (address.rfind("tcp://", 0) != 0 || colon == std::string::npos) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(std::atoi(address.c_str() + colon + 1)));
+  if (inet_pton(AF_INET, address.substr(6, colon - 6).c_str(), &to.sin_addr) != 1) return -1;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  std::string hello(64, '\0');
+  hello[0] = '\xff';
+  hello[9] = '\x7f';
+  hello[10] = 3;  // version 3.0
+  std::memcpy(&hello[12], "NULL", 4);
+  const std::string ready = std::string("\x05READY\x0bSocket-Type\0\0\0\x06", 22) + "DEALER";
+  hello += std::string{'\x04', static_cast<char>(ready.size())} + ready;
+  if (send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int Stream(const std::string& address, int seconds) {
+  std::string frame(9 + (256 << 10), 'x');
+  frame[0] = 3;  // MORE | LONG, then the size as 8 big-endian bytes
+  for (int i = 0; i < 8; ++i)
+    frame[1 + i] = static_cast<char>((int64_t{256} << 10) >> (56 - 8 * i));
   int64_t sent = 0;
+  int64_t connections = 0;
+  int fd = -1;
   const auto end = Clock::now() + std::chrono::seconds(seconds);
   while (Clock::now() < end) {
-    if (zmq_send(socket, frame.data(), frame.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (fd < 0) {
+      fd = ZmtpConnect(address);
+      if (fd < 0) return Fail("cannot connect to " + address);
+      ++connections;
+    }
+    if (send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) < 0) {
+      close(fd);  // the server closed it: start another message on a new one
+      fd = -1;
       continue;
     }
     sent += static_cast<int64_t>(frame.size());
-    // Keep libzmq's own queue short: what counts is what reaches the server.
-    if (sent % (64 << 20) == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // At most about 128 MB/s, so that a server without a bound grows
+    // visibly without exhausting the machine running the test.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  std::printf("queued %lld bytes of one unfinished message\n", static_cast<long long>(sent));
-  zmq_close(socket);
+  if (fd >= 0) close(fd);
+  std::printf("sent %lld bytes of unfinished messages over %lld connections\n",
+              static_cast<long long>(sent), static_cast<long long>(connections));
+  return 0;
+}
+
+int Idle(void* context, const std::string& address, int n, int seconds) {
+  std::vector<void*> sockets;
+  const int never = -1;
+  for (int i = 0; i < n; ++i) {
+    void* socket = Dealer(context, "");
+    zmq_setsockopt(socket, ZMQ_RECONNECT_IVL, &never, sizeof never);
+    if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+    sockets.push_back(socket);
+    // One after the other, so that the first ones in are judged alone.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  int open = 0;
+  for (void* s : sockets) {
+    // With no connection left, a DEALER has nowhere to queue it.
+    if (zmq_send(s, "", 0, ZMQ_DONTWAIT) == 0) ++open;
+    zmq_close(s);
+  }
+  std::printf("%d of %d idle connections open at the end\n", open, n);
   return 0;
 }
 
 bool SendBody(void* socket, const proto::Body& body) {
   zmq::message_t header = proto::EncodeHeader(body);
   return zmq_send(socket, header.data(), header.size(), ZMQ_DONTWAIT) >= 0;
+}
+
+// Receives one whole message within `ms`; false when none came.
+bool ReceiveFrames(void* socket, int ms, std::vector<zmq::message_t>* frames) {
+  zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+  if (zmq_poll(&item, 1, ms) != 1) return false;
+  frames->clear();
+  int more = 1;
+  while (more != 0) {
+    frames->emplace_back();
+    if (zmq_msg_recv(frames->back().handle(), socket, 0) < 0) return false;
+    more = zmq_msg_more(frames->back().handle());
+  }
+  return true;
+}
+
+int Claim(void* context, const std::string& address, int rank) {
+  void* socket = Dealer(context, "");
+  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+  if (!SendBody(socket, proto::Hello{rank, "attack-peer", 0, 1, 0, -1, 0, {}})) {
+    return Fail("cannot send Hello");
+  }
+  std::string outcome = "no answer";
+  const auto end = Clock::now() + std::chrono::seconds(15);
+  std::vector<zmq::message_t> frames;
+  while (Clock::now() < end && outcome == "no answer") {
+    if (!ReceiveFrames(socket, 100, &frames)) continue;
+    dmlps::Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) continue;
+    if (std::holds_alternative<proto::Welcome>(message->body)) outcome = "welcomed";
+    if (const auto* error = std::get_if<proto::Error>(&message->body)) {
+      outcome = "refused: " + error->message;
+    }
+  }
+  std::printf("%s\n", outcome.c_str());
+  zmq_close(socket);
+  return 0;
 }
 
 int NoRead(void* context, const std::string& address, int seconds) {
@@ -157,17 +269,20 @@ int NoRead(void* context, const std::string& address, int seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: dmlps-attack-peer squat|stream|noread ADDR N\n");
+  if (argc != 4 && !(argc == 5 && std::string(argv[1]) == "idle")) {
+    std::fprintf(stderr,
+                 "usage: dmlps-attack-peer squat|stream|noread|claim ADDR N | idle ADDR N S\n");
     return 64;
   }
   void* context = zmq_ctx_new();
   const std::string mode = argv[1];
   const int n = std::atoi(argv[3]);
   int rc = 64;
+  if (mode == "idle") rc = Idle(context, argv[2], n, std::atoi(argv[4]));
   if (mode == "squat") rc = Squat(context, argv[2], n);
-  if (mode == "stream") rc = Stream(context, argv[2], n);
+  if (mode == "stream") rc = Stream(argv[2], n);
   if (mode == "noread") rc = NoRead(context, argv[2], n);
+  if (mode == "claim") rc = Claim(context, argv[2], n);
   zmq_ctx_term(context);
   return rc;
 }

@@ -221,6 +221,8 @@ TEST_CASE("connections beyond the limit are refused at the handshake") {
     clients.push_back(Endpoint::Connect(client_context, server.address()).value());
     REQUIRE(clients.back().SendMessage(nullptr, proto::Heartbeat{i}).ok());
     REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
+    // Admitted: never closed to make room for a newcomer.
+    server.AdmitSender();
   }
   Endpoint third = Endpoint::Connect(client_context, server.address()).value();
   (void)third.SendMessage(nullptr, proto::Heartbeat{3});

@@ -24,6 +24,9 @@ constexpr int kHandshakeMs = 10000;
 // concludes that the server cannot read its hello (a wrong server key, or
 // CURVE on one side only).
 constexpr int64_t kSilentHandshakeFailures = 3;
+// What a frame costs on the wire beyond its bytes, at most: its ZMTP
+// header, with CURVE's command name, nonce and MAC.
+constexpr int64_t kFrameOverhead = 64;
 
 // Sets a CURVE key option from Z85 text (ZeroMQ wants its terminating NUL).
 void SetKey(zmq::socket_t& socket, int option, const std::string& z85) {
@@ -99,6 +102,7 @@ Endpoint& Endpoint::operator=(Endpoint&& other) noexcept {
   socket_ = std::move(other.socket_);
   monitor_ = std::move(other.monitor_);
   curve_ = other.curve_;
+  last_source_ = other.last_source_;
   failed_handshakes_ = other.failed_handshakes_;
   address_ = std::move(other.address_);
   return *this;
@@ -115,7 +119,7 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
   if (curve && options.allowed_keys.empty()) {
     return Status::Config("CURVE with no allowed keys would admit no worker");
   }
-  if (options.max_frame_bytes < 1 || options.max_connections < 0 ||
+  if (options.max_frame_bytes < 1 || options.max_connections < 0 || options.max_unread_bytes < 0 ||
       options.max_queued_messages < 0 || options.max_queued_messages > (int64_t{1} << 30)) {
     return Status::InvalidArgument("frame and connection limits must be positive");
   }
@@ -130,7 +134,7 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
       socket->set(zmq::sockopt::sndhwm, static_cast<int>(options.max_queued_messages));
     }
     std::unique_ptr<Gatekeeper> gatekeeper;
-    if (curve || options.max_connections > 0) {
+    if (curve || options.max_connections > 0 || options.max_unread_bytes > 0) {
       if (curve) {
         socket->set(zmq::sockopt::curve_server, true);
         SetKey(*socket, ZMQ_CURVE_SECRETKEY, options.curve_secret);
@@ -145,7 +149,8 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
       (void)zmq_setsockopt(socket->handle(), 93 /* ZMQ_ZAP_ENFORCE_DOMAIN */, &enforce,
                            sizeof enforce);
       const std::string monitor = Monitor(*socket, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED);
-      GateRules rules{curve, options.allowed_keys, options.max_connections};
+      GateRules rules{curve, options.allowed_keys, options.max_connections,
+                      options.max_unread_bytes};
       DMLPS_ASSIGN_OR_RETURN(gatekeeper, Gatekeeper::Start(context, std::move(rules), monitor));
     }
     socket->bind(address);
@@ -306,7 +311,21 @@ Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout
     if (e.num() == EINTR) return false;
     return FromZmq(e, "receive failed");
   }
+  if (gatekeeper_ != nullptr && !frames->empty()) {
+    // The connection it came from (ZMQ_SRCFD), and its size there; a
+    // ROUTER's first frame, the peer's identity, never was on the wire.
+    last_source_ = zmq_msg_get(frames->back().handle(), ZMQ_SRCFD);
+    int64_t bytes = 0;
+    for (size_t i = 1; i < frames->size(); ++i) {
+      bytes += static_cast<int64_t>((*frames)[i].size()) + kFrameOverhead;
+    }
+    if (last_source_ >= 0) gatekeeper_->Delivered(last_source_, bytes);
+  }
   return !frames->empty();
+}
+
+void Endpoint::AdmitSender() {
+  if (gatekeeper_ != nullptr && last_source_ >= 0) gatekeeper_->Admit(last_source_);
 }
 
 Status Endpoint::CheckHandshakes() {

@@ -239,6 +239,7 @@ void ShardServer::HandleWorker(net::Frames& frames) {
       rank_of_.erase(Key(old->second.identity));
       if (streams_.open(hello->rank)) Abandon(hello->rank, "it joined again");
     }
+    workers_->AdmitSender();
     pushers_[hello->rank].identity = net::CopyFrame(identity);
     forgotten_.erase(hello->rank);
     rank_of_[Key(identity)] = hello->rank;

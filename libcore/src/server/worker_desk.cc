@@ -73,15 +73,20 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
   if (!message.ok()) return Refuse(identity, who, message.status().message(), rank < 0);
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
+    // A peer admitted (or held for its Welcome) keeps its connection when
+    // a flood of others wants room.
     if (hello->shard >= 0) {
       if (Status registered = shards_.Register(identity, *hello); !registered.ok()) {
         Refuse(identity, ShardName(*hello), registered.message(), true);
+      } else {
+        endpoint_.AdmitSender();
       }
     } else if (!shards_.AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
       shards_.HoldHello(identity, *hello);
-    } else {
-      HandleHello(identity, *hello);
+      endpoint_.AdmitSender();
+    } else if (HandleHello(identity, *hello)) {
+      endpoint_.AdmitSender();
     }
     return;
   }
@@ -130,14 +135,14 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
   }
 }
 
-void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
   const HelloDecision decision = members_.Decide(identity, hello, training());
   int64_t rank = decision.rank;
   switch (decision.kind) {
     case HelloDecision::kRefuse:
       Refuse(identity, fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid),
              decision.why, true);
-      return;
+      return false;
     case HelloDecision::kKnown:
       break;
     case HelloDecision::kNewRank:
@@ -152,6 +157,7 @@ void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
     spdlog::info("all {} workers joined; training starts when each has loaded its data",
                  options_.workers);
   }
+  return true;
 }
 
 void WorkerDesk::SendWelcome(const zmq::message_t& identity, int64_t rank) {

@@ -69,7 +69,8 @@ class WorkerDesk {
   Status HandleNext(std::chrono::milliseconds wait);
   // Answers a worker's Hello (also those the coordinator held until every
   // shard had registered): a Welcome with a rank, or a refusal for good.
-  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+  // True when it was welcomed.
+  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
 
   // The driver's replies to the member of `rank` (see sync::DriverEffects);
   // a model reply is ordered of the other shards as well.

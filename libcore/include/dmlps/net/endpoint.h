@@ -36,9 +36,17 @@ struct BindOptions {
   std::set<std::string> allowed_keys;
   // Frames larger than this make ZeroMQ drop the connection (ZMQ_MAXMSGSIZE).
   int64_t max_frame_bytes = kMaxFrameBytes;
-  // Connections open at once, handshakes included; beyond it new ones are
-  // refused at the handshake. 0: no limit.
+  // Connections open at once, handshakes included; beyond it a new one
+  // takes the place of the oldest that has not joined (see AdmitSender) and
+  // has been open for a second, or else is refused at the handshake.
+  // 0: no limit.
   int64_t max_connections = 0;
+  // Bytes a connection may have sent beyond the whole messages received
+  // from it; beyond it the connection is closed and a warning names its
+  // address. ZeroMQ holds a multipart message, unseen, until its last
+  // frame: this bounds one that never ends, whose frames each pass
+  // max_frame_bytes. Checked on TCP connections only. 0: no limit.
+  int64_t max_unread_bytes = 0;
   // Messages queued for one peer at most (ZMQ_SNDHWM); a send beyond it
   // fails with Unavailable, so that a peer that does not read cannot make
   // the server hold more. 0: ZeroMQ's queue of 100000 messages.
@@ -115,6 +123,11 @@ class Endpoint {
   // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
   int64_t refused_connections() const;
 
+  // Marks the connection that the message Receive returned last came from
+  // as one whose peer joined: a guarded endpoint never closes it to make
+  // room for a new connection. Call it for a message that admits its peer.
+  void AdmitSender();
+
   // Messages not sent yet are dropped when the socket closes, rather than
   // held for the linger time (a peer known to be gone).
   void DiscardUnsent() { socket_->set(zmq::sockopt::linger, 0); }
@@ -130,6 +143,7 @@ class Endpoint {
   std::unique_ptr<zmq::socket_t> socket_;
   std::unique_ptr<zmq::socket_t> monitor_;  // a connected endpoint's handshake events
   bool curve_ = false;
+  int last_source_ = -1;           // the connection of the message received last
   int64_t failed_handshakes_ = 0;  // in a row, without detail
   std::string address_;
 };
