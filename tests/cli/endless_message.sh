@@ -6,20 +6,14 @@
 # within a bounded memory while the peer reconnects and goes on, and train a
 # real worker afterwards.
 . "$(dirname "$0")/lib.sh"
-rss() { awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$SERVER_PID/status"; }
 start_server --workers 1 --policy asp --model mlp:512 --target-accuracy 0.80 \
   --max-iterations 100000 --eval-every 100
-before=$(rss)
+before=$(server_rss)
 "$TEST_BIN/dmlps-attack-peer" stream "$ENDPOINT" 10 >"$WORK/stream.out" 2>"$WORK/stream.log" &
 peer=$!
 CHILDREN+=("$peer")
-peak=$before
-for _ in $(seq 20); do
-  sleep 0.5
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died under the endless message"
-  now=$(rss)
-  [ "$now" -gt "$peak" ] && peak=$now
-done
+watch_rss 10
+peak=$RSS_PEAK
 wait_for "$peer" 30
 expect_exit 0 "$RC" "the peer sending an endless message"
 echo "server RSS: $before MiB before, at most $peak MiB during the attack"

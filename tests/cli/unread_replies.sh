@@ -3,20 +3,14 @@
 # once its send queue is full (naming it in the log), stay within a bounded
 # memory, and train a real worker that joins afterwards.
 . "$(dirname "$0")/lib.sh"
-rss() { awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$SERVER_PID/status"; }
 start_server --workers 1 --policy asp --model mlp:512 --target-accuracy 0.80 \
   --max-iterations 100000 --eval-every 100
-before=$(rss)
+before=$(server_rss)
 "$TEST_BIN/dmlps-attack-peer" noread "$ENDPOINT" 15 >"$WORK/noread.out" 2>"$WORK/noread.log" &
 peer=$!
 CHILDREN+=("$peer")
-peak=$before
-for _ in $(seq 30); do
-  sleep 0.5
-  kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died under the peer that does not read"
-  now=$(rss)
-  [ "$now" -gt "$peak" ] && peak=$now
-done
+watch_rss 15
+peak=$RSS_PEAK
 wait_for "$peer" 30
 expect_exit 0 "$RC" "the peer that does not read"
 echo "server RSS: $before MiB before, at most $peak MiB during the attack"
