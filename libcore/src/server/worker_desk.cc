@@ -5,6 +5,7 @@
 #include "server/worker_desk.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/random.h>
 
 #include <string>
 #include <utility>
@@ -15,6 +16,19 @@
 namespace dmlps::server {
 
 using std::chrono::milliseconds;
+
+namespace {
+
+// A secret, non-zero ticket from the kernel's random source.
+int64_t NewTicket() {
+  uint64_t bits = 0;
+  if (getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
+    bits = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+  }
+  return static_cast<int64_t>(bits >> 2) | 1;
+}
+
+}  // namespace
 
 WorkerDesk::WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint,
                        ShardCoordinator& shards, sync::PolicyDriver<Gradient>& driver,
@@ -150,6 +164,11 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
       [[fallthrough]];
     case HelloDecision::kAdmit:
       Admit(identity, hello, rank);
+      if (shards_.sharded()) {
+        // The other shards admit this worker only with it (see Order kAdmit).
+        tickets_[rank] = NewTicket();
+        shards_.Order({proto::Order::kAdmit, rank, tickets_[rank], 0});
+      }
       break;
   }
   SendWelcome(identity, rank);
@@ -163,6 +182,7 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
 void WorkerDesk::SendWelcome(const zmq::message_t& identity, int64_t rank) {
   proto::Welcome welcome = welcome_(rank);
   shards_.DescribeShards(&welcome);
+  if (auto ticket = tickets_.find(rank); ticket != tickets_.end()) welcome.ticket = ticket->second;
   Status sent = endpoint_.SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
 }

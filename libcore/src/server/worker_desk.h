@@ -141,6 +141,9 @@ class WorkerDesk {
   // Members whose send queue was found full, by rank, with their identity
   // bytes (the rank may have gone to another worker since) and why.
   std::map<int64_t, std::pair<std::string, std::string>> unreading_;
+  // Sharded: by rank, the ticket of its worker's admission, which the other
+  // shards ask of it.
+  std::map<int64_t, int64_t> tickets_;
 };
 
 }  // namespace dmlps::server

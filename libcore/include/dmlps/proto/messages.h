@@ -51,7 +51,10 @@ struct Hello {
   int64_t shard = -1;
   int64_t shards = 0;
   std::string address;
-  MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch, shard, shards, address);
+  // A worker's Hello to a server shard beyond 0: the ticket shard 0's
+  // Welcome gave it, without which that shard does not admit it. 0: none.
+  int64_t ticket = 0;
+  MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch, shard, shards, address, ticket);
 };
 
 struct Welcome {
@@ -77,9 +80,13 @@ struct Welcome {
   // the whole model.
   std::vector<std::string> servers;
   std::vector<int64_t> bounds;
+  // Sharded servers: a secret for this admission of this worker, which its
+  // Hello to every other shard must carry (shard 0 tells them by an Order
+  // kAdmit). 0: not sharded.
+  int64_t ticket = 0;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds);
+                     bounds, ticket);
 };
 
 struct Pull {
@@ -171,6 +178,7 @@ struct Order {
     kReply = 5,       // send worker the slice as it stands now (value: the model's version)
     kForget = 6,      // the worker is gone: drop its pushes, stages waiting for them skip
     kSnapshot = 7,    // send shard 0 a Slice of the model as it stands now (value: its id)
+    kAdmit = 8,       // shard 0 admitted worker (clock: its ticket); carried out on arrival
   };
   int64_t kind = 0;
   int64_t worker = -1;
