@@ -2,7 +2,8 @@
 # worker's rank, once the rank a real worker holds and once a rank nobody
 # holds yet, without the ticket shard 0 gives each worker it admits. Shard 1
 # must welcome neither (it refuses each once shard 0 has not vouched for it
-# within 10 s), and the run trains to the target with the real workers.
+# within 10 s), must cut off a message that never ends, and the run trains
+# to the target with the real workers.
 . "$(dirname "$0")/lib.sh"
 start_server --shard 0/2 --workers 2 --policy bsp --target-accuracy 0.80 --max-iterations 3000 \
   --eval-every 25
@@ -33,6 +34,17 @@ for rank in 0 1; do
   grep -q "^refused: shard 0 has not admitted it as worker $rank" "$WORK/claim-$rank.out" ||
     fail "shard 1 did not refuse the claim on rank $rank: $(cat "$WORK/claim-$rank.out")"
 done
+
+# Shard 1 bounds what one connection may send ahead of its whole messages
+# by its slice's size, as shard 0 does: a message that never ends is cut
+# off long before the 640 MB this peer sends.
+"$TEST_BIN/dmlps-attack-peer" stream "$shard_endpoint" 5 >"$WORK/stream.out" 2>"$WORK/stream.log" &
+peer=$!
+CHILDREN+=("$peer")
+wait_for "$peer" 30
+expect_exit 0 "$RC" "the peer sending an endless message to shard 1"
+grep -q "closed the connection from 127.0.0.1:[0-9]*: it sent [0-9]* bytes that make no whole message" \
+  "$WORK/shard-1.log" || fail "shard 1 did not close the connection of the endless message"
 
 start_worker w1 --rank 1
 w1=$WORKER_PID

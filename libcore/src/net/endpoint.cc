@@ -324,6 +324,17 @@ Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout
   return !frames->empty();
 }
 
+Status Endpoint::SetConnectionLimits(int64_t max_connections, int64_t max_unread_bytes) {
+  if (max_connections < 0 || max_unread_bytes < 0) {
+    return Status::InvalidArgument("connection limits must not be negative");
+  }
+  if (gatekeeper_ == nullptr) {
+    return Status::InvalidArgument("an endpoint bound without a connection guard cannot get one");
+  }
+  gatekeeper_->SetLimits(max_connections, max_unread_bytes);
+  return Status::Ok();
+}
+
 void Endpoint::AdmitSender() {
   if (gatekeeper_ != nullptr && last_source_ >= 0) gatekeeper_->Admit(last_source_);
 }

@@ -85,7 +85,11 @@ Result<std::unique_ptr<Gatekeeper>> Gatekeeper::Start(zmq::context_t& context, G
 }
 
 Gatekeeper::Gatekeeper(GateRules rules, zmq::socket_t zap, zmq::socket_t monitor)
-    : rules_(std::move(rules)), zap_(std::move(zap)), monitor_(std::move(monitor)) {}
+    : rules_(std::move(rules)),
+      zap_(std::move(zap)),
+      monitor_(std::move(monitor)),
+      max_connections_(rules_.max_connections),
+      max_unread_(rules_.max_unread_bytes) {}
 
 Gatekeeper::~Gatekeeper() {
   stop_ = true;
@@ -105,7 +109,7 @@ void Gatekeeper::Loop() {
     }
     // Connections counted first: a request is judged with its own connection open.
     if ((items[1].revents & ZMQ_POLLIN) != 0) DrainMonitor();
-    if (rules_.max_unread_bytes > 0 && Clock::now() - last_check_ >= kCheckEvery) CheckUnread();
+    if (max_unread_.load() > 0 && Clock::now() - last_check_ >= kCheckEvery) CheckUnread();
     if ((items[0].revents & ZMQ_POLLIN) == 0) continue;
     try {
       request.clear();
@@ -163,7 +167,7 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
     std::unique_lock<std::mutex> lock(mutex_);
     const int64_t open = static_cast<int64_t>(open_.size());
     const bool full =
-        rules_.max_connections > 0 && open > rules_.max_connections && !EvictOldestPending();
+        max_connections_.load() > 0 && open > max_connections_.load() && !EvictOldestPending();
     lock.unlock();
     if (full) {
       // 400, not 300 ("try again later"): with 300 libzmq keeps the
@@ -173,7 +177,7 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
       text = "too many connections";
       LogRefusal("address " + address, "too many connections (" + std::to_string(open) +
                                            " open, at most " +
-                                           std::to_string(rules_.max_connections) + ")");
+                                           std::to_string(max_connections_.load()) + ")");
     } else if (rules_.curve) {
       std::string key;
       if (mechanism == "CURVE" && request.size() >= 7 && request[6].size() == 32) {
@@ -240,13 +244,13 @@ void Gatekeeper::CheckUnread() {
     // into credit for a message that never ends.
     connection.delivered = std::min(connection.delivered, received);
     const int64_t unread = received - connection.delivered;
-    if (unread > rules_.max_unread_bytes) over.emplace_back(fd, unread);
+    if (unread > max_unread_.load()) over.emplace_back(fd, unread);
   }
   for (const auto& [fd, unread] : over) {
     Drop(fd, open_.at(fd),
          fmt::format("it sent {} bytes that make no whole message yet (at most {}): a message "
                      "over the limit, or one that never ends",
-                     unread, rules_.max_unread_bytes));
+                     unread, max_unread_.load()));
   }
 }
 

@@ -60,6 +60,12 @@ class Gatekeeper {
   // Marks connection `fd` as one whose peer joined: it is never closed to
   // make room for a new one. Thread-safe.
   void Admit(int fd);
+  // Replaces the connection limit and the unread bound of the rules (a
+  // server shard learns its slice's size after it binds). Thread-safe.
+  void SetLimits(int64_t max_connections, int64_t max_unread_bytes) {
+    max_connections_ = max_connections;
+    max_unread_ = max_unread_bytes;
+  }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -96,6 +102,8 @@ class Gatekeeper {
   Clock::time_point last_check_;
   std::set<std::string> logged_;
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> max_connections_;  // the rules' own, until SetLimits
+  std::atomic<int64_t> max_unread_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -236,6 +236,12 @@ Status ShardServer::Register() {
     max_bytes_ = config_.max_message_bytes > 0
                      ? config_.max_message_bytes
                      : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;
+    // The connection limits shard 0 has, now that the slice and the
+    // workers are known (messages over max_bytes_ are refused as they come).
+    DMLPS_RETURN_IF_ERROR(workers_->SetConnectionLimits(
+        config_.max_connections > 0 ? config_.max_connections
+                                    : welcome->num_workers + kConnectionHeadroom,
+        4 * max_bytes_ + kUnreadHeadroom));
     spdlog::info("{}: model {}, parameters [{}, {}) of {}, {} (policy {} on shard 0)", name_,
                  spec.Name(), begin_, begin_ + size_, model.num_params(), optimizer_->Name(),
                  welcome->policy);

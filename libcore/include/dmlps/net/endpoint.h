@@ -120,6 +120,13 @@ class Endpoint {
   static Result<int> WaitAny(std::span<Endpoint* const> endpoints,
                              std::chrono::milliseconds timeout);
 
+  // Replaces a guarded endpoint's connection limit and unread bound
+  // (BindOptions::max_connections, max_unread_bytes): a server shard learns
+  // its slice's size only after it binds. The frame limit and the send
+  // queue stay as bound (ZeroMQ keeps a listener's options). InvalidArgument
+  // for a negative limit, or on an endpoint bound without a guard.
+  Status SetConnectionLimits(int64_t max_connections, int64_t max_unread_bytes);
+
   // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
   int64_t refused_connections() const;
 
