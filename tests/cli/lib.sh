@@ -181,3 +181,19 @@ expect_table() {
 report_value() {
   awk -F '\t' -v k="$2" '$1 == k { print $2 }' "$1"
 }
+
+# server_rss: the resident memory of $SERVER_PID in MiB.
+server_rss() { awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$SERVER_PID/status"; }
+
+# watch_rss SECONDS: samples server_rss every 0.5 s for SECONDS; sets
+# RSS_PEAK to the most seen; fails the test when the server exits meanwhile.
+watch_rss() {
+  local now
+  RSS_PEAK=$(server_rss)
+  for _ in $(seq $(($1 * 2))); do
+    sleep 0.5
+    kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died during the attack"
+    now=$(server_rss)
+    if [ "$now" -gt "$RSS_PEAK" ]; then RSS_PEAK=$now; fi
+  done
+}

@@ -221,6 +221,8 @@ TEST_CASE("connections beyond the limit are refused at the handshake") {
     clients.push_back(Endpoint::Connect(client_context, server.address()).value());
     REQUIRE(clients.back().SendMessage(nullptr, proto::Heartbeat{i}).ok());
     REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
+    // Admitted: never closed to make room for a newcomer.
+    server.AdmitSender();
   }
   Endpoint third = Endpoint::Connect(client_context, server.address()).value();
   (void)third.SendMessage(nullptr, proto::Heartbeat{3});
@@ -256,6 +258,31 @@ TEST_CASE("the decoder refuses huge headers and messages of many frames") {
   Result<proto::Body> body = proto::DecodeHeader(huge.data(), huge.size());
   CHECK(body.status().code() == StatusCode::kProtocol);
   CHECK(body.status().message().starts_with("header of 65537 bytes"));
+}
+
+TEST_CASE("connection limits set after binding apply to the connections to come") {
+  zmq::context_t plain_context;
+  Endpoint plain = Endpoint::Bind(plain_context, "tcp://127.0.0.1:*").value();
+  // An endpoint bound without a connection guard cannot get one later.
+  CHECK(plain.SetConnectionLimits(4, 1 << 20).code() == StatusCode::kInvalidArgument);
+
+  zmq::context_t server_context;
+  BindOptions loose;
+  loose.max_unread_bytes = int64_t{1} << 30;
+  Endpoint server = Endpoint::Bind(server_context, "tcp://127.0.0.1:*", loose).value();
+  CHECK(server.SetConnectionLimits(-1, 0).code() == StatusCode::kInvalidArgument);
+  REQUIRE(server.SetConnectionLimits(1, 1 << 20).ok());
+  zmq::context_t client_context;
+  Endpoint first = Endpoint::Connect(client_context, server.address()).value();
+  Frames frames;
+  REQUIRE(first.SendMessage(nullptr, proto::Heartbeat{1}).ok());
+  REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
+  server.AdmitSender();
+  Endpoint second = Endpoint::Connect(client_context, server.address()).value();
+  (void)second.SendMessage(nullptr, proto::Heartbeat{2});
+  Result<bool> refused = ReceiveWithin(second, &frames, milliseconds(5000));
+  CHECK(refused.status().code() == StatusCode::kUnavailable);
+  CHECK_FALSE(ReceiveWithin(server, &frames, milliseconds(300)).value());
 }
 
 }  // namespace

@@ -1,13 +1,16 @@
 #include "dmlps/net/endpoint.h"
 
 #include <fmt/format.h>
+#include <sys/random.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "net/gatekeeper.h"
 
@@ -21,6 +24,9 @@ constexpr int kHandshakeMs = 10000;
 // concludes that the server cannot read its hello (a wrong server key, or
 // CURVE on one side only).
 constexpr int64_t kSilentHandshakeFailures = 3;
+// What a frame costs on the wire beyond its bytes, at most: its ZMTP
+// header, with CURVE's command name, nonce and MAC.
+constexpr int64_t kFrameOverhead = 64;
 
 // Sets a CURVE key option from Z85 text (ZeroMQ wants its terminating NUL).
 void SetKey(zmq::socket_t& socket, int option, const std::string& z85) {
@@ -38,6 +44,26 @@ std::string Monitor(zmq::socket_t& socket, int events) {
       fmt::format("inproc://dmlps-monitor-{}-{}", fmt::ptr(socket.handle()), serial++);
   if (zmq_socket_monitor(socket.handle(), address.c_str(), events) != 0) throw zmq::error_t();
   return address;
+}
+
+// A ROUTER numbers each peer that brings no routing id of its own with a
+// zero byte and a counter, and aborts the process (a libzmq assertion) when
+// the number it hands out is one a peer already chose for itself. The
+// counter starts at a value libzmq draws from the C library's rand(), which
+// nothing seeds: the same numbers in every run, so any peer could take them
+// ahead. Seeding rand() from the kernel before the first ROUTER exists
+// makes the start a 32-bit secret; the numbers never go on the wire, so a
+// peer can only guess them (see SECURITY in dmlps(7)).
+void SeedRoutingIds() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    unsigned int seed = 0;
+    if (getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) {
+      seed = static_cast<unsigned int>(std::chrono::steady_clock::now().time_since_epoch().count() ^
+                                       getpid());
+    }
+    std::srand(seed);
+  });
 }
 
 void ConfigureCommon(zmq::socket_t& socket) {
@@ -76,6 +102,7 @@ Endpoint& Endpoint::operator=(Endpoint&& other) noexcept {
   socket_ = std::move(other.socket_);
   monitor_ = std::move(other.monitor_);
   curve_ = other.curve_;
+  last_source_ = other.last_source_;
   failed_handshakes_ = other.failed_handshakes_;
   address_ = std::move(other.address_);
   return *this;
@@ -92,17 +119,22 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
   if (curve && options.allowed_keys.empty()) {
     return Status::Config("CURVE with no allowed keys would admit no worker");
   }
-  if (options.max_frame_bytes < 1 || options.max_connections < 0) {
+  if (options.max_frame_bytes < 1 || options.max_connections < 0 || options.max_unread_bytes < 0 ||
+      options.max_queued_messages < 0 || options.max_queued_messages > (int64_t{1} << 30)) {
     return Status::InvalidArgument("frame and connection limits must be positive");
   }
+  SeedRoutingIds();
   try {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::router);
     ConfigureCommon(*socket);
     socket->set(zmq::sockopt::maxmsgsize, options.max_frame_bytes);
     // Sending to a worker that has gone must fail loudly, not vanish.
     socket->set(zmq::sockopt::router_mandatory, 1);
+    if (options.max_queued_messages > 0) {
+      socket->set(zmq::sockopt::sndhwm, static_cast<int>(options.max_queued_messages));
+    }
     std::unique_ptr<Gatekeeper> gatekeeper;
-    if (curve || options.max_connections > 0) {
+    if (curve || options.max_connections > 0 || options.max_unread_bytes > 0) {
       if (curve) {
         socket->set(zmq::sockopt::curve_server, true);
         SetKey(*socket, ZMQ_CURVE_SECRETKEY, options.curve_secret);
@@ -117,7 +149,8 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
       (void)zmq_setsockopt(socket->handle(), 93 /* ZMQ_ZAP_ENFORCE_DOMAIN */, &enforce,
                            sizeof enforce);
       const std::string monitor = Monitor(*socket, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED);
-      GateRules rules{curve, options.allowed_keys, options.max_connections};
+      GateRules rules{curve, options.allowed_keys, options.max_connections,
+                      options.max_unread_bytes};
       DMLPS_ASSIGN_OR_RETURN(gatekeeper, Gatekeeper::Start(context, std::move(rules), monitor));
     }
     socket->bind(address);
@@ -278,7 +311,32 @@ Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout
     if (e.num() == EINTR) return false;
     return FromZmq(e, "receive failed");
   }
+  if (gatekeeper_ != nullptr && !frames->empty()) {
+    // The connection it came from (ZMQ_SRCFD), and its size there; a
+    // ROUTER's first frame, the peer's identity, never was on the wire.
+    last_source_ = zmq_msg_get(frames->back().handle(), ZMQ_SRCFD);
+    int64_t bytes = 0;
+    for (size_t i = 1; i < frames->size(); ++i) {
+      bytes += static_cast<int64_t>((*frames)[i].size()) + kFrameOverhead;
+    }
+    if (last_source_ >= 0) gatekeeper_->Delivered(last_source_, bytes);
+  }
   return !frames->empty();
+}
+
+Status Endpoint::SetConnectionLimits(int64_t max_connections, int64_t max_unread_bytes) {
+  if (max_connections < 0 || max_unread_bytes < 0) {
+    return Status::InvalidArgument("connection limits must not be negative");
+  }
+  if (gatekeeper_ == nullptr) {
+    return Status::InvalidArgument("an endpoint bound without a connection guard cannot get one");
+  }
+  gatekeeper_->SetLimits(max_connections, max_unread_bytes);
+  return Status::Ok();
+}
+
+void Endpoint::AdmitSender() {
+  if (gatekeeper_ != nullptr && last_source_ >= 0) gatekeeper_->Admit(last_source_);
 }
 
 Status Endpoint::CheckHandshakes() {

@@ -1,8 +1,13 @@
 #include "net/gatekeeper.h"
 
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -12,7 +17,10 @@ namespace dmlps::net {
 namespace {
 
 // How often the handler's thread looks whether it should stop.
-constexpr long kPollMs = 100;
+constexpr long kPollMs = 50;
+// How often the bytes each connection has sent are compared with what its
+// reader got.
+constexpr std::chrono::milliseconds kCheckEvery{50};
 // Peers whose refusal is logged at warning level; later ones at debug level,
 // so a flood of keys or addresses cannot fill the log or the memory.
 constexpr size_t kLoggedPeers = 256;
@@ -20,6 +28,41 @@ constexpr size_t kLoggedPeers = 256;
 std::string Text(const zmq::message_t& frame) {
   return std::string(static_cast<const char*>(frame.data()), frame.size());
 }
+
+// The address of the peer on connection `fd` ("IP:port"); "" when `fd` is
+// no connected socket (any more).
+std::string PeerName(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "";
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
+    inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+    return fmt::format("{}:{}", text, ntohs(in->sin_port));
+  }
+  if (address.ss_family == AF_INET6) {
+    const auto* in = reinterpret_cast<const sockaddr_in6*>(&address);
+    inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof text);
+    return fmt::format("[{}]:{}", text, ntohs(in->sin6_port));
+  }
+  return "a local peer";
+}
+
+// The bytes the kernel has received on TCP connection `fd`; -1 when it
+// cannot tell (not TCP).
+int64_t BytesReceived(int fd) {
+  tcp_info info{};
+  socklen_t length = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0 ||
+      length < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received) {
+    return -1;
+  }
+  return static_cast<int64_t>(info.tcpi_bytes_received);
+}
+
+// The host part of "IP:port", so that one host's reconnections are logged once.
+std::string Host(const std::string& peer) { return peer.substr(0, peer.rfind(':')); }
 
 }  // namespace
 
@@ -42,7 +85,11 @@ Result<std::unique_ptr<Gatekeeper>> Gatekeeper::Start(zmq::context_t& context, G
 }
 
 Gatekeeper::Gatekeeper(GateRules rules, zmq::socket_t zap, zmq::socket_t monitor)
-    : rules_(std::move(rules)), zap_(std::move(zap)), monitor_(std::move(monitor)) {}
+    : rules_(std::move(rules)),
+      zap_(std::move(zap)),
+      monitor_(std::move(monitor)),
+      max_connections_(rules_.max_connections),
+      max_unread_(rules_.max_unread_bytes) {}
 
 Gatekeeper::~Gatekeeper() {
   stop_ = true;
@@ -62,6 +109,7 @@ void Gatekeeper::Loop() {
     }
     // Connections counted first: a request is judged with its own connection open.
     if ((items[1].revents & ZMQ_POLLIN) != 0) DrainMonitor();
+    if (max_unread_.load() > 0 && Clock::now() - last_check_ >= kCheckEvery) CheckUnread();
     if ((items[0].revents & ZMQ_POLLIN) == 0) continue;
     try {
       request.clear();
@@ -95,8 +143,10 @@ void Gatekeeper::DrainMonitor() {
       uint32_t value = 0;
       std::memcpy(&id, event.data(), sizeof id);
       std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof value);
-      if (id == ZMQ_EVENT_ACCEPTED) open_.insert(value);
-      if (id == ZMQ_EVENT_DISCONNECTED) open_.erase(value);
+      const int fd = static_cast<int>(value);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (id == ZMQ_EVENT_ACCEPTED) open_[fd] = Connection{Clock::now(), PeerName(fd)};
+      if (id == ZMQ_EVENT_DISCONNECTED) open_.erase(fd);
     }
   } catch (const zmq::error_t&) {
     // The monitored socket is closing: nothing left to count.
@@ -114,8 +164,12 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
     const std::string mechanism = Text(request[5]);
     status = "200";
     text = "OK";
+    std::unique_lock<std::mutex> lock(mutex_);
     const int64_t open = static_cast<int64_t>(open_.size());
-    if (rules_.max_connections > 0 && open > rules_.max_connections) {
+    const bool full =
+        max_connections_.load() > 0 && open > max_connections_.load() && !EvictOldestPending();
+    lock.unlock();
+    if (full) {
       // 400, not 300 ("try again later"): with 300 libzmq keeps the
       // connection waiting until the handshake times out instead of
       // closing it, and the client never learns why.
@@ -123,7 +177,7 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
       text = "too many connections";
       LogRefusal("address " + address, "too many connections (" + std::to_string(open) +
                                            " open, at most " +
-                                           std::to_string(rules_.max_connections) + ")");
+                                           std::to_string(max_connections_.load()) + ")");
     } else if (rules_.curve) {
       std::string key;
       if (mechanism == "CURVE" && request.size() >= 7 && request[6].size() == 32) {
@@ -163,6 +217,71 @@ void Gatekeeper::LogRefusal(const std::string& peer, const std::string& why) {
     }
   } else {
     spdlog::debug("refused a connection from {}: {}", peer, why);
+  }
+}
+
+void Gatekeeper::Delivered(int fd, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = open_.find(fd);
+  if (it != open_.end()) it->second.delivered += bytes;
+}
+
+void Gatekeeper::Admit(int fd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = open_.find(fd);
+  if (it != open_.end()) it->second.admitted = true;
+}
+
+void Gatekeeper::CheckUnread() {
+  last_check_ = Clock::now();
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<int, int64_t>> over;
+  for (auto& [fd, connection] : open_) {
+    const int64_t received = BytesReceived(fd);
+    if (received < 0) continue;
+    connection.received = received;
+    // The frames' overhead is overestimated: the excess must not pile up
+    // into credit for a message that never ends.
+    connection.delivered = std::min(connection.delivered, received);
+    const int64_t unread = received - connection.delivered;
+    if (unread > max_unread_.load()) over.emplace_back(fd, unread);
+  }
+  for (const auto& [fd, unread] : over) {
+    Drop(fd, open_.at(fd),
+         fmt::format("it sent {} bytes that make no whole message yet (at most {}): a message "
+                     "over the limit, or one that never ends",
+                     unread, max_unread_.load()));
+  }
+}
+
+bool Gatekeeper::EvictOldestPending() {
+  const Clock::time_point now = Clock::now();
+  auto oldest = open_.end();
+  for (auto it = open_.begin(); it != open_.end(); ++it) {
+    if (it->second.admitted || now - it->second.opened < kJoinGrace) continue;
+    if (oldest == open_.end() || it->second.opened < oldest->second.opened) oldest = it;
+  }
+  if (oldest == open_.end()) return false;
+  const auto idle =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - oldest->second.opened);
+  Drop(oldest->first, oldest->second,
+       fmt::format("it has not joined in {} ms, and a new connection needs its place",
+                   idle.count()));
+  return true;
+}
+
+void Gatekeeper::Drop(int fd, const Connection& connection, const std::string& why) {
+  const std::string peer = connection.peer;
+  open_.erase(fd);
+  // The descriptor may have closed (and been reused) since it was counted.
+  if (peer.empty() || PeerName(fd) != peer) return;
+  (void)shutdown(fd, SHUT_RDWR);
+  const std::string key = "closed " + Host(peer);
+  if (logged_.count(key) == 0 && logged_.size() < kLoggedPeers) {
+    logged_.insert(key);
+    spdlog::warn("closed the connection from {}: {}", peer, why);
+  } else {
+    spdlog::debug("closed the connection from {}: {}", peer, why);
   }
 }
 

@@ -6,8 +6,11 @@
 #define DMLPS_NET_GATEKEEPER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -27,7 +30,12 @@ struct GateRules {
   bool curve = false;                  // admit only CURVE clients whose key is in allowed_keys
   std::set<std::string> allowed_keys;  // Z85 public keys
   int64_t max_connections = 0;         // connections open at once, handshakes included; 0: any
+  int64_t max_unread_bytes = 0;        // bytes one connection may be ahead of its reader; 0: any
 };
+
+// A connection that has not joined may be closed to make room for a new one
+// once it has been open this long (a peer says Hello at once).
+inline constexpr std::chrono::milliseconds kJoinGrace{1000};
 
 class Gatekeeper {
  public:
@@ -45,20 +53,57 @@ class Gatekeeper {
   // Connections refused so far.
   int64_t refused() const { return refused_.load(); }
 
+  // Counts `bytes` (an overestimate of their size on the wire) that the
+  // guarded socket's owner received from connection `fd`: what the
+  // connection sent beyond them is still in ZeroMQ's hands. Thread-safe.
+  void Delivered(int fd, int64_t bytes);
+  // Marks connection `fd` as one whose peer joined: it is never closed to
+  // make room for a new one. Thread-safe.
+  void Admit(int fd);
+  // Replaces the connection limit and the unread bound of the rules (a
+  // server shard learns its slice's size after it binds). Thread-safe.
+  void SetLimits(int64_t max_connections, int64_t max_unread_bytes) {
+    max_connections_ = max_connections;
+    max_unread_ = max_unread_bytes;
+  }
+
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Connection {
+    Clock::time_point opened;
+    std::string peer;       // its address, as getpeername() tells it
+    int64_t delivered = 0;  // bytes received from it, frames' overhead included
+    int64_t received = 0;   // bytes the kernel received on it, at the last check
+    bool admitted = false;
+  };
+
   Gatekeeper(GateRules rules, zmq::socket_t zap, zmq::socket_t monitor);
   void Loop();
   void DrainMonitor();
   void Answer(std::vector<zmq::message_t>& request);
   // Logs a refusal at warning level once per `peer` (key or address).
   void LogRefusal(const std::string& peer, const std::string& why);
+  // Closes the connections whose bytes not yet delivered as whole messages
+  // passed rules_.max_unread_bytes: a message that never ends (ZeroMQ holds
+  // a multipart message unseen until its last frame) or one too many.
+  void CheckUnread();
+  // Closes the oldest connection that has not joined and has been open for
+  // kJoinGrace; false when there is none.
+  bool EvictOldestPending();
+  // Shuts connection `fd` down (ZeroMQ then closes it and frees what it
+  // held) when it is still the one opened from `connection.peer`.
+  void Drop(int fd, const Connection& connection, const std::string& why);
 
   GateRules rules_;
   zmq::socket_t zap_;
   zmq::socket_t monitor_;
-  std::set<int64_t> open_;  // descriptors of the connections open now
+  std::mutex mutex_;                // guards open_
+  std::map<int, Connection> open_;  // the connections open now, by descriptor
+  Clock::time_point last_check_;
   std::set<std::string> logged_;
   std::atomic<int64_t> refused_{0};
+  std::atomic<int64_t> max_connections_;  // the rules' own, until SetLimits
+  std::atomic<int64_t> max_unread_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

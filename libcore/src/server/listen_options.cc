@@ -22,6 +22,11 @@ Result<net::BindOptions> ReadServerKeys(const ServerConfig& config) {
   return options;
 }
 
+int64_t MaxQueuedMessages(int64_t model_bytes) {
+  const int64_t chunks = (model_bytes + proto::kDefaultChunkBytes - 1) / proto::kDefaultChunkBytes;
+  return 2 * (chunks + 2) + kQueueHeadroom;
+}
+
 Status SetServerLimits(const ServerConfig& config, const std::vector<int64_t>& bounds,
                        net::BindOptions* options) {
   const int64_t model_bytes = bounds.back() * static_cast<int64_t>(sizeof(float));
@@ -37,6 +42,8 @@ Status SetServerLimits(const ServerConfig& config, const std::vector<int64_t>& b
   }
   options->max_frame_bytes =
       config.max_message_bytes > 0 ? config.max_message_bytes : model_bytes + kMessageHeadroom;
+  options->max_queued_messages = MaxQueuedMessages(model_bytes);
+  options->max_unread_bytes = 4 * options->max_frame_bytes + kUnreadHeadroom;
   options->max_connections = config.max_connections > 0
                                  ? config.max_connections
                                  : config.workers + kConnectionHeadroom + config.shard_count - 1;

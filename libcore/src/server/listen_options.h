@@ -17,7 +17,23 @@ namespace dmlps::server {
 // after the data has loaded. Logs the keys admitted.
 Result<net::BindOptions> ReadServerKeys(const ServerConfig& config);
 
-// Sets the largest message and the most connections *options allows for a
+// What a connection may send beyond four of the largest messages before
+// they are whole and read (see net::BindOptions::max_unread_bytes): room
+// for the kernel's and ZeroMQ's buffers.
+inline constexpr int64_t kUnreadHeadroom = int64_t{16} << 20;
+
+// Control messages (heartbeats, errors, Continues) a peer's send queue
+// holds beyond its model replies.
+inline constexpr int64_t kQueueHeadroom = 16;
+
+// The messages queued for one peer at most: every message of two whole
+// model replies of `model_bytes` (a header and its chunks) and
+// kQueueHeadroom more. A worker reads each reply before it pulls again, so
+// only a peer that stops reading fills it.
+int64_t MaxQueuedMessages(int64_t model_bytes);
+
+// Sets the largest message, the most connections, the queue per peer and
+// the unread bytes per connection *options allows for a
 // model cut at `bounds` (ShardBounds), this shard holding the first slice:
 // the config's, or the defaults (the model plus kMessageHeadroom; the
 // workers and the other shards plus kConnectionHeadroom). InvalidArgument

@@ -439,7 +439,8 @@ Result<bool> TakeChunk(proto::IncomingTensor& push, int64_t index, net::Frames& 
 }
 
 void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::message_t* identity,
-                     proto::Model header, const std::string& who) {
+                     proto::Model header, const std::string& who,
+                     std::function<void(const Status&)> failed) {
   const proto::ChunkLayout& layout = store.layout();
   header.num_params = store.size();
   // The identity frame, kept as bytes for the sends to come.
@@ -447,10 +448,17 @@ void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::mess
   if (identity != nullptr)
     peer->assign(static_cast<const char*>(identity->data()), identity->size());
   const bool routed = identity != nullptr;
-  auto send = [&endpoint, peer, routed, who](const proto::Body& body, net::Frames payload) {
+  // After one failed send the rest of the reply would be of no use.
+  auto broken = std::make_shared<bool>(false);
+  auto send = [&endpoint, peer, routed, who, broken, failed](const proto::Body& body,
+                                                             net::Frames payload) {
+    if (*broken) return;
     zmq::message_t id(peer->data(), peer->size());
     Status sent = endpoint.SendMessage(routed ? &id : nullptr, body, std::move(payload));
-    if (!sent.ok()) spdlog::warn("cannot send the model to {}: {}", who, sent.ToString());
+    if (sent.ok()) return;
+    *broken = true;
+    spdlog::warn("cannot send the model to {}: {}", who, sent.ToString());
+    if (failed) failed(sent);
   };
   if (!layout.streamed()) {
     header.chunks = 0;

@@ -231,9 +231,12 @@ Result<bool> TakeChunk(proto::IncomingTensor& push, int64_t index, net::Frames& 
 // queued so far. A model of one chunk goes whole, header and payload in one
 // message, once its lane is there; a larger one is announced now (the header
 // with chunks and chunk_floats set) and follows chunk by chunk in Chunk
-// messages. A failed send is logged as a warning naming `who`.
+// messages. A failed send is logged as a warning naming `who`, once per
+// reply, and the rest of that reply is not sent; `failed` (if set) then
+// hears why, so that the caller can drop a peer that does not read.
 void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::message_t* identity,
-                     proto::Model header, const std::string& who);
+                     proto::Model header, const std::string& who,
+                     std::function<void(const Status&)> failed = {});
 
 }  // namespace dmlps::server
 

@@ -246,6 +246,7 @@ Status ParameterServer::Turn() {
     if (workers_ready_ && !started_ && remote_->joined_once()) Start();
   }
   desk_->CloseStalledStreams();
+  desk_->DropUnreading();
   shards_->SendOrders();
   if (!shards_->fatal().ok()) {
     desk_->Stop("a server shard was lost");

@@ -20,6 +20,7 @@
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
 #include "server/intake.h"
+#include "server/listen_options.h"
 #include "server/loop.h"
 #include "server/model_store.h"
 
@@ -59,6 +60,14 @@ using std::chrono::milliseconds;
 // A Stage order whose push has not come for this long is skipped (the worker
 // died between sending to shard 0 and to this shard): its slice is left out.
 constexpr milliseconds kPushStall = kStreamStall;
+// A worker's Hello waits this long for shard 0's word that it admitted
+// that worker (its Order kAdmit may come after the Hello)...
+constexpr milliseconds kHelloWait{10000};
+// ... and so many Hellos at most wait at once; beyond, the oldest is refused.
+constexpr size_t kMaxHeldHellos = 256;
+// Pushes of one worker that shard 0 has not ordered yet, at most: a worker
+// waits for its reply before its next push, so more is a peer gone rogue.
+constexpr int64_t kMaxUnorderedPushes = 16;
 
 std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
 
@@ -78,6 +87,15 @@ class ShardServer {
   Status Register();
   Status Serve();
   void HandleWorker(net::Frames& frames);
+  // A worker's Hello: welcomed when its ticket is the one shard 0 gave it,
+  // else held until shard 0 says (Admit) or kHelloWait passes.
+  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+  void Join(const zmq::message_t& identity, const proto::Hello& hello);
+  // Shard 0 admitted worker `rank` with `ticket`: the Hellos held for it
+  // are welcomed or refused.
+  void Admit(int64_t rank, int64_t ticket);
+  // Refuses the Hellos held longer than kHelloWait.
+  void ExpireHeld();
   Status HandleCoordinator(net::Frames& frames);
   void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
   void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
@@ -106,7 +124,14 @@ class ShardServer {
   int64_t size_ = 0;
   int64_t max_bytes_ = 0;  // the most a worker's message may carry
 
-  std::map<int64_t, Pusher> pushers_;           // by rank
+  std::map<int64_t, Pusher> pushers_;   // by rank
+  std::map<int64_t, int64_t> tickets_;  // by rank: its admission's ticket (Order kAdmit)
+  struct HeldHello {
+    zmq::message_t identity;
+    proto::Hello hello;
+    Clock::time_point since;
+  };
+  std::deque<HeldHello> held_;                  // Hellos whose ticket shard 0 has not confirmed yet
   PushStreams streams_;                         // the pushes whose chunks are coming, by rank
   std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
   using PushKey = std::pair<int64_t, int64_t>;  // rank, the worker's clock
@@ -142,6 +167,9 @@ Status ShardServer::Register() {
   net::BindOptions bind_options;
   if (config_.max_message_bytes > 0) bind_options.max_frame_bytes = config_.max_message_bytes;
   bind_options.max_connections = config_.max_connections;
+  // The slice's size is not known yet: the unread bound follows the frame
+  // limit (the default one, or --max-message-bytes), as on shard 0.
+  bind_options.max_unread_bytes = 4 * bind_options.max_frame_bytes + kUnreadHeadroom;
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint workers,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   workers_.emplace(std::move(workers));
@@ -208,6 +236,12 @@ Status ShardServer::Register() {
     max_bytes_ = config_.max_message_bytes > 0
                      ? config_.max_message_bytes
                      : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;
+    // The connection limits shard 0 has, now that the slice and the
+    // workers are known (messages over max_bytes_ are refused as they come).
+    DMLPS_RETURN_IF_ERROR(workers_->SetConnectionLimits(
+        config_.max_connections > 0 ? config_.max_connections
+                                    : welcome->num_workers + kConnectionHeadroom,
+        4 * max_bytes_ + kUnreadHeadroom));
     spdlog::info("{}: model {}, parameters [{}, {}) of {}, {} (policy {} on shard 0)", name_,
                  spec.Name(), begin_, begin_ + size_, model.num_params(), optimizer_->Name(),
                  welcome->policy);
@@ -234,23 +268,7 @@ void ShardServer::HandleWorker(net::Frames& frames) {
       Refuse(identity, who, "only workers that joined shard 0 (with their rank) push here", true);
       return;
     }
-    if (auto old = pushers_.find(hello->rank); old != pushers_.end()) {
-      // The same rank from a new socket: a worker that joined again.
-      rank_of_.erase(Key(old->second.identity));
-      if (streams_.open(hello->rank)) Abandon(hello->rank, "it joined again");
-    }
-    pushers_[hello->rank].identity = net::CopyFrame(identity);
-    forgotten_.erase(hello->rank);
-    rank_of_[Key(identity)] = hello->rank;
-    proto::Welcome welcome;
-    welcome.rank = hello->rank;
-    welcome.num_params = size_;
-    welcome.shard_index = config_.shard_index;
-    welcome.shard_count = config_.shard_count;
-    if (Status sent = workers_->SendMessage(&identity, welcome); !sent.ok()) {
-      spdlog::warn("{}: cannot welcome worker {}: {}", name_, hello->rank, sent.ToString());
-    }
-    spdlog::debug("{}: worker {} ({}:{}) connected", name_, hello->rank, hello->host, hello->pid);
+    HandleHello(identity, *hello);
     return;
   }
   if (rank < 0) {
@@ -272,8 +290,83 @@ void ShardServer::HandleWorker(net::Frames& frames) {
   }
 }
 
+void ShardServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  auto known = tickets_.find(hello.rank);
+  if (known != tickets_.end() && hello.ticket != 0 && known->second == hello.ticket) {
+    workers_->AdmitSender();
+    Join(identity, hello);
+    return;
+  }
+  // Shard 0's word may still be on its way (or a newer admission's).
+  if (held_.size() >= kMaxHeldHellos) {
+    Refuse(held_.front().identity, "a peer", "too many workers waiting to join; try again", true);
+    held_.pop_front();
+  }
+  held_.push_back({net::CopyFrame(identity), hello, Clock::now()});
+}
+
+void ShardServer::Admit(int64_t rank, int64_t ticket) {
+  tickets_[rank] = ticket;
+  std::vector<HeldHello> ready;
+  std::erase_if(held_, [&](HeldHello& held) {
+    if (held.hello.rank != rank) return false;
+    ready.push_back(std::move(held));
+    return true;
+  });
+  for (HeldHello& held : ready) {
+    if (held.hello.ticket != 0 && held.hello.ticket == ticket) {
+      Join(held.identity, held.hello);
+    } else {
+      Refuse(held.identity, "a peer claiming rank " + std::to_string(rank),
+             "shard 0 did not admit it as worker " + std::to_string(rank), true);
+    }
+  }
+}
+
+void ShardServer::ExpireHeld() {
+  const Clock::time_point now = Clock::now();
+  while (!held_.empty() && now - held_.front().since >= kHelloWait) {
+    const HeldHello& held = held_.front();
+    Refuse(held.identity, "a peer claiming rank " + std::to_string(held.hello.rank),
+           "shard 0 has not admitted it as worker " + std::to_string(held.hello.rank), true);
+    held_.pop_front();
+  }
+}
+
+void ShardServer::Join(const zmq::message_t& identity, const proto::Hello& hello) {
+  if (auto old = pushers_.find(hello.rank); old != pushers_.end()) {
+    // The same rank from a new socket: a worker that joined again.
+    rank_of_.erase(Key(old->second.identity));
+    if (streams_.open(hello.rank)) Abandon(hello.rank, "it joined again");
+  }
+  pushers_[hello.rank].identity = net::CopyFrame(identity);
+  forgotten_.erase(hello.rank);
+  rank_of_[Key(identity)] = hello.rank;
+  proto::Welcome welcome;
+  welcome.rank = hello.rank;
+  welcome.num_params = size_;
+  welcome.shard_index = config_.shard_index;
+  welcome.shard_count = config_.shard_count;
+  if (Status sent = workers_->SendMessage(&identity, welcome); !sent.ok()) {
+    spdlog::warn("{}: cannot welcome worker {}: {}", name_, hello.rank, sent.ToString());
+  }
+  spdlog::debug("{}: worker {} ({}:{}) connected", name_, hello.rank, hello.host, hello.pid);
+}
+
 void ShardServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
   const std::string who = "worker " + std::to_string(rank);
+  // Pushes wait here only for shard 0's orders; a worker far ahead of them
+  // would make this shard hold them all.
+  const auto first = pushes_.lower_bound({rank, INT64_MIN});
+  const auto last = pushes_.lower_bound({rank + 1, INT64_MIN});
+  if (std::distance(first, last) >= kMaxUnorderedPushes) {
+    Refuse(pushers_[rank].identity, who,
+           "push " + std::to_string(push.clock) + ": more than " +
+               std::to_string(kMaxUnorderedPushes) +
+               " pushes that shard 0 has not ordered; this one is dropped",
+           false);
+    return;
+  }
   if (streams_.open(rank)) Abandon(rank, "broken off by its next push");
   OpenedPush opened = OpenPush(push, size_, "this shard's slice", payload);
   std::shared_ptr<proto::IncomingTensor> tensor = std::move(opened.tensor);
@@ -420,7 +513,14 @@ Status ShardServer::HandleCoordinator(net::Frames& frames) {
   proto::Message& message = *decoded;
   coordinator_seen_ = Clock::now();
   if (auto* orders = std::get_if<proto::Orders>(&message.body)) {
-    orders_.insert(orders_.end(), orders->orders.begin(), orders->orders.end());
+    for (const proto::Order& order : orders->orders) {
+      // An admission waits for nothing: a worker's Hello may wait for it.
+      if (order.kind == proto::Order::kAdmit) {
+        Admit(order.worker, order.clock);
+      } else {
+        orders_.push_back(order);
+      }
+    }
     RunOrders();
   } else if (auto* stop = std::get_if<proto::Stop>(&message.body)) {
     stopped_ = true;
@@ -456,6 +556,7 @@ Status ShardServer::Serve() {
       }
     }
     RunOrders();
+    ExpireHeld();
     const Clock::time_point now = Clock::now();
     if (now - last_heartbeat_ >= config_.heartbeat) {
       last_heartbeat_ = now;

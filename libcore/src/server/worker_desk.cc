@@ -5,6 +5,7 @@
 #include "server/worker_desk.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/random.h>
 
 #include <string>
 #include <utility>
@@ -15,6 +16,19 @@
 namespace dmlps::server {
 
 using std::chrono::milliseconds;
+
+namespace {
+
+// A secret, non-zero ticket from the kernel's random source.
+int64_t NewTicket() {
+  uint64_t bits = 0;
+  if (getrandom(&bits, sizeof bits, 0) != static_cast<ssize_t>(sizeof bits)) {
+    bits = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
+  }
+  return static_cast<int64_t>(bits >> 2) | 1;
+}
+
+}  // namespace
 
 WorkerDesk::WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint,
                        ShardCoordinator& shards, sync::PolicyDriver<Gradient>& driver,
@@ -76,15 +90,20 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
   if (rank < 0 && options_.peer && options_.peer(identity, *message)) return;
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
+    // A peer admitted (or held for its Welcome) keeps its connection when
+    // a flood of others wants room.
     if (hello->shard >= 0) {
       if (Status registered = shards_.Register(identity, *hello); !registered.ok()) {
         Refuse(identity, ShardName(*hello), registered.message(), true);
+      } else {
+        endpoint_.AdmitSender();
       }
     } else if (!shards_.AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
       shards_.HoldHello(identity, *hello);
-    } else {
-      HandleHello(identity, *hello);
+      endpoint_.AdmitSender();
+    } else if (HandleHello(identity, *hello)) {
+      endpoint_.AdmitSender();
     }
     return;
   }
@@ -133,19 +152,20 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
   }
 }
 
-void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
   const std::string who =
       fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid);
   if (hello.evaluator) {
-    return Refuse(identity, who, "this server evaluates snapshots itself (no --evaluator)", true);
+    Refuse(identity, who, "this server evaluates snapshots itself (no --evaluator)", true);
+    return false;
   }
   if (!options_.layout.empty()) {
     const std::string diff = hello.layout.empty()
                                  ? "it announces none (dmlps-worker --announce-layout)"
                                  : model::FirstLayoutDifference(hello.layout, options_.layout);
     if (!diff.empty()) {
-      return Refuse(identity, who, "the worker's layout is not the external model's: " + diff,
-                    true);
+      Refuse(identity, who, "the worker's layout is not the external model's: " + diff, true);
+      return false;
     }
   }
   const HelloDecision decision = members_.Decide(identity, hello, training());
@@ -153,7 +173,7 @@ void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
   switch (decision.kind) {
     case HelloDecision::kRefuse:
       Refuse(identity, who, decision.why, true);
-      return;
+      return false;
     case HelloDecision::kKnown:
       break;
     case HelloDecision::kNewRank:
@@ -161,6 +181,11 @@ void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
       [[fallthrough]];
     case HelloDecision::kAdmit:
       Admit(identity, hello, rank);
+      if (shards_.sharded()) {
+        // The other shards admit this worker only with it (see Order kAdmit).
+        tickets_[rank] = NewTicket();
+        shards_.Order({proto::Order::kAdmit, rank, tickets_[rank], 0});
+      }
       break;
   }
   SendWelcome(identity, rank);
@@ -168,11 +193,13 @@ void WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
     spdlog::info("all {} workers joined; training starts when each has loaded its data",
                  options_.workers);
   }
+  return true;
 }
 
 void WorkerDesk::SendWelcome(const zmq::message_t& identity, int64_t rank) {
   proto::Welcome welcome = welcome_(rank);
   shards_.DescribeShards(&welcome);
+  if (auto ticket = tickets_.find(rank); ticket != tickets_.end()) welcome.ticket = ticket->second;
   Status sent = endpoint_.SendMessage(&identity, welcome);
   if (!sent.ok()) spdlog::warn("cannot welcome worker {}: {}", rank, sent.ToString());
 }
@@ -338,7 +365,11 @@ void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
   proto::Model header{reply.version, store_.size(), reply.batch, reply.token};
-  QueueModelReply(store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank));
+  std::string identity(static_cast<const char*>(member.identity.data()), member.identity.size());
+  QueueModelReply(store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank),
+                  [this, rank, identity](const Status& why) {
+                    unreading_.emplace(rank, std::make_pair(identity, why.message()));
+                  });
   shards_.Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
 }
 
@@ -404,6 +435,19 @@ void WorkerDesk::NoteWhileWaiting(const std::string& reason, const std::string& 
   const std::optional<std::string> line = waiting_log_.Note(
       reason, what, options_.workers - members_.joined(), options_.workers, Clock::now());
   if (line) spdlog::warn("{}", *line);
+}
+
+void WorkerDesk::DropUnreading() {
+  std::map<int64_t, std::pair<std::string, std::string>> unreading;
+  unreading.swap(unreading_);
+  for (const auto& [rank, what] : unreading) {
+    if (!members_.Has(rank)) continue;
+    const zmq::message_t& identity = members_.at(rank).identity;
+    if (std::string(static_cast<const char*>(identity.data()), identity.size()) != what.first) {
+      continue;
+    }
+    LoseWorker(rank, "it does not read its replies (" + what.second + ")");
+  }
 }
 
 void WorkerDesk::CheckSilence() {

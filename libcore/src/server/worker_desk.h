@@ -81,7 +81,8 @@ class WorkerDesk {
   Status HandleNext(std::chrono::milliseconds wait);
   // Answers a worker's Hello (also those the coordinator held until every
   // shard had registered): a Welcome with a rank, or a refusal for good.
-  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+  // True when it was welcomed.
+  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
 
   // The driver's replies to the member of `rank` (see sync::DriverEffects);
   // a model reply is ordered of the other shards as well.
@@ -99,6 +100,10 @@ class WorkerDesk {
   // Closes the streamed pushes whose chunks stopped coming (kStreamStall),
   // so that the model's other lanes and replies go on.
   void CloseStalledStreams();
+  // Loses the members a model reply could not be sent to because their
+  // send queue was full (BindOptions::max_queued_messages): they do not
+  // read what they are sent, and would make the server hold it.
+  void DropUnreading();
   // Before the run ends: lets the streams in flight finish, reading nothing
   // but their chunks, for at most `limit`.
   void DrainStreams(std::chrono::milliseconds limit);
@@ -154,6 +159,12 @@ class WorkerDesk {
   // By rank: the batch the driver gave it last, which caps its pushes'
   // samples in place of options_.max_push_samples.
   std::map<int64_t, int64_t> batch_given_;
+  // Members whose send queue was found full, by rank, with their identity
+  // bytes (the rank may have gone to another worker since) and why.
+  std::map<int64_t, std::pair<std::string, std::string>> unreading_;
+  // Sharded: by rank, the ticket of its worker's admission, which the other
+  // shards ask of it.
+  std::map<int64_t, int64_t> tickets_;
 };
 
 }  // namespace dmlps::server

@@ -31,10 +31,11 @@ Status ServerLink::LoadKeys() {
   return Status::Ok();
 }
 
-Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch) {
+Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, int64_t ticket) {
   proto::Hello hello{
       rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads, max_batch, -1, 0, {}};
   hello.evaluator = evaluator_;
+  hello.ticket = ticket;
   if (&to != &*endpoint_ || layout_.empty()) return to.SendMessage(nullptr, hello);
   // An external model: the server takes the first worker's values.
   hello.layout = layout_;
@@ -93,7 +94,7 @@ Status ServerLink::ConnectShards() {
     DMLPS_ASSIGN_OR_RETURN(
         net::Endpoint shard,
         net::Endpoint::Connect(*shard_context_, welcome_.servers[k], connect_options_));
-    DMLPS_RETURN_IF_ERROR(SayHello(shard, welcome_.rank, max_batch_));
+    DMLPS_RETURN_IF_ERROR(SayHello(shard, welcome_.rank, max_batch_, welcome_.ticket));
     shards_.push_back(std::move(shard));
   }
   // Every shard must know this worker before shard 0 may send it work.

@@ -118,7 +118,7 @@ class ServerLink {
   // its streamed chunks as they arrive.
   Status TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out);
   // Says Hello on `to` as rank `rank` (-1: any).
-  Status SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch);
+  Status SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, int64_t ticket = 0);
 
   const WorkerConfig& config_;
   const std::atomic<int>* signal_;

@@ -36,9 +36,21 @@ struct BindOptions {
   std::set<std::string> allowed_keys;
   // Frames larger than this make ZeroMQ drop the connection (ZMQ_MAXMSGSIZE).
   int64_t max_frame_bytes = kMaxFrameBytes;
-  // Connections open at once, handshakes included; beyond it new ones are
-  // refused at the handshake. 0: no limit.
+  // Connections open at once, handshakes included; beyond it a new one
+  // takes the place of the oldest that has not joined (see AdmitSender) and
+  // has been open for a second, or else is refused at the handshake.
+  // 0: no limit.
   int64_t max_connections = 0;
+  // Bytes a connection may have sent beyond the whole messages received
+  // from it; beyond it the connection is closed and a warning names its
+  // address. ZeroMQ holds a multipart message, unseen, until its last
+  // frame: this bounds one that never ends, whose frames each pass
+  // max_frame_bytes. Checked on TCP connections only. 0: no limit.
+  int64_t max_unread_bytes = 0;
+  // Messages queued for one peer at most (ZMQ_SNDHWM); a send beyond it
+  // fails with Unavailable, so that a peer that does not read cannot make
+  // the server hold more. 0: ZeroMQ's queue of 100000 messages.
+  int64_t max_queued_messages = 0;
 };
 
 // How a worker's DEALER talks to a CURVE server; both empty: plaintext.
@@ -108,8 +120,20 @@ class Endpoint {
   static Result<int> WaitAny(std::span<Endpoint* const> endpoints,
                              std::chrono::milliseconds timeout);
 
+  // Replaces a guarded endpoint's connection limit and unread bound
+  // (BindOptions::max_connections, max_unread_bytes): a server shard learns
+  // its slice's size only after it binds. The frame limit and the send
+  // queue stay as bound (ZeroMQ keeps a listener's options). InvalidArgument
+  // for a negative limit, or on an endpoint bound without a guard.
+  Status SetConnectionLimits(int64_t max_connections, int64_t max_unread_bytes);
+
   // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
   int64_t refused_connections() const;
+
+  // Marks the connection that the message Receive returned last came from
+  // as one whose peer joined: a guarded endpoint never closes it to make
+  // room for a new connection. Call it for a message that admits its peer.
+  void AdmitSender();
 
   // Messages not sent yet are dropped when the socket closes, rather than
   // held for the linger time (a peer known to be gone).
@@ -126,6 +150,7 @@ class Endpoint {
   std::unique_ptr<zmq::socket_t> socket_;
   std::unique_ptr<zmq::socket_t> monitor_;  // a connected endpoint's handshake events
   bool curve_ = false;
+  int last_source_ = -1;           // the connection of the message received last
   int64_t failed_handshakes_ = 0;  // in a row, without detail
   std::string address_;
 };

@@ -22,7 +22,8 @@ namespace dmlps::proto {
 // payloads (Chunk messages), version 3 sharded servers (Orders and Slice
 // messages, the shard fields of Hello and Welcome), version 4 external
 // models and evaluators (the layout, initial values and evaluator fields of
-// Hello; Evaluate and Evaluation messages).
+// Hello; Evaluate and Evaluation messages; the admission tickets of Hello,
+// Welcome and Orders that let shards beyond 0 admit only shard 0's workers).
 inline constexpr uint32_t kProtocolVersion = 4;
 
 enum class MsgType : uint8_t {
@@ -68,8 +69,11 @@ struct Hello {
   // An evaluator, not a worker: it gets Evaluate messages and answers each
   // with an Evaluation; it holds no rank and no policy waits for it.
   bool evaluator = false;
+  // A worker's Hello to a server shard beyond 0: the ticket shard 0's
+  // Welcome gave it, without which that shard does not admit it. 0: none.
+  int64_t ticket = 0;
   MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch, shard, shards, address, layout,
-                     num_params, evaluator);
+                     num_params, evaluator, ticket);
 };
 
 struct Welcome {
@@ -95,9 +99,13 @@ struct Welcome {
   // the whole model.
   std::vector<std::string> servers;
   std::vector<int64_t> bounds;
+  // Sharded servers: a secret for this admission of this worker, which its
+  // Hello to every other shard must carry (shard 0 tells them by an Order
+  // kAdmit). 0: not sharded.
+  int64_t ticket = 0;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds);
+                     bounds, ticket);
 };
 
 struct Pull {
@@ -189,6 +197,7 @@ struct Order {
     kReply = 5,       // send worker the slice as it stands now (value: the model's version)
     kForget = 6,      // the worker is gone: drop its pushes, stages waiting for them skip
     kSnapshot = 7,    // send shard 0 a Slice of the model as it stands now (value: its id)
+    kAdmit = 8,       // shard 0 admitted worker (clock: its ticket); carried out on arrival
   };
   int64_t kind = 0;
   int64_t worker = -1;

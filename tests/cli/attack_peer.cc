@@ -1,0 +1,288 @@
+// An attacking peer for the CLI tests, speaking ZeroMQ directly so that it
+// can do what a real worker never does. Modes:
+//   squat ADDR N    connects N DEALERs whose routing ids are the ids a
+//                   ROUTER seeded as the C library's rand() is by default
+//                   would hand out (a zero byte and a counter), then one
+//                   with no id of its own; holds them all for 3 s. A
+//                   server whose ids are predictable aborts (libzmq asserts
+//                   when an id it assigns is taken); exits 0 either way.
+//   stream ADDR SECONDS
+//                   speaks ZMTP over a raw TCP connection to send 256 KiB
+//                   frames, each flagged "more", for SECONDS (a multipart
+//                   message that never ends), connecting again when the
+//                   server closes the connection; prints how many bytes it
+//                   sent over how many connections; exits 0.
+//   idle ADDR N SECONDS
+//                   opens N connections, 20 ms apart, that never send a byte beyond the
+//                   handshake nor reconnect once closed, and holds them
+//                   for SECONDS; prints how many were still open at the
+//                   end (a send that fails tells a closed one); exits 0.
+//   claim ADDR RANK  says Hello to a server shard beyond shard 0 as worker
+//                   RANK, without the ticket shard 0 gives the workers it
+//                   admits, and waits up to 15 s for an answer; prints
+//                   "welcomed", "refused: WHY" or "no answer"; exits 0.
+//   noread ADDR SECONDS
+//                   joins as a worker, then pulls and pushes (a zero
+//                   gradient, which still makes a new model) for SECONDS
+//                   without ever reading a reply; prints how many Pulls it
+//                   sent.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "dmlps/proto/codec.h"
+
+namespace {
+
+namespace proto = dmlps::proto;
+using Clock = std::chrono::steady_clock;
+
+int Fail(const std::string& why) {
+  std::fprintf(stderr, "dmlps-attack-peer: error: %s\n", why.c_str());
+  return 1;
+}
+
+void* Dealer(void* context, const std::string& id) {
+  void* socket = zmq_socket(context, ZMQ_DEALER);
+  const int linger = 0;
+  zmq_setsockopt(socket, ZMQ_LINGER, &linger, sizeof linger);
+  if (!id.empty()) zmq_setsockopt(socket, ZMQ_ROUTING_ID, id.data(), id.size());
+  return socket;
+}
+
+// The ids a ROUTER numbers its anonymous peers with: a zero byte, then a
+// big-endian counter that starts at a value drawn from rand().
+std::string AutoId(uint32_t counter) {
+  const char id[5] = {0, static_cast<char>(counter >> 24), static_cast<char>(counter >> 16),
+                      static_cast<char>(counter >> 8), static_cast<char>(counter)};
+  return std::string(id, sizeof id);
+}
+
+int Squat(void* context, const std::string& address, int n) {
+  // This process's rand() is unseeded, as libzmq's is in a process that
+  // never seeds it: the first few counters a ROUTER could start at.
+  std::vector<uint32_t> starts;
+  for (int i = 0; i < 4; ++i) {
+    const auto low = static_cast<uint32_t>(std::rand());
+    const auto high = static_cast<uint32_t>(std::rand()) << 31;
+    starts.push_back(high | low);
+  }
+  std::vector<void*> sockets;
+  for (int i = 0; i < n; ++i) {
+    const uint32_t counter = starts[i % starts.size()] + static_cast<uint32_t>(i / starts.size());
+    void* socket = Dealer(context, AutoId(counter));
+    if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+    sockets.push_back(socket);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  void* anonymous = Dealer(context, "");
+  if (zmq_connect(anonymous, address.c_str()) != 0) return Fail("cannot connect");
+  sockets.push_back(anonymous);
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  for (void* s : sockets) zmq_close(s);
+  std::printf("squatted %d ids\n", n);
+  return 0;
+}
+
+// A TCP connection to "tcp://HOST:PORT" that has said the ZMTP 3.0 greeting
+// and READY of a DEALER with the NULL mechanism, written raw: libzmq itself
+// sends no frame of a message until its last. -1 when it cannot connect.
+int ZmtpConnect(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (address.rfind("tcp://", 0) != 0 || colon == std::string::npos) return -1;
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(std::atoi(address.c_str() + colon + 1)));
+  if (inet_pton(AF_INET, address.substr(6, colon - 6).c_str(), &to.sin_addr) != 1) return -1;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    if (fd >= 0) close(fd);
+    return -1;
+  }
+  std::string hello(64, '\0');
+  hello[0] = '\xff';
+  hello[9] = '\x7f';
+  hello[10] = 3;  // version 3.0
+  std::memcpy(&hello[12], "NULL", 4);
+  const std::string ready = std::string("\x05READY\x0bSocket-Type\0\0\0\x06", 22) + "DEALER";
+  hello += std::string{'\x04', static_cast<char>(ready.size())} + ready;
+  if (send(fd, hello.data(), hello.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(hello.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int Stream(const std::string& address, int seconds) {
+  std::string frame(9 + (256 << 10), 'x');
+  frame[0] = 3;  // MORE | LONG, then the size as 8 big-endian bytes
+  for (int i = 0; i < 8; ++i)
+    frame[1 + i] = static_cast<char>((int64_t{256} << 10) >> (56 - 8 * i));
+  int64_t sent = 0;
+  int64_t connections = 0;
+  int fd = -1;
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  while (Clock::now() < end) {
+    if (fd < 0) {
+      fd = ZmtpConnect(address);
+      if (fd < 0) return Fail("cannot connect to " + address);
+      ++connections;
+    }
+    if (send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) < 0) {
+      close(fd);  // the server closed it: start another message on a new one
+      fd = -1;
+      continue;
+    }
+    sent += static_cast<int64_t>(frame.size());
+    // At most about 128 MB/s, so that a server without a bound grows
+    // visibly without exhausting the machine running the test.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (fd >= 0) close(fd);
+  std::printf("sent %lld bytes of unfinished messages over %lld connections\n",
+              static_cast<long long>(sent), static_cast<long long>(connections));
+  return 0;
+}
+
+int Idle(void* context, const std::string& address, int n, int seconds) {
+  std::vector<void*> sockets;
+  const int never = -1;
+  for (int i = 0; i < n; ++i) {
+    void* socket = Dealer(context, "");
+    zmq_setsockopt(socket, ZMQ_RECONNECT_IVL, &never, sizeof never);
+    if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+    sockets.push_back(socket);
+    // One after the other, so that the first ones in are judged alone.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  int open = 0;
+  for (void* s : sockets) {
+    // With no connection left, a DEALER has nowhere to queue it.
+    if (zmq_send(s, "", 0, ZMQ_DONTWAIT) == 0) ++open;
+    zmq_close(s);
+  }
+  std::printf("%d of %d idle connections open at the end\n", open, n);
+  return 0;
+}
+
+bool SendBody(void* socket, const proto::Body& body) {
+  zmq::message_t header = proto::EncodeHeader(body);
+  return zmq_send(socket, header.data(), header.size(), ZMQ_DONTWAIT) >= 0;
+}
+
+// Receives one whole message within `ms`; false when none came.
+bool ReceiveFrames(void* socket, int ms, std::vector<zmq::message_t>* frames) {
+  zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+  if (zmq_poll(&item, 1, ms) != 1) return false;
+  frames->clear();
+  int more = 1;
+  while (more != 0) {
+    frames->emplace_back();
+    if (zmq_msg_recv(frames->back().handle(), socket, 0) < 0) return false;
+    more = zmq_msg_more(frames->back().handle());
+  }
+  return true;
+}
+
+int Claim(void* context, const std::string& address, int rank) {
+  void* socket = Dealer(context, "");
+  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+  if (!SendBody(socket, proto::Hello{rank, "attack-peer", 0, 1, 0, -1, 0, {}})) {
+    return Fail("cannot send Hello");
+  }
+  std::string outcome = "no answer";
+  const auto end = Clock::now() + std::chrono::seconds(15);
+  std::vector<zmq::message_t> frames;
+  while (Clock::now() < end && outcome == "no answer") {
+    if (!ReceiveFrames(socket, 100, &frames)) continue;
+    dmlps::Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) continue;
+    if (std::holds_alternative<proto::Welcome>(message->body)) outcome = "welcomed";
+    if (const auto* error = std::get_if<proto::Error>(&message->body)) {
+      outcome = "refused: " + error->message;
+    }
+  }
+  std::printf("%s\n", outcome.c_str());
+  zmq_close(socket);
+  return 0;
+}
+
+int NoRead(void* context, const std::string& address, int seconds) {
+  void* socket = Dealer(context, "");
+  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+  // Small kernel buffers, so that the replies pile up at the server.
+  const int rcvbuf = 4096;
+  zmq_setsockopt(socket, ZMQ_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  if (!SendBody(socket, proto::Hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}})) {
+    return Fail("cannot send Hello");
+  }
+  // The Welcome is the one message it reads: it tells the model's size.
+  zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
+  if (zmq_poll(&item, 1, 10000) != 1) return Fail("no Welcome within 10 s");
+  std::vector<zmq::message_t> frames;
+  int more = 1;
+  while (more != 0) {
+    frames.emplace_back();
+    if (zmq_msg_recv(frames.back().handle(), socket, 0) < 0) return Fail("cannot receive");
+    more = zmq_msg_more(frames.back().handle());
+  }
+  dmlps::Result<proto::Message> welcome = proto::DecodeMessage(frames, 0);
+  if (!welcome.ok() || !std::holds_alternative<proto::Welcome>(welcome->body)) {
+    return Fail("the server did not welcome this peer");
+  }
+  const int64_t n = std::get<proto::Welcome>(welcome->body).num_params;
+  const std::vector<float> gradient(static_cast<size_t>(n), 0.0f);
+  int64_t pulls = 0;
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  for (int64_t clock = 0; Clock::now() < end; ++clock) {
+    // Each pull earns a model; each push (small but valid) changes it, so
+    // that no two replies share their payload.
+    if (SendBody(socket, proto::Pull{clock})) ++pulls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    proto::Push push;
+    push.clock = clock;
+    push.base_version = clock;
+    push.batch = 1;
+    push.samples = 1;
+    push.num_params = n;
+    zmq::message_t header = proto::EncodeHeader(push);
+    (void)zmq_send(socket, header.data(), header.size(), ZMQ_SNDMORE);
+    (void)zmq_send(socket, gradient.data(), gradient.size() * sizeof(float), 0);
+  }
+  std::printf("sent %lld pulls, read no reply\n", static_cast<long long>(pulls));
+  zmq_close(socket);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4 && !(argc == 5 && std::string(argv[1]) == "idle")) {
+    std::fprintf(stderr,
+                 "usage: dmlps-attack-peer squat|stream|noread|claim ADDR N | idle ADDR N S\n");
+    return 64;
+  }
+  void* context = zmq_ctx_new();
+  const std::string mode = argv[1];
+  const int n = std::atoi(argv[3]);
+  int rc = 64;
+  if (mode == "idle") rc = Idle(context, argv[2], n, std::atoi(argv[4]));
+  if (mode == "squat") rc = Squat(context, argv[2], n);
+  if (mode == "stream") rc = Stream(argv[2], n);
+  if (mode == "noread") rc = NoRead(context, argv[2], n);
+  if (mode == "claim") rc = Claim(context, argv[2], n);
+  zmq_ctx_term(context);
+  return rc;
+}
