@@ -10,16 +10,24 @@ the ``num_samples`` samples the caller holds. It fills ``grad`` with the mean
 gradient over those samples and returns their mean loss. Workers log to
 standard error (``set_log_level``). See docs/your-model.md; ``dmlps.torch``
 does all of this for a PyTorch module.
+
+``Evaluator(server, evaluate)`` joins a server started with ``--evaluator``
+and scores the snapshots it would have scored itself: ``evaluate(params)``
+gets each snapshot as a read-only float32 view and returns ``(accuracy,
+loss)``; the server stamps them with the snapshot's time, so its TSV,
+``--target-accuracy`` and traces behave as for a built-in model.
 """
 
 from dmlps._dmlps import (  # noqa: F401
+    Evaluator,
     Worker,
     __version__,
+    load_test,
     load_train,
     model_initialize,
     model_loss_and_gradient,
     set_log_level,
 )
 
-__all__ = ["Worker", "__version__", "load_train", "model_initialize", "model_loss_and_gradient",
-           "set_log_level"]
+__all__ = ["Evaluator", "Worker", "__version__", "load_test", "load_train", "model_initialize",
+           "model_loss_and_gradient", "set_log_level"]

@@ -203,3 +203,28 @@ def worker(server, module, loss_fn, x, y=None, layout="dmlps", shard=True, **opt
                                                                job["shard_count"])
     return dmlps.Worker(server, computation.num_samples, computation,
                         num_params=computation.num_params, **options)
+
+
+def evaluator(server, module, loss_fn, x, y=None, layout="dmlps", batch=1000, **options):
+    """A dmlps.Evaluator that scores each snapshot of the server's model with
+    ``module`` on the test samples (x, y) (or a torch Dataset x): the share
+    of samples whose largest output is the target, and the mean of
+    ``loss_fn``; options as Evaluator's. The flat vector is read in the
+    layout the workers use (see TorchComputation)."""
+    computation = TorchComputation(module, loss_fn, x, y, layout)
+    rows = computation.num_samples
+
+    def evaluate(params):
+        computation.load(params)
+        correct = 0
+        loss = 0.0
+        with torch.no_grad():
+            for first in range(0, rows, batch):
+                ids = torch.arange(first, min(rows, first + batch))
+                inputs, targets = computation._batch(ids)
+                outputs = module(inputs)
+                loss += float(loss_fn(outputs, targets)) * len(ids)
+                correct += int((outputs.argmax(dim=1) == targets).sum())
+        return correct / rows, loss / rows
+
+    return dmlps.Evaluator(server, evaluate, **options)

@@ -21,6 +21,7 @@
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/worker/computation.h"
+#include "dmlps/worker/evaluator_client.h"
 #include "dmlps/worker/worker.h"
 
 namespace py = pybind11;
@@ -237,27 +238,112 @@ class Worker {
   std::exception_ptr error_;
 };
 
+// An evaluator process's loop (worker::RunEvaluator) whose scores a Python
+// function computes: evaluate(params) gets each snapshot as a read-only
+// NumPy view, valid during the call, and returns (accuracy, loss).
+class Evaluator {
+ public:
+  Evaluator(worker::EvaluatorConfig config, py::object evaluate, py::object on_join)
+      : config_(std::move(config)), evaluate_(std::move(evaluate)), on_join_(std::move(on_join)) {}
+
+  py::dict Run() {
+    error_ = nullptr;
+    stop_.store(0);
+    worker::EvaluatorConfig config = config_;
+    if (!on_join_.is_none()) {
+      config.on_join = [this](const std::string& model, int64_t num_params) {
+        py::gil_scoped_acquire gil;
+        return Call("on_join", [&] { on_join_(model, num_params); });
+      };
+    }
+    const worker::EvaluateFn evaluate =
+        [this](std::span<const float> params) -> Result<model::EvalResult> {
+      py::gil_scoped_acquire gil;
+      model::EvalResult result;
+      Status called = Call("evaluate", [&] {
+        auto [accuracy, loss] =
+            evaluate_(View(const_cast<float*>(params.data()), params.size(), false))
+                .cast<std::pair<double, double>>();
+        result.accuracy = accuracy;
+        result.loss = loss;
+      });
+      if (!called.ok()) return called;
+      return result;
+    };
+    const bool main_thread = py::module_::import("threading")
+                                 .attr("current_thread")()
+                                 .is(py::module_::import("threading").attr("main_thread")());
+    Result<worker::EvaluatorReport> report = Status::Ok();
+    {
+      InterruptScope interrupts(&stop_, main_thread);
+      py::gil_scoped_release released;
+      report = worker::RunEvaluator(config, evaluate, &stop_);
+    }
+    if (error_ != nullptr) std::rethrow_exception(std::exchange(error_, nullptr));
+    if (!report.ok()) throw std::runtime_error(report.status().message());
+    if (report->signal == SIGINT) {
+      PyErr_SetNone(PyExc_KeyboardInterrupt);
+      throw py::error_already_set();
+    }
+    py::dict d;
+    d["snapshots"] = report->snapshots;
+    d["stop_reason"] = report->stop_reason;
+    d["signal"] = report->signal;
+    return d;
+  }
+
+  void Stop() { stop_.store(SIGTERM); }
+
+ private:
+  // Runs `call`, keeping what it raises for Run. REQUIRES: the GIL.
+  template <typename F>
+  Status Call(const char* what, F&& call) {
+    try {
+      call();
+      return Status::Ok();
+    } catch (const std::exception& e) {
+      if (error_ == nullptr) error_ = std::current_exception();
+      return Status::Internal(std::string("the ") + what + " callback raised: " + e.what());
+    }
+  }
+
+  worker::EvaluatorConfig config_;
+  py::object evaluate_;
+  py::object on_join_;
+  std::atomic<int> stop_{0};
+  std::exception_ptr error_;
+};
+
+worker::EvaluatorConfig MakeEvaluatorConfig(std::string server, const py::kwargs& options) {
+  worker::EvaluatorConfig config;
+  config.server = std::move(server);
+  auto ms = [](const py::handle& v) { return std::chrono::milliseconds(v.cast<int64_t>()); };
+  for (const auto& [key_handle, value] : options) {
+    const std::string key = key_handle.cast<std::string>();
+    if (key == "connect_timeout_ms")
+      config.connect_timeout = ms(value);
+    else if (key == "server_timeout_ms")
+      config.server_timeout = ms(value);
+    else if (key == "heartbeat_ms")
+      config.heartbeat = ms(value);
+    else if (key == "curve_secret")
+      config.curve_secret = value.cast<std::string>();
+    else if (key == "curve_server_key")
+      config.curve_server_key = value.cast<std::string>();
+    else
+      throw py::type_error("Evaluator: unknown option '" + key + "'");
+  }
+  return config;
+}
+
 template <typename T>
 T ValueOrThrow(Result<T> result) {
   if (!result.ok()) throw py::value_error(result.status().message());
   return std::move(result).value();
 }
 
-// The training rows of shard `index` of `count` of a data spelling
-// (data::ParseDataSpec), as (x: n x dim float32, y: n int64).
-py::tuple LoadTrain(const std::string& spelling, int64_t index, int64_t count) {
-  if (count < 1 || index < 0 || index >= count) throw py::value_error("no such shard");
-  data::DataSpec spec = ValueOrThrow(data::ParseDataSpec(spelling));
-  data::Dataset dataset;
-  {
-    py::gil_scoped_release released;
-    Result<data::Dataset> loaded = data::LoadTrain(spec, data::Shard{index, count});
-    if (!loaded.ok()) {
-      py::gil_scoped_acquire gil;
-      throw py::value_error(loaded.status().message());
-    }
-    dataset = std::move(*loaded);
-  }
+// A data set as (x: n x dim float32, y: n int64).
+py::tuple Arrays(const data::Dataset& dataset) {
   const int64_t rows = dataset.rows();
   py::array_t<float> x({rows, dataset.dim});
   py::array_t<int64_t> y(rows);
@@ -269,6 +355,36 @@ py::tuple LoadTrain(const std::string& spelling, int64_t index, int64_t count) {
   std::copy(columns.data(), columns.data() + columns.size(), x.mutable_data());
   std::copy(labels.begin(), labels.end(), y.mutable_data());
   return py::make_tuple(x, y);
+}
+
+// Loads with the GIL released; a failure is a ValueError.
+template <typename F>
+py::tuple LoadArrays(F&& load) {
+  data::Dataset dataset;
+  {
+    py::gil_scoped_release released;
+    Result<data::Dataset> loaded = load();
+    if (!loaded.ok()) {
+      py::gil_scoped_acquire gil;
+      throw py::value_error(loaded.status().message());
+    }
+    dataset = std::move(*loaded);
+  }
+  return Arrays(dataset);
+}
+
+// The training rows of shard `index` of `count` of a data spelling
+// (data::ParseDataSpec), as (x: n x dim float32, y: n int64).
+py::tuple LoadTrain(const std::string& spelling, int64_t index, int64_t count) {
+  if (count < 1 || index < 0 || index >= count) throw py::value_error("no such shard");
+  const data::DataSpec spec = ValueOrThrow(data::ParseDataSpec(spelling));
+  return LoadArrays([&] { return data::LoadTrain(spec, data::Shard{index, count}); });
+}
+
+// The test rows of a data spelling, as LoadTrain gives the training rows.
+py::tuple LoadTest(const std::string& spelling) {
+  const data::DataSpec spec = ValueOrThrow(data::ParseDataSpec(spelling));
+  return LoadArrays([&] { return data::LoadTest(spec); });
 }
 
 // A built-in model's mean loss and gradient at `params` on the samples
@@ -449,8 +565,19 @@ PYBIND11_MODULE(_dmlps, m) {
            py::arg("layout") = py::none(), py::arg("initial_values") = py::none())
       .def("run", &Worker::Run)
       .def("stop", &Worker::Stop);
+  py::class_<dp::Evaluator>(m, "Evaluator")
+      .def(py::init([](std::string server, py::object evaluate, py::object on_join,
+                       const py::kwargs& options) {
+             return std::make_unique<dp::Evaluator>(
+                 dp::MakeEvaluatorConfig(std::move(server), options), std::move(evaluate),
+                 std::move(on_join));
+           }),
+           py::arg("server"), py::arg("evaluate"), py::arg("on_join") = py::none())
+      .def("run", &dp::Evaluator::Run)
+      .def("stop", &dp::Evaluator::Stop);
   m.def("load_train", &dp::LoadTrain, py::arg("data") = "fashion-mnist", py::arg("shard_index") = 0,
         py::arg("shard_count") = 1);
+  m.def("load_test", &dp::LoadTest, py::arg("data") = "fashion-mnist");
   m.def("model_loss_and_gradient", &dp::ModelLossAndGradient, py::arg("model"), py::arg("params"),
         py::arg("x"), py::arg("y"), py::arg("classes"));
   m.def("model_initialize", &dp::ModelInitialize, py::arg("model"), py::arg("input_dim"),
