@@ -61,6 +61,27 @@ py::dict JobDict(const worker::JobInfo& job) {
   return d;
 }
 
+// Runs a Python callback `call` and turns whatever it raises into a Status
+// (one line for the server's log: the type and message, no traceback),
+// keeping the first exception in *error for the caller to raise again.
+// REQUIRES: the GIL.
+template <typename F>
+Status CallKeeping(const char* what, std::exception_ptr* error, F&& call) {
+  try {
+    call();
+    return Status::Ok();
+  } catch (py::error_already_set& e) {
+    std::string message = std::string("the ") + what + " callback raised " +
+                          py::str(e.type().attr("__name__")).cast<std::string>() + ": " +
+                          py::str(e.value()).cast<std::string>();
+    if (*error == nullptr) *error = std::current_exception();
+    return Status::Internal(message);
+  } catch (const std::exception& e) {  // a result that does not convert
+    if (*error == nullptr) *error = std::current_exception();
+    return Status::Internal(std::string("the ") + what + " callback: " + e.what());
+  }
+}
+
 // A Computation that calls Python, taking the GIL for each call. The first
 // exception a callback raises is kept in *error (which outlives this) for
 // Worker.run to raise again.
@@ -109,24 +130,9 @@ class PyComputation : public worker::Computation {
   }
 
  private:
-  // Runs `call` and turns whatever it raises into a Status, keeping the
-  // exception. REQUIRES: the GIL.
   template <typename F>
   Status Call(const char* what, F&& call) {
-    try {
-      call();
-      return Status::Ok();
-    } catch (py::error_already_set& e) {
-      // One line for the server's log: the type and message, no traceback.
-      std::string message = std::string("the ") + what + " callback raised " +
-                            py::str(e.type().attr("__name__")).cast<std::string>() + ": " +
-                            py::str(e.value()).cast<std::string>();
-      if (*error_ == nullptr) *error_ = std::current_exception();
-      return Status::Internal(message);
-    } catch (const std::exception& e) {  // a result that does not convert
-      if (*error_ == nullptr) *error_ = std::current_exception();
-      return Status::Internal(std::string("the ") + what + " callback: " + e.what());
-    }
+    return CallKeeping(what, error_, std::forward<F>(call));
   }
 
   int64_t num_samples_;
@@ -168,6 +174,33 @@ class InterruptScope {
   struct sigaction previous_ {};
 };
 
+// Runs `run` (returning a Result) with the GIL released and SIGINT routed
+// to *stop while on the main thread; then raises, in this order, the
+// exception a callback kept in *error, the run's error as RuntimeError, or
+// KeyboardInterrupt when SIGINT ended it. `signal_of` reads the signal
+// from the run's value.
+template <typename T, typename Run, typename SignalOf>
+T RunWithoutGil(std::atomic<int>* stop, std::exception_ptr* error, Run&& run,
+                SignalOf&& signal_of) {
+  *error = nullptr;
+  stop->store(0);
+  py::object threading = py::module_::import("threading");
+  const bool main_thread = threading.attr("current_thread")().is(threading.attr("main_thread")());
+  Result<T> result = Status::Ok();
+  {
+    InterruptScope interrupts(stop, main_thread);
+    py::gil_scoped_release released;
+    result = run();
+  }
+  if (*error != nullptr) std::rethrow_exception(std::exchange(*error, nullptr));
+  if (!result.ok()) throw std::runtime_error(result.status().message());
+  if (signal_of(*result) == SIGINT) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  return std::move(result).value();
+}
+
 py::dict ReportDict(const worker::WorkerReport& report) {
   py::dict d;
   d["rank"] = report.rank;
@@ -204,26 +237,12 @@ class Worker {
   }
 
   py::dict Run() {
-    error_ = nullptr;
     auto computation =
         std::make_unique<PyComputation>(num_samples_, num_params_, compute_, on_join_, &error_);
-    stop_.store(0);
-    const bool main_thread = py::module_::import("threading")
-                                 .attr("current_thread")()
-                                 .is(py::module_::import("threading").attr("main_thread")());
-    Result<worker::WorkerReport> report = Status::Ok();
-    {
-      InterruptScope interrupts(&stop_, main_thread);
-      py::gil_scoped_release released;
-      report = worker::RunWorker(config_, std::move(computation), &stop_);
-    }
-    if (error_ != nullptr) std::rethrow_exception(std::exchange(error_, nullptr));
-    if (!report.ok()) throw std::runtime_error(report.status().message());
-    if (report->signal == SIGINT) {
-      PyErr_SetNone(PyExc_KeyboardInterrupt);
-      throw py::error_already_set();
-    }
-    return ReportDict(*report);
+    const worker::WorkerReport report = RunWithoutGil<worker::WorkerReport>(
+        &stop_, &error_, [&] { return worker::RunWorker(config_, std::move(computation), &stop_); },
+        [](const worker::WorkerReport& r) { return r.signal; });
+    return ReportDict(report);
   }
 
   void Stop() { stop_.store(SIGTERM); }
@@ -247,8 +266,6 @@ class Evaluator {
       : config_(std::move(config)), evaluate_(std::move(evaluate)), on_join_(std::move(on_join)) {}
 
   py::dict Run() {
-    error_ = nullptr;
-    stop_.store(0);
     worker::EvaluatorConfig config = config_;
     if (!on_join_.is_none()) {
       config.on_join = [this](const std::string& model, int64_t num_params) {
@@ -270,41 +287,22 @@ class Evaluator {
       if (!called.ok()) return called;
       return result;
     };
-    const bool main_thread = py::module_::import("threading")
-                                 .attr("current_thread")()
-                                 .is(py::module_::import("threading").attr("main_thread")());
-    Result<worker::EvaluatorReport> report = Status::Ok();
-    {
-      InterruptScope interrupts(&stop_, main_thread);
-      py::gil_scoped_release released;
-      report = worker::RunEvaluator(config, evaluate, &stop_);
-    }
-    if (error_ != nullptr) std::rethrow_exception(std::exchange(error_, nullptr));
-    if (!report.ok()) throw std::runtime_error(report.status().message());
-    if (report->signal == SIGINT) {
-      PyErr_SetNone(PyExc_KeyboardInterrupt);
-      throw py::error_already_set();
-    }
+    const worker::EvaluatorReport report = RunWithoutGil<worker::EvaluatorReport>(
+        &stop_, &error_, [&] { return worker::RunEvaluator(config, evaluate, &stop_); },
+        [](const worker::EvaluatorReport& r) { return r.signal; });
     py::dict d;
-    d["snapshots"] = report->snapshots;
-    d["stop_reason"] = report->stop_reason;
-    d["signal"] = report->signal;
+    d["snapshots"] = report.snapshots;
+    d["stop_reason"] = report.stop_reason;
+    d["signal"] = report.signal;
     return d;
   }
 
   void Stop() { stop_.store(SIGTERM); }
 
  private:
-  // Runs `call`, keeping what it raises for Run. REQUIRES: the GIL.
   template <typename F>
   Status Call(const char* what, F&& call) {
-    try {
-      call();
-      return Status::Ok();
-    } catch (const std::exception& e) {
-      if (error_ == nullptr) error_ = std::current_exception();
-      return Status::Internal(std::string("the ") + what + " callback raised: " + e.what());
-    }
+    return CallKeeping(what, &error_, std::forward<F>(call));
   }
 
   worker::EvaluatorConfig config_;
