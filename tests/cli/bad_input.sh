@@ -22,24 +22,6 @@ run 64 dmlps-server --polcy bsp
 grep -q "^dmlps-server: error: unknown option '--polcy'; did you mean --policy?$" "$WORK/err" ||
   fail "no guess for --polcy: $(cat "$WORK/err")"
 [ "$(grep -c 'error:' "$WORK/err")" -eq 1 ] || fail "more than one line for --polcy"
-run 64 dmlps-bench run --wrkers=3
-grep -q "^dmlps-bench: error: unknown option '--wrkers'; did you mean --workers?$" "$WORK/err" ||
-  fail "no guess for --wrkers: $(cat "$WORK/err")"
-run 64 dmlps-trace summary --frobnicate
-grep -q "^dmlps-trace: error: unknown option '--frobnicate'$" "$WORK/err" || fail "a guess for --frobnicate"
-# A subcommand's --help shows that subcommand's flags only, as git's does.
-run 0 dmlps-bench run --help
-grep -q '^dmlps-bench run: ' "$WORK/out" || fail "dmlps-bench run --help does not name run"
-grep -q -- '--trace-dir' "$WORK/out" || fail "dmlps-bench run --help lacks --trace-dir"
-! grep -q -- '--link-gbps\|--sizes' "$WORK/out" || fail "dmlps-bench run --help shows other subcommands' flags"
-run 0 dmlps-bench profile --help
-grep -q -- '--reps' "$WORK/out" && grep -q -- '--batch' "$WORK/out" || fail "dmlps-bench profile --help lacks its flags"
-! grep -q -- '--policies' "$WORK/out" || fail "dmlps-bench profile --help shows --policies"
-run 0 dmlps-trace plot --help
-grep -q -- '--kind' "$WORK/out" || fail "dmlps-trace plot --help lacks --kind"
-! grep -q -- '--format' "$WORK/out" || fail "dmlps-trace plot --help shows summary's --format"
-run 0 dmlps-bench --help
-grep -q -- '--link-gbps' "$WORK/out" && grep -q -- '--trace-dir' "$WORK/out" || fail "dmlps-bench --help is not whole"
 run 64 dmlps-server --threads two
 run 64 dmlps-server --staleness 2
 grep -q "staleness applies only to --policy ssp" "$WORK/err" || fail "--staleness without ssp accepted"
