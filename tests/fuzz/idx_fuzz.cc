@@ -48,8 +48,10 @@ bool PlainFilesAreValid(std::string_view labels, std::string_view images) {
   }
   const uint64_t count = BigEndian32(labels, 4);
   const uint64_t dim = uint64_t{BigEndian32(images, 8)} * BigEndian32(images, 12);
+  // ReadIdx's default --max-features bounds the pixels of an image; the
+  // memory bound cannot bite on an input this small.
   return BigEndian32(images, 4) == count && labels.size() == 8 + count && dim >= 1 &&
-         dim <= static_cast<uint64_t>(std::numeric_limits<int32_t>::max()) &&
+         dim <= static_cast<uint64_t>(data::kDefaultMaxFeatures) &&
          images.size() == 16 + count * dim;
 }
 
