@@ -41,7 +41,8 @@ void AddExperimentOptions(cxxopts::Options& options) {
         "Bandwidth cap by iteration for some workers: "
         "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100",
         "SPEC"}});
-  cli::AddTrainingOptions(options, "Experiment", {d.model, d.data, d.batch, d.lr, d.momentum});
+  cli::AddTrainingOptions(options, "Experiment", {d.model, d.data, d.batch, d.lr, d.momentum},
+                          true);
   cli::AddFlags(
       options, "Experiment",
       {{"target", "Target test accuracy: a run's time is its time to reach it (0: no target)",

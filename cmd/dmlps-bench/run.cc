@@ -8,6 +8,35 @@
 #include "dmlps/cli/bench_programs.h"
 
 namespace dmlps::bench_cli {
+namespace {
+
+// What is wrong with the user's commands for this experiment: an empty
+// command, and a model the server cannot score without an evaluator.
+std::vector<std::string> CheckCommands(const bench::Experiment& e,
+                                       const bench::ClusterOptions& cluster) {
+  std::vector<std::string> problems;
+  if (cluster.worker_command.find_first_not_of(" \t") == std::string::npos &&
+      !cluster.worker_command.empty()) {
+    problems.push_back("--worker-command: an empty command");
+  }
+  if (cluster.evaluator_command.find_first_not_of(" \t") == std::string::npos &&
+      !cluster.evaluator_command.empty()) {
+    problems.push_back("--evaluator-command: an empty command");
+  }
+  if (e.model != "external") return problems;
+  if (cluster.worker_command.empty()) {
+    problems.push_back(
+        "--model external needs --worker-command: dmlps-worker announces no model of its own");
+  }
+  if (e.target > 0 && cluster.evaluator_command.empty()) {
+    problems.push_back(
+        "--target with --model external needs --evaluator-command: the server cannot score a "
+        "model it does not know (or give --target 0 and --max-iterations or --max-seconds)");
+  }
+  return problems;
+}
+
+}  // namespace
 
 void AddRunOptions(cxxopts::Options& options) {
   cli::AddFlags(
@@ -20,7 +49,16 @@ void AddRunOptions(cxxopts::Options& options) {
         "DIR"},
        {"trace-dir", "Trace every process: DIR/POLICY-REPEAT/server.trace and worker-R.trace",
         "DIR"},
-       {"threads", "Threads each worker gives its linear algebra", "N", "1"}});
+       {"threads", "Threads each worker gives its linear algebra", "N", "1"},
+       {"worker-command",
+        "Run each worker as `sh -c CMD` instead of dmlps-worker, its details in DMLPS_* "
+        "variables (DMLPS_SERVER, DMLPS_RANK, DMLPS_WORKER_FLAGS, DMLPS_WORKER_OPTIONS...; see "
+        "dmlps-bench(1))",
+        "CMD"},
+       {"evaluator-command",
+        "Start each server with --evaluator and run `sh -c CMD` once per run to score its "
+        "snapshots, DMLPS_SERVER naming the server (needed for a target with --model external)",
+        "CMD"}});
 }
 
 cli::Program ReadRunFlags(cli::FlagReader& flags) {
@@ -29,7 +67,14 @@ cli::Program ReadRunFlags(cli::FlagReader& flags) {
   bench::ExperimentOptions options;
   options.cluster.bin_dir = flags.Has("bin") ? flags.String("bin") : cli::ProgramFolder();
   options.cluster.threads = flags.Int("threads", 1, 1024);
-  for (const char* binary : {"dmlps-server", "dmlps-worker"}) {
+  if (flags.Has("worker-command")) options.cluster.worker_command = flags.String("worker-command");
+  if (flags.Has("evaluator-command"))
+    options.cluster.evaluator_command = flags.String("evaluator-command");
+  for (const std::string& problem : CheckCommands(experiment, options.cluster))
+    flags.AddProblem(problem);
+  std::vector<const char*> binaries = {"dmlps-server"};
+  if (options.cluster.worker_command.empty()) binaries.push_back("dmlps-worker");
+  for (const char* binary : binaries) {
     const std::filesystem::path path = std::filesystem::path(options.cluster.bin_dir) / binary;
     if (access(path.c_str(), X_OK) != 0) {
       flags.AddProblem(std::string(binary) + " not found in " + options.cluster.bin_dir +

@@ -67,6 +67,11 @@ cli::Program ReadSimFlags(cli::FlagReader& flags) {
   bench::Experiment experiment = ReadExperiment(flags);
   const bench::Format format = ReadFormat(flags);
   const int64_t n = std::max<int64_t>(experiment.workers, 1);
+  if (experiment.model == "external") {
+    flags.AddProblem(
+        "--model external: the simulator needs a model it knows (run takes one with "
+        "--worker-command)");
+  }
 
   sim::SimOptions options;
   options.shared_cores = flags.Int("shared-cores", 0, 4096);

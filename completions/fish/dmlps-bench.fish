@@ -34,6 +34,8 @@ complete -c $c -l bin -x -a '(__fish_complete_directories)' -d 'Folder holding d
 complete -c $c -l out -x -a '(__fish_complete_directories)' -d 'Keep every run'\''s files here'
 complete -c $c -l trace-dir -x -a '(__fish_complete_directories)' -d 'Trace every process into this folder'
 complete -c $c -l threads -x -d 'Threads per worker'
+complete -c $c -l worker-command -x -a '(__fish_complete_command)' -d 'Run each worker as sh -c CMD'
+complete -c $c -l evaluator-command -x -a '(__fish_complete_command)' -d 'Run an evaluator as sh -c CMD per run'
 complete -c $c -l link-gbps -x -d 'sim: bandwidth of every link, Gbit/s (0: unlimited)'
 complete -c $c -l latency-us -x -d 'sim: one-way latency of every message, microseconds'
 complete -c $c -l shared-cores -x -d 'sim: workers and server share C cores (0: a machine each)'

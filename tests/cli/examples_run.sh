@@ -19,6 +19,7 @@ declare -A SKIP=(
   ["README.md: ./share/dmlps/setup-debian.sh && cmake -S . -B build && cmake --build build -j\"\$(nproc)\" && ctest --test-dir build --output-on-failure"]="the test suite itself"
   ["README.md: mpirun -np 4 share/dmlps/launch/dmlps-launch --policy bsp --target-accuracy 0.84"]="needs mpirun; cli.mpirun_trains runs it"
   ["dmlps-launch.1.scd: mpirun -np 4 dmlps-launch --policy bsp --target-accuracy 0.84 \\"]="needs mpirun and srun; cli.mpirun_trains runs dmlps-launch"
+  ["dmlps-bench.1.scd: dmlps-bench run --workers 2 --slowdown 1,2 --model external --target 0.8 \\"]="needs the example's Python scripts and PyTorch; cli.bench_commands runs them"
   ["dmlps-bench.1.scd: dmlps-bench profile --device cuda --batch 16..4096 --model cnn --format tsv"]="needs a GPU"
   ["dmlps-worker.1.scd: dmlps-server --workers 4 --policy lbbsp --lb-mode gpu --model cnn \\"]="needs a GPU (cuda workers)"
 )

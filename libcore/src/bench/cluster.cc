@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -17,11 +18,31 @@
 #include <sstream>
 #include <thread>
 
+#include "dmlps/base/json.h"
+
 namespace dmlps::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
+
+// This process's environment with `extra` ("NAME=VALUE") added, an extra
+// variable replacing one of the same name.
+std::vector<std::string> MergedEnvironment(const std::vector<std::string>& extra) {
+  std::vector<std::string> merged;
+  for (char** v = environ; v != nullptr && *v != nullptr; ++v) {
+    const std::string_view entry(*v);
+    const std::string_view name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const std::string& e : extra) {
+      replaced = replaced || (e.size() > name.size() && e.compare(0, name.size(), name) == 0 &&
+                              e[name.size()] == '=');
+    }
+    if (!replaced) merged.emplace_back(entry);
+  }
+  merged.insert(merged.end(), extra.begin(), extra.end());
+  return merged;
+}
 
 // One child process, its output going to files. Killed (TERM, then KILL) if
 // still running when destroyed, so no exit path leaves it behind; it also
@@ -33,12 +54,21 @@ class Child {
   Child& operator=(const Child&) = delete;
   ~Child() { Kill(); }
 
+  // Starts argv (program first) with stdin from /dev/null. `env`
+  // ("NAME=VALUE") adds to or replaces this process's variables. Output to
+  // the same path for both streams lands in one file.
   Status Start(const std::vector<std::string>& argv, const std::string& stdout_path,
-               const std::string& stderr_path) {
+               const std::string& stderr_path, const std::vector<std::string>& env = {}) {
     name_ = argv.front();
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    std::vector<std::string> merged = MergedEnvironment(env);
+    std::vector<char*> envp;
+    for (std::string& v : merged) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    const bool one_file = stdout_path == stderr_path;
+    const bool own_group = own_group_;
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) return Status::Unavailable("cannot start " + name_ + ": " + std::strerror(errno));
@@ -46,17 +76,23 @@ class Child {
       // Only async-signal-safe calls between fork and exec.
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(127);
+      if (own_group) setpgid(0, 0);
       const int in = open("/dev/null", O_RDONLY);
-      const int out = open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int out =
+          one_file ? err : open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (in < 0 || out < 0 || err < 0) _exit(126);
       dup2(in, 0);
       dup2(out, 1);
       dup2(err, 2);
-      execv(args[0], args.data());
+      execve(args[0], args.data(), envp.data());
       _exit(127);
     }
     pid_ = pid;
+    if (own_group_) {
+      setpgid(pid, pid);  // as the child does, so that either order works
+      group_ = pid;
+    }
     return Status::Ok();
   }
 
@@ -74,32 +110,64 @@ class Child {
     return true;
   }
 
-  // Asks it to stop (SIGTERM); it is killed outright if it has not within `grace`.
+  // Asks it to stop (SIGTERM); it is killed outright if it has not within
+  // `grace`. A child started in its own process group takes the whole group
+  // with it, whatever a shell command started.
   void Kill(std::chrono::milliseconds grace = std::chrono::milliseconds(3000)) {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGTERM);
-    const Clock::time_point deadline = Clock::now() + grace;
-    while (!Poll() && Clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (pid_ > 0) {
-      kill(pid_, SIGKILL);
+      Signal(SIGTERM);
+      const Clock::time_point deadline = Clock::now() + grace;
+      while (!Poll() && Clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (pid_ > 0) {
+      Signal(SIGKILL);
       int status = 0;
       waitpid(pid_, &status, 0);
       exit_code_ = 128 + SIGKILL;
       pid_ = -1;
     }
+    if (group_ > 0) kill(-group_, SIGKILL);
+    group_ = -1;
   }
 
   bool running() const { return pid_ > 0; }
+
+  // Start() puts the next child in a process group of its own.
+  void set_own_group() { own_group_ = true; }
   int exit_code() const { return exit_code_; }
 
  private:
+  void Signal(int sig) {
+    if (group_ > 0) {
+      kill(-group_, sig);
+    } else {
+      kill(pid_, sig);
+    }
+  }
+
   std::string name_;
+  bool own_group_ = false;
+  pid_t group_ = -1;  // the child's own process group, or -1
   pid_t pid_ = -1;
   int exit_code_ = -1;
 };
 
 std::string Number(double value) { return fmt::format("{}", value); }
+
+// A schedule as its flag takes it: I:V,I:V...
+std::string ScheduleText(const std::vector<std::pair<int64_t, double>>& entries) {
+  std::string text;
+  for (const auto& entry : entries) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(entry.first) + ":" + Number(entry.second);
+  }
+  return text;
+}
+
+std::string WorkerTrace(const ClusterOptions& options, int64_t rank) {
+  return (fs::path(options.trace_dir) / fmt::format("worker-{}.trace", rank)).string();
+}
 
 // The last non-empty line of a file, or "".
 std::string LastLine(const std::string& path) {
@@ -139,6 +207,126 @@ std::string WhyExited(const std::string& who, int code, const std::string& log) 
   if (!last.empty()) why += ": " + last;
   return why + " (log: " + log + ")";
 }
+
+// How long the server may go on once every worker, or the evaluator, has
+// exited without error: a command that exits without having joined would
+// otherwise leave the server waiting until the run's deadline.
+constexpr std::chrono::seconds kClientsGoneGrace{10};
+
+// The processes of one run beside the server: its workers (dmlps-worker or
+// the user's command) and the user's evaluator, if any. Killed when
+// destroyed, as each Child is.
+class Clients {
+ public:
+  Clients(const Experiment& e, const ClusterOptions& options, const fs::path& dir)
+      : e_(e), options_(options), dir_(dir) {}
+
+  // Starts them all, the server being at `endpoint`.
+  Status Start(const std::string& endpoint) {
+    const bool own = !options_.worker_command.empty();
+    for (int64_t r = 0; r < e_.workers; ++r) {
+      workers_.push_back(std::make_unique<Child>());
+      if (own) workers_.back()->set_own_group();
+      const std::string log = WorkerLog(r);
+      Status s =
+          own ? workers_.back()->Start({"/bin/sh", "-c", options_.worker_command}, log, log,
+                                       WorkerEnvironment(e_, r, options_, endpoint))
+              : workers_.back()->Start(WorkerCommand(e_, r, options_, endpoint), "/dev/null", log);
+      if (!s.ok()) return s;
+    }
+    if (options_.evaluator_command.empty()) return Status::Ok();
+    evaluator_ = std::make_unique<Child>();
+    evaluator_->set_own_group();
+    const std::string log = (dir_ / "evaluator.log").string();
+    return evaluator_->Start(
+        {"/bin/sh", "-c", options_.evaluator_command}, log, log,
+        {"DMLPS_SERVER=" + endpoint, "DMLPS_MODEL=" + e_.model, "DMLPS_DATA=" + e_.data,
+         "DMLPS_SEED=" + std::to_string(e_.seed), "DMLPS_BIN=" + options_.bin_dir});
+  }
+
+  // Why the run cannot go on: a client exited with an error, or every
+  // worker (or the evaluator) is gone and the server has not ended within
+  // kClientsGoneGrace. "" while all is well.
+  std::string Failure() {
+    bool all_gone = !workers_.empty();
+    for (size_t r = 0; r < workers_.size(); ++r) {
+      Child& w = *workers_[r];
+      if (w.running() && w.Poll() && w.exit_code() != 0) {
+        return WhyExited(WorkerName(static_cast<int64_t>(r)), w.exit_code(),
+                         WorkerLog(static_cast<int64_t>(r)));
+      }
+      all_gone = all_gone && !w.running();
+    }
+    bool evaluator_gone = false;
+    if (evaluator_ != nullptr) {
+      if (evaluator_->running() && evaluator_->Poll() && evaluator_->exit_code() != 0) {
+        return WhyExited(EvaluatorName(), evaluator_->exit_code(),
+                         (dir_ / "evaluator.log").string());
+      }
+      evaluator_gone = !evaluator_->running();
+    }
+    if (!all_gone && !evaluator_gone) return "";
+    const Clock::time_point now = Clock::now();
+    if (!gone_since_) gone_since_ = now;
+    if (now - *gone_since_ < kClientsGoneGrace) return "";
+    const std::string who =
+        all_gone ? (options_.worker_command.empty()
+                        ? std::string("every worker")
+                        : "every worker (--worker-command " + Quote(options_.worker_command) + ")")
+                 : EvaluatorName();
+    return who + " exited with status 0 but the server went on for " +
+           std::to_string(kClientsGoneGrace.count()) +
+           " s without them (did they join it?); logs in " + dir_.string();
+  }
+
+  // Gives them `grace` to exit on their own (the server has stopped them),
+  // then kills whatever is left.
+  void Finish(std::chrono::milliseconds grace) {
+    const Clock::time_point deadline = Clock::now() + grace;
+    for (Child* c : All()) {
+      while (c->running() && !c->Poll() && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      c->Kill();
+    }
+  }
+
+  void Kill() {
+    for (Child* c : All()) c->Kill();
+  }
+
+ private:
+  std::vector<Child*> All() {
+    std::vector<Child*> all;
+    for (auto& w : workers_) all.push_back(w.get());
+    if (evaluator_ != nullptr) all.push_back(evaluator_.get());
+    return all;
+  }
+  std::string WorkerLog(int64_t rank) const {
+    return (dir_ / fmt::format("worker-{}.log", rank)).string();
+  }
+  std::string WorkerName(int64_t rank) const {
+    return options_.worker_command.empty() ? fmt::format("worker {}", rank)
+                                           : fmt::format("worker {} (--worker-command {})", rank,
+                                                         Quote(options_.worker_command));
+  }
+  std::string EvaluatorName() const {
+    return "the evaluator (--evaluator-command " + Quote(options_.evaluator_command) + ")";
+  }
+  static std::string Quote(const std::string& text) {
+    std::string quoted = "'";
+    quoted += text;
+    quoted += '\'';
+    return quoted;
+  }
+
+  const Experiment& e_;
+  const ClusterOptions& options_;
+  const fs::path dir_;
+  std::vector<std::unique_ptr<Child>> workers_;
+  std::unique_ptr<Child> evaluator_;
+  std::optional<Clock::time_point> gone_since_;
+};
 
 }  // namespace
 
@@ -192,22 +380,13 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
   if (!options.trace_dir.empty()) {
     argv.insert(argv.end(), {"--trace", (fs::path(options.trace_dir) / "server.trace").string()});
   }
+  if (!options.evaluator_command.empty()) argv.push_back("--evaluator");
   return argv;
 }
 
-std::vector<std::string> WorkerCommand(const Experiment& e, int64_t rank,
-                                       const ClusterOptions& options, const std::string& endpoint) {
+std::vector<std::string> StragglerFlags(const Experiment& e, int64_t rank) {
   const worker::StragglerSpec& s = e.stragglers[static_cast<size_t>(rank)];
   std::vector<std::string> argv = {
-      (fs::path(options.bin_dir) / "dmlps-worker").string(),
-      "--server",
-      endpoint,
-      "--rank",
-      std::to_string(rank),
-      "--data",
-      e.data,
-      "--threads",
-      std::to_string(options.threads),
       "--slowdown",
       Number(s.slowdown),
       "--delay-ms",
@@ -218,24 +397,76 @@ std::vector<std::string> WorkerCommand(const Experiment& e, int64_t rank,
       std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(s.round_robin).count()),
       "--bandwidth-mbps",
       Number(s.bandwidth_mbps)};
-  auto add_schedule = [&argv](const char* flag,
-                              const std::vector<std::pair<int64_t, double>>& entries) {
-    if (entries.empty()) return;
-    std::string text;
-    for (const auto& [iteration, value] : entries) {
-      if (!text.empty()) text += ',';
-      text += std::to_string(iteration) + ":" + Number(value);
-    }
-    argv.insert(argv.end(), {flag, text});
-  };
-  add_schedule("--slowdown-schedule", s.schedule);
-  add_schedule("--bandwidth-schedule", s.bandwidth_schedule);
-  if (!options.trace_dir.empty()) {
-    argv.insert(
-        argv.end(),
-        {"--trace", (fs::path(options.trace_dir) / fmt::format("worker-{}.trace", rank)).string()});
+  if (!s.schedule.empty())
+    argv.insert(argv.end(), {"--slowdown-schedule", ScheduleText(s.schedule)});
+  if (!s.bandwidth_schedule.empty()) {
+    argv.insert(argv.end(), {"--bandwidth-schedule", ScheduleText(s.bandwidth_schedule)});
   }
   return argv;
+}
+
+std::vector<std::string> WorkerCommand(const Experiment& e, int64_t rank,
+                                       const ClusterOptions& options, const std::string& endpoint) {
+  std::vector<std::string> argv = {(fs::path(options.bin_dir) / "dmlps-worker").string(),
+                                   "--server",
+                                   endpoint,
+                                   "--rank",
+                                   std::to_string(rank),
+                                   "--data",
+                                   e.data,
+                                   "--threads",
+                                   std::to_string(options.threads)};
+  const std::vector<std::string> straggler = StragglerFlags(e, rank);
+  argv.insert(argv.end(), straggler.begin(), straggler.end());
+  if (!options.trace_dir.empty()) argv.insert(argv.end(), {"--trace", WorkerTrace(options, rank)});
+  return argv;
+}
+
+std::vector<std::string> WorkerEnvironment(const Experiment& e, int64_t rank,
+                                           const ClusterOptions& options,
+                                           const std::string& endpoint) {
+  const std::vector<std::string> flags = StragglerFlags(e, rank);
+  std::string flag_text;
+  // The options as dmlps.Worker's keywords: rank, threads and seed as the
+  // worker would have them, the flags without their leading "--", dashes
+  // turned into underscores; numbers as numbers, schedules as text.
+  std::ostringstream json;
+  json << "{\"rank\": " << rank << ", \"threads\": " << options.threads << ", \"seed\": " << e.seed;
+  std::vector<std::string> env;
+  for (size_t i = 0; i + 1 < flags.size(); i += 2) {
+    flag_text += (flag_text.empty() ? "" : " ") + flags[i] + " " + flags[i + 1];
+    std::string key = flags[i].substr(2);
+    std::string name = "DMLPS_";
+    for (char& c : key) {
+      if (c == '-') c = '_';
+      name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    json << ", ";
+    WriteJsonString(key, json);
+    json << ": ";
+    if (key.find("schedule") != std::string::npos) {
+      WriteJsonString(flags[i + 1], json);
+    } else {
+      json << flags[i + 1];
+    }
+    env.push_back(name + "=" + flags[i + 1]);
+  }
+  const std::string trace = options.trace_dir.empty() ? "" : WorkerTrace(options, rank);
+  if (!trace.empty()) {
+    json << ", \"trace\": ";
+    WriteJsonString(trace, json);
+  }
+  json << "}";
+  const worker::StragglerSpec& s = e.stragglers[static_cast<size_t>(rank)];
+  if (s.schedule.empty()) env.push_back("DMLPS_SLOWDOWN_SCHEDULE=");
+  if (s.bandwidth_schedule.empty()) env.push_back("DMLPS_BANDWIDTH_SCHEDULE=");
+  env.insert(env.end(), {"DMLPS_SERVER=" + endpoint, "DMLPS_RANK=" + std::to_string(rank),
+                         "DMLPS_WORKERS=" + std::to_string(e.workers), "DMLPS_MODEL=" + e.model,
+                         "DMLPS_DATA=" + e.data, "DMLPS_THREADS=" + std::to_string(options.threads),
+                         "DMLPS_SEED=" + std::to_string(e.seed), "DMLPS_BIN=" + options.bin_dir,
+                         "DMLPS_TRACE=" + trace, "DMLPS_WORKER_FLAGS=" + flag_text,
+                         "DMLPS_WORKER_OPTIONS=" + json.str()});
+  return env;
 }
 
 Result<RunResult> ReadServerReport(const std::string& path) {
@@ -312,9 +543,9 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
                                std::chrono::duration<double>(e.max_seconds))
                          : std::chrono::hours(24 * 365));
   Child server;
-  std::vector<std::unique_ptr<Child>> workers;
+  Clients clients(e, options, dir);
   auto fail = [&](std::string why) {
-    for (auto& w : workers) w->Kill();
+    clients.Kill();
     server.Kill();
     result.failure = std::move(why);
     return result;
@@ -338,22 +569,9 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
     }
     if (endpoint.empty() && fs::exists(endpoint_file)) {
       endpoint = ReadFirstLine(endpoint_file);
-      for (int64_t r = 0; r < e.workers; ++r) {
-        workers.push_back(std::make_unique<Child>());
-        const std::string log = (dir / fmt::format("worker-{}.log", r)).string();
-        if (Status s =
-                workers.back()->Start(WorkerCommand(e, r, options, endpoint), "/dev/null", log);
-            !s.ok()) {
-          return fail(s.message());
-        }
-      }
+      if (Status s = clients.Start(endpoint); !s.ok()) return fail(s.message());
     }
-    for (size_t r = 0; r < workers.size(); ++r) {
-      if (workers[r]->running() && workers[r]->Poll() && workers[r]->exit_code() != 0) {
-        return fail(WhyExited(fmt::format("worker {}", r), workers[r]->exit_code(),
-                              (dir / fmt::format("worker-{}.log", r)).string()));
-      }
-    }
+    if (std::string why = clients.Failure(); !why.empty()) return fail(why);
     if (progress && Clock::now() >= next_progress) {
       next_progress = Clock::now() + std::chrono::milliseconds(200);
       shown.elapsed_s = std::chrono::duration<double>(Clock::now() - begin).count();
@@ -363,13 +581,7 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   // The server has stopped its workers; give them a moment to go.
-  const Clock::time_point grace = Clock::now() + std::chrono::seconds(10);
-  for (auto& w : workers) {
-    while (w->running() && !w->Poll() && Clock::now() < grace) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    w->Kill();
-  }
+  clients.Finish(std::chrono::seconds(10));
   const int code = server.exit_code();
   if (server_done && code != 0 && code != 1) return fail(WhyExited("the server", code, server_log));
   Result<RunResult> report = ReadServerReport(report_file);

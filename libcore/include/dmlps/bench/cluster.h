@@ -24,6 +24,14 @@ struct ClusterOptions {
   // How long the processes may take to start and load their data, and to
   // exit once the server has stopped, beyond the experiment's --max-seconds.
   std::chrono::seconds slack{120};
+  // Non-empty: each worker is `/bin/sh -c worker_command` with
+  // WorkerEnvironment's variables, instead of dmlps-worker, so a user's own
+  // worker (e.g. PyTorch through the dmlps module) takes part.
+  std::string worker_command;
+  // Non-empty: the server is started with --evaluator and, once per run,
+  // `/bin/sh -c evaluator_command` with DMLPS_SERVER set scores its
+  // snapshots (needed by a target with --model external).
+  std::string evaluator_command;
 };
 
 // What a running cluster shows, for a progress line.
@@ -44,6 +52,23 @@ std::vector<std::string> ServerCommand(const Experiment& experiment, std::string
                                        const std::string& report_file);
 std::vector<std::string> WorkerCommand(const Experiment& experiment, int64_t rank,
                                        const ClusterOptions& options, const std::string& endpoint);
+
+// The straggler flags dmlps-worker gets for worker `rank` (--slowdown K
+// --delay-ms D ... and any schedules), as one argument each.
+std::vector<std::string> StragglerFlags(const Experiment& experiment, int64_t rank);
+
+// The variables ("NAME=VALUE") a worker command gets on top of this
+// process's environment, so that it can join as dmlps-worker would:
+// DMLPS_SERVER, DMLPS_RANK, DMLPS_WORKERS, DMLPS_MODEL, DMLPS_DATA,
+// DMLPS_THREADS, DMLPS_SEED, DMLPS_BIN, DMLPS_TRACE (empty: no trace), the
+// straggler profile as dmlps-worker flags (DMLPS_WORKER_FLAGS), as dmlps.Worker
+// keywords in JSON (DMLPS_WORKER_OPTIONS) and one by one (DMLPS_SLOWDOWN,
+// DMLPS_DELAY_MS, DMLPS_DELAY_PROB, DMLPS_ROUND_ROBIN_MS,
+// DMLPS_BANDWIDTH_MBPS, DMLPS_SLOWDOWN_SCHEDULE, DMLPS_BANDWIDTH_SCHEDULE;
+// a schedule is empty when there is none).
+std::vector<std::string> WorkerEnvironment(const Experiment& experiment, int64_t rank,
+                                           const ClusterOptions& options,
+                                           const std::string& endpoint);
 
 // Parses a `dmlps-server --report` file into a RunResult (policy and repeat
 // left for the caller).
