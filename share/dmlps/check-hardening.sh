@@ -16,7 +16,7 @@ usage() {
   cat <<EOF
 usage: $NAME [--steps LIST] [--fuzz-seconds S] [--jobs N] [--out DIR]
   --steps LIST      comma-separated, of asan,tsan,fuzz (default all three)
-  --fuzz-seconds S  run each fuzz target for S seconds (default 30)
+  --fuzz-seconds S  run each fuzz target for S seconds (default 20)
   --jobs N          parallel compile jobs (default: nproc)
   --out DIR         keep sanitizer reports, test and fuzz logs here (default:
                     a new folder under \${TMPDIR:-/tmp})
@@ -33,7 +33,7 @@ TSAN_TESTS='^(unit|cli\.(bsp_trains|sharded_servers|wbsp_overlap_trains|backup_t
 
 . "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 
-steps="asan,tsan,fuzz" fuzz_seconds=30 jobs="" out=""
+steps="asan,tsan,fuzz" fuzz_seconds=20 jobs="" out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps|--fuzz-seconds|--jobs|--out)
