@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ TEST_CASE("before training, a Hello is refused for a rank outside or taken, or a
   CHECK(refusal(HelloAsking(2)) == "rank 2 is outside [0, 1]");
   CHECK(refusal(HelloAsking(-2)) == "rank -2 is outside [0, 1]");
   CHECK(refusal(HelloAsking(-1, -5)) == "a negative max_batch");
+  CHECK(refusal(HelloAsking(-1, kMaxHelloBatch + 1)) ==
+        "max_batch 2147483649 is beyond 2147483648");
   REQUIRE(Join(members, "b", HelloAsking(-1), false).rank == 0);
   CHECK(refusal(HelloAsking(-1)) == "the cluster is full (2 workers)");
 }
@@ -99,6 +102,11 @@ TEST_CASE("a running job takes anyone: a free rank, else a new one") {
   d = members.Decide(Identity("f"), HelloAsking(-1, -1), true);
   CHECK(d.kind == HelloDecision::kRefuse);
   CHECK(d.why == "a negative rank or max_batch");
+  d = members.Decide(Identity("f"), HelloAsking(-1, std::numeric_limits<int64_t>::max()), true);
+  CHECK(d.kind == HelloDecision::kRefuse);
+  CHECK(d.why == "max_batch 9223372036854775807 is beyond 2147483648");
+  CHECK(members.Decide(Identity("f"), HelloAsking(-1, kMaxHelloBatch), true).kind !=
+        HelloDecision::kRefuse);
 }
 
 TEST_CASE("a running job hands out at most kMaxRanks ranks") {

@@ -1,11 +1,22 @@
 #include "server/membership.h"
 
 #include <algorithm>
+#include <string>
 #include <utility>
 
 #include "dmlps/net/endpoint.h"
 
 namespace dmlps::server {
+
+namespace {
+
+HelloDecision TooLargeBatch(int64_t max_batch) {
+  return {
+      HelloDecision::kRefuse, -1,
+      "max_batch " + std::to_string(max_batch) + " is beyond " + std::to_string(kMaxHelloBatch)};
+}
+
+}  // namespace
 
 HelloDecision Membership::Decide(const zmq::message_t& identity, const proto::Hello& hello,
                                  bool running) const {
@@ -19,6 +30,7 @@ HelloDecision Membership::DecideRunning(const proto::Hello& hello) const {
   if (hello.max_batch < 0 || hello.rank < -1) {
     return {HelloDecision::kRefuse, -1, "a negative rank or max_batch"};
   }
+  if (hello.max_batch > kMaxHelloBatch) return TooLargeBatch(hello.max_batch);
   if (hello.rank >= 0 && hello.rank < ranks() && !Has(hello.rank)) {
     return {HelloDecision::kAdmit, hello.rank, ""};
   }
@@ -51,6 +63,7 @@ HelloDecision Membership::DecideAssembling(const proto::Hello& hello) const {
     if (!Has(r)) rank = r;
   }
   if (hello.max_batch < 0) return {HelloDecision::kRefuse, -1, "a negative max_batch"};
+  if (hello.max_batch > kMaxHelloBatch) return TooLargeBatch(hello.max_batch);
   return {HelloDecision::kAdmit, rank, ""};
 }
 

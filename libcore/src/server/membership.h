@@ -23,6 +23,10 @@ namespace dmlps::server {
 inline constexpr std::chrono::milliseconds kLoadAllowance{60000};
 // The most ranks a running job hands out.
 inline constexpr int64_t kMaxRanks = 100000;
+// The largest max_batch a Hello may offer (2^31 samples): beyond any batch a
+// worker can hold, and small enough that sums of the workers' caps cannot
+// overflow.
+inline constexpr int64_t kMaxHelloBatch = int64_t{1} << 31;
 
 // A worker holding a rank.
 struct Member {
