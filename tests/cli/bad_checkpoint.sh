@@ -2,13 +2,7 @@
 # error and exit 65, a missing one with 66, one of another model with 78;
 # a good one is taken.
 . "$(dirname "$0")/lib.sh"
-start_server --workers 1 --model softmax --batch 32 --max-iterations 30 --eval-every 10 \
-  --checkpoint "$WORK/good.ckpt" --checkpoint-every 10
-start_worker w0
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "dmlps-server writing checkpoints"
-wait_for "$WORKER_PID" 30
-[ -s "$WORK/good.ckpt" ] || fail "no checkpoint written"
+write_good_checkpoint 30
 size=$(stat -c %s "$WORK/good.ckpt")
 
 cp "$WORK/good.ckpt" "$WORK/corrupt.ckpt"

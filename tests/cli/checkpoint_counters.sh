@@ -6,13 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 
-start_server --workers 1 --model softmax --batch 32 --max-iterations 20 --eval-every 10 \
-  --checkpoint "$WORK/good.ckpt" --checkpoint-every 10
-start_worker w0
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "dmlps-server writing checkpoints"
-wait_for "$WORKER_PID" 30
-[ -s "$WORK/good.ckpt" ] || fail "no checkpoint written"
+write_good_checkpoint 20
 
 # craft IN OUT KEY=VALUE...: rewrites one counter of the metadata (or the
 # policy's state, as one value; or, for "momentum", every float of the

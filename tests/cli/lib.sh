@@ -197,3 +197,16 @@ watch_rss() {
     if [ "$now" -gt "$RSS_PEAK" ]; then RSS_PEAK=$now; fi
   done
 }
+
+# write_good_checkpoint ITERATIONS: a softmax run of one worker writes a
+# checkpoint every 10 iterations to $WORK/good.ckpt, for the tests that
+# craft bad ones from it; fails the test when none is written.
+write_good_checkpoint() {
+  start_server --workers 1 --model softmax --batch 32 --max-iterations "$1" --eval-every 10 \
+    --checkpoint "$WORK/good.ckpt" --checkpoint-every 10
+  start_worker w0
+  wait_for "$SERVER_PID" 60
+  expect_exit 0 "$RC" "dmlps-server writing checkpoints"
+  wait_for "$WORKER_PID" 30
+  [ -s "$WORK/good.ckpt" ] || fail "no checkpoint written"
+}

@@ -4,11 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <zmq.hpp>
 
 #include "dmlps/net/endpoint.h"
+#include "dmlps/proto/codec.h"
 
 namespace dmlps::testing {
 
@@ -29,6 +31,18 @@ struct EndpointPair {
   std::optional<net::Endpoint> server;
   std::optional<net::Endpoint> client;
 };
+
+// The next message `endpoint` receives within `wait`, decoded; fails the
+// test when none comes or it does not decode.
+inline proto::Message NextMessage(net::Endpoint& endpoint, std::chrono::milliseconds wait) {
+  net::Frames frames;
+  Result<bool> got = endpoint.Receive(&frames, wait);
+  REQUIRE(got.ok());
+  REQUIRE(*got);
+  Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+  REQUIRE(message.ok());
+  return std::move(message).value();
+}
 
 }  // namespace dmlps::testing
 

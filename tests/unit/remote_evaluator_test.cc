@@ -38,15 +38,7 @@ struct Fixture {
   }
 
   // The next message the evaluator gets (within 2 s).
-  proto::Message Next() {
-    net::Frames frames;
-    Result<bool> got = pair.client->Receive(&frames, milliseconds(2000));
-    REQUIRE(got.ok());
-    REQUIRE(*got);
-    Result<proto::Message> message = proto::DecodeMessage(frames, 0);
-    REQUIRE(message.ok());
-    return std::move(message).value();
-  }
+  proto::Message Next() { return testing::NextMessage(*pair.client, milliseconds(2000)); }
 
   void Join() {
     proto::Hello hello;

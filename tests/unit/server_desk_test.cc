@@ -74,15 +74,7 @@ struct Fixture {
     REQUIRE(desk->HandleNext(kWait).ok());
   }
   // The next message the worker gets.
-  proto::Message Next() {
-    net::Frames frames;
-    Result<bool> got = pair.client->Receive(&frames, kWait);
-    REQUIRE(got.ok());
-    REQUIRE(*got);
-    Result<proto::Message> message = proto::DecodeMessage(frames, 0);
-    REQUIRE(message.ok());
-    return std::move(message).value();
-  }
+  proto::Message Next() { return testing::NextMessage(*pair.client, kWait); }
   // Says Hello and takes the Welcome.
   void Join() {
     proto::Hello hello;
