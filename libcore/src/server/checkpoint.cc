@@ -36,8 +36,13 @@ struct CheckpointMeta {
   double seconds = -1;
   std::vector<int64_t> policy_extra;
   std::vector<model::TensorSpec> layout;  // absent in checkpoints of built-in models
+  // Absent in files of one server: shard 0 of 1, the whole model.
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
+  int64_t slice_begin = 0;
+  int64_t model_params = 0;
   MSGPACK_DEFINE_MAP(model, policy, optimizer, workers, iteration, version, samples, seconds,
-                     policy_extra, layout);
+                     policy_extra, layout, shard_index, shard_count, slice_begin, model_params);
 };
 
 std::array<uint32_t, 256> MakeCrcTable() {
@@ -94,6 +99,10 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
                       checkpoint.workers, checkpoint.iteration, checkpoint.version,
                       checkpoint.samples, checkpoint.seconds,   checkpoint.policy_extra};
   meta.layout = checkpoint.layout;
+  meta.shard_index = checkpoint.shard_index;
+  meta.shard_count = checkpoint.shard_count;
+  meta.slice_begin = checkpoint.slice_begin;
+  meta.model_params = checkpoint.model_params;
   PackBuffer packed;
   msgpack::pack(packed, meta);
   const std::vector<float>& params = *checkpoint.params;
@@ -188,6 +197,16 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   // turns integral doubles into unsigned integers.
   if (meta.seconds > kMaxSeconds) return bad("the metadata holds an implausible training time");
   if (num_params == 0) return bad("the checkpoint holds no parameters");
+  if (meta.model_params == 0) meta.model_params = static_cast<int64_t>(num_params);
+  if (meta.shard_count < 1 || meta.shard_count > kMaxCheckpointWorkers || meta.shard_index < 0 ||
+      meta.shard_index >= meta.shard_count || meta.slice_begin < 0 ||
+      meta.model_params > kMaxCheckpointCount ||
+      meta.slice_begin > meta.model_params - static_cast<int64_t>(num_params)) {
+    return bad("the metadata holds an implausible shard " + std::to_string(meta.shard_index) + "/" +
+               std::to_string(meta.shard_count) + " or slice [" + std::to_string(meta.slice_begin) +
+               ", +" + std::to_string(num_params) + ") of " + std::to_string(meta.model_params) +
+               " parameters");
+  }
   if (num_state != 0 && num_state != num_params) {
     return bad("optimizer state of " + std::to_string(num_state) + " floats for " +
                std::to_string(num_params) + " parameters");
@@ -211,6 +230,10 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
     }
   }
   checkpoint.layout = std::move(meta.layout);
+  checkpoint.shard_index = meta.shard_index;
+  checkpoint.shard_count = meta.shard_count;
+  checkpoint.slice_begin = meta.slice_begin;
+  checkpoint.model_params = meta.model_params;
   const size_t params_at = kFixedHeader + meta_size;
   auto params = std::make_shared<std::vector<float>>(GetFloats(bytes, params_at, num_params));
   checkpoint.optimizer_state = GetFloats(bytes, params_at + num_params * sizeof(float), num_state);
@@ -291,6 +314,27 @@ Status CheckResumable(const Checkpoint& checkpoint, const std::string& source,
   if (checkpoint.optimizer != identity.optimizer) {
     return Status::Config(source + ": a checkpoint of optimizer " + checkpoint.optimizer +
                           ", this run's is " + identity.optimizer + " (see --momentum)");
+  }
+  return Status::Ok();
+}
+
+Status CheckShardOfCheckpoint(const Checkpoint& checkpoint, const std::string& source,
+                              int64_t index, int64_t count, int64_t begin, int64_t end,
+                              int64_t model_params) {
+  const auto size = static_cast<int64_t>(checkpoint.params->size());
+  if (checkpoint.shard_index != index || checkpoint.shard_count != count) {
+    return Status::DataLoss(source + ": the checkpoint of server shard " +
+                            std::to_string(checkpoint.shard_index) + "/" +
+                            std::to_string(checkpoint.shard_count) + ", this is shard " +
+                            std::to_string(index) + "/" + std::to_string(count));
+  }
+  if (checkpoint.model_params != model_params || checkpoint.slice_begin != begin ||
+      checkpoint.slice_begin + size != end) {
+    return Status::DataLoss(
+        source + ": the checkpoint holds parameters [" + std::to_string(checkpoint.slice_begin) +
+        ", " + std::to_string(checkpoint.slice_begin + size) + ") of " +
+        std::to_string(checkpoint.model_params) + ", this shard holds [" + std::to_string(begin) +
+        ", " + std::to_string(end) + ") of " + std::to_string(model_params));
   }
   return Status::Ok();
 }

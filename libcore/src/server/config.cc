@@ -57,12 +57,15 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
       !std::isfinite(config.checkpoint_every_seconds)) {
     problems.push_back("--checkpoint-every must not be negative");
   }
-  if (!config.checkpoint.empty() && config.checkpoint_every_iterations == 0 &&
-      config.checkpoint_every_seconds == 0) {
+  const bool every = config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0;
+  if (config.shard_index > 0) {
+    // Shards beyond 0 checkpoint when shard 0 orders: all at one version.
+    if (every) {
+      problems.push_back("--checkpoint-every is for shard 0; the other shards checkpoint with it");
+    }
+  } else if (!config.checkpoint.empty() && !every) {
     problems.push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
-  }
-  if (config.checkpoint.empty() &&
-      (config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0)) {
+  } else if (config.checkpoint.empty() && every) {
     problems.push_back("--checkpoint-every needs --checkpoint FILE");
   }
   if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
@@ -87,10 +90,6 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
     problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
   }
   if (config.shard_count > 1) {
-    // Each would need every shard's part: not there yet.
-    if (!config.checkpoint.empty() || !config.resume.empty()) {
-      problems.push_back("--checkpoint and --resume do not work with sharded servers yet");
-    }
     if (!config.curve_secret.empty()) {
       problems.push_back("--curve-secret does not work with sharded servers yet");
     }

@@ -178,6 +178,9 @@ Status ParameterServer::Resume(std::vector<float>* params) {
       !diff.empty()) {
     return Status::Config(source + ": this run's layout differs from the checkpoint's: " + diff);
   }
+  // Sharded, its file holds shard 0's slice; a file of one server, the whole model.
+  DMLPS_RETURN_IF_ERROR(CheckShardOfCheckpoint(checkpoint, source, 0, config_.shard_count, 0,
+                                               bounds_[1], bounds_.back()));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   *params = *checkpoint.params;
   driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
@@ -360,8 +363,12 @@ void ParameterServer::SubmitSnapshot(bool must) {
 }
 
 void ParameterServer::StartCoordinator() {
+  proto::Welcome shard_welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
+  shard_welcome.num_workers = config_.workers;
+  // The other shards must resume their slices of this same version.
+  shard_welcome.resume_version = report_.resumed_iteration >= 0 ? policy_->version() : -1;
   shards_ = std::make_unique<ShardCoordinator>(
-      *endpoint_, bounds_, JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name()),
+      *endpoint_, bounds_, std::move(shard_welcome),
       [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
       [this](const zmq::message_t& identity, const proto::Hello& hello) {
         desk_->HandleHello(identity, hello);
@@ -411,6 +418,12 @@ void ParameterServer::MaybeCheckpoint() {
       MakeCheckpoint(Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
                      seconds_before_ + Seconds(), optimizer_->State());
   checkpoint.layout = layout_;
+  checkpoint.shard_count = config_.shard_count;
+  checkpoint.model_params = bounds_.back();
+  // The other shards write their slices of this same version, once the
+  // orders before this one are carried out.
+  shards_->Order({proto::Order::kCheckpoint, -1, checkpoint.version,
+                  static_cast<double>(checkpoint.iteration)});
   // As evaluation does: a copy of the model taken once its updates are in
   // (at once here, nothing being pending); encoding and writing are the
   // writer thread's.

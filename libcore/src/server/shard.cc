@@ -23,6 +23,7 @@
 #include "server/listen_options.h"
 #include "server/loop.h"
 #include "server/model_store.h"
+#include "server/shard_checkpoint.h"
 
 namespace dmlps::server {
 
@@ -120,7 +121,8 @@ class ShardServer {
   std::optional<net::Endpoint> coordinator_;  // the DEALER to shard 0
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<ModelStore> store_;
-  int64_t begin_ = 0;  // this slice in the flat parameter vector
+  std::unique_ptr<ShardCheckpoints> checkpoints_;  // --checkpoint, --resume
+  int64_t begin_ = 0;                              // this slice in the flat parameter vector
   int64_t size_ = 0;
   int64_t max_bytes_ = 0;  // the most a worker's message may carry
 
@@ -230,6 +232,8 @@ Status ShardServer::Register() {
     size_ = welcome->bounds[static_cast<size_t>(config_.shard_index) + 1] - begin_;
     std::vector<float> slice(params.begin() + begin_, params.begin() + begin_ + size_);
     DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(welcome->lr, welcome->momentum, size_));
+    DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(*welcome, spec.Name(), begin_, begin_ + size_, &slice,
+                                              optimizer_.get()));
     store_.emplace(std::move(slice),
                    proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
                    config_.threads);
@@ -485,6 +489,11 @@ void ShardServer::RunOrders() {
       case proto::Order::kForget:
         Forget(order.worker);
         break;
+      case proto::Order::kCheckpoint:
+        // The slice and its optimizer state agree once the updates are in.
+        if (store_->ApplyPending()) return;
+        checkpoints_->Take(order, *store_, *optimizer_);
+        break;
       case proto::Order::kSnapshot: {
         const auto id = static_cast<int64_t>(order.value);
         store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
@@ -585,7 +594,14 @@ Status ShardServer::Serve() {
 }
 
 Result<RunReport> ShardServer::Run() {
-  DMLPS_RETURN_IF_ERROR(Register());
+  DMLPS_ASSIGN_OR_RETURN(checkpoints_, ShardCheckpoints::Open(config_));
+  if (Status registered = Register(); !registered.ok()) {
+    // Shard 0 waits for every shard: it should know this one will not come.
+    if (coordinator_.has_value()) {
+      (void)coordinator_->SendMessage(nullptr, proto::Error{registered.message(), true});
+    }
+    return registered;
+  }
   if (Interrupted()) {
     report_.signal = signal_->load();
     return report_;
@@ -600,6 +616,7 @@ Result<RunReport> ShardServer::Run() {
   }
   spdlog::info("{} stopped by shard 0 ({}): {} pushes staged, {} left out", name_, stop_reason_,
                staged_, skipped_);
+  checkpoints_->Finish();
   if (!config_.save_model.empty()) {
     if (store_->ApplyPending()) {
       return Status::Unavailable(

@@ -23,8 +23,10 @@ namespace dmlps::proto {
 // messages, the shard fields of Hello and Welcome), version 4 external
 // models and evaluators (the layout, initial values and evaluator fields of
 // Hello; Evaluate and Evaluation messages; the admission tickets of Hello,
-// Welcome and Orders that let shards beyond 0 admit only shard 0's workers).
-inline constexpr uint32_t kProtocolVersion = 4;
+// Welcome and Orders that let shards beyond 0 admit only shard 0's workers),
+// version 5 checkpoints of sharded servers (Order kCheckpoint, the
+// resume_version of Welcome).
+inline constexpr uint32_t kProtocolVersion = 5;
 
 enum class MsgType : uint8_t {
   kHello = 1,        // worker -> server: wants to join
@@ -103,9 +105,13 @@ struct Welcome {
   // Hello to every other shard must carry (shard 0 tells them by an Order
   // kAdmit). 0: not sharded.
   int64_t ticket = 0;
+  // Sharded servers, to a shard beyond 0: the model version shard 0 went on
+  // from (--resume), which that shard's own checkpoint must hold; -1: shard
+  // 0 started afresh.
+  int64_t resume_version = -1;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds, ticket);
+                     bounds, ticket, resume_version);
 };
 
 struct Pull {
@@ -198,6 +204,8 @@ struct Order {
     kForget = 6,      // the worker is gone: drop its pushes, stages waiting for them skip
     kSnapshot = 7,    // send shard 0 a Slice of the model as it stands now (value: its id)
     kAdmit = 8,       // shard 0 admitted worker (clock: its ticket); carried out on arrival
+    kCheckpoint = 9,  // write the slice to --checkpoint (clock: the model's version, value: the
+                      // iteration), once its updates are in
   };
   int64_t kind = 0;
   int64_t worker = -1;

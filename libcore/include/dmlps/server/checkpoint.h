@@ -53,6 +53,14 @@ struct Checkpoint {
   // An external model's layout (its parameter count is the params'); empty
   // for a built-in model.
   std::vector<model::TensorSpec> layout;
+  // Sharded servers: which shard wrote it, of how many, and where its
+  // slice (params) begins in a model of model_params parameters. Files of
+  // one server (and those written before shards could checkpoint) are shard
+  // 0 of 1, holding the whole model.
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
+  int64_t slice_begin = 0;
+  int64_t model_params = 0;  // 0: params->size(), the whole model
 };
 
 // The names a checkpoint records of the run that wrote it: a run resumes
@@ -76,6 +84,14 @@ Checkpoint MakeCheckpoint(const CheckpointIdentity& identity, int64_t workers,
 // with `num_params` parameters: another model or size, policy or optimizer.
 Status CheckResumable(const Checkpoint& checkpoint, const std::string& source,
                       const CheckpointIdentity& identity, int64_t num_params);
+
+// DataLoss naming `source` when `checkpoint` is not the file of shard
+// `index` of `count` holding [begin, end) of a model of `model_params`
+// parameters: each shard resumes only its own slice, and a file of another
+// shard, another shard count or model would mix slices of different models.
+Status CheckShardOfCheckpoint(const Checkpoint& checkpoint, const std::string& source,
+                              int64_t index, int64_t count, int64_t begin, int64_t end,
+                              int64_t model_params);
 
 // The policy state `checkpoint` saved, for sync::Policy::Restore.
 sync::PolicyState SavedPolicyState(const Checkpoint& checkpoint);

@@ -1,0 +1,141 @@
+# Checkpoints of sharded servers. Every shard writes its own file at the
+# version shard 0 decides; all shards stopped and started again with
+# --resume go on from the saved iteration: the model a 2-shard run resumed
+# reaches is bit for bit the one a 1-shard run resumed reaches
+# (--deterministic), and a resumed 2-shard run trains to a target. A file of
+# another shard, shard count or version is refused with one line (exit 65).
+. "$(dirname "$0")/lib.sh"
+
+# start_shard INDEX COUNT ARGS...: shard INDEX of COUNT against shard 0 at
+# $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log.
+start_shard() {
+  local index=$1 count=$2
+  shift 2
+  "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$index/$count" \
+    --coordinator "$ENDPOINT" "$@" 2>"$WORK/shard-$index.log" &
+  SHARD_PID=$!
+  CHILDREN+=("$SHARD_PID")
+}
+
+# cluster SHARDS TAG RESUME SERVER-ARGS...: shard 0, SHARDS - 1 more, each
+# checkpointing to TAG.ckpt.K (and resuming from it when RESUME is 1), and 3
+# workers, to the end; TAG.model is the whole model saved.
+cluster() {
+  local shards=$1 tag=$2 resume=$3
+  shift 3
+  local from=()
+  [ "$resume" = 1 ] && from=(--resume "$WORK/$tag.ckpt.0")
+  start_server --shard "0/$shards" --workers 3 --save-model "$WORK/$tag.0" \
+    --checkpoint "$WORK/$tag.ckpt.0" --checkpoint-every 10 "${from[@]}" "$@"
+  local pids=("$SERVER_PID")
+  for ((k = 1; k < shards; k++)); do
+    from=()
+    [ "$resume" = 1 ] && from=(--resume "$WORK/$tag.ckpt.$k")
+    start_shard "$k" "$shards" --save-model "$WORK/$tag.$k" --checkpoint "$WORK/$tag.ckpt.$k" \
+      "${from[@]}"
+    pids+=("$SHARD_PID")
+  done
+  local workers=()
+  for r in 0 1 2; do
+    start_worker "$tag-worker-$r" --rank "$r"
+    workers+=("$WORKER_PID")
+  done
+  for pid in "${pids[@]}"; do
+    wait_for "$pid" 120
+    expect_exit 0 "$RC" "server shard (pid $pid) of $tag"
+  done
+  for pid in "${workers[@]}"; do
+    wait_for "$pid" 30
+    expect_exit 0 "$RC" "worker (pid $pid) of $tag"
+  done
+  : >"$WORK/$tag.model"
+  for ((k = 0; k < shards; k++)); do cat "$WORK/$tag.$k" >>"$WORK/$tag.model"; done
+}
+
+same=(--policy bsp --model mlp:32 --batch 32 --seed 11 --eval-every 10 --deterministic)
+# 25 iterations, checkpoints at 10 and 20; then 20 more from iteration 20.
+cluster 1 one 0 "${same[@]}" --max-iterations 25
+cluster 1 one 1 "${same[@]}" --max-iterations 40
+grep -q "resuming from $WORK/one.ckpt.0: iteration 20," "$WORK/server.log" ||
+  fail "1 shard did not resume from iteration 20: $(grep resum "$WORK/server.log")"
+cluster 2 two 0 "${same[@]}" --max-iterations 25
+grep -q "checkpoint of iteration 20 written to $WORK/two.ckpt.1" "$WORK/shard-1.log" ||
+  fail "shard 1 did not write its checkpoint of iteration 20"
+cp "$WORK/two.ckpt.1" "$WORK/two.ckpt.1.at20"
+cluster 2 two 1 "${same[@]}" --max-iterations 40
+grep -q "resuming from $WORK/two.ckpt.0: iteration 20," "$WORK/server.log" ||
+  fail "shard 0 did not resume from iteration 20"
+grep -q "resuming from $WORK/two.ckpt.1: iteration 20, model version" "$WORK/shard-1.log" ||
+  fail "shard 1 did not resume from iteration 20: $(cat "$WORK/shard-1.log")"
+grep -q "training goes on from iteration 20" "$WORK/server.log" || fail "training did not go on"
+params=$((784 * 32 + 32 + 32 * 10 + 10))
+[ "$(stat -c %s "$WORK/one.model")" -eq $((params * 4)) ] || fail "one.model is not $params floats"
+cmp "$WORK/one.model" "$WORK/two.model" ||
+  fail "resumed, 1 shard and 2 shards ended with different models"
+echo "resumed from iteration 20: 1 shard and 2 shards end with the same $params parameters"
+
+# --- Files that do not fit are refused with one line, exit 65.
+expect_refused() {
+  local what=$1 want=$2
+  wait_for "$SHARD_PID" 20
+  expect_exit 65 "$RC" "$what"
+  grep -q "$want" "$WORK/shard-1.log" || fail "$what: $(cat "$WORK/shard-1.log")"
+  [ "$(grep -c 'error' "$WORK/shard-1.log")" -eq 1 ] || fail "$what: not one line"
+}
+# Shard 0's file given to shard 1: refused before it registers.
+start_server --shard 0/2 --workers 1 --model mlp:32 --max-seconds 30
+start_shard 1 2 --resume "$WORK/two.ckpt.0"
+expect_refused "shard 0's checkpoint on shard 1" "the checkpoint of server shard 0/2, this is shard 1/2"
+# Shard 1 of 2's file given to shard 1 of 3.
+start_shard 1 3 --resume "$WORK/two.ckpt.1"
+expect_refused "a 2-shard checkpoint on shard 1/3" "the checkpoint of server shard 1/2, this is shard 1/3"
+kill -9 "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+# Another model: shard 0 of mlp:16 and shard 1 with its mlp:32 file.
+start_server --shard 0/2 --workers 1 --model mlp:16 --max-seconds 30
+start_shard 1 2 --resume "$WORK/two.ckpt.1"
+expect_refused "an mlp:32 checkpoint on an mlp:16 job" "a checkpoint of model mlp:32"
+wait_for "$SERVER_PID" 20
+expect_exit 69 "$RC" "shard 0 of a shard that gave up"
+# Another version than shard 0's: shard 0 at iteration 40, shard 1 at 20.
+start_server --shard 0/2 --workers 1 "${same[@]}" --resume "$WORK/two.ckpt.0" --max-seconds 30
+start_shard 1 2 --resume "$WORK/two.ckpt.1.at20"
+expect_refused "a checkpoint of another version" "shard 0 resumed version"
+wait_for "$SERVER_PID" 20
+# --checkpoint-every is shard 0's.
+RC=0
+"$BIN/dmlps-server" --shard 1/2 --coordinator "$ENDPOINT" --checkpoint "$WORK/x" \
+  --checkpoint-every 5 2>"$WORK/usage.err" || RC=$?
+expect_exit 64 "$RC" "--checkpoint-every on shard 1"
+grep -q -- "--checkpoint-every is for shard 0" "$WORK/usage.err" || fail "$(cat "$WORK/usage.err")"
+
+# --- Stopped and resumed, a 2-shard run trains to a target.
+start_server --shard 0/2 --workers 2 --policy bsp --model softmax --batch 32 --lr 0.02 \
+  --eval-every 10 --checkpoint "$WORK/t.ckpt.0" --checkpoint-every 20 --max-iterations 60
+start_shard 1 2 --checkpoint "$WORK/t.ckpt.1"
+s1=$SHARD_PID
+start_worker t0
+t0=$WORKER_PID
+start_worker t1
+t1=$WORKER_PID
+for pid in "$SERVER_PID" "$s1" "$t0" "$t1"; do
+  wait_for "$pid" 60
+  expect_exit 0 "$RC" "first part (pid $pid)"
+done
+start_server --shard 0/2 --workers 2 --policy bsp --model softmax --batch 32 --lr 0.02 \
+  --eval-every 10 --resume "$WORK/t.ckpt.0" --target-accuracy 0.8 --max-iterations 2000 \
+  --report "$WORK/report"
+start_shard 1 2 --resume "$WORK/t.ckpt.1"
+s1=$SHARD_PID
+start_worker t0
+t0=$WORKER_PID
+start_worker t1
+t1=$WORKER_PID
+for pid in "$SERVER_PID" "$s1" "$t0" "$t1"; do
+  wait_for "$pid" 120
+  expect_exit 0 "$RC" "resumed part (pid $pid)"
+done
+grep -q "training goes on from iteration 60" "$WORK/server.log" || fail "did not go on from 60"
+[ "$(report_value "$WORK/report" target_reached)" = 1 ] || fail "target not reached"
+echo "2 shards resumed from iteration 60: accuracy $(report_value "$WORK/report" accuracy)" \
+  "at iteration $(report_value "$WORK/report" iterations_to_target)"
