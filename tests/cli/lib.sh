@@ -210,3 +210,14 @@ write_good_checkpoint() {
   wait_for "$WORKER_PID" 30
   [ -s "$WORK/good.ckpt" ] || fail "no checkpoint written"
 }
+
+# start_shard INDEX COUNT ARGS...: starts shard INDEX of COUNT against shard
+# 0 at $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log.
+start_shard() {
+  local index=$1 count=$2
+  shift 2
+  "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$index/$count" \
+    --coordinator "$ENDPOINT" "$@" 2>"$WORK/shard-$index.log" &
+  SHARD_PID=$!
+  CHILDREN+=("$SHARD_PID")
+}

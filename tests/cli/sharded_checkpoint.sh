@@ -6,17 +6,6 @@
 # another shard, shard count or version is refused with one line (exit 65).
 . "$(dirname "$0")/lib.sh"
 
-# start_shard INDEX COUNT ARGS...: shard INDEX of COUNT against shard 0 at
-# $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log.
-start_shard() {
-  local index=$1 count=$2
-  shift 2
-  "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$index/$count" \
-    --coordinator "$ENDPOINT" "$@" 2>"$WORK/shard-$index.log" &
-  SHARD_PID=$!
-  CHILDREN+=("$SHARD_PID")
-}
-
 # cluster SHARDS TAG RESUME SERVER-ARGS...: shard 0, SHARDS - 1 more, each
 # checkpointing to TAG.ckpt.K (and resuming from it when RESUME is 1), and 3
 # workers, to the end; TAG.model is the whole model saved.
@@ -110,31 +99,29 @@ expect_exit 64 "$RC" "--checkpoint-every on shard 1"
 grep -q -- "--checkpoint-every is for shard 0" "$WORK/usage.err" || fail "$(cat "$WORK/usage.err")"
 
 # --- Stopped and resumed, a 2-shard run trains to a target.
-start_server --shard 0/2 --workers 2 --policy bsp --model softmax --batch 32 --lr 0.02 \
-  --eval-every 10 --checkpoint "$WORK/t.ckpt.0" --checkpoint-every 20 --max-iterations 60
-start_shard 1 2 --checkpoint "$WORK/t.ckpt.1"
-s1=$SHARD_PID
-start_worker t0
-t0=$WORKER_PID
-start_worker t1
-t1=$WORKER_PID
-for pid in "$SERVER_PID" "$s1" "$t0" "$t1"; do
-  wait_for "$pid" 60
-  expect_exit 0 "$RC" "first part (pid $pid)"
-done
-start_server --shard 0/2 --workers 2 --policy bsp --model softmax --batch 32 --lr 0.02 \
-  --eval-every 10 --resume "$WORK/t.ckpt.0" --target-accuracy 0.8 --max-iterations 2000 \
-  --report "$WORK/report"
-start_shard 1 2 --resume "$WORK/t.ckpt.1"
-s1=$SHARD_PID
-start_worker t0
-t0=$WORKER_PID
-start_worker t1
-t1=$WORKER_PID
-for pid in "$SERVER_PID" "$s1" "$t0" "$t1"; do
-  wait_for "$pid" 120
-  expect_exit 0 "$RC" "resumed part (pid $pid)"
-done
+# softmax_job PART SHARD-1-ARGS -- SHARD-0-ARGS...: 2 shards, 2 workers, to the end.
+softmax_job() {
+  local part=$1 shard1=$2
+  shift 2
+  start_server --shard 0/2 --workers 2 --policy bsp --model softmax --batch 32 --lr 0.02 \
+    --eval-every 10 "$@"
+  local pids=("$SERVER_PID")
+  # shellcheck disable=SC2086
+  start_shard 1 2 $shard1
+  pids+=("$SHARD_PID")
+  for w in t0 t1; do
+    start_worker "$w"
+    pids+=("$WORKER_PID")
+  done
+  for pid in "${pids[@]}"; do
+    wait_for "$pid" 120
+    expect_exit 0 "$RC" "$part (pid $pid)"
+  done
+}
+softmax_job "first part" "--checkpoint $WORK/t.ckpt.1" --checkpoint "$WORK/t.ckpt.0" \
+  --checkpoint-every 20 --max-iterations 60
+softmax_job "resumed part" "--resume $WORK/t.ckpt.1" --resume "$WORK/t.ckpt.0" \
+  --target-accuracy 0.8 --max-iterations 2000 --report "$WORK/report"
 grep -q "training goes on from iteration 60" "$WORK/server.log" || fail "did not go on from 60"
 [ "$(report_value "$WORK/report" target_reached)" = 1 ] || fail "target not reached"
 echo "2 shards resumed from iteration 60: accuracy $(report_value "$WORK/report" accuracy)" \

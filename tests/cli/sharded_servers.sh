@@ -6,17 +6,6 @@
 # error instead of a hang, a lost worker does not stop the shards.
 . "$(dirname "$0")/lib.sh"
 
-# start_shard INDEX COUNT ARGS...: starts shard INDEX of COUNT against shard
-# 0 at $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log.
-start_shard() {
-  local index=$1 count=$2
-  shift 2
-  "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$index/$count" \
-    --coordinator "$ENDPOINT" "$@" 2>"$WORK/shard-$index.log" &
-  SHARD_PID=$!
-  CHILDREN+=("$SHARD_PID")
-}
-
 # cluster SHARDS TAG SERVER-ARGS...: shard 0, SHARDS - 1 more and 3 workers,
 # to the end; each shard saves its slice, TAG.model is the whole model.
 cluster() {

@@ -189,3 +189,52 @@ TEST_CASE("checkpoint: the momentum optimizer's state goes on where it stood") {
 
 }  // namespace
 }  // namespace dmlps::server
+
+namespace dmlps::server {
+namespace {
+
+TEST_CASE("a sharded server's checkpoint records its shard and slice, and fits no other") {
+  Checkpoint slice = Sample(100);
+  slice.shard_index = 1;
+  slice.shard_count = 3;
+  slice.slice_begin = 100;
+  slice.model_params = 300;
+  Result<Checkpoint> read = DecodeCheckpoint(EncodeCheckpoint(slice), "slice.ckpt");
+  REQUIRE(read.ok());
+  CheckSame(slice, *read);
+  CHECK(read->shard_index == 1);
+  CHECK(read->shard_count == 3);
+  CHECK(read->slice_begin == 100);
+  CHECK(read->model_params == 300);
+  CHECK(CheckShardOfCheckpoint(*read, "slice.ckpt", 1, 3, 100, 200, 300).ok());
+  // Another index, count, slice or model size: DataLoss (exit 65).
+  for (const Status& other : {CheckShardOfCheckpoint(*read, "slice.ckpt", 2, 3, 100, 200, 300),
+                              CheckShardOfCheckpoint(*read, "slice.ckpt", 1, 2, 100, 200, 300),
+                              CheckShardOfCheckpoint(*read, "slice.ckpt", 1, 3, 101, 201, 300),
+                              CheckShardOfCheckpoint(*read, "slice.ckpt", 1, 3, 100, 200, 301)}) {
+    CHECK(other.code() == StatusCode::kDataLoss);
+    CHECK(other.message().starts_with("slice.ckpt: "));
+  }
+  // One server's file is shard 0 of 1 holding the whole model.
+  Result<Checkpoint> whole = DecodeCheckpoint(EncodeCheckpoint(Sample(100)), "whole.ckpt");
+  REQUIRE(whole.ok());
+  CHECK(whole->shard_count == 1);
+  CHECK(whole->model_params == 100);
+  CHECK(CheckShardOfCheckpoint(*whole, "whole.ckpt", 0, 1, 0, 100, 100).ok());
+  CHECK(CheckShardOfCheckpoint(*whole, "whole.ckpt", 0, 2, 0, 50, 100).code() ==
+        StatusCode::kDataLoss);
+}
+
+TEST_CASE("a checkpoint whose slice does not fit its model is refused") {
+  Checkpoint slice = Sample(100);
+  slice.shard_index = 2;
+  slice.shard_count = 2;  // index beyond the count
+  CHECK(DecodeCheckpoint(EncodeCheckpoint(slice), "x").status().code() == StatusCode::kDataLoss);
+  slice.shard_index = 1;
+  slice.slice_begin = 250;
+  slice.model_params = 300;  // [250, 350) of 300
+  CHECK(DecodeCheckpoint(EncodeCheckpoint(slice), "x").status().code() == StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace dmlps::server

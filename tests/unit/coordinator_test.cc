@@ -157,5 +157,46 @@ TEST_CASE("coordinator: a silent shard ends the run") {
   CHECK(c.fatal().message() == "server shard 1 at tcp://127.0.0.1:7000 lost: silent for 1 s");
 }
 
+TEST_CASE("coordinator: a checkpoint counts as written once every shard echoed its order") {
+  Fixture f({0, 2, 4, 6});
+  ShardCoordinator& c = *f.coordinator;
+  REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 3)).ok());
+  CHECK_FALSE(c.Written(20));  // shard 2 has not even registered
+  REQUIRE(c.Register(zmq::message_t(std::string("s2")), ShardHello(2, 3)).ok());
+  auto echo = [&](int64_t shard, int64_t version) {
+    proto::Message message;
+    message.body = proto::Orders{{{proto::Order::kCheckpoint, -1, version, 1.0 * version}}};
+    c.HandleMessage(shard, message);
+  };
+  echo(1, 20);
+  CHECK_FALSE(c.Written(20));
+  echo(2, 20);
+  CHECK(c.Written(20));
+  CHECK_FALSE(c.Written(30));
+  echo(2, 30);
+  echo(1, 10);  // an older echo changes nothing
+  CHECK(c.Written(20));
+  CHECK_FALSE(c.Written(30));
+  CHECK(c.lost() == -1);
+  proto::Message gave_up;
+  gave_up.body = proto::Error{"interrupted", true};
+  c.HandleMessage(2, gave_up);
+  CHECK_FALSE(c.fatal().ok());
+  CHECK(c.lost() == 2);
+}
+
+TEST_CASE("coordinator: a worker's Hello held again from a new socket replaces the old one") {
+  Fixture f({0, 3, 5});
+  ShardCoordinator& c = *f.coordinator;
+  proto::Hello worker;
+  worker.host = "worker-host";
+  worker.rank = 1;
+  c.HoldHello(zmq::message_t(std::string("old")), worker);
+  c.HoldHello(zmq::message_t(std::string("new")), worker);
+  CHECK_FALSE(c.Holds(zmq::message_t(std::string("old"))));
+  REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
+  CHECK(f.answered == std::vector<std::string>{"new"});
+}
+
 }  // namespace
 }  // namespace dmlps::server

@@ -64,6 +64,11 @@ Status ShardCoordinator::Register(const zmq::message_t& identity, const proto::H
 }
 
 void ShardCoordinator::HoldHello(const zmq::message_t& identity, const proto::Hello& hello) {
+  // A worker that says Hello again from a new socket (it rejoins, with
+  // backoff) is answered there only.
+  if (hello.rank >= 0) {
+    std::erase_if(waiting_hellos_, [&](const auto& w) { return w.second.rank == hello.rank; });
+  }
   waiting_hellos_.emplace_back(net::CopyFrame(identity), hello);
 }
 
@@ -93,9 +98,17 @@ void ShardCoordinator::HandleMessage(int64_t shard, proto::Message& message) {
     }
     FillSnapshot(slice->id, shard, values->size(),
                  [&](std::span<float> out) { values->CopyTo(0, values->size(), out); });
+  } else if (auto* orders = std::get_if<proto::Orders>(&message.body)) {
+    // Its checkpoints written, the orders echoed.
+    for (const proto::Order& order : orders->orders) {
+      if (order.kind == proto::Order::kCheckpoint) {
+        peers_[shard]->written = std::max(peers_[shard]->written, order.clock);
+      }
+    }
   } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
     if (error->fatal) {
       fatal_ = Status::Unavailable(who + " gave up: " + error->message);
+      lost_ = shard;
     } else {
       spdlog::warn("{} reports: {}", who, error->message);
     }
@@ -115,6 +128,7 @@ void ShardCoordinator::SendOrders() {
     if (!sent.ok()) {
       fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " +
                                    peers_[k]->address + " lost: " + sent.message());
+      lost_ = k;
     }
   }
 }
@@ -197,7 +211,22 @@ void ShardCoordinator::CheckSilence(Clock::time_point now, std::chrono::millisec
       fatal_ = Status::Unavailable(fmt::format("server shard {} at {} lost: silent for {:g} s", k,
                                                peers_[k]->address,
                                                std::chrono::duration<double>(timeout).count()));
+      lost_ = static_cast<int64_t>(k);
     }
+  }
+}
+
+bool ShardCoordinator::Written(int64_t version) const {
+  return std::all_of(peers_.begin() + 1, peers_.end(), [version](const std::optional<Peer>& p) {
+    return p.has_value() && p->written >= version;
+  });
+}
+
+void ShardCoordinator::RollBack(const std::string& why) {
+  for (size_t k = 1; k < peers_.size(); ++k) {
+    if (!peers_[k].has_value() || static_cast<int64_t>(k) == lost_) continue;
+    Status sent = endpoint_.SendMessage(&peers_[k]->identity, proto::Error{why, true, true});
+    if (!sent.ok()) spdlog::debug("cannot tell shard {}: {}", k, sent.ToString());
   }
 }
 

@@ -50,6 +50,11 @@ class ShardCoordinator {
   // Set once a shard is lost or gave up: the run cannot go on without its
   // slice of the model, and ends with this.
   const Status& fatal() const { return fatal_; }
+  // Whether every other shard has written its checkpoint of `version`
+  // (it answers Order kCheckpoint with the same order once written).
+  bool Written(int64_t version) const;
+  // The shard whose loss set fatal(); -1: none was lost (or another cause).
+  int64_t lost() const { return lost_; }
 
   // The shard index of the peer `identity`, or -1 when it is no shard.
   int64_t ShardOf(const zmq::message_t& identity) const;
@@ -94,6 +99,9 @@ class ShardCoordinator {
   // Sends the orders queued, then Stop with `reason`: the shards save what
   // those orders left.
   void Stop(const std::string& reason);
+  // Tells every other shard but the lost one to go back to its last
+  // checkpoint and register again (an Error that asks it to rejoin).
+  void RollBack(const std::string& why);
 
  private:
   struct Peer {
@@ -102,6 +110,7 @@ class ShardCoordinator {
     std::string host;
     int64_t pid = 0;
     Clock::time_point last_seen;
+    int64_t written = -1;  // the last checkpoint version it wrote
   };
   struct Assembly {
     Snapshot snapshot;
@@ -130,6 +139,7 @@ class ShardCoordinator {
   std::map<int64_t, Assembly> assemblies_;  // snapshots waiting for slices, by id
   int64_t next_snapshot_id_ = 0;
   Status fatal_;
+  int64_t lost_ = -1;
 };
 
 }  // namespace dmlps::server

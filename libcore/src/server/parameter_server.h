@@ -45,6 +45,11 @@ class ParameterServer : private sync::DriverSink<Gradient> {
       : config_(config), tsv_(tsv), signal_(signal) {}
 
   Result<RunReport> Run();
+  // Sharded, after Run: a shard was lost and, with --checkpoint, the job
+  // goes back to its last checkpoint (RollBack): the caller runs shard 0
+  // again with --resume of it, bound to address(), where workers rejoin.
+  bool rolled_back() const { return rolled_back_; }
+  std::string address() const { return endpoint_.has_value() ? endpoint_->address() : ""; }
 
  private:
   // The phases of a run, in order. Setup loads the data and the model,
@@ -167,6 +172,17 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   std::vector<int64_t> bounds_;               // where the slices begin, plus the end
   std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
   std::optional<ModelUpdates> updates_;       // set with shards_
+  bool rolled_back_ = false;                  // see rolled_back()
+  // Sharded: shard 0's checkpoint whose version some other shard has not
+  // written yet. Shard 0's file only ever holds a version every shard has
+  // in its own file (its last or the one before), so that the job can
+  // always go back to it.
+  std::optional<Checkpoint> unacked_;
+  // Hands unacked_ to the writer once every other shard wrote its version.
+  void CommitCheckpoint();
+  // A shard lost: with a checkpoint to go back to, tells the workers and
+  // the other shards to join again and returns true (shard_recovery.cc).
+  bool RollBack();
 };
 
 }  // namespace dmlps::server

@@ -15,6 +15,7 @@
 #include "server/parameter_server.h"
 #include "server/run_report.h"
 #include "server/shard.h"
+#include "server/shard_recovery.h"
 #include "server/welcome.h"
 
 namespace dmlps::server {
@@ -251,7 +252,9 @@ Status ParameterServer::Turn() {
   desk_->CloseStalledStreams();
   desk_->DropUnreading();
   shards_->SendOrders();
+  CommitCheckpoint();
   if (!shards_->fatal().ok()) {
+    if (RollBack()) return shards_->fatal();
     desk_->Stop("a server shard was lost");
     return shards_->fatal();
   }
@@ -406,6 +409,8 @@ void ParameterServer::HoldChanged(bool holding, int64_t live) {
 void ParameterServer::MaybeCheckpoint() {
   const int64_t iteration = driver_->iteration();
   if (checkpoints_ == nullptr) return;
+  // Sharded: one checkpoint at a time, until every shard has written its slice.
+  if (unacked_.has_value()) return;
   const Clock::time_point now = Clock::now();
   if (!checkpoint_schedule_->Due(iteration, now)) return;
   // With every update the policy emitted applied on every lane, the model,
@@ -430,7 +435,11 @@ void ParameterServer::MaybeCheckpoint() {
   store_->Snapshot([this, checkpoint = std::move(checkpoint)](
                        std::shared_ptr<const std::vector<float>> values) mutable {
     checkpoint.params = std::move(values);
-    checkpoints_->Submit(std::move(checkpoint));
+    if (sharded()) {
+      unacked_ = std::move(checkpoint);  // CommitCheckpoint writes it
+    } else {
+      checkpoints_->Submit(std::move(checkpoint));
+    }
   });
   checkpoint_schedule_->Taken(
       iteration, now, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -438,6 +447,7 @@ void ParameterServer::MaybeCheckpoint() {
 
 void ParameterServer::FinishCheckpoints() {
   if (checkpoints_ == nullptr) return;
+  CommitCheckpoint();
   checkpoints_->Finish();
   report_.checkpoints = checkpoints_->written();
   checkpoint_schedule_->LogCosts(report_.checkpoints, checkpoints_->write_ms());
@@ -446,6 +456,9 @@ void ParameterServer::FinishCheckpoints() {
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
                             const std::atomic<int>* signal) {
   if (config.shard_index > 0) return RunServerShard(config, signal);
+  if (config.shard_count > 1 && !config.checkpoint.empty()) {
+    return RunRecoverableShardZero(config, tsv, signal);
+  }
   ParameterServer server(config, tsv, signal);
   return server.Run();
 }

@@ -83,6 +83,9 @@ class ShardServer {
       : config_(config), signal_(signal) {}
 
   Result<RunReport> Run();
+  // Shard 0 lost another shard and asked this one to go back to its last
+  // checkpoint and register again (see shard_recovery.h).
+  bool rolled_back() const { return rolled_back_; }
 
  private:
   Status Register();
@@ -147,6 +150,7 @@ class ShardServer {
   Clock::time_point last_heartbeat_;
   bool stopped_ = false;
   bool draining_done_ = false;
+  bool rolled_back_ = false;
   std::string stop_reason_;
   int64_t staged_ = 0;
   int64_t skipped_ = 0;
@@ -492,7 +496,12 @@ void ShardServer::RunOrders() {
       case proto::Order::kCheckpoint:
         // The slice and its optimizer state agree once the updates are in.
         if (store_->ApplyPending()) return;
-        checkpoints_->Take(order, *store_, *optimizer_);
+        // Shard 0 writes its own file of this version once every shard has.
+        if (!checkpoints_->Take(order, *store_, *optimizer_)) break;
+        if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{order}}); !sent.ok()) {
+          spdlog::warn("{}: cannot tell shard 0 of checkpoint {}: {}", name_, order.clock,
+                       sent.ToString());
+        }
         break;
       case proto::Order::kSnapshot: {
         const auto id = static_cast<int64_t>(order.value);
@@ -535,6 +544,7 @@ Status ShardServer::HandleCoordinator(net::Frames& frames) {
     stopped_ = true;
     stop_reason_ = stop->reason;
   } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
+    rolled_back_ = error->fatal && error->rejoin && !config_.checkpoint.empty();
     if (error->fatal) return Status::Unavailable("shard 0 dropped this shard: " + error->message);
     spdlog::warn("shard 0 says: {}", error->message);
   }
@@ -607,6 +617,7 @@ Result<RunReport> ShardServer::Run() {
     return report_;
   }
   Status served = Serve();
+  if (rolled_back_) return served;
   if (!served.ok() || report_.signal != 0) {
     // Shard 0 cannot go on without this slice: it should know at once.
     const std::string why = report_.signal != 0 ? name_ + " interrupted" : served.message();
@@ -616,7 +627,6 @@ Result<RunReport> ShardServer::Run() {
   }
   spdlog::info("{} stopped by shard 0 ({}): {} pushes staged, {} left out", name_, stop_reason_,
                staged_, skipped_);
-  checkpoints_->Finish();
   if (!config_.save_model.empty()) {
     if (store_->ApplyPending()) {
       return Status::Unavailable(
@@ -631,8 +641,16 @@ Result<RunReport> ShardServer::Run() {
 }  // namespace
 
 Result<RunReport> RunServerShard(const ServerConfig& config, const std::atomic<int>* signal) {
-  ShardServer shard(config, signal);
-  return shard.Run();
+  ServerConfig run = config;
+  while (true) {
+    ShardServer shard(run, signal);
+    Result<RunReport> report = shard.Run();
+    if (!shard.rolled_back()) return report;
+    // Shard 0 starts over from its checkpoint: this one from its own.
+    spdlog::warn("{}; shard {} starts again from {}", report.status().message(), config.shard_index,
+                 config.checkpoint);
+    run.resume = config.checkpoint;
+  }
 }
 
 }  // namespace dmlps::server

@@ -3,27 +3,47 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <utility>
 
 namespace dmlps::server {
 
+namespace {
+
+Status CheckIndex(const Checkpoint& checkpoint, const std::string& source,
+                  const ServerConfig& config) {
+  if (checkpoint.shard_index == config.shard_index &&
+      checkpoint.shard_count == config.shard_count) {
+    return Status::Ok();
+  }
+  return Status::DataLoss(
+      source + ": the checkpoint of server shard " + std::to_string(checkpoint.shard_index) + "/" +
+      std::to_string(checkpoint.shard_count) + ", this is shard " +
+      std::to_string(config.shard_index) + "/" + std::to_string(config.shard_count));
+}
+
+}  // namespace
+
+std::string PreviousCheckpointPath(const std::string& path) { return path + ".prev"; }
+
 Result<std::unique_ptr<ShardCheckpoints>> ShardCheckpoints::Open(const ServerConfig& config) {
   std::unique_ptr<ShardCheckpoints> checkpoints(new ShardCheckpoints(config));
   if (config.resume.empty()) return checkpoints;
-  DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config.resume));
-  if (checkpoint.shard_index != config.shard_index ||
-      checkpoint.shard_count != config.shard_count) {
-    return Status::DataLoss(config.resume + ": the checkpoint of server shard " +
-                            std::to_string(checkpoint.shard_index) + "/" +
-                            std::to_string(checkpoint.shard_count) + ", this is shard " +
-                            std::to_string(config.shard_index) + "/" +
-                            std::to_string(config.shard_count));
+  DMLPS_ASSIGN_OR_RETURN(Checkpoint last, ReadCheckpointFile(config.resume));
+  DMLPS_RETURN_IF_ERROR(CheckIndex(last, config.resume, config));
+  checkpoints->resumable_.push_back(std::move(last));
+  // The one before is wanted only when shard 0's file is older than the last.
+  const std::string previous = PreviousCheckpointPath(config.resume);
+  if (Result<Checkpoint> before = ReadCheckpointFile(previous); before.ok()) {
+    if (CheckIndex(*before, previous, config).ok()) {
+      checkpoints->resumable_.push_back(std::move(*before));
+    }
+  } else if (before.status().code() != StatusCode::kNotFound) {
+    spdlog::warn("{}", before.status().message());
   }
-  checkpoints->resumed_ = std::move(checkpoint);
   return checkpoints;
 }
-
-ShardCheckpoints::~ShardCheckpoints() { Finish(); }
 
 Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string& model,
                                int64_t begin, int64_t end, std::vector<float>* slice,
@@ -36,10 +56,15 @@ Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string&
   stamp_.shard_count = config_.shard_count;
   stamp_.slice_begin = begin;
   stamp_.model_params = welcome.num_params;
-  if (resumed_.has_value()) {
-    const Checkpoint& saved = *resumed_;
-    const std::string& source = config_.resume;
-    // Another model, policy or optimizer is another job's file: data, not config.
+  if (resumable_.empty()) {
+    if (welcome.resume_version < 0) return Status::Ok();
+    return Status::Config("shard 0 resumed model version " +
+                          std::to_string(welcome.resume_version) +
+                          ": this shard needs --resume of its checkpoint of that version");
+  }
+  const std::string& source = config_.resume;
+  // Another model, policy or optimizer is another job's file: data, not config.
+  for (const Checkpoint& saved : resumable_) {
     if (Status fits =
             CheckResumable(saved, source, {model, stamp_.policy, stamp_.optimizer}, end - begin);
         !fits.ok()) {
@@ -47,54 +72,56 @@ Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string&
     }
     DMLPS_RETURN_IF_ERROR(CheckShardOfCheckpoint(
         saved, source, config_.shard_index, config_.shard_count, begin, end, welcome.num_params));
-    if (saved.version != welcome.resume_version) {
-      return Status::DataLoss(
-          source + ": the checkpoint of model version " + std::to_string(saved.version) +
-          (welcome.resume_version < 0
-               ? ", but shard 0 started afresh (give it --resume of its own checkpoint)"
-               : ", shard 0 resumed version " + std::to_string(welcome.resume_version)));
-    }
-    DMLPS_RETURN_IF_ERROR(optimizer->SetState(saved.optimizer_state).WithContext(source));
-    *slice = *saved.params;
-    spdlog::info("shard {}: resuming from {}: iteration {}, model version {}", config_.shard_index,
-                 source, saved.iteration, saved.version);
-    resumed_.reset();
-  } else if (welcome.resume_version >= 0) {
-    return Status::Config("shard 0 resumed model version " +
-                          std::to_string(welcome.resume_version) +
-                          ": this shard needs --resume of its checkpoint of that version");
   }
-  if (!config_.checkpoint.empty()) writer_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
+  const auto same = std::find_if(resumable_.begin(), resumable_.end(), [&](const Checkpoint& c) {
+    return c.version == welcome.resume_version;
+  });
+  if (same == resumable_.end()) {
+    return Status::DataLoss(
+        source + ": the checkpoint of model version " + std::to_string(resumable_[0].version) +
+        (welcome.resume_version < 0
+             ? ", but shard 0 started afresh (give it --resume of its own checkpoint)"
+             : ", shard 0 resumed version " + std::to_string(welcome.resume_version)));
+  }
+  const Checkpoint& saved = *same;
+  DMLPS_RETURN_IF_ERROR(optimizer->SetState(saved.optimizer_state).WithContext(source));
+  *slice = *saved.params;
+  spdlog::info("shard {}: resuming from {}{}: iteration {}, model version {}", config_.shard_index,
+               source, same == resumable_.begin() ? "" : " (the file before it)", saved.iteration,
+               saved.version);
+  resumable_.clear();
   return Status::Ok();
 }
 
-void ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
+bool ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
                             const optim::Optimizer& optimizer) {
-  if (writer_ == nullptr) {
+  if (config_.checkpoint.empty()) {
     spdlog::debug("shard {}: no --checkpoint; checkpoint of version {} not taken",
                   config_.shard_index, order.clock);
-    return;
+    return true;
   }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   Checkpoint checkpoint = stamp_;
   checkpoint.version = order.clock;
   checkpoint.iteration = static_cast<int64_t>(order.value);
   checkpoint.optimizer_state = optimizer.State();
   // Nothing is pending: the sink runs at once, with the slice as it stands.
-  store.Snapshot([this, checkpoint = std::move(checkpoint)](
-                     std::shared_ptr<const std::vector<float>> values) mutable {
+  store.Snapshot([&checkpoint](std::shared_ptr<const std::vector<float>> values) {
     checkpoint.params = std::move(values);
-    writer_->Submit(std::move(checkpoint));
   });
-}
-
-void ShardCheckpoints::Finish() {
-  if (writer_ == nullptr) return;
-  writer_->Finish();
-  if (const int64_t written = writer_->written(); written > 0) {
-    spdlog::info("shard {}: {} checkpoints written, {:.1f} ms each", config_.shard_index, written,
-                 writer_->write_ms() / static_cast<double>(written));
+  if (checkpoint.params == nullptr) return false;  // not reached: nothing was pending
+  // Written here, not on a thread: shard 0 learns of it at once (the order echoed).
+  const std::string& path = config_.checkpoint;
+  (void)std::rename(path.c_str(), PreviousCheckpointPath(path).c_str());
+  if (Status written = WriteCheckpointFile(path, checkpoint); !written.ok()) {
+    spdlog::error("checkpoint of iteration {} not written: {}", checkpoint.iteration,
+                  written.message());
+    return false;
   }
-  writer_.reset();
+  spdlog::info("checkpoint of iteration {} written to {} ({:.1f} ms)", checkpoint.iteration, path,
+               std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  return true;
 }
 
 }  // namespace dmlps::server

@@ -1,14 +1,15 @@
 // Checkpoints of a server shard beyond 0: its slice of the model and the
 // optimizer state of that slice, written when shard 0 orders (Order
-// kCheckpoint, at the model version shard 0's own checkpoint holds) and
-// read back by --resume, so that every shard of a job goes on from the
-// same update.
+// kCheckpoint, at the model version of shard 0's own checkpoint) and read
+// back by --resume, so that every shard of a job goes on from the same
+// update. Each write keeps the file before it as FILE.prev: shard 0 writes
+// its own file only once every shard has written that version, so one of
+// the two always holds the version shard 0's file does.
 #ifndef DMLPS_SERVER_SHARD_CHECKPOINT_H_
 #define DMLPS_SERVER_SHARD_CHECKPOINT_H_
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,42 +18,43 @@
 #include "dmlps/proto/messages.h"
 #include "dmlps/server/checkpoint.h"
 #include "dmlps/server/server.h"
-#include "server/checkpoint_writer.h"
 #include "server/model_store.h"
 
 namespace dmlps::server {
 
+// The file the checkpoint before the last of a shard beyond 0 moves to.
+std::string PreviousCheckpointPath(const std::string& path);
+
 class ShardCheckpoints {
  public:
-  // Reads config.resume, when set: NotFound, IOError or DataLoss (also when
-  // it is the file of another shard index or count), before this shard
+  // Reads config.resume, when set, and the file before it (FILE.prev), when
+  // there is one: NotFound, IOError or DataLoss (also when config.resume is
+  // the file of another shard index or count), before this shard
   // registers, so that a wrong file is refused at once.
   static Result<std::unique_ptr<ShardCheckpoints>> Open(const ServerConfig& config);
-  ~ShardCheckpoints();
 
   // Shard 0's Welcome came: this shard holds [begin, end) of `model`
-  // (ModelSpec::Name()) of `welcome`. With --resume, checks that the file is
-  // that slice of that job, at the version shard 0 resumed (DataLoss), and
-  // puts its values in `slice` and its state in `optimizer`; without, Config
-  // when shard 0 resumed (this shard's fresh slice would not fit its).
-  // Starts the writer (--checkpoint).
+  // (ModelSpec::Name()) of `welcome`. With --resume, takes the file of the
+  // version shard 0 resumed, checks that it is that slice of that job
+  // (DataLoss), and puts its values in `slice` and its state in
+  // `optimizer`; without, Config when shard 0 resumed (a fresh slice would
+  // not fit its).
   Status Adopt(const proto::Welcome& welcome, const std::string& model, int64_t begin, int64_t end,
                std::vector<float>* slice, optim::Optimizer* optimizer);
 
-  // Carries out Order `order` (kCheckpoint): hands the slice as it stands
-  // and the optimizer's state to the writer. REQUIRES: !store.ApplyPending(),
-  // so that the two agree.
-  void Take(const proto::Order& order, ModelStore& store, const optim::Optimizer& optimizer);
-  // Writes what is pending; logs the checkpoints written.
-  void Finish();
+  // Carries out Order `order` (kCheckpoint): writes the slice as it stands
+  // and the optimizer's state to --checkpoint, the file before moving to
+  // FILE.prev; a failed write is logged and returns false (shard 0 must not
+  // count on it). Nothing without --checkpoint. REQUIRES:
+  // !store.ApplyPending(), so that the two agree.
+  bool Take(const proto::Order& order, ModelStore& store, const optim::Optimizer& optimizer);
 
  private:
   explicit ShardCheckpoints(const ServerConfig& config) : config_(config) {}
 
   const ServerConfig& config_;
-  std::optional<Checkpoint> resumed_;         // --resume, until adopted
-  std::unique_ptr<CheckpointWriter> writer_;  // null without --checkpoint
-  Checkpoint stamp_;                          // what every file of this shard records of the job
+  std::vector<Checkpoint> resumable_;  // --resume and the file before it, until adopted
+  Checkpoint stamp_;                   // what every file of this shard records of the job
 };
 
 }  // namespace dmlps::server

@@ -468,6 +468,14 @@ void WorkerDesk::Stop(const std::string& reason) {
   shards_.Stop(reason);
 }
 
+void WorkerDesk::RollBack(const std::string& why) {
+  members_.ForEach([&](int64_t, Member& m) {
+    Status sent = endpoint_.SendMessage(&m.identity, proto::Error{why, true, /*rejoin=*/true});
+    if (!sent.ok()) spdlog::debug("cannot tell {}:{}: {}", m.host, m.pid, sent.ToString());
+  });
+  shards_.RollBack(why);
+}
+
 std::vector<sync::WorkerTotals> WorkerDesk::LogTotals(double seconds) {
   std::vector<sync::WorkerTotals> totals;
   members_.ForEach([&](int64_t rank, const Member& m) {

@@ -109,6 +109,9 @@ class WorkerDesk {
   void DrainStreams(std::chrono::milliseconds limit);
   // Stops every member, then the other shards, with `reason`.
   void Stop(const std::string& reason);
+  // Sharded, a shard lost: tells every member and the other shards to
+  // join again, the job going back to its last checkpoint, with `why`.
+  void RollBack(const std::string& why);
 
   // Logs what each member did over a run of `seconds` (those that pushed)
   // and returns their totals, for the closing summary.
