@@ -62,8 +62,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "share", "dmlps", "examples", "bench-torch")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        """Bad flags: one line and exit 64 (EX_USAGE), as dmlps's commands do."""
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(64)
+
+
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         description="time to accuracy of dmlps's policies against PyTorch DDP (gloo)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per configuration")
     parser.add_argument("--target", type=float, default=0.85, help="target test accuracy")
@@ -97,9 +104,11 @@ def parse_args(argv):
         problems.append("--lr must be positive and --momentum in [0, 1)")
     if args.batch < 1 or args.eval_every < 1 or not args.max_seconds > 0:
         problems.append("--batch, --eval-every and --max-seconds must be positive")
-    if problems:
-        parser.error("; ".join(problems))  # exits 2: turned into 64 in main
     args.policies = [p for p in args.policies.split(",") if p]
+    if not args.policies:
+        problems.append("--policies names no policy")
+    if problems:
+        parser.error("; ".join(problems))
     return args
 
 
@@ -312,10 +321,7 @@ def print_table(args, rows):
 
 
 def main(argv):
-    try:
-        args = parse_args(argv)
-    except SystemExit as e:
-        return 64 if e.code == 2 else e.code
+    args = parse_args(argv)
     bench = find_bench(args)
     results = {name: [] for name in ["ddp"] + args.policies}
     with tempfile.TemporaryDirectory(prefix="dmlps-ddp-compare.") as work:
