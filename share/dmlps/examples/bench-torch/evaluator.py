@@ -17,7 +17,8 @@ def main():
     x, y = dmlps.load_test(os.environ.get("DMLPS_DATA", "fashion-mnist"))
     evaluator = dmlps.torch.evaluator(os.environ["DMLPS_SERVER"], dmlps.torch.mlp(784, [128], 10),
                                       torch.nn.CrossEntropyLoss(), torch.from_numpy(x),
-                                      torch.from_numpy(y))
+                                      torch.from_numpy(y),
+                                      connect_timeout_ms=120000)
     report = evaluator.run()
     print(f"{report['snapshots']} snapshots: {report['stop_reason']}")
 

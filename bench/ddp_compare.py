@@ -1,0 +1,359 @@
+#!/usr/bin/python3
+"""dmlps against PyTorch DistributedDataParallel on one job, in one sitting.
+
+    PYTHONPATH=build/python bench/ddp_compare.py --repeat 5
+
+The job: the MLP of the server's built-in mlp:128 (784-128-10, from
+dmlps.torch.mlp, the same initial values everywhere: torch.manual_seed(--seed)),
+Fashion-MNIST split into --workers contiguous shards (the slices dmlps-worker
+takes), --batch samples a worker step, SGD with --lr and --momentum, and the
+last worker --slowdown times slower. It is trained to --target test accuracy:
+
+- DDP: --workers processes, torch.distributed with the gloo backend over
+  loopback (tcp://127.0.0.1, a free port), DistributedDataParallel around the
+  module, torch.optim.SGD (its momentum is the server's: v = mu v + g, then
+  w -= lr v; DDP averages the gradients as BSP does). The slow rank sleeps
+  (K-1) t after each step's forward+backward, as dmlps-worker's --slowdown
+  does after a step's compute; t runs from the forward pass to the moment
+  the backward pass has handed DDP its last gradient bucket (a comm hook
+  marks it), so neither the all-reduce nor the wait for the other ranks
+  counts as compute, as the wait for the server does not in dmlps. Every
+  --eval-every steps rank 0 sends a copy of the parameters, stamped with the
+  training time, to an evaluator process that scores it on the test set
+  while training goes on; the time to target is the stamp of the first copy
+  at or above it, as dmlps-server stamps its snapshots. The clock starts
+  when every rank has loaded its shard.
+- dmlps: `dmlps-bench run` per policy (--policies) with --model external,
+  PyTorch workers and evaluator (share/dmlps/examples/bench-torch: the same
+  module and loss through dmlps.torch), the same batch, lr, momentum,
+  straggler, seed and --eval-every (in iterations, which for BSP are steps).
+
+Runs take turns (DDP, then each policy, for each repeat) so that drift in
+the machine's speed hits all alike. Every process runs PyTorch and OpenBLAS
+on one thread (OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1, set here for the
+children too). The table gives per configuration the runs that reached the
+target, the median seconds to it (min and max), the median iterations, and
+the median time over DDP's. The exit status is 1 when a run failed (a
+process error, not a run that missed the target), 64 for bad flags.
+"""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"  # before torch loads BLAS, and for every child
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks  # noqa: E402
+
+import dmlps  # noqa: E402
+import dmlps.torch  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "share", "dmlps", "examples", "bench-torch")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        """Bad flags: one line and exit 64 (EX_USAGE), as dmlps's commands do."""
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        sys.exit(64)
+
+
+def parse_args(argv):
+    parser = _Parser(
+        description="time to accuracy of dmlps's policies against PyTorch DDP (gloo)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per configuration")
+    parser.add_argument("--target", type=float, default=0.85, help="target test accuracy")
+    parser.add_argument("--policies", default="bsp,wbsp,lbbsp,asp,backup:1",
+                        help="dmlps policies, as dmlps-bench run --policies takes them")
+    parser.add_argument("--workers", type=int, default=4, help="workers (DDP: world size)")
+    parser.add_argument("--slowdown", type=float, default=4.0,
+                        help="slowdown factor of the last worker")
+    parser.add_argument("--lr", type=float, default=0.1, help="learning rate")
+    parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
+    parser.add_argument("--batch", type=int, default=256, help="samples per worker step")
+    parser.add_argument("--eval-every", type=int, default=50,
+                        help="steps (dmlps: iterations) between evaluations")
+    parser.add_argument("--max-seconds", type=float, default=300,
+                        help="training seconds after which a run gives up")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the initial model")
+    parser.add_argument("--data", default="fashion-mnist")
+    parser.add_argument("--bin", default=os.environ.get("DMLPS_BIN", ""),
+                        help="folder of dmlps-bench (default: build/cmd, else PATH)")
+    args = parser.parse_args(argv)
+    problems = []
+    if args.repeat < 1:
+        problems.append("--repeat must be at least 1")
+    if args.workers < 1:
+        problems.append("--workers must be at least 1")
+    if not 0 < args.target <= 1:
+        problems.append("--target must be in (0, 1]")
+    if args.slowdown < 1:
+        problems.append("--slowdown must be at least 1")
+    if not args.lr > 0 or not 0 <= args.momentum < 1:
+        problems.append("--lr must be positive and --momentum in [0, 1)")
+    if args.batch < 1 or args.eval_every < 1 or not args.max_seconds > 0:
+        problems.append("--batch, --eval-every and --max-seconds must be positive")
+    args.policies = [p for p in args.policies.split(",") if p]
+    if not args.policies:
+        problems.append("--policies names no policy")
+    if problems:
+        parser.error("; ".join(problems))
+    return args
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- DDP ------------------------------------------------------------------
+
+
+def _ddp_rank(rank, args, port, snapshots, stop):
+    """One DDP process: trains its shard, the last rank slowed down."""
+    torch.set_num_threads(1)
+    world = args.workers
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    x, y = dmlps.load_train(args.data, rank, world)
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    torch.manual_seed(args.seed)
+    module = dmlps.torch.mlp(784, [128], 10)
+    model = torch.nn.parallel.DistributedDataParallel(module)
+    # DDP reduces a bucket of gradients as soon as backward has filled it: the
+    # hook marks when the last one was ready, the end of this rank's compute.
+    ready = [0.0]
+
+    def timed_allreduce(state, bucket):
+        ready[0] = time.perf_counter()
+        return default_hooks.allreduce_hook(state, bucket)
+
+    model.register_comm_hook(None, timed_allreduce)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    slowdown = args.slowdown if rank == world - 1 else 1.0
+    order = torch.Generator().manual_seed(args.seed * 1000 + rank)
+    flag = torch.zeros(1)
+    dist.barrier()  # every shard loaded: the clock starts
+    start = time.monotonic()
+    step = 0
+    while True:
+        perm = torch.randperm(len(x), generator=order)
+        for first in range(0, len(x) - args.batch + 1, args.batch):
+            ids = perm[first:first + args.batch]
+            optimizer.zero_grad()
+            began = time.perf_counter()
+            loss_fn(model(x[ids]), y[ids]).backward()
+            compute = ready[0] - began  # not the wait for the other ranks' gradients
+            if slowdown > 1:
+                time.sleep((slowdown - 1) * compute)
+            optimizer.step()
+            step += 1
+            if step % args.eval_every:
+                continue
+            if rank == 0:
+                elapsed = time.monotonic() - start
+                params = [p.detach().numpy().copy() for p in module.parameters()]
+                snapshots.put((step, elapsed, params))
+                flag[0] = 1.0 if stop.is_set() or elapsed >= args.max_seconds else 0.0
+            dist.broadcast(flag, 0)  # every rank stops at the same step
+            if flag[0]:
+                if rank == 0:
+                    snapshots.put(None)
+                dist.destroy_process_group()
+                return
+
+
+def _ddp_evaluator(args, snapshots, stop, results):
+    """Scores rank 0's copies in order; the first at or above the target
+    stops the ranks (at their next evaluation step)."""
+    torch.set_num_threads(1)
+    x, y = dmlps.load_test(args.data)
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    module = dmlps.torch.mlp(784, [128], 10)
+    reached = None
+    last = (0, 0.0, 0.0)
+    while True:
+        item = snapshots.get()
+        if item is None:
+            break
+        step, elapsed, params = item
+        with torch.no_grad():
+            for p, value in zip(module.parameters(), params):
+                p.copy_(torch.from_numpy(value))
+            accuracy = float((module(x).argmax(dim=1) == y).float().mean())
+        last = (step, elapsed, accuracy)
+        if reached is None and accuracy >= args.target:
+            reached = last
+            stop.set()
+    results.put({"reached": reached is not None, "seconds": (reached or last)[1],
+                 "iterations": (reached or last)[0], "accuracy": (reached or last)[2]})
+
+
+def run_ddp(args):
+    """One DDP run: {reached, seconds, iterations, accuracy} or {failure}."""
+    context = mp.get_context("spawn")
+    snapshots, results, stop = context.Queue(), context.Queue(), context.Event()
+    port = free_port()
+    procs = [context.Process(target=_ddp_rank, args=(r, args, port, snapshots, stop))
+             for r in range(args.workers)]
+    procs.append(context.Process(target=_ddp_evaluator, args=(args, snapshots, stop, results)))
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + args.max_seconds + 120  # start-up and a lagging evaluator
+    try:
+        for p in procs[:-1]:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.exitcode != 0:
+                raise RuntimeError("a DDP rank " + ("did not end in time" if p.exitcode is None
+                                                    else f"exited with status {p.exitcode}"))
+        try:
+            result = results.get(timeout=max(1.0, deadline - time.monotonic()))
+        except Exception:
+            raise RuntimeError("the DDP evaluator gave no result in time")
+        procs[-1].join(30)
+        return result
+    except RuntimeError as e:
+        return {"failure": str(e)}
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+
+# --- dmlps ----------------------------------------------------------------
+
+
+def find_bench(args):
+    for folder in (args.bin, os.path.join(HERE, "..", "build", "cmd")):
+        if folder and os.access(os.path.join(folder, "dmlps-bench"), os.X_OK):
+            return os.path.join(folder, "dmlps-bench")
+    return "dmlps-bench"
+
+
+def run_dmlps(args, bench, log):
+    """One run of every policy through dmlps-bench: {policy: run's dict}."""
+    slowdown = ",".join(["1"] * (args.workers - 1) + [f"{args.slowdown:g}"])
+    command = [
+        bench, "run", "--workers", str(args.workers), "--policies", ",".join(args.policies),
+        "--slowdown", slowdown, "--model", "external", "--data", args.data,
+        "--batch", str(args.batch), "--lr", str(args.lr), "--momentum", str(args.momentum),
+        "--target", str(args.target), "--eval-every", str(args.eval_every),
+        "--max-seconds", str(args.max_seconds), "--seed", str(args.seed), "--repeat", "1",
+        "--format", "json", "--quiet",
+        "--worker-command", f"{sys.executable} '{os.path.join(EXAMPLE, 'worker.py')}'",
+        "--evaluator-command", f"{sys.executable} '{os.path.join(EXAMPLE, 'evaluator.py')}'"]
+    limit = (args.max_seconds + 120) * len(args.policies)
+    try:
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True,
+                              timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {p: {"failure": f"dmlps-bench did not end within {limit:g} s"}
+                for p in args.policies}
+    except OSError as e:
+        return {p: {"failure": f"cannot run {bench}: {e}"} for p in args.policies}
+    try:
+        runs = json.loads(done.stdout)["runs"]
+    except (ValueError, KeyError):
+        return {p: {"failure": f"dmlps-bench exited {done.returncode} without a table"}
+                for p in args.policies}
+    out = {}
+    for run in runs:
+        if run.get("failure"):
+            out[run["policy"]] = {"failure": run["failure"]}
+        else:
+            out[run["policy"]] = {k: run[k] for k in ("reached", "seconds", "iterations",
+                                                      "accuracy")}
+    return out
+
+
+# --- the table --------------------------------------------------------------
+
+
+def summarize(name, runs):
+    ok = [r for r in runs if "failure" not in r]
+    hit = [r for r in ok if r["reached"]]
+    row = {"config": name, "runs": len(runs), "failed": len(runs) - len(ok),
+           "reached": len(hit), "median": None, "min": None, "max": None, "iterations": None}
+    if hit:
+        seconds = [r["seconds"] for r in hit]
+        row.update(median=statistics.median(seconds), min=min(seconds), max=max(seconds),
+                   iterations=statistics.median(r["iterations"] for r in hit))
+    return row
+
+
+def print_table(args, rows):
+    print(f"{args.workers} workers, mlp:128 (PyTorch), {args.data}, batch {args.batch}, "
+          f"lr {args.lr:g}, momentum {args.momentum:g}, last worker slowdown "
+          f"{args.slowdown:g}, target {args.target:g}, eval every {args.eval_every}, "
+          f"{args.repeat} runs each")
+    ddp = rows[0]["median"]
+    header = ["config", "reached", "seconds to target", "iterations", "time vs DDP"]
+    cells = []
+    for row in rows:
+        if row["median"] is None:
+            seconds, iterations, ratio = "-", "-", "-"
+        else:
+            seconds = f"{row['median']:.2f} ({row['min']:.2f}-{row['max']:.2f})"
+            iterations = f"{row['iterations']:.0f}"
+            ratio = f"{row['median'] / ddp:.2f}x" if ddp else "-"
+        reached = f"{row['reached']}/{row['runs']}"
+        if row["failed"]:
+            reached += f" ({row['failed']} failed)"
+        cells.append([row["config"], reached, seconds, iterations, ratio])
+    widths = [max(len(line[c]) for line in [header] + cells) for c in range(len(header))]
+    for line in [header] + cells:
+        print("  ".join([line[0].ljust(widths[0])] +
+                        [cell.rjust(w) for cell, w in zip(line[1:], widths[1:])]))
+
+
+def main(argv):
+    args = parse_args(argv)
+    bench = find_bench(args)
+    results = {name: [] for name in ["ddp"] + args.policies}
+    with tempfile.TemporaryDirectory(prefix="dmlps-ddp-compare.") as work:
+        log_path = os.path.join(work, "dmlps-bench.log")
+        for repeat in range(1, args.repeat + 1):
+            result = run_ddp(args)
+            results["ddp"].append(result)
+            print(f"run {repeat}/{args.repeat} ddp: {describe(result)}", file=sys.stderr,
+                  flush=True)
+            with open(log_path, "w") as log:
+                by_policy = run_dmlps(args, bench, log)
+            for policy in args.policies:
+                result = by_policy.get(policy, {"failure": "dmlps-bench reported no run"})
+                results[policy].append(result)
+                print(f"run {repeat}/{args.repeat} {policy}: {describe(result)}",
+                      file=sys.stderr, flush=True)
+            if any("failure" in r for r in by_policy.values()):
+                with open(log_path) as log:
+                    sys.stderr.writelines(log.readlines()[-10:])
+    rows = [summarize(name, runs) for name, runs in results.items()]
+    rows[0]["config"] = "ddp (gloo)"
+    print_table(args, rows)
+    return 1 if any(row["failed"] for row in rows) else 0
+
+
+def describe(result):
+    if "failure" in result:
+        return f"FAILED: {result['failure']}"
+    what = "reached" if result["reached"] else "did not reach"
+    return (f"{what} the target: {result['seconds']:.2f} s, {result['iterations']} iterations, "
+            f"accuracy {result['accuracy']:.4f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
