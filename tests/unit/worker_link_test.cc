@@ -226,9 +226,15 @@ TEST_CASE("a busy link heartbeats from its own thread, an idle one does not") {
   {
     // A step this long, on the caller's thread, sends nothing itself.
     const worker::ServerLink::BusyScope busy(&link);
+    // What the server sends meanwhile is taken off the socket, its
+    // heartbeats dropped, the rest kept for the caller.
+    for (int i = 0; i < 500; ++i) server.Send(proto::Heartbeat{i});
+    server.Send(proto::SyncNow{7});
     busy_beats = CountHeartbeats(server, milliseconds(600));
     const worker::ServerLink::BusyScope nested(&link);
   }
+  REQUIRE(link.PollControl().ok());
+  CHECK(link.sync_round() == 7);
   // One sent as the scope closed may still be on its way; then silence.
   const int late_beats = CountHeartbeats(server, milliseconds(50));
   const int idle_beats = CountHeartbeats(server, milliseconds(400));

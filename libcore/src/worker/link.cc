@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "dmlps/net/curve.h"
 #include "dmlps/trace/trace.h"
@@ -50,6 +51,7 @@ void ServerLink::BeatWhileBusy() {
   while (!quit_) {
     if (busy_ > 0) {
       if (HeartbeatIfDue()) ++busy_heartbeats_;
+      HoldIncoming();
       // The next is due --heartbeat-ms after the last, whichever thread sent
       // it (not sooner than 10 ms from now, should there be no socket yet).
       (void)beat_wake_.WaitUntil(&socket_mutex_, std::max(last_heartbeat_ + config_.heartbeat,
@@ -181,6 +183,8 @@ Result<bool> ServerLink::Rejoin() {
       MutexLock lock(&socket_mutex_);
       if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
       endpoint_.reset();
+      held_.clear();
+      held_error_ = Status::Ok();
     }
     // With the keys Join used: a CURVE server accepts nothing else.
     DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
@@ -329,7 +333,29 @@ Result<proto::Message> ServerLink::Await(net::Endpoint& from,
 
 Result<bool> ServerLink::Receive(net::Endpoint& from, net::Frames* frames, milliseconds timeout) {
   MutexLock lock(&socket_mutex_);
+  if (&from == &*endpoint_ && !held_.empty()) {
+    *frames = std::move(held_.front());
+    held_.pop_front();
+    return true;
+  }
+  if (&from == &*endpoint_ && !held_error_.ok()) return std::exchange(held_error_, Status::Ok());
   return from.Receive(frames, timeout);
+}
+
+void ServerLink::HoldIncoming() {
+  net::Frames frames;
+  while (endpoint_.has_value() && held_error_.ok() && held_.size() < kMaxHeld) {
+    Result<bool> got = endpoint_->Receive(&frames, milliseconds(0));
+    if (!got.ok()) held_error_ = got.status();
+    if (!got.ok() || !*got) return;
+    // The server's heartbeats say only that it is alive: dropped.
+    // (Its header alone is read: the frames go on whole to Receive.)
+    if (frames.size() == 1) {
+      Result<proto::Body> header = proto::DecodeHeader(frames[0].data(), frames[0].size());
+      if (header.ok() && std::holds_alternative<proto::Heartbeat>(*header)) continue;
+    }
+    held_.push_back(std::move(frames));
+  }
 }
 
 void ServerLink::MaybeHeartbeat() {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -138,6 +139,10 @@ class ServerLink {
   // from.Receive, holding the socket mutex for at most `timeout`.
   Result<bool> Receive(net::Endpoint& from, net::Frames* frames, std::chrono::milliseconds timeout)
       EXCLUDES(socket_mutex_);
+  // Takes what shard 0 sent off its socket, so that the server's heartbeats
+  // cannot fill the queues during a long computation and hold up its
+  // replies: heartbeats are dropped, the rest kept in held_ for Receive.
+  void HoldIncoming() REQUIRES(socket_mutex_);
   // The heartbeat thread: heartbeats while busy_ > 0, until quit_.
   void BeatWhileBusy() EXCLUDES(socket_mutex_);
   // Deals with a message nobody waits for. Fails on a fatal Error.
@@ -182,6 +187,11 @@ class ServerLink {
   int busy_ GUARDED_BY(socket_mutex_) = 0;
   bool quit_ GUARDED_BY(socket_mutex_) = false;
   int64_t busy_heartbeats_ GUARDED_BY(socket_mutex_) = 0;
+  // Messages from shard 0 that HoldIncoming took, oldest first, and the
+  // error it met; Receive returns them before anything else from there.
+  static constexpr size_t kMaxHeld = 1024;
+  std::deque<net::Frames> held_ GUARDED_BY(socket_mutex_);
+  Status held_error_ GUARDED_BY(socket_mutex_);
   std::thread beat_thread_;  // started by the first SetBusy
   bool evaluator_ = false;
   std::vector<model::TensorSpec> layout_;             // announced in Hellos; empty: none
