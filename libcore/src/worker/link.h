@@ -32,7 +32,7 @@ inline constexpr std::chrono::milliseconds kPollSlice{100};
 class ServerLink {
  public:
   // The thread that constructs the link is the one that may use its sockets
-  // (and the link's own heartbeat thread, see Busy).
+  // (and the link's own heartbeat thread, see BusyScope).
   ServerLink(const WorkerConfig& config, const std::atomic<int>* signal);
   ServerLink(const ServerLink&) = delete;
   ServerLink& operator=(const ServerLink&) = delete;
@@ -41,9 +41,10 @@ class ServerLink {
   // While one is alive the worker is busy computing on its own thread (a
   // step, a user's Join, an evaluation) and a thread of the link's own sends
   // shard 0 a Heartbeat every --heartbeat-ms, so that a step of any length
-  // does not look like a dead worker. Only then: a worker stuck anywhere
-  // else falls silent and is declared lost. Scopes may nest and may be
-  // opened on any thread.
+  // does not look like a dead worker; it also takes shard 0's messages off
+  // the socket, keeping all but heartbeats for the caller. Only then: a
+  // worker stuck anywhere else falls silent and is declared lost. Scopes
+  // may nest and may be opened on any thread.
   class BusyScope {
    public:
     explicit BusyScope(ServerLink* link) : link_(link) { link_->SetBusy(+1); }
