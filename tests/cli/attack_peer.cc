@@ -17,6 +17,13 @@
 //                   handshake nor reconnect once closed, and holds them
 //                   for SECONDS; prints how many were still open at the
 //                   end (a send that fails tells a closed one); exits 0.
+//   churn ADDR N SECONDS
+//                   for SECONDS, holds N connections that never send a
+//                   byte beyond the handshake, each closed and opened
+//                   again every 50 ms, one after the other (a flood that
+//                   reconnects faster than a server's grace for joining);
+//                   ADDR may name a source address (tcp://SRC:0;HOST:PORT);
+//                   prints how many connections it opened; exits 0.
 //   claim ADDR RANK  says Hello to a server shard beyond shard 0 as worker
 //                   RANK, without the ticket shard 0 gives the workers it
 //                   admits, and waits up to 15 s for an answer; prints
@@ -32,6 +39,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -177,6 +185,33 @@ int Idle(void* context, const std::string& address, int n, int seconds) {
   return 0;
 }
 
+int Churn(void* context, const std::string& address, int n, int seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  // Staggered: one of the N is replaced every 50/N ms, so that the server
+  // sees N connections at every moment, none older than 50 ms.
+  const auto every = std::chrono::microseconds(50000 / std::max(n, 1));
+  std::vector<void*> sockets(static_cast<size_t>(n), nullptr);
+  const int never = -1;  // the rotation reconnects, not ZeroMQ
+  int64_t opened = 0;
+  for (size_t i = 0; std::chrono::steady_clock::now() < until; i = (i + 1) % sockets.size()) {
+    std::this_thread::sleep_for(every);
+    if (sockets[i] != nullptr) zmq_close(sockets[i]);
+    // Closed sockets are freed in the background: none may be at hand yet.
+    sockets[i] = Dealer(context, "");
+    if (sockets[i] == nullptr) continue;
+    zmq_setsockopt(sockets[i], ZMQ_RECONNECT_IVL, &never, sizeof never);
+    if (zmq_connect(sockets[i], address.c_str()) != 0) {
+      return Fail(std::string("cannot connect: ") + zmq_strerror(zmq_errno()));
+    }
+    ++opened;
+  }
+  for (void* socket : sockets) {
+    if (socket != nullptr) zmq_close(socket);
+  }
+  std::printf("%lld connections\n", static_cast<long long>(opened));
+  return 0;
+}
+
 bool SendBody(void* socket, const proto::Body& body) {
   zmq::message_t header = proto::EncodeHeader(body);
   return zmq_send(socket, header.data(), header.size(), ZMQ_DONTWAIT) >= 0;
@@ -269,9 +304,11 @@ int NoRead(void* context, const std::string& address, int seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 && !(argc == 5 && std::string(argv[1]) == "idle")) {
-    std::fprintf(stderr,
-                 "usage: dmlps-attack-peer squat|stream|noread|claim ADDR N | idle ADDR N S\n");
+  if (argc != 4 &&
+      !(argc == 5 && (std::string(argv[1]) == "idle" || std::string(argv[1]) == "churn"))) {
+    std::fprintf(
+        stderr,
+        "usage: dmlps-attack-peer squat|stream|noread|claim ADDR N | idle|churn ADDR N S\n");
     return 64;
   }
   void* context = zmq_ctx_new();
@@ -279,6 +316,7 @@ int main(int argc, char** argv) {
   const int n = std::atoi(argv[3]);
   int rc = 64;
   if (mode == "idle") rc = Idle(context, argv[2], n, std::atoi(argv[4]));
+  if (mode == "churn") rc = Churn(context, argv[2], n, std::atoi(argv[4]));
   if (mode == "squat") rc = Squat(context, argv[2], n);
   if (mode == "stream") rc = Stream(argv[2], n);
   if (mode == "noread") rc = NoRead(context, argv[2], n);

@@ -244,6 +244,51 @@ TEST_CASE("connections beyond the limit are refused at the handshake") {
   CHECK(admitted);
 }
 
+TEST_CASE("a host flooding young connections gives way to another host, never takes its place") {
+  zmq::context_t server_context;
+  BindOptions options;
+  options.max_connections = 3;
+  Endpoint server = Endpoint::Bind(server_context, "tcp://127.0.0.1:*", options).value();
+  const std::string port = server.address().substr(server.address().rfind(':') + 1);
+  // Three connections from 127.0.0.2 that never join, younger than the grace.
+  zmq::context_t flood_context;
+  std::vector<zmq::socket_t> flood;
+  Frames frames;
+  auto connect_flood = [&] {
+    flood.emplace_back(flood_context, zmq::socket_type::dealer);
+    flood.back().set(zmq::sockopt::linger, 0);
+    flood.back().set(zmq::sockopt::reconnect_ivl, -1);
+    flood.back().connect("tcp://127.0.0.2:0;127.0.0.1:" + port);
+    (void)flood.back().send(zmq::str_buffer("x"), zmq::send_flags::dontwait);
+  };
+  for (int i = 0; i < 3; ++i) {
+    connect_flood();
+    REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
+  }
+  // A worker from 127.0.0.1 gets in at once, in the place of one of them.
+  zmq::context_t client_context;
+  Endpoint worker = Endpoint::Connect(client_context, server.address()).value();
+  REQUIRE(worker.SendMessage(nullptr, proto::Heartbeat{1}).ok());
+  REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
+  CHECK(proto::DecodeMessage(frames, 1).ok());
+  // Another from the flooding host is refused: the worker, not joined yet,
+  // keeps its place.
+  const int64_t refused = server.refused_connections();
+  connect_flood();
+  for (int i = 0; i < 50 && server.refused_connections() == refused; ++i) {
+    (void)ReceiveWithin(server, &frames, milliseconds(20));
+  }
+  CHECK(server.refused_connections() == refused + 1);
+  REQUIRE(worker.SendMessage(nullptr, proto::Heartbeat{2}).ok());
+  bool heard = false;
+  for (int i = 0; i < 50 && !heard; ++i) {
+    if (!ReceiveWithin(server, &frames, milliseconds(100)).value()) continue;
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    heard = message.ok() && std::get<proto::Heartbeat>(message->body).time_us == 2;
+  }
+  CHECK(heard);
+}
+
 TEST_CASE("the decoder refuses huge headers and messages of many frames") {
   std::vector<zmq::message_t> frames;
   frames.push_back(proto::EncodeHeader(proto::Heartbeat{1}));

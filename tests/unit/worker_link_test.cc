@@ -1,8 +1,8 @@
 // The worker's side of the protocol against fake servers on real sockets:
 // the modes a Welcome names, a ServerLink joining sharded servers and
-// assembling a model from their slices, and joining again as it joined, a
-// worker refusing steps it cannot run, and the overlapping steps following
-// the batch each download sets.
+// assembling a model from their slices, and joining again as it joined,
+// heartbeating from its own thread while busy computing, a worker refusing steps it cannot run, and
+// the overlapping steps following the batch each download sets.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -184,6 +184,65 @@ TEST_CASE("a link joins again with the max_batch it joined with") {
   CHECK_FALSE(*rejoined);  // the same rank and shard
   CHECK(link.reconnects() == 1);
   CHECK(offered == std::vector<int64_t>{37, 37});
+}
+
+// Heartbeats the fake server receives within `window`, and nothing else.
+int CountHeartbeats(FakeShard& server, milliseconds window) {
+  const auto until = std::chrono::steady_clock::now() + window;
+  int beats = 0;
+  net::Frames frames;
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return beats;
+    Result<bool> got = server.endpoint.Receive(&frames, left);
+    REQUIRE(got.ok());
+    if (!*got) continue;
+    Result<proto::Message> message = proto::DecodeMessage(frames, 1);
+    REQUIRE(message.ok());
+    if (proto::TypeOf(message->body) != proto::MsgType::kHeartbeat) return -1;
+    ++beats;
+  }
+}
+
+TEST_CASE("a busy link heartbeats from its own thread, an idle one does not") {
+  zmq::context_t context;
+  FakeShard server(context);
+  worker::WorkerConfig config = ConfigFor(server.endpoint.address());
+  config.heartbeat = milliseconds(50);
+  proto::Welcome welcome;
+  welcome.model = "softmax";
+  welcome.num_params = 6;
+  std::thread fake([&] {
+    server.AwaitHello();
+    server.Send(welcome);
+  });
+  worker::ServerLink link(config, nullptr);
+  const Status joined = link.Join(8);
+  fake.join();
+  REQUIRE(joined.ok());
+  (void)CountHeartbeats(server, milliseconds(100));  // those Join's wait sent
+  int busy_beats = 0;
+  {
+    // A step this long, on the caller's thread, sends nothing itself.
+    const worker::ServerLink::BusyScope busy(&link);
+    // What the server sends meanwhile is taken off the socket, its
+    // heartbeats dropped, the rest kept for the caller.
+    for (int i = 0; i < 500; ++i) server.Send(proto::Heartbeat{i});
+    server.Send(proto::SyncNow{7});
+    busy_beats = CountHeartbeats(server, milliseconds(600));
+    const worker::ServerLink::BusyScope nested(&link);
+  }
+  REQUIRE(link.PollControl().ok());
+  CHECK(link.sync_round() == 7);
+  // One sent as the scope closed may still be on its way; then silence.
+  const int late_beats = CountHeartbeats(server, milliseconds(50));
+  const int idle_beats = CountHeartbeats(server, milliseconds(400));
+  CHECK(busy_beats >= 6);   // every 50 ms for 600 ms, with room for a slow machine
+  CHECK(busy_beats <= 13);  // and not more often than --heartbeat-ms
+  CHECK(late_beats <= 1);
+  CHECK(idle_beats == 0);  // a worker stuck outside a computation falls silent
+  CHECK(link.busy_heartbeats() == busy_beats + late_beats);
 }
 
 // A fake server, and a worker's config to train against it on a small

@@ -167,7 +167,7 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
     std::unique_lock<std::mutex> lock(mutex_);
     const int64_t open = static_cast<int64_t>(open_.size());
     const bool full =
-        max_connections_.load() > 0 && open > max_connections_.load() && !EvictOldestPending();
+        max_connections_.load() > 0 && open > max_connections_.load() && !MakeRoom(address);
     lock.unlock();
     if (full) {
       // 400, not 300 ("try again later"): with 300 libzmq keeps the
@@ -252,6 +252,50 @@ void Gatekeeper::CheckUnread() {
                      "over the limit, or one that never ends",
                      unread, max_unread_.load()));
   }
+}
+
+bool Gatekeeper::MakeRoom(const std::string& address) {
+  if (EvictOldestPending()) return true;
+  // ZAP names an IPv6 peer without the brackets that PeerName puts around it.
+  return EvictFromCrowdedHost(address.find(':') == std::string::npos ? address
+                                                                     : "[" + address + "]");
+}
+
+bool Gatekeeper::EvictFromCrowdedHost(const std::string& host) {
+  std::map<std::string, int64_t> pending;  // connections not joined, by host
+  int64_t all_pending = 0;
+  for (const auto& [fd, connection] : open_) {
+    if (connection.admitted) continue;
+    ++pending[Host(connection.peer)];
+    ++all_pending;
+  }
+  auto crowded = pending.end();
+  for (auto it = pending.begin(); it != pending.end(); ++it) {
+    if (crowded == pending.end() || it->second > crowded->second) crowded = it;
+  }
+  const int64_t own = pending.count(host) != 0 ? pending.at(host) : 0;
+  // The newcomer is among open_ already (the monitor is read first).
+  if (crowded == pending.end() || crowded->first == host || crowded->second <= own) return false;
+  auto oldest = open_.end();
+  for (auto it = open_.begin(); it != open_.end(); ++it) {
+    if (it->second.admitted || Host(it->second.peer) != crowded->first) continue;
+    if (oldest == open_.end() || it->second.opened < oldest->second.opened) oldest = it;
+  }
+  const std::string key = "crowded " + crowded->first;
+  if (logged_.count(key) == 0 && logged_.size() < kLoggedPeers) {
+    logged_.insert(key);
+    spdlog::warn(
+        "{} holds {} of the {} connections that have not joined, all younger than {} ms "
+        "(a connection flood?): its connections give way to those of other hosts",
+        crowded->first, crowded->second, all_pending, kJoinGrace.count());
+  }
+  const auto idle =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - oldest->second.opened);
+  Drop(oldest->first, oldest->second,
+       fmt::format("it has not joined in {} ms, and its host holds more connections that have "
+                   "not joined than {}, which needs a place",
+                   idle.count(), host));
+  return true;
 }
 
 bool Gatekeeper::EvictOldestPending() {

@@ -87,9 +87,20 @@ class Gatekeeper {
   // passed rules_.max_unread_bytes: a message that never ends (ZeroMQ holds
   // a multipart message unseen until its last frame) or one too many.
   void CheckUnread();
+  // Makes room for a new connection from `host` (an address without its
+  // port), with open_ full; false when it finds none to close.
+  bool MakeRoom(const std::string& host);
   // Closes the oldest connection that has not joined and has been open for
   // kJoinGrace; false when there is none.
   bool EvictOldestPending();
+  // A flood that reconnects faster than kJoinGrace keeps every connection
+  // younger than it. Closes the oldest connection not joined of the host
+  // that holds the most of them, when that is not `host` and it holds more
+  // than `host` (the newcomer counted): a host takes slots from others only
+  // down to an even share, so a flooding host cannot take the place of a
+  // worker that is joining from another, while that worker takes one of
+  // the flood's. False when no host holds more.
+  bool EvictFromCrowdedHost(const std::string& host);
   // Shuts connection `fd` down (ZeroMQ then closes it and frees what it
   // held) when it is still the one opened from `connection.peer`.
   void Drop(int fd, const Connection& connection, const std::string& why);

@@ -13,15 +13,32 @@ using std::chrono::microseconds;
 
 constexpr std::chrono::milliseconds kUsageEvery{100};
 
+// Tells `busy` +1 now and -1 at the end of the scope, however it ends.
+class BusyWhile {
+ public:
+  explicit BusyWhile(const StepComputer::Busy& busy) : busy_(busy) {
+    if (busy_) busy_(+1);
+  }
+  ~BusyWhile() {
+    if (busy_) busy_(-1);
+  }
+  BusyWhile(const BusyWhile&) = delete;
+  BusyWhile& operator=(const BusyWhile&) = delete;
+
+ private:
+  const StepComputer::Busy& busy_;
+};
+
 }  // namespace
 
 StepComputer::StepComputer(Computation& computation, uint64_t seed, StragglerProfile straggler,
-                           trace::TraceWriter* tracer, Pause pause)
+                           trace::TraceWriter* tracer, Pause pause, Busy busy)
     : computation_(computation),
       cursor_(computation.num_samples(), seed),
       straggler_(std::move(straggler)),
       tracer_(tracer),
-      pause_(std::move(pause)) {}
+      pause_(std::move(pause)),
+      busy_(std::move(busy)) {}
 
 Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
                                          std::span<const float> params, std::span<float> grad,
@@ -30,7 +47,12 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
   cursor_.Take(samples, &indices_);
-  DMLPS_ASSIGN_OR_RETURN(result.loss, computation_.Compute(params, indices_, grad));
+  Result<double> loss = Status::Internal("no computation");
+  {
+    const BusyWhile busy(busy_);
+    loss = computation_.Compute(params, indices_, grad);
+  }
+  DMLPS_ASSIGN_OR_RETURN(result.loss, std::move(loss));
   result.compute = microseconds(Micros(Clock::now() - start));
   result.samples = samples;
   result.straggle = first_part

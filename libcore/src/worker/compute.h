@@ -39,12 +39,15 @@ class StepComputer {
   // How emulated slowness is waited out: a sleep that keeps the server
   // informed and fails on a signal.
   using Pause = std::function<Status(std::chrono::microseconds)>;
+  // Told +1 as a computation begins and -1 as it ends, so that the server
+  // hears from the worker while a long one runs (ServerLink::SetBusy).
+  using Busy = std::function<void(int)>;
 
   // Runs `computation` on its samples in the order a cursor seeded with
   // `seed` gives; `computation` and `tracer` (null: none) outlive this.
-  // REQUIRES: computation.num_samples() >= 1.
+  // `busy` may be empty. REQUIRES: computation.num_samples() >= 1.
   StepComputer(Computation& computation, uint64_t seed, StragglerProfile straggler,
-               trace::TraceWriter* tracer, Pause pause);
+               trace::TraceWriter* tracer, Pause pause, Busy busy = {});
 
   // Computes the mean gradient of the next `samples` samples on params into
   // grad; then sleeps the emulated slowness of `step`. A step's later chunks
@@ -66,6 +69,7 @@ class StepComputer {
   StragglerProfile straggler_;
   trace::TraceWriter* tracer_;
   Pause pause_;
+  Busy busy_;
   std::vector<int64_t> indices_;
 };
 

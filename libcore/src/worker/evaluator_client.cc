@@ -71,7 +71,13 @@ Result<EvaluatorReport> RunEvaluator(const EvaluatorConfig& config, const Evalua
     }
     if (!message.ok()) return message.status();
     if (link.stopped()) break;
-    Result<proto::Evaluation> result = EvaluateSnapshot(*message, size, evaluate, &params);
+    Result<proto::Evaluation> result = Status::Internal("not evaluated");
+    {
+      // Heard from while it evaluates, however long that takes; the
+      // server's --evaluator-timeout still bounds the answer.
+      const ServerLink::BusyScope busy(&link);
+      result = EvaluateSnapshot(*message, size, evaluate, &params);
+    }
     if (!result.ok()) {
       link.Leave(result.status().message());
       return result.status();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "dmlps/net/curve.h"
 #include "dmlps/trace/trace.h"
@@ -22,6 +23,45 @@ std::string Seconds(milliseconds d) { return fmt::format("{:g}", d.count() / 100
 ServerLink::ServerLink(const WorkerConfig& config, const std::atomic<int>* signal)
     : config_(config), signal_(signal), socket_thread_(std::this_thread::get_id()) {}
 
+ServerLink::~ServerLink() {
+  {
+    MutexLock lock(&socket_mutex_);
+    quit_ = true;
+  }
+  beat_wake_.SignalAll();
+  if (beat_thread_.joinable()) beat_thread_.join();
+}
+
+void ServerLink::SetBusy(int delta) {
+  {
+    MutexLock lock(&socket_mutex_);
+    busy_ += delta;
+    if (!beat_thread_.joinable()) beat_thread_ = std::thread([this] { BeatWhileBusy(); });
+  }
+  beat_wake_.SignalAll();
+}
+
+int64_t ServerLink::busy_heartbeats() {
+  MutexLock lock(&socket_mutex_);
+  return busy_heartbeats_;
+}
+
+void ServerLink::BeatWhileBusy() {
+  MutexLock lock(&socket_mutex_);
+  while (!quit_) {
+    if (busy_ > 0) {
+      if (HeartbeatIfDue()) ++busy_heartbeats_;
+      HoldIncoming();
+      // The next is due --heartbeat-ms after the last, whichever thread sent
+      // it (not sooner than 10 ms from now, should there be no socket yet).
+      (void)beat_wake_.WaitUntil(&socket_mutex_, std::max(last_heartbeat_ + config_.heartbeat,
+                                                          Clock::now() + milliseconds(10)));
+    } else {
+      beat_wake_.Wait(&socket_mutex_);
+    }
+  }
+}
+
 Status ServerLink::LoadKeys() {
   if (config_.curve_secret.empty()) return Status::Ok();
   DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config_.curve_secret));
@@ -36,6 +76,7 @@ Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, 
       rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads, max_batch, -1, 0, {}};
   hello.evaluator = evaluator_;
   hello.ticket = ticket;
+  MutexLock lock(&socket_mutex_);
   if (&to != &*endpoint_ || layout_.empty()) return to.SendMessage(nullptr, hello);
   // An external model: the server takes the first worker's values.
   hello.layout = layout_;
@@ -48,6 +89,7 @@ Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, 
 }
 
 Status ServerLink::SendEvaluation(const proto::Evaluation& evaluation) {
+  MutexLock lock(&socket_mutex_);
   return endpoint_->SendMessage(nullptr, evaluation);
 }
 
@@ -55,7 +97,10 @@ Status ServerLink::Join(int64_t max_batch) {
   max_batch_ = max_batch;
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Connect(context_, config_.server, connect_options_));
-  endpoint_.emplace(std::move(endpoint));
+  {
+    MutexLock lock(&socket_mutex_);
+    endpoint_.emplace(std::move(endpoint));
+  }
   DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, config_.rank, max_batch_));
   Result<proto::Message> reply =
       Await(*endpoint_, {proto::MsgType::kWelcome}, config_.connect_timeout);
@@ -127,18 +172,27 @@ Result<bool> ServerLink::Rejoin() {
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
       // Nobody will read the Hellos still queued: exit without lingering.
+      MutexLock lock(&socket_mutex_);
       endpoint_->DiscardUnsent();
       gave_up_ = true;
       return Status::Unavailable("the server at " + config_.server + " did not come back within " +
                                  Seconds(config_.reconnect_timeout) + " s (--reconnect-timeout)");
     }
     // A fresh socket: the server that comes back knows nothing of the old one.
-    if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
-    endpoint_.reset();
+    {
+      MutexLock lock(&socket_mutex_);
+      if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
+      endpoint_.reset();
+      held_.clear();
+      held_error_ = Status::Ok();
+    }
     // With the keys Join used: a CURVE server accepts nothing else.
     DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                            net::Endpoint::Connect(context_, config_.server, connect_options_));
-    endpoint_.emplace(std::move(endpoint));
+    {
+      MutexLock lock(&socket_mutex_);
+      endpoint_.emplace(std::move(endpoint));
+    }
     server_lost_ = false;
     refused_ = false;
     stop_ = false;
@@ -173,16 +227,19 @@ Result<bool> ServerLink::Rejoin() {
 }
 
 void ServerLink::Leave(const std::string& why) {
+  MutexLock lock(&socket_mutex_);
   if (!endpoint_.has_value() || gave_up_) return;
   (void)endpoint_->SendMessage(nullptr, proto::Error{why, true});
 }
 
 Status ServerLink::SendPull(int64_t clock) {
+  MutexLock lock(&socket_mutex_);
   return endpoint_->SendMessage(nullptr, proto::Pull{clock});
 }
 
 Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
                             const proto::Body* then) {
+  MutexLock lock(&socket_mutex_);
   // Larger than a chunk: streamed, so the server sums the first chunks while
   // the later ones are on the wire.
   if (shards_.empty()) {
@@ -255,8 +312,9 @@ Result<proto::Message> ServerLink::Await(net::Endpoint& from,
       DMLPS_RETURN_IF_ERROR(PollControl());
       if (stop_) return proto::Message{proto::Stop{stop_reason_}, {}};
     }
-    DMLPS_ASSIGN_OR_RETURN(bool got, from.Receive(&frames, kPollSlice));
-    if (!got) continue;
+    Result<bool> got = Receive(from, &frames, kPollSlice);
+    if (!got.ok()) return got.status();
+    if (!*got) continue;
     deadline = Clock::now() + silence;
     Result<proto::Message> message = proto::DecodeMessage(frames, 0);
     if (!message.ok()) return message.status().WithContext("bad message from the server");
@@ -273,22 +331,56 @@ Result<proto::Message> ServerLink::Await(net::Endpoint& from,
   }
 }
 
+Result<bool> ServerLink::Receive(net::Endpoint& from, net::Frames* frames, milliseconds timeout) {
+  MutexLock lock(&socket_mutex_);
+  if (&from == &*endpoint_ && !held_.empty()) {
+    *frames = std::move(held_.front());
+    held_.pop_front();
+    return true;
+  }
+  if (&from == &*endpoint_ && !held_error_.ok()) return std::exchange(held_error_, Status::Ok());
+  return from.Receive(frames, timeout);
+}
+
+void ServerLink::HoldIncoming() {
+  net::Frames frames;
+  while (endpoint_.has_value() && held_error_.ok() && held_.size() < kMaxHeld) {
+    Result<bool> got = endpoint_->Receive(&frames, milliseconds(0));
+    if (!got.ok()) held_error_ = got.status();
+    if (!got.ok() || !*got) return;
+    // The server's heartbeats say only that it is alive: dropped.
+    // (Its header alone is read: the frames go on whole to Receive.)
+    if (frames.size() == 1) {
+      Result<proto::Body> header = proto::DecodeHeader(frames[0].data(), frames[0].size());
+      if (header.ok() && std::holds_alternative<proto::Heartbeat>(*header)) continue;
+    }
+    held_.push_back(std::move(frames));
+  }
+}
+
 void ServerLink::MaybeHeartbeat() {
   if (std::this_thread::get_id() != socket_thread_) return;
+  MutexLock lock(&socket_mutex_);
+  HeartbeatIfDue();
+}
+
+bool ServerLink::HeartbeatIfDue() {
+  if (!endpoint_.has_value()) return false;
   const Clock::time_point now = Clock::now();
-  if (now - last_heartbeat_ < config_.heartbeat) return;
+  if (now - last_heartbeat_ < config_.heartbeat) return false;
   last_heartbeat_ = now;
   const int64_t now_us = trace::NowMicros();
   if (Status sent = endpoint_->SendMessage(nullptr, proto::Heartbeat{now_us}); !sent.ok()) {
     spdlog::debug("heartbeat to the server failed: {}", sent.ToString());
   }
+  return true;
 }
 
 Status ServerLink::PollControl() {
   MaybeHeartbeat();
   net::Frames frames;
   while (true) {
-    DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, milliseconds(0)));
+    DMLPS_ASSIGN_OR_RETURN(bool got, Receive(*endpoint_, &frames, milliseconds(0)));
     if (!got) return Status::Ok();
     Result<proto::Message> message = proto::DecodeMessage(frames, 0);
     if (!message.ok()) return message.status().WithContext("bad message from the server");

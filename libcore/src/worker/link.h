@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "dmlps/base/mutex.h"
 #include "dmlps/base/status.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
@@ -29,10 +31,35 @@ inline constexpr std::chrono::milliseconds kPollSlice{100};
 
 class ServerLink {
  public:
-  // The thread that constructs the link is the one that may use its sockets.
+  // The thread that constructs the link is the one that may use its sockets
+  // (and the link's own heartbeat thread, see BusyScope).
   ServerLink(const WorkerConfig& config, const std::atomic<int>* signal);
   ServerLink(const ServerLink&) = delete;
   ServerLink& operator=(const ServerLink&) = delete;
+  ~ServerLink();
+
+  // While one is alive the worker is busy computing on its own thread (a
+  // step, a user's Join, an evaluation) and a thread of the link's own sends
+  // shard 0 a Heartbeat every --heartbeat-ms, so that a step of any length
+  // does not look like a dead worker; it also takes shard 0's messages off
+  // the socket, keeping all but heartbeats for the caller. Only then: a
+  // worker stuck anywhere else falls silent and is declared lost. Scopes
+  // may nest and may be opened on any thread.
+  class BusyScope {
+   public:
+    explicit BusyScope(ServerLink* link) : link_(link) { link_->SetBusy(+1); }
+    ~BusyScope() { link_->SetBusy(-1); }
+    BusyScope(const BusyScope&) = delete;
+    BusyScope& operator=(const BusyScope&) = delete;
+
+   private:
+    ServerLink* link_;
+  };
+  // Counts a computation in (+1) or out (-1), as BusyScope does; for callers
+  // that hold the link through a callback.
+  void SetBusy(int delta);
+  // Heartbeats the link's thread has sent so far (for tests).
+  int64_t busy_heartbeats();
 
   // Reads the CURVE keys the config names; before Join, so that a bad key
   // fails before any server waits for this worker.
@@ -106,7 +133,19 @@ class ServerLink {
                                std::chrono::milliseconds silence);
   // Sends a heartbeat when one is due; only from the thread that owns the
   // sockets.
-  void MaybeHeartbeat();
+  void MaybeHeartbeat() EXCLUDES(socket_mutex_);
+  // Sends a heartbeat to shard 0 when --heartbeat-ms passed since the last;
+  // true when it tried.
+  bool HeartbeatIfDue() REQUIRES(socket_mutex_);
+  // from.Receive, holding the socket mutex for at most `timeout`.
+  Result<bool> Receive(net::Endpoint& from, net::Frames* frames, std::chrono::milliseconds timeout)
+      EXCLUDES(socket_mutex_);
+  // Takes what shard 0 sent off its socket, so that the server's heartbeats
+  // cannot fill the queues during a long computation and hold up its
+  // replies: heartbeats are dropped, the rest kept in held_ for Receive.
+  void HoldIncoming() REQUIRES(socket_mutex_);
+  // The heartbeat thread: heartbeats while busy_ > 0, until quit_.
+  void BeatWhileBusy() EXCLUDES(socket_mutex_);
   // Deals with a message nobody waits for. Fails on a fatal Error.
   Status HandleAside(const proto::Message& message);
   // Sharded servers: connects to shards 1 and up (welcome_.servers) and
@@ -139,7 +178,22 @@ class ServerLink {
   bool stop_ = false;
   std::string stop_reason_;
   std::thread::id socket_thread_;  // the thread that may use the sockets
-  std::chrono::steady_clock::time_point last_heartbeat_;
+  // Held for every use of endpoint_ (shard 0's socket), which the heartbeat
+  // thread shares: ZeroMQ lets a socket change threads across a full memory
+  // barrier, which the mutex gives. Never held across more than one
+  // kPollSlice wait.
+  Mutex socket_mutex_;
+  CondVar beat_wake_;  // busy_ rose, or quit_
+  std::chrono::steady_clock::time_point last_heartbeat_ GUARDED_BY(socket_mutex_);
+  int busy_ GUARDED_BY(socket_mutex_) = 0;
+  bool quit_ GUARDED_BY(socket_mutex_) = false;
+  int64_t busy_heartbeats_ GUARDED_BY(socket_mutex_) = 0;
+  // Messages from shard 0 that HoldIncoming took, oldest first, and the
+  // error it met; Receive returns them before anything else from there.
+  static constexpr size_t kMaxHeld = 1024;
+  std::deque<net::Frames> held_ GUARDED_BY(socket_mutex_);
+  Status held_error_ GUARDED_BY(socket_mutex_);
+  std::thread beat_thread_;  // started by the first SetBusy
   bool evaluator_ = false;
   std::vector<model::TensorSpec> layout_;             // announced in Hellos; empty: none
   std::shared_ptr<const std::vector<float>> values_;  // with it: the initial values

@@ -206,6 +206,9 @@ Status WorkerRunner::Setup() {
     return Status::Protocol("the server sent an impossible shard, batch, chunk or token size");
   }
   computer_.reset();  // it refers to the computation replaced here
+  // Loading data, or the caller's Join, may take long: the server hears
+  // from this worker meanwhile.
+  const ServerLink::BusyScope busy(&link_);
   if (user_ == nullptr) {
     DMLPS_ASSIGN_OR_RETURN(built_in_, BuiltIn());
   } else {
@@ -223,7 +226,8 @@ Status WorkerRunner::Setup() {
   straggler.seed ^= seed;
   computer_ = std::make_unique<StepComputer>(
       computation, seed, StragglerProfile(straggler, welcome.rank, welcome.num_workers),
-      tracer_.get(), [this](std::chrono::microseconds d) { return link_.Pause(d); });
+      tracer_.get(), [this](std::chrono::microseconds d) { return link_.Pause(d); },
+      [this](int delta) { link_.SetBusy(delta); });
   spdlog::info("worker {} of {}: policy {} ({} steps), model {} with {} samples, batch {}",
                welcome.rank, welcome.num_workers, welcome.policy, welcome.mode, description_,
                computation.num_samples(), welcome.batch);
