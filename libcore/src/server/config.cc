@@ -21,9 +21,6 @@ void AddExternalProblems(const ServerConfig& config, std::vector<std::string>* p
         "--target-accuracy with --model external needs --evaluator: the server cannot compute "
         "an external model's accuracy, an evaluator process must");
   }
-  if (config.shard_count > 1) {
-    problems->push_back("--model external does not work with sharded servers (--shard) yet");
-  }
 }
 
 }  // namespace
@@ -90,9 +87,6 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
     // Each would need every shard's part: not there yet.
     if (!config.checkpoint.empty() || !config.resume.empty()) {
       problems.push_back("--checkpoint and --resume do not work with sharded servers yet");
-    }
-    if (!config.curve_secret.empty()) {
-      problems.push_back("--curve-secret does not work with sharded servers yet");
     }
   }
   if (Result<Aggregation> rule = ParseAggregation(config.aggregate); !rule.ok()) {

@@ -103,9 +103,13 @@ struct Welcome {
   // Hello to every other shard must carry (shard 0 tells them by an Order
   // kAdmit). 0: not sharded.
   int64_t ticket = 0;
+  // Shard 0's Welcome to another server shard of an external model: the
+  // layout the first worker announced; the payload then holds that shard's
+  // slice of the initial values, in frames of at most 1 MiB.
+  std::vector<model::TensorSpec> layout;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds, ticket);
+                     bounds, ticket, layout);
 };
 
 struct Pull {
