@@ -33,6 +33,12 @@
 //                   gradient, which still makes a new model) for SECONDS
 //                   without ever reading a reply; prints how many Pulls it
 //                   sent.
+//   noread-shard ADDR SECONDS
+//                   joins server shard 0 at ADDR as a worker and server
+//                   shard 1 with the ticket shard 0 gave it, then pulls and
+//                   pushes (zero gradients, a slice to each shard) for
+//                   SECONDS, reading shard 0's replies but never shard 1's;
+//                   prints how many Pulls it sent.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -254,6 +260,22 @@ int Claim(void* context, const std::string& address, int rank) {
   return 0;
 }
 
+// Sends a Push of `count` zero floats whole, in one message.
+void SendZeroPush(void* socket, int64_t clock, int64_t count) {
+  proto::Push push;
+  push.clock = clock;
+  push.base_version = clock;
+  push.batch = 1;
+  push.samples = 1;
+  push.num_params = count;
+  const std::vector<float> gradient(static_cast<size_t>(count), 0.0f);
+  zmq::message_t header = proto::EncodeHeader(push);
+  // Never blocks: a server that closed the connection (it could not keep
+  // up) leaves the socket with nowhere to queue until it reconnects.
+  (void)zmq_send(socket, header.data(), header.size(), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  (void)zmq_send(socket, gradient.data(), gradient.size() * sizeof(float), ZMQ_DONTWAIT);
+}
+
 int NoRead(void* context, const std::string& address, int seconds) {
   void* socket = Dealer(context, "");
   if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
@@ -278,7 +300,6 @@ int NoRead(void* context, const std::string& address, int seconds) {
     return Fail("the server did not welcome this peer");
   }
   const int64_t n = std::get<proto::Welcome>(welcome->body).num_params;
-  const std::vector<float> gradient(static_cast<size_t>(n), 0.0f);
   int64_t pulls = 0;
   const auto end = Clock::now() + std::chrono::seconds(seconds);
   for (int64_t clock = 0; Clock::now() < end; ++clock) {
@@ -286,18 +307,64 @@ int NoRead(void* context, const std::string& address, int seconds) {
     // that no two replies share their payload.
     if (SendBody(socket, proto::Pull{clock})) ++pulls;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    proto::Push push;
-    push.clock = clock;
-    push.base_version = clock;
-    push.batch = 1;
-    push.samples = 1;
-    push.num_params = n;
-    zmq::message_t header = proto::EncodeHeader(push);
-    (void)zmq_send(socket, header.data(), header.size(), ZMQ_SNDMORE);
-    (void)zmq_send(socket, gradient.data(), gradient.size() * sizeof(float), 0);
+    SendZeroPush(socket, clock, n);
   }
   std::printf("sent %lld pulls, read no reply\n", static_cast<long long>(pulls));
   zmq_close(socket);
+  return 0;
+}
+
+// Awaits a Welcome on `socket` for up to 10 s.
+dmlps::Result<proto::Welcome> AwaitWelcome(void* socket) {
+  std::vector<zmq::message_t> frames;
+  const auto end = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < end) {
+    if (!ReceiveFrames(socket, 100, &frames)) continue;
+    dmlps::Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) return message.status();
+    if (auto* welcome = std::get_if<proto::Welcome>(&message->body)) return *welcome;
+    if (auto* error = std::get_if<proto::Error>(&message->body)) {
+      return dmlps::Status::Unavailable("refused: " + error->message);
+    }
+  }
+  return dmlps::Status::Unavailable("no Welcome within 10 s");
+}
+
+int NoReadShard(void* context, const std::string& address, int seconds) {
+  void* shard0 = Dealer(context, "");
+  if (zmq_connect(shard0, address.c_str()) != 0) return Fail("cannot connect");
+  proto::Hello hello;
+  hello.host = "attack-peer";
+  if (!SendBody(shard0, hello)) return Fail("cannot send Hello");
+  dmlps::Result<proto::Welcome> welcome = AwaitWelcome(shard0);
+  if (!welcome.ok()) return Fail("shard 0: " + welcome.status().message());
+  if (welcome->servers.size() < 2 || welcome->bounds.size() < 3) return Fail("not sharded");
+  void* shard1 = Dealer(context, "");
+  // Small kernel buffers, so that the replies pile up at shard 1.
+  const int rcvbuf = 4096;
+  zmq_setsockopt(shard1, ZMQ_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  if (zmq_connect(shard1, welcome->servers[1].c_str()) != 0) return Fail("cannot connect");
+  hello.rank = welcome->rank;
+  hello.ticket = welcome->ticket;
+  if (!SendBody(shard1, hello)) return Fail("cannot send Hello to shard 1");
+  dmlps::Result<proto::Welcome> welcome1 = AwaitWelcome(shard1);
+  if (!welcome1.ok()) return Fail("shard 1: " + welcome1.status().message());
+  const int64_t first = welcome->bounds[1];
+  const int64_t second = welcome->bounds[2] - first;
+  int64_t pulls = 0;
+  std::vector<zmq::message_t> frames;
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  for (int64_t clock = 0; Clock::now() < end; ++clock) {
+    if (SendBody(shard0, proto::Pull{clock})) ++pulls;
+    // Shard 0's replies are read, so that shard 0 keeps this peer.
+    const auto until = Clock::now() + std::chrono::milliseconds(5);
+    while (Clock::now() < until) (void)ReceiveFrames(shard0, 1, &frames);
+    SendZeroPush(shard1, clock, second);
+    SendZeroPush(shard0, clock, first);
+  }
+  std::printf("sent %lld pulls, read no reply of shard 1\n", static_cast<long long>(pulls));
+  zmq_close(shard1);
+  zmq_close(shard0);
   return 0;
 }
 
@@ -306,9 +373,9 @@ int NoRead(void* context, const std::string& address, int seconds) {
 int main(int argc, char** argv) {
   if (argc != 4 &&
       !(argc == 5 && (std::string(argv[1]) == "idle" || std::string(argv[1]) == "churn"))) {
-    std::fprintf(
-        stderr,
-        "usage: dmlps-attack-peer squat|stream|noread|claim ADDR N | idle|churn ADDR N S\n");
+    std::fprintf(stderr,
+                 "usage: dmlps-attack-peer squat|stream|noread|noread-shard|claim ADDR N | "
+                 "idle|churn ADDR N S\n");
     return 64;
   }
   void* context = zmq_ctx_new();
@@ -320,6 +387,7 @@ int main(int argc, char** argv) {
   if (mode == "squat") rc = Squat(context, argv[2], n);
   if (mode == "stream") rc = Stream(argv[2], n);
   if (mode == "noread") rc = NoRead(context, argv[2], n);
+  if (mode == "noread-shard") rc = NoReadShard(context, argv[2], n);
   if (mode == "claim") rc = Claim(context, argv[2], n);
   zmq_ctx_term(context);
   return rc;

@@ -1,17 +1,13 @@
 # A checkpoint of an external model records its layout; --resume takes the
 # layout from it and refuses workers announcing another one, and a run of
 # another model refuses the checkpoint. Without an evaluator an external
-# run logs no accuracy, and --target-accuracy is a usage error, as is
-# --shard.
+# run logs no accuracy, and --target-accuracy is a usage error (sharded
+# external runs: sharded_external.sh).
 . "$(dirname "$0")/lib.sh"
 "$BIN/dmlps-server" --model external --target-accuracy 0.8 2>"$WORK/usage.log" && RC=0 || RC=$?
 expect_exit 64 "$RC" "--target-accuracy without --evaluator"
 grep -q "needs --evaluator: the server cannot compute an external model's accuracy" \
   "$WORK/usage.log" || fail "the usage error does not say why"
-# Sharded servers do not hold an external model (yet): a usage error.
-"$BIN/dmlps-server" --model external --shard 0/2 2>"$WORK/shard.log" && RC=0 || RC=$?
-expect_exit 64 "$RC" "--model external --shard"
-grep -q "does not work with sharded servers" "$WORK/shard.log" || fail "no reason for --shard"
 
 start_server --workers 1 --model external --policy bsp --max-iterations 100 \
   --checkpoint "$WORK/run.ckpt" --checkpoint-every 20

@@ -73,7 +73,7 @@ TEST_CASE("coordinator: with one shard it registers no one and sends nothing") {
   CHECK(c.fatal().ok());
 }
 
-TEST_CASE("coordinator: workers wait for every shard; a shard registers once") {
+TEST_CASE("coordinator: workers wait for every shard to be ready; a shard registers once") {
   Fixture f({0, 3, 5});
   ShardCoordinator& c = *f.coordinator;
   CHECK(c.sharded());
@@ -95,6 +95,12 @@ TEST_CASE("coordinator: workers wait for every shard; a shard registers once") {
   CHECK(f.answered.empty());
 
   REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
+  // Registered, but not ready until its first message after the Welcome
+  // (it binds again with its slice's limits first).
+  CHECK_FALSE(c.AllRegistered());
+  CHECK(f.answered.empty());
+  proto::Message ready{proto::Heartbeat{1}, {}};
+  c.HandleMessage(1, ready);
   CHECK(c.AllRegistered());
   CHECK(f.answered == std::vector<std::string>{"w0"});
   CHECK_FALSE(c.Holds(zmq::message_t(std::string("w0"))));

@@ -330,5 +330,61 @@ TEST_CASE("connection limits set after binding apply to the connections to come"
   CHECK_FALSE(ReceiveWithin(server, &frames, milliseconds(300)).value());
 }
 
+TEST_CASE("the servers' own key is admitted as a shard's, and marked so") {
+  const CurveKeyPair server = GenerateKeyPair().value();
+  const CurveKeyPair worker = GenerateKeyPair().value();
+  zmq::context_t server_context;
+  BindOptions options;
+  options.curve_secret = server.secret_key;
+  options.allowed_keys = {worker.public_key};
+  options.shard_key = server.public_key;
+  Endpoint bound = Endpoint::Bind(server_context, "tcp://127.0.0.1:*", options).value();
+  zmq::context_t client_context;
+  // A shard holds the server's own key pair; it is in no allow list.
+  Endpoint shard =
+      Endpoint::Connect(client_context, bound.address(), {server.secret_key, server.public_key})
+          .value();
+  Endpoint listed =
+      Endpoint::Connect(client_context, bound.address(), {worker.secret_key, server.public_key})
+          .value();
+  Frames frames;
+  REQUIRE(shard.SendMessage(nullptr, proto::Heartbeat{1}).ok());
+  REQUIRE(ReceiveWithin(bound, &frames, milliseconds(5000)).value());
+  CHECK(bound.LastSenderMayBeShard());
+  REQUIRE(listed.SendMessage(nullptr, proto::Heartbeat{2}).ok());
+  REQUIRE(ReceiveWithin(bound, &frames, milliseconds(5000)).value());
+  CHECK_FALSE(bound.LastSenderMayBeShard());
+
+  // Without a shard key, the server's own key is a stranger's.
+  zmq::context_t other_context;
+  options.shard_key.clear();
+  Endpoint unsharded = Endpoint::Bind(other_context, "tcp://127.0.0.1:*", options).value();
+  Endpoint posing =
+      Endpoint::Connect(client_context, unsharded.address(), {server.secret_key, server.public_key})
+          .value();
+  (void)posing.SendMessage(nullptr, proto::Heartbeat{3});
+  CHECK(ReceiveWithin(posing, &frames, milliseconds(5000)).status().code() == StatusCode::kConfig);
+}
+
+TEST_CASE("a rebound endpoint takes its new frame limit for the connections to come") {
+  zmq::context_t server_context;
+  Endpoint server = Endpoint::Bind(server_context, "tcp://127.0.0.1:*").value();
+  const std::string address = server.address();
+  CHECK(server.Rebind(0, 10).code() == StatusCode::kInvalidArgument);
+  REQUIRE(server.Rebind(1024, 10).ok());
+  CHECK(server.address() == address);  // the same port: workers are told it later
+  zmq::context_t client_context;
+  Endpoint client = Endpoint::Connect(client_context, address).value();
+  Frames frames;
+  // Within the limit, it arrives; a frame beyond it drops the connection.
+  REQUIRE(client.SendMessage(nullptr, proto::Heartbeat{1}).ok());
+  REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
+  Frames big;
+  big.push_back(proto::EncodeHeader(proto::Heartbeat{2}));
+  big.emplace_back(4096);
+  REQUIRE(client.Send(big).ok());
+  CHECK_FALSE(ReceiveWithin(server, &frames, milliseconds(500)).value());
+}
+
 }  // namespace
 }  // namespace dmlps::net

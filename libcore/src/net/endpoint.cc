@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 #include "net/gatekeeper.h"
 
@@ -27,6 +28,8 @@ constexpr int64_t kSilentHandshakeFailures = 3;
 // What a frame costs on the wire beyond its bytes, at most: its ZMTP
 // header, with CURVE's command name, nonce and MAC.
 constexpr int64_t kFrameOverhead = 64;
+// How long Rebind waits for ZeroMQ to close the old listener.
+constexpr std::chrono::milliseconds kRebindWait{2000};
 
 // Sets a CURVE key option from Z85 text (ZeroMQ wants its terminating NUL).
 void SetKey(zmq::socket_t& socket, int option, const std::string& z85) {
@@ -102,6 +105,7 @@ Endpoint& Endpoint::operator=(Endpoint&& other) noexcept {
   socket_ = std::move(other.socket_);
   monitor_ = std::move(other.monitor_);
   curve_ = other.curve_;
+  last_from_shard_ = other.last_from_shard_;
   last_source_ = other.last_source_;
   failed_handshakes_ = other.failed_handshakes_;
   address_ = std::move(other.address_);
@@ -150,7 +154,7 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
                            sizeof enforce);
       const std::string monitor = Monitor(*socket, ZMQ_EVENT_ACCEPTED | ZMQ_EVENT_DISCONNECTED);
       GateRules rules{curve, options.allowed_keys, options.max_connections,
-                      options.max_unread_bytes};
+                      options.max_unread_bytes, options.shard_key};
       DMLPS_ASSIGN_OR_RETURN(gatekeeper, Gatekeeper::Start(context, std::move(rules), monitor));
     }
     socket->bind(address);
@@ -206,7 +210,7 @@ Status Endpoint::Send(Frames& frames) {
     for (size_t i = 0; i < frames.size(); ++i) {
       zmq::send_flags flags = zmq::send_flags::dontwait;
       if (i + 1 < frames.size()) flags = flags | zmq::send_flags::sndmore;
-      if (!socket_->send(frames[i], flags)) return Status::Unavailable("send queue is full");
+      if (!socket_->send(frames[i], flags)) return Status::Unavailable(kSendQueueFull);
     }
     return Status::Ok();
   } catch (const zmq::error_t& e) {
@@ -320,6 +324,10 @@ Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout
       bytes += static_cast<int64_t>((*frames)[i].size()) + kFrameOverhead;
     }
     if (last_source_ >= 0) gatekeeper_->Delivered(last_source_, bytes);
+    if (curve_) {
+      const char* user = zmq_msg_gets(frames->back().handle(), "User-Id");
+      last_from_shard_ = user != nullptr && std::strcmp(user, kShardUserId) == 0;
+    }
   }
   return !frames->empty();
 }
@@ -333,6 +341,41 @@ Status Endpoint::SetConnectionLimits(int64_t max_connections, int64_t max_unread
   }
   gatekeeper_->SetLimits(max_connections, max_unread_bytes);
   return Status::Ok();
+}
+
+Status Endpoint::Rebind(int64_t max_frame_bytes, int64_t max_queued_messages) {
+  if (max_frame_bytes < 1 || max_queued_messages < 1 || max_queued_messages > (int64_t{1} << 30)) {
+    return Status::InvalidArgument("frame and queue limits must be positive");
+  }
+  try {
+    socket_->set(zmq::sockopt::maxmsgsize, max_frame_bytes);
+    // Open connections take a new queue bound at once (ZeroMQ updates their pipes).
+    socket_->set(zmq::sockopt::sndhwm, static_cast<int>(max_queued_messages));
+    socket_->unbind(address_);
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "cannot unbind " + address_);
+  }
+  // The old listener closes in ZeroMQ's I/O thread, a moment later: until
+  // then its port is taken, and an ipc listener removes its file as it goes.
+  const auto deadline = std::chrono::steady_clock::now() + kRebindWait;
+  const bool ipc = address_.starts_with("ipc://");
+  while (true) {
+    const bool gone = !ipc || access(address_.c_str() + 6, F_OK) != 0;
+    try {
+      if (gone) {
+        socket_->bind(address_);
+        return Status::Ok();
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EADDRINUSE || std::chrono::steady_clock::now() >= deadline) {
+        return FromZmq(e, "cannot bind " + address_ + " again");
+      }
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Unavailable("cannot bind " + address_ + " again: the old listener stays");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 void Endpoint::AdmitSender() {

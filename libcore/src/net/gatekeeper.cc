@@ -158,6 +158,7 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
   std::string status = "500";
   std::string text = "malformed ZAP request";
   std::string request_id;
+  std::string user_id = "worker";
   if (request.size() >= 6 && Text(request[0]) == "1.0") {
     request_id = Text(request[1]);
     const std::string address = Text(request[3]);
@@ -185,7 +186,9 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
         zmq_z85_encode(z85, static_cast<const uint8_t*>(request[6].data()), 32);
         key = z85;
       }
-      if (key.empty() || rules_.allowed_keys.count(key) == 0) {
+      if (!key.empty() && key == rules_.shard_key) {
+        user_id = kShardUserId;
+      } else if (key.empty() || rules_.allowed_keys.count(key) == 0) {
         status = "400";
         text = "key not allowed";
         LogRefusal(
@@ -195,8 +198,7 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
     }
   }
   if (status != "200") ++refused_;
-  const std::string parts[] = {"1.0", request_id, status, text, status == "200" ? "worker" : "",
-                               ""};
+  const std::string parts[] = {"1.0", request_id, status, text, status == "200" ? user_id : "", ""};
   try {
     for (size_t i = 0; i < std::size(parts); ++i) {
       zmq::message_t frame(parts[i].data(), parts[i].size());

@@ -31,7 +31,14 @@ struct GateRules {
   std::set<std::string> allowed_keys;  // Z85 public keys
   int64_t max_connections = 0;         // connections open at once, handshakes included; 0: any
   int64_t max_unread_bytes = 0;        // bytes one connection may be ahead of its reader; 0: any
+  // With CURVE, a key admitted besides allowed_keys whose connections carry
+  // the ZAP user id kShardUserId (server shards' own key); empty: none.
+  std::string shard_key;
 };
+
+// The ZAP user id of a connection made with GateRules::shard_key (ZeroMQ
+// hands it out as the "User-Id" property of each message from it).
+inline constexpr char kShardUserId[] = "shard";
 
 // A connection that has not joined may be closed to make room for a new one
 // once it has been open this long (a peer says Hello at once).

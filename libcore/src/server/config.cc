@@ -21,9 +21,6 @@ void AddExternalProblems(const ServerConfig& config, std::vector<std::string>* p
         "--target-accuracy with --model external needs --evaluator: the server cannot compute "
         "an external model's accuracy, an evaluator process must");
   }
-  if (config.shard_count > 1) {
-    problems->push_back("--model external does not work with sharded servers (--shard) yet");
-  }
 }
 
 }  // namespace
@@ -90,8 +87,9 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
     problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
   }
   if (config.shard_count > 1) {
-    if (!config.curve_secret.empty()) {
-      problems.push_back("--curve-secret does not work with sharded servers yet");
+    if (config.model == kExternalModel && (!config.checkpoint.empty() || !config.resume.empty())) {
+      problems.push_back(
+          "--checkpoint and --resume do not work with an external model on sharded servers yet");
     }
   }
   if (Result<Aggregation> rule = ParseAggregation(config.aggregate); !rule.ok()) {

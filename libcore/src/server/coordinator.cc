@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "server/shard_slice.h"
+
 namespace dmlps::server {
 
 std::string ShardName(const proto::Hello& hello) {
@@ -49,18 +51,30 @@ Status ShardCoordinator::Register(const zmq::message_t& identity, const proto::H
   welcome.shard_count = shard_count();
   welcome.bounds = bounds_;
   const std::string who = ShardName(hello);
-  if (Status sent = endpoint_.SendMessage(&identity, welcome); !sent.ok()) {
+  net::Frames payload;
+  if (initial_ != nullptr) {
+    welcome.layout = layout_;
+    AppendSliceFrames(initial_, bounds_[hello.shard],
+                      bounds_[hello.shard + 1] - bounds_[hello.shard], &payload);
+  }
+  if (Status sent = endpoint_.SendMessage(&identity, welcome, std::move(payload)); !sent.ok()) {
     spdlog::warn("cannot welcome {}: {}", who, sent.ToString());
   }
   spdlog::info("{} registered: parameters [{}, {}), workers reach it at {} ({}/{} shards)", who,
                bounds_[hello.shard], bounds_[hello.shard + 1], hello.address, registered_ + 1,
                shard_count());
+  return Status::Ok();
+}
+
+void ShardCoordinator::MarkReady(int64_t shard) {
+  if (peers_[shard]->ready) return;
+  peers_[shard]->ready = true;
+  ++ready_;
   if (AllRegistered()) {
     std::vector<std::pair<zmq::message_t, proto::Hello>> waiting;
     waiting.swap(waiting_hellos_);
     for (auto& [worker, worker_hello] : waiting) welcome_worker_(worker, worker_hello);
   }
-  return Status::Ok();
 }
 
 void ShardCoordinator::HoldHello(const zmq::message_t& identity, const proto::Hello& hello) {
@@ -86,6 +100,7 @@ void ShardCoordinator::DescribeShards(proto::Welcome* welcome) const {
 
 void ShardCoordinator::HandleMessage(int64_t shard, proto::Message& message) {
   peers_[shard]->last_seen = Clock::now();
+  MarkReady(shard);
   const std::string who = "server shard " + std::to_string(shard);
   if (auto* slice = std::get_if<proto::Slice>(&message.body)) {
     Result<proto::IncomingTensor> values =
@@ -119,17 +134,31 @@ void ShardCoordinator::HandleMessage(int64_t shard, proto::Message& message) {
 }
 
 void ShardCoordinator::SendOrders() {
-  if (orders_.empty()) return;
-  proto::Orders batch;
-  batch.orders.swap(orders_);
+  if (orders_.empty() && std::none_of(peers_.begin(), peers_.end(), [](const auto& peer) {
+        return peer.has_value() && !peer->backlog.empty();
+      })) {
+    return;
+  }
+  std::vector<proto::Order> fresh;
+  fresh.swap(orders_);
   for (int64_t k = 1; k < shard_count(); ++k) {
     if (!peers_[k].has_value()) continue;
-    Status sent = endpoint_.SendMessage(&peers_[k]->identity, batch);
-    if (!sent.ok()) {
-      fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " +
-                                   peers_[k]->address + " lost: " + sent.message());
-      lost_ = k;
+    Peer& peer = *peers_[k];
+    proto::Orders batch;
+    batch.orders.swap(peer.backlog);
+    batch.orders.insert(batch.orders.end(), fresh.begin(), fresh.end());
+    if (batch.orders.empty()) continue;
+    Status sent = endpoint_.SendMessage(&peer.identity, batch);
+    if (sent.ok()) continue;
+    // A full queue: the shard is behind, not gone; its orders wait here.
+    if (sent.code() == StatusCode::kUnavailable && sent.message() == net::kSendQueueFull &&
+        batch.orders.size() <= kMaxBackloggedOrders) {
+      peer.backlog = std::move(batch.orders);
+      continue;
     }
+    fatal_ = Status::Unavailable("server shard " + std::to_string(k) + " at " + peer.address +
+                                 " lost: " + sent.message());
+    lost_ = k;
   }
 }
 

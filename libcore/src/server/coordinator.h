@@ -29,6 +29,9 @@ namespace dmlps::server {
 // How the log names the shard that said `hello`.
 std::string ShardName(const proto::Hello& hello);
 
+// Orders kept for one shard whose send queue is full, at most.
+inline constexpr size_t kMaxBackloggedOrders = size_t{1} << 20;
+
 class ShardCoordinator {
  public:
   // Takes a whole snapshot, once every shard's slice is in.
@@ -44,9 +47,19 @@ class ShardCoordinator {
                    proto::Welcome shard_welcome, SnapshotSink evaluate, HelloSink welcome_worker);
 
   bool sharded() const { return shard_count() > 1; }
+  // An external model: every shard registering from now on is also sent
+  // `layout` and its slice of `initial`, the whole model's initial values
+  // (the other shards cannot make them up from a seed).
+  void SetExternalModel(std::vector<model::TensorSpec> layout,
+                        std::shared_ptr<const std::vector<float>> initial) {
+    layout_ = std::move(layout);
+    initial_ = std::move(initial);
+  }
   int64_t shard_count() const { return static_cast<int64_t>(bounds_.size()) - 1; }
-  // Every other shard has registered: workers may be told where all are.
-  bool AllRegistered() const { return registered_ == shard_count() - 1; }
+  // Every other shard has registered and said it is ready (its first
+  // message after the Welcome: it has bound its address with the limits of
+  // its slice): workers may be told where all are.
+  bool AllRegistered() const { return ready_ == shard_count() - 1; }
   // Set once a shard is lost or gave up: the run cannot go on without its
   // slice of the model, and ends with this.
   const Status& fatal() const { return fatal_; }
@@ -80,7 +93,10 @@ class ShardCoordinator {
   void Order(const proto::Order& order) {
     if (sharded()) orders_.push_back(order);
   }
-  // Sends the orders queued since the last call to every other shard.
+  // Sends the orders queued since the last call to every other shard. A
+  // shard whose send queue is full (it reads slower than orders come, for
+  // a while) keeps them, in order, for the next call; more than
+  // kMaxBackloggedOrders of them, and the shard is lost.
   void SendOrders();
 
   // Starts assembling a snapshot of the model as it stands after the orders
@@ -110,7 +126,9 @@ class ShardCoordinator {
     std::string host;
     int64_t pid = 0;
     Clock::time_point last_seen;
-    int64_t written = -1;  // the last checkpoint version it wrote
+    int64_t written = -1;               // the last checkpoint version it wrote
+    bool ready = false;                 // it has sent a message since its Welcome
+    std::vector<proto::Order> backlog;  // orders its full send queue did not take yet
   };
   struct Assembly {
     Snapshot snapshot;
@@ -119,6 +137,9 @@ class ShardCoordinator {
     bool must = false;
   };
 
+  // Shard `shard` sent its first message since its Welcome: it is ready for
+  // workers. Once every shard is, answers the worker Hellos held.
+  void MarkReady(int64_t shard);
   // Snapshot `id` gets shard `shard`'s slice of `count` floats, which
   // `copy` writes into the span it is given; evaluated once every slice is in.
   void FillSnapshot(int64_t id, int64_t shard, int64_t count,
@@ -127,12 +148,15 @@ class ShardCoordinator {
   net::Endpoint& endpoint_;
   const std::vector<int64_t> bounds_;  // where the slices begin, plus the end
   const proto::Welcome shard_welcome_;
+  std::vector<model::TensorSpec> layout_;              // an external model's; else empty
+  std::shared_ptr<const std::vector<float>> initial_;  // its initial values; else null
   SnapshotSink evaluate_;
   HelloSink welcome_worker_;
 
   std::vector<std::optional<Peer>> peers_;   // by shard index; [0] is this one
   std::map<std::string, int64_t> shard_of_;  // identity bytes -> shard index
   int64_t registered_ = 0;
+  int64_t ready_ = 0;  // shards registered that have said they are ready
   // Workers that said Hello before every shard had registered: answered then.
   std::vector<std::pair<zmq::message_t, proto::Hello>> waiting_hellos_;
   std::vector<proto::Order> orders_;        // not sent yet

@@ -4,6 +4,7 @@
 // go to an evaluator process (RemoteEvaluator) when one is asked for.
 #include <spdlog/spdlog.h>
 
+#include "server/coordinator.h"
 #include "server/listen_options.h"
 #include "server/parameter_server.h"
 #include "server/shard.h"
@@ -28,7 +29,8 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
       config_.max_message_bytes > 0 ? config_.max_message_bytes : net::kMaxFrameBytes;
   bind_options.max_frame_bytes = endpoint_max_bytes_;
   bind_options.max_connections =
-      config_.max_connections > 0 ? config_.max_connections : config_.workers + kConnectionHeadroom;
+      config_.max_connections > 0 ? config_.max_connections
+                                  : config_.workers + kConnectionHeadroom + config_.shard_count - 1;
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
   endpoint_.emplace(std::move(endpoint));
@@ -59,6 +61,8 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
     }
   }
   DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout_));
+  // The other shards get their slices of it when they register.
+  if (sharded()) external_initial_ = std::make_shared<const std::vector<float>>(params);
   return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout_.size()),
                      num_params);
 }
@@ -80,7 +84,15 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
     held_hellos_.emplace_back(std::move(identity), std::move(*hello));
     return;
   }
-  if (hello->shard >= 0) return refuse("--model external does not work with sharded servers");
+  if (hello->shard >= 0) {
+    // A server shard registers once the model is known: it gets its slice.
+    if (!endpoint_->LastSenderMayBeShard()) {
+      return refuse("a server shard must connect with the servers' key pair (--curve-secret)");
+    }
+    endpoint_->AdmitSender();
+    held_hellos_.emplace_back(std::move(identity), std::move(*hello));
+    return;
+  }
   if (hello->layout.empty()) {
     return refuse(
         "this server trains an external model: a worker must announce its layout "
@@ -102,6 +114,25 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
   spdlog::info("{}:{} announced the external model: {} tensors, {} parameters", hello->host,
                hello->pid, layout_.size(), *num_params);
   held_hellos_.emplace_back(std::move(identity), std::move(*hello));
+}
+
+void ParameterServer::AnswerHeldHellos() {
+  for (auto& [identity, hello] : held_hellos_) {
+    proto::Message message{proto::Body(hello), {}};
+    if (HandlePeer(identity, message)) continue;
+    if (hello.shard >= 0) {
+      if (Status registered = shards_->Register(identity, hello); !registered.ok()) {
+        spdlog::warn("refused {}: {}", ShardName(hello), registered.message());
+        Status sent = endpoint_->SendMessage(&identity, proto::Error{registered.message(), true});
+        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
+      }
+    } else if (!shards_->AllRegistered()) {
+      shards_->HoldHello(identity, hello);  // its Welcome names every shard
+    } else {
+      desk_->HandleHello(identity, hello);
+    }
+  }
+  held_hellos_.clear();
 }
 
 }  // namespace dmlps::server

@@ -16,9 +16,19 @@ Result<net::BindOptions> ReadServerKeys(const ServerConfig& config) {
   DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config.curve_secret));
   DMLPS_ASSIGN_OR_RETURN(options.allowed_keys, net::ReadAllowedKeys(config.curve_allow));
   options.curve_secret = pair.secret_key;
+  if (config.shard_count > 1 && config.shard_index == 0) options.shard_key = pair.public_key;
   spdlog::info("CURVE on: server key {}, {} worker key{} admitted from {}", pair.public_key,
                options.allowed_keys.size(), options.allowed_keys.size() == 1 ? "" : "s",
                config.curve_allow);
+  return options;
+}
+
+Result<net::ConnectOptions> ReadShardLinkKeys(const ServerConfig& config) {
+  net::ConnectOptions options;
+  if (config.curve_secret.empty()) return options;
+  DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config.curve_secret));
+  options.curve_secret = pair.secret_key;
+  options.curve_server_key = pair.public_key;
   return options;
 }
 

@@ -15,7 +15,14 @@ namespace dmlps::server {
 // The CURVE keys of --curve-secret and --curve-allow (none: plaintext),
 // read before anything else so that a bad key file fails at once, not
 // after the data has loaded. Logs the keys admitted.
+// Sharded servers share one key pair: shard 0 also admits its public key,
+// as the key the other shards connect with (BindOptions::shard_key).
 Result<net::BindOptions> ReadServerKeys(const ServerConfig& config);
+
+// How a server shard beyond 0 connects to shard 0: with CURVE, as a client
+// holding the servers' key pair (--curve-secret), which shard 0 admits as a
+// shard's and no other key; plaintext without --curve-secret.
+Result<net::ConnectOptions> ReadShardLinkKeys(const ServerConfig& config);
 
 // What a connection may send beyond four of the largest messages before
 // they are whole and read (see net::BindOptions::max_unread_bytes): room

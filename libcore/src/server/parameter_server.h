@@ -73,6 +73,9 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // One message while the layout is awaited: a valid first worker's Hello
   // sets layout_ and *params; evaluators' Hellos are held, others refused.
   void TakeLayoutMessage(net::Frames& frames, std::vector<float>* params);
+  // Once the model is set up: answers the Hellos held while the layout was
+  // awaited (the first worker's, an evaluator's, the other server shards').
+  void AnswerHeldHellos();
   // Hands the messages a peer other than a worker sent to the evaluator.
   bool HandlePeer(const zmq::message_t& identity, proto::Message& message);
   bool external() const { return config_.model == kExternalModel; }
@@ -150,7 +153,10 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // first worker's, an evaluator's), handled once the model is set up.
   std::vector<std::pair<zmq::message_t, proto::Hello>> held_hellos_;
   int64_t endpoint_max_bytes_ = 0;  // external: the largest message taken
-  bool workers_ready_ = false;      // with --evaluator: training waits for the evaluator
+  // External and sharded: the whole initial model, for the other shards'
+  // Welcomes (shard 0's store keeps only its slice). Null otherwise.
+  std::shared_ptr<const std::vector<float>> external_initial_;
+  bool workers_ready_ = false;  // with --evaluator: training waits for the evaluator
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
   int64_t start_us_ = 0;                        // the run's start, µs since the Unix epoch
 

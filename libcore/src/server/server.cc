@@ -71,12 +71,7 @@ Status ParameterServer::Setup() {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
   WriteEvaluationHeader(tsv_);
-  // The Hellos that came while the layout was awaited.
-  for (auto& [identity, hello] : held_hellos_) {
-    proto::Message message{proto::Body(hello), {}};
-    if (!HandlePeer(identity, message)) desk_->HandleHello(identity, hello);
-  }
-  held_hellos_.clear();
+  AnswerHeldHellos();
   return Status::Ok();
 }
 
@@ -376,6 +371,8 @@ void ParameterServer::StartCoordinator() {
       [this](const zmq::message_t& identity, const proto::Hello& hello) {
         desk_->HandleHello(identity, hello);
       });
+  if (external_initial_ != nullptr)
+    shards_->SetExternalModel(layout_, std::move(external_initial_));
 }
 
 Status ParameterServer::SaveModel() {

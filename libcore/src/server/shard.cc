@@ -24,6 +24,7 @@
 #include "server/loop.h"
 #include "server/model_store.h"
 #include "server/shard_checkpoint.h"
+#include "server/shard_slice.h"
 
 namespace dmlps::server {
 
@@ -109,6 +110,9 @@ class ShardServer {
   // waits for will then not come).
   bool ForgottenLater(int64_t w) const;
   void Forget(int64_t w);
+  // Forgets the workers whose send queue was full: they do not read their
+  // replies, and the queue bound is all this shard holds for them.
+  void DropUnreading();
   void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
               bool fatal, bool rejoin = false);
   // Drops the unfinished push of worker `rank`: what is missing is left out.
@@ -144,6 +148,7 @@ class ShardServer {
   std::set<PushKey> discarded_;  // discarded before they arrived
   std::set<int64_t> forgotten_;  // ranks lost, not joined again
   std::deque<proto::Order> orders_;
+  std::map<int64_t, std::string> unreading_;  // by rank: why a reply could not be queued
   Clock::time_point waiting_since_;  // when the first order began to wait; epoch: it does not
 
   Clock::time_point coordinator_seen_;
@@ -170,7 +175,8 @@ void ShardServer::Refuse(const zmq::message_t& identity, const std::string& who,
 }
 
 Status ShardServer::Register() {
-  net::BindOptions bind_options;
+  DMLPS_ASSIGN_OR_RETURN(net::BindOptions bind_options, ReadServerKeys(config_));
+  DMLPS_ASSIGN_OR_RETURN(net::ConnectOptions link_options, ReadShardLinkKeys(config_));
   if (config_.max_message_bytes > 0) bind_options.max_frame_bytes = config_.max_message_bytes;
   bind_options.max_connections = config_.max_connections;
   // The slice's size is not known yet: the unread bound follows the frame
@@ -183,7 +189,7 @@ Status ShardServer::Register() {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, workers_->address()));
   }
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint coordinator,
-                         net::Endpoint::Connect(context_, config_.coordinator));
+                         net::Endpoint::Connect(context_, config_.coordinator, link_options));
   coordinator_.emplace(std::move(coordinator));
   proto::Hello hello;
   hello.host = net::HostName();
@@ -221,23 +227,14 @@ Status ShardServer::Register() {
     if (welcome == nullptr) continue;  // heartbeats
 
     DMLPS_ASSIGN_OR_RETURN(
-        model::ModelSpec spec,
-        model::ParseModelSpec(welcome->model, welcome->input_dim, welcome->classes));
-    model::Model model(spec);
-    if (model.num_params() != welcome->num_params ||
-        welcome->bounds != ShardBounds(model.num_params(), config_.shard_count)) {
-      return Status::Protocol("shard 0 sent a model of " + std::to_string(welcome->num_params) +
-                              " parameters or slices that do not fit " + spec.Name());
-    }
-    // The whole model initialized as shard 0 does; this shard keeps its slice.
-    std::vector<float> params(static_cast<size_t>(model.num_params()));
-    model.Initialize(welcome->seed, params);
-    begin_ = welcome->bounds[static_cast<size_t>(config_.shard_index)];
-    size_ = welcome->bounds[static_cast<size_t>(config_.shard_index) + 1] - begin_;
-    std::vector<float> slice(params.begin() + begin_, params.begin() + begin_ + size_);
+        InitialSlice initial,
+        TakeInitialSlice(*welcome, message.payload, config_.shard_index, config_.shard_count));
+    begin_ = initial.begin;
+    size_ = static_cast<int64_t>(initial.values.size());
+    std::vector<float> slice = std::move(initial.values);
     DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(welcome->lr, welcome->momentum, size_));
-    DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(*welcome, spec.Name(), begin_, begin_ + size_, &slice,
-                                              optimizer_.get()));
+    DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(*welcome, initial.model, begin_, begin_ + size_,
+                                              &slice, optimizer_.get()));
     store_.emplace(std::move(slice),
                    proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
                    config_.threads);
@@ -250,9 +247,16 @@ Status ShardServer::Register() {
         config_.max_connections > 0 ? config_.max_connections
                                     : welcome->num_workers + kConnectionHeadroom,
         4 * max_bytes_ + kUnreadHeadroom));
+    // And its frame limit and send queue, which ZeroMQ takes at bind time:
+    // bound again, before any worker learns this address from shard 0.
+    DMLPS_RETURN_IF_ERROR(workers_->Rebind(
+        max_bytes_, MaxQueuedMessages(size_ * static_cast<int64_t>(sizeof(float)))));
     spdlog::info("{}: model {}, parameters [{}, {}) of {}, {} (policy {} on shard 0)", name_,
-                 spec.Name(), begin_, begin_ + size_, model.num_params(), optimizer_->Name(),
+                 initial.model, begin_, begin_ + size_, initial.num_params, optimizer_->Name(),
                  welcome->policy);
+    // Ready: shard 0 tells the workers this address only now (a connection
+    // the old listener took would have closed with it).
+    DMLPS_RETURN_IF_ERROR(coordinator_->SendMessage(nullptr, proto::Heartbeat{trace::NowMicros()}));
     coordinator_seen_ = Clock::now();
     return Status::Ok();
   }
@@ -443,6 +447,19 @@ void ShardServer::Forget(int64_t w) {
   }
 }
 
+void ShardServer::DropUnreading() {
+  std::map<int64_t, std::string> unreading;
+  unreading.swap(unreading_);
+  for (const auto& [rank, why] : unreading) {
+    if (!pushers_.contains(rank)) continue;
+    const std::string what =
+        "dropped worker " + std::to_string(rank) + ": it does not read its replies (" + why + ")";
+    spdlog::warn("{}: {}", name_, what);
+    Forget(rank);
+    (void)coordinator_->SendMessage(nullptr, proto::Error{what, false});
+  }
+}
+
 void ShardServer::RunOrders() {
   while (!orders_.empty()) {
     const proto::Order order = orders_.front();
@@ -480,6 +497,8 @@ void ShardServer::RunOrders() {
       case proto::Order::kReply: {
         auto it = pushers_.find(order.worker);
         if (it == pushers_.end()) {
+          // Dropped here for not reading its replies, it may still be shard 0's.
+          if (forgotten_.contains(order.worker)) break;
           spdlog::warn("{}: no connection from worker {} to send its slice of the model to", name_,
                        order.worker);
           break;
@@ -487,7 +506,10 @@ void ShardServer::RunOrders() {
         proto::Model header;
         header.version = static_cast<int64_t>(order.value);
         QueueModelReply(*store_, *workers_, &it->second.identity, header,
-                        "worker " + std::to_string(order.worker));
+                        "worker " + std::to_string(order.worker),
+                        [this, rank = order.worker](const Status& why) {
+                          unreading_.emplace(rank, why.message());
+                        });
         break;
       }
       case proto::Order::kForget:
@@ -575,6 +597,7 @@ Status ShardServer::Serve() {
       }
     }
     RunOrders();
+    DropUnreading();
     ExpireHeld();
     const Clock::time_point now = Clock::now();
     if (now - last_heartbeat_ >= config_.heartbeat) {

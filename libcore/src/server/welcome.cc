@@ -7,6 +7,8 @@ proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* sp
   proto::Welcome welcome;
   welcome.model = spec != nullptr ? spec->Name() : std::string(kExternalModel);
   welcome.policy = policy;
+  // A server shard sizes its connection limit by it.
+  welcome.num_workers = config.workers;
   welcome.input_dim = spec != nullptr ? spec->input_dim : 0;
   welcome.classes = spec != nullptr ? spec->classes : 0;
   welcome.seed = config.seed;

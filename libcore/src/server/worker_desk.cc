@@ -93,7 +93,11 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
     // A peer admitted (or held for its Welcome) keeps its connection when
     // a flood of others wants room.
     if (hello->shard >= 0) {
-      if (Status registered = shards_.Register(identity, *hello); !registered.ok()) {
+      if (!endpoint_.LastSenderMayBeShard()) {
+        // An admitted worker's key is no shard's: shards hold the servers' key pair.
+        Refuse(identity, ShardName(*hello),
+               "a server shard must connect with the servers' key pair (--curve-secret)", true);
+      } else if (Status registered = shards_.Register(identity, *hello); !registered.ok()) {
         Refuse(identity, ShardName(*hello), registered.message(), true);
       } else {
         endpoint_.AdmitSender();

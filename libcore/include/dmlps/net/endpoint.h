@@ -23,6 +23,9 @@ using Frames = std::vector<zmq::message_t>;
 inline constexpr std::chrono::milliseconds kLinger{2000};
 // Frames larger than this are refused by ZeroMQ before they reach us.
 inline constexpr int64_t kMaxFrameBytes = int64_t{256} << 20;
+// The message of the Unavailable that Send returns when the peer's send
+// queue is full (it is not reading for now), as opposed to a peer gone.
+inline constexpr char kSendQueueFull[] = "send queue is full";
 
 class Gatekeeper;
 
@@ -51,6 +54,11 @@ struct BindOptions {
   // fails with Unavailable, so that a peer that does not read cannot make
   // the server hold more. 0: ZeroMQ's queue of 100000 messages.
   int64_t max_queued_messages = 0;
+  // With CURVE: the public key of the server shards beyond 0, admitted
+  // besides allowed_keys (sharded servers share one key pair, so this is
+  // the server's own public key); messages over such a connection are
+  // marked (LastSenderMayBeShard). Empty: none.
+  std::string shard_key;
 };
 
 // How a worker's DEALER talks to a CURVE server; both empty: plaintext.
@@ -127,6 +135,21 @@ class Endpoint {
   // for a negative limit, or on an endpoint bound without a guard.
   Status SetConnectionLimits(int64_t max_connections, int64_t max_unread_bytes);
 
+  // Whether the message Receive returned last may come from a server
+  // shard: false only on a CURVE endpoint when its connection was not made
+  // with BindOptions::shard_key, so that a worker's key cannot register a
+  // shard. Without CURVE nothing tells peers apart: true.
+  bool LastSenderMayBeShard() const { return !curve_ || last_from_shard_; }
+
+  // Applies a new frame limit and send queue bound (BindOptions::
+  // max_frame_bytes, max_queued_messages) to the connections made from now
+  // on, and the queue bound to those open, by binding the same address
+  // again: ZeroMQ gives a listener's connections the options it had when it
+  // bound. A server shard learns its slice's size only after it binds; its
+  // workers learn its address later still. InvalidArgument for limits out
+  // of range; Unavailable when the address cannot be bound again.
+  Status Rebind(int64_t max_frame_bytes, int64_t max_queued_messages);
+
   // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
   int64_t refused_connections() const;
 
@@ -150,6 +173,7 @@ class Endpoint {
   std::unique_ptr<zmq::socket_t> socket_;
   std::unique_ptr<zmq::socket_t> monitor_;  // a connected endpoint's handshake events
   bool curve_ = false;
+  bool last_from_shard_ = false;   // the message received last came with the shard key
   int last_source_ = -1;           // the connection of the message received last
   int64_t failed_handshakes_ = 0;  // in a row, without detail
   std::string address_;

@@ -109,9 +109,13 @@ struct Welcome {
   // from (--resume), which that shard's own checkpoint must hold; -1: shard
   // 0 started afresh.
   int64_t resume_version = -1;
+  // Shard 0's Welcome to another server shard of an external model: the
+  // layout the first worker announced; the payload then holds that shard's
+  // slice of the initial values, in frames of at most 1 MiB.
+  std::vector<model::TensorSpec> layout;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds, ticket, resume_version);
+                     bounds, ticket, resume_version, layout);
 };
 
 struct Pull {

@@ -1,0 +1,73 @@
+# --model external on sharded servers: shard 0 learns the layout and the
+# initial values from the first worker's Hello and sends each other shard
+# the layout and its slice of those values when it registers, which it does
+# only then. 1 shard and 2 shards, with 2 workers under BSP and
+# --deterministic, end with the same model bit for bit (the slices started
+# from the first worker's values), and a 2-shard run with an evaluator
+# trains to its target.
+. "$(dirname "$0")/lib.sh"
+
+# cluster SHARDS TAG SERVER-ARGS...: shard 0, SHARDS - 1 more and 2 workers
+# announcing softmax, to the end; TAG.model is the whole model saved.
+cluster() {
+  local shards=$1 tag=$2
+  shift 2
+  start_server --shard "0/$shards" --workers 2 --model external --save-model "$WORK/$tag.0" "$@"
+  local pids=("$SERVER_PID")
+  for ((k = 1; k < shards; k++)); do
+    "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$k/$shards" --coordinator "$ENDPOINT" \
+      --save-model "$WORK/$tag.$k" 2>"$WORK/$tag-shard-$k.log" &
+    pids+=($!)
+    CHILDREN+=($!)
+  done
+  local workers=()
+  for r in 0 1; do
+    start_worker "$tag-worker-$r" --rank "$r" --model softmax --announce-layout
+    workers+=("$WORKER_PID")
+  done
+  for pid in "${pids[@]}"; do
+    wait_for "$pid" 120
+    expect_exit 0 "$RC" "server shard (pid $pid) of $tag"
+  done
+  for pid in "${workers[@]}"; do
+    wait_for "$pid" 30
+    expect_exit 0 "$RC" "worker (pid $pid) of $tag"
+  done
+  : >"$WORK/$tag.model"
+  for ((k = 0; k < shards; k++)); do cat "$WORK/$tag.$k" >>"$WORK/$tag.model"; done
+}
+
+same=(--policy bsp --batch 32 --lr 0.02 --seed 7 --max-iterations 30 --deterministic)
+cluster 1 one "${same[@]}"
+cluster 2 two "${same[@]}"
+[ "$(stat -c %s "$WORK/one.model")" -eq $((7850 * 4)) ] || fail "one.model is not 7850 floats"
+grep -q "model external, 2 tensors, parameters \[3925, 7850) of 7850" "$WORK/two-shard-1.log" ||
+  fail "shard 1 does not hold the second half of the external model: $(cat "$WORK/two-shard-1.log")"
+cmp "$WORK/one.model" "$WORK/two.model" ||
+  fail "1 shard and 2 shards of the external model ended with different models"
+echo "1 shard and 2 shards of an external model: the same 7850 parameters bit for bit"
+
+# To a target, scored by an evaluator process.
+start_server --shard 0/2 --workers 2 --model external --evaluator --policy bsp --batch 32 \
+  --lr 0.02 --target-accuracy 0.79 --eval-every 10 --max-iterations 20000 --max-seconds 100
+"$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard 1/2 --coordinator "$ENDPOINT" \
+  2>"$WORK/shard-1.log" &
+shard=$!
+CHILDREN+=("$shard")
+start_worker w0 --model softmax --announce-layout
+w0=$WORKER_PID
+start_worker w1 --model softmax --announce-layout
+w1=$WORKER_PID
+wait_log "$WORK/server.log" "training starts once the evaluator has joined" 30
+start_worker evaluator --model softmax --evaluator
+ev=$WORKER_PID
+wait_for "$SERVER_PID" 120
+expect_exit 0 "$RC" "shard 0 of the external model"
+for pid in "$shard" "$w0" "$w1" "$ev"; do
+  wait_for "$pid" 30
+  expect_exit 0 "$RC" "process $pid"
+done
+grep -q "connected to 2 server shards" "$WORK/w0.log" || fail "worker 0 did not use both shards"
+acc=$(last_accuracy)
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.79) }' || fail "final accuracy $acc is below 0.79"
+echo "2 shards, external model: reached accuracy $acc: $(tail -n 1 "$WORK/server.tsv")"
