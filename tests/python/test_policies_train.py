@@ -16,6 +16,8 @@ POLICIES = {
     "abps": ["--chunk", "16"],
     "lbbsp": ["--lb-mode", "cpu", "--predictor", "ema"],
     "token": ["--token-size", "16"],
+    "localsgd": ["--local-steps", "4"],
+    "async-localsgd": ["--local-steps", "4", "--dylu"],
 }
 
 for policy, flags in POLICIES.items():
