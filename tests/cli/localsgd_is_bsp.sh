@@ -37,12 +37,13 @@ diff = np.abs(bsp - local).max()
 print(f"max |bsp - localsgd| = {diff:.3g}; with an outer Nesterov step: {moved:.3g}")
 assert diff < 1e-4, diff
 assert moved > 100 * max(diff, 1e-7), moved  # the comparison can tell models apart
-# The same evaluations, to a few test samples of 10000 (a sample on the
-# boundary may fall either way).
-rows = [[l.split("\t") for l in open(f"{w}/{n}.tsv").read().split("\n")[1:] if l]
-        for n in ("bsp", "local")]
-assert len(rows[0]) == len(rows[1]) >= 3, rows
-for a, b in zip(*rows):
-    assert a[1] == b[1], (a, b)
-    assert abs(float(a[2]) - float(b[2])) <= 5e-4, (a, b)
+# The same accuracy at the iterations both evaluated (the first and the last
+# always; one in between may be skipped under load), to a few test samples
+# of 10000 (a sample on the boundary may fall either way).
+acc = [{l.split("\t")[1]: float(l.split("\t")[2])
+        for l in open(f"{w}/{n}.tsv").read().split("\n")[1:] if l} for n in ("bsp", "local")]
+both = set(acc[0]) & set(acc[1])
+assert {"0", "30"} <= both, acc
+for it in both:
+    assert abs(acc[0][it] - acc[1][it]) <= 5e-4, (it, acc)
 PY
