@@ -32,7 +32,7 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
        {"policy",
         "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
-        "token, localsgd, async-localsgd",
+        "token, localsgd, async-localsgd, dssp",
         "NAME", defaults.policy.name},
        {"shard",
         "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
@@ -66,6 +66,12 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
       options, "Policy",
       {{"staleness", "ssp: clocks a worker may run ahead of the slowest", "S",
         std::to_string(defaults.staleness)},
+       {"staleness-low", "dssp: the lowest staleness bound a worker is given", "S",
+        std::to_string(defaults.staleness_low)},
+       {"staleness-high",
+        "dssp: the highest staleness bound, given to a worker as fast as fits that many "
+        "more clocks into the slowest's iteration",
+        "S", std::to_string(defaults.staleness_high)},
        {"backup", "backup: pushes per iteration not waited for", "B",
         std::to_string(defaults.backup)},
        {"chunk", "abps: samples per chunk; workers look for SyncNow between chunks", "N",
@@ -236,6 +242,8 @@ void ReadPolicySettings(cli::FlagReader& flags, sync::PolicyConfig* policy) {
   policy->outer_lr = flags.Real("outer-lr", 1e-12, 1e6);
   policy->outer_momentum = flags.Real("outer-momentum", 0, 0.999999);
   policy->outer_nesterov = !flags.Has("no-outer-nesterov");
+  policy->staleness_low = flags.Int("staleness-low", 0, 1000000);
+  policy->staleness_high = flags.Int("staleness-high", 0, 1000000);
   policy->dylu = flags.Has("dylu");
   policy->momentum_every = flags.Int("momentum-every", 0, 1 << 20);
   if (flags.Has("arima-order") && policy->predictor != "arima") {
@@ -271,6 +279,11 @@ void RefuseOtherPoliciesFlags(cli::FlagReader& flags, const std::string& policy_
     if (flags.Has(flag) && !local_sgd) {
       flags.AddProblem(std::string("--") + flag +
                        " applies only to --policy localsgd or async-localsgd");
+    }
+  }
+  for (const char* flag : {"staleness-low", "staleness-high"}) {
+    if (flags.Has(flag) && policy_name != "dssp") {
+      flags.AddProblem(std::string("--") + flag + " applies only to --policy dssp");
     }
   }
   for (const char* flag : {"dylu", "momentum-every"}) {

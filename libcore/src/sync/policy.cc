@@ -6,6 +6,7 @@
 #include "dmlps/predict/predictor.h"
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
+#include "dmlps/sync/dssp.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/localsgd.h"
 #include "dmlps/sync/token.h"
@@ -303,6 +304,12 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
     }
   }
   if (name == "localsgd") return Made(new LocalSgdPolicy(n));
+  if (name == "dssp") {
+    if (config.staleness_low < 0 || config.staleness_high < config.staleness_low) {
+      return Status::InvalidArgument("dssp needs 0 <= --staleness-low <= --staleness-high");
+    }
+    return Made(new DsspPolicy(n, config.staleness_low, config.staleness_high));
+  }
   if (name == "async-localsgd") {
     if (config.momentum_every < 0) {
       return Status::InvalidArgument("async-localsgd needs --momentum-every of 0 or more");
@@ -315,7 +322,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
 
 std::string_view PolicyNames() {
   return "bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, token, localsgd, "
-         "async-localsgd";
+         "async-localsgd, dssp";
 }
 
 bool UsesOuterOptimizer(const PolicyConfig& config) {

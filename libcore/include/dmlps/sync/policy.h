@@ -134,7 +134,7 @@ struct PolicyState {
 
 struct PolicyConfig {
   // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token |
-  // localsgd | async-localsgd
+  // localsgd | async-localsgd | dssp
   std::string name = "bsp";
   int64_t num_workers = 1;
   int64_t batch = 64;             // per-worker batch; the global batch B is batch * num_workers
@@ -162,6 +162,9 @@ struct PolicyConfig {
   // 0: the number of workers).
   bool dylu = false;
   int64_t momentum_every = 0;
+  // dssp: the range each worker's staleness bound is chosen in.
+  int64_t staleness_low = 1;
+  int64_t staleness_high = 4;
 };
 
 // Whether the server steps the model with the outer optimizer of `config`
