@@ -17,7 +17,8 @@ void AddExperimentOptions(cxxopts::Options& options) {
       {{"workers", "Workers per cluster", "N", std::to_string(d.workers)},
        {"policies",
         "Policies to compare, comma-separated: bsp, asp, ssp:S, backup:B, wbsp, "
-        "wbsp-overlap, abps, lbbsp, lbbsp:PREDICTOR, lbbsp-gpu, token",
+        "wbsp-overlap, abps, lbbsp, lbbsp:PREDICTOR, lbbsp-gpu, token, localsgd[:H], "
+        "async-localsgd[:H], async-localsgd-dylu[:H]",
         "LIST", "bsp,ssp:3,wbsp,abps,lbbsp"},
        {"slowdown", "Slowdown factor per worker, or one for all (default: the last worker at 4)",
         "K,..."},

@@ -1,5 +1,7 @@
 #include "cmd/dmlps-server/options.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <limits>
 #include <string>
 #include <utility>
@@ -30,7 +32,7 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
        {"policy",
         "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
-        "token",
+        "token, localsgd, async-localsgd, dssp",
         "NAME", defaults.policy.name},
        {"shard",
         "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
@@ -64,6 +66,12 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
       options, "Policy",
       {{"staleness", "ssp: clocks a worker may run ahead of the slowest", "S",
         std::to_string(defaults.staleness)},
+       {"staleness-low", "dssp: the lowest staleness bound a worker is given", "S",
+        std::to_string(defaults.staleness_low)},
+       {"staleness-high",
+        "dssp: the highest staleness bound, given to a worker as fast as fits that many "
+        "more clocks into the slowest's iteration",
+        "S", std::to_string(defaults.staleness_high)},
        {"backup", "backup: pushes per iteration not waited for", "B",
         std::to_string(defaults.backup)},
        {"chunk", "abps: samples per chunk; workers look for SyncNow between chunks", "N",
@@ -78,7 +86,25 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
        {"arima-order", "lbbsp with --predictor arima: the order P,D,Q", "P,D,Q",
         cli::FormatArimaOrder(defaults.arima_p, defaults.arima_d, defaults.arima_q)},
        {"lb-step", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))", "N", "0"},
-       {"token-size", "token: samples per token", "N", std::to_string(defaults.token_size)}});
+       {"token-size", "token: samples per token", "N", std::to_string(defaults.token_size)},
+       {"local-steps", "localsgd, async-localsgd: local steps each worker takes per push (H)", "H",
+        std::to_string(defaults.local_steps)},
+       {"outer-lr",
+        "localsgd, async-localsgd: learning rate of the server's outer SGD on the "
+        "pseudo-gradients (--lr and --momentum then drive the workers' local steps)",
+        "LR", fmt::format("{}", defaults.outer_lr)},
+       {"outer-momentum",
+        "localsgd, async-localsgd: momentum of the outer SGD (Nesterov's unless told)", "M",
+        fmt::format("{}", defaults.outer_momentum)},
+       {"no-outer-nesterov",
+        "localsgd, async-localsgd: heavy-ball outer momentum instead of Nesterov's"},
+       {"dylu",
+        "async-localsgd: Dynamic Local Updates, each worker's local steps scaled to its "
+        "measured speed (the fastest takes H)"},
+       {"momentum-every",
+        "async-localsgd: take the outer momentum once every N pushes, plain steps in between "
+        "(delayed Nesterov; 0: the number of workers)",
+        "N", "0"}});
 }
 
 void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
@@ -212,6 +238,14 @@ void ReadPolicySettings(cli::FlagReader& flags, sync::PolicyConfig* policy) {
   } else {
     flags.AddProblem("--arima-order: " + s.message());
   }
+  policy->local_steps = flags.Int("local-steps", 1, 1 << 20);
+  policy->outer_lr = flags.Real("outer-lr", 1e-12, 1e6);
+  policy->outer_momentum = flags.Real("outer-momentum", 0, 0.999999);
+  policy->outer_nesterov = !flags.Has("no-outer-nesterov");
+  policy->staleness_low = flags.Int("staleness-low", 0, 1000000);
+  policy->staleness_high = flags.Int("staleness-high", 0, 1000000);
+  policy->dylu = flags.Has("dylu");
+  policy->momentum_every = flags.Int("momentum-every", 0, 1 << 20);
   if (flags.Has("arima-order") && policy->predictor != "arima") {
     flags.AddProblem("--arima-order applies only to --predictor arima");
   }
@@ -237,6 +271,24 @@ void RefuseOtherPoliciesFlags(cli::FlagReader& flags, const std::string& policy_
   for (const auto& [flag, policy] : policy_flags) {
     if (flags.Has(flag) && policy_name != policy) {
       flags.AddProblem(std::string("--") + flag + " applies only to --policy " + policy);
+    }
+  }
+  // The local-SGD policies share theirs.
+  const bool local_sgd = policy_name == "localsgd" || policy_name == "async-localsgd";
+  for (const char* flag : {"local-steps", "outer-lr", "outer-momentum", "no-outer-nesterov"}) {
+    if (flags.Has(flag) && !local_sgd) {
+      flags.AddProblem(std::string("--") + flag +
+                       " applies only to --policy localsgd or async-localsgd");
+    }
+  }
+  for (const char* flag : {"staleness-low", "staleness-high"}) {
+    if (flags.Has(flag) && policy_name != "dssp") {
+      flags.AddProblem(std::string("--") + flag + " applies only to --policy dssp");
+    }
+  }
+  for (const char* flag : {"dylu", "momentum-every"}) {
+    if (flags.Has(flag) && policy_name != "async-localsgd") {
+      flags.AddProblem(std::string("--") + flag + " applies only to --policy async-localsgd");
     }
   }
 }

@@ -27,7 +27,10 @@ wbsp\t'Worker-busy synchronous'
 wbsp-overlap\t'WBSP, compute and communication overlapped'
 abps\t'Aggressive synchronization, partial processing'
 lbbsp\t'Load-balanced batch sizes'
-token\t'Token scheduling'"
+token\t'Token scheduling'
+localsgd\t'Local SGD with an outer optimizer (DiLoCo)'
+async-localsgd\t'Asynchronous local SGD'
+dssp\t'Dynamic stale synchronous'"
 
 complete -c $c -l staleness -x -d 'ssp: clocks a worker may run ahead of the slowest'
 complete -c $c -l backup -x -d 'backup: pushes per iteration not waited for'
@@ -40,6 +43,14 @@ complete -c $c -l ema-alpha -x -d 'lbbsp with --predictor ema: weight of the new
 complete -c $c -l arima-order -x -d 'lbbsp with --predictor arima: the order P,D,Q'
 complete -c $c -l lb-step -x -d 'lbbsp gpu mode: samples moved per rebalance at first'
 complete -c $c -l token-size -x -d 'token: samples per token'
+complete -c $c -l staleness-low -x -d 'dssp: the lowest staleness bound'
+complete -c $c -l staleness-high -x -d 'dssp: the highest staleness bound'
+complete -c $c -l local-steps -x -d 'localsgd: local steps per push'
+complete -c $c -l outer-lr -x -d 'localsgd: learning rate of the outer SGD'
+complete -c $c -l outer-momentum -x -d 'localsgd: momentum of the outer SGD'
+complete -c $c -l no-outer-nesterov -d 'localsgd: heavy-ball outer momentum, not Nesterov'
+complete -c $c -l dylu -d 'async-localsgd: local steps scaled to each worker speed'
+complete -c $c -l momentum-every -x -d 'async-localsgd: pushes per outer momentum step'
 
 complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models external"
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'

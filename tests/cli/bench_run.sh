@@ -52,6 +52,12 @@ for p in doc["policies"]:
 assert len(doc["runs"]) == 2 and all(r["failure"] is None for r in doc["runs"]), doc["runs"]
 PY
 fi
+# localsgd:H reaches the server as --local-steps H.
+"$bench" run "${small[@]}" --policies localsgd:2 --target 0 --max-iterations 10 --format tsv \
+  --out "$WORK/local-runs" >"$WORK/local.tsv" 2>"$WORK/local.log" || fail "localsgd:2 exited $?"
+expect_tsv "$WORK/local.tsv" "$BENCH_TSV_HEADER" 1
+grep -q "policy localsgd" "$WORK/local-runs/localsgd-2-1/worker-0.log" ||
+  fail "localsgd did not reach the workers: $(ls "$WORK/local-runs")"
 "$bench" run "${small[@]}" --policies bsp --target 0 --max-iterations 10 >"$WORK/table.txt" \
   2>"$WORK/table.log" || fail "table format exited $?"
 expect_table "$WORK/table.txt" "^2 workers, mlp:128" "^policy  *reached  *seconds to target"

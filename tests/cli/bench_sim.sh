@@ -71,4 +71,12 @@ expect_usage "--heavy-tail must be 0 (none) or above 1" --heavy-tail 0.5
 expect_usage "--compute-cost must be A,C" --compute-cost 5
 expect_usage "'hsp': unknown" --policies bsp,hsp
 expect_usage "--bin does not apply to sim" --bin /tmp
+expect_usage "localsgd:H needs a number H" --policies localsgd:x
+
+# The local-SGD policies have rows of their own, DyLU's too.
+"$bench" sim "${tiny[@]}" --policies localsgd:4,async-localsgd:4,async-localsgd-dylu:4 \
+  --format tsv >"$WORK/local.tsv" 2>/dev/null || fail "local-SGD policies: exited $?"
+expect_tsv "$WORK/local.tsv" "$BENCH_TSV_HEADER" 3
+awk -F '\t' 'NR > 1 && !($7 > 0 && $8 > 0) { print; bad = 1 } END { exit bad }' \
+  "$WORK/local.tsv" || fail "a local-SGD policy trained nothing"
 echo "ok"

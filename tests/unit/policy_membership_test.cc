@@ -337,8 +337,8 @@ struct MembershipDriver {
 };
 
 TEST_CASE("membership: every policy goes on through random losses and joins") {
-  for (std::string name :
-       {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp", "token"}) {
+  for (std::string name : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp",
+                           "token", "localsgd", "async-localsgd"}) {
     for (uint64_t seed = 1; seed <= 5; ++seed) {
       CAPTURE(name);
       CAPTURE(seed);

@@ -223,8 +223,8 @@ TEST_CASE("sim: the same seed gives the same run; another noise seed another one
 
 TEST_CASE("sim: the gradients are real: every policy learns the separable problem") {
   Fixture f;
-  for (const char* policy :
-       {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp", "token"}) {
+  for (const char* policy : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp",
+                             "token", "localsgd", "async-localsgd"}) {
     CAPTURE(policy);
     SimConfig c = f.Config(policy, {1, 1, 1, 4}, 10, 1);
     c.max_iterations = 0;
@@ -276,6 +276,74 @@ TEST_CASE("sim: a run's limits out of range, or none set, are named as the calle
   problems.clear();
   CheckRunLimits({.target = 0.9, .eval_every = 5}, names, &problems);
   CHECK(problems.empty());
+}
+
+TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP does") {
+  // docs/algorithms.md, "Local SGD": the same seed gives the same model up to
+  // float rounding. Not bit for bit: the worker sends θ − (θ − lr·g), which
+  // rounds differently from the lr·g the server multiplies out under BSP.
+  Fixture f;
+  SimConfig bsp = f.Config("bsp", {1, 1, 1, 4}, 10, 1);
+  bsp.momentum = 0;
+  bsp.max_iterations = 40;
+  bsp.eval_every = 5;
+  SimConfig local = bsp;
+  local.policy.name = "localsgd";
+  local.policy.local_steps = 1;
+  local.policy.outer_lr = 1;
+  local.policy.outer_momentum = 0;
+  const SimReport a = f.Run(bsp);
+  const SimReport b = f.Run(local);
+  REQUIRE(a.curve.size() == b.curve.size());
+  CHECK(a.curve.size() >= 8);
+  for (size_t i = 0; i < a.curve.size(); ++i) {
+    CAPTURE(i);
+    CHECK(a.curve[i].iteration == b.curve[i].iteration);
+    CHECK(a.curve[i].samples == b.curve[i].samples);
+    CHECK(b.curve[i].loss == doctest::Approx(a.curve[i].loss).epsilon(1e-5));
+    CHECK(b.curve[i].accuracy == doctest::Approx(a.curve[i].accuracy).epsilon(1e-9));
+  }
+  // With the defaults (H = 8, Nesterov 0.9 at rate 0.7) the model differs.
+  local.policy = bsp.policy;
+  local.policy.name = "localsgd";
+  CHECK(f.Run(local).curve.back().loss != doctest::Approx(a.curve.back().loss).epsilon(1e-5));
+}
+
+TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round") {
+  Fixture f;
+  SimConfig c = f.Config("localsgd", {1, 1, 1, 4}, 10, 1);
+  c.policy.local_steps = 4;
+  c.max_iterations = 10;
+  const SimReport r = f.Run(c);
+  // A round: the straggler's 4 steps of 40 ms, its push and the model back.
+  CHECK(r.seconds == doctest::Approx(10 * (4 * 0.040 + 0.002)).epsilon(0.01));
+  for (const WorkerStats& w : r.workers) {
+    CHECK(w.steps == 10);  // pushes, one per round
+    CHECK(w.samples == 10 * 4 * 8);
+  }
+  // The fast workers wait 3/4 of every round; the straggler hardly at all.
+  CHECK(r.workers[0].wait_s == doctest::Approx(10 * 3 * 0.040).epsilon(0.05));
+  CHECK(r.workers[3].wait_s < 0.05);
+}
+
+TEST_CASE("sim: async-localsgd with DyLU: the 4x slower worker takes H/4 steps per push") {
+  Fixture f;
+  SimConfig c = f.Config("async-localsgd", {1, 1, 1, 4}, 10, 1);
+  c.policy.local_steps = 8;
+  c.max_iterations = 60;
+  const SimReport plain = f.Run(c);
+  // Without DyLU every push is 8 steps: the slow worker pushes a quarter as often.
+  CHECK(plain.workers[3].samples == plain.workers[3].steps * 8 * 8);
+  CHECK(plain.workers[0].steps >= 3 * plain.workers[3].steps);
+  c.policy.dylu = true;
+  const SimReport dylu = f.Run(c);
+  // With it, after its first push of 8 steps it takes 2: about as many
+  // pushes as the fast workers, a quarter of their samples.
+  CHECK(dylu.workers[3].samples == (8 + (dylu.workers[3].steps - 1) * 2) * 8);
+  CHECK(dylu.workers[3].steps >= dylu.workers[0].steps * 8 / 10);
+  CHECK(dylu.workers[0].samples == dylu.workers[0].steps * 8 * 8);
+  // Nobody waits under either.
+  for (const WorkerStats& w : dylu.workers) CHECK(w.wait_s < 0.05 * dylu.seconds);
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ using std::chrono::milliseconds;
 TEST_CASE("every worker mode parses back from its name, and nothing else does") {
   for (sync::WorkerMode mode :
        {sync::WorkerMode::kSync, sync::WorkerMode::kChunked, sync::WorkerMode::kLocal,
-        sync::WorkerMode::kLocalOverlap, sync::WorkerMode::kToken}) {
+        sync::WorkerMode::kLocalOverlap, sync::WorkerMode::kToken, sync::WorkerMode::kLocalSgd}) {
     Result<sync::WorkerMode> parsed = sync::ParseWorkerMode(sync::WorkerModeName(mode));
     REQUIRE(parsed.ok());
     CHECK(*parsed == mode);

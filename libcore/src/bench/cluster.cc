@@ -347,6 +347,9 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
   if (policy.name == "abps") argv.insert(argv.end(), {"--chunk", std::to_string(policy.chunk)});
   if (policy.name == "token")
     argv.insert(argv.end(), {"--token-size", std::to_string(policy.token_size)});
+  if (policy.name == "localsgd" || policy.name == "async-localsgd")
+    argv.insert(argv.end(), {"--local-steps", std::to_string(policy.local_steps)});
+  if (policy.dylu) argv.push_back("--dylu");
   if (policy.name == "lbbsp") {
     argv.insert(argv.end(), {"--lb-mode", policy.lb_mode});
     if (policy.lb_mode == "cpu") argv.insert(argv.end(), {"--predictor", policy.predictor});

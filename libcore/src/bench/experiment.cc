@@ -89,12 +89,27 @@ Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& e
   } else if (name == "lbbsp" && has_parameter) {
     // lbbsp:PREDICTOR (cpu mode); MakePolicy below checks the name.
     config.predictor = std::string(parameter);
+  } else if ((name == "localsgd" || name == "async-localsgd" || name == "async-localsgd-dylu") &&
+             has_parameter) {
+    // NAME:H, H local steps per push; MakePolicy below checks H >= 1.
+    const std::optional<int64_t> value = ParseCount(parameter);
+    if (!value) {
+      return Status::InvalidArgument(Quoted(entry) + ": " + std::string(name) +
+                                     ":H needs a number H");
+    }
+    config.local_steps = *value;
   } else if (has_parameter) {
-    return Status::InvalidArgument(Quoted(entry) +
-                                   ": only ssp:S, backup:B and lbbsp:PREDICTOR take a parameter");
+    return Status::InvalidArgument(
+        Quoted(entry) +
+        ": only ssp:S, backup:B, lbbsp:PREDICTOR and the local-SGD policies' :H take a "
+        "parameter");
   }
   // A quarter of a worker's batch: much smaller and a chunk's or token's
   // message round trip costs more than its compute.
+  if (name == "async-localsgd-dylu") {
+    config.name = "async-localsgd";
+    config.dylu = true;
+  }
   config.chunk = std::max<int64_t>(1, (experiment.batch + 3) / 4);
   config.token_size = config.chunk;
   if (Result<std::unique_ptr<sync::Policy>> made = sync::MakePolicy(config); !made.ok()) {

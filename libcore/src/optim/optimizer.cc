@@ -31,7 +31,11 @@ bool Momentum::StepStaysFinite(std::span<const float> params, std::span<const fl
   // A velocity that overflows makes the parameter it moves infinite or NaN
   // (lr > 0), so checking the parameters checks the velocity too.
   const ConstVec u(velocity_.data() + offset, n);
-  return AllFinite(ConstVec(params.data(), n) - lr_ * (mu_ * u + scale * ConstVec(grad.data(), n)));
+  const ConstVec g(grad.data(), n);
+  if (nesterov_) {
+    return AllFinite(ConstVec(params.data(), n) - lr_ * (scale * g + mu_ * (mu_ * u + scale * g)));
+  }
+  return AllFinite(ConstVec(params.data(), n) - lr_ * (mu_ * u + scale * g));
 }
 
 bool AccumulatedStaysFinite(const Optimizer* optimizer, float scale, std::span<const float> params,
@@ -53,7 +57,11 @@ void Momentum::StepSlice(std::span<float> params, std::span<const float> grad, f
   Vec theta(params.data(), n);
   Vec u(velocity_.data() + offset, n);
   u = mu_ * u + scale * ConstVec(grad.data(), n);
-  theta -= lr_ * u;
+  if (nesterov_) {
+    theta -= lr_ * (scale * ConstVec(grad.data(), n) + mu_ * u);
+  } else {
+    theta -= lr_ * u;
+  }
 }
 
 void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
@@ -76,15 +84,30 @@ void LocalMomentumStep(std::span<float> params, std::span<float> velocity,
 }
 
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int64_t size) {
+  return MakeOptimizer(lr, momentum, false, size);
+}
+
+Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, bool nesterov,
+                                                 int64_t size) {
+  return MakeOptimizer(lr, momentum, nesterov, 1, size);
+}
+
+Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, bool nesterov,
+                                                 int64_t momentum_every, int64_t size) {
   if (!(lr > 0) || !std::isfinite(lr)) {
     return Status::InvalidArgument("learning rate must be a positive number");
   }
   if (!(momentum >= 0 && momentum < 1)) {
     return Status::InvalidArgument("momentum must be in [0, 1)");
   }
+  if (momentum_every < 1) return Status::InvalidArgument("momentum every 0 steps");
   if (momentum == 0) return std::unique_ptr<Optimizer>(new Sgd(static_cast<float>(lr)));
+  if (momentum_every > 1) {
+    return std::unique_ptr<Optimizer>(new DelayedMomentum(
+        static_cast<float>(lr), static_cast<float>(momentum), nesterov, momentum_every, size));
+  }
   return std::unique_ptr<Optimizer>(
-      new Momentum(static_cast<float>(lr), static_cast<float>(momentum), size));
+      new Momentum(static_cast<float>(lr), static_cast<float>(momentum), size, nesterov));
 }
 
 Status Momentum::SetState(std::span<const float> state) {
@@ -94,6 +117,58 @@ Status Momentum::SetState(std::span<const float> state) {
                                    " parameters");
   }
   velocity_.assign(state.begin(), state.end());
+  return Status::Ok();
+}
+
+void DelayedMomentum::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+                                int64_t offset) {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  Vec theta(params.data(), n);
+  const ConstVec g(grad.data(), n);
+  Vec delta(buffer_.data() + offset, n);
+  theta -= (lr_ * scale) * g;
+  delta += scale * g;
+  if (MomentumDue(offset)) {
+    Vec m(velocity_.data() + offset, n);
+    if (nesterov_) {
+      m = mu_ * m + delta;
+      theta -= (lr_ * mu_) * m;
+    } else {
+      theta -= (lr_ * mu_) * m;
+      m = mu_ * m + delta;
+    }
+    delta.setZero();
+  }
+  for (Eigen::Index i = 0; i < n; ++i) ++steps_[static_cast<size_t>(offset + i)];
+}
+
+bool DelayedMomentum::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                                      float scale, int64_t offset) const {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  const ConstVec theta(params.data(), n);
+  const ConstVec g(grad.data(), n);
+  if (!MomentumDue(offset)) {
+    // The buffer is checked when the momentum takes it.
+    return AllFinite(theta - (lr_ * scale) * g);
+  }
+  const ConstVec m(velocity_.data() + offset, n);
+  const ConstVec delta(buffer_.data() + offset, n);
+  if (nesterov_) {
+    return AllFinite(theta - (lr_ * scale) * g - (lr_ * mu_) * (mu_ * m + delta + scale * g));
+  }
+  return AllFinite(theta - (lr_ * scale) * g - (lr_ * mu_) * m) &&
+         AllFinite(mu_ * m + delta + scale * g);
+}
+
+Status DelayedMomentum::SetState(std::span<const float> state) {
+  if (state.size() != velocity_.size()) {
+    return Status::InvalidArgument("momentum state of " + std::to_string(state.size()) +
+                                   " floats for " + std::to_string(velocity_.size()) +
+                                   " parameters");
+  }
+  velocity_.assign(state.begin(), state.end());
+  std::fill(buffer_.begin(), buffer_.end(), 0.f);
+  std::fill(steps_.begin(), steps_.end(), 0);
   return Status::Ok();
 }
 

@@ -92,6 +92,11 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
           "--checkpoint and --resume do not work with an external model on sharded servers yet");
     }
   }
+  if (config.shard_count > 1 && sync::UsesOuterOptimizer(config.policy)) {
+    // Shards beyond 0 would need the outer optimizer's settings: not there yet.
+    problems.push_back("--policy " + config.policy.name +
+                       " does not work with sharded servers (--shard) yet");
+  }
   if (Result<Aggregation> rule = ParseAggregation(config.aggregate); !rule.ok()) {
     problems.push_back("--aggregate: " + rule.status().message());
   } else if (rule->robust() && !AggregatesRounds(config.policy.name)) {

@@ -99,8 +99,12 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
   // slice; this one holds the first.
   bounds_ = ShardBounds(num_params, config_.shard_count);
   params.resize(static_cast<size_t>(bounds_[1]));
-  DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(config_.lr, config_.momentum,
-                                                          static_cast<int64_t>(params.size())));
+  // Local-SGD policies step the model with their outer optimizer.
+  const sync::ServerOptimizer step =
+      sync::ServerOptimizerFor(config_.policy, config_.lr, config_.momentum);
+  DMLPS_ASSIGN_OR_RETURN(
+      optimizer_, optim::MakeOptimizer(step.lr, step.momentum, step.nesterov, step.momentum_every,
+                                       static_cast<int64_t>(params.size())));
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   store_.emplace(std::move(params), proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),

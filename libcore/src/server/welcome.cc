@@ -30,6 +30,7 @@ proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec*
   welcome.mode = std::string(sync::WorkerModeName(policy.mode()));
   welcome.chunk = config.policy.chunk;
   welcome.token_size = config.policy.token_size;
+  if (policy.mode() == sync::WorkerMode::kLocalSgd) welcome.local_steps = config.policy.local_steps;
   welcome.num_params = num_params;
   return welcome;
 }
@@ -41,6 +42,9 @@ int64_t MaxPushSamples(const ServerConfig& config, sync::WorkerMode mode) {
       return config.batch;
     case sync::WorkerMode::kToken:
       return config.policy.token_size;
+    case sync::WorkerMode::kLocalSgd:
+      // One push stands for the H local steps' samples.
+      return config.batch * config.policy.local_steps;
     case sync::WorkerMode::kLocal:
     case sync::WorkerMode::kLocalOverlap:
       return 0;

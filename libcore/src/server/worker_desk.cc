@@ -369,6 +369,7 @@ void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
   // One copy per model version, shared by every reply and evaluation of it;
   // a large model streams out chunk by chunk as its updates are applied.
   proto::Model header{reply.version, store_.size(), reply.batch, reply.token};
+  header.local_steps = reply.local_steps;
   std::string identity(static_cast<const char*>(member.identity.data()), member.identity.size());
   QueueModelReply(store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank),
                   [this, rank, identity](const Status& why) {

@@ -25,6 +25,7 @@ struct Message {
   int64_t version = 0;                              // model
   int64_t batch = 0;                                // model: the batch from now on; 0: unchanged
   int64_t token = -1;                               // model, continue
+  int64_t local_steps = 0;                          // model: local steps from now on; 0: unchanged
   bool download = false;                            // continue
   int64_t round = 0;                                // sync now
 };

@@ -117,6 +117,7 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
   std::optional<sync::PolicyDriver<Samples>> driver_;
   const sync::Policy* policy_ = nullptr;  // the driver's
   std::unique_ptr<optim::Optimizer> optimizer_;
+  sync::ServerOptimizer step_;  // the settings optimizer_ was made with
   int64_t num_params_ = 0;
   std::vector<float> params_;
   std::vector<float> accumulator_;
@@ -147,8 +148,10 @@ Status Simulator::Setup() {
   params_.assign(static_cast<size_t>(num_params_), 0.f);
   math_.model.Initialize(config_.seed, params_);
   accumulator_.assign(params_.size(), 0.f);
-  DMLPS_ASSIGN_OR_RETURN(optimizer_,
-                         optim::MakeOptimizer(config_.lr, config_.momentum, num_params_));
+  // As the server: local-SGD policies step the model with their outer optimizer.
+  step_ = sync::ServerOptimizerFor(config_.policy, config_.lr, config_.momentum);
+  DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(step_.lr, step_.momentum, step_.nesterov,
+                                                          step_.momentum_every, num_params_));
 
   workers_.reserve(static_cast<size_t>(n_));
   for (int64_t r = 0; r < n_; ++r) {
@@ -338,7 +341,15 @@ void Simulator::Apply(double scale, bool with_optimizer) {
   optim::ApplyAccumulated(with_optimizer ? optimizer_.get() : nullptr, static_cast<float>(scale),
                           params_, accumulator_);
   const auto p = static_cast<double>(num_params_) * config_.cost.param_s;
-  job_cost_ += (with_optimizer && config_.momentum > 0 ? 3 : 2) * p;
+  // Momentum reads and writes its velocity too; Nesterov's form once more.
+  double passes = 2;
+  if (with_optimizer && step_.momentum > 0) passes = step_.nesterov ? 4 : 3;
+  // Delayed momentum: the model and the buffer each step, the momentum's
+  // part (3 more passes) once every momentum_every steps.
+  if (with_optimizer && step_.momentum > 0 && step_.momentum_every > 1) {
+    passes = 3 + 3.0 / static_cast<double>(step_.momentum_every);
+  }
+  job_cost_ += passes * p;
 }
 
 void Simulator::SendContinue(int64_t w, bool download, const sync::Reply& reply) {
@@ -383,6 +394,7 @@ void Simulator::SendModel(int64_t w, const sync::Reply& reply) {
   message.version = reply.version;
   message.batch = reply.batch;
   message.token = reply.token;
+  message.local_steps = reply.local_steps;
   outbox_.emplace_back(w, std::move(message));
 }
 

@@ -103,7 +103,10 @@ void SimWorker::FailInternal(std::string_view what) {
 // ---------------------------------------------------------------- the server's side
 
 Samples SimWorker::SamplesOf(const sync::PushInfo& push) {
-  if (mode_ == WorkerMode::kLocal || mode_ == WorkerMode::kLocalOverlap) return {};
+  if (mode_ == WorkerMode::kLocal || mode_ == WorkerMode::kLocalOverlap ||
+      mode_ == WorkerMode::kLocalSgd) {
+    return {};
+  }
   TakeSamples(push.samples);
   return math_.indices;
 }
@@ -128,6 +131,10 @@ void SimWorker::AddPush(Samples samples, float weight, std::span<float> acc_span
     case WorkerMode::kLocalOverlap:
       acc += weight * ConstVec(in_flight_.data(), n);
       break;
+    case WorkerMode::kLocalSgd:
+      // The pseudo-gradient θ_start − θ_local of the H local steps.
+      acc += weight * (ConstVec(start_.data(), n) - ConstVec(params_.data(), n));
+      break;
   }
 }
 
@@ -148,6 +155,7 @@ void SimWorker::ReceiveModel(Message& message) {
   stats_.wait_s += host_.now() - wait_start_;
   version_ = message.version;
   if (message.batch > 0) batch_ = message.batch;
+  if (message.local_steps > 0) local_steps_ = message.local_steps;
   token_ = message.token;
   switch (mode_) {
     case WorkerMode::kSync:
@@ -159,6 +167,17 @@ void SimWorker::ReceiveModel(Message& message) {
     case WorkerMode::kLocal:
       params_ = *message.model;
       if (velocity_.empty()) velocity_.assign(n, 0.f);
+      StartStep();
+      break;
+    case WorkerMode::kLocalSgd:
+      // A round of H local steps from the model; the inner velocity goes on.
+      params_ = *message.model;
+      start_ = params_;
+      if (velocity_.empty()) velocity_.assign(n, 0.f);
+      local_done_ = 0;
+      round_samples_ = 0;
+      round_compute_ = 0;
+      round_straggle_ = 0;
       StartStep();
       break;
     case WorkerMode::kLocalOverlap:
@@ -208,6 +227,7 @@ void SimWorker::ReceiveContinue(const Message& message) {
       break;
     case WorkerMode::kSync:
     case WorkerMode::kChunked:
+    case WorkerMode::kLocalSgd:
       FailInternal("in a sync mode got a Continue");
       break;
   }
@@ -243,7 +263,8 @@ void SimWorker::StartStep() {
     FailInternal("got no token to train");
     return;
   }
-  step_ = mode_ == WorkerMode::kLocalOverlap ? compute_steps_ : clock_;
+  const bool counts_local = mode_ == WorkerMode::kLocalOverlap || mode_ == WorkerMode::kLocalSgd;
+  step_ = counts_local ? compute_steps_ : clock_;
   step_samples_ = 0;
   step_compute_ = 0;
   step_straggle_ = 0;
@@ -304,10 +325,13 @@ void SimWorker::OnStraggleDone() {
       }
       break;
     case WorkerMode::kLocal:
-    case WorkerMode::kLocalOverlap: {
+    case WorkerMode::kLocalOverlap:
+    case WorkerMode::kLocalSgd: {
       // The local optimizer step: momentum and parameters (2 passes), then
-      // the delta and the base copy (local: 2) or the pending sum (overlap: 1).
-      const double passes = mode_ == WorkerMode::kLocal ? 4 : 3;
+      // the delta and the base copy (local: 2) or the pending sum (overlap:
+      // 1); local-sgd: the pseudo-gradient after the last of its H steps (2).
+      double passes = mode_ == WorkerMode::kLocal ? 4 : 3;
+      if (mode_ == WorkerMode::kLocalSgd) passes = local_done_ + 1 < LocalSteps() ? 2 : 4;
       phase_ = Phase::kUpdate;
       job_start_ = host_.now();
       host_.StartJob(rank_, passes * static_cast<double>(num_params_) * config_.cost.param_s, 1);
@@ -329,6 +353,19 @@ void SimWorker::OnUpdateDone() {
                            static_cast<float>(config_.momentum));
   if (mode_ == WorkerMode::kLocal) {
     StartPush();
+    return;
+  }
+  if (mode_ == WorkerMode::kLocalSgd) {
+    ++compute_steps_;
+    ++local_done_;
+    round_samples_ += step_samples_;
+    round_compute_ += step_compute_;
+    round_straggle_ += step_straggle_;
+    if (local_done_ < LocalSteps()) {
+      StartStep();
+    } else {
+      StartPush();
+    }
     return;
   }
   // Overlap: the step moved the model by -lr * velocity; hand it over.
@@ -374,14 +411,19 @@ void SimWorker::SendPush() {
 }
 
 void SimWorker::StartPush() {
-  const double busy = step_compute_ + step_straggle_;
+  const bool local_sgd = mode_ == WorkerMode::kLocalSgd;
+  const double compute = local_sgd ? round_compute_ : step_compute_;
+  const double busy = compute + (local_sgd ? round_straggle_ : step_straggle_);
+  int64_t batch = batch_;
+  if (mode_ == WorkerMode::kToken) batch = config_.policy.token_size;
+  if (local_sgd) batch = batch_ * LocalSteps();
   outgoing_ = sync::PushInfo{
       .clock = clock_,
       .base_version = version_,
-      .samples = step_samples_,
-      .batch = mode_ == WorkerMode::kToken ? config_.policy.token_size : batch_,
+      .samples = local_sgd ? round_samples_ : step_samples_,
+      .batch = batch,
       .busy_s = busy,
-      .cpu = busy > 0 ? step_compute_ / busy : 0,
+      .cpu = busy > 0 ? compute / busy : 0,
   };
   phase_ = Phase::kTransfer;
   Transfer(WorkerThread::kCompute);
@@ -389,7 +431,8 @@ void SimWorker::StartPush() {
 
 void SimWorker::OnTransferDone() {
   SendPush();
-  if (mode_ == WorkerMode::kSync || mode_ == WorkerMode::kChunked) {
+  if (mode_ == WorkerMode::kSync || mode_ == WorkerMode::kChunked ||
+      mode_ == WorkerMode::kLocalSgd) {
     phase_ = Phase::kAwaitModel;
     Pull();
   } else {

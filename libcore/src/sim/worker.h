@@ -7,6 +7,8 @@
 //   local-overlap  a compute loop that never waits and a communication loop
 //            that pushes what is pending and downloads when told
 //   token    train the granted token -> push -> await Continue or Model ...
+//   local-sgd  H x (compute -> straggle -> local update) -> push the
+//            pseudo-gradient -> pull ...
 // It acts on the world only through a WorkerHost: the virtual clock, wake-ups,
 // CPU jobs, messages to the server.
 //
@@ -152,6 +154,10 @@ class SimWorker {
   double DrawNoise();
   void TakeSamples(int64_t samples);
   int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
+  // local-sgd: local steps per push, H unless the server said otherwise.
+  int64_t LocalSteps() const {
+    return local_steps_ > 0 ? local_steps_ : config_.policy.local_steps;
+  }
 
   const SimConfig& config_;
   const sync::WorkerMode mode_;
@@ -199,6 +205,14 @@ class SimWorker {
   std::shared_ptr<const std::vector<float>> downloaded_;
   bool has_download_ = false;
   CommPhase comm_ = CommPhase::kIdle;
+
+  // local-sgd: the round's model, its local steps done, and their sums.
+  std::vector<float> start_;
+  int64_t local_steps_ = 0;  // as the server last set it; 0: H
+  int64_t local_done_ = 0;
+  int64_t round_samples_ = 0;
+  double round_compute_ = 0;
+  double round_straggle_ = 0;
 
   WorkerStats stats_;
 };

@@ -159,9 +159,10 @@ bool DriverCore::Present(WorkerId w) const {
 
 Reply DriverCore::TakeReply(WorkerId w) {
   Slot& slot = slots_[w];
-  const Reply reply{policy_->version(), slot.next_batch, slot.next_token};
+  const Reply reply{policy_->version(), slot.next_batch, slot.next_token, slot.next_local_steps};
   slot.next_batch = 0;
   slot.next_token = -1;
+  slot.next_local_steps = 0;
   return reply;
 }
 
@@ -211,6 +212,10 @@ void DriverCore::Do(const SetBatch& a, const StageFn* /*stage*/) {
 
 void DriverCore::Do(const Grant& a, const StageFn* /*stage*/) {
   if (Present(a.worker)) slots_[a.worker].next_token = a.token;
+}
+
+void DriverCore::Do(const SetLocalSteps& a, const StageFn* /*stage*/) {
+  if (Present(a.worker)) slots_[a.worker].next_local_steps = a.steps;
 }
 
 }  // namespace dmlps::sync

@@ -6,7 +6,9 @@
 #include "dmlps/predict/predictor.h"
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
+#include "dmlps/sync/dssp.h"
 #include "dmlps/sync/lbbsp.h"
+#include "dmlps/sync/localsgd.h"
 #include "dmlps/sync/token.h"
 #include "dmlps/sync/wbsp.h"
 
@@ -24,13 +26,15 @@ std::string_view WorkerModeName(WorkerMode mode) {
       return "local-overlap";
     case WorkerMode::kToken:
       return "token";
+    case WorkerMode::kLocalSgd:
+      return "local-sgd";
   }
   return "sync";
 }
 
 Result<WorkerMode> ParseWorkerMode(std::string_view name) {
   for (WorkerMode mode : {WorkerMode::kSync, WorkerMode::kChunked, WorkerMode::kLocal,
-                          WorkerMode::kLocalOverlap, WorkerMode::kToken}) {
+                          WorkerMode::kLocalOverlap, WorkerMode::kToken, WorkerMode::kLocalSgd}) {
     if (WorkerModeName(mode) == name) return mode;
   }
   return Status::InvalidArgument("unknown worker mode '" + std::string(name) + "'");
@@ -290,12 +294,49 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
     }
     return Made(new TokenPolicy(n, config.batch, config.token_size));
   }
+  if (UsesOuterOptimizer(config)) {
+    if (config.local_steps < 1) {
+      return Status::InvalidArgument(name + " needs at least 1 local step");
+    }
+    if (!(config.outer_lr > 0) || !(config.outer_momentum >= 0 && config.outer_momentum < 1)) {
+      return Status::InvalidArgument(
+          name + " needs an outer learning rate > 0 and an outer momentum in [0, 1)");
+    }
+  }
+  if (name == "localsgd") return Made(new LocalSgdPolicy(n));
+  if (name == "dssp") {
+    if (config.staleness_low < 0 || config.staleness_high < config.staleness_low) {
+      return Status::InvalidArgument("dssp needs 0 <= --staleness-low <= --staleness-high");
+    }
+    return Made(new DsspPolicy(n, config.staleness_low, config.staleness_high));
+  }
+  if (name == "async-localsgd") {
+    if (config.momentum_every < 0) {
+      return Status::InvalidArgument("async-localsgd needs --momentum-every of 0 or more");
+    }
+    return Made(new AsyncLocalSgdPolicy(n, config.local_steps, config.dylu));
+  }
   return Status::InvalidArgument("unknown policy '" + name + "' (expected one of " +
                                  std::string(PolicyNames()) + ")");
 }
 
 std::string_view PolicyNames() {
-  return "bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, token";
+  return "bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, token, localsgd, "
+         "async-localsgd, dssp";
+}
+
+bool UsesOuterOptimizer(const PolicyConfig& config) {
+  return config.name == "localsgd" || config.name == "async-localsgd";
+}
+
+ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double momentum) {
+  if (!UsesOuterOptimizer(config)) return {lr, momentum, false, 1};
+  // Asynchronous pushes take the momentum once per momentum_every of them.
+  int64_t every = 1;
+  if (config.name == "async-localsgd") {
+    every = config.momentum_every > 0 ? config.momentum_every : config.num_workers;
+  }
+  return {config.outer_lr, config.outer_momentum, config.outer_nesterov, every};
 }
 
 }  // namespace dmlps::sync

@@ -56,6 +56,7 @@ Status StepContext::TakeModel(proto::Message& message, std::span<float> params) 
     if (tracer_) tracer_->Counter("batch", trace::NowMicros(), static_cast<double>(state_.batch));
   }
   state_.token = header.token;
+  if (header.local_steps > 0) state_.local_steps = header.local_steps;
   return Status::Ok();
 }
 
@@ -139,6 +140,9 @@ Status RunSteps(sync::WorkerMode mode, StepContext& steps) {
     case sync::WorkerMode::kToken:
       if (welcome.token_size < 1) return Status::Protocol("token steps need a token size");
       return RunTokenSteps(steps);
+    case sync::WorkerMode::kLocalSgd:
+      if (welcome.local_steps < 1) return Status::Protocol("local-sgd steps need a step count");
+      return RunLocalSgdSteps(steps);
   }
   return Status::Internal("no loop for steps of the kind " +
                           std::string(sync::WorkerModeName(mode)));

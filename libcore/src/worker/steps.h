@@ -21,11 +21,12 @@ namespace dmlps::worker {
 // What the steps follow from the server's replies, and what the pushes
 // report of earlier ones; it outlives a loop, so a rejoin goes on from it.
 struct StepState {
-  int64_t version = 0;     // of the model last received
-  int64_t batch = 0;       // samples per step, as the server last set it
-  int64_t token = -1;      // token granted with the last reply
-  int64_t comm_us = 0;     // time the last send took, reported with the next push
-  int64_t bytes_sent = 0;  // payload bytes pushed so far
+  int64_t version = 0;      // of the model last received
+  int64_t batch = 0;        // samples per step, as the server last set it
+  int64_t token = -1;       // token granted with the last reply
+  int64_t local_steps = 0;  // local-sgd: steps per push as the server last set it; 0: none yet
+  int64_t comm_us = 0;      // time the last send took, reported with the next push
+  int64_t bytes_sent = 0;   // payload bytes pushed so far
   UsageMeter usage;
 };
 
@@ -84,6 +85,10 @@ Status RunLocalSteps(StepContext& steps);
 Status RunLocalOverlapSteps(StepContext& steps);
 // Fela's tokens: one push per token the server grants.
 Status RunTokenSteps(StepContext& steps);
+// Local SGD (localsgd, async-localsgd): H local steps on a copy, then one
+// push of the pseudo-gradient and a pull of the model; H as the Welcome
+// says, or as the last model's reply set it (DyLU).
+Status RunLocalSgdSteps(StepContext& steps);
 
 }  // namespace dmlps::worker
 

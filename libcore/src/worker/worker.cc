@@ -202,8 +202,9 @@ Status WorkerRunner::Setup() {
   const proto::Welcome& welcome = link_.welcome();
   if (welcome.shard_count < 1 || welcome.shard_index < 0 ||
       welcome.shard_index >= welcome.shard_count || welcome.batch < 1 || welcome.chunk < 0 ||
-      welcome.token_size < 0) {
-    return Status::Protocol("the server sent an impossible shard, batch, chunk or token size");
+      welcome.token_size < 0 || welcome.local_steps < 0) {
+    return Status::Protocol(
+        "the server sent an impossible shard, batch, chunk, token size or local step count");
   }
   computer_.reset();  // it refers to the computation replaced here
   // Loading data, or the caller's Join, may take long: the server hears

@@ -18,7 +18,9 @@ namespace dmlps::bench {
 struct Experiment {
   int64_t workers = 4;
   // As the user listed them: bsp, asp, ssp:S, backup:B, wbsp, wbsp-overlap,
-  // abps, lbbsp, lbbsp:PREDICTOR (last, ema, arima, narx), lbbsp-gpu, token.
+  // abps, lbbsp, lbbsp:PREDICTOR (last, ema, arima, narx), lbbsp-gpu, token,
+  // localsgd, localsgd:H (H local steps per push), async-localsgd[:H],
+  // async-localsgd-dylu[:H] (with Dynamic Local Updates).
   std::vector<std::string> policies = {"bsp", "ssp:3", "wbsp", "abps", "lbbsp"};
   // One per worker (rank order), as the flags give them.
   std::vector<worker::StragglerSpec> stragglers;

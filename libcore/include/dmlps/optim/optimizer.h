@@ -60,27 +60,84 @@ class Sgd : public Optimizer {
   float lr_;
 };
 
-// Heavy-ball momentum: u ← μ · u + scale · g; θ ← θ − lr · u.
+// Heavy-ball momentum: u ← μ · u + scale · g; θ ← θ − lr · u. With
+// `nesterov`, Nesterov's form (as in PyTorch's SGD): θ ← θ − lr · (scale · g
+// + μ · u), with u already updated (the outer optimizer of localsgd).
 class Momentum : public Optimizer {
  public:
-  Momentum(float lr, float momentum, int64_t size) : lr_(lr), mu_(momentum), velocity_(size, 0.f) {}
+  Momentum(float lr, float momentum, int64_t size, bool nesterov = false)
+      : lr_(lr), mu_(momentum), nesterov_(nesterov), velocity_(size, 0.f) {}
   void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                  int64_t offset) override;
   bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
                        int64_t offset) const override;
-  std::string Name() const override { return "momentum"; }
+  std::string Name() const override { return nesterov_ ? "nesterov" : "momentum"; }
   std::vector<float> State() const override { return velocity_; }
   Status SetState(std::span<const float> state) override;
 
  private:
   float lr_;
   float mu_;
+  bool nesterov_;
   std::vector<float> velocity_;
+};
+
+// Momentum applied once every `every` steps (the delayed Nesterov of Liu et
+// al., "Asynchronous Local-SGD Training for Language Modeling", 2024): each
+// step moves the model at once, θ ← θ − lr · scale · g, and adds scale · g to
+// a buffer Δ; every `every`-th step then also takes the momentum's part,
+// m ← μ · m + Δ; θ ← θ − lr · μ · m (Nesterov's; heavy-ball: with m before
+// the update), and empties Δ. Over `every` steps the model moves as one
+// Nesterov (or heavy-ball) step along Δ would move it, the gradient's part
+// applied as the steps come. Each slice counts its own steps, so slices
+// may step in parallel as Optimizer allows.
+class DelayedMomentum : public Optimizer {
+ public:
+  // REQUIRES: every >= 1.
+  DelayedMomentum(float lr, float momentum, bool nesterov, int64_t every, int64_t size)
+      : lr_(lr),
+        mu_(momentum),
+        nesterov_(nesterov),
+        every_(every),
+        velocity_(size, 0.f),
+        buffer_(size, 0.f),
+        steps_(size, 0) {}
+  void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+                 int64_t offset) override;
+  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
+                       int64_t offset) const override;
+  std::string Name() const override { return nesterov_ ? "delayed-nesterov" : "delayed-momentum"; }
+  // The momentum, one float per parameter as checkpoints keep it. A cycle in
+  // progress is not kept: SetState starts a new one with an empty buffer
+  // (the pushes in it have moved the model already, only their share of
+  // the momentum is lost).
+  std::vector<float> State() const override { return velocity_; }
+  Status SetState(std::span<const float> state) override;
+
+ private:
+  // Whether the next step of the slice at `offset` takes the momentum's part.
+  bool MomentumDue(int64_t offset) const { return (steps_[offset] + 1) % every_ == 0; }
+
+  float lr_;
+  float mu_;
+  bool nesterov_;
+  int64_t every_;
+  std::vector<float> velocity_;
+  std::vector<float> buffer_;
+  std::vector<int64_t> steps_;  // per parameter: every one of a slice steps together
 };
 
 // SGD when momentum is 0, heavy-ball momentum otherwise. InvalidArgument for
 // a learning rate <= 0 or a momentum outside [0, 1).
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int64_t size);
+// As MakeOptimizer, with Nesterov's momentum when `nesterov` (and momentum >
+// 0): the outer optimizer the local-SGD policies step the model with.
+Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, bool nesterov,
+                                                 int64_t size);
+// As above, with the momentum's part taken once every `momentum_every`
+// steps (DelayedMomentum) when that is above 1 and momentum > 0.
+Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, bool nesterov,
+                                                 int64_t momentum_every, int64_t size);
 
 // What the server does on a policy's Apply or ApplyDelta: with an optimizer,
 // one step along scale * acc; without one (nullptr), params += scale * acc, a

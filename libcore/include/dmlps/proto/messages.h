@@ -93,7 +93,7 @@ struct Welcome {
   std::string mode;        // how to run steps: sync, chunked, local, local-overlap, token
   int64_t chunk = 0;       // chunked: samples per chunk
   int64_t token_size = 0;  // token: samples per token
-  double lr = 0;           // local, local-overlap: the local optimizer's learning rate
+  double lr = 0;           // local, local-overlap, local-sgd: the local optimizer's learning rate
   double momentum = 0;     // and its momentum
   // Sharded servers: the address of every server shard (index 0 is the one
   // that sent this) and where their slices of the flat parameter vector
@@ -113,9 +113,11 @@ struct Welcome {
   // layout the first worker announced; the payload then holds that shard's
   // slice of the initial values, in frames of at most 1 MiB.
   std::vector<model::TensorSpec> layout;
+  // local-sgd: local steps per push (H); 0 in the other modes.
+  int64_t local_steps = 0;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds, ticket, resume_version, layout);
+                     bounds, ticket, resume_version, layout, local_steps);
 };
 
 struct Pull {
@@ -130,7 +132,8 @@ struct Model {
   int64_t token = -1;        // token to train on this model; -1: none
   int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
   int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
-  MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats);
+  int64_t local_steps = 0;   // local-sgd: local steps per push from now on; 0: unchanged
+  MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats, local_steps);
 };
 
 // One step's result. The payload is the mean gradient over `samples` samples

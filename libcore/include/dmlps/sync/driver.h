@@ -19,9 +19,10 @@ namespace dmlps::sync {
 
 // What a reply to a worker carries besides the model or the go-ahead.
 struct Reply {
-  int64_t version = 0;  // the model's version when the reply went out
-  int64_t batch = 0;    // the worker's batch size from now on; 0: unchanged
-  int64_t token = -1;   // the token the worker trains next; -1: none
+  int64_t version = 0;      // the model's version when the reply went out
+  int64_t batch = 0;        // the worker's batch size from now on; 0: unchanged
+  int64_t token = -1;       // the token the worker trains next; -1: none
+  int64_t local_steps = 0;  // local steps per push from now on; 0: unchanged
 };
 
 // The push a driver is handling, as its sink's Stage sees it.
@@ -158,8 +159,9 @@ class DriverCore {
     // The policy's clock minus the worker's: a worker that joins a running
     // job counts its pushes from 0, the policy from where the run stands.
     int64_t clock_offset = 0;
-    int64_t next_batch = 0;   // to send with the next reply; 0: unchanged
-    int64_t next_token = -1;  // to send with the next reply; -1: none
+    int64_t next_batch = 0;        // to send with the next reply; 0: unchanged
+    int64_t next_token = -1;       // to send with the next reply; -1: none
+    int64_t next_local_steps = 0;  // to send with the next reply; 0: unchanged
     WorkerInfo info;
   };
   // A reply that waits while training holds: the model (ReplyModel) or the
@@ -183,6 +185,7 @@ class DriverCore {
   void Do(const SyncNow& a, const StageFn* stage);
   void Do(const SetBatch& a, const StageFn* stage);
   void Do(const Grant& a, const StageFn* stage);
+  void Do(const SetLocalSteps& a, const StageFn* stage);
   bool Present(WorkerId w) const;
   // The reply fields set for w since its last reply; clears them.
   Reply TakeReply(WorkerId w);

@@ -49,6 +49,9 @@ enum class WorkerMode {
   kLocal,         // train a local copy, push deltas, download when told (wbsp)
   kLocalOverlap,  // kLocal with compute and communication on two threads (wbsp-overlap)
   kToken,         // train the tokens the server grants, one push each (token)
+  // Take H local steps on a copy, push its pseudo-gradient (model at the
+  // start minus the copy), pull the model (localsgd, async-localsgd).
+  kLocalSgd,
 };
 std::string_view WorkerModeName(WorkerMode mode);
 // The mode WorkerModeName calls `name`; InvalidArgument for any other name.
@@ -107,8 +110,15 @@ struct Grant {
   int64_t token = -1;
 };
 
+// The local steps the worker takes from its next model on (async-localsgd
+// with DyLU), sent with its next reply.
+struct SetLocalSteps {
+  WorkerId worker = -1;
+  int64_t steps = 0;
+};
+
 using Action = std::variant<Stage, Apply, ApplyDelta, ReplyModel, Hold, Drop, Continue, SyncNow,
-                            SetBatch, Grant>;
+                            SetBatch, Grant, SetLocalSteps>;
 using Actions = std::vector<Action>;
 
 // What a policy keeps in a checkpoint to go on after a restart: the model's
@@ -123,7 +133,8 @@ struct PolicyState {
 };
 
 struct PolicyConfig {
-  // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token
+  // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token |
+  // localsgd | async-localsgd | dssp
   std::string name = "bsp";
   int64_t num_workers = 1;
   int64_t batch = 64;             // per-worker batch; the global batch B is batch * num_workers
@@ -139,7 +150,37 @@ struct PolicyConfig {
   int64_t arima_q = 1;
   int64_t lb_step = 0;      // lbbsp gpu: samples moved per rebalance at first; 0: B / (4N)
   int64_t token_size = 16;  // token: samples per token
+  // localsgd, async-localsgd: local steps per push (H), and the server's
+  // outer optimizer, SGD on the mean pseudo-gradient with this learning
+  // rate and momentum, Nesterov's unless outer_nesterov is false.
+  int64_t local_steps = 8;
+  double outer_lr = 0.7;
+  double outer_momentum = 0.9;
+  bool outer_nesterov = true;
+  // async-localsgd: scale each worker's local steps to its speed (DyLU), and
+  // take the outer momentum once every this many pushes (delayed Nesterov;
+  // 0: the number of workers).
+  bool dylu = false;
+  int64_t momentum_every = 0;
+  // dssp: the range each worker's staleness bound is chosen in.
+  int64_t staleness_low = 1;
+  int64_t staleness_high = 4;
 };
+
+// Whether the server steps the model with the outer optimizer of `config`
+// (outer_lr, outer_momentum, outer_nesterov) rather than with the job's
+// --lr and --momentum, which then drive the workers' local steps.
+bool UsesOuterOptimizer(const PolicyConfig& config);
+
+// The settings of the optimizer the server steps the model with: the job's
+// learning rate and momentum, or the outer optimizer's (UsesOuterOptimizer).
+struct ServerOptimizer {
+  double lr = 0;
+  double momentum = 0;
+  bool nesterov = false;
+  int64_t momentum_every = 1;  // steps per momentum step (delayed momentum when above 1)
+};
+ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double momentum);
 
 class Policy {
  public:

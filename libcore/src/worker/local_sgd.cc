@@ -1,0 +1,81 @@
+// The worker's loop for the local-SGD policies (docs/algorithms.md,
+// "Local SGD"): rounds of H local steps whose pseudo-gradient is pushed.
+#include <Eigen/Core>
+#include <chrono>
+
+#include "dmlps/optim/optimizer.h"
+#include "worker/steps.h"
+
+namespace dmlps::worker {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Vec = Eigen::Map<Eigen::VectorXf>;
+using ConstVec = Eigen::Map<const Eigen::VectorXf>;
+
+// H local steps from `params` (changed in place), the inner optimizer's
+// velocity kept across rounds; `first_step` numbers the first of them as
+// the straggler profile counts steps. Returns their sum: samples, compute
+// (the local updates included), emulated slowness, and the mean loss.
+Result<StepResult> TrainLocally(StepContext& steps, int64_t first_step, int64_t local_steps,
+                                std::vector<float>& params, std::vector<float>& velocity,
+                                std::vector<float>& grad) {
+  StepComputer& computer = steps.computer();
+  const auto lr = static_cast<float>(steps.link().welcome().lr);
+  const auto mu = static_cast<float>(steps.link().welcome().momentum);
+  StepResult sum;
+  double loss_sum = 0;
+  for (int64_t h = 0; h < local_steps; ++h) {
+    DMLPS_ASSIGN_OR_RETURN(StepResult step,
+                           computer.Compute(first_step + h, steps.state().batch, params, grad));
+    const Clock::time_point update_start = Clock::now();
+    optim::LocalMomentumStep(params, velocity, grad, lr, mu);
+    step.compute += std::chrono::microseconds(Micros(Clock::now() - update_start));
+    steps.Count(step);
+    sum.samples += step.samples;
+    sum.compute += step.compute;
+    sum.straggle += step.straggle;
+    loss_sum += step.loss * static_cast<double>(step.samples);
+  }
+  sum.loss = sum.samples > 0 ? loss_sum / static_cast<double>(sum.samples) : 0;
+  return sum;
+}
+
+}  // namespace
+
+// Pull the model, train a copy for H steps with the inner optimizer (SGD
+// with the job's learning rate and momentum), push the pseudo-gradient
+// θ_start − θ_local with the next pull. The server's reply decides when the
+// next round starts.
+Status RunLocalSgdSteps(StepContext& steps) {
+  StepComputer& computer = steps.computer();
+  const size_t n = static_cast<size_t>(computer.num_params());
+  std::vector<float> params(n), start(n), grad(n), velocity(n, 0.f);
+  PushBuffers buffers(computer.computation(), n);
+  std::shared_ptr<std::vector<float>> pseudo_gradient;
+  bool pulled = false;  // the Pull went out with the last push
+  int64_t step = 0;     // local steps taken, as the straggler profile counts
+  for (int64_t clock = 0;; ++clock) {
+    const double waited_before = steps.report().wait_s;
+    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, params, pulled));
+    if (!more) return Status::Ok();
+    const int64_t wait_us = static_cast<int64_t>((steps.report().wait_s - waited_before) * 1e6);
+    start = params;
+    // H, or what the server set with the model (async-localsgd with DyLU).
+    const int64_t local_steps = steps.state().local_steps > 0 ? steps.state().local_steps
+                                                              : steps.link().welcome().local_steps;
+    DMLPS_ASSIGN_OR_RETURN(StepResult round,
+                           TrainLocally(steps, step, local_steps, params, velocity, grad));
+    step += local_steps;
+    std::vector<float>& d = buffers.Take(&pseudo_gradient);
+    const auto size = static_cast<Eigen::Index>(n);
+    Vec(d.data(), size) = ConstVec(start.data(), size) - ConstVec(params.data(), size);
+    const proto::Body pull = proto::Pull{clock + 1};
+    DMLPS_RETURN_IF_ERROR(
+        steps.Push(steps.PushFor(clock, steps.state().batch * local_steps, round, wait_us),
+                   pseudo_gradient, &pull));
+    pulled = true;
+  }
+}
+
+}  // namespace dmlps::worker
