@@ -224,9 +224,10 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   if (!meta.layout.empty()) {
     Result<int64_t> layout_params = model::ValidateLayout(meta.layout);
     if (!layout_params.ok()) return bad("its layout: " + layout_params.status().message());
-    if (*layout_params != static_cast<int64_t>(num_params)) {
-      return bad("a layout of " + std::to_string(*layout_params) + " parameters for " +
-                 std::to_string(num_params) + " parameters");
+    // The layout is the whole model's; a shard's file holds its slice.
+    if (*layout_params != meta.model_params) {
+      return bad("a layout of " + std::to_string(*layout_params) + " parameters for a model of " +
+                 std::to_string(meta.model_params) + " parameters");
     }
   }
   checkpoint.layout = std::move(meta.layout);

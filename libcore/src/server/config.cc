@@ -86,12 +86,6 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (config.shard_index == 0 && !config.advertise.empty()) {
     problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
   }
-  if (config.shard_count > 1) {
-    if (config.model == kExternalModel && (!config.checkpoint.empty() || !config.resume.empty())) {
-      problems.push_back(
-          "--checkpoint and --resume do not work with an external model on sharded servers yet");
-    }
-  }
   if (config.shard_count > 1 && sync::UsesOuterOptimizer(config.policy)) {
     // Shards beyond 0 would need the outer optimizer's settings: not there yet.
     problems.push_back("--policy " + config.policy.name +
