@@ -144,7 +144,8 @@ TEST_CASE("checkpoint: an external model's layout is recorded and checked agains
   Result<Checkpoint> wrong = DecodeCheckpoint(EncodeCheckpoint(external), "f");
   REQUIRE_FALSE(wrong.ok());
   CHECK(wrong.status().code() == StatusCode::kDataLoss);
-  CHECK(wrong.status().message().find("a layout of 8 parameters for a model of 6") != std::string::npos);
+  CHECK(wrong.status().message().find("a layout of 8 parameters for a model of 6") !=
+        std::string::npos);
   external.layout = {{"w", {6, 0}}};
   CHECK(DecodeCheckpoint(EncodeCheckpoint(external), "f").status().message().find("its layout") !=
         std::string::npos);
