@@ -201,6 +201,8 @@ TEST_CASE("coordinator: a worker's Hello held again from a new socket replaces t
   c.HoldHello(zmq::message_t(std::string("new")), worker);
   CHECK_FALSE(c.Holds(zmq::message_t(std::string("old"))));
   REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
+  proto::Message ready{proto::Heartbeat{1}, {}};
+  c.HandleMessage(1, ready);
   CHECK(f.answered == std::vector<std::string>{"new"});
 }
 

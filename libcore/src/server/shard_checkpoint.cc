@@ -1,6 +1,7 @@
 #include "server/shard_checkpoint.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -112,8 +113,13 @@ bool ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
   });
   if (checkpoint.params == nullptr) return false;  // not reached: nothing was pending
   // Written here, not on a thread: shard 0 learns of it at once (the order echoed).
+  // The file before becomes FILE.prev by a second link, not a rename, and
+  // the new one replaces FILE whole: a shard killed at any point leaves a
+  // FILE to resume from.
   const std::string& path = config_.checkpoint;
-  (void)std::rename(path.c_str(), PreviousCheckpointPath(path).c_str());
+  const std::string previous = PreviousCheckpointPath(path);
+  (void)::unlink(previous.c_str());
+  (void)::link(path.c_str(), previous.c_str());
   if (Status written = WriteCheckpointFile(path, checkpoint); !written.ok()) {
     spdlog::error("checkpoint of iteration {} not written: {}", checkpoint.iteration,
                   written.message());
