@@ -211,6 +211,24 @@ write_good_checkpoint() {
   [ -s "$WORK/good.ckpt" ] || fail "no checkpoint written"
 }
 
+# finish_cluster TAG SHARDS: waits for the server shards in CLUSTER_SHARDS
+# (120 s each) and then the workers in CLUSTER_WORKERS (30 s each), each to
+# exit 0, and writes TAG.model, the shards' saved slices TAG.0 .. TAG.(S-1)
+# in order: the whole model.
+finish_cluster() {
+  local tag=$1 shards=$2 pid k
+  for pid in "${CLUSTER_SHARDS[@]}"; do
+    wait_for "$pid" 120
+    expect_exit 0 "$RC" "server shard (pid $pid) of $tag"
+  done
+  for pid in "${CLUSTER_WORKERS[@]}"; do
+    wait_for "$pid" 30
+    expect_exit 0 "$RC" "worker (pid $pid) of $tag"
+  done
+  : >"$WORK/$tag.model"
+  for ((k = 0; k < shards; k++)); do cat "$WORK/$tag.$k" >>"$WORK/$tag.model"; done
+}
+
 # start_shard INDEX COUNT ARGS...: starts shard INDEX of COUNT against shard
 # 0 at $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log.
 start_shard() {

@@ -16,29 +16,20 @@ cluster() {
   [ "$resume" = 1 ] && from=(--resume "$WORK/$tag.ckpt.0")
   start_server --shard "0/$shards" --workers 3 --save-model "$WORK/$tag.0" \
     --checkpoint "$WORK/$tag.ckpt.0" --checkpoint-every 10 "${from[@]}" "$@"
-  local pids=("$SERVER_PID")
+  CLUSTER_SHARDS=("$SERVER_PID")
   for ((k = 1; k < shards; k++)); do
     from=()
     [ "$resume" = 1 ] && from=(--resume "$WORK/$tag.ckpt.$k")
     start_shard "$k" "$shards" --save-model "$WORK/$tag.$k" --checkpoint "$WORK/$tag.ckpt.$k" \
       "${from[@]}"
-    pids+=("$SHARD_PID")
+    CLUSTER_SHARDS+=("$SHARD_PID")
   done
-  local workers=()
+  CLUSTER_WORKERS=()
   for r in 0 1 2; do
     start_worker "$tag-worker-$r" --rank "$r"
-    workers+=("$WORKER_PID")
+    CLUSTER_WORKERS+=("$WORKER_PID")
   done
-  for pid in "${pids[@]}"; do
-    wait_for "$pid" 120
-    expect_exit 0 "$RC" "server shard (pid $pid) of $tag"
-  done
-  for pid in "${workers[@]}"; do
-    wait_for "$pid" 30
-    expect_exit 0 "$RC" "worker (pid $pid) of $tag"
-  done
-  : >"$WORK/$tag.model"
-  for ((k = 0; k < shards; k++)); do cat "$WORK/$tag.$k" >>"$WORK/$tag.model"; done
+  finish_cluster "$tag" "$shards"
 }
 
 same=(--policy bsp --model mlp:32 --batch 32 --seed 11 --eval-every 10 --deterministic)

@@ -26,29 +26,20 @@ cluster() {
   mapfile -t flags < <(ckpt_args 0)
   start_server --shard "0/$shards" --workers 2 --model external --save-model "$WORK/$tag.0" \
     "${flags[@]}" "$@"
-  local pids=("$SERVER_PID")
+  CLUSTER_SHARDS=("$SERVER_PID")
   for ((k = 1; k < shards; k++)); do
     mapfile -t flags < <(ckpt_args "$k")
     "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$k/$shards" --coordinator "$ENDPOINT" \
       --save-model "$WORK/$tag.$k" "${flags[@]}" 2>"$WORK/$tag-shard-$k.log" &
-    pids+=($!)
+    CLUSTER_SHARDS+=($!)
     CHILDREN+=($!)
   done
-  local workers=()
+  CLUSTER_WORKERS=()
   for r in 0 1; do
     start_worker "$tag-worker-$r" --rank "$r" --model softmax --announce-layout
-    workers+=("$WORKER_PID")
+    CLUSTER_WORKERS+=("$WORKER_PID")
   done
-  for pid in "${pids[@]}"; do
-    wait_for "$pid" 120
-    expect_exit 0 "$RC" "server shard (pid $pid) of $tag"
-  done
-  for pid in "${workers[@]}"; do
-    wait_for "$pid" 30
-    expect_exit 0 "$RC" "worker (pid $pid) of $tag"
-  done
-  : >"$WORK/$tag.model"
-  for ((k = 0; k < shards; k++)); do cat "$WORK/$tag.$k" >>"$WORK/$tag.model"; done
+  finish_cluster "$tag" "$shards"
 }
 
 same=(--policy bsp --batch 32 --lr 0.02 --seed 7 --max-iterations 30 --deterministic)

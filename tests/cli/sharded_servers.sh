@@ -12,27 +12,18 @@ cluster() {
   local shards=$1 tag=$2
   shift 2
   start_server --shard "0/$shards" --workers 3 --save-model "$WORK/$tag.0" "$@"
-  local pids=("$SERVER_PID")
+  CLUSTER_SHARDS=("$SERVER_PID")
   for ((k = 1; k < shards; k++)); do
     start_shard "$k" "$shards" --save-model "$WORK/$tag.$k"
-    pids+=("$SHARD_PID")
+    CLUSTER_SHARDS+=("$SHARD_PID")
   done
-  local workers=()
+  CLUSTER_WORKERS=()
   for r in 0 1 2; do
     start_worker "$tag-worker-$r" --rank "$r"
-    workers+=("$WORKER_PID")
+    CLUSTER_WORKERS+=("$WORKER_PID")
   done
-  for pid in "${pids[@]}"; do
-    wait_for "$pid" 120
-    expect_exit 0 "$RC" "server shard (pid $pid) of $tag"
-  done
-  for pid in "${workers[@]}"; do
-    wait_for "$pid" 30
-    expect_exit 0 "$RC" "worker (pid $pid) of $tag"
-  done
+  finish_cluster "$tag" "$shards"
   cp "$WORK/server.tsv" "$WORK/$tag.tsv"
-  : >"$WORK/$tag.model"
-  for ((k = 0; k < shards; k++)); do cat "$WORK/$tag.$k" >>"$WORK/$tag.model"; done
 }
 
 # --- Bit for bit: 1 shard against 3.
