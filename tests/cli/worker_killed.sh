@@ -5,7 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 common=(--workers 4 --model softmax --batch 32 --lr 0.02 --target-accuracy 0.79 --eval-every 10
         --max-iterations 4000 --max-seconds 100 --heartbeat-ms 100 --worker-timeout 0.6)
-wargs=(--heartbeat-ms 100 --delay-ms 5)
+# Steps of 12 ms or more: the run to the target lasts well beyond
+# --worker-timeout after the kill, even for asp, whose pushes each count.
+wargs=(--heartbeat-ms 100 --delay-ms 12)
 for policy in ${POLICIES:-bsp asp ssp backup wbsp wbsp-overlap abps lbbsp token}; do
   extra=()
   case $policy in
