@@ -151,11 +151,7 @@ TEST_CASE("dssp invariants under random speeds") {
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     std::mt19937_64 rng(seed);
     const int64_t n = 2 + static_cast<int64_t>(seed % 4);
-    std::vector<double> step_s;
-    for (int64_t w = 0; w < n; ++w) {
-      step_s.push_back(std::uniform_real_distribution<double>(0.005, 0.02)(rng));
-    }
-    step_s.back() *= 4;
+    const std::vector<double> step_s = RandomStepSeconds(rng, n);
     const int64_t low = static_cast<int64_t>(seed % 3);
     PlaySsp(DsspConfig(n, low, low + 3), step_s, low, low + 3, 5);
   }

@@ -401,11 +401,7 @@ TEST_CASE("async-localsgd invariants under random speeds and noise, with and wit
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     std::mt19937_64 rng(seed);
     const int64_t n = 2 + static_cast<int64_t>(seed % 4);
-    std::vector<double> step_s;
-    for (int64_t w = 0; w < n; ++w) {
-      step_s.push_back(std::uniform_real_distribution<double>(0.005, 0.02)(rng));
-    }
-    step_s.back() *= 4;
+    const std::vector<double> step_s = RandomStepSeconds(rng, n);
     const AsyncRun run =
         PlayAsync(step_s, 1 + static_cast<int64_t>(seed % 8), seed % 2 == 0, 5, seed);
     for (WorkerId w = 0; w < n; ++w) CHECK(run.pushes[w] > 0);

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
 #include <queue>
+#include <random>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -17,6 +19,17 @@
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::sync::testing {
+
+// Seconds a step for `n` workers, each drawn from [5, 20) ms, the last then
+// made 4x slower: the randomized straggler the policy tests play.
+inline std::vector<double> RandomStepSeconds(std::mt19937_64& rng, int64_t n) {
+  std::vector<double> step_s;
+  for (int64_t w = 0; w < n; ++w) {
+    step_s.push_back(std::uniform_real_distribution<double>(0.005, 0.02)(rng));
+  }
+  step_s.back() *= 4;
+  return step_s;
+}
 
 // The worker an action addresses; -1 for Apply and ApplyDelta, which address none.
 inline WorkerId WorkerOf(const Action& action) {
