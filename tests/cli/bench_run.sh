@@ -19,8 +19,10 @@ awk -F '\t' 'NR > 1 {
   if ($10 > $9) { print "min ratio above the mean: " $0; bad = 1 }
   if (!($13 >= 0.75 && $13 <= 1)) { print "accuracy: " $0; bad = 1 }
   if (!($14 > 0)) { print "speedup: " $0; bad = 1 }
+  # mlp:128 has 101,770 parameters: every push carries 407 kB.
+  if (!($15 >= $7 * 407080)) { print "bytes per worker: " $0; bad = 1 }
 } END { exit bad }' "$WORK/table.tsv" || fail "implausible figures"
-grep -q $'^bsp\t.*\t1$' "$WORK/table.tsv" || fail "the first policy's speedup is not 1"
+grep -q $'^bsp\t.*\t1\t[0-9.]*$' "$WORK/table.tsv" || fail "the first policy's speedup is not 1"
 # The policies took turns: ssp:1's first run came before bsp's second.
 grep -n "run [12]/2 \.\.\." "$WORK/bench.log" | sed 's/.*\] //' | tr '\n' ' ' |
   grep -q "bsp run 1/2 ... ssp:1 run 1/2 ... bsp run 2/2 ... ssp:1 run 2/2" ||

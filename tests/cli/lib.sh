@@ -160,7 +160,7 @@ wait_iteration() {
 }
 
 # The header of the TSV tables of dmlps-bench run and sim.
-BENCH_TSV_HEADER=$'policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup'
+BENCH_TSV_HEADER=$'policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup\tbytes_per_worker'
 
 # expect_tsv FILE HEADER ROWS: shows FILE in the log, and fails unless its
 # first line is exactly HEADER and ROWS lines follow it.

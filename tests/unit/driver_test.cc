@@ -274,13 +274,14 @@ TEST_CASE("driver: the batch and token set travel with the next reply, once") {
 
 TEST_CASE("summary: ratios over workers that stepped, capped at 1") {
   std::vector<WorkerTotals> totals(3);
-  totals[0] = {.steps = 4, .compute_s = 2, .straggle_s = 1, .wait_s = 5};
-  totals[1] = {.steps = 2, .compute_s = 30, .wait_s = 1};
-  totals[2] = {.steps = 0, .compute_s = 9};  // never stepped: left out
+  totals[0] = {.steps = 4, .compute_s = 2, .straggle_s = 1, .wait_s = 5, .bytes_sent = 100};
+  totals[1] = {.steps = 2, .compute_s = 30, .wait_s = 1, .bytes_sent = 300};
+  totals[2] = {.steps = 0, .compute_s = 9, .bytes_sent = 7};  // never stepped: left out
   const RunSummary summary = Summarize(totals, 10);
   CHECK(summary.compute_ratio_mean == doctest::Approx((0.3 + 1.0) / 2));
   CHECK(summary.compute_ratio_min == doctest::Approx(0.3));
   CHECK(summary.wait_share == doctest::Approx((0.5 + 0.1) / 2));
+  CHECK(summary.bytes_sent_mean == doctest::Approx(200));
   CHECK(ComputeRatio(totals[1], 0) == 0);
   const RunSummary none = Summarize({}, 10);
   CHECK(none.compute_ratio_mean == 0);

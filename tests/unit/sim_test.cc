@@ -324,6 +324,12 @@ TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round")
   // The fast workers wait 3/4 of every round; the straggler hardly at all.
   CHECK(r.workers[0].wait_s == doctest::Approx(10 * 3 * 0.040).epsilon(0.05));
   CHECK(r.workers[3].wait_s < 0.05);
+  // One push per round, carrying the model's 10 parameters: a quarter of
+  // what BSP sends in the same 40 steps, one push each.
+  CHECK(r.bytes_per_worker > 10 * 4 * 10);
+  SimConfig bsp = f.Config("bsp", {1, 1, 1, 4}, 10, 1);
+  bsp.max_iterations = 40;
+  CHECK(f.Run(bsp).bytes_per_worker == doctest::Approx(4 * r.bytes_per_worker).epsilon(0.15));
 }
 
 TEST_CASE("sim: async-localsgd with DyLU: the 4x slower worker takes H/4 steps per push") {

@@ -496,7 +496,7 @@ Result<RunResult> ReadServerReport(const std::string& path) {
   for (const char* key :
        {"target_reached", "seconds_to_target", "iterations_to_target", "samples_to_target",
         "iterations", "samples", "seconds", "accuracy", "compute_ratio_mean", "compute_ratio_min",
-        "wait_share", "wasted_samples"}) {
+        "wait_share", "wasted_samples", "bytes_per_worker"}) {
     if (!number(key)) return Status::DataLoss(path + ": no number for '" + key + "'");
   }
   RunResult r;
@@ -509,6 +509,7 @@ Result<RunResult> ReadServerReport(const std::string& path) {
   r.compute_ratio_min = *number("compute_ratio_min");
   r.wait_share = *number("wait_share");
   r.wasted_samples = static_cast<int64_t>(*number("wasted_samples"));
+  r.bytes_per_worker = *number("bytes_per_worker");
   r.accuracy = *number("accuracy");
   // The server goes on without a lost worker, but then the run no longer
   // measures the experiment's cluster.

@@ -23,6 +23,13 @@ std::string Median(const Spread& s, int digits) {
   return s.count == 0 ? "-" : Fixed(s.median, digits);
 }
 
+Spread Scaled(Spread s, double factor) {
+  s.median *= factor;
+  s.min *= factor;
+  s.max *= factor;
+  return s;
+}
+
 std::string JsonSpread(const Spread& s) {
   if (s.count == 0) return "null";
   return "{\"median\":" + JsonNumber(s.median) + ",\"min\":" + JsonNumber(s.min) +
@@ -30,17 +37,17 @@ std::string JsonSpread(const Spread& s) {
 }
 
 void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std::ostream& out) {
-  const std::vector<std::string> header = {"policy",      "reached", "seconds to target",
-                                           "iterations",  "samples", "compute mean",
-                                           "compute min", "waiting", "wasted",
-                                           "accuracy",    "speedup"};
+  const std::vector<std::string> header = {"policy",      "reached",  "seconds to target",
+                                           "iterations",  "samples",  "compute mean",
+                                           "compute min", "waiting",  "wasted",
+                                           "MB/worker",   "accuracy", "speedup"};
   std::vector<std::vector<std::string>> cells;
   for (const PolicyRow& row : rows) {
     cells.push_back({row.policy, std::to_string(row.reached) + "/" + std::to_string(row.runs),
                      WithRange(row.seconds, 2), Median(row.iterations, 0), Median(row.samples, 0),
                      Median(row.compute_ratio_mean, 3), Median(row.compute_ratio_min, 3),
                      Median(row.wait_share, 3), Median(row.wasted_samples, 0),
-                     Median(row.accuracy, 4),
+                     Median(Scaled(row.bytes_per_worker, 1e-6), 1), Median(row.accuracy, 4),
                      row.speedup ? Fixed(*row.speedup, 2) + "x" : std::string("-")});
   }
   if (!title.empty()) out << title << '\n';
@@ -49,7 +56,8 @@ void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std:
 
 void WriteTsv(const std::vector<PolicyRow>& rows, std::ostream& out) {
   out << "policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples"
-         "\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup\n";
+         "\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup"
+         "\tbytes_per_worker\n";
   auto value = [](const Spread& s, double v) {
     return s.count == 0 ? std::string("-") : fmt::format("{}", v);
   };
@@ -64,7 +72,8 @@ void WriteTsv(const std::vector<PolicyRow>& rows, std::ostream& out) {
         << value(row.wait_share, row.wait_share.median) << '\t'
         << value(row.wasted_samples, row.wasted_samples.median) << '\t'
         << value(row.accuracy, row.accuracy.median) << '\t'
-        << (row.speedup ? fmt::format("{}", *row.speedup) : std::string("-")) << '\n';
+        << (row.speedup ? fmt::format("{}", *row.speedup) : std::string("-")) << '\t'
+        << value(row.bytes_per_worker, row.bytes_per_worker.median) << '\n';
   }
 }
 
@@ -85,6 +94,7 @@ void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>&
         << ",\"compute_ratio_min\":" << JsonSpread(row.compute_ratio_min)
         << ",\"wait_share\":" << JsonSpread(row.wait_share)
         << ",\"wasted_samples\":" << JsonSpread(row.wasted_samples)
+        << ",\"bytes_per_worker\":" << JsonSpread(row.bytes_per_worker)
         << ",\"accuracy\":" << JsonSpread(row.accuracy)
         << ",\"speedup\":" << (row.speedup ? JsonNumber(*row.speedup) : "null") << "}";
   }
@@ -99,8 +109,9 @@ void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>&
         << ",\"compute_ratio_mean\":" << JsonNumber(r.compute_ratio_mean)
         << ",\"compute_ratio_min\":" << JsonNumber(r.compute_ratio_min)
         << ",\"wait_share\":" << JsonNumber(r.wait_share)
-        << ",\"wasted_samples\":" << r.wasted_samples << ",\"accuracy\":" << JsonNumber(r.accuracy)
-        << ",\"failure\":";
+        << ",\"wasted_samples\":" << r.wasted_samples
+        << ",\"bytes_per_worker\":" << JsonNumber(r.bytes_per_worker)
+        << ",\"accuracy\":" << JsonNumber(r.accuracy) << ",\"failure\":";
     WriteJsonStringOrNull(r.failure, out);
     out << "}";
   }
@@ -154,7 +165,8 @@ std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
   for (const std::string& policy : policies) {
     PolicyRow row;
     row.policy = policy;
-    std::vector<double> seconds, iterations, samples, ratio_mean, ratio_min, wait, wasted, accuracy;
+    std::vector<double> seconds, iterations, samples, ratio_mean, ratio_min, wait, wasted, bytes,
+        accuracy;
     for (const RunResult& r : runs) {
       if (r.policy != policy) continue;
       ++row.runs;
@@ -169,6 +181,7 @@ std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
       ratio_min.push_back(r.compute_ratio_min);
       wait.push_back(r.wait_share);
       wasted.push_back(static_cast<double>(r.wasted_samples));
+      bytes.push_back(r.bytes_per_worker);
       accuracy.push_back(r.accuracy);
     }
     row.seconds = SpreadOf(seconds);
@@ -178,6 +191,7 @@ std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
     row.compute_ratio_min = SpreadOf(ratio_min);
     row.wait_share = SpreadOf(wait);
     row.wasted_samples = SpreadOf(wasted);
+    row.bytes_per_worker = SpreadOf(bytes);
     row.accuracy = SpreadOf(accuracy);
     rows.push_back(std::move(row));
   }

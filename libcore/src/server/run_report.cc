@@ -22,22 +22,22 @@ void WriteRunReport(const RunReport& report, std::ostream& out) {
       "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
       "loss\t{}\ncompute_ratio_mean\t{}\ncompute_ratio_min\t{}\nwait_share\t{}\n"
       "wasted_samples\t{}\nsignal\t{}\nworkers_lost\t{}\nlast_lost\t{}\nworkers_joined\t{}\n"
-      "resumed_iteration\t{}\ncheckpoints\t{}\n",
+      "resumed_iteration\t{}\ncheckpoints\t{}\nbytes_per_worker\t{}\n",
       report.target_reached, report.seconds_to_target, report.iterations_to_target,
       report.samples_to_target, report.iterations, report.samples, report.seconds,
       report.last_eval.accuracy, report.last_eval.loss, report.compute_ratio_mean,
       report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
       report.workers_lost, last_lost, report.workers_joined, report.resumed_iteration,
-      report.checkpoints);
+      report.checkpoints, report.bytes_per_worker);
 }
 
 void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds) {
   const sync::WorkerTotals& t = totals;
   spdlog::info(
       "worker {}: {} steps, {} samples, compute {:.1f} s, straggle {:.1f} s, "
-      "wait {:.1f} s, compute ratio {:.2f}, {} refused",
+      "wait {:.1f} s, compute ratio {:.2f}, {} refused, {:.1f} MB sent",
       rank, t.steps, t.samples, t.compute_s, t.straggle_s, t.wait_s, sync::ComputeRatio(t, seconds),
-      t.refused);
+      t.refused, static_cast<double>(t.bytes_sent) * 1e-6);
 }
 
 void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,

@@ -316,6 +316,7 @@ void ParameterServer::Summarize() {
   report_.wasted_samples = driver_->wasted_samples();
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
+  report_.bytes_per_worker = summary.bytes_sent_mean;
   LogRunSummary(report_, policy_->Name(), config_.target_accuracy, evaluator_->skipped(),
                 driver_->dropped_pushes());
 }

@@ -84,6 +84,9 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
   }
   const int64_t rank = members_.RankOf(identity);
   const std::string who = SenderName(rank, "peer " + HexPrefix(identity));
+  // Counted before decoding, which may move the payload's frames out.
+  int64_t wire_bytes = 0;
+  for (size_t i = 1; i < frames.size(); ++i) wire_bytes += static_cast<int64_t>(frames[i].size());
   // One too large is dropped unread: a worker's step is not counted either.
   Result<proto::Message> message = DecodeBounded(frames, options_.max_message_bytes);
   if (!message.ok()) return Refuse(identity, who, message.status().message(), rank < 0);
@@ -124,6 +127,7 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
   }
   Member& member = members_.at(rank);
   member.last_seen = Clock::now();
+  member.totals.bytes_sent += wire_bytes;
   if (auto* pull = std::get_if<proto::Pull>(&body)) {
     HandlePull(rank, *pull);
   } else if (auto* push = std::get_if<proto::Push>(&body)) {

@@ -94,6 +94,7 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
     Schedule(time, EventKind::kWake, w, static_cast<uint64_t>(thread));
   }
   void SendToServer(int64_t w, int64_t bytes, Message message) override {
+    bytes_sent_[static_cast<size_t>(w)] += bytes;
     Send(w, ServerNode(), bytes, std::move(message));
   }
   void Fail(std::string why) override;
@@ -109,6 +110,7 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
   bool finished_ = false;
 
   std::vector<Message> messages_;
+  std::vector<int64_t> bytes_sent_;  // by worker: headers and payloads sent the server
   std::vector<int64_t> free_slots_;
   SimNetwork network_;
   SimCpu cpu_;  // shared cores only
@@ -144,6 +146,7 @@ Status Simulator::Setup() {
                                       .max_iterations = config_.max_iterations},
                   static_cast<sync::DriverSink<Samples>&>(*this));
   policy_ = &driver_->policy();
+  bytes_sent_.assign(static_cast<size_t>(n_), 0);
   num_params_ = math_.model.num_params();
   params_.assign(static_cast<size_t>(num_params_), 0.f);
   math_.model.Initialize(config_.seed, params_);
@@ -194,12 +197,14 @@ Result<SimReport> Simulator::Run() {
                       .samples = stats.samples,
                       .compute_s = stats.compute_s,
                       .straggle_s = stats.straggle_s,
-                      .wait_s = stats.wait_s});
+                      .wait_s = stats.wait_s,
+                      .bytes_sent = bytes_sent_[totals.size()]});
   }
   const sync::RunSummary summary = sync::Summarize(totals, now_);
   report_.compute_ratio_mean = summary.compute_ratio_mean;
   report_.compute_ratio_min = summary.compute_ratio_min;
   report_.wait_share = summary.wait_share;
+  report_.bytes_per_worker = summary.bytes_sent_mean;
   report_.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return std::move(report_);
@@ -537,6 +542,7 @@ bench::RunResult ToRunResult(const SimReport& report, const std::string& policy,
   r.compute_ratio_mean = report.compute_ratio_mean;
   r.compute_ratio_min = report.compute_ratio_min;
   r.wait_share = report.wait_share;
+  r.bytes_per_worker = report.bytes_per_worker;
   r.wasted_samples = report.wasted_samples;
   r.accuracy = report.curve.empty() ? 0 : report.curve.back().accuracy;
   r.failure = report.failure;

@@ -28,10 +28,11 @@ struct RunResult {
   // Over the whole run:
   double compute_ratio_mean = 0;  // over workers: (compute + emulated slowness) / run time
   double compute_ratio_min = 0;
-  double wait_share = 0;       // mean over workers of the time spent waiting for the server
-  int64_t wasted_samples = 0;  // computed, then dropped by the policy
-  double accuracy = 0;         // test accuracy of the last evaluated snapshot
-  std::string failure;         // why the run failed (empty: it ran to its end)
+  double wait_share = 0;        // mean over workers of the time spent waiting for the server
+  int64_t wasted_samples = 0;   // computed, then dropped by the policy
+  double bytes_per_worker = 0;  // mean over workers of what each sent the server
+  double accuracy = 0;          // test accuracy of the last evaluated snapshot
+  std::string failure;          // why the run failed (empty: it ran to its end)
 };
 
 // The median, min and max of one column over the runs counted.
@@ -56,6 +57,7 @@ struct PolicyRow {
   Spread compute_ratio_min;
   Spread wait_share;
   Spread wasted_samples;
+  Spread bytes_per_worker;
   Spread accuracy;
   // Median seconds to target of the first policy listed over this one's;
   // empty when either never reached the target.

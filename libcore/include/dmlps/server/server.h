@@ -114,6 +114,7 @@ struct RunReport {
   int64_t samples = 0;             // samples whose gradients went into the model
   double wait_share = 0;           // mean over workers of (time waiting for the server) / run time
   int64_t wasted_samples = 0;      // in pushes the policy dropped
+  double bytes_per_worker = 0;     // mean over workers of what each sent this server
   int signal = 0;                  // the signal that ended the run, or 0
   int64_t workers_lost = 0;        // workers declared lost (silent, or gave up); the run went on
   std::string last_lost;           // the last of them and why, or empty

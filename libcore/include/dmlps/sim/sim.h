@@ -152,7 +152,8 @@ struct SimReport {
   int64_t dropped_pushes = 0;
   double compute_ratio_mean = 0;  // over workers: (compute + straggle) / seconds
   double compute_ratio_min = 0;
-  double wait_share = 0;  // mean over workers of wait / seconds
+  double wait_share = 0;        // mean over workers of wait / seconds
+  double bytes_per_worker = 0;  // mean over workers of what each sent the server
   std::vector<EvalPoint> curve;
   std::vector<WorkerStats> workers;
   int64_t events = 0;       // events simulated

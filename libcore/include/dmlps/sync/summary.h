@@ -17,12 +17,16 @@ struct WorkerTotals {
   double straggle_s = 0;  // emulated slowness: it stands for a slower machine's compute
   double wait_s = 0;      // waiting for the server's answers
   int64_t refused = 0;    // payloads or chunks the server refused
+  // What it sent the server, headers and payloads: what a policy that
+  // pushes less often saves.
+  int64_t bytes_sent = 0;
 };
 
 struct RunSummary {
   double compute_ratio_mean = 0;  // over workers that stepped: (compute + straggle) / seconds
   double compute_ratio_min = 0;
-  double wait_share = 0;  // mean over workers that stepped of wait / seconds
+  double wait_share = 0;       // mean over workers that stepped of wait / seconds
+  double bytes_sent_mean = 0;  // mean over workers that stepped of bytes_sent
 };
 
 // The share of a run of `seconds` the worker spent computing, its emulated
