@@ -504,6 +504,31 @@ TEST_CASE("lbbsp gpu: non-linear step times converge by fast approach, then fine
   CHECK_FALSE(still.policy().fine_tuning());
 }
 
+TEST_CASE("lbbsp gpu: a lasting change after fine-tuning starts the fast approach over") {
+  // Worker 0 is 2x slow from the start; at step 150 worker 3's link drops,
+  // adding 8 ms to each of its steps, as in the paper's bandwidth experiment.
+  StepTime step_time = [](WorkerId w, int64_t samples, int64_t step) {
+    const double per_sample = w == 0 ? 2e-4 : 1e-4;
+    return 0.002 + static_cast<double>(samples) * per_sample + (w == 3 && step >= 150 ? 0.008 : 0);
+  };
+  PolicyConfig config = LbConfig(4, 64, "gpu");
+  LbCluster driver(config, step_time);
+  driver.Run(150);
+  REQUIRE(driver.policy().fine_tuning());
+  CHECK(driver.MaxSpread(100, 150) <= 1.15);
+  const int64_t tuned_step = driver.policy().step();
+  CHECK(tuned_step < 16);
+  // Within a few of the first windows the fast approach is back, with its
+  // full step, and moves worker 3's samples away at its pace.
+  driver.Run(200);
+  CHECK(driver.MaxSpread(150, 151) > 1.5);  // the change shows at once
+  CHECK(driver.policy().batch(3) < 40);
+  driver.Run(500);
+  // Balanced again: worker 3 at about 16 samples, the spread as before.
+  CHECK(driver.MaxSpread(400, 500) <= 1.15);
+  CHECK(std::abs(driver.batch_in(3, 499) - 16) <= 4);
+}
+
 TEST_CASE("lbbsp gpu: the leader is below its cap, and the first step follows --lb-step") {
   PolicyConfig config = LbConfig(4, 64, "gpu");
   config.lb_step = 8;

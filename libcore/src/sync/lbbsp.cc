@@ -40,7 +40,8 @@ LbBspPolicy::LbBspPolicy(const PolicyConfig& config)
   for (WorkerId w = 0; w < n; ++w) {
     batch_[w] = global_batch_ / n + (w < global_batch_ % n ? 1 : 0);
   }
-  step_ = config.lb_step > 0 ? config.lb_step : std::max<int64_t>(1, global_batch_ / (4 * n));
+  first_step_ = config.lb_step > 0 ? config.lb_step : std::max<int64_t>(1, global_batch_ / (4 * n));
+  step_ = first_step_;
   predictors_.reserve(n);
   for (WorkerId w = 0; w < n; ++w) {
     Result<std::unique_ptr<predict::SpeedPredictor>> made =
@@ -218,6 +219,14 @@ void LbBspPolicy::RebalanceAnalytic() {
   for (size_t k = 0; k < live.size(); ++k) batch_[live[k]] = batch[k];
 }
 
+namespace {
+// The straggler's mean step over the leader's beyond which fine-tuning
+// gives way to the fast approach again: well above the ~15% spread that
+// fine-tuning leaves, and a window is long enough that a single slow step
+// rarely gets there.
+constexpr double kRestartSpread = 1.5;
+}  // namespace
+
 void LbBspPolicy::RebalanceNumerical() {
   // Time is not linear in the batch, so no formula: find the worker that
   // waits most (leader) and the one everyone waits for (straggler) from the
@@ -243,6 +252,18 @@ void LbBspPolicy::RebalanceNumerical() {
   std::fill(window_steps_.begin(), window_steps_.end(), 0);
   window_start_ = round();
   if (leader < 0 || straggler < 0 || leader == straggler) return;
+
+  // A lasting change of speed (a link cut, another job on a machine) shows
+  // as a spread far beyond what fine-tuning leaves over a whole window:
+  // small steps over long windows would take hundreds of rounds to follow
+  // it, so the fast approach starts over.
+  if (fine_tuning_ && straggler_time > kRestartSpread * leader_time) {
+    step_ = first_step_;
+    window_ = config_.rebalance_every;
+    fine_tuning_ = false;
+    last_leader_ = -1;
+    last_straggler_ = -1;
+  }
 
   // Leader and straggler trading places means the last move overshot: from
   // here on, smaller moves judged over longer windows.

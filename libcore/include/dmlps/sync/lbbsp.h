@@ -74,6 +74,7 @@ class LbBspPolicy : public BspPolicy {
   std::vector<int64_t> window_steps_;
   int64_t window_ = 0;
   int64_t window_start_ = 0;
+  int64_t first_step_ = 0;  // the fast approach's step
   int64_t step_ = 0;
   bool fine_tuning_ = false;
   WorkerId last_leader_ = -1;
