@@ -27,8 +27,8 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "ADDR", launch.bind},
        {"endpoint-file", "Write the address actually bound to FILE once listening", "FILE", ""},
        {"workers",
-        "Number of workers; training starts when all have joined (under mpirun, srun or "
-        "PMI: the job's size - 1)",
+        "Number of workers; training starts when all have joined (under torchrun, mpirun, "
+        "srun, PMI or an indexed Job: the job's size - 1)",
         "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
        {"policy",
         "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "

@@ -16,12 +16,13 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
   cli::AddFlags(
       options, "Cluster",
       {{"server",
-        "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on the first "
-        "host of Slurm's node list, else on 127.0.0.1)",
+        "Address of the server (from $DMLPS_SERVER, else port $DMLPS_PORT on torchrun's "
+        "$MASTER_ADDR, an indexed Job's pod 0, the first host of Slurm's node list, else on "
+        "127.0.0.1)",
         "ADDR", launch.server},
        {"rank",
-        "Ask for this rank (under mpirun, srun or PMI: the launcher's rank - 1; else the "
-        "server assigns one)",
+        "Ask for this rank (under torchrun, mpirun, srun, PMI or an indexed Job: the "
+        "launcher's rank - 1; else the server assigns one)",
         "R"},
        {"connect-timeout", "Give up (exit 69) when no server answers within SECONDS", "SECONDS",
         "10"},

@@ -14,6 +14,8 @@ packages="$packages openmpi-bin iproute2"
 # pybind11 and NumPy for the Python module (python/), PyTorch for its torch
 # adapter and tests, a threaded OpenBLAS for NumPy and PyTorch.
 packages="$packages pybind11-dev python3-dev python3-numpy python3-torch libopenblas0-pthread"
+# PyYAML for the test that reads the Kubernetes manifest in launch/.
+packages="$packages python3-yaml"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

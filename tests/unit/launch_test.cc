@@ -171,5 +171,118 @@ TEST_CASE("rank 0 is the server; the others are workers 0..SIZE-2 that find it")
   CHECK(bad.server == "tcp://127.0.0.1:5555");
 }
 
+TEST_CASE("torchrun's rank comes first and Kubernetes' last; DMLPS_LAUNCHER still forces one") {
+  const std::map<std::string, std::string> all = {{"RANK", "1"},
+                                                  {"WORLD_SIZE", "2"},
+                                                  {"MASTER_ADDR", "10.0.0.9"},
+                                                  {"LOCAL_RANK", "1"},
+                                                  {"OMPI_COMM_WORLD_RANK", "0"},
+                                                  {"OMPI_COMM_WORLD_SIZE", "3"},
+                                                  {"SLURM_PROCID", "4"},
+                                                  {"SLURM_NTASKS", "6"},
+                                                  {"JOB_COMPLETION_INDEX", "5"},
+                                                  {"DMLPS_WORLD_SIZE", "8"},
+                                                  {"HOSTNAME", "train-5"},
+                                                  {"DMLPS_SERVICE", "dmlps"}};
+  Detected(all, "torchrun", 1, 2);
+  // srun starting one torchrun a node: torchrun's rank is this process's own.
+  Detected({{"RANK", "5"},
+            {"WORLD_SIZE", "8"},
+            {"MASTER_ADDR", "gpu01"},
+            {"SLURM_PROCID", "1"},
+            {"SLURM_NTASKS", "2"}},
+           "torchrun", 5, 8);
+  // A pod's index counts only where no launcher runs inside the pod.
+  Detected({{"SLURM_PROCID", "4"},
+            {"SLURM_NTASKS", "6"},
+            {"JOB_COMPLETION_INDEX", "5"},
+            {"DMLPS_WORLD_SIZE", "8"},
+            {"DMLPS_SERVER", "tcp://x:1"}},
+           "slurm", 4, 6);
+  struct Forced {
+    std::string choice;
+    int64_t rank;
+    int64_t size;
+  };
+  for (const Forced& forced : std::vector<Forced>{
+           {"torchrun", 1, 2}, {"openmpi", 0, 3}, {"slurm", 4, 6}, {"kubernetes", 5, 8}}) {
+    std::map<std::string, std::string> vars = all;
+    vars["DMLPS_LAUNCHER"] = forced.choice;
+    Detected(vars, forced.choice, forced.rank, forced.size);
+  }
+}
+
+TEST_CASE("under torchrun the server runs at MASTER_ADDR, at the port above MASTER_PORT") {
+  std::map<std::string, std::string> vars = {
+      {"RANK", "2"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "10.1.2.3"}, {"MASTER_PORT", "29500"}};
+  LaunchDefaults worker = ReadLaunchDefaults(Env(vars));
+  CHECK(worker.problems.empty());
+  CHECK(worker.launcher.server_host == "10.1.2.3");
+  CHECK(worker.workers == 3);
+  CHECK(worker.worker_rank == 1);
+  CHECK(worker.server == "tcp://10.1.2.3:29501");  // torchrun's store holds 29500
+  CHECK(worker.bind == "tcp://127.0.0.1:29501");
+
+  vars["DMLPS_PORT"] = "6000";  // dmlps's own variables beat the launcher's
+  CHECK(ReadLaunchDefaults(Env(vars)).server == "tcp://10.1.2.3:6000");
+  vars["DMLPS_SERVER"] = "tcp://server:7000";
+  CHECK(ReadLaunchDefaults(Env(vars)).server == "tcp://server:7000");
+
+  LaunchDefaults no_port =
+      ReadLaunchDefaults(Env({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}}));
+  CHECK(no_port.problems.empty());
+  CHECK(no_port.workers == 1);
+  CHECK(no_port.bind == "tcp://127.0.0.1:5555");
+}
+
+TEST_CASE("under Kubernetes the server is the Job's pod of index 0 in the headless Service") {
+  LaunchDefaults worker = ReadLaunchDefaults(Env({{"JOB_COMPLETION_INDEX", "12"},
+                                                  {"DMLPS_WORLD_SIZE", "16"},
+                                                  {"HOSTNAME", "my-job-12"},
+                                                  {"DMLPS_SERVICE", "dmlps"}}));
+  CHECK(worker.problems.empty());
+  CHECK(worker.launcher.name == "kubernetes");
+  CHECK(worker.workers == 15);
+  CHECK(worker.worker_rank == 11);
+  CHECK(worker.server == "tcp://my-job-0.dmlps:5555");
+  CHECK(Describe(worker.launcher) == "rank 12 of 16 under kubernetes");
+
+  LaunchDefaults named = ReadLaunchDefaults(Env({{"JOB_COMPLETION_INDEX", "0"},
+                                                 {"DMLPS_WORLD_SIZE", "2"},
+                                                 {"DMLPS_SERVER", "tcp://10.0.0.1:7000"},
+                                                 {"DMLPS_PORT", "7000"}}));
+  CHECK(named.problems.empty());
+  CHECK(named.workers == 1);
+  CHECK(named.server == "tcp://10.0.0.1:7000");
+}
+
+TEST_CASE("torchrun's and Kubernetes' bad variables are configuration errors") {
+  for (const auto& vars : std::vector<std::map<std::string, std::string>>{
+           {{"RANK", "1"}, {"MASTER_ADDR", "a"}},
+           {{"RANK", "one"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}},
+           {{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}},
+           {{"RANK", "0"}, {"WORLD_SIZE", "2"}},
+           {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", ""}},
+           {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "65535"}},
+           {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a"}, {"MASTER_PORT", "x"}},
+           {{"JOB_COMPLETION_INDEX", "1"}, {"HOSTNAME", "j-1"}, {"DMLPS_SERVICE", "s"}},
+           {{"JOB_COMPLETION_INDEX", "2"},
+            {"DMLPS_WORLD_SIZE", "2"},
+            {"DMLPS_SERVER", "tcp://a:1"}},
+           {{"JOB_COMPLETION_INDEX", "1"}, {"DMLPS_WORLD_SIZE", "2"}, {"HOSTNAME", "j-1"}},
+           {{"JOB_COMPLETION_INDEX", "1"},
+            {"DMLPS_WORLD_SIZE", "2"},
+            {"HOSTNAME", "j-10"},
+            {"DMLPS_SERVICE", "s"}},
+           {{"JOB_COMPLETION_INDEX", "1"},
+            {"DMLPS_WORLD_SIZE", "2"},
+            {"HOSTNAME", "-1"},
+            {"DMLPS_SERVICE", "s"}}}) {
+    Result<Launcher> launcher = DetectLauncher(Env(vars));
+    CHECK_FALSE(launcher.ok());
+    if (!launcher.ok()) CHECK(launcher.status().code() == StatusCode::kConfig);
+  }
+}
+
 }  // namespace
 }  // namespace dmlps::launch

@@ -1,5 +1,7 @@
 #include "dmlps/launch/launch.h"
 
+#include <unistd.h>
+
 #include <charconv>
 #include <cstdlib>
 
@@ -154,11 +156,61 @@ struct Source {
   const char* rank;
   const char* size;
 };
-constexpr Source kSources[] = {{"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+// In the order of precedence (see DetectLauncher's contract).
+constexpr Source kSources[] = {{"torchrun", "RANK", "WORLD_SIZE"},
+                               {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
                                {"pmi", "PMI_RANK", "PMI_SIZE"},
-                               {"slurm", "SLURM_PROCID", "SLURM_NTASKS"}};
+                               {"slurm", "SLURM_PROCID", "SLURM_NTASKS"},
+                               {"kubernetes", "JOB_COMPLETION_INDEX", "DMLPS_WORLD_SIZE"}};
 
 bool IsSet(const EnvLookup& env, const char* name) { return env(name) != nullptr; }
+
+bool IsSetNonEmpty(const EnvLookup& env, const char* name) {
+  const char* value = env(name);
+  return value != nullptr && *value != '\0';
+}
+
+// torchrun (and the operators that set its variables): rank 0 runs on
+// MASTER_ADDR; MASTER_PORT is taken by torchrun's own store (its static
+// rendezvous), so the server gets the port above it.
+Status ReadTorchrun(const EnvLookup& env, Launcher* launcher) {
+  if (!IsSetNonEmpty(env, "MASTER_ADDR")) {
+    return Status::Config(
+        "RANK and WORLD_SIZE are set but MASTER_ADDR is not (torchrun sets all three)");
+  }
+  launcher->server_host = env("MASTER_ADDR");
+  if (IsSet(env, "MASTER_PORT")) {
+    int64_t port = 0;
+    DMLPS_RETURN_IF_ERROR(ReadInt(env, "MASTER_PORT", 1, 65534, &port));
+    launcher->server_port = port + 1;
+  }
+  return Status::Ok();
+}
+
+// A Kubernetes indexed Job: its pod of index I is named JOBNAME-I, and with
+// the pods' subdomain set to a headless Service, JOBNAME-0.SERVICE is the
+// pod of index 0 wherever this one runs. DMLPS_SERVER, when set, names the
+// server instead.
+Status ReadKubernetes(const EnvLookup& env, Launcher* launcher) {
+  if (!IsSetNonEmpty(env, "DMLPS_SERVICE")) {
+    if (IsSetNonEmpty(env, "DMLPS_SERVER")) return Status::Ok();
+    return Status::Config(
+        "JOB_COMPLETION_INDEX is set but neither DMLPS_SERVICE (the Job's headless Service) nor "
+        "DMLPS_SERVER says where the server is");
+  }
+  const char* host_text = env("HOSTNAME");
+  const std::string host = host_text == nullptr ? "" : host_text;
+  const std::string suffix = Cat("-", std::to_string(launcher->rank));
+  if (host.size() <= suffix.size() ||
+      host.compare(host.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return Status::Config(Cat("HOSTNAME='", host, "' is not JOBNAME", suffix,
+                              ", the name of an indexed Job's pod of JOB_COMPLETION_INDEX=",
+                              std::to_string(launcher->rank)));
+  }
+  launcher->server_host = Cat(std::string_view(host).substr(0, host.size() - suffix.size()), "-0.",
+                              env("DMLPS_SERVICE"));
+  return Status::Ok();
+}
 
 }  // namespace
 
@@ -190,7 +242,8 @@ Result<Launcher> DetectLauncher(const EnvLookup& env) {
   }
   if (source == nullptr && choice != "auto") {
     return Status::Config(
-        Cat("DMLPS_LAUNCHER='", choice, "' is none of auto, none, openmpi, pmi, slurm"));
+        Cat("DMLPS_LAUNCHER='", choice,
+            "' is none of auto, none, torchrun, openmpi, pmi, slurm, kubernetes"));
   }
   if (source == nullptr) {
     for (const Source& s : kSources) {
@@ -217,6 +270,8 @@ Result<Launcher> DetectLauncher(const EnvLookup& env) {
     launcher.hosts = std::move(*hosts);
     break;
   }
+  if (launcher.name == "torchrun") DMLPS_RETURN_IF_ERROR(ReadTorchrun(env, &launcher));
+  if (launcher.name == "kubernetes") DMLPS_RETURN_IF_ERROR(ReadKubernetes(env, &launcher));
   return launcher;
 }
 
@@ -231,14 +286,15 @@ LaunchDefaults ReadLaunchDefaults(const EnvLookup& env) {
     if (d.launcher.size >= 2) d.workers = d.launcher.size - 1;
     if (d.launcher.rank >= 1) d.worker_rank = d.launcher.rank - 1;
   }
-  int64_t port = kDefaultPort;
+  int64_t port = d.launcher.server_port > 0 ? d.launcher.server_port : kDefaultPort;
   if (env("DMLPS_PORT") != nullptr) {
     if (Status s = ReadInt(env, "DMLPS_PORT", 1, 65535, &port); !s.ok()) {
       d.problems.push_back(s.message());
       port = kDefaultPort;
     }
   }
-  const std::string host = d.launcher.hosts.empty() ? "127.0.0.1" : d.launcher.hosts.front();
+  std::string host = d.launcher.server_host;
+  if (host.empty()) host = d.launcher.hosts.empty() ? "127.0.0.1" : d.launcher.hosts.front();
   d.server = Cat("tcp://", host, ":", std::to_string(port));
   if (const char* server = env("DMLPS_SERVER"); server != nullptr && *server != '\0') {
     d.server = server;
@@ -248,7 +304,14 @@ LaunchDefaults ReadLaunchDefaults(const EnvLookup& env) {
 }
 
 LaunchDefaults ReadLaunchDefaults() {
-  return ReadLaunchDefaults([](const char* name) -> const char* { return std::getenv(name); });
+  // A shell does not always export HOSTNAME; the pod's name is the host's.
+  static char host_name[256] = {};
+  return ReadLaunchDefaults([](const char* name) -> const char* {
+    const char* value = std::getenv(name);
+    if (value != nullptr || std::string_view(name) != "HOSTNAME") return value;
+    if (gethostname(host_name, sizeof(host_name) - 1) != 0) return nullptr;
+    return host_name;
+  });
 }
 
 std::string Describe(const Launcher& launcher) {

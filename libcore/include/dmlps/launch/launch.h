@@ -1,11 +1,13 @@
-// What a process learns from the launcher that started it (Open MPI's
-// mpirun, a PMI launcher such as MPICH's, Slurm's srun): its rank, the job's
-// size, the hosts of the job. The binaries take their defaults from it, so
-// one command line works under `mpirun -np K` and `srun`; a flag always wins.
+// What a process learns from the launcher that started it (torchrun, Open
+// MPI's mpirun, a PMI launcher such as MPICH's, Slurm's srun, a Kubernetes
+// indexed Job): its rank, the job's size, the hosts of the job, where rank 0
+// runs. The binaries take their defaults from it, so one command line works
+// under `mpirun -np K`, `srun` and `torchrun`; a flag always wins.
 //
 // The layout is fixed: the process of launcher rank 0 is the server, ranks
-// 1..SIZE-1 are workers 0..SIZE-2, and the server runs on the first host of
-// Slurm's node list (or on 127.0.0.1 without one).
+// 1..SIZE-1 are workers 0..SIZE-2, and the server runs where the launcher
+// says rank 0 runs (torchrun's MASTER_ADDR, the Job's pod of index 0), else
+// on the first host of Slurm's node list, else on 127.0.0.1.
 #ifndef DMLPS_LAUNCH_LAUNCH_H_
 #define DMLPS_LAUNCH_LAUNCH_H_
 
@@ -34,18 +36,33 @@ using EnvLookup = std::function<const char*(const char*)>;
 
 // The launcher's view of this process.
 struct Launcher {
-  std::string name;  // "openmpi", "pmi" or "slurm"; empty: not started by a launcher
+  // "torchrun", "openmpi", "pmi", "slurm" or "kubernetes"; empty: not started by a launcher
+  std::string name;
   int64_t rank = -1;
   int64_t size = 0;
   std::vector<std::string> hosts;  // Slurm's node list, expanded; empty without one
+  // Where the launcher says rank 0 runs: torchrun's MASTER_ADDR, or under
+  // Kubernetes JOBNAME-0.SERVICE; empty: it does not say.
+  std::string server_host;
+  // The port the launcher leaves to the server: torchrun's MASTER_PORT + 1
+  // (torchrun's own store listens at MASTER_PORT); 0: none.
+  int64_t server_port = 0;
 };
 
 // Reads the launcher's variables. DMLPS_LAUNCHER picks which: auto (the
-// default: OMPI_COMM_WORLD_RANK/SIZE, else PMI_RANK/SIZE, else
-// SLURM_PROCID/NTASKS, the first whose rank is set), openmpi, pmi, slurm, or
-// none (ignore them all). The node list is SLURM_STEP_NODELIST, else
-// SLURM_JOB_NODELIST, wherever the rank came from. Half a pair, a number that
-// is not one, a rank outside 0..SIZE-1 or a malformed node list is an error.
+// default: the first whose rank is set of torchrun's RANK/WORLD_SIZE,
+// OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS and a
+// Kubernetes indexed Job's JOB_COMPLETION_INDEX/DMLPS_WORLD_SIZE), torchrun,
+// openmpi, pmi, slurm, kubernetes, or none (ignore them all). torchrun comes
+// first because it is the innermost launcher when nested (srun or a pod
+// starts torchrun, never the other way round), Kubernetes last because a
+// pod is the outermost. The node list is SLURM_STEP_NODELIST, else
+// SLURM_JOB_NODELIST, wherever the rank came from. torchrun needs
+// MASTER_ADDR; under Kubernetes the server is JOBNAME-0.SERVICE, JOBNAME-I
+// being the pod's HOSTNAME and SERVICE the headless Service in
+// DMLPS_SERVICE, unless DMLPS_SERVER names it. Half a pair, a number that is
+// not one, a rank outside 0..SIZE-1, a malformed node list, a missing
+// MASTER_ADDR or a Kubernetes job with no way to the server is an error.
 Result<Launcher> DetectLauncher(const EnvLookup& env);
 
 // The defaults the binaries take from the environment.
@@ -59,8 +76,10 @@ struct LaunchDefaults {
 };
 
 // The server address is DMLPS_SERVER when set, else tcp://HOST:PORT with
-// HOST the first host of the node list (127.0.0.1 without one) and PORT
-// DMLPS_PORT (default 5555); the bind address is tcp://127.0.0.1:PORT.
+// HOST the launcher's server_host, else the first host of the node list,
+// else 127.0.0.1, and PORT DMLPS_PORT, else the launcher's server_port, else
+// 5555; the bind address is tcp://127.0.0.1:PORT. DMLPS_ variables beat the
+// launcher's, as flags beat both.
 LaunchDefaults ReadLaunchDefaults(const EnvLookup& env);
 // The same, from this process's environment.
 LaunchDefaults ReadLaunchDefaults();
