@@ -18,7 +18,8 @@ void AddExperimentOptions(cxxopts::Options& options) {
        {"policies",
         "Policies to compare, comma-separated: bsp, asp, ssp:S, backup:B, wbsp, "
         "wbsp-overlap, abps, lbbsp, lbbsp:PREDICTOR, lbbsp-gpu, token, localsgd[:H], "
-        "async-localsgd[:H], async-localsgd-dylu[:H]",
+        "async-localsgd[:H], async-localsgd-dylu[:H], dssp[:LOW:HIGH], "
+        "sync-switch[:FRACTION|:online]",
         "LIST", "bsp,ssp:3,wbsp,abps,lbbsp"},
        {"slowdown", "Slowdown factor per worker, or one for all (default: the last worker at 4)",
         "K,..."},

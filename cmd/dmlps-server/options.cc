@@ -32,7 +32,7 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
        {"policy",
         "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
-        "token, localsgd, async-localsgd, dssp",
+        "token, localsgd, async-localsgd, dssp, sync-switch",
         "NAME", defaults.policy.name},
        {"shard",
         "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
@@ -72,6 +72,13 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
         "dssp: the highest staleness bound, given to a worker as fast as fits that many "
         "more clocks into the slowest's iteration",
         "S", std::to_string(defaults.staleness_high)},
+       {"switch-at",
+        "sync-switch: run BSP, then ASP once FRACTION of the run is done: of the accuracy "
+        "progress toward --target-accuracy when given, else of --max-iterations",
+        "FRACTION", fmt::format("{}", defaults.switch_at)},
+       {"switch-online",
+        "sync-switch: ASP while a worker's recent iterations take over twice the others' "
+        "median (a transient straggler), BSP otherwise"},
        {"backup", "backup: pushes per iteration not waited for", "B",
         std::to_string(defaults.backup)},
        {"chunk", "abps: samples per chunk; workers look for SyncNow between chunks", "N",
@@ -245,6 +252,11 @@ void ReadPolicySettings(cli::FlagReader& flags, sync::PolicyConfig* policy) {
   policy->staleness_low = flags.Int("staleness-low", 0, 1000000);
   policy->staleness_high = flags.Int("staleness-high", 0, 1000000);
   policy->dylu = flags.Has("dylu");
+  policy->switch_at = flags.Real("switch-at", 0, 1);
+  policy->switch_online = flags.Has("switch-online");
+  if (flags.Has("switch-at") && policy->switch_online) {
+    flags.AddProblem("--switch-at and --switch-online exclude each other");
+  }
   policy->momentum_every = flags.Int("momentum-every", 0, 1 << 20);
   if (flags.Has("arima-order") && policy->predictor != "arima") {
     flags.AddProblem("--arima-order applies only to --predictor arima");
@@ -284,6 +296,11 @@ void RefuseOtherPoliciesFlags(cli::FlagReader& flags, const std::string& policy_
   for (const char* flag : {"staleness-low", "staleness-high"}) {
     if (flags.Has(flag) && policy_name != "dssp") {
       flags.AddProblem(std::string("--") + flag + " applies only to --policy dssp");
+    }
+  }
+  for (const char* flag : {"switch-at", "switch-online"}) {
+    if (flags.Has(flag) && policy_name != "sync-switch") {
+      flags.AddProblem(std::string("--") + flag + " applies only to --policy sync-switch");
     }
   }
   for (const char* flag : {"dylu", "momentum-every"}) {

@@ -25,6 +25,14 @@ grep -q "^dmlps-server: error: unknown option '--polcy'; did you mean --policy?$
 run 64 dmlps-server --threads two
 run 64 dmlps-server --staleness 2
 grep -q "staleness applies only to --policy ssp" "$WORK/err" || fail "--staleness without ssp accepted"
+run 64 dmlps-server --switch-at 0.5
+grep -q "switch-at applies only to --policy sync-switch" "$WORK/err" || fail "--switch-at without sync-switch"
+run 64 dmlps-server --policy sync-switch --switch-at 1.5 --max-iterations 10
+grep -q "switch-at: 1.5 is outside" "$WORK/err" || fail "--switch-at 1.5: $(cat "$WORK/err")"
+run 64 dmlps-server --policy sync-switch --switch-at 0.5 --switch-online
+grep -q "exclude each other" "$WORK/err" || fail "--switch-at with --switch-online accepted"
+run 64 dmlps-server --policy sync-switch
+grep -q "give --target-accuracy or --max-iterations" "$WORK/err" || fail "sync-switch with no place to switch"
 run 64 dmlps-server --model mlp:12x
 run 64 dmlps-server --data csv:/tmp/x
 run 64 dmlps-server --log-level loud

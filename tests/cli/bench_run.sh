@@ -60,6 +60,15 @@ fi
 expect_tsv "$WORK/local.tsv" "$BENCH_TSV_HEADER" 1
 grep -q "policy localsgd" "$WORK/local-runs/localsgd-2-1/worker-0.log" ||
   fail "localsgd did not reach the workers: $(ls "$WORK/local-runs")"
+# dssp:LOW:HIGH and sync-switch:FRACTION reach the server as its flags.
+"$bench" run "${small[@]}" --policies dssp:0:2,sync-switch:0.5 --target 0 --max-iterations 10 \
+  --format tsv --out "$WORK/more-runs" >"$WORK/more.tsv" 2>"$WORK/more.log" ||
+  fail "dssp:0:2,sync-switch:0.5 exited $?"
+expect_tsv "$WORK/more.tsv" "$BENCH_TSV_HEADER" 2
+grep -q "policy dssp:0-2" "$WORK/more-runs/dssp-0-2-1/worker-0.log" ||
+  fail "dssp:0:2 did not reach the workers: $(ls "$WORK/more-runs")"
+grep -q "policy switch done: bsp -> asp" "$WORK/more-runs/sync-switch-0.5-1/server.log" ||
+  fail "sync-switch:0.5 did not switch: $(ls "$WORK/more-runs")"
 "$bench" run "${small[@]}" --policies bsp --target 0 --max-iterations 10 >"$WORK/table.txt" \
   2>"$WORK/table.log" || fail "table format exited $?"
 expect_table "$WORK/table.txt" "^2 workers, mlp:128" "^policy  *reached  *seconds to target"

@@ -79,4 +79,17 @@ expect_usage "localsgd:H needs a number H" --policies localsgd:x
 expect_tsv "$WORK/local.tsv" "$BENCH_TSV_HEADER" 3
 awk -F '\t' 'NR > 1 && !($7 > 0 && $8 > 0) { print; bad = 1 } END { exit bad }' \
   "$WORK/local.tsv" || fail "a local-SGD policy trained nothing"
+
+# dssp and sync-switch have rows of their own, with and without parameters.
+"$bench" sim "${tiny[@]}" --policies dssp,dssp:0:2,sync-switch,sync-switch:0.5,sync-switch:online \
+  --format tsv >"$WORK/switch.tsv" 2>/dev/null || fail "dssp and sync-switch rows: exited $?"
+expect_tsv "$WORK/switch.tsv" "$BENCH_TSV_HEADER" 5
+awk -F '\t' 'NR > 1 && !($2 == 1 && $3 == 1 && $7 > 0) { print; bad = 1 } END { exit bad }' \
+  "$WORK/switch.tsv" || fail "a dssp or sync-switch row did not reach the target"
+cut -f1 "$WORK/switch.tsv" | tr '\n' ' ' |
+  grep -q "^policy dssp dssp:0:2 sync-switch sync-switch:0.5 sync-switch:online $" ||
+  fail "rows: $(cut -f1 "$WORK/switch.tsv" | tr '\n' ' ')"
+expect_usage "dssp:LOW:HIGH needs two whole numbers" --policies dssp:1
+expect_usage "sync-switch:FRACTION needs a number" --policies sync-switch:soon
+expect_usage "switch-at in \[0, 1\]" --policies sync-switch:2
 echo "ok"

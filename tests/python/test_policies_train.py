@@ -22,6 +22,7 @@ POLICIES = {
                  "--outer-momentum", "0.5"],
     "async-localsgd": ["--local-steps", "4", "--dylu", "--lr", "0.1", "--momentum", "0",
                        "--outer-lr", "1", "--outer-momentum", "0.5"],
+    "sync-switch": ["--switch-at", "0.25"],
 }
 
 for policy, flags in POLICIES.items():

@@ -79,5 +79,42 @@ TEST_CASE("the server is started with --evaluator only for an evaluator command"
   CHECK(has_evaluator());
 }
 
+// Whether `argv` holds `flag` followed by `value` (or `flag` alone).
+bool HasFlag(const std::vector<std::string>& argv, const std::string& flag,
+             const std::string& value = {}) {
+  const auto it = std::find(argv.begin(), argv.end(), flag);
+  if (it == argv.end()) return false;
+  return value.empty() || (it + 1 != argv.end() && *(it + 1) == value);
+}
+
+TEST_CASE("dssp and sync-switch rows reach the server as its flags") {
+  Experiment e = TwoWorkers();
+  e.max_iterations = 100;
+  ClusterOptions options;
+  options.bin_dir = "/bin";
+  std::vector<std::string> argv = ServerCommand(e, "dssp:0:2", options, "ep", "report");
+  CHECK(HasFlag(argv, "--policy", "dssp"));
+  CHECK(HasFlag(argv, "--staleness-low", "0"));
+  CHECK(HasFlag(argv, "--staleness-high", "2"));
+  argv = ServerCommand(e, "dssp", options, "ep", "report");
+  CHECK(HasFlag(argv, "--staleness-low", "1"));
+  CHECK(HasFlag(argv, "--staleness-high", "4"));
+  argv = ServerCommand(e, "sync-switch:0.5", options, "ep", "report");
+  CHECK(HasFlag(argv, "--policy", "sync-switch"));
+  CHECK(HasFlag(argv, "--switch-at", "0.5"));
+  argv = ServerCommand(e, "sync-switch:online", options, "ep", "report");
+  CHECK(HasFlag(argv, "--switch-online"));
+  CHECK_FALSE(HasFlag(argv, "--switch-at"));
+  // Rows that cannot be run are refused.
+  CHECK_FALSE(PolicyFor("dssp:3", e).ok());
+  CHECK_FALSE(PolicyFor("dssp:3:1", e).ok());
+  CHECK_FALSE(PolicyFor("sync-switch:soon", e).ok());
+  CHECK_FALSE(PolicyFor("sync-switch:1.5", e).ok());
+  e.max_iterations = 0;
+  e.target = 0;
+  CHECK_FALSE(PolicyFor("sync-switch", e).ok());  // nothing to place the switch by
+  CHECK(PolicyFor("sync-switch:online", e).ok());
+}
+
 }  // namespace
 }  // namespace dmlps::bench

@@ -350,6 +350,17 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
   if (policy.name == "localsgd" || policy.name == "async-localsgd")
     argv.insert(argv.end(), {"--local-steps", std::to_string(policy.local_steps)});
   if (policy.dylu) argv.push_back("--dylu");
+  if (policy.name == "dssp") {
+    argv.insert(argv.end(), {"--staleness-low", std::to_string(policy.staleness_low),
+                             "--staleness-high", std::to_string(policy.staleness_high)});
+  }
+  if (policy.name == "sync-switch") {
+    if (policy.switch_online) {
+      argv.push_back("--switch-online");
+    } else {
+      argv.insert(argv.end(), {"--switch-at", Number(policy.switch_at)});
+    }
+  }
   if (policy.name == "lbbsp") {
     argv.insert(argv.end(), {"--lb-mode", policy.lb_mode});
     if (policy.lb_mode == "cpu") argv.insert(argv.end(), {"--predictor", policy.predictor});

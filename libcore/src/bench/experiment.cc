@@ -98,12 +98,39 @@ Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& e
                                      ":H needs a number H");
     }
     config.local_steps = *value;
+  } else if (name == "dssp" && has_parameter) {
+    // dssp:LOW:HIGH, the range of the staleness bounds.
+    const size_t second = parameter.find(':');
+    const std::optional<int64_t> low = ParseCount(parameter.substr(0, second));
+    const std::optional<int64_t> high =
+        second == std::string_view::npos ? std::nullopt : ParseCount(parameter.substr(second + 1));
+    if (!low || !high) {
+      return Status::InvalidArgument(Quoted(entry) + ": dssp:LOW:HIGH needs two whole numbers");
+    }
+    config.staleness_low = *low;
+    config.staleness_high = *high;
+  } else if (name == "sync-switch" && has_parameter) {
+    // sync-switch:FRACTION, or sync-switch:online.
+    if (parameter == "online") {
+      config.switch_online = true;
+    } else {
+      const auto [end, ec] =
+          std::from_chars(parameter.data(), parameter.data() + parameter.size(), config.switch_at);
+      if (parameter.empty() || ec != std::errc() || end != parameter.data() + parameter.size()) {
+        return Status::InvalidArgument(Quoted(entry) +
+                                       ": sync-switch:FRACTION needs a number in [0, 1] or "
+                                       "'online'");
+      }
+    }
   } else if (has_parameter) {
     return Status::InvalidArgument(
         Quoted(entry) +
-        ": only ssp:S, backup:B, lbbsp:PREDICTOR and the local-SGD policies' :H take a "
-        "parameter");
+        ": only ssp:S, backup:B, dssp:LOW:HIGH, sync-switch:FRACTION|online, lbbsp:PREDICTOR and "
+        "the local-SGD policies' :H take a parameter");
   }
+  // sync-switch places its switch by the run's target or iteration limit.
+  config.target_accuracy = experiment.target;
+  config.max_iterations = experiment.max_iterations;
   // A quarter of a worker's batch: much smaller and a chunk's or token's
   // message round trip costs more than its compute.
   if (name == "async-localsgd-dylu") {

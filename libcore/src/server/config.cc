@@ -107,6 +107,8 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   sync::PolicyConfig probe = config.policy;
   probe.num_workers = std::max<int64_t>(config.workers, 1);
   probe.batch = std::max<int64_t>(config.batch, 1);
+  probe.target_accuracy = config.target_accuracy;
+  probe.max_iterations = config.max_iterations;
   if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
     problems.push_back("--policy: " + p.status().message());
   }

@@ -110,6 +110,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void LimitReached() override;
   void IterationAdvanced() override { MaybeCheckpoint(); }
   void HoldChanged(bool holding, int64_t live) override;
+  void Switched(const sync::Switch& change) override;
   // Queues the current model for evaluation; `must` ones are never skipped.
   void SubmitSnapshot(bool must);
   void CollectEvaluations();

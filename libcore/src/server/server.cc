@@ -126,6 +126,9 @@ Status ParameterServer::SetUpPolicy() {
   sync::PolicyConfig policy_config = config_.policy;
   policy_config.num_workers = config_.workers;
   policy_config.batch = config_.batch;
+  // sync-switch places its switch by the run's target or iteration limit.
+  policy_config.target_accuracy = config_.target_accuracy;
+  policy_config.max_iterations = config_.max_iterations;
   DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
   driver_.emplace(std::move(policy),
                   sync::DriverOptions{.eval_every = config_.eval_every,
@@ -391,8 +394,27 @@ Status ParameterServer::SaveModel() {
 }
 
 void ParameterServer::CollectEvaluations() {
-  RecordEvaluations(evaluator_->TakeResults(), config_.target_accuracy, start_us_, tsv_,
-                    tracer_.get(), &report_);
+  const std::vector<Evaluation> results = evaluator_->TakeResults();
+  RecordEvaluations(results, config_.target_accuracy, start_us_, tsv_, tracer_.get(), &report_);
+  // Policies that decide by accuracy (sync-switch) see each result.
+  if (!report_.target_reached) {
+    for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);
+  }
+}
+
+void ParameterServer::Switched(const sync::Switch& change) {
+  spdlog::info("policy switch {}: {} -> {} at iteration {} ({}: {:.4g}, threshold {:.4g})",
+               change.done ? "done" : "decided", change.from, change.to, change.iteration,
+               change.why, change.measured, change.threshold);
+  if (!tracer_) return;
+  tracer_->Instant("run", change.done ? "policy switched" : "policy switch decided",
+                   trace::NowMicros(),
+                   {{"from", change.from},
+                    {"to", change.to},
+                    {"why", change.why},
+                    {"measured", change.measured},
+                    {"threshold", change.threshold},
+                    {"iteration", change.iteration}});
 }
 
 void ParameterServer::HoldChanged(bool holding, int64_t live) {

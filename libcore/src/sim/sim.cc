@@ -436,7 +436,10 @@ void Simulator::Evaluate(bool /*must*/) {
     report_.iterations_to_target = iteration;
     report_.samples_to_target = samples;
     finished_ = true;
+    return;
   }
+  // As the server: policies that decide by accuracy (sync-switch) see it.
+  driver_->Evaluated(result.accuracy);
 }
 
 }  // namespace

@@ -118,6 +118,13 @@ void DriverCore::Advance() {
   }
 }
 
+void DriverCore::Evaluated(double accuracy) {
+  if (!started_) return;
+  Actions actions;
+  policy_->EvaluationSeen(accuracy, &actions);
+  Carry(actions, nullptr);
+}
+
 bool DriverCore::EndRun() {
   if (limit_reached_) return false;
   limit_reached_ = true;
@@ -217,5 +224,7 @@ void DriverCore::Do(const Grant& a, const StageFn* /*stage*/) {
 void DriverCore::Do(const SetLocalSteps& a, const StageFn* /*stage*/) {
   if (Present(a.worker)) slots_[a.worker].next_local_steps = a.steps;
 }
+
+void DriverCore::Do(const Switch& a, const StageFn* /*stage*/) { effects_.Switched(a); }
 
 }  // namespace dmlps::sync

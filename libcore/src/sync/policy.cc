@@ -9,6 +9,7 @@
 #include "dmlps/sync/dssp.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/localsgd.h"
+#include "dmlps/sync/syncswitch.h"
 #include "dmlps/sync/token.h"
 #include "dmlps/sync/wbsp.h"
 
@@ -136,7 +137,7 @@ void Policy::PushArrived(WorkerId w, const PushInfo& push, Actions* out) {
   OnPush(w, push, out);
 }
 
-void Policy::PullRequested(WorkerId w, Actions* out) {
+void Policy::OnPull(WorkerId w, Actions* out) {
   if (MayStart(w)) {
     workers_[w].pull_held = false;
     BeforeReply(w, out);
@@ -310,6 +311,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
     }
     return Made(new DsspPolicy(n, config.staleness_low, config.staleness_high));
   }
+  if (name == "sync-switch") return MakeSyncSwitch(config);
   if (name == "async-localsgd") {
     if (config.momentum_every < 0) {
       return Status::InvalidArgument("async-localsgd needs --momentum-every of 0 or more");
@@ -322,7 +324,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
 
 std::string_view PolicyNames() {
   return "bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, token, localsgd, "
-         "async-localsgd, dssp";
+         "async-localsgd, dssp, sync-switch";
 }
 
 bool UsesOuterOptimizer(const PolicyConfig& config) {

@@ -20,7 +20,8 @@ struct Experiment {
   // As the user listed them: bsp, asp, ssp:S, backup:B, wbsp, wbsp-overlap,
   // abps, lbbsp, lbbsp:PREDICTOR (last, ema, arima, narx), lbbsp-gpu, token,
   // localsgd, localsgd:H (H local steps per push), async-localsgd[:H],
-  // async-localsgd-dylu[:H] (with Dynamic Local Updates).
+  // async-localsgd-dylu[:H] (with Dynamic Local Updates), dssp[:LOW:HIGH],
+  // sync-switch[:FRACTION] (BSP, then ASP) and sync-switch:online.
   std::vector<std::string> policies = {"bsp", "ssp:3", "wbsp", "abps", "lbbsp"};
   // One per worker (rank order), as the flags give them.
   std::vector<worker::StragglerSpec> stragglers;

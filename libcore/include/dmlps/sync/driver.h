@@ -60,6 +60,9 @@ class DriverEffects {
   // Training holds (fewer than min_workers live) or goes on; replies wait
   // meanwhile and go out, in order, before training goes on.
   virtual void HoldChanged(bool holding, int64_t live) {}
+  // The policy decided to change what it runs, or changed it (see Switch):
+  // to log and trace.
+  virtual void Switched(const Switch& change) {}
 };
 
 // A sink: the effects plus staging the payload of the push being handled,
@@ -114,6 +117,9 @@ class DriverCore {
   // Catches up with the policy's iteration: IterationAdvanced, then the
   // limit or an evaluation when due. Idempotent; call after each push.
   void Advance();
+  // An evaluation the sink asked for came out at `accuracy`; in the order
+  // they were asked for. Policies deciding by accuracy (sync-switch) look.
+  void Evaluated(double accuracy);
   // Ends the run by a limit other than iterations (time): evaluates once
   // (must). False when the run had ended already.
   bool EndRun();
@@ -186,6 +192,7 @@ class DriverCore {
   void Do(const SetBatch& a, const StageFn* stage);
   void Do(const Grant& a, const StageFn* stage);
   void Do(const SetLocalSteps& a, const StageFn* stage);
+  void Do(const Switch& a, const StageFn* stage);
   bool Present(WorkerId w) const;
   // The reply fields set for w since its last reply; clears them.
   Reply TakeReply(WorkerId w);

@@ -117,8 +117,22 @@ struct SetLocalSteps {
   int64_t steps = 0;
 };
 
+// A composite policy (SwitchingPolicy) changes the policy it runs: decided
+// (`done` false: it drains to a quiescent point from now on) or done (the
+// new one runs from the next event). What the decision measured and why, for
+// the log and the trace; it addresses no worker.
+struct Switch {
+  std::string from;
+  std::string to;
+  std::string why;
+  double measured = 0;    // the value the decision's rule looked at
+  double threshold = 0;   // the value it crossed
+  int64_t iteration = 0;  // the global iteration when emitted
+  bool done = false;
+};
+
 using Action = std::variant<Stage, Apply, ApplyDelta, ReplyModel, Hold, Drop, Continue, SyncNow,
-                            SetBatch, Grant, SetLocalSteps>;
+                            SetBatch, Grant, SetLocalSteps, Switch>;
 using Actions = std::vector<Action>;
 
 // What a policy keeps in a checkpoint to go on after a restart: the model's
@@ -134,7 +148,7 @@ struct PolicyState {
 
 struct PolicyConfig {
   // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token |
-  // localsgd | async-localsgd | dssp
+  // localsgd | async-localsgd | dssp | sync-switch
   std::string name = "bsp";
   int64_t num_workers = 1;
   int64_t batch = 64;             // per-worker batch; the global batch B is batch * num_workers
@@ -165,6 +179,14 @@ struct PolicyConfig {
   // dssp: the range each worker's staleness bound is chosen in.
   int64_t staleness_low = 1;
   int64_t staleness_high = 4;
+  // sync-switch: BSP, then ASP once `switch_at` of the run is done (of the
+  // target's accuracy progress when there is a target, else of
+  // max_iterations); with switch_online, ASP while a transient straggler
+  // is seen and BSP otherwise instead.
+  double switch_at = 0.125;
+  bool switch_online = false;
+  double target_accuracy = 0;  // the run's target; 0: none
+  int64_t max_iterations = 0;  // the run's limit; 0: none
 };
 
 // Whether the server steps the model with the outer optimizer of `config`
@@ -207,7 +229,10 @@ class Policy {
   // is dropped; otherwise the policy stages, applies and answers.
   void PushArrived(WorkerId w, const PushInfo& push, Actions* out);
   // Worker `w` wants the model: replied to now or held.
-  void PullRequested(WorkerId w, Actions* out);
+  void PullRequested(WorkerId w, Actions* out) { OnPull(w, out); }
+  // The model was evaluated at `accuracy` (evaluations in the order they
+  // were taken). Policies that decide by accuracy look; the others ignore it.
+  void EvaluationSeen(double accuracy, Actions* out) { OnEvaluation(accuracy, out); }
 
   // Applies made so far = the version of the model the server holds.
   int64_t version() const { return version_; }
@@ -255,6 +280,14 @@ class Policy {
   // Called when a pull is answered at once or released from hold, just before
   // its ReplyModel is emitted (e.g. to emit SetBatch or Grant first).
   virtual void BeforeReply(WorkerId w, Actions* out) {}
+  // Answers a pull: the model now (MayStart) or a hold. A composite policy
+  // hands it to the policy it runs instead.
+  virtual void OnPull(WorkerId w, Actions* out);
+  virtual void OnEvaluation(double accuracy, Actions* out) {}
+  // Whether nothing is staged for an update still to come (a round in
+  // progress): the model then holds every accepted push. Policies that
+  // apply each push on arrival always are.
+  virtual bool AtBoundary() const { return true; }
 
   // Emits Apply (or ApplyDelta) and counts the new version.
   void EmitApply(double scale, Actions* out);
@@ -266,6 +299,9 @@ class Policy {
   int64_t total_pushes() const { return total_pushes_; }
 
  private:
+  // Runs other policies and forwards their hooks (switching.h).
+  friend class SwitchingPolicy;
+
   struct WorkerState {
     bool joined = false;
     bool pull_held = false;
@@ -312,6 +348,8 @@ class BspPolicy : public Policy {
   // its gradient (computed on this version) without being waited for.
   void OnLeave(WorkerId w, Actions* out) override;
   void OnRestore(const PolicyState& state) override { round_ = state.iteration; }
+  // Between rounds: no push of a round in progress is staged.
+  bool AtBoundary() const override { return arrived_ == 0 && !pushed_by_gone_; }
 
   // A push was accepted into the round (and staged if usable); `first`: it
   // is the round's first.
