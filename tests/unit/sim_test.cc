@@ -244,6 +244,20 @@ TEST_CASE("sim: the gradients are real: every policy learns the separable proble
   }
 }
 
+TEST_CASE("sim: token: a round-robin straggler sleeps once an iteration, not once a token") {
+  // 16 tokens an iteration (batch 8, tokens of 2, 4 workers): each worker
+  // trains several, but in iteration t only rank t mod 4 sleeps, once.
+  Fixture f;
+  SimConfig c = f.Config("token", {1, 1, 1, 1}, 1, 0);
+  for (worker::StragglerSpec& s : c.stragglers) s.round_robin = std::chrono::milliseconds(40);
+  c.max_iterations = 20;
+  const SimReport r = f.Run(c);
+  for (const WorkerStats& w : r.workers) {
+    CHECK(w.steps > 20);  // tokens
+    CHECK(w.straggle_s == doctest::Approx(5 * 0.040));
+  }
+}
+
 TEST_CASE("sim: bad settings are refused") {
   Fixture f;
   SimConfig c = f.Config("bsp", {1, 1}, 10, 1);

@@ -264,7 +264,8 @@ void SimWorker::StartStep() {
     return;
   }
   const bool counts_local = mode_ == WorkerMode::kLocalOverlap || mode_ == WorkerMode::kLocalSgd;
-  step_ = counts_local ? compute_steps_ : clock_;
+  // Tokens are parts of an iteration, the model's version (as worker/steps.cc).
+  step_ = counts_local ? compute_steps_ : mode_ == WorkerMode::kToken ? version_ : clock_;
   step_samples_ = 0;
   step_compute_ = 0;
   step_straggle_ = 0;
@@ -292,10 +293,15 @@ void SimWorker::OnComputeDone() {
   const double now = host_.now();
   const double compute = now - job_start_;
   const microseconds compute_us(std::llround(compute * 1e6));
+  // A token is the first part of its iteration's work when it is the
+  // worker's first on that version.
+  const bool first_part =
+      mode_ == WorkerMode::kToken ? step_ != straggled_step_ : step_samples_ == 0;
+  straggled_step_ = step_;
   const microseconds straggle =
-      step_samples_ == 0 ? straggler_.ExtraDelay(step_, compute_us)
-                         : microseconds(std::llround((straggler_.SlowdownAt(step_) - 1) *
-                                                     static_cast<double>(compute_us.count())));
+      first_part ? straggler_.ExtraDelay(step_, compute_us)
+                 : microseconds(std::llround((straggler_.SlowdownAt(step_) - 1) *
+                                             static_cast<double>(compute_us.count())));
   const double straggle_s = static_cast<double>(straggle.count()) * 1e-6;
   step_samples_ += job_samples_;
   step_compute_ += compute;

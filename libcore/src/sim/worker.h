@@ -181,9 +181,10 @@ class SimWorker {
   std::shared_ptr<const std::vector<float>> model_;  // sync, chunked, token: the model steps run on
 
   // The step under way.
-  int64_t step_ = 0;          // its number, as StragglerProfile counts steps
-  int64_t step_samples_ = 0;  // computed so far
-  int64_t job_samples_ = 0;   // of the compute job running
+  int64_t step_ = 0;             // its number, as StragglerProfile counts steps
+  int64_t straggled_step_ = -1;  // token: the last step_ whose delays were drawn
+  int64_t step_samples_ = 0;     // computed so far
+  int64_t job_samples_ = 0;      // of the compute job running
   double step_noise_ = 1;
   double job_start_ = 0;
   double step_compute_ = 0;

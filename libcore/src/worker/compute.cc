@@ -42,7 +42,7 @@ StepComputer::StepComputer(Computation& computation, uint64_t seed, StragglerPro
 
 Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
                                          std::span<const float> params, std::span<float> grad,
-                                         bool first_part) {
+                                         StraggleAt at) {
   StepResult result;
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
@@ -55,9 +55,9 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
   DMLPS_ASSIGN_OR_RETURN(result.loss, std::move(loss));
   result.compute = microseconds(Micros(Clock::now() - start));
   result.samples = samples;
-  result.straggle = first_part
-                        ? straggler_.ExtraDelay(step, result.compute)
-                        : microseconds(std::llround((straggler_.SlowdownAt(step) - 1) *
+  result.straggle = at.first_part
+                        ? straggler_.ExtraDelay(at.iteration, result.compute)
+                        : microseconds(std::llround((straggler_.SlowdownAt(at.iteration) - 1) *
                                                     static_cast<double>(result.compute.count())));
   if (tracer_) {
     tracer_->Span("compute", "step", start_us, result.compute.count(),

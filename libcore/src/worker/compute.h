@@ -49,11 +49,24 @@ class StepComputer {
   StepComputer(Computation& computation, uint64_t seed, StragglerProfile straggler,
                trace::TraceWriter* tracer, Pause pause, Busy busy = {});
 
+  // Which iteration a computation's emulated slowness follows, and whether
+  // it is the first part of the worker's work in that iteration: the later
+  // parts (a step's later chunks, an iteration's later tokens) only scale
+  // with the slowdown, so that delays come once an iteration.
+  struct StraggleAt {
+    int64_t iteration = 0;
+    bool first_part = true;
+  };
+
   // Computes the mean gradient of the next `samples` samples on params into
-  // grad; then sleeps the emulated slowness of `step`. A step's later chunks
-  // (first_part false) only scale with the slowdown: delays come once a step.
+  // grad; then sleeps the emulated slowness of `at` (by default: step
+  // `step`, its first part).
   Result<StepResult> Compute(int64_t step, int64_t samples, std::span<const float> params,
-                             std::span<float> grad, bool first_part = true);
+                             std::span<float> grad, bool first_part = true) {
+    return Compute(step, samples, params, grad, StraggleAt{step, first_part});
+  }
+  Result<StepResult> Compute(int64_t step, int64_t samples, std::span<const float> params,
+                             std::span<float> grad, StraggleAt at);
   // Sleeps as long as sending `bytes` in `step` takes under the emulated
   // bandwidth cap; at once without one.
   Status EmulateTransfer(int64_t step, int64_t bytes);

@@ -234,10 +234,18 @@ Status RunTokenSteps(StepContext& steps) {
   DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, params));
   if (!more) return Status::Ok();
   int64_t wait_us = 0;
+  // A token is a part of an iteration, the model's version: a straggler
+  // profile's delays come with the worker's first token of an iteration
+  // (round-robin: the worker of rank t mod N is the straggler of iteration
+  // t), as they come once a step under the other policies.
+  int64_t straggled_version = -1;
   for (int64_t clock = 0;; ++clock) {
     if (steps.state().token < 0) return Status::Protocol("the server sent no token to train");
     std::vector<float>& grad = buffers.Take(&gradient);
-    DMLPS_ASSIGN_OR_RETURN(StepResult step, computer.Compute(clock, token_size, params, grad));
+    const int64_t version = steps.state().version;
+    const StepComputer::StraggleAt at{version, version != straggled_version};
+    straggled_version = version;
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, computer.Compute(clock, token_size, params, grad, at));
     steps.Count(step);
     DMLPS_RETURN_IF_ERROR(steps.Push(steps.PushFor(clock, token_size, step, wait_us), gradient));
     // The answer is the next token on this model (Continue), or the new
