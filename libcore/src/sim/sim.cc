@@ -499,9 +499,10 @@ void Simulator::Stage(const sync::HandledPush<Samples>& push, double weight) {
 }
 
 void Simulator::ServerDone() {
-  // The orders first: a real link shares itself among its connections, so
-  // a few bytes of orders are through long before a model is.
-  SendOrders();
+  // As the server's loop: the orders of what it handled go out once nothing
+  // more waits, and before the replies: a real link shares itself among its
+  // connections, so a few bytes of orders are through long before a model is.
+  if (inbox_.empty()) SendOrders();
   for (auto& [w, message] : outbox_) {
     const int64_t bytes = message.kind == MessageKind::kModel ? PayloadBytes() : kHeaderBytes;
     Send(ServerNode(), w, bytes, std::move(message));
