@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
 
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/bench_programs.h"
@@ -57,6 +58,10 @@ void AddSimOptions(cxxopts::Options& options) {
                   "Heavy-tailed noise: each step's compute times a Pareto factor >= 1 of tail "
                   "index ALPHA > 1, per worker or one for all (0: none)",
                   "ALPHA,...", "0"},
+                 {"sim-threads",
+                  "Threads of this machine computing the simulated gradients; results are the "
+                  "same with any number (default: this machine's cores, at most 16)",
+                  "N"},
                  {"compute-cost",
                   "A step of b samples computes A + C*b microseconds (default: timed on this "
                   "machine at start)",
@@ -75,6 +80,11 @@ cli::Program ReadSimFlags(cli::FlagReader& flags) {
 
   sim::SimOptions options;
   options.shared_cores = flags.Int("shared-cores", 0, 4096);
+  // --shards is transport's flag too (a list there): here one count.
+  options.shards = flags.Has("shards") ? flags.Int("shards", 1, 1024) : 1;
+  options.threads = flags.Has("sim-threads")
+                        ? flags.Int("sim-threads", 1, 256)
+                        : std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16);
   options.network = options.shared_cores > 0 ? sim::kLoopbackNetwork : sim::kClusterNetwork;
   if (flags.Has("link-gbps")) options.network.link_gbps = flags.Real("link-gbps", 0, 1e6);
   if (flags.Has("latency-us")) options.network.latency_s = flags.Real("latency-us", 0, 1e9) * 1e-6;

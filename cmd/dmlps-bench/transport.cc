@@ -49,7 +49,9 @@ void AddTransportOptions(cxxopts::Options& options) {
        {"transports", "Transports to measure: tcp (loopback), ipc", "LIST", "tcp,ipc"},
        {"worker-counts", "Workers of the dmlps clusters measured, comma-separated", "N,...",
         JoinCounts(d.workers)},
-       {"shards", "Server shards of the dmlps-sharded clusters measured, comma-separated, or none",
+       {"shards",
+        "Server shards of the dmlps-sharded clusters measured, comma-separated, or none "
+        "(sim: the server shards simulated, one count, default 1)",
         "N,...", JoinCounts(d.shards)},
        {"shard-workers", "Workers of the dmlps-sharded clusters", "N",
         std::to_string(d.shard_workers)},

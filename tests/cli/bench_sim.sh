@@ -72,6 +72,22 @@ expect_usage "--compute-cost must be A,C" --compute-cost 5
 expect_usage "'hsp': unknown" --policies bsp,hsp
 expect_usage "--bin does not apply to sim" --bin /tmp
 expect_usage "localsgd:H needs a number H" --policies localsgd:x
+expect_usage "--shards" --shards 0
+expect_usage "--sim-threads" --sim-threads 0
+
+# The threads computing gradients change nothing; server shards keep the math
+# (the same accuracy) and change only the time.
+"$bench" sim "${tiny[@]}" --policies bsp,abps --sim-threads 2 --format tsv >"$WORK/two.tsv" \
+  2>/dev/null || fail "--sim-threads 2 exited $?"
+"$bench" sim "${tiny[@]}" --policies bsp,abps --sim-threads 1 --format tsv >"$WORK/one.tsv" \
+  2>/dev/null || fail "--sim-threads 1 exited $?"
+cmp -s "$WORK/one.tsv" "$WORK/two.tsv" || fail "1 and 2 threads gave other tables"
+"$bench" sim "${tiny[@]}" --policies bsp --shards 4 --format tsv >"$WORK/sharded.tsv" \
+  2>/dev/null || fail "--shards 4 exited $?"
+"$bench" sim "${tiny[@]}" --policies bsp --format tsv >"$WORK/single.tsv" 2>/dev/null ||
+  fail "one shard exited $?"
+[ "$(cut -f7,13 "$WORK/sharded.tsv")" = "$(cut -f7,13 "$WORK/single.tsv")" ] ||
+  fail "sharding changed the accuracy: $(cat "$WORK/sharded.tsv" "$WORK/single.tsv")"
 
 # The local-SGD policies have rows of their own, DyLU's too.
 "$bench" sim "${tiny[@]}" --policies localsgd:4,async-localsgd:4,async-localsgd-dylu:4 \

@@ -221,6 +221,63 @@ TEST_CASE("sim: the same seed gives the same run; another noise seed another one
   CHECK(f.Run(c).seconds != a.seconds);
 }
 
+TEST_CASE("sim: the threads computing the gradients change nothing in the results") {
+  Fixture f;
+  for (const char* policy : {"bsp", "backup", "abps", "ssp", "token"}) {
+    CAPTURE(policy);
+    SimConfig c = f.Config(policy, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3}, 10, 1);
+    c.policy.backup = 1;
+    c.eval_every = 2;
+    c.max_iterations = 20;
+    c.noise.assign(12, Noise{0.3, 0});
+    const SimReport one = f.Run(c);
+    c.threads = 2;
+    const SimReport two = f.Run(c);
+    CHECK(one.seconds == two.seconds);
+    CHECK(one.events == two.events);
+    CHECK(one.samples == two.samples);
+    REQUIRE(one.curve.size() == two.curve.size());
+    for (size_t i = 0; i < one.curve.size(); ++i) {
+      // Bit for bit: the same losses, not merely close ones.
+      CHECK(one.curve[i].loss == two.curve[i].loss);
+      CHECK(one.curve[i].accuracy == two.curve[i].accuracy);
+    }
+  }
+}
+
+TEST_CASE("sim: sharded, each shard's link carries its slice and the math is the same") {
+  Fixture f;
+  // 64 workers whose steps take 0.1 ms, a model of 3586 parameters (14.4
+  // KB a push or model) on 1 Gbit/s links: 115 us a message, so the
+  // server's links carry 64 pushes and 64 models an iteration and decide.
+  SimConfig c = f.Config("bsp", std::vector<double>(64, 1), 0.1, 0.01);
+  c.model = *model::ParseModelSpec("mlp:512", 4, 2);
+  c.network.link_gbps = 1;
+  c.eval_every = 5;
+  const SimReport one = f.Run(c);
+  CHECK(one.seconds / 10 > 64 * 115e-6);
+  c.shards = 1;
+  CHECK(f.Run(c).seconds == one.seconds);
+  c.shards = 4;
+  const SimReport four = f.Run(c);
+  // Each shard's links carry a quarter of each push and model (897 of 3586
+  // parameters, plus the header); shard 0 sends the others its orders, and
+  // each worker's own link still carries the whole model: not quite 4x.
+  CHECK(four.seconds < one.seconds / 2.5);
+  CHECK(four.seconds > one.seconds / 4);
+  // The slices together hold what the one server held: the same updates.
+  CHECK(four.iterations == one.iterations);
+  REQUIRE(four.curve.size() == one.curve.size());
+  for (size_t i = 0; i < one.curve.size(); ++i) CHECK(four.curve[i].loss == one.curve[i].loss);
+  // Dropped pushes are discarded on every shard, and the run goes on.
+  c.policy.name = "backup";
+  c.policy.backup = 2;
+  c.stragglers.back().slowdown = 4;
+  const SimReport backup = f.Run(c);
+  CHECK(backup.iterations == 10);
+  CHECK(backup.dropped_pushes > 0);
+}
+
 TEST_CASE("sim: the gradients are real: every policy learns the separable problem") {
   Fixture f;
   for (const char* policy : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp",
@@ -269,6 +326,15 @@ TEST_CASE("sim: bad settings are refused") {
   c = f.Config("bsp", std::vector<double>(600, 1), 10, 1);  // more workers than samples
   CHECK(Simulate(c, f.train, f.test).status().code() == StatusCode::kInvalidArgument);
   c = f.Config("nope", {1, 1}, 10, 1);
+  CHECK_FALSE(ValidateSimConfig(c).empty());
+  c = f.Config("bsp", {1, 1}, 10, 1);
+  c.threads = 0;
+  CHECK_FALSE(ValidateSimConfig(c).empty());
+  c = f.Config("bsp", {1, 1}, 10, 1);
+  c.shards = 11;  // softmax on 4 features, 2 classes: 10 parameters
+  CHECK(ValidateSimConfig(c) ==
+        std::vector<std::string>{"more server shards than the model has parameters"});
+  c.shards = 0;
   CHECK_FALSE(ValidateSimConfig(c).empty());
   c = f.Config("bsp", {1, 1}, 10, 1);
   c.max_iterations = 0;

@@ -25,7 +25,7 @@ constexpr int kImageDims = 3;  // images x rows x columns
 constexpr int kLabelDims = 1;  // labels
 constexpr size_t kBlockBytes = size_t{1} << 20;
 constexpr unsigned kZlibBufferBytes = 1u << 18;
-// More than this many values are not reserved up front on the header's
+// More than this many labels are not reserved up front on the header's
 // word: a header is a claim, and the vectors grow as the data proves it.
 constexpr uint64_t kMaxReserve = uint64_t{1} << 20;
 
@@ -187,7 +187,10 @@ Status ReadPixels(gzFile file, const std::string& path, uint64_t count, uint64_t
   const uint64_t total = count * dim;
   const uint64_t keep_begin = first * dim;
   const uint64_t keep_end = last * dim;
-  pixels->reserve(static_cast<size_t>(std::min(keep_end - keep_begin, kMaxReserve)));
+  // The caller checked that the rows kept fit in memory; reserving them all
+  // spares the copies of growing (which would take up to twice the data at
+  // once), and pages reserved but never written take no memory.
+  pixels->reserve(static_cast<size_t>(keep_end - keep_begin));
   std::vector<unsigned char> block(kBlockBytes);
   uint64_t position = 0;  // bytes of pixel data consumed so far
   while (position < total) {

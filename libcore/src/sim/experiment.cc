@@ -76,6 +76,8 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       config.network = options.network;
       config.cost = cost;
       config.shared_cores = options.shared_cores;
+      config.threads = options.threads;
+      config.shards = options.shards;
       if (options.show) {
         const std::string label = fmt::format("[{}/{}] {} run {}/{}", runs.size() + 1, total, entry,
                                               repeat, experiment.repeat);

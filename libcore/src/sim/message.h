@@ -14,7 +14,18 @@ namespace dmlps::sim {
 // A message's msgpack header, about; payloads add 4 bytes a parameter.
 inline constexpr int64_t kHeaderBytes = 96;
 
-enum class MessageKind { kPull, kPush, kModel, kContinue, kSyncNow };
+enum class MessageKind { kPull, kPush, kModel, kContinue, kSyncNow, kOrders };
+
+// One decision of shard 0 that another server shard carries out on its
+// slice (proto::Order, as far as its cost goes).
+struct ShardOrder {
+  enum class Kind { kStage, kDiscard, kApply, kReply };
+  Kind kind = Kind::kStage;
+  int64_t worker = -1;  // stage, discard, reply
+  double passes = 0;    // passes over the slice it takes
+};
+// A message's bytes per order, about (msgpack: four numbers).
+inline constexpr int64_t kOrderBytes = 24;
 
 struct Message {
   MessageKind kind = MessageKind::kPull;
@@ -28,6 +39,8 @@ struct Message {
   int64_t local_steps = 0;                          // model: local steps from now on; 0: unchanged
   bool download = false;                            // continue
   int64_t round = 0;                                // sync now
+  int64_t shard = 0;                                // the server shard it goes to or comes from
+  std::shared_ptr<const std::vector<ShardOrder>> orders;  // orders, to a shard beyond 0
 };
 
 }  // namespace dmlps::sim

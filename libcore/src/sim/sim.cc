@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "dmlps/optim/optimizer.h"
+#include "dmlps/server/server.h"
 #include "dmlps/sim/run_limits.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
@@ -21,6 +22,7 @@
 #include "sim/events.h"
 #include "sim/message.h"
 #include "sim/network.h"
+#include "sim/shards.h"
 #include "sim/worker.h"
 
 namespace dmlps::sim {
@@ -32,7 +34,7 @@ constexpr int64_t kEvalJob = -2;
 // Copying message slot s (NetworkModel::cores_copy) is job kMessageJob - s.
 constexpr int64_t kMessageJob = -3;
 
-class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
+class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private ShardHost {
  public:
   Simulator(const SimConfig& config, const data::Dataset& train, const data::Dataset& test)
       : config_(config),
@@ -43,12 +45,13 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
                  {[this](double time, int64_t slot, bool to_server) {
                     Schedule(time, to_server ? EventKind::kAtServer : EventKind::kAtWorker, slot);
                   },
-                  [this](int64_t slot, double work) { StartJob(kMessageJob - slot, work, 1); }}),
+                  [this](int64_t slot, double work) { StartJob(kMessageJob - slot, work, 1); }},
+                 config.shards),
         cpu_(std::max<int64_t>(config.shared_cores, 1),
              [this](double time, uint64_t generation) {
                Schedule(time, EventKind::kCpuTick, 0, generation);
              }),
-        math_(config.model, train),
+        math_(config.model, train, config.threads),
         eval_model_(config.model) {}
 
   Result<SimReport> Run();
@@ -59,11 +62,15 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
   void Dispatch(const Event& event);
 
   // The network: messages wait in slots of messages_ while network_ carries them.
-  void Send(int64_t from, int64_t to, int64_t bytes, Message message);
+  // `aside`: SimNetwork::SendAside.
+  void Send(int64_t from, int64_t to, int64_t bytes, Message message, bool aside = false);
   // The message in `slot` arrived at its worker.
   void WorkerReceive(int64_t slot);
   int64_t ServerNode() const { return n_; }
-  int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
+  // Shard 0's model replies: its slice.
+  int64_t PayloadBytes() const { return kHeaderBytes + 4 * SliceParams(); }
+  // The parameters of shard 0's slice (the whole model with one shard).
+  int64_t SliceParams() const { return shards_ ? shards_->SliceParams(0) : num_params_; }
 
   // The processor(s): a machine each, or cores shared (cpu_).
   // Job `target` (a worker's, >= 0, or kServerJob, kEvalJob, a message's).
@@ -95,9 +102,24 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
   }
   void SendToServer(int64_t w, int64_t bytes, Message message) override {
     bytes_sent_[static_cast<size_t>(w)] += bytes;
-    Send(w, ServerNode(), bytes, std::move(message));
+    if (shards_ && message.kind == MessageKind::kPush) {
+      SendPushSlices(w, std::move(message));
+    } else {
+      Send(w, ServerNode(), bytes, std::move(message));
+    }
   }
   void Fail(std::string why) override;
+
+  // The shards beyond 0 (ShardHost). Their jobs are targets n_ + k - 1.
+  void StartShardJob(int64_t k, double work) override { StartJob(n_ + k - 1, work, 1); }
+  void SendFromShard(int64_t k, int64_t w, int64_t bytes, Message message) override {
+    Send(ServerNode() + k, w, bytes, std::move(message));
+  }
+  // Sends shard 0's orders of the job just done to the other shards.
+  void SendOrders();
+  // Sends worker w's push to the server: with shards, each its slice,
+  // the others first and shard 0 last, as dmlps-worker sends it.
+  void SendPushSlices(int64_t w, Message message);
 
   const SimConfig& config_;
   const data::Dataset& train_;
@@ -129,6 +151,14 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
   bool server_busy_ = false;
   double job_cost_ = 0;  // the server time the sink's effects took in the job under way
   std::vector<std::pair<int64_t, Message>> outbox_;
+  // Sharded (config_.shards > 1): the other shards, shard 0's orders for
+  // them from the job under way, whether the push being handled was staged
+  // or dropped, and per worker the model slices arrived and shard 0's.
+  std::optional<SimShards> shards_;
+  std::vector<ShardOrder> orders_;
+  bool push_decided_ = false;
+  std::vector<int64_t> slices_in_;
+  std::vector<Message> assembling_;
 
   StepMath math_;  // the workers'
   model::Model eval_model_;
@@ -156,6 +186,12 @@ Status Simulator::Setup() {
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(step_.lr, step_.momentum, step_.nesterov,
                                                           step_.momentum_every, num_params_));
 
+  if (config_.shards > 1) {
+    shards_.emplace(server::ShardBounds(num_params_, config_.shards), n_, config_.cost,
+                    static_cast<ShardHost&>(*this));
+    slices_in_.assign(static_cast<size_t>(n_), 0);
+    assembling_.resize(static_cast<size_t>(n_));
+  }
   workers_.reserve(static_cast<size_t>(n_));
   for (int64_t r = 0; r < n_; ++r) {
     const std::pair<int64_t, int64_t> shard = data::ShardRange(train_.rows(), {r, n_});
@@ -244,7 +280,7 @@ void Simulator::Fail(std::string why) {
 
 // ---------------------------------------------------------------- network
 
-void Simulator::Send(int64_t from, int64_t to, int64_t bytes, Message message) {
+void Simulator::Send(int64_t from, int64_t to, int64_t bytes, Message message, bool aside) {
   int64_t slot;
   if (free_slots_.empty()) {
     slot = static_cast<int64_t>(messages_.size());
@@ -254,13 +290,50 @@ void Simulator::Send(int64_t from, int64_t to, int64_t bytes, Message message) {
     free_slots_.pop_back();
     messages_[static_cast<size_t>(slot)] = std::move(message);
   }
-  network_.Send(now_, from, to, bytes, slot);
+  if (aside) {
+    network_.SendAside(now_, from, to, bytes, slot);
+  } else {
+    network_.Send(now_, from, to, bytes, slot);
+  }
 }
 
 void Simulator::WorkerReceive(int64_t slot) {
   Message message = std::move(messages_[static_cast<size_t>(slot)]);
   free_slots_.push_back(slot);
-  workers_[static_cast<size_t>(message.worker)].Receive(std::move(message));
+  const auto w = static_cast<size_t>(message.worker);
+  if (shards_ && message.kind == MessageKind::kModel) {
+    // The worker puts the model together from every shard's slice.
+    if (message.shard == 0) assembling_[w] = std::move(message);
+    if (++slices_in_[w] < config_.shards) return;
+    slices_in_[w] = 0;
+    message = std::move(assembling_[w]);
+  }
+  workers_[w].Receive(std::move(message));
+}
+
+void Simulator::SendPushSlices(int64_t w, Message message) {
+  for (int64_t k = 1; k < config_.shards; ++k) {
+    Message slice;
+    slice.kind = MessageKind::kPush;
+    slice.worker = w;
+    slice.shard = k;
+    Send(w, ServerNode() + k, kHeaderBytes + 4 * shards_->SliceParams(k), std::move(slice));
+  }
+  Send(w, ServerNode(), kHeaderBytes + 4 * SliceParams(), std::move(message));
+}
+
+void Simulator::SendOrders() {
+  if (!shards_ || orders_.empty()) return;
+  auto orders = std::make_shared<const std::vector<ShardOrder>>(std::move(orders_));
+  orders_.clear();
+  const auto bytes = kHeaderBytes + kOrderBytes * static_cast<int64_t>(orders->size());
+  for (int64_t k = 1; k < config_.shards; ++k) {
+    Message message;
+    message.kind = MessageKind::kOrders;
+    message.shard = k;
+    message.orders = orders;
+    Send(ServerNode(), ServerNode() + k, bytes, std::move(message), /*aside=*/true);
+  }
 }
 
 // ---------------------------------------------------------------- processors
@@ -290,6 +363,10 @@ void Simulator::OnJobDone(int64_t target) {
     network_.CopyDone(now_, kMessageJob - target);
     return;
   }
+  if (target >= n_) {
+    shards_->JobDone(target - n_ + 1);
+    return;
+  }
   workers_[static_cast<size_t>(target)].OnJobDone();
 }
 
@@ -308,6 +385,12 @@ void Simulator::StartTraining() {
 }
 
 void Simulator::ServerReceive(int64_t slot) {
+  if (const int64_t k = messages_[static_cast<size_t>(slot)].shard; k > 0) {
+    Message message = std::move(messages_[static_cast<size_t>(slot)]);
+    free_slots_.push_back(slot);
+    shards_->Receive(k, std::move(message));
+    return;
+  }
   inbox_.push_back(slot);
   if (!server_busy_) ServerNext();
 }
@@ -335,9 +418,12 @@ void Simulator::ServerNext() {
   } else {
     // The samples of a lazily computed step leave the worker's cursor in
     // push order, used or not, as they would have when it computed them.
+    push_decided_ = false;
     driver_->Push(w, message.push, workers_[static_cast<size_t>(w)].SamplesOf(message.push));
+    // A push neither staged nor dropped contributes nothing: the other shards free it.
+    if (shards_ && !push_decided_) orders_.push_back({ShardOrder::Kind::kDiscard, w, 0});
     // The payload is checked (all finite) before anything else.
-    cost += static_cast<double>(num_params_) * config_.cost.param_s + job_cost_;
+    cost += static_cast<double>(SliceParams()) * config_.cost.param_s + job_cost_;
   }
   StartJob(kServerJob, cost, 1);
 }
@@ -345,7 +431,7 @@ void Simulator::ServerNext() {
 void Simulator::Apply(double scale, bool with_optimizer) {
   optim::ApplyAccumulated(with_optimizer ? optimizer_.get() : nullptr, static_cast<float>(scale),
                           params_, accumulator_);
-  const auto p = static_cast<double>(num_params_) * config_.cost.param_s;
+  const auto p = static_cast<double>(SliceParams()) * config_.cost.param_s;
   // Momentum reads and writes its velocity too; Nesterov's form once more.
   double passes = 2;
   if (with_optimizer && step_.momentum > 0) passes = step_.nesterov ? 4 : 3;
@@ -355,6 +441,7 @@ void Simulator::Apply(double scale, bool with_optimizer) {
     passes = 3 + 3.0 / static_cast<double>(step_.momentum_every);
   }
   job_cost_ += passes * p;
+  if (shards_) orders_.push_back({ShardOrder::Kind::kApply, -1, passes});
 }
 
 void Simulator::SendContinue(int64_t w, bool download, const sync::Reply& reply) {
@@ -376,6 +463,8 @@ void Simulator::SendSyncNow(int64_t w, int64_t round) {
 }
 
 void Simulator::Dropped(int64_t w, const sync::Drop& drop) {
+  push_decided_ = true;
+  if (shards_) orders_.push_back({ShardOrder::Kind::kDiscard, w, 0});
   // A late push is wasted work the policy expects; any other drop means
   // the simulated worker broke the protocol, which is a bug here.
   if (!drop.late) Fail("internal: worker " + std::to_string(w) + "'s push dropped: " + drop.reason);
@@ -386,7 +475,7 @@ std::shared_ptr<const std::vector<float>> Simulator::CurrentSnapshot(double* cos
   if (snapshot_version_ != policy_->version() || snapshot_ == nullptr) {
     snapshot_ = std::make_shared<const std::vector<float>>(params_);
     snapshot_version_ = policy_->version();
-    if (cost != nullptr) *cost += static_cast<double>(num_params_) * config_.cost.param_s;
+    if (cost != nullptr) *cost += static_cast<double>(SliceParams()) * config_.cost.param_s;
   }
   return snapshot_;
 }
@@ -395,7 +484,10 @@ void Simulator::SendModel(int64_t w, const sync::Reply& reply) {
   Message message;
   message.kind = MessageKind::kModel;
   message.worker = w;
+  const bool fresh = snapshot_version_ != policy_->version() || snapshot_ == nullptr;
   message.model = CurrentSnapshot(&job_cost_);
+  // Every shard sends its slice as it stands after the orders before.
+  if (shards_) orders_.push_back({ShardOrder::Kind::kReply, w, fresh ? 1.0 : 0.0});
   message.version = reply.version;
   message.batch = reply.batch;
   message.token = reply.token;
@@ -406,10 +498,16 @@ void Simulator::SendModel(int64_t w, const sync::Reply& reply) {
 void Simulator::Stage(const sync::HandledPush<Samples>& push, double weight) {
   workers_[static_cast<size_t>(push.worker)].AddPush(push.payload, static_cast<float>(weight),
                                                      accumulator_);
-  job_cost_ += static_cast<double>(num_params_) * config_.cost.param_s;
+  job_cost_ += static_cast<double>(SliceParams()) * config_.cost.param_s;
+  push_decided_ = true;
+  if (shards_) orders_.push_back({ShardOrder::Kind::kStage, push.worker, 1});
 }
 
 void Simulator::ServerDone() {
+  // As the server's loop: the orders of what it handled go out once nothing
+  // more waits, and before the replies: a real link shares itself among its
+  // connections, so a few bytes of orders are through long before a model is.
+  if (inbox_.empty()) SendOrders();
   for (auto& [w, message] : outbox_) {
     const int64_t bytes = message.kind == MessageKind::kModel ? PayloadBytes() : kHeaderBytes;
     Send(ServerNode(), w, bytes, std::move(message));
@@ -512,6 +610,13 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
     }
   }
   if (config.shared_cores < 0) problems.push_back("shared cores must not be negative");
+  if (config.threads < 1) problems.push_back("the simulation needs at least one thread");
+  if (config.shards < 1 || config.shards > 1024) {
+    problems.push_back("server shards must be 1 to 1024");
+  } else if (config.model.input_dim >= 1 && config.model.classes >= 2 &&
+             config.shards > model::Model(config.model).num_params()) {
+    problems.push_back("more server shards than the model has parameters");
+  }
   return problems;
 }
 

@@ -45,8 +45,11 @@ worker::StragglerProfile MakeStraggler(const SimConfig& config, int64_t rank) {
 
 }  // namespace
 
-StepMath::StepMath(const model::ModelSpec& spec, const data::Dataset& train)
-    : model(spec), train(train), grad(static_cast<size_t>(model.num_params()), 0.f) {}
+StepMath::StepMath(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads)
+    : model(spec),
+      train(train),
+      pushes(spec, train, threads),
+      grad(static_cast<size_t>(model.num_params()), 0.f) {}
 
 SimWorker::SimWorker(const SimConfig& config, WorkerMode mode, int64_t rank,
                      std::pair<int64_t, int64_t> shard, StepMath& math, WorkerHost& host)
@@ -102,13 +105,9 @@ void SimWorker::FailInternal(std::string_view what) {
 
 // ---------------------------------------------------------------- the server's side
 
-Samples SimWorker::SamplesOf(const sync::PushInfo& push) {
-  if (mode_ == WorkerMode::kLocal || mode_ == WorkerMode::kLocalOverlap ||
-      mode_ == WorkerMode::kLocalSgd) {
-    return {};
-  }
-  TakeSamples(push.samples);
-  return math_.indices;
+Samples SimWorker::SamplesOf(const sync::PushInfo& /*push*/) {
+  if (!Lazy()) return {};
+  return math_.pushes.SamplesOf(rank_);
 }
 
 void SimWorker::AddPush(Samples samples, float weight, std::span<float> acc_span) {
@@ -119,10 +118,9 @@ void SimWorker::AddPush(Samples samples, float weight, std::span<float> acc_span
     case WorkerMode::kChunked:
     case WorkerMode::kToken:
       // The mean gradient over the samples the step took, on the model the
-      // step ran on: what the worker would have sent.
-      math_.train.Gather(samples, &math_.x, &math_.y);
-      math_.model.LossAndGradient(*model_, math_.x, math_.y, math_.grad);
-      acc += weight * ConstVec(math_.grad.data(), n);
+      // step ran on: what the worker would have sent (SendPush expected it).
+      (void)samples;
+      acc += weight * ConstVec(math_.pushes.Take(rank_).data(), n);
       break;
     case WorkerMode::kLocal:
       // The step's delta, params_after - params_before = -lr * velocity.
@@ -413,6 +411,12 @@ void SimWorker::SendPush() {
   ++stats_.steps;
   stats_.samples += outgoing_.samples;
   ++clock_;
+  if (Lazy()) {
+    // The step's samples leave the cursor in push order, and its gradient
+    // is what the server will stage.
+    TakeSamples(outgoing_.samples);
+    math_.pushes.Expect(rank_, model_, math_.indices);
+  }
   host_.SendToServer(rank_, PayloadBytes(), std::move(push));
 }
 

@@ -38,6 +38,7 @@
 #include "dmlps/sync/policy.h"
 #include "dmlps/worker/epoch_cursor.h"
 #include "dmlps/worker/straggler.h"
+#include "sim/gradients.h"
 #include "sim/message.h"
 
 namespace dmlps::sim {
@@ -47,13 +48,15 @@ namespace dmlps::sim {
 using Samples = std::span<const int64_t>;
 
 // The model and buffers every worker's gradient math uses. The simulation
-// runs one thing at a time, so one set serves them all (and the server).
+// runs one thing at a time, so one set serves them all (and the server);
+// the gradients of lazily computed steps may be computed on `threads`.
 struct StepMath {
   // REQUIRES: train conforms to spec and outlives this.
-  StepMath(const model::ModelSpec& spec, const data::Dataset& train);
+  StepMath(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads = 1);
 
   model::Model model;
   const data::Dataset& train;
+  PushGradients pushes;          // sync, chunked and token steps' gradients
   std::vector<float> grad;       // num_params entries
   std::vector<int64_t> indices;  // the samples last taken (TakeSamples)
   Eigen::MatrixXf x;
@@ -99,9 +102,9 @@ class SimWorker {
   // The wake-up `thread` asked for came.
   void OnWake(WorkerThread thread);
 
-  // The samples of `push`, drawn from the cursor now, as the step would
-  // have when it computed them: the server calls this in push order, for
-  // every push, used or not. Empty in local modes, whose pushes carry a delta.
+  // The samples of `push`, the last push this worker sent: drawn from the
+  // cursor when it left, in push order, as the step would have when it
+  // computed them. Empty in local modes, whose pushes carry a delta.
   Samples SamplesOf(const sync::PushInfo& push);
   // acc += weight * the payload of the push being staged, the last one this
   // worker sent: the gradient over `samples` on the model the step ran on,
@@ -154,6 +157,11 @@ class SimWorker {
   double DrawNoise();
   void TakeSamples(int64_t samples);
   int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
+  // Whether this worker's steps are computed lazily (sync, chunked, token).
+  bool Lazy() const {
+    return mode_ == sync::WorkerMode::kSync || mode_ == sync::WorkerMode::kChunked ||
+           mode_ == sync::WorkerMode::kToken;
+  }
   // local-sgd: local steps per push, H unless the server said otherwise.
   int64_t LocalSteps() const {
     return local_steps_ > 0 ? local_steps_ : config_.policy.local_steps;

@@ -116,6 +116,15 @@ struct SimConfig {
   // equally (processor sharing), at CostModel's shared speed when more than
   // one runs, and evaluations take their share too.
   int64_t shared_cores = 0;
+  // Threads of this machine computing the workers' gradients, at least 1:
+  // only the wall time of the simulation depends on it, not its results.
+  int64_t threads = 1;
+  // Server shards (1 to 1024), as dmlps-server --shard runs them: each a
+  // node with links of its own and its own CPU, holding a slice of the
+  // model (server::ShardBounds); workers push each its slice, shard 0 runs
+  // the policy and sends the others its decisions (orders) over the
+  // network, and every shard sends a worker its slice of the model.
+  int64_t shards = 1;
   // Hears of each evaluation as it is made (null: none), for live progress.
   std::function<void(const EvalPoint&)> on_eval;
 };
@@ -177,6 +186,8 @@ struct SimOptions {
   std::vector<Noise> noise;       // one per worker, or empty
   std::optional<CostModel> cost;  // empty: calibrate at start
   int64_t shared_cores = 0;
+  int64_t threads = 1;  // SimConfig::threads
+  int64_t shards = 1;   // SimConfig::shards
   // Live progress, as bench::ExperimentOptions::show: the run's label
   // ("[2/10] bsp run 1/2") and, at each evaluation, the wall time the run
   // has taken, its virtual time, iteration and accuracy. Null: none.
