@@ -63,7 +63,9 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost {
   // The message in `slot` arrived at its worker.
   void WorkerReceive(int64_t slot);
   int64_t ServerNode() const { return n_; }
-  int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
+  int64_t PayloadBytes() const {
+    return kHeaderBytes + 4 * (config_.payload_params > 0 ? config_.payload_params : num_params_);
+  }
 
   // The processor(s): a machine each, or cores shared (cpu_).
   // Job `target` (a worker's, >= 0, or kServerJob, kEvalJob, a message's).

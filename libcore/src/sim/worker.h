@@ -153,7 +153,9 @@ class SimWorker {
   // The step's noise factor (Noise), drawn from rng_.
   double DrawNoise();
   void TakeSamples(int64_t samples);
-  int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
+  int64_t PayloadBytes() const {
+    return kHeaderBytes + 4 * (config_.payload_params > 0 ? config_.payload_params : num_params_);
+  }
   // local-sgd: local steps per push, H unless the server said otherwise.
   int64_t LocalSteps() const {
     return local_steps_ > 0 ? local_steps_ : config_.policy.local_steps;
