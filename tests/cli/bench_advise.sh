@@ -40,6 +40,18 @@ assert len(doc["predictions"]) == 6 and doc["recommended"] != "bsp", doc
 PY
 fi
 
+# A model the simulator does not know (--model external; here dmlps-worker
+# as the trainer): the traces say all advise needs.
+"$bench" run --workers 2 --slowdown 1,3 --batch 64 --model external --policies bsp --target 0 \
+  --max-iterations 40 --eval-every 20 --max-seconds 120 --trace-dir "$WORK/external" \
+  --worker-command 'exec "$DMLPS_BIN"/dmlps-worker --server "$DMLPS_SERVER" --rank "$DMLPS_RANK" \
+    --announce-layout --trace "$DMLPS_TRACE" $DMLPS_WORKER_FLAGS' \
+  >/dev/null 2>"$WORK/external.log" || fail "the external run exited $?: $(tail -3 "$WORK/external.log")"
+"$bench" advise --format json "$WORK/external/bsp-1" >"$WORK/external.json" 2>/dev/null ||
+  fail "advise on an external model's traces exited $?"
+grep -q '"workers": 2, "batch": 64, "params": 101770' "$WORK/external.json" ||
+  fail "external model misread: $(cat "$WORK/external.json")"
+
 # Errors: one line each, sysexits codes.
 fails() {
   local want=$1 rc=0
