@@ -166,6 +166,13 @@ TEST_CASE("advise: the efficiency table finds entries and bare names") {
   REQUIRE(table.Find("backup").has_value());
   CHECK(table.Find("backup")->policy == "backup:1");
   CHECK_FALSE(table.Find("nonesuch").has_value());
+  // Between the columns, geometrically, by how slow the slowest worker is.
+  const Efficiency row{"x", 4, 1};
+  CHECK(EfficiencyAt(row, 1, 4) == doctest::Approx(4));
+  CHECK(EfficiencyAt(row, 2, 4) == doctest::Approx(2));
+  CHECK(EfficiencyAt(row, 4, 4) == doctest::Approx(1));
+  CHECK(EfficiencyAt(row, 16, 4) == doctest::Approx(1));
+  CHECK(EfficiencyAt(row, 0.5, 4) == doctest::Approx(4));
 }
 
 // ---------------------------------------------------------------- traces

@@ -79,11 +79,11 @@ sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig
 
 Prediction Predict(const ClusterProfile& profile, const std::string& candidate,
                    const sync::PolicyConfig& policy, const AdvisorOptions& options,
-                   const EfficiencyTable& table, bool straggler) {
+                   const EfficiencyTable& table) {
   Prediction p;
   p.policy = candidate;
   if (std::optional<Efficiency> e = table.Find(candidate)) {
-    p.efficiency = straggler ? e->straggler : e->even;
+    p.efficiency = EfficiencyAt(*e, Slowest(profile).second, table.straggler_ratio);
   } else {
     p.efficiency_known = false;
   }
@@ -138,8 +138,10 @@ std::vector<std::string> DefaultCandidates(const ClusterProfile& /*profile*/) {
 }
 
 bool HasSteadyStraggler(const ClusterProfile& profile) {
-  return Slowest(profile).second >= kStragglerRatio;
+  return SlowestRatio(profile) >= kStragglerRatio;
 }
+
+double SlowestRatio(const ClusterProfile& profile) { return Slowest(profile).second; }
 
 std::string DescribeProfile(const ClusterProfile& profile) {
   const auto [slowest, ratio] = Slowest(profile);
@@ -172,14 +174,12 @@ Result<Advice> Advisor::Advise(const ClusterProfile& profile, const AdvisorOptio
     DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(c, job));
     policies.push_back(policy);
   }
-  const bool straggler = HasSteadyStraggler(profile);
 
   Advice advice;
   const Prediction* best = nullptr;
   const Prediction* bsp = nullptr;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    advice.predictions.push_back(
-        Predict(profile, candidates[i], policies[i], options, table_, straggler));
+    advice.predictions.push_back(Predict(profile, candidates[i], policies[i], options, table_));
   }
   for (const Prediction& p : advice.predictions) {
     if (!p.failure.empty()) continue;

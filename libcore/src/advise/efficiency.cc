@@ -1,6 +1,9 @@
 // The statistical-efficiency table compiled in, and its look-up.
 #include "dmlps/advise/efficiency.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace dmlps::advise {
 
 std::optional<Efficiency> EfficiencyTable::Find(std::string_view policy) const {
@@ -13,6 +16,14 @@ std::optional<Efficiency> EfficiencyTable::Find(std::string_view policy) const {
     if (std::string_view(row.policy).substr(0, row.policy.find(':')) == name) return row;
   }
   return std::nullopt;
+}
+
+double EfficiencyAt(const Efficiency& row, double ratio, double straggler_ratio) {
+  if (!(ratio > 1) || !(straggler_ratio > 1) || !(row.even > 0) || !(row.straggler > 0)) {
+    return row.even;
+  }
+  const double t = std::min(1.0, std::log(ratio) / std::log(straggler_ratio));
+  return std::exp((1 - t) * std::log(row.even) + t * std::log(row.straggler));
 }
 
 EfficiencyTable BuiltInEfficiency() {

@@ -26,7 +26,8 @@ double BspIterations(const AdviseConfig& config, const advise::MeasuredRun& run,
   if (iterations <= 0) return 0;
   double efficiency = 1;
   if (std::optional<advise::Efficiency> e = advisor.table().Find(run.policy)) {
-    efficiency = advise::HasSteadyStraggler(run.profile) ? e->straggler : e->even;
+    efficiency = advise::EfficiencyAt(*e, advise::SlowestRatio(run.profile),
+                                      advisor.table().straggler_ratio);
   }
   return static_cast<double>(iterations) / efficiency;
 }

@@ -95,8 +95,12 @@ class Advisor {
   EfficiencyTable table_;
 };
 
+// The slowest worker's steady step over the fastest's (1 for one worker):
+// where between the efficiency table's columns the cluster lies.
+double SlowestRatio(const ClusterProfile& profile);
+
 // Whether a worker's steady step takes kStragglerRatio times the fastest's
-// or more: which column of the efficiency table applies.
+// or more: a steady straggler, as the reason calls it.
 bool HasSteadyStraggler(const ClusterProfile& profile);
 
 // The profile's most telling feature in words: "worker-3 steadily 4.0x

@@ -25,6 +25,8 @@ struct Efficiency {
 struct EfficiencyTable {
   std::vector<Efficiency> rows;
   std::string provenance;  // the command, job and commit that measured it
+  // How much slower than the others the straggler of the straggler column was.
+  double straggler_ratio = 4;
 
   // The row of `policy`: the entry itself ("ssp:3"), else the first row of
   // the same policy with another parameter or none ("ssp:7" and "ssp" take
@@ -32,11 +34,17 @@ struct EfficiencyTable {
   std::optional<Efficiency> Find(std::string_view policy) const;
 };
 
+// A row's efficiency on a cluster whose slowest worker's steady step takes
+// `ratio` times the fastest's: the even column at 1, the straggler column
+// at the table's straggler_ratio and beyond, geometric in between (a mild
+// straggler gets a mild share of the straggler column's effect).
+double EfficiencyAt(const Efficiency& row, double ratio, double straggler_ratio);
+
 // The table compiled in (efficiency.cc), with its provenance.
 EfficiencyTable BuiltInEfficiency();
 
-// A worker is a steady straggler, for choosing the table's column, when its
-// step takes this many times the fastest worker's or more.
+// A worker is a steady straggler, for the reason given, when its step
+// takes this many times the fastest worker's or more.
 inline constexpr double kStragglerRatio = 1.5;
 
 }  // namespace dmlps::advise
