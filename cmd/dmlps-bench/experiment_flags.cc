@@ -135,7 +135,7 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
 
 const std::vector<std::string>& HelpGroups() {
   static const std::vector<std::string> kGroups = {
-      "Experiment", "Run", "Simulation", "Transport", "Profile", "Output", "Common"};
+      "Experiment", "Run", "Simulation", "Transport", "Profile", "Advise", "Output", "Common"};
   return kGroups;
 }
 
@@ -145,9 +145,11 @@ void AddOptions(cxxopts::Options& options) {
   AddSimOptions(options);
   AddTransportOptions(options);
   AddProfileOptions(options);
+  AddAdviseOptions(options);
   AddOutputOptions(options);
-  options.add_options("Positional")("subcommand", "", cxxopts::value<std::string>());
-  options.parse_positional({"subcommand"});
+  options.add_options("Positional")("subcommand", "", cxxopts::value<std::string>())(
+      "traces", "", cxxopts::value<std::vector<std::string>>());
+  options.parse_positional({"subcommand", "traces"});
   cli::AddCommonOptions(options);
 }
 

@@ -41,6 +41,11 @@ const std::vector<Subcommand>& Subcommands() {
        {"Profile", "Output"},
        bench_cli::ReadProfileFlags,
        {"batch", "model", "data", "threads", "warmup"}},
+      {"advise",
+       "predict each policy from the traces of a short run of this cluster; recommend one",
+       {"Advise", "Output"},
+       bench_cli::ReadAdviseFlags,
+       {"target"}},
   };
   return kSubcommands;
 }
@@ -63,13 +68,18 @@ int main(int argc, char** argv) {
     if (subcommand == nullptr) return nullptr;  // FindSubcommand said why
     cli::RefuseOtherGroupsFlags(flags, options, subcommand->name, bench_cli::HelpGroups(),
                                 subcommand->groups, subcommand->borrowed);
+    if (std::string(subcommand->name) != "advise" && flags.Has("traces")) {
+      flags.AddProblem("unexpected argument '" + flags.List("traces").front() + "'");
+    }
     return subcommand->read_flags(flags);
   };
   auto help_for = [&options](const cxxopts::ParseResult& parsed) -> std::optional<std::string> {
     if (!parsed.count("subcommand")) return std::nullopt;
     for (const Subcommand& s : Subcommands()) {
       if (parsed["subcommand"].as<std::string>() == s.name) {
-        return cli::SubcommandHelp(options, s.name, s.help, "", s.groups, s.borrowed);
+        const char* positional =
+            std::string(s.name) == "advise" ? "TRACE... | RUN-TRACE-FOLDER" : "";
+        return cli::SubcommandHelp(options, s.name, s.help, positional, s.groups, s.borrowed);
       }
     }
     return std::nullopt;

@@ -3,12 +3,13 @@
 source (dirname (status filename))/__dmlps_common.fish
 
 set -l c dmlps-bench
-set -l subcommands run sim transport profile
+set -l subcommands run sim transport profile advise
 
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a run -d 'Train real clusters on this host under each policy'
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a sim -d 'Simulate clusters of any size with the same policies'
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a transport -d 'Push+pull round trips against raw ZeroMQ and memcpy'
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a profile -d 'A worker\'s step time against batch size, CPU or GPU'
+complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a advise -d 'Predict each policy from a run\'s traces; recommend one'
 
 complete -c $c -l workers -x -d 'Workers per cluster'
 complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp lbbsp-gpu token localsgd localsgd:8 async-localsgd async-localsgd-dylu dssp dssp:1:4 sync-switch sync-switch:online'
@@ -57,6 +58,9 @@ complete -c $c -l sharded-only -d 'transport: measure the dmlps-sharded rows onl
 complete -c $c -l device -x -d 'profile: cpu, cuda or cuda:N' -a 'cpu cuda cuda:0 cuda:1'
 complete -c $c -l factor -x -d 'profile: each batch size this many times the one before'
 complete -c $c -l reps -x -d 'profile: timed steps per batch size'
+complete -c $c -l candidates -x -d 'advise: policies to predict, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp token localsgd dssp'
+complete -c $c -l bsp-iterations -x -d 'advise: BSP\'s iterations to the target'
+complete -c $c -l sim-iterations -x -d 'advise: iterations simulated per candidate'
 complete -c $c -l format -x -d 'Output' -a 'table tsv json'
 
 __dmlps_complete_common $c 'Print the subcommands and options and exit'

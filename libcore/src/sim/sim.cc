@@ -69,8 +69,13 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
   int64_t ServerNode() const { return n_; }
   // Shard 0's model replies: its slice.
   int64_t PayloadBytes() const { return kHeaderBytes + 4 * SliceParams(); }
+  // The parameters messages are priced for: the real model's when a
+  // timing-only run computes on a stand-in (SimConfig::payload_params).
+  int64_t PricedParams() const {
+    return config_.payload_params > 0 ? config_.payload_params : num_params_;
+  }
   // The parameters of shard 0's slice (the whole model with one shard).
-  int64_t SliceParams() const { return shards_ ? shards_->SliceParams(0) : num_params_; }
+  int64_t SliceParams() const { return shards_ ? shards_->SliceParams(0) : PricedParams(); }
 
   // The processor(s): a machine each, or cores shared (cpu_).
   // Job `target` (a worker's, >= 0, or kServerJob, kEvalJob, a message's).

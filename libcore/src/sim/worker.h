@@ -156,7 +156,9 @@ class SimWorker {
   // The step's noise factor (Noise), drawn from rng_.
   double DrawNoise();
   void TakeSamples(int64_t samples);
-  int64_t PayloadBytes() const { return kHeaderBytes + 4 * num_params_; }
+  int64_t PayloadBytes() const {
+    return kHeaderBytes + 4 * (config_.payload_params > 0 ? config_.payload_params : num_params_);
+  }
   // Whether this worker's steps are computed lazily (sync, chunked, token).
   bool Lazy() const {
     return mode_ == sync::WorkerMode::kSync || mode_ == sync::WorkerMode::kChunked ||

@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/profile.h"
@@ -35,6 +36,20 @@ int RunBenchTransportProgram(const bench::TransportConfig& config, bench::Format
 
 // profile: bench::RunProfile, a log line per batch size.
 int RunBenchProfileProgram(const bench::ProfileConfig& config, bench::Format format);
+
+// What advise is asked.
+struct AdviseConfig {
+  std::vector<std::string> traces;      // files, or one run's folder
+  std::vector<std::string> candidates;  // empty: advise::DefaultCandidates
+  double target = -1;                   // accuracy; below 0: the run's own target
+  double bsp_iterations = 0;            // BSP's iterations to it; 0: from the run
+  int64_t iterations = 100;             // simulated per candidate
+};
+
+// advise: measures one run's traces (advise::MeasureTraces), predicts each
+// candidate on the profile (advise::Advisor) and writes the predictions and
+// the recommendation with its reason. The traces' errors as sysexits codes.
+int RunBenchAdviseProgram(const AdviseConfig& config, bench::Format format);
 
 }  // namespace dmlps::cli
 

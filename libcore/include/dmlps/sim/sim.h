@@ -127,6 +127,10 @@ struct SimConfig {
   int64_t shards = 1;
   // Hears of each evaluation as it is made (null: none), for live progress.
   std::function<void(const EvalPoint&)> on_eval;
+  // Parameters a model message carries (0: the model's own). SimulateTiming
+  // sets it so that a tiny stand-in model's messages weigh what the real
+  // model's would.
+  int64_t payload_params = 0;
 };
 
 // Every problem with `config`, one message each; empty if none.
@@ -176,6 +180,16 @@ struct SimReport {
 // otherwise a report, with `failure` set if the run stalled.
 Result<SimReport> Simulate(const SimConfig& config, const data::Dataset& train,
                            const data::Dataset& test);
+
+// Simulates one run on timing alone, for a model of `num_params` parameters
+// that need not be known to the simulator (an external model too): the
+// policies' own code drives workers whose steps cost what config.cost says,
+// while the gradient math runs on a one-feature stand-in model and data, so
+// it costs next to nothing and the report's accuracies mean nothing.
+// Messages weigh and passes over the parameters cost as for num_params.
+// config.model and config.target are ignored (the run ends at a limit);
+// InvalidArgument for a bad config or num_params < 1.
+Result<SimReport> SimulateTiming(SimConfig config, int64_t num_params);
 
 // The simulated run as a row of dmlps-bench's table.
 bench::RunResult ToRunResult(const SimReport& report, const std::string& policy, int64_t repeat);

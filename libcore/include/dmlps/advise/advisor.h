@@ -1,0 +1,113 @@
+// Which synchronization policy suits a cluster as measured: the prediction
+// engine behind `dmlps-bench advise` (and, later, a server choosing its own
+// policy at round boundaries). Pure: measurements in, predictions out, no
+// I/O. The engine is the simulator on timing alone (sim::SimulateTiming),
+// calibrated on the measurements and running each candidate policy's own
+// code, times each policy's statistical efficiency (iterations to a target
+// relative to BSP) from a table learned from runs (efficiency.h).
+#ifndef DMLPS_ADVISE_ADVISOR_H_
+#define DMLPS_ADVISE_ADVISOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dmlps/advise/efficiency.h"
+#include "dmlps/base/status.h"
+
+namespace dmlps::advise {
+
+// One worker as measured. A lasting slowness (a slower machine, a steady
+// co-tenant) is in step_s; a passing one (a spike, a GC pause) in the delays.
+struct WorkerProfile {
+  double step_s = 0;      // a step of ClusterProfile::batch samples now, seconds: the steady level
+  double jitter = 0;      // log-sd of the undelayed steps around step_s (lognormal noise)
+  double delay_prob = 0;  // the share of steps held up by a transient delay, [0, 1)
+  double delay_s = 0;     // such a delay's mean length beyond step_s, seconds
+};
+
+// A cluster as measured: its workers, its links and its server.
+struct ClusterProfile {
+  std::vector<WorkerProfile> workers;  // by rank; at least one
+  int64_t batch = 0;                   // samples per worker step
+  int64_t num_params = 0;              // parameters a push carries
+  double link_gbps = 10;               // each link's bandwidth, Gbit/s (0: unlimited)
+  double latency_s = 50e-6;            // one way, per message
+  double param_s = 1e-9;               // the server's pass over the parameters, per parameter
+  double message_s = 10e-6;            // the server's fixed cost per message
+};
+
+// Every problem with `profile`, one message each; empty if none.
+std::vector<std::string> ValidateProfile(const ClusterProfile& profile);
+
+// One candidate's prediction.
+struct Prediction {
+  std::string policy;            // as named in the candidates ("ssp:3")
+  double iteration_s = 0;        // predicted time per iteration
+  double compute_ratio = 0;      // mean share of the time workers compute
+  double efficiency = 1;         // iterations to the target relative to BSP
+  bool efficiency_known = true;  // false: not in the table, taken as BSP's
+  // efficiency * iteration_s: the time the policy needs for the progress
+  // one BSP iteration makes, what the ranking compares.
+  double effective_s = 0;
+  double time_to_target_s = 0;  // 0: unknown (no BSP iteration count to scale)
+  std::string failure;          // why it could not be simulated (then not ranked)
+};
+
+struct Advice {
+  std::vector<Prediction> predictions;  // in candidate order
+  std::string recommended;              // a candidate's name
+  std::string reason;                   // one line
+};
+
+struct AdvisorOptions {
+  std::vector<std::string> candidates;  // empty: DefaultCandidates(profile)
+  int64_t iterations = 100;             // simulated per candidate
+  // Iterations BSP needs to the target; 0: unknown, times to target stay 0.
+  double bsp_iterations_to_target = 0;
+  uint64_t seed = 1;  // the simulated delays' and noise's
+};
+
+// The policies worth comparing on `profile`: those dmlps-bench compares by
+// default plus backup; every one works with built-in and external models.
+std::vector<std::string> DefaultCandidates(const ClusterProfile& profile);
+
+// BSP is recommended whenever its effective time is within this share of
+// the best: it is exact and deterministic, so a smaller gain is not worth
+// giving that up (and is below what the predictions can tell apart).
+inline constexpr double kPreferBspWithin = 0.05;
+
+// Predicts every candidate on a profile. Stateless apart from its table, so
+// one Advisor serves any number of decisions; about a millisecond of
+// simulation per candidate for 4 workers.
+class Advisor {
+ public:
+  explicit Advisor(EfficiencyTable table = BuiltInEfficiency()) : table_(std::move(table)) {}
+
+  // InvalidArgument for a bad profile or a candidate that names no policy.
+  // A candidate whose simulation fails gets its failure and is not ranked;
+  // when none can be ranked, Internal.
+  Result<Advice> Advise(const ClusterProfile& profile, const AdvisorOptions& options) const;
+
+  const EfficiencyTable& table() const { return table_; }
+
+ private:
+  EfficiencyTable table_;
+};
+
+// The slowest worker's steady step over the fastest's (1 for one worker):
+// where between the efficiency table's columns the cluster lies.
+double SlowestRatio(const ClusterProfile& profile);
+
+// Whether a worker's steady step takes kStragglerRatio times the fastest's
+// or more: a steady straggler, as the reason calls it.
+bool HasSteadyStraggler(const ClusterProfile& profile);
+
+// The profile's most telling feature in words: "worker-3 steadily 4.0x
+// slower than the fastest", "transient delays on worker-1 (20% of steps,
+// +50 ms)" or "an even cluster (steps within 1.2x of each other)".
+std::string DescribeProfile(const ClusterProfile& profile);
+
+}  // namespace dmlps::advise
+
+#endif  // DMLPS_ADVISE_ADVISOR_H_

@@ -1,0 +1,52 @@
+// Statistical efficiency: how many iterations each policy needs to reach a
+// target accuracy, relative to BSP on the same job. Time per iteration is
+// what the simulator predicts; this is the other half of time to target.
+// The built-in table was learned from simulated runs of the built-in models
+// with real gradients; share/dmlps/advise-efficiency.sh remakes it.
+#ifndef DMLPS_ADVISE_EFFICIENCY_H_
+#define DMLPS_ADVISE_EFFICIENCY_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dmlps::advise {
+
+// One policy's iterations to the target over BSP's, on an even cluster and
+// on one with a steady straggler (policies such as A-BSP take fewer samples
+// per iteration there, so need more iterations).
+struct Efficiency {
+  std::string policy;  // an entry as dmlps-bench names it: "bsp", "ssp:3", "backup:1"
+  double even = 1;
+  double straggler = 1;
+};
+
+struct EfficiencyTable {
+  std::vector<Efficiency> rows;
+  std::string provenance;  // the command, job and commit that measured it
+  // How much slower than the others the straggler of the straggler column was.
+  double straggler_ratio = 4;
+
+  // The row of `policy`: the entry itself ("ssp:3"), else the first row of
+  // the same policy with another parameter or none ("ssp:7" and "ssp" take
+  // ssp:3's); nothing when the policy is not in the table.
+  std::optional<Efficiency> Find(std::string_view policy) const;
+};
+
+// A row's efficiency on a cluster whose slowest worker's steady step takes
+// `ratio` times the fastest's: the even column at 1, the straggler column
+// at the table's straggler_ratio and beyond, geometric in between (a mild
+// straggler gets a mild share of the straggler column's effect).
+double EfficiencyAt(const Efficiency& row, double ratio, double straggler_ratio);
+
+// The table compiled in (efficiency.cc), with its provenance.
+EfficiencyTable BuiltInEfficiency();
+
+// A worker is a steady straggler, for the reason given, when its step
+// takes this many times the fastest worker's or more.
+inline constexpr double kStragglerRatio = 1.5;
+
+}  // namespace dmlps::advise
+
+#endif  // DMLPS_ADVISE_EFFICIENCY_H_

@@ -1,0 +1,68 @@
+// A cluster profile (advisor.h) measured from the traces of one run, as
+// `dmlps-bench run --trace-dir` writes them (server.trace and
+// worker-R.trace in one folder per run), under any policy and with any
+// model, built-in or external.
+#ifndef DMLPS_ADVISE_TRACE_PROFILE_H_
+#define DMLPS_ADVISE_TRACE_PROFILE_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dmlps/advise/advisor.h"
+#include "dmlps/base/status.h"
+#include "dmlps/trace/trace.h"
+
+namespace dmlps::advise {
+
+// What one traced run measured: the cluster, and what the run itself did.
+struct MeasuredRun {
+  ClusterProfile profile;
+  std::string policy;      // the server's (its run/start instant); empty when not traced
+  double seconds = 0;      // the run's length (run/end), 0 when not traced
+  int64_t iterations = 0;  // at the end
+  double target = 0;       // the run's target accuracy (0: none)
+  bool reached = false;
+  int64_t target_iteration = 0;  // when reached
+  // (iteration, accuracy) of each evaluation the server traced, in order.
+  std::vector<std::pair<int64_t, double>> accuracy;
+
+  // The first evaluated iteration whose accuracy reached `target`; 0 when
+  // none did.
+  int64_t IterationsTo(double target) const;
+  // seconds / iterations: the measured time per iteration (0: unknown).
+  double IterationSeconds() const {
+    return iterations > 0 ? seconds / static_cast<double>(iterations) : 0;
+  }
+};
+
+// Steps at the start of each worker's history left out: they include
+// loading and the first connections.
+inline constexpr int64_t kWarmupSteps = 2;
+// A step whose time per sample is this many times the worker's steady level
+// or more was held up by a transient delay.
+inline constexpr double kDelayFactor = 2;
+
+// Measures a run from its records, server's and workers' in any order. Per
+// worker, from its compute/step and compute/straggle spans by clock: the
+// steady level is the median time per sample since the last lasting change
+// of speed (predict::FindLastingChanges), the delays are the steps since
+// then at kDelayFactor x the level or more, the jitter the robust log-sd of
+// the rest; the time per step its spans leave unaccounted (scheduling on a
+// busy host, handling a model) is added to the level. Pushes (comm/push) give the parameters, the
+// server's apply spans its pass over the parameters, and the quickest worker's median wait for its
+// model the links' bandwidth (latency stays ClusterProfile's). DataLoss when the records hold no
+// worker steps or no pushes; InvalidArgument for several runs.
+Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records);
+
+// Reads the traces of one run, given as files or as one folder holding
+// server.trace and worker-*.trace, and measures it. NotFound or IOError for
+// a file that cannot be read, DataLoss for a damaged one or one with
+// nothing to measure, InvalidArgument for a folder of several runs (it
+// names them).
+Result<MeasuredRun> MeasureTraces(const std::vector<std::string>& paths);
+
+}  // namespace dmlps::advise
+
+#endif  // DMLPS_ADVISE_TRACE_PROFILE_H_

@@ -1,0 +1,212 @@
+// The advisor: each candidate simulated on timing alone from the measured
+// profile, its time per iteration scaled by its statistical efficiency.
+#include "dmlps/advise/advisor.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "dmlps/bench/experiment.h"
+#include "dmlps/sim/sim.h"
+
+namespace dmlps::advise {
+namespace {
+
+bool Finite(double v) { return std::isfinite(v); }
+
+double FastestStep(const ClusterProfile& profile) {
+  double fastest = 0;
+  for (const WorkerProfile& w : profile.workers) {
+    if (fastest == 0 || w.step_s < fastest) fastest = w.step_s;
+  }
+  return fastest;
+}
+
+// The rank of the slowest worker (steady level) and its ratio to the fastest.
+std::pair<size_t, double> Slowest(const ClusterProfile& profile) {
+  const double fastest = FastestStep(profile);
+  size_t slowest = 0;
+  for (size_t r = 1; r < profile.workers.size(); ++r) {
+    if (profile.workers[r].step_s > profile.workers[slowest].step_s) slowest = r;
+  }
+  return {slowest, fastest > 0 ? profile.workers[slowest].step_s / fastest : 1};
+}
+
+// The rank whose transient delays cost most per step (delay_prob * delay_s).
+std::pair<size_t, double> MostDelayed(const ClusterProfile& profile) {
+  size_t most = 0;
+  double cost = 0;
+  for (size_t r = 0; r < profile.workers.size(); ++r) {
+    const double c = profile.workers[r].delay_prob * profile.workers[r].delay_s;
+    if (c > cost) {
+      cost = c;
+      most = r;
+    }
+  }
+  return {most, cost};
+}
+
+// The simulation of `policy` on the profile: workers as measured (the
+// fastest one's step is the cost model, the others' steady slowness their
+// slowdown factor), each with a machine of its own.
+sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig& policy,
+                         const AdvisorOptions& options) {
+  sim::SimConfig config;
+  config.policy = policy;
+  config.max_iterations = options.iterations;
+  config.eval_every = std::max<int64_t>(options.iterations, 1);
+  config.seed = options.seed;
+  const double fastest = FastestStep(profile);
+  config.cost = sim::CostModel::Linear(0, fastest / static_cast<double>(profile.batch));
+  config.cost.param_s = profile.param_s;
+  config.cost.message_s = profile.message_s;
+  config.network = {profile.link_gbps, profile.latency_s, false};
+  for (const WorkerProfile& w : profile.workers) {
+    worker::StragglerSpec spec;
+    spec.slowdown = std::max(1.0, w.step_s / fastest);
+    if (w.delay_prob > 0 && w.delay_s > 0) {
+      spec.delay_prob = w.delay_prob;
+      spec.delay = std::chrono::microseconds(std::llround(w.delay_s * 1e6));
+    }
+    spec.seed = options.seed;
+    config.stragglers.push_back(spec);
+    config.noise.push_back({w.jitter, 0});
+  }
+  return config;
+}
+
+Prediction Predict(const ClusterProfile& profile, const std::string& candidate,
+                   const sync::PolicyConfig& policy, const AdvisorOptions& options,
+                   const EfficiencyTable& table) {
+  Prediction p;
+  p.policy = candidate;
+  if (std::optional<Efficiency> e = table.Find(candidate)) {
+    p.efficiency = EfficiencyAt(*e, Slowest(profile).second, table.straggler_ratio);
+  } else {
+    p.efficiency_known = false;
+  }
+  Result<sim::SimReport> report =
+      sim::SimulateTiming(ConfigFor(profile, policy, options), profile.num_params);
+  if (!report.ok()) {
+    p.failure = report.status().message();
+    return p;
+  }
+  if (!report->failure.empty() || report->iterations < 1) {
+    p.failure = report->failure.empty() ? "no iteration completed" : report->failure;
+    return p;
+  }
+  p.iteration_s = report->seconds / static_cast<double>(report->iterations);
+  p.compute_ratio = report->compute_ratio_mean;
+  p.effective_s = p.efficiency * p.iteration_s;
+  if (options.bsp_iterations_to_target > 0) {
+    p.time_to_target_s = p.effective_s * options.bsp_iterations_to_target;
+  }
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> ValidateProfile(const ClusterProfile& profile) {
+  std::vector<std::string> problems;
+  if (profile.workers.empty()) problems.push_back("the profile has no workers");
+  for (size_t r = 0; r < profile.workers.size(); ++r) {
+    const WorkerProfile& w = profile.workers[r];
+    if (!(w.step_s > 0) || !Finite(w.step_s) || !(w.jitter >= 0 && w.jitter <= 10) ||
+        !(w.delay_prob >= 0 && w.delay_prob < 1) || !(w.delay_s >= 0) || !Finite(w.delay_s)) {
+      problems.push_back(fmt::format(
+          "worker {}: a step must take a positive time, jitter be in [0, 10], the delay "
+          "probability in [0, 1) and the delay finite and not negative",
+          r));
+    }
+  }
+  if (profile.batch < 1) problems.push_back("the batch must be at least 1");
+  if (profile.num_params < 1) problems.push_back("the model must have parameters");
+  for (double v : {profile.link_gbps, profile.latency_s, profile.param_s, profile.message_s}) {
+    if (!(v >= 0) || !Finite(v)) {
+      problems.push_back("link and server costs must be finite and not negative");
+      break;
+    }
+  }
+  return problems;
+}
+
+std::vector<std::string> DefaultCandidates(const ClusterProfile& /*profile*/) {
+  // Every trainer, built-in or external, runs these (docs/external-model.md).
+  return {"bsp", "backup:1", "ssp:3", "wbsp", "abps", "lbbsp"};
+}
+
+bool HasSteadyStraggler(const ClusterProfile& profile) {
+  return SlowestRatio(profile) >= kStragglerRatio;
+}
+
+double SlowestRatio(const ClusterProfile& profile) { return Slowest(profile).second; }
+
+std::string DescribeProfile(const ClusterProfile& profile) {
+  const auto [slowest, ratio] = Slowest(profile);
+  if (ratio >= kStragglerRatio) {
+    return fmt::format("worker-{} steadily {:.1f}x slower than the fastest", slowest, ratio);
+  }
+  const auto [delayed, cost] = MostDelayed(profile);
+  const double fastest = FastestStep(profile);
+  // Delays that add a tenth of a step on average matter.
+  if (cost > 0.1 * fastest) {
+    const WorkerProfile& w = profile.workers[delayed];
+    return fmt::format("transient delays on worker-{} ({:.0f}% of steps, +{:.0f} ms)", delayed,
+                       w.delay_prob * 100, w.delay_s * 1e3);
+  }
+  return fmt::format("an even cluster (steady steps within {:.2f}x of each other)", ratio);
+}
+
+Result<Advice> Advisor::Advise(const ClusterProfile& profile, const AdvisorOptions& options) const {
+  if (std::vector<std::string> problems = ValidateProfile(profile); !problems.empty()) {
+    return Status::InvalidArgument(problems.front());
+  }
+  if (options.iterations < 1) return Status::InvalidArgument("simulate at least one iteration");
+  const std::vector<std::string> candidates =
+      options.candidates.empty() ? DefaultCandidates(profile) : options.candidates;
+  bench::Experiment job;
+  job.workers = static_cast<int64_t>(profile.workers.size());
+  job.batch = profile.batch;
+  std::vector<sync::PolicyConfig> policies;
+  for (const std::string& c : candidates) {
+    DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(c, job));
+    policies.push_back(policy);
+  }
+
+  Advice advice;
+  const Prediction* best = nullptr;
+  const Prediction* bsp = nullptr;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    advice.predictions.push_back(Predict(profile, candidates[i], policies[i], options, table_));
+  }
+  for (const Prediction& p : advice.predictions) {
+    if (!p.failure.empty()) continue;
+    if (best == nullptr || p.effective_s < best->effective_s) best = &p;
+    if (p.policy == "bsp") bsp = &p;
+  }
+  if (best == nullptr) {
+    return Status::Internal("no candidate could be simulated: " +
+                            advice.predictions.front().failure);
+  }
+  const std::string cluster = DescribeProfile(profile);
+  if (bsp != nullptr && bsp->effective_s <= best->effective_s * (1 + kPreferBspWithin)) {
+    advice.recommended = bsp->policy;
+    advice.reason = best == bsp ? fmt::format("{}: bsp is predicted fastest to the target", cluster)
+                                : fmt::format("{}: bsp is within {:.0f}% of the fastest ({})",
+                                              cluster, kPreferBspWithin * 100, best->policy);
+    return advice;
+  }
+  advice.recommended = best->policy;
+  if (bsp != nullptr) {
+    advice.reason = fmt::format("{}: {} is predicted {:.2f}x as fast to the target as bsp", cluster,
+                                best->policy, bsp->effective_s / best->effective_s);
+  } else {
+    advice.reason = fmt::format("{}: {} is predicted fastest to the target of the candidates",
+                                cluster, best->policy);
+  }
+  return advice;
+}
+
+}  // namespace dmlps::advise

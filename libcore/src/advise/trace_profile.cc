@@ -1,0 +1,245 @@
+// Measuring a cluster profile from one run's traces.
+#include "dmlps/advise/trace_profile.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "dmlps/predict/replay.h"
+
+namespace dmlps::advise {
+namespace {
+
+namespace fs = std::filesystem;
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Per worker (by node), the time per step its spans do not account for:
+// from its first span's start to its last one's end, less the spans (compute,
+// comm, wait), over its steps. On a busy host, the time a process waits to
+// be scheduled; anywhere, the handling of a model between its arrival and
+// the next step. Every step pays it, whatever the policy.
+std::map<std::string, double> UnaccountedPerStep(const std::vector<trace::Record>& records) {
+  struct Extent {
+    int64_t first = -1, last = 0, spans = 0, steps = 0;
+  };
+  std::map<std::string, Extent> extents;
+  for (const trace::Record& r : records) {
+    if (r.kind != "span" || r.node.rfind("worker", 0) != 0) continue;
+    if (r.lane != "compute" && r.lane != "comm" && r.lane != "wait") continue;
+    Extent& e = extents[r.node];
+    if (e.first < 0 || r.time_us < e.first) e.first = r.time_us;
+    e.last = std::max(e.last, r.time_us + r.dur_us);
+    e.spans += r.dur_us;
+    if (r.lane == "compute" && r.name == "step") ++e.steps;
+  }
+  std::map<std::string, double> gaps;
+  for (const auto& [node, e] : extents) {
+    const int64_t gap = e.last - e.first - e.spans;
+    gaps[node] = e.steps > 0 && gap > 0 ? static_cast<double>(gap) * 1e-6 / e.steps : 0;
+  }
+  return gaps;
+}
+
+// One worker's steady level, delays and jitter from its history.
+WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch) {
+  std::vector<double> per_sample;  // seconds per sample, step by step
+  std::vector<double> speeds;
+  const size_t skip = history.steps.size() > static_cast<size_t>(2 * kWarmupSteps)
+                          ? static_cast<size_t>(kWarmupSteps)
+                          : 0;
+  for (size_t i = skip; i < history.steps.size(); ++i) {
+    per_sample.push_back(1 / history.steps[i].speed);
+    speeds.push_back(history.steps[i].speed);
+  }
+  // The level now: since the last lasting change of speed.
+  size_t from = 0;
+  if (std::vector<int64_t> changes = predict::FindLastingChanges(speeds); !changes.empty()) {
+    from = static_cast<size_t>(changes.back());
+  }
+  const std::vector<double> recent(per_sample.begin() + static_cast<std::ptrdiff_t>(from),
+                                   per_sample.end());
+  const double level = Median(recent);
+  WorkerProfile w;
+  w.step_s = level * static_cast<double>(batch);
+  std::vector<double> logs;
+  double delayed_s = 0;
+  int64_t delayed = 0;
+  for (double s : recent) {
+    if (s >= kDelayFactor * level) {
+      ++delayed;
+      delayed_s += (s - level) * static_cast<double>(batch);
+    } else {
+      logs.push_back(std::log(s / level));
+    }
+  }
+  if (delayed > 0 && !recent.empty()) {
+    w.delay_prob =
+        std::min(0.95, static_cast<double>(delayed) / static_cast<double>(recent.size()));
+    w.delay_s = delayed_s / static_cast<double>(delayed);
+  }
+  // The robust standard deviation: 1.4826 times the median absolute deviation.
+  const double center = Median(logs);
+  for (double& l : logs) l = std::abs(l - center);
+  w.jitter = std::min(1.0, 1.4826 * Median(logs));
+  return w;
+}
+
+// The run's instants from the server: start, target, end.
+Status ReadRun(const std::vector<trace::Record>& records, MeasuredRun* run) {
+  int64_t starts = 0;
+  for (const trace::Record& r : records) {
+    if (r.kind == "counter" && r.name == "accuracy") {
+      run->accuracy.emplace_back(static_cast<int64_t>(r.Number("iteration")), r.Number("value"));
+    }
+    if (r.lane != "run" || r.kind != "instant") continue;
+    if (r.name == "start") {
+      ++starts;
+      run->policy = r.Text("policy");
+      run->target = r.Number("target");
+    } else if (r.name == "target") {
+      run->reached = true;
+      run->target_iteration = static_cast<int64_t>(r.Number("iteration"));
+    } else if (r.name == "end") {
+      run->seconds = r.Number("seconds");
+      run->iterations = static_cast<int64_t>(r.Number("iterations"));
+    }
+  }
+  if (starts > 1) {
+    return Status::InvalidArgument(
+        fmt::format("the traces hold {} runs; give the traces of one", starts));
+  }
+  return Status::Ok();
+}
+
+// Whether `policy` answers each push on its own (asp, ssp, dssp, async
+// local SGD) rather than broadcasting the model at the end of a round.
+bool AnswersEachPush(const std::string& policy) {
+  for (const char* name : {"asp", "ssp", "dssp", "async-localsgd"}) {
+    if (policy.rfind(name, 0) == 0) return true;
+  }
+  return false;
+}
+
+// Parameters, links and the server's costs into `profile`, for a run under
+// `policy` (the server's name for it).
+Status MeasureNetwork(const std::vector<trace::Record>& records, const std::string& policy,
+                      ClusterProfile* profile) {
+  std::vector<double> bytes, applies;
+  std::map<std::string, std::vector<double>> waits;  // by worker and kind of wait
+  for (const trace::Record& r : records) {
+    if (r.kind != "span") continue;
+    if (r.lane == "comm" && r.name == "push" && r.Number("bytes") > 0) {
+      bytes.push_back(r.Number("bytes"));
+    } else if (r.lane == "wait" && (r.name == "pull" || r.name == "reply")) {
+      waits[r.node + "/" + r.name].push_back(static_cast<double>(r.dur_us) * 1e-6);
+    } else if (r.lane == "apply" && r.name == "apply") {
+      applies.push_back(static_cast<double>(r.dur_us) * 1e-6);
+    }
+  }
+  if (bytes.empty()) return Status::DataLoss("the traces hold no pushes (comm/push spans)");
+  profile->num_params = std::max<int64_t>(1, std::llround(Median(bytes) / 4));
+  const double params = static_cast<double>(profile->num_params);
+  // Staging, the mean and momentum: about three passes over the parameters.
+  if (!applies.empty()) profile->param_s = Median(applies) / (3 * params);
+  // A push returns once its message is queued, so its span says nothing of
+  // the link. The worker that waits least for its model waits for the round
+  // trip alone: two latencies, the server's handling, and the transfer of
+  // its model behind those sent before it, half the round's on average (one
+  // where each push is answered alone). The link's bandwidth is what makes
+  // that transfer take the rest.
+  double quickest = -1;
+  for (const auto& entry : waits) {
+    const double m = Median(entry.second);
+    if (quickest < 0 || m < quickest) quickest = m;
+  }
+  const double models =
+      AnswersEachPush(policy) ? 1 : (static_cast<double>(profile->workers.size()) + 1) / 2;
+  const double server = profile->message_s + 3 * params * profile->param_s;
+  const double transfer = (quickest - 2 * profile->latency_s - server) / models;
+  if (quickest > 0 && transfer > 0) profile->link_gbps = Median(bytes) * 8 / transfer / 1e9;
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t MeasuredRun::IterationsTo(double target) const {
+  for (const auto& [iteration, value] : accuracy) {
+    if (value >= target) return iteration;
+  }
+  return 0;
+}
+
+Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
+  MeasuredRun run;
+  DMLPS_RETURN_IF_ERROR(ReadRun(records, &run));
+  const std::vector<predict::WorkerHistory> histories = predict::ExtractHistories(records);
+  double samples = 0, steps = 0;
+  for (const predict::WorkerHistory& h : histories) {
+    for (const predict::Observation& o : h.steps) {
+      samples += static_cast<double>(o.batch);
+      steps += 1;
+    }
+  }
+  if (steps == 0) {
+    return Status::DataLoss("the traces hold no worker steps (compute/step spans)");
+  }
+  run.profile.batch = std::max<int64_t>(1, std::llround(samples / steps));
+  const std::map<std::string, double> gaps = UnaccountedPerStep(records);
+  for (const predict::WorkerHistory& h : histories) {
+    if (h.steps.empty()) {
+      return Status::DataLoss(h.node + " took no step in the traces");
+    }
+    run.profile.workers.push_back(MeasureWorker(h, run.profile.batch));
+    if (auto gap = gaps.find(h.node); gap != gaps.end()) {
+      run.profile.workers.back().step_s += gap->second;
+    }
+  }
+  DMLPS_RETURN_IF_ERROR(MeasureNetwork(records, run.policy, &run.profile));
+  return run;
+}
+
+Result<MeasuredRun> MeasureTraces(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) {
+      files.push_back(path);
+      continue;
+    }
+    std::vector<std::string> runs, found;
+    for (const fs::directory_entry& e : fs::directory_iterator(path, ec)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_directory()) {
+        if (fs::exists(e.path() / "server.trace")) runs.push_back(name);
+      } else if (name.ends_with(".trace")) {
+        found.push_back(e.path().string());
+      }
+    }
+    if (ec) return Status::IOError(path + ": " + ec.message());
+    std::sort(runs.begin(), runs.end());
+    std::sort(found.begin(), found.end());
+    if (found.empty() && !runs.empty()) {
+      std::string names;
+      for (const std::string& r : runs) names += (names.empty() ? "" : ", ") + r;
+      return Status::InvalidArgument(path + " holds the traces of several runs (" + names +
+                                     "): give one of its folders");
+    }
+    if (found.empty()) return Status::NotFound(path + ": no .trace files in it");
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  if (files.empty()) return Status::InvalidArgument("no traces given");
+  trace::ReadResult read = trace::ReadTraces(files, [](const Status&) {});
+  if (!read.status.ok()) return read.status;
+  return MeasureRun(read.records);
+}
+
+}  // namespace dmlps::advise

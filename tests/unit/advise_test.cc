@@ -1,0 +1,305 @@
+// The advisor on synthetic cluster profiles (its predictions must follow
+// from the inputs: a straggler slows BSP's iterations to its pace, a
+// transient delay costs BSP its expected length), and the profile measured
+// from generated traces.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dmlps/advise/advisor.h"
+#include "dmlps/advise/efficiency.h"
+#include "dmlps/advise/trace_profile.h"
+#include "dmlps/trace/trace.h"
+#include "test_util.h"
+
+namespace dmlps::advise {
+namespace {
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// 4 workers of 10 ms steps at batch 256, mlp:128's parameters, loopback-like
+// links.
+ClusterProfile Even() {
+  ClusterProfile p;
+  p.workers.assign(4, WorkerProfile{.step_s = 0.010, .jitter = 0.05});
+  p.batch = 256;
+  p.num_params = 101770;
+  p.link_gbps = 3;
+  p.latency_s = 300e-6;
+  return p;
+}
+
+const Prediction& Find(const Advice& advice, const std::string& policy) {
+  auto it = std::find_if(advice.predictions.begin(), advice.predictions.end(),
+                         [&](const Prediction& p) { return p.policy == policy; });
+  REQUIRE(it != advice.predictions.end());
+  return *it;
+}
+
+double BestEffective(const Advice& advice) {
+  double best = 0;
+  for (const Prediction& p : advice.predictions) {
+    if (p.failure.empty() && (best == 0 || p.effective_s < best)) best = p.effective_s;
+  }
+  return best;
+}
+
+Advice MustAdvise(const ClusterProfile& profile, AdvisorOptions options = {}) {
+  Result<Advice> advice = Advisor().Advise(profile, options);
+  REQUIRE(advice.ok());
+  for (const Prediction& p : advice->predictions) CHECK_MESSAGE(p.failure.empty(), p.failure);
+  return *advice;
+}
+
+TEST_CASE("advise: an even cluster keeps BSP, within 5% of the best prediction") {
+  const Advice advice = MustAdvise(Even());
+  const Prediction& bsp = Find(advice, "bsp");
+  // A BSP iteration is a step plus the round trip: at least the step.
+  CHECK(bsp.iteration_s >= 0.010);
+  CHECK(bsp.iteration_s < 0.020);
+  CHECK(bsp.effective_s <= BestEffective(advice) * (1 + kPreferBspWithin));
+  CHECK(advice.recommended == "bsp");
+  CHECK(advice.reason.find("even cluster") != std::string::npos);
+}
+
+TEST_CASE("advise: one worker 4x slow sets BSP's pace; a straggler-tolerant policy wins") {
+  ClusterProfile p = Even();
+  p.workers[3].step_s = 0.040;
+  const Advice advice = MustAdvise(p);
+  const Prediction& bsp = Find(advice, "bsp");
+  // BSP waits for the straggler every iteration (docs/algorithms.md, BSP).
+  CHECK(bsp.iteration_s >= 0.040);
+  CHECK(bsp.iteration_s < 0.050);
+  CHECK(advice.recommended != "bsp");
+  const Prediction& chosen = Find(advice, advice.recommended);
+  CHECK(chosen.effective_s == BestEffective(advice));
+  CHECK(chosen.effective_s < 0.8 * bsp.effective_s);
+  CHECK(advice.reason.find("worker-3 steadily 4.0x slower") != std::string::npos);
+
+  // The slower the straggler, the slower BSP's iterations.
+  ClusterProfile slower = p;
+  slower.workers[3].step_s = 0.080;
+  AdvisorOptions only_bsp;
+  only_bsp.candidates = {"bsp"};
+  CHECK(MustAdvise(slower, only_bsp).predictions[0].iteration_s > bsp.iteration_s * 1.6);
+}
+
+TEST_CASE("advise: transient delays cost BSP their expected length; dropping a push avoids it") {
+  ClusterProfile p = Even();
+  p.workers[1].delay_prob = 0.2;
+  p.workers[1].delay_s = 0.050;
+  AdvisorOptions options;
+  options.candidates = {"bsp", "backup:1"};
+  options.iterations = 400;
+  const Advice advice = MustAdvise(p, options);
+  const Prediction& bsp = Find(advice, "bsp");
+  const Prediction& backup = Find(advice, "backup:1");
+  // BSP waits for every delay: 0.2 * 50 ms more per iteration than without.
+  const double even = Find(MustAdvise(Even(), options), "bsp").iteration_s;
+  CHECK(bsp.iteration_s - even > 0.7 * 0.010);
+  CHECK(bsp.iteration_s - even < 1.3 * 0.010);
+  // Backup never waits for the one delayed worker.
+  CHECK(backup.iteration_s < 0.75 * bsp.iteration_s);
+  CHECK(DescribeProfile(p).find("transient delays on worker-1") != std::string::npos);
+}
+
+TEST_CASE("advise: times to target scale BSP's iterations by each policy's efficiency") {
+  AdvisorOptions options;
+  options.bsp_iterations_to_target = 300;
+  const Advice advice = MustAdvise(Even(), options);
+  for (const Prediction& p : advice.predictions) {
+    CHECK(p.time_to_target_s == doctest::Approx(300 * p.efficiency * p.iteration_s));
+  }
+  CHECK(Find(advice, "bsp").efficiency == 1);
+}
+
+TEST_CASE("advise: a decision for 4 workers takes well under 100 ms of CPU") {
+  ClusterProfile p = Even();
+  p.workers[3].step_s = 0.040;
+  // CPU time, not wall time: the machines tests run on are shared.
+  const std::clock_t cpu = std::clock();
+  const auto start = std::chrono::steady_clock::now();
+  MustAdvise(p);
+  const double cpu_ms = 1e3 * static_cast<double>(std::clock() - cpu) / CLOCKS_PER_SEC;
+  const double wall_ms =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() * 1e3;
+  MESSAGE("one decision over the default candidates: " << cpu_ms << " ms of CPU, " << wall_ms
+                                                       << " ms of wall time");
+  // docs/advise.md gives the figure; sanitizers slow everything down.
+  CHECK(cpu_ms < (kSanitized ? 1000 : 100));
+}
+
+TEST_CASE("advise: bad profiles and candidates are refused") {
+  ClusterProfile p = Even();
+  p.workers[2].step_s = 0;
+  CHECK(Advisor().Advise(p, {}).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Advisor().Advise(ClusterProfile{}, {}).status().code() == StatusCode::kInvalidArgument);
+  AdvisorOptions options;
+  options.candidates = {"bsp", "nonesuch"};
+  CHECK(Advisor().Advise(Even(), options).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("advise: the efficiency table finds entries and bare names") {
+  const EfficiencyTable table = BuiltInEfficiency();
+  CHECK_FALSE(table.provenance.empty());
+  REQUIRE(table.Find("bsp").has_value());
+  CHECK(table.Find("bsp")->even == 1);
+  REQUIRE(table.Find("ssp:7").has_value());
+  CHECK(table.Find("ssp:7")->policy == "ssp:3");
+  REQUIRE(table.Find("backup").has_value());
+  CHECK(table.Find("backup")->policy == "backup:1");
+  CHECK_FALSE(table.Find("nonesuch").has_value());
+  // Between the columns, geometrically, by how slow the slowest worker is.
+  const Efficiency row{"x", 4, 1};
+  CHECK(EfficiencyAt(row, 1, 4) == doctest::Approx(4));
+  CHECK(EfficiencyAt(row, 2, 4) == doctest::Approx(2));
+  CHECK(EfficiencyAt(row, 4, 4) == doctest::Approx(1));
+  CHECK(EfficiencyAt(row, 16, 4) == doctest::Approx(1));
+  CHECK(EfficiencyAt(row, 0.5, 4) == doctest::Approx(4));
+}
+
+// ---------------------------------------------------------------- traces
+
+trace::Record Span(std::string node, std::string lane, std::string name, int64_t t, int64_t dur,
+                   trace::Args args) {
+  trace::Record r;
+  r.time_us = t;
+  r.node = std::move(node);
+  r.lane = std::move(lane);
+  r.kind = "span";
+  r.name = std::move(name);
+  r.dur_us = dur;
+  r.args = std::move(args);
+  return r;
+}
+
+trace::Record Instant(std::string name, int64_t t, trace::Args args) {
+  trace::Record r = Span("server-0", "run", std::move(name), t, 0, std::move(args));
+  r.kind = "instant";
+  return r;
+}
+
+// A BSP run of 100 iterations: worker-3 4x slow (10 ms steps, 30 ms
+// straggle), worker-1 held up 20 ms in every fifth step.
+std::vector<trace::Record> GeneratedRun() {
+  std::vector<trace::Record> records;
+  records.push_back(Instant("start", 0, {{"policy", "bsp"}, {"workers", int64_t{4}}}));
+  for (int64_t clock = 0; clock < 100; ++clock) {
+    const int64_t t = 1000 + clock * 45000;
+    for (int64_t w = 0; w < 4; ++w) {
+      const std::string node = "worker-" + std::to_string(w);
+      records.push_back(
+          Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
+      int64_t straggle = w == 3 ? 30000 : 0;
+      if (w == 1 && clock % 5 == 4) straggle = 20000;
+      if (straggle > 0) {
+        records.push_back(
+            Span(node, "compute", "straggle", t + 10000, straggle, {{"clock", clock}}));
+      }
+      records.push_back(Span(node, "comm", "push", t + 10000 + straggle, 1000,
+                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
+      // Every cycle takes 45 ms: the fast workers wait for the straggler,
+      // which waits 4 ms for its model.
+      records.push_back(
+          Span(node, "wait", "pull", t + 11000 + straggle, 34000 - straggle, {{"clock", clock}}));
+    }
+    trace::Record acc =
+        Span("server-0", "counter", "accuracy", t, 0,
+             {{"value", 0.5 + 0.004 * static_cast<double>(clock)}, {"iteration", clock}});
+    acc.kind = "counter";
+    if (clock % 10 == 0) records.push_back(acc);
+  }
+  records.push_back(Instant("end", 4600000, {{"seconds", 4.5}, {"iterations", int64_t{100}}}));
+  return records;
+}
+
+TEST_CASE("advise: a run's traces give each worker's steady pace, delays and the model's size") {
+  Result<MeasuredRun> run = MeasureRun(GeneratedRun());
+  REQUIRE(run.ok());
+  const ClusterProfile& p = run->profile;
+  CHECK(run->policy == "bsp");
+  CHECK(run->IterationSeconds() == doctest::Approx(0.045));
+  CHECK(run->IterationsTo(0.8) == 80);
+  CHECK(run->IterationsTo(0.99) == 0);
+  CHECK(p.batch == 256);
+  CHECK(p.num_params == 101770);
+  REQUIRE(p.workers.size() == 4);
+  CHECK(p.workers[0].step_s == doctest::Approx(0.010));
+  // Time a step's spans leave unaccounted is part of the step.
+  CHECK(p.workers[2].step_s == doctest::Approx(0.012).epsilon(0.01));
+  // The straggle of every step is a lasting pace, not a delay.
+  CHECK(p.workers[3].step_s == doctest::Approx(0.040));
+  CHECK(p.workers[3].delay_prob == 0);
+  // One step in five held up 20 ms: transient delays.
+  CHECK(p.workers[1].step_s == doctest::Approx(0.010));
+  CHECK(p.workers[1].delay_prob == doctest::Approx(0.2).epsilon(0.05));
+  CHECK(p.workers[1].delay_s == doctest::Approx(0.020));
+  // The straggler's 4 ms: two latencies, the server's three passes over the
+  // parameters, and its model behind half the round's (2.5 models).
+  const double transfer = (0.004 - 2 * 50e-6 - 10e-6 - 3 * 101770 * 1e-9) / 2.5;
+  CHECK(p.link_gbps == doctest::Approx(407080 * 8 / transfer / 1e9));
+  CHECK(HasSteadyStraggler(p));
+}
+
+TEST_CASE("advise: trace files and folders, and their errors") {
+  testing::TempDir dir;
+  {
+    Result<std::unique_ptr<trace::TraceWriter>> server =
+        trace::TraceWriter::Open(dir.File("server.trace"), "server-0");
+    REQUIRE(server.ok());
+    std::vector<std::unique_ptr<trace::TraceWriter>> workers;
+    for (int w = 0; w < 4; ++w) {
+      Result<std::unique_ptr<trace::TraceWriter>> writer = trace::TraceWriter::Open(
+          dir.File("worker-" + std::to_string(w) + ".trace"), "worker-" + std::to_string(w));
+      REQUIRE(writer.ok());
+      workers.push_back(std::move(*writer));
+    }
+    for (const trace::Record& r : GeneratedRun()) {
+      trace::TraceWriter& out =
+          r.node == "server-0" ? **server : *workers[static_cast<size_t>(r.node.back() - '0')];
+      if (r.kind == "span") out.Span(r.lane, r.name, r.time_us, r.dur_us, r.args);
+      if (r.kind == "instant") out.Instant(r.lane, r.name, r.time_us, r.args);
+      if (r.kind == "counter") {
+        out.Counter(r.name, r.time_us, r.Number("value"),
+                    {{"iteration", static_cast<int64_t>(r.Number("iteration"))}});
+      }
+    }
+  }
+  Result<MeasuredRun> folder = MeasureTraces({dir.path()});
+  REQUIRE(folder.ok());
+  CHECK(folder->profile.workers.size() == 4);
+  CHECK(folder->policy == "bsp");
+  CHECK(MeasureTraces({dir.File("nope.trace")}).status().code() != StatusCode::kOk);
+
+  // A --trace-dir of several runs: name them, take none.
+  testing::TempDir runs;
+  std::filesystem::create_directories(runs.File("bsp-1"));
+  std::filesystem::create_directories(runs.File("abps-1"));
+  std::filesystem::copy_file(dir.File("server.trace"), runs.File("bsp-1/server.trace"));
+  std::filesystem::copy_file(dir.File("server.trace"), runs.File("abps-1/server.trace"));
+  Result<MeasuredRun> several = MeasureTraces({runs.path()});
+  CHECK(several.status().code() == StatusCode::kInvalidArgument);
+  CHECK(several.status().message().find("abps-1, bsp-1") != std::string::npos);
+  // The server's trace alone has no steps.
+  CHECK(MeasureTraces({dir.File("server.trace")}).status().code() == StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace dmlps::advise
