@@ -54,7 +54,11 @@ commands() {
     policies)
       echo "$bin/dmlps-bench run --repeat 3"
       echo "$experiments/trace-bsp-vs-wbsp.sh --bin $bin --out OUT/trace-bsp-vs-wbsp"
-      echo "$bench_bin/dmlps-bench-trace-overhead" ;;
+      echo "$bench_bin/dmlps-bench-trace-overhead"
+      echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 150 --policies localsgd:1,localsgd:2,localsgd:16"
+      echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 400 --policies async-localsgd:1,async-localsgd:8,async-localsgd-dylu:16"
+      echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0.85 --eval-every 25 --max-iterations 1500 --policies localsgd:1,async-localsgd:1,async-localsgd-dylu:4"
+      echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 400 --model softmax --policies bsp,localsgd:1,localsgd:16,async-localsgd:1,async-localsgd:16" ;;
     simulator)
       for n in 16 256 4096; do
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 100 --policies bsp,ssp:3,wbsp,abps,lbbsp"
@@ -63,7 +67,10 @@ commands() {
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 20 --compute-cost 3,1.85 --shards $s --policies bsp,abps,lbbsp,wbsp,backup:1"
       done; done
       echo "$bin/dmlps-bench run --repeat 5"
-      echo "$bin/dmlps-bench sim --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5" ;;
+      echo "$bin/dmlps-bench sim --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"
+      echo "$bin/dmlps-bench run --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --repeat 5"
+      echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"
+      echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --jitter 0.4 --repeat 5" ;;
     transport)
       for i in 1 2 3 4; do echo "$bin/dmlps-bench transport"; done
       for i in 1 2 3 4 5; do

@@ -25,7 +25,7 @@ run() {
 }
 run bsp --policy bsp
 run local --policy localsgd --local-steps 1 --outer-lr 1 --outer-momentum 0
-run diloco --policy localsgd --local-steps 1
+run diloco --policy localsgd --local-steps 1 --outer-lr 0.7 --outer-momentum 0.9
 /usr/bin/python3 - "$WORK" <<'PY' || fail "the models differ"
 import sys
 import numpy as np

@@ -16,7 +16,7 @@ POLICIES = {
     "abps": ["--chunk", "16"],
     "lbbsp": ["--lb-mode", "cpu", "--predictor", "ema"],
     "token": ["--token-size", "16"],
-    # Inner SGD without momentum, outer Nesterov 0.5: DiLoCo's defaults (0.7,
+    # Inner SGD without momentum, outer Nesterov 0.5: DiLoCo's settings (0.7,
     # 0.9) on top of inner momentum 0.9 overshoot on this small model.
     "localsgd": ["--local-steps", "4", "--lr", "0.1", "--momentum", "0", "--outer-lr", "1",
                  "--outer-momentum", "0.5"],

@@ -383,7 +383,7 @@ TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP do
     CHECK(b.curve[i].loss == doctest::Approx(a.curve[i].loss).epsilon(1e-5));
     CHECK(b.curve[i].accuracy == doctest::Approx(a.curve[i].accuracy).epsilon(1e-9));
   }
-  // With the defaults (H = 8, Nesterov 0.9 at rate 0.7) the model differs.
+  // With the defaults (H = 8) the model differs.
   local.policy = bsp.policy;
   local.policy.name = "localsgd";
   CHECK(f.Run(local).curve.back().loss != doctest::Approx(a.curve.back().loss).epsilon(1e-5));

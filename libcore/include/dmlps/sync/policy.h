@@ -166,10 +166,13 @@ struct PolicyConfig {
   int64_t token_size = 16;  // token: samples per token
   // localsgd, async-localsgd: local steps per push (H), and the server's
   // outer optimizer, SGD on the mean pseudo-gradient with this learning
-  // rate and momentum, Nesterov's unless outer_nesterov is false.
+  // rate and momentum, Nesterov's unless outer_nesterov is false. The
+  // defaults (1, 0: the model moves by the workers' mean move) keep the
+  // step the inner SGD's; DiLoCo's 0.7 and 0.9 multiply it by 7 on top of
+  // the inner momentum and diverge (docs/algorithms.md, "Local SGD").
   int64_t local_steps = 8;
-  double outer_lr = 0.7;
-  double outer_momentum = 0.9;
+  double outer_lr = 1;
+  double outer_momentum = 0;
   bool outer_nesterov = true;
   // async-localsgd: scale each worker's local steps to its speed (DyLU), and
   // take the outer momentum once every this many pushes (delayed Nesterov;
