@@ -67,15 +67,15 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
   // The message in `slot` arrived at its worker.
   void WorkerReceive(int64_t slot);
   int64_t ServerNode() const { return n_; }
-  // Shard 0's model replies: its slice.
-  int64_t PayloadBytes() const { return kHeaderBytes + 4 * SliceParams(); }
-  // The parameters messages are priced for: the real model's when a
-  // timing-only run computes on a stand-in (SimConfig::payload_params).
-  int64_t PricedParams() const {
-    return config_.payload_params > 0 ? config_.payload_params : num_params_;
+  // Shard 0's model replies: its slice, or the whole model, weighing what
+  // the real model's would when a timing-only run computes on a stand-in
+  // (SimConfig::payload_params; its param_s is scaled instead).
+  int64_t PayloadBytes() const {
+    if (shards_) return kHeaderBytes + 4 * SliceParams();
+    return kHeaderBytes + 4 * (config_.payload_params > 0 ? config_.payload_params : num_params_);
   }
   // The parameters of shard 0's slice (the whole model with one shard).
-  int64_t SliceParams() const { return shards_ ? shards_->SliceParams(0) : PricedParams(); }
+  int64_t SliceParams() const { return shards_ ? shards_->SliceParams(0) : num_params_; }
 
   // The processor(s): a machine each, or cores shared (cpu_).
   // Job `target` (a worker's, >= 0, or kServerJob, kEvalJob, a message's).
@@ -324,7 +324,7 @@ void Simulator::SendPushSlices(int64_t w, Message message) {
     slice.shard = k;
     Send(w, ServerNode() + k, kHeaderBytes + 4 * shards_->SliceParams(k), std::move(slice));
   }
-  Send(w, ServerNode(), kHeaderBytes + 4 * SliceParams(), std::move(message));
+  Send(w, ServerNode(), PayloadBytes(), std::move(message));
 }
 
 void Simulator::SendOrders() {
