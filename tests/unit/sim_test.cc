@@ -315,6 +315,33 @@ TEST_CASE("sim: token: a round-robin straggler sleeps once an iteration, not onc
   }
 }
 
+TEST_CASE(
+    "sim: sync-switch's switch is reported with its virtual time, once decided and once done") {
+  // Without a target, --switch-at 0.5 of 20 iterations switches BSP -> ASP at
+  // iteration 10 (docs/algorithms.md, Sync-Switch). A BSP round here is the
+  // 4x worker's 40 ms step and two 1 ms messages.
+  Fixture f;
+  SimConfig c = f.Config("sync-switch", {1, 1, 1, 4}, 10, 1);
+  c.max_iterations = 20;
+  c.policy.max_iterations = 20;
+  c.policy.switch_at = 0.5;
+  const SimReport r = f.Run(c);
+  REQUIRE(r.switches.size() == 2);
+  const SimSwitch& decided = r.switches[0];
+  const SimSwitch& done = r.switches[1];
+  CHECK_FALSE(decided.change.done);
+  CHECK(done.change.done);
+  for (const SimSwitch& s : r.switches) {
+    CHECK(s.change.from == "bsp");
+    CHECK(s.change.to == "asp");
+  }
+  CHECK(decided.change.iteration == 10);
+  CHECK(done.change.iteration >= decided.change.iteration);
+  CHECK(decided.seconds == doctest::Approx(10 * 0.042).epsilon(0.1));
+  CHECK(done.seconds >= decided.seconds);
+  CHECK(r.iterations >= 20);
+}
+
 TEST_CASE("sim: bad settings are refused") {
   Fixture f;
   SimConfig c = f.Config("bsp", {1, 1}, 10, 1);

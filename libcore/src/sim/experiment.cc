@@ -96,6 +96,14 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       // As dmlps-bench run counts them: with no target, a run that ended
       // normally counts, to its limit.
       if (experiment.target == 0 && run.failure.empty()) run.reached = true;
+      for (const SimSwitch& s : report.switches) {
+        spdlog::info(
+            "{} ({}/{}): policy switch {}: {} -> {} at iteration {}, {:.3f} virtual s "
+            "({}: {:.4g}, threshold {:.4g})",
+            entry, repeat, experiment.repeat, s.change.done ? "done" : "decided", s.change.from,
+            s.change.to, s.change.iteration, s.seconds, s.change.why, s.change.measured,
+            s.change.threshold);
+      }
       if (!report.failure.empty()) {
         spdlog::warn("{} ({}/{}): {}", entry, repeat, experiment.repeat, report.failure);
       }

@@ -99,6 +99,7 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
   void Dropped(int64_t w, const sync::Drop& drop) override;
   void Evaluate(bool must) override;
   void LimitReached() override { finished_ = true; }
+  void Switched(const sync::Switch& change) override { report_.switches.push_back({now_, change}); }
 
   // What the workers ask for (WorkerHost).
   double now() const override { return now_; }

@@ -153,6 +153,12 @@ struct EvalPoint {
   double loss = 0;
 };
 
+// A policy switch as the simulated server saw it (sync-switch, auto).
+struct SimSwitch {
+  double seconds = 0;  // virtual time
+  sync::Switch change;
+};
+
 struct SimReport {
   bool reached = false;
   double seconds_to_target = 0;
@@ -169,9 +175,10 @@ struct SimReport {
   double bytes_per_worker = 0;  // mean over workers of what each sent the server
   std::vector<EvalPoint> curve;
   std::vector<WorkerStats> workers;
-  int64_t events = 0;       // events simulated
-  double wall_seconds = 0;  // real time the simulation took
-  std::string failure;      // why the run could not go on (empty: it ended normally)
+  std::vector<SimSwitch> switches;  // decided and done, in order
+  int64_t events = 0;               // events simulated
+  double wall_seconds = 0;          // real time the simulation took
+  std::string failure;              // why the run could not go on (empty: it ended normally)
 };
 
 // Simulates one run. `train` is the whole training set (worker r's shard is
