@@ -1,0 +1,32 @@
+# Precompiled headers: the standard and third-party headers that most of the
+# project's files include, parsed once per target instead of once per file.
+# On a clean build of libcore's files this saves about a quarter of the
+# compiler's time (-O2 -g, g++ 12), which is what a fresh CI machine pays four
+# times over (the build, two sanitizer builds, the fuzz build).
+#
+# With a compiler launcher (ccache) they are off by default: ccache caches a
+# file compiled against a precompiled header only under relaxed settings,
+# and a warm ccache saves more than they do. Files must still include what
+# they use: a build without them (-DDMLPS_PCH=OFF, or any ccache build)
+# catches a missing #include.
+if(CMAKE_CXX_COMPILER_LAUNCHER)
+  set(_dmlps_pch_default OFF)
+else()
+  set(_dmlps_pch_default ON)
+endif()
+option(DMLPS_PCH "Precompile the common headers (default: on unless a compiler launcher is set)"
+       ${_dmlps_pch_default})
+
+set(DMLPS_PCH_HEADERS
+    <algorithm> <atomic> <chrono> <cmath> <cstdint> <cstring> <deque> <filesystem>
+    <functional> <map> <memory> <optional> <random> <span> <string> <string_view>
+    <thread> <utility> <variant> <vector>
+    <fmt/format.h> <spdlog/spdlog.h> <Eigen/Core> <zmq.hpp> <msgpack.hpp>)
+
+# dmlps_precompile(TARGET): gives TARGET, whose sources are all C++, the
+# common precompiled headers, if DMLPS_PCH is on.
+function(dmlps_precompile target)
+  if(DMLPS_PCH)
+    target_precompile_headers(${target} PRIVATE ${DMLPS_PCH_HEADERS})
+  endif()
+endfunction()
