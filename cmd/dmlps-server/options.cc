@@ -32,7 +32,7 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
        {"policy",
         "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
-        "token, localsgd, async-localsgd, dssp, sync-switch",
+        "token, localsgd, async-localsgd, dssp, sync-switch, auto",
         "NAME", defaults.policy.name},
        {"shard",
         "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
@@ -79,6 +79,11 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
        {"switch-online",
         "sync-switch: ASP while a worker's recent iterations take over twice the others' "
         "median (a transient straggler), BSP otherwise"},
+       {"candidates",
+        "auto: the policies it may switch between, comma-separated as dmlps-bench names them "
+        "(bsp, asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH]; default "
+        "bsp,backup:1,ssp:3,lbbsp)",
+        "LIST"},
        {"backup", "backup: pushes per iteration not waited for", "B",
         std::to_string(defaults.backup)},
        {"chunk", "abps: samples per chunk; workers look for SyncNow between chunks", "N",
@@ -258,6 +263,10 @@ void ReadPolicySettings(cli::FlagReader& flags, sync::PolicyConfig* policy) {
     flags.AddProblem("--switch-at and --switch-online exclude each other");
   }
   policy->momentum_every = flags.Int("momentum-every", 0, 1 << 20);
+  if (flags.Has("candidates")) {
+    policy->candidates = cli::SplitList(flags.String("candidates"));
+    if (policy->candidates.empty()) flags.AddProblem("--candidates needs at least one policy");
+  }
   if (flags.Has("arima-order") && policy->predictor != "arima") {
     flags.AddProblem("--arima-order applies only to --predictor arima");
   }
@@ -302,6 +311,9 @@ void RefuseOtherPoliciesFlags(cli::FlagReader& flags, const std::string& policy_
     if (flags.Has(flag) && policy_name != "sync-switch") {
       flags.AddProblem(std::string("--") + flag + " applies only to --policy sync-switch");
     }
+  }
+  if (flags.Has("candidates") && policy_name != "auto") {
+    flags.AddProblem("--candidates applies only to --policy auto");
   }
   for (const char* flag : {"dylu", "momentum-every"}) {
     if (flags.Has(flag) && policy_name != "async-localsgd") {

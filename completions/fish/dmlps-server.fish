@@ -31,7 +31,8 @@ token\t'Token scheduling'
 localsgd\t'Local SGD with an outer optimizer (DiLoCo)'
 async-localsgd\t'Asynchronous local SGD'
 dssp\t'Dynamic stale synchronous'
-sync-switch\t'BSP, then ASP (Sync-Switch)'"
+sync-switch\t'BSP, then ASP (Sync-Switch)'
+auto\t'Switches among candidates as it measures the cluster'"
 
 complete -c $c -l staleness -x -d 'ssp: clocks a worker may run ahead of the slowest'
 complete -c $c -l backup -x -d 'backup: pushes per iteration not waited for'
@@ -48,6 +49,7 @@ complete -c $c -l staleness-low -x -d 'dssp: the lowest staleness bound'
 complete -c $c -l staleness-high -x -d 'dssp: the highest staleness bound'
 complete -c $c -l switch-at -x -d 'sync-switch: share of the run under BSP'
 complete -c $c -l switch-online -d 'sync-switch: ASP while a transient straggler is seen'
+complete -c $c -l candidates -x -d 'auto: policies it may switch between, comma-separated' -a 'bsp asp ssp:3 backup:1 lbbsp lbbsp-gpu dssp'
 complete -c $c -l local-steps -x -d 'localsgd: local steps per push'
 complete -c $c -l outer-lr -x -d 'localsgd: learning rate of the outer SGD'
 complete -c $c -l outer-momentum -x -d 'localsgd: momentum of the outer SGD'

@@ -433,6 +433,45 @@ TEST_CASE("trace: a run that misses its target reports the best accuracy") {
   CHECK(text.str().find("not reached; best accuracy 0.4500") != std::string::npos);
 }
 
+TEST_CASE("trace: auto's decisions are listed by the summary and are instants with args") {
+  const Args decision = {{"running", std::string("bsp")},
+                         {"chosen", std::string("backup:1")},
+                         {"reason", std::string("switch: saves 1.2 s")},
+                         {"measured", std::string("steps ms 10 10 10 40")},
+                         {"predicted", std::string("bsp=0.04 backup:1=0.0128")},
+                         {"decide_ms", 3.5},
+                         {"iteration", int64_t{12}}};
+  std::vector<Record> records = {
+      Instant("server-0", "run", "start", 1'000'000, {{"policy", std::string("auto")}}),
+      Instant("server-0", "run", "policy decision", 3'500'000, decision),
+      Instant("server-0", "run", "end", 9'000'000)};
+  const TraceSummary s = Summarize(records);
+  REQUIRE(s.runs.size() == 1);
+  REQUIRE(s.runs[0].decisions.size() == 1);
+  const PolicyDecision& d = s.runs[0].decisions[0];
+  CHECK(d.seconds == doctest::Approx(2.5));
+  CHECK(d.iteration == 12);
+  CHECK(d.running == "bsp");
+  CHECK(d.chosen == "backup:1");
+  CHECK(d.predicted == "bsp=0.04 backup:1=0.0128");
+  CHECK(d.decide_ms == doctest::Approx(3.5));
+  std::ostringstream text;
+  WriteSummary(s, SummaryFormat::kText, text);
+  CHECK(text.str().find("  decision at 2.500 s, iteration 12: bsp -> backup:1 (switch: saves 1.2 "
+                        "s); measured: steps ms 10 10 10 40; predicted s/iteration: bsp=0.04 "
+                        "backup:1=0.0128; took 3.50 ms\n") != std::string::npos);
+  std::ostringstream json;
+  WriteSummary(s, SummaryFormat::kJson, json);
+  CHECK(JsonCheck(json.str()).Valid());
+  CHECK(json.str().find("\"decisions\":[{\"seconds\":2.5,\"iteration\":12,\"running\":\"bsp\","
+                        "\"chosen\":\"backup:1\"") != std::string::npos);
+  std::ostringstream chrome;
+  WriteChrome(records, chrome);
+  CHECK(chrome.str().find("{\"name\":\"policy decision\",\"cat\":\"run\",\"ph\":\"i\"") !=
+        std::string::npos);
+  CHECK(chrome.str().find("\"predicted\":\"bsp=0.04 backup:1=0.0128\"") != std::string::npos);
+}
+
 TEST_CASE("trace: chrome JSON parses and holds spans, counters, instants and flows") {
   std::vector<Record> records = SmallTrace();
   records.push_back(

@@ -339,7 +339,12 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
   // PolicyFor has been checked by ValidateExperiment; a bad entry still
   // gives a command the server refuses with a clear message.
   Result<sync::PolicyConfig> p = PolicyFor(policy_entry, e);
-  const sync::PolicyConfig policy = p.ok() ? *p : sync::PolicyConfig{std::string(policy_entry)};
+  sync::PolicyConfig policy;
+  if (p.ok()) {
+    policy = *p;
+  } else {
+    policy.name = std::string(policy_entry);
+  }
   argv.insert(argv.end(), {"--policy", policy.name});
   if (policy.name == "ssp")
     argv.insert(argv.end(), {"--staleness", std::to_string(policy.staleness)});
@@ -360,6 +365,11 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
     } else {
       argv.insert(argv.end(), {"--switch-at", Number(policy.switch_at)});
     }
+  }
+  if (policy.name == "auto" && !policy.candidates.empty()) {
+    std::string list;
+    for (const std::string& c : policy.candidates) list += (list.empty() ? "" : ",") + c;
+    argv.insert(argv.end(), {"--candidates", list});
   }
   if (policy.name == "lbbsp") {
     argv.insert(argv.end(), {"--lb-mode", policy.lb_mode});

@@ -122,11 +122,19 @@ Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& e
                                        "'online'");
       }
     }
+  } else if (name == "auto" && has_parameter) {
+    // auto:A+B+..., its candidates (commas separate the rows).
+    size_t start = 0;
+    while (start <= parameter.size()) {
+      const size_t plus = std::min(parameter.find('+', start), parameter.size());
+      config.candidates.emplace_back(parameter.substr(start, plus - start));
+      start = plus + 1;
+    }
   } else if (has_parameter) {
     return Status::InvalidArgument(
         Quoted(entry) +
-        ": only ssp:S, backup:B, dssp:LOW:HIGH, sync-switch:FRACTION|online, lbbsp:PREDICTOR and "
-        "the local-SGD policies' :H take a parameter");
+        ": only ssp:S, backup:B, dssp:LOW:HIGH, sync-switch:FRACTION|online, lbbsp:PREDICTOR, "
+        "auto:A+B+... and the local-SGD policies' :H take a parameter");
   }
   // sync-switch places its switch by the run's target or iteration limit.
   config.target_accuracy = experiment.target;

@@ -111,6 +111,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void IterationAdvanced() override { MaybeCheckpoint(); }
   void HoldChanged(bool holding, int64_t live) override;
   void Switched(const sync::Switch& change) override;
+  void Decided(const sync::Decision& decision) override;
   // Queues the current model for evaluation; `must` ones are never skipped.
   void SubmitSnapshot(bool must);
   void CollectEvaluations();

@@ -227,4 +227,6 @@ void DriverCore::Do(const SetLocalSteps& a, const StageFn* /*stage*/) {
 
 void DriverCore::Do(const Switch& a, const StageFn* /*stage*/) { effects_.Switched(a); }
 
+void DriverCore::Do(const Decision& a, const StageFn* /*stage*/) { effects_.Decided(a); }
+
 }  // namespace dmlps::sync

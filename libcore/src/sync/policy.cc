@@ -5,6 +5,7 @@
 
 #include "dmlps/predict/predictor.h"
 #include "dmlps/sync/abps.h"
+#include "dmlps/sync/auto.h"
 #include "dmlps/sync/backup.h"
 #include "dmlps/sync/dssp.h"
 #include "dmlps/sync/lbbsp.h"
@@ -312,6 +313,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
     return Made(new DsspPolicy(n, config.staleness_low, config.staleness_high));
   }
   if (name == "sync-switch") return MakeSyncSwitch(config);
+  if (name == "auto") return MakeAuto(config);
   if (name == "async-localsgd") {
     if (config.momentum_every < 0) {
       return Status::InvalidArgument("async-localsgd needs --momentum-every of 0 or more");
@@ -324,7 +326,7 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
 
 std::string_view PolicyNames() {
   return "bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, token, localsgd, "
-         "async-localsgd, dssp, sync-switch";
+         "async-localsgd, dssp, sync-switch, auto";
 }
 
 bool UsesOuterOptimizer(const PolicyConfig& config) {

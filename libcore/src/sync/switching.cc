@@ -18,14 +18,16 @@ std::unique_ptr<Policy> MakeInner(const InnerPolicyMaker& make, std::string_view
 }  // namespace
 
 SwitchingPolicy::SwitchingPolicy(int64_t num_workers, std::unique_ptr<SwitchDecider> decider,
-                                 InnerPolicyMaker make)
+                                 InnerPolicyMaker make, int64_t batch)
     : Policy(num_workers),
       decider_(std::move(decider)),
       make_(std::move(make)),
       running_(decider_->Initial()),
       held_(num_workers, false),
       offset_(num_workers, 0),
-      info_(num_workers) {
+      info_(num_workers),
+      batch_set_(num_workers, false),
+      batch_(batch) {
   inner_ = MakeInner(make_, running_, num_workers);
 }
 
@@ -45,6 +47,9 @@ void SwitchingPolicy::Forward(const Actions& inner, Actions* out) {
       EmitApply(apply->scale, out);
     } else if (const auto* delta = std::get_if<ApplyDelta>(&action)) {
       EmitApplyDelta(delta->scale, out);
+    } else if (const auto* batch = std::get_if<SetBatch>(&action)) {
+      batch_set_[batch->worker] = true;
+      out->push_back(action);
     } else if (const auto* sync_now = std::get_if<SyncNow>(&action)) {
       out->push_back(SyncNow{sync_now->worker, sync_now->round + offset_[sync_now->worker]});
     } else {
@@ -76,6 +81,7 @@ void SwitchingPolicy::OnAddWorker() {
   held_.push_back(false);
   offset_.push_back(0);
   info_.emplace_back();
+  batch_set_.push_back(false);
   decider_->RankAdded();
 }
 
@@ -95,7 +101,9 @@ void SwitchingPolicy::OnPush(WorkerId w, const PushInfo& push, Actions* out) {
   Actions inner;
   inner_->PushArrived(w, Translate(w, push), &inner);
   Forward(inner, out);
-  Request(decider_->AfterPush(Context(), w, push), out);
+  const std::optional<SwitchRequest> request = decider_->AfterPush(Context(), w, push);
+  Report(out);
+  Request(request, out);
   Drain(out);
 }
 
@@ -116,7 +124,9 @@ void SwitchingPolicy::OnPull(WorkerId w, Actions* out) {
 }
 
 void SwitchingPolicy::OnEvaluation(double accuracy, Actions* out) {
-  Request(decider_->AfterEvaluation(Context(), accuracy), out);
+  const std::optional<SwitchRequest> request = decider_->AfterEvaluation(Context(), accuracy);
+  Report(out);
+  Request(request, out);
   Drain(out);
 }
 
@@ -125,6 +135,10 @@ void SwitchingPolicy::Request(const std::optional<SwitchRequest>& request, Actio
   pending_ = *request;
   out->push_back(Switch{running_, request->to, request->why, request->measured, request->threshold,
                         iteration(), false});
+}
+
+void SwitchingPolicy::Report(Actions* out) {
+  for (Decision& decision : decider_->TakeDecisions()) out->push_back(std::move(decision));
 }
 
 void SwitchingPolicy::Drain(Actions* out) {
@@ -162,6 +176,13 @@ void SwitchingPolicy::Finish(Actions* out) {
   pending_.reset();
   ++switches_;
   decider_->Switched(running_);
+  // A batch the last policy set goes back to the job's; the new policy may
+  // set its own (its SetBatch comes later and wins).
+  for (WorkerId w = 0; w < num_workers(); ++w) {
+    if (!batch_set_[w] || batch_ < 1) continue;
+    batch_set_[w] = false;
+    if (joined(w)) out->push_back(SetBatch{w, batch_});
+  }
   Actions inner;
   for (WorkerId w = 0; w < num_workers(); ++w) {
     if (!joined(w)) continue;

@@ -137,6 +137,11 @@ RunSummary SummarizeRun(const Run& run) {
       const double a = r->Number("value");
       if (!s.has_accuracy || a > s.best_accuracy) s.best_accuracy = a;
       s.has_accuracy = true;
+    } else if (IsInstant(*r, "run", "policy decision")) {
+      s.decisions.push_back({static_cast<double>(r->time_us - s.start_us) / 1e6,
+                             Count(r->Number("iteration")), r->Text("running"), r->Text("chosen"),
+                             r->Text("reason"), r->Text("measured"), r->Text("predicted"),
+                             r->Number("decide_ms")});
     } else if (IsInstant(*r, "run", "target") && !s.reached) {
       s.reached = true;
       s.time_to_accuracy_s = r->Number("seconds");
@@ -388,7 +393,24 @@ void WriteRunJson(const RunSummary& r, std::ostream& out) {
       << ",\"start_us\":" << r.start_us << ",\"reached\":" << (r.reached ? "true" : "false")
       << ",\"time_to_accuracy_s\":" << (r.reached ? JsonNumber(r.time_to_accuracy_s) : "null")
       << ",\"target_iteration\":" << (r.reached ? std::to_string(r.target_iteration) : "null")
-      << ",\"best_accuracy\":" << (r.has_accuracy ? JsonNumber(r.best_accuracy) : "null") << "}";
+      << ",\"best_accuracy\":" << (r.has_accuracy ? JsonNumber(r.best_accuracy) : "null")
+      << ",\"decisions\":[";
+  for (size_t i = 0; i < r.decisions.size(); ++i) {
+    const PolicyDecision& d = r.decisions[i];
+    out << (i ? "," : "") << "{\"seconds\":" << JsonNumber(d.seconds)
+        << ",\"iteration\":" << d.iteration << ",\"running\":";
+    WriteJsonString(d.running, out);
+    out << ",\"chosen\":";
+    WriteJsonString(d.chosen, out);
+    out << ",\"reason\":";
+    WriteJsonString(d.reason, out);
+    out << ",\"measured\":";
+    WriteJsonString(d.measured, out);
+    out << ",\"predicted\":";
+    WriteJsonString(d.predicted, out);
+    out << ",\"decide_ms\":" << JsonNumber(d.decide_ms) << "}";
+  }
+  out << "]}";
 }
 
 void WriteWorkerJson(const WorkerSummary& w, std::ostream& out) {
@@ -454,6 +476,13 @@ void WriteRunLine(const RunSummary& r, std::ostream& out) {
     outcome = "target not reached; no accuracy recorded";
   }
   out << fmt::format("run {} ({}): {}\n", r.node, what, outcome);
+  for (const PolicyDecision& d : r.decisions) {
+    out << fmt::format(
+        "  decision at {:.3f} s, iteration {}: {} -> {} ({}); measured: {}; predicted s/iteration: "
+        "{}; took {:.2f} ms\n",
+        d.seconds, d.iteration, d.running, d.chosen, d.reason, d.measured, d.predicted,
+        d.decide_ms);
+  }
 }
 
 // Two header lines (names, then units), then a row per worker.

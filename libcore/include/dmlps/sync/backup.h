@@ -29,6 +29,8 @@ class BackupPolicy : public Policy {
   void OnLeave(WorkerId w, Actions* out) override;
   void OnAddWorker() override { last_pushed_round_.push_back(-1); }
   void OnRestore(const PolicyState& state) override { round_ = state.iteration; }
+  // Between rounds: no on-time push of the round in progress is staged.
+  bool AtBoundary() const override { return arrived_ == 0; }
 
  private:
   // Closes the round once it has the pushes it needs.

@@ -63,6 +63,8 @@ class DriverEffects {
   // The policy decided to change what it runs, or changed it (see Switch):
   // to log and trace.
   virtual void Switched(const Switch& change) {}
+  // The policy's decider took a decision (see Decision): to log and trace.
+  virtual void Decided(const Decision& decision) {}
 };
 
 // A sink: the effects plus staging the payload of the push being handled,
@@ -193,6 +195,7 @@ class DriverCore {
   void Do(const Grant& a, const StageFn* stage);
   void Do(const SetLocalSteps& a, const StageFn* stage);
   void Do(const Switch& a, const StageFn* stage);
+  void Do(const Decision& a, const StageFn* stage);
   bool Present(WorkerId w) const;
   // The reply fields set for w since its last reply; clears them.
   Reply TakeReply(WorkerId w);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -131,8 +132,26 @@ struct Switch {
   bool done = false;
 };
 
+// A decision a composite policy's decider took (switch or stay), with what
+// it measured and predicted, for the log and the trace; it addresses no
+// worker and changes nothing by itself (a switch follows as Switch).
+struct Decision {
+  std::string running;   // the policy running when it decided
+  std::string chosen;    // the policy it chose; running: stay
+  std::string reason;    // why, in words
+  std::string measured;  // what it measured, in words (per-worker steps, delays)
+  // Per candidate, its predicted seconds per BSP-equivalent iteration
+  // (advise::Prediction::effective_s); a candidate that failed is left out.
+  std::vector<std::pair<std::string, double>> predicted;
+  double remaining = 0;  // BSP-equivalent iterations predicted left in the run
+  double gain_s = 0;     // predicted time saved over them by `chosen`'s best rival
+  double cost_s = 0;     // predicted cost of switching (the drain)
+  double decide_ms = 0;  // what taking the decision cost, wall-clock milliseconds
+  int64_t iteration = 0;
+};
+
 using Action = std::variant<Stage, Apply, ApplyDelta, ReplyModel, Hold, Drop, Continue, SyncNow,
-                            SetBatch, Grant, SetLocalSteps, Switch>;
+                            SetBatch, Grant, SetLocalSteps, Switch, Decision>;
 using Actions = std::vector<Action>;
 
 // What a policy keeps in a checkpoint to go on after a restart: the model's
@@ -148,7 +167,7 @@ struct PolicyState {
 
 struct PolicyConfig {
   // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token |
-  // localsgd | async-localsgd | dssp | sync-switch
+  // localsgd | async-localsgd | dssp | sync-switch | auto
   std::string name = "bsp";
   int64_t num_workers = 1;
   int64_t batch = 64;             // per-worker batch; the global batch B is batch * num_workers
@@ -188,6 +207,11 @@ struct PolicyConfig {
   // is seen and BSP otherwise instead.
   double switch_at = 0.125;
   bool switch_online = false;
+  // auto: the policies it may run, as dmlps-bench names them ("ssp:3";
+  // empty: AutoCandidates(num_workers)), and the iterations between its decisions
+  // when no lasting change of speed calls for one sooner.
+  std::vector<std::string> candidates{};
+  int64_t decide_every = 20;
   double target_accuracy = 0;  // the run's target; 0: none
   int64_t max_iterations = 0;  // the run's limit; 0: none
 };

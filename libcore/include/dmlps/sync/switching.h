@@ -53,6 +53,9 @@ class SwitchDecider {
   // Worker w is gone; one more rank exists.
   virtual void WorkerGone(WorkerId w) {}
   virtual void RankAdded() {}
+  // The decisions taken since the last call (switch or stay), oldest first,
+  // for the log and the trace; deciders that keep none return nothing.
+  virtual std::vector<Decision> TakeDecisions() { return {}; }
 };
 
 // Makes the inner policy MakePolicy calls `name`, for `num_workers` ranks.
@@ -74,8 +77,11 @@ class SwitchingPolicy : public Policy {
   // make for every name the decider may request, each of the same mode and
   // each telling its round boundaries by Policy::AtBoundary (BSP and the
   // policies applying pushes on arrival do; others keep the default, true).
+  // `batch`: the workers' batch when the policy running sets none; a worker
+  // whose batch an inner policy changed (lbbsp) is told it again when the
+  // next one starts (0: no inner policy changes batches).
   SwitchingPolicy(int64_t num_workers, std::unique_ptr<SwitchDecider> decider,
-                  InnerPolicyMaker make);
+                  InnerPolicyMaker make, int64_t batch = 0);
   std::string Name() const override { return decider_->Name(); }
   WorkerMode mode() const override { return inner_->mode(); }
   int64_t iteration() const override { return iteration_offset_ + inner_->iteration(); }
@@ -106,6 +112,8 @@ class SwitchingPolicy : public Policy {
   // rounds in this policy's clocks.
   void Forward(const Actions& inner, Actions* out);
   void Request(const std::optional<SwitchRequest>& request, Actions* out);
+  // The decider's decisions, as Decision actions.
+  void Report(Actions* out);
   // During a drain: hands the inner policy the held pulls it needs to
   // finish an update in progress; switches once quiescent.
   void Drain(Actions* out);
@@ -119,6 +127,8 @@ class SwitchingPolicy : public Policy {
   std::vector<bool> held_;        // pull held here by a drain
   std::vector<int64_t> offset_;   // this policy's clock minus the inner one's
   std::vector<WorkerInfo> info_;  // as the worker joined, for the next inner policy
+  std::vector<bool> batch_set_;   // an inner policy changed the worker's batch
+  int64_t batch_ = 0;
   int64_t version_offset_ = 0;    // version when the inner policy started
   int64_t iteration_offset_ = 0;  // iteration when the inner policy started
   int64_t switches_ = 0;

@@ -26,6 +26,18 @@ Status WriteMerged(std::vector<Record> records, std::ostream& out);
 
 // One training run as the server recorded it: the records of a server node
 // from a run/start instant to the next.
+// One decision of the auto policy: a run/"policy decision" instant.
+struct PolicyDecision {
+  double seconds = 0;  // since the run's start
+  int64_t iteration = 0;
+  std::string running;
+  std::string chosen;  // running: it stayed
+  std::string reason;
+  std::string measured;
+  std::string predicted;  // "bsp=0.04 backup:1=0.0128 ...", seconds per BSP-equivalent iteration
+  double decide_ms = 0;
+};
+
 struct RunSummary {
   std::string node;
   std::string policy;  // from the start instant; empty when it was not seen
@@ -36,7 +48,8 @@ struct RunSummary {
   double time_to_accuracy_s = 0;  // the target instant's seconds, when reached
   int64_t target_iteration = 0;
   bool has_accuracy = false;
-  double best_accuracy = 0;  // the highest accuracy counter of the run
+  double best_accuracy = 0;               // the highest accuracy counter of the run
+  std::vector<PolicyDecision> decisions;  // in time order
 };
 
 // What one worker did, from its own spans and the server's push instants.

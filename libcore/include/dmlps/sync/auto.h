@@ -1,0 +1,123 @@
+// The auto policy: SwitchingPolicy under a decider that measures the
+// workers live (the times every push carries) and asks the advise engine
+// (advise::Advisor) at round boundaries whether another candidate policy
+// would reach the target sooner, switching only when the predicted saving
+// over the rest of the run pays for the switch (docs/algorithms.md, "Auto").
+#ifndef DMLPS_SYNC_AUTO_H_
+#define DMLPS_SYNC_AUTO_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dmlps/advise/advisor.h"
+#include "dmlps/sync/switching.h"
+
+namespace dmlps::sync {
+
+// The candidates auto runs when none are given: those of advise's default
+// list that it can switch into live (workers in kSync mode) and that fit
+// `num_workers` (backup:1 needs two).
+std::vector<std::string> AutoCandidates(int64_t num_workers);
+
+// Whether auto can run `entry` ("ssp:3", as dmlps-bench names policies):
+// InvalidArgument, one line, for one that names no policy or whose workers
+// run in another mode (wbsp, abps, token, the local-SGD policies), since a
+// worker learns its mode once, when it joins.
+Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch);
+
+// Decides for SwitchingPolicy. Per worker it keeps the recent time per
+// sample of computing (busy_s / batch) and the time each step spends
+// beyond it (the server's cycle, else the worker's sending time), and
+// watches the per-sample times for a lasting change of level
+// (predict::FindLastingChanges; a spike is not one). It decides at the
+// first round boundary once every live worker has kMinSteps measured
+// steps, then every `every` iterations, and sooner (but kMinGap after the
+// last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
+// profile from the steps since each worker's last lasting change (level: the median; delays: steps
+// at advise's kDelayFactor times it or more), has the Advisor predict every candidate, takes its
+// recommendation, and switches when that is predicted kMinGain faster than the policy running and
+// the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
+// progress toward the target, else the iteration limit, else as many as done so far, at least
+// kMinRemaining) exceeds kPayback times the switch's cost (the drain: the slowest worker's step
+// plus one iteration of the new policy).
+class AutoDecider : public SwitchDecider {
+ public:
+  static constexpr int64_t kMinSteps = 6;
+  static constexpr int64_t kWindow = 30;  // steps kept per worker
+  static constexpr double kMinGain = 0.05;
+  static constexpr double kPayback = 2;
+  static constexpr double kMinRemaining = 50;
+  // Iterations at least between two decisions, however many lasting
+  // changes come (on a busy host the level of many workers moves often).
+  static constexpr int64_t kMinGap = 10;
+
+  struct Options {
+    std::vector<std::string> candidates;  // non-empty; checked by MakeAuto
+    int64_t batch = 64;                   // the job's per-worker batch
+    int64_t every = 20;                   // iterations between decisions
+    double target = 0;                    // the run's target accuracy (0: none)
+    int64_t max_iterations = 0;           // the run's limit (0: none)
+    int64_t sim_iterations = 40;          // simulated per candidate per decision
+  };
+
+  AutoDecider(int64_t num_workers, Options options);
+  std::string Name() const override { return "auto"; }
+  std::string Initial() const override;
+  std::optional<SwitchRequest> AfterPush(const SwitchContext& context, WorkerId w,
+                                         const PushInfo& push) override;
+  std::optional<SwitchRequest> AfterEvaluation(const SwitchContext& context,
+                                               double accuracy) override;
+  void Switched(std::string_view now_running) override;
+  void WorkerGone(WorkerId w) override { history_[w] = {}; }
+  void RankAdded() override { history_.emplace_back(); }
+  std::vector<Decision> TakeDecisions() override;
+
+ private:
+  struct History {
+    std::deque<double> per_sample;  // seconds of computing per sample, newest last
+    std::deque<double> overhead;    // seconds per step beyond computing
+    int64_t steps = 0;              // measured in all
+    int64_t change_at = 0;          // the step the last lasting change was seen at
+  };
+
+  // Records w's push; true when it shows a new lasting change.
+  bool Measure(WorkerId w, const PushInfo& push);
+  // The live workers' profile; nothing until each has kMinSteps steps since
+  // its last change.
+  std::optional<advise::ClusterProfile> Profile(const Policy& policy) const;
+  std::optional<SwitchRequest> Decide(const SwitchContext& context,
+                                      const advise::ClusterProfile& profile);
+  // BSP-equivalent iterations predicted left in the run.
+  double Remaining(int64_t iteration) const;
+
+  Options options_;
+  advise::Advisor advisor_;
+  std::vector<History> history_;
+  std::vector<Decision> decisions_;
+  int64_t next_due_ = 0;      // iteration of the next periodic decision
+  int64_t last_decided_ = 0;  // iteration of the last decision
+  bool change_seen_ = false;  // a lasting change since the last decision
+  int64_t last_iteration_ = -1;
+  // Progress in BSP-equivalent iterations: each iteration counts 1 over
+  // the running policy's efficiency (the last decision's prediction).
+  double progress_ = 0;
+  double running_efficiency_ = 1;
+  double chosen_efficiency_ = 1;  // the last switch request's
+  std::string running_;
+  std::optional<double> first_accuracy_;
+  double last_accuracy_ = 0;
+};
+
+// The auto policy `config` asks for (candidates, decide_every, batch, num_workers,
+// target_accuracy, max_iterations); InvalidArgument, one line, for a
+// candidate CheckAutoCandidate refuses.
+Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config);
+
+}  // namespace dmlps::sync
+
+#endif  // DMLPS_SYNC_AUTO_H_

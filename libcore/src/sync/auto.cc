@@ -1,0 +1,319 @@
+// The auto policy's decider: live measurements in, the advise engine's
+// predictions out, a switch when it pays for itself.
+#include "dmlps/sync/auto.h"
+
+#include <spdlog/fmt/fmt.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "dmlps/advise/trace_profile.h"
+#include "dmlps/bench/experiment.h"
+#include "dmlps/predict/replay.h"
+
+namespace dmlps::sync {
+namespace {
+
+// The policies whose workers run in kSync mode, the only ones a running
+// worker can be switched into.
+// The most log-sd of noise a worker's steps are taken to have.
+constexpr double kMaxJitter = 1;
+
+constexpr std::string_view kSwitchable[] = {"bsp",   "asp",       "ssp", "backup",
+                                            "lbbsp", "lbbsp-gpu", "dssp"};
+
+double Median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
+  return values[mid];
+}
+
+// The last `n` values of `values`.
+std::vector<double> Last(const std::deque<double>& values, size_t n) {
+  n = std::min(n, values.size());
+  return std::vector<double>(values.end() - static_cast<std::ptrdiff_t>(n), values.end());
+}
+
+// One worker's profile from its per-sample times, plus `extra_s` per step
+// (its time beyond computing above the quickest worker's).
+advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample, double extra_s,
+                                 int64_t batch) {
+  const double level = Median(per_sample);
+  const auto b = static_cast<double>(batch);
+  advise::WorkerProfile w;
+  w.step_s = level * b + extra_s;
+  int64_t delayed = 0;
+  double excess = 0;
+  std::vector<double> spread;  // |log(x / level)| of the undelayed steps
+  for (const double x : per_sample) {
+    if (x >= advise::kDelayFactor * level) {
+      ++delayed;
+      excess += (x - level) * b;
+    } else {
+      spread.push_back(std::abs(std::log(x / level)));
+    }
+  }
+  const auto n = static_cast<int64_t>(per_sample.size());
+  if (delayed > 0) {
+    w.delay_prob = std::min(0.9, static_cast<double>(delayed) / static_cast<double>(n));
+    w.delay_s = excess / static_cast<double>(delayed);
+  }
+  // Robust: the median absolute deviation, as a normal's sd; a step that
+  // waited for a core now and then must not make every step noisy.
+  w.jitter = std::min(kMaxJitter, 1.4826 * Median(spread));
+  return w;
+}
+
+// What a decision measured, in words: each worker's step (up to eight of
+// them), else the spread.
+std::string DescribeMeasured(const advise::ClusterProfile& profile) {
+  std::string text;
+  if (profile.workers.size() <= 8) {
+    text = "steps ms";
+    for (const advise::WorkerProfile& w : profile.workers) {
+      text += fmt::format(" {:.3g}", w.step_s * 1e3);
+      if (w.delay_prob > 0) text += fmt::format("(+{:.0f}%)", w.delay_prob * 100);
+    }
+  } else {
+    std::vector<double> steps;
+    for (const advise::WorkerProfile& w : profile.workers) steps.push_back(w.step_s * 1e3);
+    const auto [lo, hi] = std::minmax_element(steps.begin(), steps.end());
+    text = fmt::format("{} workers, steps {:.3g} to {:.3g} ms, median {:.3g}", steps.size(), *lo,
+                       *hi, Median(steps));
+  }
+  return text + fmt::format(" + {:.3g} ms each; ", 2e3 * profile.latency_s) +
+         advise::DescribeProfile(profile);
+}
+
+const advise::Prediction* Find(const advise::Advice& advice, std::string_view policy) {
+  for (const advise::Prediction& p : advice.predictions) {
+    if (p.policy == policy && p.failure.empty()) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> AutoCandidates(int64_t num_workers) {
+  if (num_workers < 2) return {"bsp", "ssp:3", "lbbsp"};
+  return {"bsp", "backup:1", "ssp:3", "lbbsp"};
+}
+
+Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch) {
+  bench::Experiment job;
+  job.workers = num_workers;
+  job.batch = batch;
+  const std::string_view name = entry.substr(0, entry.find(':'));
+  if (name == "auto") return Status::InvalidArgument("auto cannot be its own candidate");
+  Result<PolicyConfig> config = bench::PolicyFor(entry, job);
+  if (!config.ok()) return config.status();
+  if (std::find(std::begin(kSwitchable), std::end(kSwitchable), name) == std::end(kSwitchable)) {
+    return Status::InvalidArgument(fmt::format(
+        "auto cannot switch into '{}' live: its workers run in another mode (auto's candidates: "
+        "bsp, asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH])",
+        entry));
+  }
+  return Status::Ok();
+}
+
+AutoDecider::AutoDecider(int64_t num_workers, Options options)
+    : options_(std::move(options)), history_(num_workers), running_(AutoDecider::Initial()) {}
+
+std::string AutoDecider::Initial() const {
+  const std::vector<std::string>& c = options_.candidates;
+  return std::find(c.begin(), c.end(), "bsp") != c.end() || c.empty() ? "bsp" : c.front();
+}
+
+bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
+  History& h = history_[w];
+  const int64_t samples = push.batch > 0 ? push.batch : push.samples;
+  if (!(push.busy_s > 0) || samples < 1) return false;
+  // The first steps include loading and connecting.
+  if (++h.steps <= advise::kWarmupSteps) return false;
+  h.per_sample.push_back(push.busy_s / static_cast<double>(samples));
+  const double beyond = push.cycle_s > push.busy_s ? push.cycle_s - push.busy_s : push.comm_s;
+  h.overhead.push_back(std::max(0.0, beyond));
+  if (static_cast<int64_t>(h.per_sample.size()) > kWindow) {
+    h.per_sample.pop_front();
+    h.overhead.pop_front();
+  }
+  const auto n = static_cast<int64_t>(h.per_sample.size());
+  if (n < 2 * predict::kChangeWindow) return false;
+  const std::vector<double> window(h.per_sample.begin(), h.per_sample.end());
+  const int64_t first = h.steps - n;  // the window's first step
+  for (const int64_t c : predict::FindLastingChanges(window)) {
+    // The same change seen again as the window slides is no new one.
+    if (first + c > h.change_at + predict::kChangeWindow) {
+      h.change_at = first + c;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy) const {
+  // Per live worker, its steps since its last lasting change.
+  std::vector<std::vector<double>> per_sample;
+  std::vector<double> overhead;
+  for (WorkerId w = 0; w < policy.num_workers(); ++w) {
+    if (!policy.joined(w)) continue;
+    const History& h = history_[w];
+    const int64_t since = std::min<int64_t>(h.steps - h.change_at, h.per_sample.size());
+    if (since < kMinSteps) return std::nullopt;
+    per_sample.push_back(Last(h.per_sample, since));
+    overhead.push_back(Median(Last(h.overhead, since)));
+  }
+  if (per_sample.empty()) return std::nullopt;
+  // The time beyond computing that every worker's step takes (handling the
+  // model, the transfers, waiting for a core on a busy host) does not grow
+  // with the batch: it is the links' latency, two messages per step. What
+  // a worker takes beyond that (a slower link) is part of its step.
+  const double common = *std::min_element(overhead.begin(), overhead.end());
+  advise::ClusterProfile profile;
+  profile.batch = options_.batch;
+  profile.num_params = 1;
+  profile.link_gbps = 0;
+  profile.latency_s = common / 2;
+  for (size_t i = 0; i < per_sample.size(); ++i) {
+    profile.workers.push_back(WorkerFrom(per_sample[i], overhead[i] - common, options_.batch));
+  }
+  return profile;
+}
+
+double AutoDecider::Remaining(int64_t iteration) const {
+  if (options_.target > 0 && first_accuracy_ && options_.target > *first_accuracy_ &&
+      last_accuracy_ > *first_accuracy_) {
+    const double p = (last_accuracy_ - *first_accuracy_) / (options_.target - *first_accuracy_);
+    if (p >= 1) return 0;
+    return std::max(progress_, 1.0) * (1 - p) / p;
+  }
+  if (options_.max_iterations > 0) {
+    return static_cast<double>(std::max<int64_t>(0, options_.max_iterations - iteration)) /
+           running_efficiency_;
+  }
+  return std::max(progress_, kMinRemaining);
+}
+
+std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context, WorkerId w,
+                                                    const PushInfo& push) {
+  if (Measure(w, push)) change_seen_ = true;
+  if (context.iteration == last_iteration_) return std::nullopt;
+  // A round boundary: the first push since the iteration moved on.
+  if (last_iteration_ >= 0) {
+    progress_ += static_cast<double>(context.iteration - last_iteration_) / running_efficiency_;
+  }
+  last_iteration_ = context.iteration;
+  const bool changed = change_seen_ && context.iteration >= last_decided_ + kMinGap;
+  if (context.iteration < next_due_ && !changed) return std::nullopt;
+  const std::optional<advise::ClusterProfile> profile = Profile(*context.policy);
+  if (!profile) return std::nullopt;  // not enough steps measured yet
+  change_seen_ = false;
+  last_decided_ = context.iteration;
+  next_due_ = context.iteration + std::max<int64_t>(1, options_.every);
+  return Decide(context, *profile);
+}
+
+std::optional<SwitchRequest> AutoDecider::AfterEvaluation(const SwitchContext& /*context*/,
+                                                          double accuracy) {
+  if (!first_accuracy_) first_accuracy_ = accuracy;
+  last_accuracy_ = accuracy;
+  return std::nullopt;
+}
+
+std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
+                                                 const advise::ClusterProfile& profile) {
+  const auto start = std::chrono::steady_clock::now();
+  Decision d;
+  d.running = running_;
+  d.chosen = running_;
+  d.iteration = context.iteration;
+  d.measured = DescribeMeasured(profile);
+  d.remaining = Remaining(context.iteration);
+  advise::AdvisorOptions options;
+  options.candidates = options_.candidates;
+  options.iterations = options_.sim_iterations;
+  const Result<advise::Advice> advice = advisor_.Advise(profile, options);
+  std::optional<SwitchRequest> request;
+  if (!advice.ok()) {
+    d.reason = "no prediction, staying: " + advice.status().message();
+  } else {
+    for (const advise::Prediction& p : advice->predictions) {
+      if (p.failure.empty()) d.predicted.emplace_back(p.policy, p.effective_s);
+    }
+    const advise::Prediction* now = Find(*advice, running_);
+    const advise::Prediction* best = Find(*advice, advice->recommended);
+    if (now != nullptr) running_efficiency_ = now->efficiency;
+    double slowest = 0;
+    for (const advise::WorkerProfile& w : profile.workers) slowest = std::max(slowest, w.step_s);
+    if (best == nullptr || best == now) {
+      d.reason = "stay: " + advice->reason;
+    } else {
+      const double now_s = now != nullptr ? now->effective_s : std::numeric_limits<double>::max();
+      d.cost_s = slowest + best->iteration_s;
+      d.gain_s = now != nullptr ? d.remaining * (now_s - best->effective_s) : d.remaining;
+      if (now != nullptr && best->effective_s > now_s * (1 - kMinGain)) {
+        d.reason = fmt::format("stay: {} is predicted under {:.0f}% faster than {}", best->policy,
+                               kMinGain * 100, running_);
+      } else if (d.gain_s <= kPayback * d.cost_s) {
+        d.reason = fmt::format(
+            "stay: {} would save {:.3g} s over {:.0f} iterations left, not {}x the switch's {:.3g} "
+            "s",
+            best->policy, d.gain_s, d.remaining, kPayback, d.cost_s);
+      } else {
+        d.chosen = best->policy;
+        chosen_efficiency_ = best->efficiency;
+        d.reason =
+            fmt::format("switch: saves {:.3g} s over {:.0f} iterations left for {:.3g} s; {}",
+                        d.gain_s, d.remaining, d.cost_s, advice->reason);
+        request =
+            SwitchRequest{best->policy, d.reason, now_s / best->effective_s, 1 / (1 - kMinGain)};
+      }
+    }
+  }
+  d.decide_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  decisions_.push_back(std::move(d));
+  return request;
+}
+
+void AutoDecider::Switched(std::string_view now_running) {
+  running_ = std::string(now_running);
+  running_efficiency_ = chosen_efficiency_;
+}
+
+std::vector<Decision> AutoDecider::TakeDecisions() { return std::exchange(decisions_, {}); }
+
+Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config) {
+  AutoDecider::Options options;
+  options.candidates =
+      config.candidates.empty() ? AutoCandidates(config.num_workers) : config.candidates;
+  for (const std::string& c : options.candidates) {
+    if (Status s = CheckAutoCandidate(c, config.num_workers, config.batch); !s.ok()) {
+      return Status::InvalidArgument("--candidates: " + s.message());
+    }
+  }
+  if (config.decide_every < 1) return Status::InvalidArgument("auto decides every 1 or more");
+  options.batch = config.batch;
+  options.every = config.decide_every;
+  options.target = config.target_accuracy;
+  options.max_iterations = config.max_iterations;
+  const int64_t n = config.num_workers;
+  InnerPolicyMaker make = [config](std::string_view name, int64_t workers) {
+    bench::Experiment job;
+    job.workers = workers;
+    job.batch = config.batch;
+    job.target = config.target_accuracy;
+    job.max_iterations = config.max_iterations;
+    Result<PolicyConfig> inner = bench::PolicyFor(name, job);
+    if (!inner.ok()) return Result<std::unique_ptr<Policy>>(inner.status());
+    return MakePolicy(*inner);
+  };
+  return std::unique_ptr<Policy>(new SwitchingPolicy(
+      n, std::make_unique<AutoDecider>(n, std::move(options)), std::move(make), config.batch));
+}
+
+}  // namespace dmlps::sync

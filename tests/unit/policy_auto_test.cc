@@ -1,0 +1,294 @@
+// The auto policy as docs/algorithms.md states it ("Auto"): SwitchingPolicy
+// switches from and to every candidate at a point where every worker goes
+// on from one model, with no push computed under one policy applied under
+// the other; AutoDecider switches away from BSP for a steady straggler,
+// stays for an even cluster, and records every decision.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dmlps/bench/experiment.h"
+#include "dmlps/predict/replay.h"
+#include "dmlps/sync/auto.h"
+#include "dmlps/sync/policy.h"
+#include "dmlps/sync/switching.h"
+#include "policy_test_util.h"
+
+namespace dmlps::sync::testing {
+namespace {
+
+constexpr int64_t kBatch = 8;
+
+// Switches through `order`, one request every `every` pushes.
+class ScriptedDecider : public SwitchDecider {
+ public:
+  ScriptedDecider(std::vector<std::string> order, int64_t every)
+      : order_(std::move(order)), every_(every) {}
+  std::string Name() const override { return "scripted"; }
+  std::string Initial() const override { return order_.front(); }
+  std::optional<SwitchRequest> AfterPush(const SwitchContext& context, WorkerId /*w*/,
+                                         const PushInfo& /*push*/) override {
+    if (++pushes_ % every_ != 0 || next_ >= order_.size()) return std::nullopt;
+    if (context.running != order_[next_ - 1]) return std::nullopt;  // still draining
+    return SwitchRequest{order_[next_], "scripted", 0, 0};
+  }
+  std::optional<SwitchRequest> AfterEvaluation(const SwitchContext& /*context*/,
+                                               double /*accuracy*/) override {
+    return std::nullopt;
+  }
+  void Switched(std::string_view /*now_running*/) override { ++next_; }
+
+ private:
+  std::vector<std::string> order_;
+  int64_t every_;
+  size_t next_ = 1;
+  int64_t pushes_ = 0;
+};
+
+InnerPolicyMaker Maker() {
+  return [](std::string_view name, int64_t n) -> Result<std::unique_ptr<Policy>> {
+    bench::Experiment job;
+    job.workers = n;
+    job.batch = kBatch;
+    Result<PolicyConfig> config = bench::PolicyFor(name, job);
+    if (!config.ok()) return config.status();
+    return MakePolicy(*config);
+  };
+}
+
+// What a play saw.
+struct Played {
+  std::vector<std::string> ran;  // the policies switched into, in order
+  int64_t applies = 0;
+};
+
+// Plays n sync-mode workers against `policy` in virtual time until `until`,
+// checking at every step what a switch promises: when it is done nothing is
+// staged and no worker computes; the pulls it answers get one version; every
+// update holds only pushes computed on a model of the policy running (base
+// version at or after the switch); a batch an inner policy set is reset.
+Played Play(SwitchingPolicy* policy, int64_t n, const std::vector<double>& step_s, double until) {
+  VirtualTime time;
+  std::vector<int64_t> clock(n, 0);
+  std::vector<int64_t> base(n, 0);
+  std::vector<bool> computing(n, false);
+  std::vector<int64_t> batch(n, kBatch);
+  std::vector<int64_t> staged;  // base versions of the pushes staged
+  int64_t switched_at = 0;      // version when the running policy started
+  Played played;
+  auto carry_out = [&](const Actions& actions, WorkerId pusher) {
+    std::optional<int64_t> released;
+    for (const Action& a : actions) {
+      if (const auto* s = std::get_if<Switch>(&a); s != nullptr && s->done) {
+        for (WorkerId w = 0; w < n; ++w) CHECK_FALSE(computing[w]);
+        CHECK(staged.empty());
+        played.ran.push_back(s->to);
+        switched_at = policy->version();
+        released = policy->version();
+      } else if (Is<Stage>(a)) {
+        staged.push_back(base[pusher]);
+      } else if (Is<Apply>(a) || Is<ApplyDelta>(a)) {
+        ++played.applies;
+        for (const int64_t v : staged) CHECK(v >= switched_at);
+        staged.clear();
+      } else if (const auto* b = std::get_if<SetBatch>(&a)) {
+        batch[b->worker] = b->samples;
+      } else if (Is<ReplyModel>(a)) {
+        const WorkerId w = WorkerOf(a);
+        if (released) CHECK(policy->version() == *released);
+        base[w] = policy->version();
+        computing[w] = true;
+        time.Start(w, step_s[w] * static_cast<double>(batch[w]) / kBatch);
+      }
+    }
+  };
+  carry_out(PullEach(policy, n), -1);
+  while (time.Due(until)) {
+    const WorkerId w = time.Next();
+    computing[w] = false;
+    PushInfo push{clock[w], base[w], batch[w], true};
+    push.batch = batch[w];
+    push.busy_s = step_s[w] * static_cast<double>(batch[w]) / kBatch;
+    push.cycle_s = push.busy_s;
+    ++clock[w];
+    Actions actions = PushActions(policy, w, push);
+    policy->PullRequested(w, &actions);
+    carry_out(actions, w);
+  }
+  // Whatever ran last, every policy that runs in kSync mode had its batch back.
+  if (policy->running() != "lbbsp") {
+    for (WorkerId w = 0; w < n; ++w) CHECK(batch[w] == kBatch);
+  }
+  return played;
+}
+
+TEST_CASE("auto: a switch from and to every candidate leaves one model and no mixed update") {
+  const std::vector<std::string> candidates = {"bsp", "backup:1", "ssp:3", "lbbsp", "dssp", "asp"};
+  // Every ordered pair once: each candidate followed by each other.
+  std::vector<std::string> order = {candidates.front()};
+  for (const std::string& from : candidates) {
+    for (const std::string& to : candidates) {
+      if (from == to) continue;
+      if (order.back() != from) order.push_back(from);
+      order.push_back(to);
+    }
+  }
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    std::mt19937_64 rng(seed);
+    const int64_t n = 3 + static_cast<int64_t>(seed % 3);
+    const std::vector<double> step_s = RandomStepSeconds(rng, n);  // the last one 4x slower
+    SwitchingPolicy policy(n, std::make_unique<ScriptedDecider>(order, 3 * n), Maker(), kBatch);
+    Actions ignored;
+    for (WorkerId w = 0; w < n; ++w) policy.WorkerJoined(w, &ignored);
+    const Played played = Play(&policy, n, step_s, 1000);
+    CAPTURE(seed);
+    REQUIRE(played.ran.size() == order.size() - 1);
+    for (size_t i = 0; i + 1 < order.size(); ++i) CHECK(played.ran[i] == order[i + 1]);
+    CHECK(played.applies > 0);
+  }
+}
+
+TEST_CASE("auto: backup's round in progress is finished before a switch") {
+  // Two of three workers pushed in a backup:1 round... worker 0 pushed and
+  // waits, the others' pulls come during the drain: the round still needs
+  // one of them, so one is given the model.
+  SwitchingPolicy policy(
+      3, std::make_unique<ScriptedDecider>(std::vector<std::string>{"backup:1", "bsp"}, 1), Maker(),
+      kBatch);
+  Actions actions;
+  for (WorkerId w = 0; w < 3; ++w) policy.WorkerJoined(w, &actions);
+  PullEach(&policy, 3);
+  actions = PushActions(&policy, 0, {0, 0, kBatch, true});  // decides the switch
+  REQUIRE(policy.switching());
+  policy.PullRequested(0, &actions);
+  CHECK(CountFor<ReplyModel>(actions, 0) == 0);
+  // Worker 1 pushes: the round (two of three) closes; then all must wait.
+  actions = PushActions(&policy, 1, {0, 0, kBatch, true});
+  CHECK(Count<Apply>(actions) == 1);
+  policy.PullRequested(1, &actions);
+  CHECK(policy.running() == "backup:1");
+  // Worker 2's push is late (computed on version 0) and dropped; then the switch.
+  actions = PushActions(&policy, 2, {0, 0, kBatch, true});
+  CHECK(Count<Drop>(actions) == 1);
+  policy.PullRequested(2, &actions);
+  CHECK(policy.running() == "bsp");
+  CHECK(Count<ReplyModel>(actions) == 3);
+}
+
+TEST_CASE("auto: candidates it cannot switch into live are refused in one line") {
+  PolicyConfig config;
+  config.name = "auto";
+  config.num_workers = 4;
+  CHECK(MakePolicy(config).ok());
+  for (const char* bad : {"wbsp", "abps", "token", "localsgd", "auto", "nope", "ssp:x"}) {
+    config.candidates = {"bsp", bad};
+    const auto made = MakePolicy(config);
+    CAPTURE(bad);
+    REQUIRE_FALSE(made.ok());
+    CHECK(made.status().message().find('\n') == std::string::npos);
+  }
+  config.candidates = {"wbsp"};
+  CHECK(MakePolicy(config).status().message().find("cannot switch into 'wbsp' live") !=
+        std::string::npos);
+  config.num_workers = 1;
+  config.candidates = {};
+  CHECK(MakePolicy(config).ok());  // backup:1 left out for one worker
+}
+
+// Runs auto on n workers of the given step times for `until` virtual
+// seconds; returns its decisions and the policy it ends under.
+struct AutoRun {
+  std::vector<Decision> decisions;
+  std::vector<Switch> switches;
+  std::string running;
+};
+
+AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until) {
+  PolicyConfig config;
+  config.name = "auto";
+  config.num_workers = n;
+  config.batch = kBatch;
+  auto policy = MakeJoined(config);
+  auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
+  REQUIRE(switching != nullptr);
+  VirtualTime time;
+  std::vector<int64_t> clock(n, 0);
+  std::vector<int64_t> base(n, 0);
+  std::vector<double> took(n, 0);
+  std::vector<int64_t> batch(n, kBatch);
+  AutoRun run;
+  auto carry_out = [&](const Actions& actions) {
+    for (const Action& a : actions) {
+      if (const auto* d = std::get_if<Decision>(&a)) run.decisions.push_back(*d);
+      if (const auto* s = std::get_if<Switch>(&a)) run.switches.push_back(*s);
+      if (const auto* b = std::get_if<SetBatch>(&a)) batch[b->worker] = b->samples;
+      if (!Is<ReplyModel>(a)) continue;
+      const WorkerId w = WorkerOf(a);
+      base[w] = policy->version();
+      took[w] = step_s(w, clock[w]) * static_cast<double>(batch[w]) / kBatch;
+      time.Start(w, took[w]);
+    }
+  };
+  carry_out(PullEach(policy.get(), n));
+  while (time.Due(until)) {
+    const WorkerId w = time.Next();
+    PushInfo push{clock[w], base[w], batch[w], true};
+    push.batch = batch[w];
+    push.busy_s = took[w];
+    push.cycle_s = took[w] + 0.0005;
+    ++clock[w];
+    Actions actions = PushActions(policy.get(), w, push);
+    policy->PullRequested(w, &actions);
+    carry_out(actions);
+  }
+  run.running = switching->running();
+  return run;
+}
+
+TEST_CASE("auto: a steady straggler moves it off bsp, an even cluster keeps it there") {
+  const AutoRun slow = RunAuto(
+      4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20);
+  REQUIRE_FALSE(slow.decisions.empty());
+  CHECK(slow.decisions.front().running == "bsp");
+  CHECK(slow.decisions.front().chosen != "bsp");
+  CHECK(slow.decisions.front().predicted.size() == 4);
+  CHECK(slow.decisions.front().measured.find("worker-3 steadily") != std::string::npos);
+  CHECK(slow.running != "bsp");
+  // What a decision costs (docs/advise.md, "Live"): printed, and held well
+  // under the 25 ms of advise's six candidates at 100 iterations.
+  double longest_ms = 0;
+  for (const Decision& d : slow.decisions) longest_ms = std::max(longest_ms, d.decide_ms);
+  MESSAGE("first decision: ", slow.decisions.front().reason, "; the longest of ",
+          slow.decisions.size(), " took ", longest_ms, " ms");
+  CHECK(longest_ms < 100);
+  // No flapping: one switch (decided, done) under a steady straggler.
+  CHECK(slow.switches.size() == 2);
+
+  const AutoRun even = RunAuto(
+      4, [](WorkerId w, int64_t) { return 0.01 + 0.0002 * static_cast<double>(w); }, 20);
+  REQUIRE(even.decisions.size() > 3);
+  for (const Decision& d : even.decisions) CHECK(d.chosen == "bsp");
+  CHECK(even.switches.empty());
+  CHECK(even.running == "bsp");
+}
+
+TEST_CASE("auto: a lasting slowdown mid-run calls for a decision at once") {
+  // Worker 3 turns 4x slow at its step 150; the periodic decisions are 20
+  // iterations apart, the one after the change comes within the change
+  // window's steps.
+  const AutoRun run = RunAuto(
+      4, [](WorkerId w, int64_t step) { return w == 3 && step >= 150 ? 0.04 : 0.01; }, 10);
+  REQUIRE_FALSE(run.switches.empty());
+  CHECK(run.switches.front().from == "bsp");
+  CHECK(run.switches.front().iteration >= 150);
+  CHECK(run.switches.front().iteration <= 150 + 2 * predict::kChangeWindow);
+}
+
+}  // namespace
+}  // namespace dmlps::sync::testing
