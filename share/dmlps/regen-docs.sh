@@ -63,8 +63,9 @@ commands() {
       for n in 16 256 4096; do
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 100 --policies bsp,ssp:3,wbsp,abps,lbbsp"
       done
+      echo "$experiments/shard-message-cost.sh --bin $bin --out OUT/shard-message-cost"
       for n in 256 1024 4096; do for s in 1 16 64; do
-        echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 20 --compute-cost 3,1.85 --shards $s --policies bsp,abps,lbbsp,wbsp,backup:1"
+        echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 20 --compute-cost 3,1.85 --shards $s --policies bsp,asp,ssp:3,backup:1,wbsp,abps,lbbsp,token"
       done; done
       echo "$bin/dmlps-bench run --repeat 5"
       echo "$bin/dmlps-bench sim --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"

@@ -26,6 +26,21 @@ rc=0
 expect_exit 69 "$rc" "--device cuda"
 grep -Eq "cuda:0|no server answered" "$WORK/cuda.log" || fail "unexpected: $(cat "$WORK/cuda.log")"
 
+# The CUDA backend is a module loaded when a GPU is asked for: no binary
+# links cuBLAS, and a module that cannot be loaded is the same one-line
+# error, naming it.
+for tool in dmlps-worker dmlps-server dmlps-bench; do
+  if ldd "$BIN/$tool" | grep -q cublas; then fail "$tool links cuBLAS"; fi
+done
+if ldd "$BIN/dmlps-bench" >/dev/null && [ -e "$BIN/../lib/dmlps/libdmlps-cuda.so" ]; then
+  rc=0
+  DMLPS_CUDA_MODULE=$WORK/none.so "$worker" --device cuda --server "ipc://$WORK/nobody.sock" \
+    --connect-timeout 1 2>"$WORK/module.log" || rc=$?
+  expect_exit 69 "$rc" "--device cuda without its module"
+  grep -q "cannot load the CUDA backend ($WORK/none.so: " "$WORK/module.log" ||
+    fail "unexpected: $(cat "$WORK/module.log")"
+fi
+
 # Bad spellings: usage errors, all reported.
 rc=0
 "$worker" --device gpu --max-batch lots --model cnn:0 2>"$WORK/bad.log" || rc=$?

@@ -278,6 +278,20 @@ TEST_CASE("sim: sharded, each shard's link carries its slice and the math is the
   CHECK(backup.dropped_pushes > 0);
 }
 
+TEST_CASE("sim: by default a message costs shard 0 30 us, as measured on real shards") {
+  Fixture f;
+  // 128 workers, free steps and links: an iteration is shard 0's work, a
+  // push and a pull of every worker at message_s each (whatever the shards:
+  // every shard gets each worker's push slice, shard 0 its pull too).
+  CHECK(CostModel{}.message_s == 30e-6);
+  SimConfig c = f.Config("bsp", std::vector<double>(128, 1), 0, 0);
+  c.cost.message_s = CostModel{}.message_s;
+  const double per_iteration = 2 * 128 * 30e-6;
+  CHECK(f.Run(c).seconds / 10 == doctest::Approx(per_iteration).epsilon(0.02));
+  c.shards = 4;
+  CHECK(f.Run(c).seconds / 10 == doctest::Approx(per_iteration).epsilon(0.02));
+}
+
 TEST_CASE("sim: the gradients are real: every policy learns the separable problem") {
   Fixture f;
   for (const char* policy : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp",

@@ -14,6 +14,11 @@
 #endif
 
 #if DMLPS_HAVE_CUDA
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <filesystem>
+
 #include "model/cuda/cuda_net.h"
 #endif
 
@@ -54,6 +59,54 @@ class CpuBackend final : public Backend {
 };
 
 #if DMLPS_HAVE_CUDA
+// The CUDA backend's module (cuda_net.h), loaded at the first use.
+struct CudaModule {
+  cuda::QueryDeviceEntry query = nullptr;
+  cuda::CreateNetEntry create = nullptr;
+  std::string error;  // why it could not be loaded; empty when it was
+};
+
+// DMLPS_CUDA_MODULE when set; else beside the installed binaries
+// (DMLPS_CUDA_MODULE_RELATIVE from the executable's folder), then where
+// this build put it (DMLPS_CUDA_MODULE_BUILT). The first that loads wins.
+CudaModule OpenCudaModule() {
+  std::vector<std::string> paths;
+  if (const char* path = std::getenv("DMLPS_CUDA_MODULE"); path != nullptr && *path != '\0') {
+    paths.emplace_back(path);
+  } else {
+    std::error_code error;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (!error) paths.push_back((exe.parent_path() / DMLPS_CUDA_MODULE_RELATIVE).string());
+    paths.emplace_back(DMLPS_CUDA_MODULE_BUILT);
+  }
+  CudaModule module;
+  std::string why;
+  for (const std::string& path : paths) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* error = dlerror();
+      why += (why.empty() ? "" : "; ") + std::string(error != nullptr ? error : path);
+      continue;
+    }
+    module.query =
+        reinterpret_cast<cuda::QueryDeviceEntry>(dlsym(handle, cuda::kQueryDeviceSymbol));
+    module.create = reinterpret_cast<cuda::CreateNetEntry>(dlsym(handle, cuda::kCreateNetSymbol));
+    if (module.query != nullptr && module.create != nullptr) return module;
+    why += (why.empty() ? "" : "; ") + path + " lacks the backend's entry points";
+    dlclose(handle);
+  }
+  module.query = nullptr;
+  module.create = nullptr;
+  module.error = "cannot load the CUDA backend (" + why + ")";
+  return module;
+}
+
+// Loaded once per process, and never unloaded.
+const CudaModule& LoadCudaModule() {
+  static const CudaModule module = OpenCudaModule();
+  return module;
+}
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const ModelSpec& spec, const Device& device, std::unique_ptr<cuda::CudaNet> net)
@@ -121,11 +174,13 @@ Result<DeviceMemory> ProbeDevice(const Device& device, std::string* description)
     return HostMemory();
   }
 #if DMLPS_HAVE_CUDA
+  const CudaModule& module = LoadCudaModule();
+  if (!module.error.empty()) return Status::Unavailable(device.Name() + ": " + module.error);
   DeviceMemory memory;
   std::string name;
-  DMLPS_RETURN_IF_ERROR(
-      cuda::QueryDevice(device.index, &name, &memory.free_bytes, &memory.total_bytes)
-          .WithContext(device.Name()));
+  Status queried;
+  module.query(device.index, &name, &memory.free_bytes, &memory.total_bytes, &queried);
+  DMLPS_RETURN_IF_ERROR(queried.WithContext(device.Name()));
   if (description != nullptr) {
     *description = device.Name();
     *description += " (";
@@ -158,8 +213,12 @@ Result<std::unique_ptr<Backend>> MakeBackend(const ModelSpec& spec, const Device
   shape.conv = spec.conv;
   shape.image_side = spec.image_side;
   shape.layers = spec.LayerShapes();
-  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CudaNet> net,
-                         cuda::CudaNet::Create(shape, device.index));
+  const CudaModule& module = LoadCudaModule();
+  if (!module.error.empty()) return Status::Unavailable(device.Name() + ": " + module.error);
+  std::unique_ptr<cuda::CudaNet> net;
+  Status created;
+  module.create(&shape, device.index, &net, &created);
+  DMLPS_RETURN_IF_ERROR(created);
   return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(spec, device, std::move(net)));
 #else
   return ProbeDevice(device).status();

@@ -62,9 +62,12 @@ SimWorker::SimWorker(const SimConfig& config, WorkerMode mode, int64_t rank,
       shard_first_(shard.first),
       cursor_(shard.second - shard.first, WorkerSeed(config, rank)),
       straggler_(MakeStraggler(config, rank)),
-      rng_(Mix64(WorkerSeed(config, rank) ^ Mix64(NoiseMix(config) ^ 0x6e6f697365ULL))),
       batch_(config.policy.batch) {
   if (!config.noise.empty()) noise_ = config.noise[static_cast<size_t>(rank)];
+  if (noise_.jitter > 0 || noise_.heavy_tail > 0) {
+    rng_ = std::make_unique<std::mt19937_64>(
+        Mix64(WorkerSeed(config, rank) ^ Mix64(NoiseMix(config) ^ 0x6e6f697365ULL)));
+  }
 }
 
 // ---------------------------------------------------------------- events
@@ -237,13 +240,13 @@ double SimWorker::DrawNoise() {
   double factor = 1;
   if (noise_.jitter > 0) {
     // Box-Muller on our own uniforms: the same factors with any library.
-    const double u1 = 1 - Uniform(rng_);  // (0, 1]
-    const double u2 = Uniform(rng_);
+    const double u1 = 1 - Uniform(*rng_);  // (0, 1]
+    const double u2 = Uniform(*rng_);
     const double z = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
     factor *= std::exp(noise_.jitter * z);
   }
   if (noise_.heavy_tail > 0) {
-    const double u = 1 - Uniform(rng_);  // (0, 1]
+    const double u = 1 - Uniform(*rng_);  // (0, 1]
     factor *= std::pow(u, -1 / noise_.heavy_tail);
   }
   return factor;

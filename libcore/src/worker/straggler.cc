@@ -193,14 +193,15 @@ std::vector<std::string> ValidateStragglerSpec(const StragglerSpec& spec) {
 }
 
 StragglerProfile::StragglerProfile(StragglerSpec spec, int64_t rank, int64_t num_workers)
-    : spec_(std::move(spec)),
-      rank_(rank),
-      num_workers_(num_workers),
-      rng_(Mix64(spec_.seed ^ Mix64(static_cast<uint64_t>(rank)))) {}
+    : spec_(std::move(spec)), rank_(rank), num_workers_(num_workers) {}
 
 double StragglerProfile::NextUniform() {
+  if (rng_ == nullptr) {
+    rng_ =
+        std::make_unique<std::mt19937_64>(Mix64(spec_.seed ^ Mix64(static_cast<uint64_t>(rank_))));
+  }
   // 53 random bits scaled by 2^-53: exact, in [0, 1), the same everywhere.
-  return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+  return static_cast<double>((*rng_)() >> 11) * 0x1.0p-53;
 }
 
 double StragglerProfile::SlowdownAt(int64_t iteration) const {

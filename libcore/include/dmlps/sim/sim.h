@@ -65,9 +65,14 @@ struct CostModel {
   // interpolated linearly, beyond the last extrapolated along the last
   // segment, below the first scaled in proportion to the samples.
   std::vector<StepCost> steps;
-  double param_s = 1e-9;     // one pass over the parameters (axpy, copy), per parameter
-  double message_s = 10e-6;  // the server's fixed cost of handling one message
-  double eval_s = 0;         // one evaluation of the test set (shared cores only)
+  double param_s = 1e-9;  // one pass over the parameters (axpy, copy), per parameter
+  // The server's fixed cost of handling one message (a push or a pull;
+  // the model reply it sends is folded in): 30 us, half the CPU a real
+  // shard spends per worker and iteration (push, pull and reply on shard 0;
+  // push slice and reply on the others: 59-70 us, whatever the slice's
+  // size; share/dmlps/experiments/shard-message-cost.sh).
+  double message_s = 30e-6;
+  double eval_s = 0;  // one evaluation of the test set (shared cores only)
 
   // A step's time alone on a core, t(b).
   double StepSeconds(int64_t samples) const;

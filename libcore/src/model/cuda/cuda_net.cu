@@ -591,3 +591,22 @@ Status SoftmaxCrossEntropy(const std::vector<float>& logits, int64_t classes,
 }  // namespace kernels
 
 }  // namespace dmlps::model::cuda
+
+// The entry points (kQueryDeviceSymbol, kCreateNetSymbol), unmangled.
+extern "C" void dmlps_cuda_query_device(int index, std::string* name, int64_t* free_bytes,
+                                        int64_t* total_bytes, dmlps::Status* status) {
+  *status = dmlps::model::cuda::QueryDevice(index, name, free_bytes, total_bytes);
+}
+
+extern "C" void dmlps_cuda_create_net(const dmlps::model::cuda::NetShape* shape, int device,
+                                      std::unique_ptr<dmlps::model::cuda::CudaNet>* net,
+                                      dmlps::Status* status) {
+  dmlps::Result<std::unique_ptr<dmlps::model::cuda::CudaNet>> created =
+      dmlps::model::cuda::CudaNet::Create(*shape, device);
+  if (!created.ok()) {
+    *status = created.status();
+    return;
+  }
+  *net = std::move(created).value();
+  *status = dmlps::Status::Ok();
+}

@@ -1,6 +1,9 @@
 // The CUDA side of the model backends, behind an interface free of Eigen and
 // of CUDA's headers, so that g++ code includes it and only cuda_net.cu needs
-// nvcc. Built only with DMLPS_WITH_CUDA.
+// nvcc. Built only with DMLPS_WITH_CUDA, as a module of its own
+// (libdmlps-cuda.so, with cuBLAS and the CUDA runtime) that model/backend.cc
+// loads when a GPU is first asked for: a process on the CPU alone never maps
+// cuBLAS (over 200 MB resident once its relocations are done).
 //
 // Layouts are those of model.h and model/cnn.h: column-major matrices, so a
 // cuBLAS GEMM sees the same matrices Eigen does.
@@ -32,26 +35,37 @@ Status QueryDevice(int index, std::string* name, int64_t* free_bytes, int64_t* t
 
 // One network's gradient step on one GPU, with its own stream, cuBLAS handle
 // and device buffers (grown to the largest batch seen).
+// Its methods are virtual so that code outside the module calls them
+// through the object, without linking against the module.
 class CudaNet {
  public:
   static Result<std::unique_ptr<CudaNet>> Create(const NetShape& shape, int device);
-  ~CudaNet();
+  virtual ~CudaNet();
   CudaNet(const CudaNet&) = delete;
   CudaNet& operator=(const CudaNet&) = delete;
 
   // Mean cross-entropy over the n columns of x (input_dim x n) and its
   // gradient, copied into grad (num_params floats; page-locked with Pin, the
   // copy goes straight there).
-  Result<double> LossAndGradient(const float* params, const float* x, int64_t n, const int32_t* y,
-                                 float* grad);
-  Status Pin(float* data, int64_t count);
-  void Unpin(float* data);
+  virtual Result<double> LossAndGradient(const float* params, const float* x, int64_t n,
+                                         const int32_t* y, float* grad);
+  virtual Status Pin(float* data, int64_t count);
+  virtual void Unpin(float* data);
 
  private:
   struct Impl;
   explicit CudaNet(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The module's entry points, found by name (dlsym): QueryDevice and
+// CudaNet::Create, their result in *status (and *net).
+using QueryDeviceEntry = void (*)(int index, std::string* name, int64_t* free_bytes,
+                                  int64_t* total_bytes, Status* status);
+using CreateNetEntry = void (*)(const NetShape* shape, int device, std::unique_ptr<CudaNet>* net,
+                                Status* status);
+inline constexpr char kQueryDeviceSymbol[] = "dmlps_cuda_query_device";
+inline constexpr char kCreateNetSymbol[] = "dmlps_cuda_create_net";
 
 // Each kernel once, on host arrays copied to device 0 and back: what the GPU
 // tests compare with the CPU versions in model/cnn.h and model.cc.
