@@ -127,10 +127,11 @@ for ((r = 0; r < workers; r++)); do add_host "w$r" $((r + 256)); done
 shard_address() { echo "10.214.0.$(($1 + 1))"; }
 echo "$((max_shards + workers)) hosts in namespaces $(ns_of s0) ..., every link $rate each way (tbf)" >&2
 
-# await_gone PID SECONDS WHAT: waits for a started process; fails the run
-# when it is still running after SECONDS or exits other than 0.
+# await_gone PID SECONDS WHAT [LOST]: waits for a started process; fails
+# the run when it is still running after SECONDS or exits other than 0 (or
+# LOST, which is then only reported).
 await_gone() {
-  local pid=$1 limit=$2 what=$3 rc=0
+  local pid=$1 limit=$2 what=$3 lost=${4:-0} rc=0
   for ((i = 0; i < limit * 10; i++)); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
@@ -140,7 +141,12 @@ await_gone() {
     exit 70
   fi
   wait "$pid" || rc=$?
-  [ "$rc" -eq 0 ] || { echo "$NAME: $what exited $rc (logs in $out)" >&2; exit 70; }
+  if [ "$rc" -ne 0 ] && [ "$rc" -eq "$lost" ]; then
+    echo "$NAME: warning: $what exited $rc: it lost shard 0 after the run (logs in $out)" >&2
+  elif [ "$rc" -ne 0 ]; then
+    echo "$NAME: $what exited $rc (logs in $out)" >&2
+    exit 70
+  fi
 }
 
 # run_cluster S DIR PORT: one training run on S shards, its report in DIR.
@@ -163,11 +169,20 @@ run_cluster() {
   done
   for ((r = 0; r < workers; r++)); do
     ip netns exec "$(ns_of "w$r")" "$bin/dmlps-worker" --server "$coordinator" --rank "$r" \
-      2>"$dir/worker-$r.log" &
+      --server-timeout 10 --reconnect-timeout 5 2>"$dir/worker-$r.log" &
     pids+=("$!")
   done
   await_gone "${pids[$first]}" "$timeout" "shard 0 of $s"
-  for ((k = first + 1; k < ${#pids[@]}; k++)); do await_gone "${pids[$k]}" 60 "a member of the $s-shard run"; done
+  # Shard 0 has written its report. A worker whose Stop was still queued
+  # behind the last models on its capped link when shard 0 exited (after
+  # ZeroMQ's linger) gives up on it (69): its figures are in the report.
+  for ((k = first + 1; k < ${#pids[@]}; k++)); do
+    if [ "$k" -lt $((first + s)) ]; then
+      await_gone "${pids[$k]}" 60 "shard $((k - first)) of $s"
+    else
+      await_gone "${pids[$k]}" 60 "worker $((k - first - s)) of the $s-shard run" 69
+    fi
+  done
   pids=("${pids[@]:0:$first}")
 }
 
