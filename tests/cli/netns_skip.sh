@@ -1,6 +1,7 @@
 # Where network namespaces can be made but not entered (a container without
 # the mount rights `ip netns exec` needs), cli.netns_lbbsp skips (77) and
-# says why instead of failing. An `ip` that fails just that way stands in
+# says why instead of failing, and so does the shard-scaling experiment
+# (which cli.netns_shard_scaling runs). An `ip` that fails just that way stands in
 # for the real one; `tc` is a no-op.
 . "$(dirname "$0")/lib.sh"
 
@@ -21,4 +22,10 @@ PATH="$WORK/stub:$PATH" bash "$(dirname "$0")/netns_lbbsp.sh" >"$WORK/out" 2>&1 
 [ "$rc" -eq 77 ] || fail "cli.netns_lbbsp exited $rc, not 77 (skipped): $(cat "$WORK/out")"
 grep -q '^SKIP: cannot run a command in a network namespace: mount --make-rslave /: Permission denied' "$WORK/out" ||
   fail "the skip does not say why: $(cat "$WORK/out")"
+rc=0
+PATH="$WORK/stub:$PATH" "${DMLPS_SOURCE_DIR:?}/share/dmlps/experiments/shard-scaling.sh" \
+  --bin "$BIN" --out "$WORK/scaling" >"$WORK/out" 2>&1 || rc=$?
+[ "$rc" -eq 77 ] || fail "shard-scaling.sh exited $rc, not 77: $(cat "$WORK/out")"
+grep -q 'cannot run a command in a network namespace: mount --make-rslave /: Permission denied' \
+  "$WORK/out" || fail "shard-scaling.sh does not say why: $(cat "$WORK/out")"
 echo "ok"

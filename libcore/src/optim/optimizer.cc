@@ -45,6 +45,72 @@ bool AccumulatedStaysFinite(const Optimizer* optimizer, float scale, std::span<c
   return AllFinite(ConstVec(params.data(), n) + scale * ConstVec(acc.data(), n));
 }
 
+bool Optimizer::StepOutOfPlace(std::span<const float> /*params*/, std::span<float> /*grad*/,
+                               float /*scale*/, int64_t /*offset*/,
+                               std::span<float> /*out*/) const {
+  return false;  // not offered: StepsOutOfPlace() is false
+}
+
+bool Sgd::StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+                         int64_t /*offset*/, std::span<float> out) const {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  Vec theta(out.data(), n);
+  theta = ConstVec(params.data(), n) - (lr_ * scale) * ConstVec(grad.data(), n);
+  return AllFinite(theta);
+}
+
+bool Momentum::StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+                              int64_t offset, std::span<float> out) const {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  const ConstVec theta(params.data(), n);
+  const ConstVec u(velocity_.data() + offset, n);
+  Vec g(grad.data(), n);
+  Vec next(out.data(), n);
+  // The same operations as StepSlice, in the same order; the new velocity
+  // goes where the gradient was, once the step no longer needs it.
+  if (nesterov_) {
+    next = theta - lr_ * (scale * g + mu_ * (mu_ * u + scale * g));
+    g = mu_ * u + scale * g;
+  } else {
+    g = mu_ * u + scale * g;
+    next = theta - lr_ * g;
+  }
+  // A velocity that overflows makes the parameter it moves infinite or NaN
+  // (lr > 0), as StepStaysFinite argues.
+  return AllFinite(next);
+}
+
+void Momentum::TakeSlice(std::span<const float> state, int64_t offset) {
+  std::copy(state.begin(), state.end(), velocity_.begin() + offset);
+}
+
+bool StepsOutOfPlace(const Optimizer* optimizer) {
+  return optimizer == nullptr || optimizer->StepsOutOfPlace();
+}
+
+bool StepAccumulatedOutOfPlace(const Optimizer* optimizer, float scale,
+                               std::span<const float> params, std::span<float> acc,
+                               std::span<float> out, int64_t offset) {
+  const auto n = static_cast<Eigen::Index>(params.size());
+  bool finite = false;
+  if (optimizer != nullptr) {
+    finite = optimizer->StepOutOfPlace(params, acc, scale, offset, out);
+  } else {
+    Vec next(out.data(), n);
+    next = ConstVec(params.data(), n) + scale * ConstVec(acc.data(), n);
+    finite = AllFinite(next);
+  }
+  // Without state to carry, the sum is spent: zeroed while it is at hand.
+  if (optimizer == nullptr || !optimizer->KeepsState()) std::fill(acc.begin(), acc.end(), 0.f);
+  return finite;
+}
+
+void TakeAccumulated(Optimizer* optimizer, std::span<float> acc, int64_t offset) {
+  if (optimizer == nullptr || !optimizer->KeepsState()) return;  // acc is zero already
+  optimizer->TakeSlice(acc, offset);
+  std::fill(acc.begin(), acc.end(), 0.f);
+}
+
 void Sgd::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                     int64_t /*offset*/) {
   Vec theta(params.data(), static_cast<Eigen::Index>(params.size()));

@@ -37,6 +37,7 @@ ModelStore::ModelStore(std::vector<float> params, int64_t lane_floats, int64_t t
     : layout_{static_cast<int64_t>(params.size()), std::max<int64_t>(lane_floats, 1)},
       lanes_(static_cast<size_t>(layout_.count())),
       spares_(static_cast<size_t>(layout_.count())),
+      candidates_(static_cast<size_t>(layout_.count())),
       accumulator_(params.size(), 0.f),
       cursor_(static_cast<size_t>(layout_.count()), 0) {
   for (int64_t lane = 0; lane < layout_.count(); ++lane) {
@@ -97,14 +98,17 @@ void ModelStore::Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pus
 void ModelStore::Apply(optim::Optimizer* optimizer, float scale, AppliedFn done) {
   auto verdict = std::make_shared<Verdict>();
   verdict->lanes_left = layout_.count();
+  const bool fused = optim::StepsOutOfPlace(optimizer);
   Op check;
   check.kind = Op::Kind::kVerify;
   check.optimizer = optimizer;
   check.value = scale;
   check.verdict = verdict;
+  check.fused = fused;
   Queue(std::move(check));
   Op op;
   op.kind = Op::Kind::kApply;
+  op.fused = fused;
   op.verdict = std::move(verdict);
   op.optimizer = optimizer;
   op.value = scale;
@@ -229,19 +233,36 @@ bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
   for (int64_t first = cursor; first < ready;) {
     // A segment ends with a Send: the reply views the lane as it stands
     // there, so an apply after it must not change that buffer in place.
+    // An apply whose check computed its step out of place is a segment of
+    // its own, on the buffer it swaps in.
     LaneRun::Segment segment;
     segment.first = first;
     int64_t last = first;
     bool applies = false;
     while (last < ready) {
-      const Op::Kind kind = At(last++).kind;
-      applies = applies || kind == Op::Kind::kApply;
-      if (kind == Op::Kind::kSend) break;
+      const Op& op = At(last);
+      if (op.kind == Op::Kind::kApply && op.fused) {
+        if (last == first) ++last;
+        break;
+      }
+      ++last;
+      applies = applies || op.kind == Op::Kind::kApply;
+      if (op.kind == Op::Kind::kVerify && op.fused) segment.out = Candidate(lane);
+      if (op.kind == Op::Kind::kSend) break;
     }
     segment.last = last;
-    // The segments planned before hold their buffers, as the replies
-    // made from them will: Unshare sees those as viewed.
-    if (applies) segment.copy_from = Unshare(lane);
+    const Op& head = At(first);
+    if (head.kind == Op::Kind::kApply && head.fused) {
+      // The step is in the candidate: taken by swapping it in, the old
+      // buffer (which replies may still view) becoming the next candidate.
+      if (head.verdict->finite.load(std::memory_order_relaxed)) {
+        std::swap(lanes_[static_cast<size_t>(lane)], candidates_[static_cast<size_t>(lane)]);
+      }
+    } else if (applies) {
+      // The segments planned before hold their buffers, as the replies
+      // made from them will: Unshare sees those as viewed.
+      segment.copy_from = Unshare(lane);
+    }
     segment.params = lanes_[static_cast<size_t>(lane)];
     run->segments.push_back(std::move(segment));
     first = last;
@@ -264,8 +285,9 @@ void ModelStore::RunFloats(const LaneRun& run, int64_t from, int64_t to) {
         std::memcpy(params + (block - begin), segment.copy_from->data() + (block - begin),
                     static_cast<size_t>(block_end - block) * sizeof(float));
       }
+      float* out = segment.out != nullptr ? segment.out->data() : nullptr;
       for (int64_t at = segment.first; at < segment.last; ++at) {
-        RunBlock(ops_[static_cast<size_t>(at - first_op_)], params, run.lane, block, block_end,
+        RunBlock(ops_[static_cast<size_t>(at - first_op_)], params, out, run.lane, block, block_end,
                  run.fills[static_cast<size_t>(at - run.first)] != 0);
       }
     }
@@ -278,6 +300,14 @@ void ModelStore::FinishLane(LaneRun& run) {
   }
   // Let go of the buffers: a lane that no reply views is changed in place.
   run.segments.clear();
+}
+
+std::shared_ptr<std::vector<float>> ModelStore::Candidate(int64_t lane) {
+  std::shared_ptr<std::vector<float>>& candidate = candidates_[static_cast<size_t>(lane)];
+  if (candidate == nullptr || !SoleOwner(candidate)) {
+    candidate = std::make_shared<std::vector<float>>(lanes_[static_cast<size_t>(lane)]->size());
+  }
+  return candidate;
 }
 
 std::shared_ptr<std::vector<float>> ModelStore::Unshare(int64_t lane) {
@@ -351,10 +381,11 @@ void ModelStore::RunCombine(const Op& op, int64_t from, int64_t to) {
   }
 }
 
-void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_t from, int64_t to,
-                          bool fill) {
+void ModelStore::RunBlock(const Op& op, float* lane_params, float* lane_out, int64_t lane,
+                          int64_t from, int64_t to, bool fill) {
   const auto n = static_cast<size_t>(to - from);
   float* params = lane_params + (from - layout_.begin(lane));
+  std::span<float> acc(accumulator_.data() + from, n);
   switch (op.kind) {
     case Op::Kind::kStage: {
       const float weight = op.value;
@@ -366,15 +397,25 @@ void ModelStore::RunBlock(const Op& op, float* lane_params, int64_t lane, int64_
     case Op::Kind::kCombine:
       RunCombine(op, from, to);
       break;
-    case Op::Kind::kVerify:
-      if (!optim::AccumulatedStaysFinite(op.optimizer, op.value, std::span<const float>(params, n),
-                                         std::span<const float>(accumulator_.data() + from, n),
-                                         from)) {
-        op.verdict->finite.store(false, std::memory_order_relaxed);
-      }
+    case Op::Kind::kVerify: {
+      const std::span<const float> now(params, n);
+      const bool finite =
+          op.fused ? optim::StepAccumulatedOutOfPlace(
+                         op.optimizer, op.value, now, acc,
+                         std::span<float>(lane_out + (from - layout_.begin(lane)), n), from)
+                   : optim::AccumulatedStaysFinite(op.optimizer, op.value, now, acc, from);
+      if (!finite) op.verdict->finite.store(false, std::memory_order_relaxed);
       break;
+    }
     case Op::Kind::kApply:
-      if (op.verdict->finite.load(std::memory_order_relaxed)) {
+      if (op.fused) {
+        // The step was computed by the check; its parameters are swapped in.
+        if (op.verdict->finite.load(std::memory_order_relaxed)) {
+          optim::TakeAccumulated(op.optimizer, acc, from);
+        } else if (op.optimizer != nullptr && op.optimizer->KeepsState()) {
+          std::fill(acc.begin(), acc.end(), 0.f);  // refused: the state computed is dropped
+        }
+      } else if (op.verdict->finite.load(std::memory_order_relaxed)) {
         optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params, n),
                                 std::span<float>(accumulator_.data() + from, n), from);
       } else {

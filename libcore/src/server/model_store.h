@@ -81,13 +81,18 @@ class ModelStore {
   // model finite; otherwise it is refused whole: the model and the
   // optimizer's state stay as they were, acc is dropped, and refused()
   // counts it. So a lane applies only once every lane has its data, while
-  // the sums and the checks still run as the data streams in. `done`, when
+  // the sums and the checks still run as the data streams in. With an
+  // optimizer that can (optim::StepsOutOfPlace), the check computes the
+  // step itself, out of place into a second buffer of the lane, as the
+  // lane's data comes in, and the apply then only swaps that buffer in: the
+  // step costs no pass over the model after the last chunk. `done`, when
   // given, runs once every lane is through.
   void Apply(optim::Optimizer* optimizer, float scale, AppliedFn done = {});
   // Queues sending the model as it stands after the operations queued
   // before: sink gets each chunk once its lane is there. The chunks view the
-  // lanes without copying; a lane still being sent from is copied before it
-  // changes (copy on write).
+  // lanes without copying; a lane still being sent from never changes under
+  // them: it is copied before it would (copy on write), or the step goes to
+  // the lane's other buffer (see Apply).
   void Send(ChunkSink sink);
   // Queues a snapshot of the model as it stands after the operations queued
   // before: sink gets it once every lane is there. Snapshots of the same
@@ -136,6 +141,9 @@ class ModelStore {
     std::vector<float> factors;
     Aggregation rule;
     bool bounded = false;  // kStage, kCombine: the norm bound is taken
+    // kVerify, kApply: the step is computed out of place by the check into
+    // the lane's candidate buffer, and the apply swaps that buffer in.
+    bool fused = false;
     float value = 0;
     optim::Optimizer* optimizer = nullptr;
     std::shared_ptr<Point> point;
@@ -165,6 +173,9 @@ class ModelStore {
       std::shared_ptr<std::vector<float>> params;
       // When set, copied into params before the segment (copy on write).
       std::shared_ptr<std::vector<float>> copy_from;
+      // The lane's candidate buffer, when the segment holds a check that
+      // computes its step out of place there.
+      std::shared_ptr<std::vector<float>> out;
     };
     int64_t lane = 0;
     int64_t first = 0;  // queue positions [first, ready) that the lane runs
@@ -192,8 +203,13 @@ class ModelStore {
   // Whether lane `lane` has what `op` needs.
   bool Ready(const Op& op, int64_t lane) const;
   // Runs `op` on floats [from, to) of lane `lane`, whose values are at
-  // `params`; `fill`: copy them into its point.
-  void RunBlock(const Op& op, float* params, int64_t lane, int64_t from, int64_t to, bool fill);
+  // `params` (and its candidate buffer at `out`, or null); `fill`: copy
+  // them into its point.
+  void RunBlock(const Op& op, float* params, float* out, int64_t lane, int64_t from, int64_t to,
+                bool fill);
+  // Lane `lane`'s candidate buffer, for a check to compute its step in: the
+  // one it has when nothing views it any more, else a fresh one.
+  std::shared_ptr<std::vector<float>> Candidate(int64_t lane);
   // Gives lane `lane` a buffer of its own before it changes, when a reply
   // still views the one it has; returns the buffer to copy from into the
   // new one (null: none is needed), which the caller copies.
@@ -209,6 +225,9 @@ class ModelStore {
   std::vector<std::shared_ptr<std::vector<float>>> lanes_;
   // Per lane: the buffer it had before its last copy on write, for reuse.
   std::vector<std::shared_ptr<std::vector<float>>> spares_;
+  // Per lane: the buffer a step computed out of place goes to; an apply
+  // swaps it with the lane's, so that a lane alternates between two.
+  std::vector<std::shared_ptr<std::vector<float>>> candidates_;
   std::vector<float> accumulator_;
   std::deque<Op> ops_;            // references to elements survive push_back
   int64_t first_op_ = 0;          // the queue position of ops_.front()

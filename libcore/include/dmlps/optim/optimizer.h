@@ -35,6 +35,27 @@ class Optimizer {
   // overflow is refused whole. Same REQUIRES as StepSlice.
   virtual bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
                                float scale, int64_t offset) const = 0;
+  // Whether StepOutOfPlace is offered (an optimizer that cannot say the
+  // state it would leave in one float per parameter does not offer it).
+  virtual bool StepsOutOfPlace() const { return false; }
+  // The step StepSlice would take, computed out of place for a caller that
+  // takes it only once the whole step is known to stay finite, so that
+  // checking and computing the step cost one pass: writes the parameters
+  // it would leave into `out` and, when KeepsState(), the state it would
+  // leave into `grad` (overwritten; TakeSlice takes it); changes nothing of
+  // its own. Returns whether every parameter written is finite, as
+  // StepStaysFinite would. `out` ends bit for bit as StepSlice would leave
+  // `params`. REQUIRES: StepsOutOfPlace(); StepSlice's REQUIRES; `out` of
+  // params' size, apart from params and grad.
+  virtual bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+                              int64_t offset, std::span<float> out) const;
+  // Whether the optimizer carries state from step to step (then
+  // StepOutOfPlace leaves it in `grad` for TakeSlice).
+  virtual bool KeepsState() const { return false; }
+  // Takes the state that StepOutOfPlace of the slice at `offset` left in
+  // `state`: the step is then taken. Steps on disjoint slices may be taken
+  // at the same time, as StepSlice's.
+  virtual void TakeSlice(std::span<const float> /*state*/, int64_t /*offset*/) {}
   virtual std::string Name() const = 0;
   // What the optimizer carries from step to step (for checkpoints): one
   // float per parameter, or nothing.
@@ -54,6 +75,9 @@ class Sgd : public Optimizer {
                  int64_t offset) override;
   bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
                        int64_t offset) const override;
+  bool StepsOutOfPlace() const override { return true; }
+  bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+                      int64_t offset, std::span<float> out) const override;
   std::string Name() const override { return "sgd"; }
 
  private:
@@ -71,6 +95,11 @@ class Momentum : public Optimizer {
                  int64_t offset) override;
   bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
                        int64_t offset) const override;
+  bool StepsOutOfPlace() const override { return true; }
+  bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+                      int64_t offset, std::span<float> out) const override;
+  bool KeepsState() const override { return true; }
+  void TakeSlice(std::span<const float> state, int64_t offset) override;
   std::string Name() const override { return nesterov_ ? "nesterov" : "momentum"; }
   std::vector<float> State() const override { return velocity_; }
   Status SetState(std::span<const float> state) override;
@@ -147,6 +176,27 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, boo
 // REQUIRES: params and acc of equal size, inside the optimizer's.
 void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
                       std::span<float> acc, int64_t offset = 0);
+
+// Whether StepAccumulatedOutOfPlace can compute ApplyAccumulated's step
+// with `optimizer` (nullptr, the plain sum, can).
+bool StepsOutOfPlace(const Optimizer* optimizer);
+
+// ApplyAccumulated's step, checked and computed in one pass, out of place:
+// writes the parameters it would leave into `out`; then acc holds the
+// optimizer's new state for TakeAccumulated when it keeps one, and is
+// zeroed when it does not. Changes nothing else. Returns whether every
+// parameter written is finite (AccumulatedStaysFinite's answer); `out`
+// ends bit for bit as ApplyAccumulated would leave `params`. Slices as
+// for ApplyAccumulated. REQUIRES: StepsOutOfPlace(optimizer); `out` of
+// params' size, apart from params and acc.
+bool StepAccumulatedOutOfPlace(const Optimizer* optimizer, float scale,
+                               std::span<const float> params, std::span<float> acc,
+                               std::span<float> out, int64_t offset = 0);
+
+// Takes the step StepAccumulatedOutOfPlace computed on the same slice (the
+// optimizer's state from acc, when it keeps one), then zeroes acc; the
+// caller puts `out` in place of the parameters.
+void TakeAccumulated(Optimizer* optimizer, std::span<float> acc, int64_t offset = 0);
 
 // Whether ApplyAccumulated with the same arguments would leave every
 // parameter (and the optimizer's state) finite; changes nothing. One pass
