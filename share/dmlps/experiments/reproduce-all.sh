@@ -12,12 +12,12 @@
 # on the paper's side of no effect, "not" otherwise. Claims without a
 # number need the median on their side.
 NAME=reproduce-all.sh
-SUMMARY='  --rows LIST   of wbsp, abps, lbbsp, lbbsp-overhead, fela (default: all of them)
+SUMMARY='  --rows LIST   of wbsp, abps, lbbsp, lbbsp-overhead, fela, fela-sim (default: all)
   --quick       smoke size: a few iterations without a target, to check the script
   --md FILE     the markdown tables (default: OUT/reproducing.md)
   --tsv FILE    the TSV (default: OUT/reproducing.tsv)'
 USAGE_EXTRA=' [--rows LIST] [--quick] [--md FILE] [--tsv FILE]'
-rows=wbsp,abps,lbbsp,lbbsp-overhead,fela quick=0 md="" tsv=""
+rows=wbsp,abps,lbbsp,lbbsp-overhead,fela,fela-sim quick=0 md="" tsv=""
 handle_option() {
   case "$1" in
     --quick) quick=1; SHIFT=1; return 0 ;;
@@ -34,10 +34,32 @@ handle_option() {
 . "$(dirname "$0")/common.sh"
 command -v jq >/dev/null || { echo "$NAME: error: jq is not installed (apt-get install jq)" >&2; exit 69; }
 IFS=, read -r -a row_list <<<"$rows"
+# row_fela-sim: the same comparison in the simulator (virtual time), with
+# round-robin sleeps at this machine's ratio (20 ms against a step of about
+# 3 ms of a model whose gradient is large for its compute) and at a ratio
+# where the sleep is about one step of a compute-bound model. Round-robin
+# sleeps and a fixed compute cost leave nothing to chance: one run each.
+row_fela-sim() {
+  local paper="Fela (Geng et al., ICDE 2020)" repeat=1 n=16 it=200 s
+  [ "$quick" = 1 ] && n=4 it=20
+  table "$paper"
+  local ms cost why
+  for ratio in "20 200,12 this machine's ratio" "25 200,100 a sleep of about one step"; do
+    read -r ms cost why <<<"$ratio"
+    experiment "fela-sim-$ms" straggler-matrix.sh --sim "$n" --profiles round-robin --rr-ms "$ms" \
+      --policies bsp,token -- --compute-cost "$cost" --target 0 --max-iterations "$it"
+    s=$(figure "$(section "$out/fela-sim-$ms.txt" "sim, $n workers")" \
+      'secs("token") as $t | secs("bsp") as $b | [$t | keys[] as $r | $b[$r] / $t[$r]] | stats')
+    claim "$paper" "(simulated, $why)" "round-robin stragglers" \
+      "speedup of token over bsp per iteration, $n simulated workers, worker t mod $n sleeps $ms ms, a step of b samples takes ${cost/,/ + } b us (x)" \
+      "$s" "$(verdict "$(cut -f 1 <<<"$s")" 1 above)"
+  done
+}
+
 for row in "${row_list[@]}"; do
   case "$row" in
-    wbsp | abps | lbbsp | lbbsp-overhead | fela) ;;
-    *) echo "$NAME: error: --rows: unknown row '$row' (wbsp, abps, lbbsp, lbbsp-overhead, fela)" >&2
+    wbsp | abps | lbbsp | lbbsp-overhead | fela | fela-sim) ;;
+    *) echo "$NAME: error: --rows: unknown row '$row' (wbsp, abps, lbbsp, lbbsp-overhead, fela, fela-sim)" >&2
        exit 64 ;;
   esac
 done
@@ -53,13 +75,15 @@ printf 'paper\tclaim\tsetting\tcommand\tmetric\tmedian\tmin\tmax\tverdict\n' >"$
   echo "$(cut -d ' ' -f 1-3 /proc/loadavg); --repeat $repeat$([ "$quick" = 1 ] && echo ', --quick')."
 } >"$md"
 
-# experiment ROW SCRIPT [SCRIPT-OPTIONS...]: runs one per-paper script with
-# JSON tables into $out/ROW.txt; sets COMMAND to what it ran, as a user
-# would type it.
+# experiment ROW SCRIPT [SCRIPT-OPTIONS...] [-- BENCH-OPTIONS...]: runs one
+# per-paper script with JSON tables into $out/ROW.txt; sets COMMAND to what
+# it ran, as a user would type it.
 experiment() {
-  local row=$1 script=$2
+  local row=$1 script=$2 own=() bench=()
   shift 2
-  local args=(--repeat "$repeat" "$@" -- --format json "${size[@]}" "${extra[@]}")
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do own+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && bench=("$@")
+  local args=(--repeat "$repeat" "${own[@]}" -- --format json "${bench[@]}" "${size[@]}" "${extra[@]}")
   COMMAND="share/dmlps/experiments/$script ${args[*]}"
   echo "$NAME: $COMMAND" >&2
   "$here/$script" --bin "$bin" --out "$out/$row" "${args[@]}" >"$out/$row.txt"
@@ -300,6 +324,28 @@ row_fela() {
   fela_setting "$(section "$out/fela.txt" "round-robin")" round-robin "worker t mod 4 sleeps 20 ms"
   fela_setting "$(section "$out/fela.txt" "probabilistic")" probabilistic \
     "each step sleeps 20 ms with p 0.1"
+}
+
+# row_fela-sim: the same comparison in the simulator (virtual time), with
+# round-robin sleeps at this machine's ratio (20 ms against a step of about
+# 3 ms of a model whose gradient is large for its compute) and at a ratio
+# where the sleep is about one step of a compute-bound model. Round-robin
+# sleeps and a fixed compute cost leave nothing to chance: one run each.
+row_fela-sim() {
+  local paper="Fela (Geng et al., ICDE 2020)" repeat=1 n=16 it=200 s
+  [ "$quick" = 1 ] && n=4 it=20
+  table "$paper"
+  local ms cost why
+  for ratio in "20 200,12 this machine's ratio" "25 200,100 a sleep of about one step"; do
+    read -r ms cost why <<<"$ratio"
+    experiment "fela-sim-$ms" straggler-matrix.sh --sim "$n" --profiles round-robin --rr-ms "$ms" \
+      --policies bsp,token -- --compute-cost "$cost" --target 0 --max-iterations "$it"
+    s=$(figure "$(section "$out/fela-sim-$ms.txt" "sim, $n workers")" \
+      'secs("token") as $t | secs("bsp") as $b | [$t | keys[] as $r | $b[$r] / $t[$r]] | stats')
+    claim "$paper" "(simulated, $why)" "round-robin stragglers" \
+      "speedup of token over bsp per iteration, $n simulated workers, worker t mod $n sleeps $ms ms, a step of b samples takes ${cost/,/ + } b us (x)" \
+      "$s" "$(verdict "$(cut -f 1 <<<"$s")" 1 above)"
+  done
 }
 
 for row in "${row_list[@]}"; do "row_$row"; done
