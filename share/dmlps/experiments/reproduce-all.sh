@@ -34,28 +34,6 @@ handle_option() {
 . "$(dirname "$0")/common.sh"
 command -v jq >/dev/null || { echo "$NAME: error: jq is not installed (apt-get install jq)" >&2; exit 69; }
 IFS=, read -r -a row_list <<<"$rows"
-# row_fela-sim: the same comparison in the simulator (virtual time), with
-# round-robin sleeps at this machine's ratio (20 ms against a step of about
-# 3 ms of a model whose gradient is large for its compute) and at a ratio
-# where the sleep is about one step of a compute-bound model. Round-robin
-# sleeps and a fixed compute cost leave nothing to chance: one run each.
-row_fela-sim() {
-  local paper="Fela (Geng et al., ICDE 2020)" repeat=1 n=16 it=200 s
-  [ "$quick" = 1 ] && n=4 it=20
-  table "$paper"
-  local ms cost why
-  for ratio in "20 200,12 this machine's ratio" "25 200,100 a sleep of about one step"; do
-    read -r ms cost why <<<"$ratio"
-    experiment "fela-sim-$ms" straggler-matrix.sh --sim "$n" --profiles round-robin --rr-ms "$ms" \
-      --policies bsp,token -- --compute-cost "$cost" --target 0 --max-iterations "$it"
-    s=$(figure "$(section "$out/fela-sim-$ms.txt" "sim, $n workers")" \
-      'secs("token") as $t | secs("bsp") as $b | [$t | keys[] as $r | $b[$r] / $t[$r]] | stats')
-    claim "$paper" "(simulated, $why)" "round-robin stragglers" \
-      "speedup of token over bsp per iteration, $n simulated workers, worker t mod $n sleeps $ms ms, a step of b samples takes ${cost/,/ + } b us (x)" \
-      "$s" "$(verdict "$s" 1 above)"
-  done
-}
-
 for row in "${row_list[@]}"; do
   case "$row" in
     wbsp | abps | lbbsp | lbbsp-overhead | fela | fela-sim) ;;
