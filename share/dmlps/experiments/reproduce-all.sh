@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# Every headline claim of the papers behind dmlps's policies, measured here:
+# runs the per-paper experiments beside this script, reduces their runs to
+# one figure per claim (median over the repeats, with min and max) and
+# writes a verdict for each: docs/reproducing.md's tables as markdown, and
+# one TSV line per claim (paper, claim, setting, command, metric, median,
+# min, max, verdict). Needs jq.
+#
+# Verdicts compare the measured effect (a speedup less 1, a share of time
+# saved, a gap in compute share) with the paper's: "direction and size"
+# when the median reaches at least 3/4 of it, "direction only" when it is
+# on the paper's side of no effect, "not" otherwise. Claims without a
+# number need the median on their side.
+NAME=reproduce-all.sh
+SUMMARY='  --rows LIST   of wbsp, abps, lbbsp, lbbsp-overhead, fela, fela-sim (default: all)
+  --quick       smoke size: a few iterations without a target, to check the script
+  --md FILE     the markdown tables (default: OUT/reproducing.md)
+  --tsv FILE    the TSV (default: OUT/reproducing.tsv)'
+USAGE_EXTRA=' [--rows LIST] [--quick] [--md FILE] [--tsv FILE]'
+rows=wbsp,abps,lbbsp,lbbsp-overhead,fela,fela-sim quick=0 md="" tsv=""
+handle_option() {
+  case "$1" in
+    --quick) quick=1; SHIFT=1; return 0 ;;
+    --rows | --md | --tsv) [ $# -ge 2 ] || return 1 ;;
+    *) return 1 ;;
+  esac
+  case "$1" in
+    --rows) rows=$2 ;;
+    --md) md=$2 ;;
+    --tsv) tsv=$2 ;;
+  esac
+  SHIFT=2
+}
+. "$(dirname "$0")/common.sh"
+command -v jq >/dev/null || { echo "$NAME: error: jq is not installed (apt-get install jq)" >&2; exit 69; }
+IFS=, read -r -a row_list <<<"$rows"
+for row in "${row_list[@]}"; do
+  case "$row" in
+    wbsp | abps | lbbsp | lbbsp-overhead | fela | fela-sim) ;;
+    *) echo "$NAME: error: --rows: unknown row '$row' (wbsp, abps, lbbsp, lbbsp-overhead, fela, fela-sim)" >&2
+       exit 64 ;;
+  esac
+done
+[ -n "$md" ] || md="$out/reproducing.md"
+[ -n "$tsv" ] || tsv="$out/reproducing.tsv"
+# Smoke size: every run a few iterations long, no target.
+size=()
+[ "$quick" = 1 ] && size=(--target 0 --max-iterations 20 --eval-every 10)
+
+printf 'paper\tclaim\tsetting\tcommand\tmetric\tmedian\tmin\tmax\tverdict\n' >"$tsv"
+{
+  echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) cores, load average at the start:"
+  echo "$(cut -d ' ' -f 1-3 /proc/loadavg); --repeat $repeat$([ "$quick" = 1 ] && echo ', --quick')."
+} >"$md"
+
+# experiment ROW SCRIPT [SCRIPT-OPTIONS...] [-- BENCH-OPTIONS...]: runs one
+# per-paper script with JSON tables into $out/ROW.txt; sets COMMAND to what
+# it ran, as a user would type it.
+experiment() {
+  local row=$1 script=$2 own=() bench=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do own+=("$1"); shift; done
+  [ $# -gt 0 ] && shift && bench=("$@")
+  local args=(--repeat "$repeat" "${own[@]}" -- --format json "${bench[@]}" "${size[@]}" "${extra[@]}")
+  COMMAND="share/dmlps/experiments/$script ${args[*]}"
+  echo "$NAME: $COMMAND" >&2
+  "$here/$script" --bin "$bin" --out "$out/$row" "${args[@]}" >"$out/$row.txt"
+}
+
+# section FILE TITLE: the lines under the "== TITLE..." heading of FILE.
+section() {
+  awk -v t="== $2" '/^== / { on = index($0, t) == 1; next } on' "$1"
+}
+
+# The jq definitions the figures use: stats turns a list of numbers into
+# "median<TAB>min<TAB>max" ("-" for each when empty); secs($p) maps each
+# repeat of policy $p that reached its target to its seconds; share($p)
+# does the same for the mean compute share.
+JQ_DEFS='
+def stats: sort | if length == 0 then "-\t-\t-" else
+  [(if length % 2 == 1 then .[(length - 1) / 2] else (.[length / 2 - 1] + .[length / 2]) / 2 end),
+   .[0], .[-1]] | map(. * 1000 | round / 1000 | tostring) | join("\t") end;
+def per($p; f): [.runs[] | select(.policy == $p and .reached) | {key: (.repeat | tostring), value: f}]
+  | from_entries;
+def secs($p): per($p; .seconds);
+def share($p): per($p; .compute_ratio_mean);
+'
+
+# figure JSON-TEXT PROGRAM: runs a jq program (with JQ_DEFS) over a table.
+figure() { jq -r "$JQ_DEFS $2" <<<"$1"; }
+
+# speedup TABLE POLICY BASELINE...: per repeat, the fastest baseline's
+# seconds over POLICY's.
+speedup() {
+  local table=$1 policy=$2
+  shift 2
+  figure "$table" "secs(\"$policy\") as \$a | [$(printf '"%s",' "$@" | sed 's/,$//')] as \$names
+    | [\$names[] as \$b | secs(\$b)] as \$bs
+    | [\$a | keys[] as \$r | [\$bs[][\$r]] | map(select(. != null))
+       | select(length > 0) | min / \$a[\$r]] | stats"
+}
+
+# saved TABLE POLICY BASELINE...: per repeat, the share of time (percent)
+# POLICY saves against the fastest baseline.
+saved() {
+  local ratios
+  ratios=$(speedup "$@")
+  awk -F '\t' '{ for (i = 1; i <= NF; i++) printf "%s%s", (i > 1 ? "\t" : ""),
+    ($i == "-" ? "-" : sprintf("%.1f", 100 * (1 - 1 / $i))); print "" }' <<<"$ratios"
+}
+
+# verdict "MEDIAN<TAB>MIN<TAB>MAX" NEUTRAL PAPER: the verdict for a figure
+# whose "no effect" value is NEUTRAL and the paper's value PAPER; PAPER
+# "above" or "below" for a claim of direction only. An effect below NEUTRAL
+# is the claimed direction when PAPER is below NEUTRAL. A median on the
+# paper's side with a run on the other is said to be so.
+verdict() {
+  local med lo hi
+  IFS=$'\t' read -r med lo hi <<<"$1"
+  awk -v m="$med" -v lo="$lo" -v hi="$hi" -v n="$2" -v p="$3" 'BEGIN {
+    if (m == "-") { print "no measurement"; exit }
+    s = (p == "below" || (p != "above" && p + 0 < n + 0)) ? -1 : 1
+    e = s * (m - n)
+    worst = s > 0 ? lo : hi
+    if (e <= 0) { print "not reproduced"; exit }
+    note = s * (worst - n) > 0 ? "" : " (not in every run)"
+    if (p == "above" || p == "below") { print "reproduced (direction; the claim has no size)" note; exit }
+    print ((e >= 0.75 * s * (p - n)) ? "reproduced in direction and size" : "reproduced in direction only") note
+  }'
+}
+
+# claim PAPER CLAIM SETTING METRIC "MEDIAN<TAB>MIN<TAB>MAX" VERDICT: one TSV
+# line and one markdown row (under the last table heading written).
+claim() {
+  local stats=$5 med lo hi
+  IFS=$'\t' read -r med lo hi <<<"$stats"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$COMMAND" "$4" "$med" "$lo" "$hi" \
+    "$6" >>"$tsv"
+  local range="$med ($lo to $hi)"
+  [ "$med" = - ] && range=-
+  printf '| %s | %s | `%s` | %s: %s | %s |\n' "$2" "$3" "$COMMAND" "$4" "$range" "$6" >>"$md"
+}
+
+# table PAPER: a markdown table heading for PAPER's claims, unless the
+# last table written is PAPER's.
+last_table=""
+table() {
+  [ "$1" = "$last_table" ] && return 0
+  last_table=$1
+  printf '\n### %s\n\n| claim | paper'"'"'s setting | dmlps experiment | result here: median (min to max) | verdict |\n|---|---|---|---|---|\n' \
+    "$1" >>"$md"
+}
+
+row_wbsp() {
+  local paper="WBSP (Yang et al., Parallel Computing 2024)" json share base gap
+  experiment wbsp wbsp-fixed-delay.sh --delay-ms 10
+  json=$(section "$out/wbsp.txt" "4 workers")
+  table "$paper"
+  share=$(figure "$json" '[share("wbsp")[]] | stats')
+  base=$(figure "$json" '[share("bsp")[], share("ssp:3")[]] | stats')
+  gap=$(figure "$json" 'share("wbsp") as $w | [share("bsp"), share("ssp:3")] as $bs
+    | [$w | keys[] as $r | [$bs[][$r]] | map(select(. != null)) | select(length > 0)
+       | $w[$r] - max] | stats')
+  claim "$paper" "computation share 91% against 55-72% for the baselines" \
+    "fixed-delay stragglers (odd workers sleep after every step)" \
+    "compute share of wbsp (bsp and ssp:3: $(cut -f 1 <<<"$base"), $(cut -f 2,3 <<<"$base" | tr '\t' -))" \
+    "$share" "$(verdict "$gap" 0 0.19) (gap over the best baseline $(cut -f 1 <<<"$gap"); paper 0.19)"
+  local saving
+  saving=$(saved "$json" wbsp bsp ssp:3)
+  claim "$paper" "up to 60% less time to accuracy than the fastest baseline" \
+    "fixed-delay stragglers, time to target accuracy" \
+    "% less time to 0.85 than the faster of bsp and ssp:3" "$saving" \
+    "$(verdict "$saving" 0 60)"
+}
+
+row_abps() {
+  local paper="A-BSP (Wang et al., Middleware 2018)" json s
+  experiment abps abps-vs-ssp.sh
+  json=$(section "$out/abps.txt" "4 workers")
+  table "$paper"
+  s=$(speedup "$json" abps bsp)
+  claim "$paper" "up to 2.36x faster than BSP" "one straggling worker, gradient descent to a target" \
+    "speedup of abps over bsp to 0.85 (x)" "$s" "$(verdict "$s" 1 2.36)"
+  s=$(speedup "$json" abps ssp:3 asp)
+  claim "$paper" "faster than SSP and ASP for gradient descent" \
+    "one straggling worker, gradient descent to a target" \
+    "speedup of abps over the faster of ssp:3 and asp (x)" "$s" "$(verdict "$s" 1 above)"
+}
+
+# batches MODE: worker 3's batch after the cut over before it, one line per
+# run of lbbsp MODE (lbbsp or lbbsp-gpu), from the script's batch tables.
+batches() {
+  awk -F '\t' -v mode="$1" '
+    /^== / { on = $0 ~ ("^== " mode "-[0-9]+:"); next }
+    on && $1 == "worker-3" && $2 != "-" && $3 != "-" && $2 > 0 { printf "%.3f\n", $3 / $2 }' "$out/lbbsp.txt"
+}
+
+# readapt MODE PAPER: the claim of batches following the cut, for one mode.
+readapt() {
+  local mode=$1 paper=$2 ratios n k s
+  ratios=$(batches "$mode")
+  n=$(grep -c . <<<"$ratios" || true)
+  k=$(awk '$1 < 0.8' <<<"$ratios" | grep -c . || true)
+  s=$(jq -R 'select(length > 0) | tonumber' <<<"$ratios" | jq -rs "$JQ_DEFS stats")
+  local v="not reproduced"
+  [ "$n" -gt 0 ] && [ "$k" = "$n" ] && v="reproduced in direction and size"
+  [ "$k" -gt 0 ] && [ "$k" != "$n" ] && v="reproduced in direction only"
+  claim "$paper" "batch sizes re-adapt after a bandwidth cut at iteration 150" \
+    "one worker's bandwidth cut at iteration 150" \
+    "$mode: worker 3's batch 50-99 steps after the cut over before it; below 0.8 in $k of $n runs" \
+    "$s" "$v"
+}
+
+# row_lbbsp_steady PAPER: LB-BSP against BSP to the target accuracy with a
+# steady straggler (one worker 4x slow), as in a heterogeneous cluster.
+row_lbbsp_steady() {
+  local json s
+  experiment lbbsp-steady straggler-matrix.sh --profiles slow --policies bsp,lbbsp,lbbsp-gpu
+  json=$(section "$out/lbbsp-steady.txt" "run, 4 workers, profile slow")
+  s=$(saved "$json" lbbsp bsp)
+  claim "$1" "up to 54% faster than BSP" "heterogeneous workers, time to train" \
+    "lbbsp (cpu mode): % less time to 0.85 than bsp, one worker 4x slow" "$s" \
+    "$(verdict "$s" 0 54)"
+  s=$(saved "$json" lbbsp-gpu bsp)
+  claim "$1" "up to 54% faster than BSP" "heterogeneous workers, time to train" \
+    "lbbsp-gpu: % less time to 0.85 than bsp, one worker 4x slow" "$s" \
+    "$(verdict "$s" 0 54)"
+}
+
+row_lbbsp() {
+  local paper="LB-BSP (Chen et al., SoCC 2020)" json s at=150
+  [ "$quick" = 1 ] && at=10
+  experiment lbbsp lbbsp-bandwidth-drop.sh --at "$at"
+  local lbbsp_command=$COMMAND
+  json=$(section "$out/lbbsp.txt" "4 workers")
+  table "$paper"
+  s=$(saved "$json" lbbsp bsp)
+  claim "$paper" "up to 54% faster than BSP" "a worker's bandwidth cut at iteration 150" \
+    "lbbsp (cpu mode): % less time than bsp for the same iterations" "$s" \
+    "$(verdict "$s" 0 54)"
+  s=$(saved "$json" lbbsp-gpu bsp)
+  claim "$paper" "up to 54% faster than BSP" "a worker's bandwidth cut at iteration 150" \
+    "lbbsp-gpu: % less time than bsp for the same iterations" "$s" \
+    "$(verdict "$s" 0 54)"
+  row_lbbsp_steady "$paper"
+  COMMAND=$lbbsp_command
+  readapt lbbsp-gpu "$paper"
+  readapt lbbsp "$paper"
+  # The predictors, replayed over each traced lbbsp run: NARX's MAPE less
+  # the best of the others' (negative: NARX best).
+  local gaps="" run
+  for run in "$out"/lbbsp/traces/lbbsp-*; do
+    [ -d "$run" ] || continue
+    gaps+=$("$bin/dmlps-predict" --format tsv "$run"/*.trace | awk -F '\t' '
+      NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+      $col["node"] == "all" { m[$col["predictor"]] = $col["mape_pct"] }
+      END { best = ""; for (p in m) if (p != "narx" && (best == "" || m[p] < best)) best = m[p]
+            if ("narx" in m && best != "") printf "%.2f\n", m["narx"] - best }')$'\n'
+  done
+  COMMAND="dmlps-predict --format tsv OUT/lbbsp/traces/lbbsp-*/*.trace"
+  s=$(jq -R 'select(length > 0) | tonumber' <<<"$gaps" | jq -rs "$JQ_DEFS stats")
+  claim "$paper" "NARX predicts worker speeds best" "the paper's predictor comparison" \
+    "NARX's MAPE less the best other predictor's, percentage points, per traced lbbsp run" "$s" \
+    "$(verdict "$s" 0 below)"
+}
+
+row_lbbsp-overhead() {
+  local paper="LB-BSP (Chen et al., SoCC 2020)" values="" i s tool
+  # Built beside the build's cmd folder, not installed.
+  for tool in "$bin/dmlps-bench-predictor-overhead" "$bin/../dmlps-bench-predictor-overhead" ""; do
+    [ -x "$tool" ] && break
+  done
+  [ -n "$tool" ] || echo "$NAME: warning: dmlps-bench-predictor-overhead not found; no overhead row" >&2
+  for ((i = 0; i < repeat && ${#tool} > 0; i++)); do
+    values+=$("$tool" | awk '/narx/ { for (i = 1; i <= NF; i++)
+      if ($i ~ /%$/) { sub(/%/, "", $i); print $i; exit } }')$'\n'
+  done
+  COMMAND="dmlps-bench-predictor-overhead"
+  s=$(jq -R 'select(length > 0) | tonumber' <<<"$values" | jq -rs "$JQ_DEFS stats")
+  table "$paper"
+  local v="not reproduced"
+  awk -v m="$(cut -f 1 <<<"$s")" 'BEGIN { exit !(m != "-" && m < 1.1) }' &&
+    v="reproduced in direction and size"
+  claim "$paper" "overhead under 1.1%" "rebalancing cost per iteration" \
+    "a NARX rebalance of 4 workers over one gradient step, %" "$s" "$v"
+}
+
+# fela_setting JSON NAME PROFILE: token against BSP in one straggler setting,
+# to the target and per iteration (the two differ when one run needs more
+# iterations to the target than the other).
+fela_setting() {
+  local s
+  s=$(speedup "$1" token bsp)
+  claim "$paper" "token scheduling beats data-parallel BSP under $2 stragglers" "$2 stragglers" \
+    "speedup of token over bsp to 0.85 (x); $3" "$s" "$(verdict "$s" 1 above)"
+  s=$(figure "$1" 'def it($p): per($p; .seconds / .iterations); it("token") as $t | it("bsp") as $b
+    | [$t | keys[] as $r | select($b[$r] != null) | $b[$r] / $t[$r]] | stats')
+  claim "$paper" "(the same, per iteration)" "$2 stragglers" \
+    "speedup of token over bsp in seconds per iteration (x); $3" "$s" \
+    "$(verdict "$s" 1 above)"
+}
+
+row_fela() {
+  local paper="Fela (Geng et al., ICDE 2020)"
+  experiment fela fela-stragglers.sh --delay-ms 20 --prob 0.1
+  table "$paper"
+  fela_setting "$(section "$out/fela.txt" "round-robin")" round-robin "worker t mod 4 sleeps 20 ms"
+  fela_setting "$(section "$out/fela.txt" "probabilistic")" probabilistic \
+    "each step sleeps 20 ms with p 0.1"
+}
+
+# row_fela-sim: the same comparison in the simulator (virtual time), with
+# round-robin sleeps at this machine's ratio (20 ms against a step of about
+# 3 ms of a model whose gradient is large for its compute) and at a ratio
+# where the sleep is about one step of a compute-bound model. Round-robin
+# sleeps and a fixed compute cost leave nothing to chance: one run each.
+row_fela-sim() {
+  local paper="Fela (Geng et al., ICDE 2020)" repeat=1 n=16 it=200 s
+  [ "$quick" = 1 ] && n=4 it=20
+  table "$paper"
+  local ms cost why
+  for ratio in "20 200,12 this machine's ratio" "25 200,100 a sleep of about one step"; do
+    read -r ms cost why <<<"$ratio"
+    experiment "fela-sim-$ms" straggler-matrix.sh --sim "$n" --profiles round-robin --rr-ms "$ms" \
+      --policies bsp,token -- --compute-cost "$cost" --target 0 --max-iterations "$it"
+    s=$(figure "$(section "$out/fela-sim-$ms.txt" "sim, $n workers")" \
+      'secs("token") as $t | secs("bsp") as $b | [$t | keys[] as $r | $b[$r] / $t[$r]] | stats')
+    claim "$paper" "(simulated, $why)" "round-robin stragglers" \
+      "speedup of token over bsp per iteration, $n simulated workers, worker t mod $n sleeps $ms ms, a step of b samples takes ${cost/,/ + } b us (x)" \
+      "$s" "$(verdict "$s" 1 above)"
+  done
+}
+
+for row in "${row_list[@]}"; do "row_$row"; done
+echo "$NAME: tables: $md, $tsv" >&2
+cat "$md"
