@@ -16,6 +16,8 @@ packages="$packages openmpi-bin iproute2"
 packages="$packages pybind11-dev python3-dev python3-numpy python3-torch libopenblas0-pthread"
 # PyYAML for the test that reads the Kubernetes manifest in launch/.
 packages="$packages python3-yaml"
+# jq for share/dmlps/experiments/reproduce-all.sh and its test.
+packages="$packages jq"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
