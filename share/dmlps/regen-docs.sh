@@ -58,7 +58,8 @@ commands() {
       echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 150 --policies localsgd:1,localsgd:2,localsgd:16"
       echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 400 --policies async-localsgd:1,async-localsgd:8,async-localsgd-dylu:16"
       echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0.85 --eval-every 25 --max-iterations 1500 --policies localsgd:1,async-localsgd:1,async-localsgd-dylu:4"
-      echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 400 --model softmax --policies bsp,localsgd:1,localsgd:16,async-localsgd:1,async-localsgd:16" ;;
+      echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 400 --model softmax --policies bsp,localsgd:1,localsgd:16,async-localsgd:1,async-localsgd:16"
+      echo "$experiments/straggler-matrix.sh --bin $bin --repeat 3 --out OUT/straggler-matrix -- --max-seconds 90" ;;
     simulator)
       for n in 16 256 4096; do
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 100 --policies bsp,ssp:3,wbsp,abps,lbbsp"
@@ -71,7 +72,8 @@ commands() {
       echo "$bin/dmlps-bench sim --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"
       echo "$bin/dmlps-bench run --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --repeat 5"
       echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"
-      echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --jitter 0.4 --repeat 5" ;;
+      echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --jitter 0.4 --repeat 5"
+      echo "$bin/dmlps-bench sim --policies bsp,asp,localsgd,async-localsgd,async-localsgd-dylu,dssp,sync-switch --shared-cores 2 --compute-cost 50,12.4 --jitter 0.4 --repeat 3" ;;
     transport)
       for i in 1 2 3 4; do echo "$bin/dmlps-bench transport"; done
       for i in 1 2 3 4 5; do
