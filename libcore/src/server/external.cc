@@ -46,7 +46,11 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
                             ", which records no layout; this run's model is external");
     }
     layout_ = checkpoint.layout;
-    params.assign(checkpoint.params->size(), 0.f);
+    // The whole model's size, not the checkpoint's: a shard's checkpoint
+    // holds its slice only, and the other shards are sent their slices of
+    // these values (placeholders: they resume their own checkpoints).
+    DMLPS_ASSIGN_OR_RETURN(const int64_t whole, model::ValidateLayout(layout_));
+    params.assign(static_cast<size_t>(whole), 0.f);
   } else {
     spdlog::info("listening on {}; the first worker to join announces the external model",
                  endpoint_->address());
