@@ -252,7 +252,7 @@ Status QueryDevice(int index, std::string* name, int64_t* free_bytes, int64_t* t
   return Status::Ok();
 }
 
-struct CudaNet::Impl {
+struct NetImpl {
   NetShape shape;
   int device = 0;
   int64_t num_params = 0;
@@ -269,7 +269,7 @@ struct CudaNet::Impl {
   DeviceBuffer<uint8_t> w1, w2;
   std::vector<DeviceBuffer<float>> dense, dense_delta;
 
-  ~Impl() {
+  ~NetImpl() {
     if (blas != nullptr) cublasDestroy(blas);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -457,12 +457,33 @@ struct CudaNet::Impl {
   }
 };
 
-CudaNet::CudaNet(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-CudaNet::~CudaNet() = default;
+namespace {
+
+// The network on the GPU, behind CudaNet.
+class GpuNet final : public CudaNet {
+ public:
+  explicit GpuNet(std::unique_ptr<NetImpl> impl) : impl_(std::move(impl)) {}
+
+  Result<double> LossAndGradient(const float* params, const float* x, int64_t n, const int32_t* y,
+                                 float* grad) override {
+    return impl_->Step(params, x, n, y, grad);
+  }
+  Status Pin(float* data, int64_t count) override {
+    DMLPS_CUDA_RETURN(cudaHostRegister(data, static_cast<size_t>(count) * sizeof(float),
+                                       cudaHostRegisterDefault));
+    return Status::Ok();
+  }
+  void Unpin(float* data) override { cudaHostUnregister(data); }
+
+ private:
+  std::unique_ptr<NetImpl> impl_;
+};
+
+}  // namespace
 
 Result<std::unique_ptr<CudaNet>> CudaNet::Create(const NetShape& shape, int device) {
   DMLPS_RETURN_IF_ERROR(QueryDevice(device, nullptr, nullptr, nullptr));
-  auto impl = std::make_unique<Impl>();
+  auto impl = std::make_unique<NetImpl>();
   impl->shape = shape;
   impl->device = device;
   for (const auto& [out, in] : shape.layers) {
@@ -477,21 +498,8 @@ Result<std::unique_ptr<CudaNet>> CudaNet::Create(const NetShape& shape, int devi
   DMLPS_CUBLAS_RETURN(cublasSetStream(impl->blas, impl->stream));
   DMLPS_RETURN_IF_ERROR(impl->params.Reserve(impl->num_params));
   DMLPS_RETURN_IF_ERROR(impl->grad.Reserve(impl->num_params));
-  return std::unique_ptr<CudaNet>(new CudaNet(std::move(impl)));
+  return std::unique_ptr<CudaNet>(new GpuNet(std::move(impl)));
 }
-
-Result<double> CudaNet::LossAndGradient(const float* params, const float* x, int64_t n,
-                                        const int32_t* y, float* grad) {
-  return impl_->Step(params, x, n, y, grad);
-}
-
-Status CudaNet::Pin(float* data, int64_t count) {
-  DMLPS_CUDA_RETURN(
-      cudaHostRegister(data, static_cast<size_t>(count) * sizeof(float), cudaHostRegisterDefault));
-  return Status::Ok();
-}
-
-void CudaNet::Unpin(float* data) { cudaHostUnregister(data); }
 
 namespace kernels {
 

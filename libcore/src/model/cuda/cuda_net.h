@@ -35,12 +35,14 @@ Status QueryDevice(int index, std::string* name, int64_t* free_bytes, int64_t* t
 
 // One network's gradient step on one GPU, with its own stream, cuBLAS handle
 // and device buffers (grown to the largest batch seen).
-// Its methods are virtual so that code outside the module calls them
-// through the object, without linking against the module.
+// An interface of pure virtual methods and an inline destructor, so that
+// code outside the module calls them through the object without linking
+// against the module, and every user has the class's type information (the
+// undefined-behaviour sanitizer's checks of virtual calls need it).
 class CudaNet {
  public:
   static Result<std::unique_ptr<CudaNet>> Create(const NetShape& shape, int device);
-  virtual ~CudaNet();
+  virtual ~CudaNet() = default;
   CudaNet(const CudaNet&) = delete;
   CudaNet& operator=(const CudaNet&) = delete;
 
@@ -48,14 +50,12 @@ class CudaNet {
   // gradient, copied into grad (num_params floats; page-locked with Pin, the
   // copy goes straight there).
   virtual Result<double> LossAndGradient(const float* params, const float* x, int64_t n,
-                                         const int32_t* y, float* grad);
-  virtual Status Pin(float* data, int64_t count);
-  virtual void Unpin(float* data);
+                                         const int32_t* y, float* grad) = 0;
+  virtual Status Pin(float* data, int64_t count) = 0;
+  virtual void Unpin(float* data) = 0;
 
- private:
-  struct Impl;
-  explicit CudaNet(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+ protected:
+  CudaNet() = default;
 };
 
 // The module's entry points, found by name (dlsym): QueryDevice and
