@@ -27,13 +27,6 @@ handle_option() {
 }
 . "$(dirname "$0")/common.sh"
 
-# The slowdown list for n workers, the last one at 4.
-last_slow() {
-  local n=$1 i list=""
-  for ((i = 1; i < n; i++)); do list+="1,"; done
-  echo "${list}4"
-}
-
 # profile_args NAME N: dmlps-bench's flags for profile NAME with N workers.
 profile_args() {
   local last=$(($2 - 1))

@@ -42,6 +42,13 @@ fi
 mkdir -p "$out"
 
 # bench TITLE ARGS...: one dmlps-bench run, its table on stdout under a title.
+# The slowdown list for n workers, the last one at 4.
+last_slow() {
+  local n=$1 i list=""
+  for ((i = 1; i < n; i++)); do list+="1,"; done
+  echo "${list}4"
+}
+
 bench() {
   local title=$1
   shift

@@ -31,13 +31,6 @@ handle_option() {
 }
 . "$(dirname "$0")/common.sh"
 
-# The slowdown list for n workers, the last one at 4.
-last_slow() {
-  local n=$1 i list=""
-  for ((i = 1; i < n; i++)); do list+="1,"; done
-  echo "${list}4"
-}
-
 # matrix MODE N: one table per profile, MODE run or sim, N workers.
 matrix() {
   local mode=$1 n=$2 profile args
