@@ -78,16 +78,21 @@ if grep -q 'sharded' "$WORK/plain.txt"; then fail "--shards none measured sharde
 if grep -q '^goal: ' "$WORK/table.txt"; then fail "goal lines for sizes without goals"; fi
 
 # --curve: a dmlps-curve row beside each dmlps row, both transports, with
-# ratios; encrypted round trips cannot beat plaintext ZeroMQ by much.
+# ratios; encrypted round trips cannot beat plaintext ZeroMQ by much. The
+# check compares fastest rounds (min_ms, column 6): a median of 3 rounds
+# under a loaded parallel suite can put the plain reference far above the
+# encrypted one.
 "$bench" transport --sizes 256K --chunk-bytes 64K --worker-counts 1 --shards none --rounds 3 \
   --warmup 1 --curve --format tsv >"$WORK/curve.tsv" 2>/dev/null || fail "--curve exited $?"
 cat "$WORK/curve.tsv"
-awk -F '\t' 'NR > 1 { seen[$1 " " $3 " " $4] = $10 } END {
+awk -F '\t' 'NR > 1 { seen[$1 " " $3 " " $4] = $10; fastest[$1 " " $3 " " $4] = $6 } END {
   split("tcp ipc", ts, " ")
   for (i in ts) {
     if (!((ts[i] " dmlps 1") in seen)) { print "no dmlps row for " ts[i]; bad = 1 }
     r = seen[ts[i] " dmlps-curve 1"]
-    if (r == "" || r == "-" || !(r > 0.5)) { print "no plausible dmlps-curve row for " ts[i]; bad = 1 }
+    if (r == "" || r == "-" || !(r > 0)) { print "no dmlps-curve ratio for " ts[i]; bad = 1 }
+    c = fastest[ts[i] " dmlps-curve 1"]; z = fastest[ts[i] " zmq 0"]
+    if (!(z > 0) || !(c > 0.5 * z)) { print "implausible dmlps-curve row for " ts[i] ": fastest " c " ms, zmq " z " ms"; bad = 1 }
   }
   exit bad
 }' "$WORK/curve.tsv" || fail "the --curve rows are missing or implausible"
