@@ -112,6 +112,24 @@ TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
   CHECK(r.wait_share == doctest::Approx(0).epsilon(1e-9));
 }
 
+TEST_CASE("sim: staleness per push: none under BSP; under ASP what the others applied meanwhile") {
+  Fixture f;
+  SimConfig c = f.Config("asp", {1, 4}, 10, 0);
+  c.max_iterations = 0;
+  c.max_seconds = 1.005;
+  const SimReport asp = f.Run(c);
+  // In the slow worker's 40 ms step the fast one pushes 4 times; in the fast
+  // one's 10 ms step the slow one pushes a quarter of the time.
+  REQUIRE(asp.workers[1].steps > 0);
+  const double slow = asp.workers[1].staleness_sum / static_cast<double>(asp.workers[1].steps);
+  const double fast = asp.workers[0].staleness_sum / static_cast<double>(asp.workers[0].steps);
+  CHECK(slow >= 3);
+  CHECK(slow <= 5);
+  CHECK(fast <= 0.5);
+  const SimReport bsp = f.Run(f.Config("bsp", {1, 4}, 10, 0));
+  for (const WorkerStats& w : bsp.workers) CHECK(w.staleness_sum == 0);
+}
+
 TEST_CASE("sim: backup:1 with one slow worker: an iteration takes the second slowest's step") {
   Fixture f;
   SimConfig c = f.Config("backup", {1, 1, 2, 10}, 10, 1);

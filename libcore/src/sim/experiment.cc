@@ -4,10 +4,31 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "dmlps/sim/sim.h"
 
 namespace dmlps::sim {
+namespace {
+
+// The staleness of the run's pushes, worker by worker: the median worker's
+// mean and the stalest worker's, as `dmlps-trace summary` gives them for a
+// real run; empty when no worker pushed.
+std::string StalenessLine(const SimReport& report) {
+  std::vector<std::pair<double, size_t>> means;
+  for (size_t w = 0; w < report.workers.size(); ++w) {
+    const WorkerStats& s = report.workers[w];
+    if (s.steps > 0) means.emplace_back(s.staleness_sum / static_cast<double>(s.steps), w);
+  }
+  if (means.empty()) return {};
+  std::sort(means.begin(), means.end());
+  return fmt::format("mean staleness per push: {:.2f} (the median worker), {:.2f} (worker {})",
+                     means[(means.size() - 1) / 2].first, means.back().first, means.back().second);
+}
+
+}  // namespace
 
 Result<std::vector<bench::RunResult>> SimulateExperiment(
     const bench::Experiment& experiment, const SimOptions& options,
@@ -112,6 +133,9 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
           "{} events simulated in {:.1f} s",
           entry, repeat, experiment.repeat, report.reached ? "reached" : "ended with", run.accuracy,
           run.seconds, run.iterations, report.events, report.wall_seconds);
+      if (std::string line = StalenessLine(report); !line.empty()) {
+        spdlog::info("{} ({}/{}): {}", entry, repeat, experiment.repeat, line);
+      }
       if (progress) progress(run, report);
       runs.push_back(std::move(run));
     }

@@ -138,7 +138,8 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
   bool finished_ = false;
 
   std::vector<Message> messages_;
-  std::vector<int64_t> bytes_sent_;  // by worker: headers and payloads sent the server
+  std::vector<int64_t> bytes_sent_;    // by worker: headers and payloads sent the server
+  std::vector<double> staleness_sum_;  // by worker: WorkerStats::staleness_sum
   std::vector<int64_t> free_slots_;
   SimNetwork network_;
   SimCpu cpu_;  // shared cores only
@@ -183,6 +184,7 @@ Status Simulator::Setup() {
                   static_cast<sync::DriverSink<Samples>&>(*this));
   policy_ = &driver_->policy();
   bytes_sent_.assign(static_cast<size_t>(n_), 0);
+  staleness_sum_.assign(static_cast<size_t>(n_), 0);
   num_params_ = math_.model.num_params();
   params_.assign(static_cast<size_t>(num_params_), 0.f);
   math_.model.Initialize(config_.seed, params_);
@@ -233,8 +235,9 @@ Result<SimReport> Simulator::Run() {
   report_.events = events_;
   std::vector<sync::WorkerTotals> totals;
   for (const SimWorker& w : workers_) {
-    const WorkerStats& stats = w.stats();
-    report_.workers.push_back(stats);
+    report_.workers.push_back(w.stats());
+    const WorkerStats& stats = report_.workers.back();
+    report_.workers.back().staleness_sum = staleness_sum_[totals.size()];
     totals.push_back({.steps = stats.steps,
                       .samples = stats.samples,
                       .compute_s = stats.compute_s,
@@ -425,6 +428,8 @@ void Simulator::ServerNext() {
     // The samples of a lazily computed step leave the worker's cursor in
     // push order, used or not, as they would have when it computed them.
     push_decided_ = false;
+    staleness_sum_[static_cast<size_t>(w)] +=
+        static_cast<double>(policy_->version() - message.push.base_version);
     driver_->Push(w, message.push, workers_[static_cast<size_t>(w)].SamplesOf(message.push));
     // A push neither staged nor dropped contributes nothing: the other shards free it.
     if (shards_ && !push_decided_) orders_.push_back({ShardOrder::Kind::kDiscard, w, 0});

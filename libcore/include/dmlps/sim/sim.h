@@ -148,6 +148,9 @@ struct WorkerStats {
   double straggle_s = 0;  // emulated slowness (StragglerProfile)
   double wait_s = 0;      // waiting for the server's answers
   double comm_s = 0;      // bandwidth-capped sending (--bandwidth-mbps)
+  // Over its pushes: the model's version when the server took the push, less
+  // the version the push was computed on (the staleness traces record).
+  double staleness_sum = 0;
 };
 
 struct EvalPoint {
