@@ -65,6 +65,7 @@ commands() {
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 100 --policies bsp,ssp:3,wbsp,abps,lbbsp"
       done
       echo "$experiments/shard-message-cost.sh --bin $bin --out OUT/shard-message-cost"
+      echo "$experiments/shard-agreement.sh --bin $bin --repeat 3 --shards 2,4 --out OUT/shard-agreement"
       for n in 256 1024 4096; do for s in 1 16 64; do
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 20 --compute-cost 3,1.85 --shards $s --policies bsp,asp,ssp:3,backup:1,wbsp,abps,lbbsp,token"
       done; done
