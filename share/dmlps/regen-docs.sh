@@ -65,6 +65,7 @@ commands() {
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 100 --policies bsp,ssp:3,wbsp,abps,lbbsp"
       done
       echo "$experiments/shard-message-cost.sh --bin $bin --out OUT/shard-message-cost"
+      echo "$experiments/shard-agreement.sh --bin $bin --repeat 3 --shards 2,4 --out OUT/shard-agreement"
       for n in 256 1024 4096; do for s in 1 16 64; do
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 20 --compute-cost 3,1.85 --shards $s --policies bsp,asp,ssp:3,backup:1,wbsp,abps,lbbsp,token"
       done; done
@@ -73,7 +74,13 @@ commands() {
       echo "$bin/dmlps-bench run --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --repeat 5"
       echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"
       echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --jitter 0.4 --repeat 5"
-      echo "$bin/dmlps-bench sim --policies bsp,asp,localsgd,async-localsgd,async-localsgd-dylu,dssp,sync-switch --shared-cores 2 --compute-cost 50,12.4 --jitter 0.4 --repeat 3" ;;
+      echo "$bin/dmlps-bench sim --policies bsp,asp,localsgd,async-localsgd,async-localsgd-dylu,dssp,sync-switch --shared-cores 2 --compute-cost 50,12.4 --jitter 0.4 --repeat 3"
+      for c in 781 1562 3125; do
+        echo "$bin/dmlps-bench sim --workers 4096 --model softmax --batch 64 --target 0 --max-iterations 5 --shards 64 --policies bsp,backup:1,abps,lbbsp,wbsp,ssp:3 --compute-cost 3,$c"
+      done
+      for i in 1 2; do
+        echo "/usr/bin/time -v $bin/dmlps-bench sim --workers 4096 --model softmax --batch 64 --target 0 --max-iterations 100 --compute-cost 3,1.85 --policies bsp"
+      done ;;
     transport)
       for i in 1 2 3 4; do echo "$bin/dmlps-bench transport"; done
       for i in 1 2 3 4 5; do
@@ -81,6 +88,9 @@ commands() {
       done
       for i in 1 2 3; do
         echo "$bin/dmlps-bench transport --sizes 64M --sharded-only --shards 1,2,4 --shard-workers 4"
+      done
+      for i in 1 2 3; do
+        echo "$bin/dmlps-bench transport --sizes 4M --transports tcp,ipc --worker-counts 1 --shards none --sum-threads 1 --rounds 31"
       done ;;
     predictors)
       echo "$bin/dmlps-bench run --policies lbbsp --repeat 12 --slowdown-schedule 3=0:1,150:4 --delay-ms 0,0,50,0 --delay-prob 0,0,0.1,0 --max-iterations 400 --target 0 --trace-dir OUT/lbbsp-traces"

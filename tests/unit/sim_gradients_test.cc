@@ -1,0 +1,100 @@
+// The simulator's push gradients: computed ahead on helper threads or when
+// taken, they are the gradients a worker computes alone, whatever the number
+// of threads and the order in which the server takes them.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "model_test_util.h"
+#include "sim/gradients.h"
+
+namespace dmlps::sim {
+namespace {
+
+using model::testing::MustParse;
+using model::testing::RandomLabels;
+using model::testing::RandomVector;
+
+constexpr int64_t kDim = 12;
+constexpr int64_t kClasses = 3;
+constexpr int64_t kRows = 40;
+
+data::Dataset MakeData(std::mt19937_64& rng) {
+  data::Dataset data;
+  data.dim = kDim;
+  data.classes = kClasses;
+  data.dense = RandomVector<float>(kRows * kDim, 1.f, rng);
+  data.labels = RandomLabels(kRows, kClasses, rng);
+  return data;
+}
+
+// The gradient one model computes alone, the reference.
+std::vector<float> Direct(const model::ModelSpec& spec, const data::Dataset& data,
+                          const std::vector<float>& params, const std::vector<int64_t>& samples) {
+  model::Model model(spec);
+  Eigen::MatrixXf x;
+  std::vector<int32_t> y;
+  data.Gather(samples, &x, &y);
+  std::vector<float> grad(static_cast<size_t>(model.num_params()));
+  model.LossAndGradient(params, x, y, grad);
+  return grad;
+}
+
+struct Push {
+  int64_t worker = 0;
+  std::shared_ptr<const std::vector<float>> model;
+  std::vector<int64_t> samples;
+};
+
+TEST_CASE("sim push gradients: the same on any number of threads, taken in any order") {
+  std::mt19937_64 rng(7);
+  const data::Dataset data = MakeData(rng);
+  const model::ModelSpec spec = MustParse("mlp:5", kDim, kClasses);
+  const int64_t params = model::Model(spec).num_params();
+  constexpr int64_t kWorkers = 24;
+  std::uniform_int_distribution<int64_t> row(0, kRows - 1);
+  auto make_push = [&](int64_t w) {
+    Push push;
+    push.worker = w;
+    push.model = std::make_shared<const std::vector<float>>(RandomVector<float>(params, 0.5f, rng));
+    for (int i = 0; i < 6; ++i) push.samples.push_back(row(rng));
+    return push;
+  };
+  std::vector<Push> first;
+  std::vector<Push> second;
+  for (int64_t w = 0; w < kWorkers; ++w) first.push_back(make_push(w));
+  for (int64_t w = 0; w < kWorkers; ++w) second.push_back(make_push(w));
+
+  for (int64_t threads : {1, 2, 4}) {
+    CAPTURE(threads);
+    PushGradients gradients(spec, data, threads);
+    for (const Push& p : first) gradients.Expect(p.worker, p.model, p.samples);
+    // Every third worker's push is dropped and replaced before it is taken:
+    // what is taken is the new one's gradient.
+    for (int64_t w = 0; w < kWorkers; w += 3) {
+      const Push& p = second[static_cast<size_t>(w)];
+      gradients.Expect(w, p.model, p.samples);
+    }
+    // Taken from the last worker back, against the order they were expected.
+    for (int64_t w = kWorkers; w-- > 0;) {
+      const Push& p = w % 3 == 0 ? second[static_cast<size_t>(w)] : first[static_cast<size_t>(w)];
+      CHECK(std::vector<int64_t>(gradients.SamplesOf(w).begin(), gradients.SamplesOf(w).end()) ==
+            p.samples);
+      const std::span<const float> got = gradients.Take(w);
+      const std::vector<float> want = Direct(spec, data, *p.model, p.samples);
+      CHECK(std::vector<float>(got.begin(), got.end()) == want);
+    }
+    // A second round, taken in the order expected.
+    for (const Push& p : second) gradients.Expect(p.worker, p.model, p.samples);
+    for (const Push& p : second) {
+      const std::span<const float> got = gradients.Take(p.worker);
+      CHECK(std::vector<float>(got.begin(), got.end()) == Direct(spec, data, *p.model, p.samples));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace dmlps::sim
