@@ -133,6 +133,9 @@ TEST_CASE("sim worker: sync: compute a batch, push, pull the next model") {
   CHECK(push.samples == 4);
   CHECK(push.busy_s == doctest::Approx(10e-3));
   CHECK(push.cpu == doctest::Approx(0.5));
+  // From the model's arrival to the push leaving; no link cap, no sending time.
+  CHECK(push.cycle_s == doctest::Approx(10e-3));
+  CHECK(push.comm_s == 0);
   CHECK(f.host.sent[1].kind == MessageKind::kPull);
   CHECK(f.host.sent[1].clock == 1);
   CHECK(f.worker->stats().wait_s == doctest::Approx(0.5));

@@ -154,6 +154,7 @@ void SimWorker::ReceiveModel(Message& message) {
   const auto n = static_cast<size_t>(num_params_);
   const bool download = mode_ == WorkerMode::kLocalOverlap && phase_ != Phase::kAwaitModel;
   stats_.wait_s += host_.now() - wait_start_;
+  replied_at_ = host_.now();
   version_ = message.version;
   if (message.batch > 0) batch_ = message.batch;
   if (message.local_steps > 0) local_steps_ = message.local_steps;
@@ -201,6 +202,7 @@ void SimWorker::ReceiveModel(Message& message) {
 }
 
 void SimWorker::ReceiveContinue(const Message& message) {
+  replied_at_ = host_.now();
   switch (mode_) {
     case WorkerMode::kLocal:
       stats_.wait_s += host_.now() - wait_start_;
@@ -399,6 +401,10 @@ void SimWorker::Transfer(WorkerThread thread) {
           straggler_.TransferTime(outgoing_.clock, PayloadBytes() - kHeaderBytes).count()) *
       1e-6;
   stats_.comm_s += transfer;
+  // As dmlps-worker: a push carries the time its predecessor took to send
+  // (the worker times a send only once it is done).
+  outgoing_.comm_s = last_comm_s_;
+  last_comm_s_ = transfer;
   if (transfer > 0) {
     host_.Wake(rank_, host_.now() + transfer, thread);
   } else {
@@ -410,6 +416,11 @@ void SimWorker::SendPush() {
   Message push;
   push.kind = MessageKind::kPush;
   push.worker = rank_;
+  // The server times a push's cycle from its reply to the push's arrival:
+  // the step and the transfer, which a slow link lengthens at once. Here it
+  // is timed at the worker, so the two messages' time on the simulated
+  // network, the same for every worker on equal links, is left out.
+  outgoing_.cycle_s = host_.now() - replied_at_;
   push.push = outgoing_;
   ++stats_.steps;
   stats_.samples += outgoing_.samples;

@@ -201,6 +201,10 @@ class SimWorker {
   double step_compute_ = 0;
   double step_straggle_ = 0;
   double wait_start_ = 0;
+  // When the latest reply (a model or a Continue) arrived: a push's cycle is
+  // timed from it to the push leaving, after its transfer.
+  double replied_at_ = 0;
+  double last_comm_s_ = 0;   // the previous push's transfer, sent with the next push
   sync::PushInfo outgoing_;  // the push being sent
 
   // Local modes: the local copy and its momentum.

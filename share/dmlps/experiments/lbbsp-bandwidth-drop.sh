@@ -7,19 +7,35 @@
 # (the drop's iteration + 250), so the seconds column compares their speed.
 # Prints the table, then each worker's mean batch size
 # before and after the drop (from the traces), and plots the batch sizes.
+# With --sim N the same in the simulator (virtual time), N workers with the
+# last one's link cut, each machine its own: a table of runs to the drop's
+# iteration + 250 and one of runs to the drop, whose difference is the time
+# after it.
 NAME=lbbsp-bandwidth-drop.sh
 SUMMARY='  --mbps M      the slow link, megabits/s (default 500: a push of mlp:128 then takes 6.5 ms)
-  --at I        the iteration of the drop (default 150)'
-USAGE_EXTRA=' [--mbps M] [--at I]'
-mbps=500 at=150
+  --at I        the iteration of the drop (default 150)
+  --sim N       simulate N workers instead of real runs (no traces)'
+USAGE_EXTRA=' [--mbps M] [--at I] [--sim N]'
+mbps=500 at=150 sim=""
 handle_option() {
   case "$1" in
     --mbps) mbps=$2; SHIFT=2 ;;
     --at) at=$2; SHIFT=2 ;;
+    --sim) sim=$2; SHIFT=2 ;;
     *) return 1 ;;
   esac
 }
 . "$(dirname "$0")/common.sh"
+if [ -n "$sim" ]; then
+  for its in $((at + 250)) "$at"; do
+    echo "== sim, $sim workers, to iteration $its: worker $((sim - 1))'s link at $mbps Mb/s from iteration $at"
+    "$bin/dmlps-bench" sim --repeat "$repeat" --workers "$sim" --slowdown 1 \
+      --bandwidth-schedule "$((sim - 1))=$at:$mbps" --policies bsp,lbbsp,lbbsp-gpu --target 0 \
+      --max-iterations "$its" "${extra[@]}"
+    echo
+  done
+  exit 0
+fi
 bench "4 workers, worker 3's link at $mbps Mb/s from iteration $at" \
   --workers 4 --slowdown 1 --bandwidth-schedule "3=$at:$mbps" --policies bsp,lbbsp,lbbsp-gpu \
   --target 0 --max-iterations $((at + 250)) --out "$out/runs" --trace-dir "$out/traces"

@@ -12,12 +12,14 @@
 # on the paper's side of no effect, "not" otherwise. Claims without a
 # number need the median on their side.
 NAME=reproduce-all.sh
-SUMMARY='  --rows LIST   of wbsp, abps, lbbsp, lbbsp-overhead, fela, fela-sim (default: all)
+SUMMARY='  --rows LIST   of wbsp, wbsp-sim, abps, lbbsp, lbbsp-overhead, lbbsp-sim, narx, fela,
+                fela-sim (default: all; the -sim rows are simulated, in virtual time;
+                narx is meant to run alone, e.g. under flock)
   --quick       smoke size: a few iterations without a target, to check the script
   --md FILE     the markdown tables (default: OUT/reproducing.md)
   --tsv FILE    the TSV (default: OUT/reproducing.tsv)'
 USAGE_EXTRA=' [--rows LIST] [--quick] [--md FILE] [--tsv FILE]'
-rows=wbsp,abps,lbbsp,lbbsp-overhead,fela,fela-sim quick=0 md="" tsv=""
+rows=wbsp,wbsp-sim,abps,lbbsp,lbbsp-overhead,lbbsp-sim,narx,fela,fela-sim quick=0 md="" tsv=""
 handle_option() {
   case "$1" in
     --quick) quick=1; SHIFT=1; return 0 ;;
@@ -36,8 +38,8 @@ command -v jq >/dev/null || { echo "$NAME: error: jq is not installed (apt-get i
 IFS=, read -r -a row_list <<<"$rows"
 for row in "${row_list[@]}"; do
   case "$row" in
-    wbsp | abps | lbbsp | lbbsp-overhead | fela | fela-sim) ;;
-    *) echo "$NAME: error: --rows: unknown row '$row' (wbsp, abps, lbbsp, lbbsp-overhead, fela, fela-sim)" >&2
+    wbsp | wbsp-sim | abps | lbbsp | lbbsp-overhead | lbbsp-sim | narx | fela | fela-sim) ;;
+    *) echo "$NAME: error: --rows: unknown row '$row' (wbsp, wbsp-sim, abps, lbbsp, lbbsp-overhead, lbbsp-sim, narx, fela, fela-sim)" >&2
        exit 64 ;;
   esac
 done
@@ -169,8 +171,44 @@ row_wbsp() {
   saving=$(saved "$json" wbsp bsp ssp:3)
   claim "$paper" "up to 60% less time to accuracy than the fastest baseline" \
     "fixed-delay stragglers, time to target accuracy" \
-    "% less time to 0.85 than the faster of bsp and ssp:3" "$saving" \
-    "$(verdict "$saving" 0 60)"
+    "% less time to 0.85 than the faster of bsp and ssp:3 (the same work at wbsp's compute share would save $(bound "$json" wbsp)%)" \
+    "$saving" "$(verdict "$saving" 0 60)"
+}
+
+# bound TABLE POLICY: per repeat, 100 (1 - BSP's compute share / POLICY's):
+# the share of BSP's time POLICY saves if it needs the same computing to the
+# target and keeps its workers computing for its share of the time; the
+# median.
+bound() {
+  figure "$1" "share(\"bsp\") as \$b | share(\"$2\") as \$w
+    | [\$w | keys[] as \$r | select(\$b[\$r] != null) | 100 * (1 - \$b[\$r] / \$w[\$r])] | stats" |
+    awk -F '\t' '{ printf "%s", ($1 == "-" ? "-" : sprintf("%.0f", $1)) }'
+}
+
+# row_wbsp-sim: WBSP against BSP in the simulator at 16 workers (virtual
+# time, one run each: fixed delays and a pinned cost leave nothing to
+# chance), the odd ones sleeping D = 13 ms after each step of 3.3 ms (the
+# real row's batch of 256 at 200 + 12 b us, this machine's step), so that
+# BSP's compute share would be 60% with nothing else to wait for, within
+# the paper's 55-72% for its baselines; 100 Gbit/s links, so that BSP's
+# workers wait for the sleepers rather than for the server's link. (At a
+# batch of 32 WBSP's local steps need several times BSP's iterations.)
+row_wbsp-sim() {
+  local paper="WBSP (Yang et al., Parallel Computing 2024)" repeat=1 n=16 d json s p
+  [ "$quick" = 1 ] && n=4
+  table "$paper"
+  for d in 13; do
+    experiment "wbsp-sim-$d" wbsp-fixed-delay.sh --sim "$n" --delay-ms "$d" -- --batch 256 \
+      --compute-cost 200,12 --link-gbps 100
+    json=$(section "$out/wbsp-sim-$d.txt" "sim, $n workers")
+    for p in wbsp wbsp-overlap; do
+      s=$(saved "$json" "$p" bsp)
+      claim "$paper" "(simulated) up to 60% less time to accuracy" \
+        "fixed-delay stragglers, time to target accuracy" \
+        "$p: % less time to 0.85 than bsp, $n simulated workers, the odd ones sleep $d ms after a step of 3.3 ms (batch 256); compute share bsp $(figure "$json" '[share("bsp")[]] | stats' | cut -f 1), $p $(figure "$json" "[share(\"$p\")[]] | stats" | cut -f 1); the same work at that share would save $(bound "$json" "$p")%" \
+        "$s" "$(verdict "$s" 0 60)"
+    done
+  done
 }
 
 row_abps() {
@@ -246,10 +284,19 @@ row_lbbsp() {
   COMMAND=$lbbsp_command
   readapt lbbsp-gpu "$paper"
   readapt lbbsp "$paper"
-  # The predictors, replayed over each traced lbbsp run: NARX's MAPE less
-  # the best of the others' (negative: NARX best).
+  COMMAND="dmlps-predict --format tsv OUT/lbbsp/traces/lbbsp-*/*.trace"
+  s=$(narx_gaps "$out/lbbsp/traces")
+  claim "$paper" "NARX predicts worker speeds best" "the paper's predictor comparison" \
+    "NARX's MAPE less the best other predictor's, percentage points, per traced lbbsp run" "$s" \
+    "$(verdict "$s" 0 below)"
+}
+
+# narx_gaps DIR: the predictors replayed over each traced lbbsp run under
+# DIR (DIR/lbbsp-*): per run, NARX's MAPE less the best of the others'
+# (negative: NARX best); their stats.
+narx_gaps() {
   local gaps="" run
-  for run in "$out"/lbbsp/traces/lbbsp-*; do
+  for run in "$1"/lbbsp-*; do
     [ -d "$run" ] || continue
     gaps+=$("$bin/dmlps-predict" --format tsv "$run"/*.trace | awk -F '\t' '
       NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
@@ -257,11 +304,73 @@ row_lbbsp() {
       END { best = ""; for (p in m) if (p != "narx" && (best == "" || m[p] < best)) best = m[p]
             if ("narx" in m && best != "") printf "%.2f\n", m["narx"] - best }')$'\n'
   done
-  COMMAND="dmlps-predict --format tsv OUT/lbbsp/traces/lbbsp-*/*.trace"
-  s=$(jq -R 'select(length > 0) | tonumber' <<<"$gaps" | jq -rs "$JQ_DEFS stats")
-  claim "$paper" "NARX predicts worker speeds best" "the paper's predictor comparison" \
-    "NARX's MAPE less the best other predictor's, percentage points, per traced lbbsp run" "$s" \
-    "$(verdict "$s" 0 below)"
+  jq -R 'select(length > 0) | tonumber' <<<"$gaps" | jq -rs "$JQ_DEFS stats"
+}
+
+# row_narx: the predictors replayed over LB-BSP runs made for them alone:
+# four workers under lbbsp only, traced, with worker 3's link cut at
+# iteration 150 as in the lbbsp row, and with worker 3's slowdown switching
+# between 1 and 4 every 100 iterations (lasting changes of speed). Meant to
+# run with nothing else on the machine (under the measurement lock, at
+# normal priority), so that a worker's speed varies with the job alone.
+row_narx() {
+  local paper="LB-BSP (Chen et al., SoCC 2020)" at=150 its=400 setting args s why
+  [ "$quick" = 1 ] && at=10 its=20
+  table "$paper"
+  for setting in cut schedule; do
+    if [ "$setting" = cut ]; then
+      args=(--slowdown 1 --bandwidth-schedule "3=$at:500")
+      why="worker 3's link cut at iteration $at"
+    else
+      args=(--slowdown 1 --slowdown-schedule "3=0:1,100:4,200:1,300:4")
+      why="worker 3's slowdown 1, 4, 1, 4 from iterations 0, 100, 200, 300"
+    fi
+    COMMAND="dmlps-bench run --repeat $repeat --workers 4 ${args[*]} --policies lbbsp --target 0 --max-iterations $its --trace-dir T; dmlps-predict --format tsv T/lbbsp-*/*.trace"
+    echo "$NAME: $COMMAND" >&2
+    "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" --workers 4 "${args[@]}" --policies lbbsp \
+      --target 0 --max-iterations "$its" --trace-dir "$out/narx-$setting" \
+      --out "$out/narx-$setting-runs" "${extra[@]}" "${size[@]}" >"$out/narx-$setting.txt"
+    s=$(narx_gaps "$out/narx-$setting")
+    claim "$paper" "NARX predicts worker speeds best" "the paper's predictor comparison" \
+      "NARX's MAPE less the best other predictor's, percentage points, per lbbsp run alone on the machine, $why" \
+      "$s" "$(verdict "$s" 0 below)"
+  done
+}
+
+# row_lbbsp-sim: LB-BSP against BSP after a cut link in the simulator at 16
+# workers each on a machine of its own (virtual time, one run each): the
+# last worker's link drops to 500 Mb/s at iteration 150, so its push of
+# mlp:128 takes 6.5 ms, against a step of 32 samples of 3.3, 6.6 or 13 ms
+# (200 + 95, 197 or 400 b us): the cut push twice a step (this machine's
+# ratio), one step and half a step. Links of 100 Gbit/s, so that the cut
+# link, not the server's link (16 pushes of 407 kB take 5.2 ms at 10 Gbit/s),
+# is what the others wait for. The figure is the time after the cut
+# (the runs to iteration 400 less those to 150), which is all a policy can
+# save there.
+row_lbbsp-sim() {
+  local paper="LB-BSP (Chen et al., SoCC 2020)" repeat=1 n=16 at=150 cost full cut s mode whole
+  [ "$quick" = 1 ] && n=4 at=10
+  table "$paper"
+  for cost in 200,95 200,197 200,400; do
+    experiment "lbbsp-sim-${cost#*,}" lbbsp-bandwidth-drop.sh --sim "$n" --at "$at" -- --batch 32 \
+      --compute-cost "$cost" --link-gbps 100
+    full=$(section "$out/lbbsp-sim-${cost#*,}.txt" "sim, $n workers, to iteration $((at + 250)):")
+    cut=$(section "$out/lbbsp-sim-${cost#*,}.txt" "sim, $n workers, to iteration $at:")
+    for mode in lbbsp lbbsp-gpu; do
+      s=$(jq -r --argjson c "$cut" --arg m "$mode" "$JQ_DEFS"'
+        def after($p): secs($p) as $a | ($c | secs($p)) as $b
+          | [$a | to_entries[] | select($b[.key] != null) | {key, value: (.value - $b[.key])}]
+          | from_entries;
+        after("bsp") as $b | after($m) as $l
+        | [$l | keys[] as $r | select($b[$r] != null and $b[$r] > 0) | 100 * (1 - $l[$r] / $b[$r])]
+        | stats' <<<"$full")
+      whole=$(saved "$full" "$mode" bsp | cut -f 1)
+      claim "$paper" "(simulated) up to 54% faster than BSP" \
+        "a worker's bandwidth cut at iteration 150" \
+        "$mode: % less time than bsp for the 250 iterations after the cut, $n simulated workers, the cut push 6.5 ms against a step of $(awk -v c="$cost" 'BEGIN { split(c, a, ","); printf "%.1f", (a[1] + 32 * a[2]) / 1000 }') ms (whole run: $whole%)" \
+        "$s" "$(verdict "$s" 0 54)"
+    done
+  done
 }
 
 row_lbbsp-overhead() {
