@@ -290,5 +290,25 @@ TEST_CASE("auto: a lasting slowdown mid-run calls for a decision at once") {
   CHECK(run.switches.front().iteration <= 150 + 2 * predict::kChangeWindow);
 }
 
+TEST_CASE("auto: transient delays are no lasting change and do not hold decisions back") {
+  // Each step of each worker is delayed 50x with probability 0.2, the
+  // delay profile's kind: the median of ten steps stays at the level, while
+  // their mean log moves by 2x whenever two more of them are delayed
+  // (docs/algorithms.md, "Auto": a lasting change is one of the median).
+  auto delayed = [](WorkerId w, int64_t step) {
+    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
+    return std::uniform_real_distribution<double>(0, 1)(random) < 0.2 ? 0.5 : 0.01;
+  };
+  const AutoRun run = RunAuto(4, delayed, 40);
+  REQUIRE_FALSE(run.decisions.empty());
+  // The first decision once every worker has its warm-up and kMinSteps
+  // steps: no change seen in between to start the count again.
+  CHECK(run.decisions.front().iteration <= 2 + AutoDecider::kMinSteps + 4);
+  for (const Decision& d : run.decisions) {
+    CAPTURE(d.measured);
+    CHECK(d.measured.find("steadily") == std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace dmlps::sync::testing

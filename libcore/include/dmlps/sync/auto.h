@@ -33,8 +33,9 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // Decides for SwitchingPolicy. Per worker it keeps the recent time per
 // sample of computing (busy_s / batch) and the time each step spends
 // beyond it (the server's cycle, else the worker's sending time), and
-// watches the per-sample times for a lasting change of level
-// (predict::FindLastingChanges; a spike is not one). It decides at the
+// watches the per-sample times for a lasting change of level (as
+// predict::FindLastingChanges, on lower quartiles so that transient delays
+// are none; a spike is not one). It decides at the
 // first round boundary once every live worker has kMinSteps measured
 // steps, then every `every` iterations, and sooner (but kMinGap after the
 // last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
