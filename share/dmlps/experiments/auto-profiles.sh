@@ -3,29 +3,49 @@
 # straggler profiles: none; one worker 4x slow; the last worker turning 4x
 # slow at its iteration 150; round-robin sleeps; transient delays; the last
 # worker's link capped from its iteration 150. One dmlps-bench table per
-# profile (median time to the target per policy), then a summary: per
-# profile the best fixed policy, auto's median and its ratio to it, and the
-# totals. With --sim N,... the same in the simulator at those worker counts.
+# profile (median time to the target per policy, kept as TSV under --out),
+# then the summary the goals of auto ask for: per profile each fixed
+# policy's median, the best, auto's median and its ratio to the best; the
+# totals; PASS or FAIL for "auto within 1.1x of the best in every profile"
+# and "auto's total below every fixed policy's".
+# With --sim N,... the same in the simulator at those worker counts, plus
+# the policy auto ran the most iterations under in each case and the
+# confusion table: auto's choice against the sweep's best (a choice whose
+# own median is within 5% of the best's counts as right; PASS at 90%).
+# With --advise N, per profile a BSP run of N iterations traced, then
+# dmlps-bench advise on its traces, its recommendation's real median from
+# the tables under --out against the best's (PASS within 1.15x).
+# With --summary, no runs: the summaries of the tables already under --out
+# (a sitting run profile by profile into one --out).
 NAME=auto-profiles.sh
 SUMMARY='  --policies LIST  the fixed policies (default bsp,backup:1,ssp:3,lbbsp, auto'"'"'s candidates)
   --profiles LIST  of none,slow,turn-slow,round-robin,delay,bandwidth (default: all six)
   --sim N,...      instead of real runs, simulate at these worker counts
-  --workers N      real workers (default 4)'
-USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N]'
+  --workers N      real workers (default 4)
+  --advise N       per profile a traced BSP run of N iterations and advise'"'"'s pick
+                   against the real tables already under --out
+  --summary        no runs: summarize the tables already under --out'
+USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary]'
 policies=bsp,backup:1,ssp:3,lbbsp
-profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4
+profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise="" only_summary=""
 handle_option() {
+  if [ "$1" = --summary ]; then
+    only_summary=1 SHIFT=1
+    return 0
+  fi
   [ $# -ge 2 ] || return 1
   case "$1" in
     --policies) policies=$2 ;;
     --profiles) profiles=$2 ;;
     --sim) sim=$2 ;;
     --workers) workers=$2 ;;
+    --advise) advise=$2 ;;
     *) return 1 ;;
   esac
   SHIFT=2
 }
 . "$(dirname "$0")/common.sh"
+IFS=, read -r -a profile_list <<<"$profiles"
 
 # profile_args NAME N: dmlps-bench's flags for profile NAME with N workers.
 profile_args() {
@@ -40,50 +60,171 @@ profile_args() {
     *) echo "$NAME: error: --profiles: unknown profile '$1'" >&2; exit 64 ;;
   esac
 }
+for profile in "${profile_list[@]}"; do profile_args "$profile" 2; done
 
-# run_all MODE N: one table per profile (TSV kept under $out), then the summary.
+# run_all MODE N: one table per profile (TSV and log kept under $out).
 run_all() {
   local mode=$1 n=$2 profile
-  IFS=, read -r -a profile_list <<<"$profiles"
   for profile in "${profile_list[@]}"; do
     profile_args "$profile" "$n"
-    local tsv="$out/$mode-$n-$profile.tsv"
-    echo "== $mode, $n workers, profile $profile: ${args[*]}"
+    local base="$out/$mode-$n-$profile"
+    echo "== $mode, $n workers, profile $profile: ${args[*]} ($(date -u '+%F %T') UTC; load $(cut -d' ' -f1-3 /proc/loadavg))"
     if [ "$mode" = run ]; then
       "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" --workers "$n" \
-        --policies "$policies,auto" "${args[@]}" --out "$out/$mode-$n-$profile" \
-        --format tsv "${extra[@]}" | tee "$tsv"
+        --policies "$policies,auto" "${args[@]}" --out "$base" \
+        --format tsv "${extra[@]}" 2>"$base.log" | tee "$base.tsv"
     else
       "$bin/dmlps-bench" sim --repeat "$repeat" --workers "$n" --policies "$policies,auto" \
-        "${args[@]}" --format tsv "${extra[@]}" | tee "$tsv"
+        "${args[@]}" --format tsv "${extra[@]}" 2>"$base.log" | tee "$base.tsv"
+      choice "$base.log" >"$base.choice"
     fi
     echo
   done
-  summary "$mode" "$n"
 }
 
-# summary MODE N: per profile the best fixed policy's median time to the
-# target, auto's, their ratio; the totals over the profiles.
+# choice LOG: the policy auto ran the most iterations under, over all its
+# runs in a dmlps-bench sim log (its switches done, then where it ended).
+choice() {
+  awk '
+    / auto \([0-9]+\/[0-9]+\): policy switch done: / {
+      for (i = 1; i <= NF; i++) if ($i == "->") { from = $(i - 1); to = $(i + 1) }
+      for (i = 1; i <= NF; i++) if ($i == "iteration") { at = $(i + 1) + 0 }
+      if (cur == "") cur = from
+      ran[cur] += at - start; cur = to; start = at; next
+    }
+    / auto \([0-9]+\/[0-9]+\): (reached|ended with) accuracy / {
+      for (i = 1; i <= NF; i++) if ($i == "iteration") { end = $(i + 1); sub(/;$/, "", end) }
+      if (cur == "") cur = "bsp"
+      ran[cur] += end - start; cur = ""; start = 0
+    }
+    END {
+      for (p in ran) if (best == "" || ran[p] > ran[best]) best = p
+      print (best == "" ? "-" : best)
+    }' "$1"
+}
+
+# summary MODE N: per profile each fixed policy's median, the best, auto's
+# and the ratio; the totals; the two criteria. For sim also auto's choice
+# and the confusion table.
 summary() {
-  local mode=$1 n=$2 profile
-  echo "== summary, $mode, $n workers: median s to target (- not reached)"
-  printf '%-12s %-12s %10s %10s %8s\n' profile best-fixed best-s auto-s ratio
+  local mode=$1 n=$2 files=() choices=() profile
   for profile in "${profile_list[@]}"; do
-    awk -F'\t' -v p="$profile" '
-      NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
-      { t = $col["seconds_median"]; if (t == "" || t == "-") t = "inf"
-        if ($1 == "auto") a = t; else if (best == "" || t + 0 < bt + 0) { best = $1; bt = t } }
-      END { r = (a == "inf" || bt == "inf") ? "-" : sprintf("%.2f", a / bt)
-            printf "%-12s %-12s %10s %10s %8s\n", p, best, bt, a, r }' "$out/$mode-$n-$profile.tsv"
-  done | tee "$out/$mode-$n-summary.txt"
-  awk '{ b += $3; a += $4 } END { printf "%-12s %-12s %10.2f %10.2f %8.2f\n", "total", "", b, a, a / b }' \
-    "$out/$mode-$n-summary.txt"
+    local base="$out/$mode-$n-$profile"
+    [ -s "$base.tsv" ] || { echo "$NAME: error: no table $base.tsv; run that profile first" >&2; exit 66; }
+    files+=("$base.tsv")
+    if [ "$mode" = sim ]; then choices+=("$(cat "$base.choice" 2>/dev/null || echo -)"); else choices+=(-); fi
+  done
+  echo "== summary, $mode, $n workers: median s to target (- not reached)"
+  awk -F'\t' -v profiles="$profiles" -v fixed="$policies" -v choices="${choices[*]}" -v mode="$mode" '
+    function show(t) { return t >= INF ? "-" : sprintf("%.4g", t) }
+    BEGIN { INF = 1e30; split(profiles, P, ","); nf = split(fixed, F, ","); split(choices, C, " ") }
+    FNR == 1 { f++; for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { t = $col["seconds_median"]; med[f, $1] = (t == "" || t == "-") ? INF : t + 0 }
+    END {
+      printf "%-12s", "profile"; for (j = 1; j <= nf; j++) printf " %9s", F[j]
+      printf " %-9s %9s %9s %6s %4s", "best", "best-s", "auto-s", "ratio", "1.1x"
+      if (mode == "sim") printf "  %-9s %9s %6s", "auto-ran", "its-s", "right"
+      printf "\n"
+      within = 1; right = 0
+      for (k = 1; k <= f; k++) {
+        best = ""; bt = INF
+        for (j = 1; j <= nf; j++) {
+          t = (k, F[j]) in med ? med[k, F[j]] : INF
+          total[F[j]] = (total[F[j]] >= INF || t >= INF) ? INF : total[F[j]] + t
+          row[j] = t
+          if (t < bt) { bt = t; best = F[j] }
+        }
+        a = (k, "auto") in med ? med[k, "auto"] : INF
+        atotal = (atotal >= INF || a >= INF) ? INF : atotal + a
+        ok = a < INF && bt < INF && a <= 1.1 * bt
+        if (!ok) within = 0
+        printf "%-12s", P[k]; for (j = 1; j <= nf; j++) printf " %9s", show(row[j])
+        printf " %-9s %9s %9s %6s %4s", best == "" ? "-" : best, show(bt), show(a),
+          (a < INF && bt < INF) ? sprintf("%.2f", a / bt) : "-", ok ? "yes" : "NO"
+        if (mode == "sim") {
+          c = C[k]; ct = (k, c) in med ? med[k, c] : INF
+          good = c == best || (ct < INF && ct <= 1.05 * bt); right += good
+          printf "  %-9s %9s %6s", c, show(ct), good ? "yes" : "NO"
+          pair[best " " c]++; rows[best]; cols[c]
+        }
+        printf "\n"
+      }
+      printf "%-12s", "total"; for (j = 1; j <= nf; j++) printf " %9s", show(total[F[j]])
+      printf " %-9s %9s %9s\n", "", "", show(atotal)
+      below = atotal < INF
+      for (j = 1; j <= nf; j++) if (!(atotal < total[F[j]])) below = 0
+      printf "criterion: auto within 1.1x of the best fixed policy in every profile: %s\n", within ? "PASS" : "FAIL"
+      printf "criterion: auto'"'"'s total below every fixed policy'"'"'s total: %s\n", below ? "PASS" : "FAIL"
+      if (mode == "sim") {
+        printf "auto chose the best or one within 5%% of it in %d of %d cases\n", right, f
+        printf "confusion (rows: the sweep'"'"'s best; columns: the policy auto ran most)\n%-10s", "best\\auto"
+        for (c in cols) printf " %9s", c
+        printf "\n"
+        for (r in rows) { printf "%-10s", r; for (c in cols) printf " %9d", pair[r " " c]; printf "\n" }
+      }
+    }' "${files[@]}" | tee "$out/$mode-$n-summary.txt"
   echo
 }
 
-if [ -z "$sim" ]; then
-  run_all run "$workers"
+# advise_all N: per profile, a traced BSP run of N iterations, advise on
+# its traces, its pick's real median against the best's.
+advise_all() {
+  local iterations=$1 profile
+  for profile in "${profile_list[@]}"; do
+    profile_args "$profile" "$workers"
+    local base="$out/advise-$profile"
+    echo "== advise, profile $profile: a BSP run of $iterations iterations, ${args[*]} (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    rm -rf "$base"
+    "$bin/dmlps-bench" run --repeat 1 --bin "$bin" --workers "$workers" --policies bsp \
+      "${args[@]}" --target 0 --max-iterations "$iterations" --trace-dir "$base" \
+      --format tsv "${extra[@]}" >"$base.run.tsv" 2>"$base.run.log"
+    "$bin/dmlps-bench" advise "$base/bsp-1" --candidates "$policies" 2>"$base.log" | tee "$base.txt"
+    echo
+  done
+}
+
+# advise_summary: each profile's recommendation, its real median, the best.
+advise_summary() {
+  local profile rec
+  echo "== advise against the real medians ($workers workers; - not reached)"
+  printf '%-12s %-10s %9s %-10s %9s %6s %5s\n' profile advised its-s best best-s ratio 1.15x
+  for profile in "${profile_list[@]}"; do
+    rec=$(sed -n 's/^recommendation: \([^ ]*\).*/\1/p' "$out/advise-$profile.txt" 2>/dev/null)
+    local tsv="$out/run-$workers-$profile.tsv"
+    if [ ! -s "$tsv" ]; then
+      echo "$NAME: error: no real table $tsv: run the profile first (same --out)" >&2
+      exit 66
+    fi
+    local line
+    line=$(awk -F'\t' -v rec="${rec:--}" -v fixed="$policies" '
+      BEGIN { INF = 1e30; nf = split(fixed, F, ",") }
+      NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+      { t = $col["seconds_median"]; med[$1] = (t == "" || t == "-") ? INF : t + 0 }
+      END {
+        bt = INF; for (j = 1; j <= nf; j++) if (F[j] in med && med[F[j]] < bt) { bt = med[F[j]]; best = F[j] }
+        rt = rec in med ? med[rec] : INF
+        ok = rt < INF && rt <= 1.15 * bt
+        printf "%s %s %s %s %s", rt < INF ? sprintf("%.2f", rt) : "-", best, bt < INF ? sprintf("%.2f", bt) : "-",
+          (rt < INF && bt < INF) ? sprintf("%.2f", rt / bt) : "-", ok ? "yes" : "NO"
+      }' "$tsv")
+    read -r rs best bs ratio ok <<<"$line"
+    printf '%-12s %-10s %9s %-10s %9s %6s %5s\n' "$profile" "${rec:--}" "$rs" "$best" "$bs" "$ratio" "$ok"
+  done | tee "$out/advise-summary.txt"
+  local all=PASS
+  if grep -q ' NO$' "$out/advise-summary.txt"; then all=FAIL; fi
+  echo "criterion: advise's pick within 1.15x of the best in every profile: $all" | tee -a "$out/advise-summary.txt"
+}
+
+if [ -n "$advise" ]; then
+  [ -n "$only_summary" ] || advise_all "$advise"
+  advise_summary
+elif [ -z "$sim" ]; then
+  [ -n "$only_summary" ] || run_all run "$workers"
+  summary run "$workers"
 else
   IFS=, read -r -a sizes <<<"$sim"
-  for n in "${sizes[@]}"; do run_all sim "$n"; done
+  for n in "${sizes[@]}"; do
+    [ -n "$only_summary" ] || run_all sim "$n"
+    summary sim "$n"
+  done
 fi

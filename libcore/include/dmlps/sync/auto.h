@@ -33,8 +33,9 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // Decides for SwitchingPolicy. Per worker it keeps the recent time per
 // sample of computing (busy_s / batch) and the time each step spends
 // beyond it (the server's cycle, else the worker's sending time), and
-// watches the per-sample times for a lasting change of level
-// (predict::FindLastingChanges; a spike is not one). It decides at the
+// watches the per-sample times for a lasting change of level (as
+// predict::FindLastingChanges, on lower quartiles so that transient delays
+// are none; a spike is not one). It decides at the
 // first round boundary once every live worker has kMinSteps measured
 // steps, then every `every` iterations, and sooner (but kMinGap after the
 // last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
@@ -42,9 +43,9 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // at advise's kDelayFactor times it or more), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
-// progress toward the target, else the iteration limit, else as many as done so far, at least
-// kMinRemaining) exceeds kPayback times the switch's cost (the drain: the slowest worker's step
-// plus one iteration of the new policy).
+// progress toward the target but at least `every`, else the iteration limit, else as many as done
+// so far, at least kMinRemaining) exceeds kPayback times the switch's cost (the drain: the slowest
+// worker's step plus one iteration of the new policy).
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;

@@ -1,0 +1,32 @@
+# auto-profiles.sh, shrunk to two profiles in the simulator: each fixed
+# policy's median per profile, the best, auto's and their ratio, the
+# totals, both criteria as PASS or FAIL, the policy auto ran the most and
+# the confusion table; --summary re-reads the tables, and refuses when one
+# is missing.
+. "$(dirname "$0")/lib.sh"
+script="${DMLPS_SOURCE_DIR:?}/share/dmlps/experiments/auto-profiles.sh"
+"$script" --bin "$BIN" --repeat 1 --sim 4 --profiles none,slow --out "$WORK/out" -- \
+  --target 0 --max-iterations 40 --model softmax --batch 16 --eval-every 10 \
+  --compute-cost 50,12.4 >"$WORK/summary" 2>"$WORK/err" || fail "auto-profiles.sh exited $?: $(tail -3 "$WORK/err")"
+cat "$WORK/summary"
+for profile in none slow; do
+  grep -qE "^$profile +([0-9.]+ +){4}(bsp|backup:1|ssp:3|lbbsp) +[0-9.]+ +[0-9.]+ +[0-9.]+ +(yes|NO) +(bsp|backup:1|ssp:3|lbbsp) " \
+    "$WORK/summary" || fail "no summary row for $profile"
+done
+grep -qE "^total +([0-9.]+ +){4}[0-9.]+$" "$WORK/summary" || fail "no totals row"
+grep -qE "^criterion: auto within 1.1x .*: (PASS|FAIL)$" "$WORK/summary" || fail "no 1.1x criterion"
+grep -qE "^criterion: auto's total below .*: (PASS|FAIL)$" "$WORK/summary" || fail "no total criterion"
+grep -qE "^auto chose the best or one within 5% of it in [0-2] of 2 cases$" "$WORK/summary" ||
+  fail "no count of right choices"
+grep -q "^confusion" "$WORK/summary" || fail "no confusion table"
+
+# --summary: the same summary from the tables kept, no runs.
+cp "$WORK/out/sim-4-summary.txt" "$WORK/first"
+"$script" --bin "$BIN" --sim 4 --profiles none,slow --out "$WORK/out" --summary >"$WORK/again" ||
+  fail "--summary exited $?"
+diff "$WORK/first" "$WORK/out/sim-4-summary.txt" || fail "--summary differs"
+rc=0
+"$script" --bin "$BIN" --sim 4 --profiles delay --out "$WORK/out" --summary >/dev/null 2>"$WORK/err" || rc=$?
+expect_exit 66 "$rc" "--summary without the delay table"
+grep -q "no table" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
+echo "ok"
