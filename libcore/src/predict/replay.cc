@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "dmlps/base/json.h"
 #include "dmlps/predict/batches.h"
@@ -90,14 +91,31 @@ std::vector<WorkerHistory> ExtractHistories(const std::vector<trace::Record>& re
   return histories;
 }
 
-std::vector<int64_t> FindLastingChanges(const std::vector<double>& speed) {
+double LowerQuantile(const std::vector<double>& values, int64_t begin, int64_t end, double q) {
+  std::vector<double> part(values.begin() + begin, values.begin() + end);
+  if (part.empty()) return 0;
+  const auto at = static_cast<std::ptrdiff_t>(static_cast<double>(part.size() - 1) * q);
+  std::nth_element(part.begin(), part.begin() + at, part.end());
+  return part[static_cast<size_t>(at)];
+}
+
+std::vector<int64_t> FindLastingChanges(const std::vector<double>& speed, ChangeLevel level) {
   const int64_t n = static_cast<int64_t>(speed.size());
   const int64_t k = kChangeWindow;
   if (n < 2 * k) return {};
-  // jump[c]: |mean log after - mean log before| at c, for c in [K, n - K].
+  // The log of a side's level; a quartile of 0 has none, and no jump.
+  auto log_level = [&](int64_t from, int64_t to) -> std::optional<double> {
+    if (level == ChangeLevel::kMeanLog) return MeanLog(speed, from, to);
+    const double q = LowerQuantile(speed, from, to, 0.25);
+    if (!(q > 0)) return std::nullopt;
+    return std::log(q);
+  };
+  // jump[c]: |log level after - log level before| at c, for c in [K, n - K].
   std::vector<double> jump(n + 1, 0);
   for (int64_t c = k; c <= n - k; ++c) {
-    jump[c] = std::abs(MeanLog(speed, c, c + k) - MeanLog(speed, c - k, c));
+    const std::optional<double> before = log_level(c - k, c);
+    const std::optional<double> after = log_level(c, c + k);
+    if (before && after) jump[c] = std::abs(*after - *before);
   }
   std::vector<int64_t> changes;
   const double threshold = std::log(kChangeFactor);

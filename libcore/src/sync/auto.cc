@@ -32,50 +32,6 @@ double Median(std::vector<double> values) {
   return values[mid];
 }
 
-// The q-quantile of values[begin, end), the lower one of two: one of them.
-// The lower quartile of a worker's steps is none of its delayed steps as
-// long as under three quarters of them are delayed.
-double Quantile(const std::vector<double>& values, int64_t begin, int64_t end, double q) {
-  std::vector<double> part(values.begin() + begin, values.begin() + end);
-  if (part.empty()) return 0;
-  const auto at = static_cast<std::ptrdiff_t>(static_cast<double>(part.size() - 1) * q);
-  std::nth_element(part.begin(), part.begin() + at, part.end());
-  return part[static_cast<size_t>(at)];
-}
-
-// The lasting changes of level in `per_sample`, as predict::FindLastingChanges
-// finds them (the K steps after a point against the K before, a factor of
-// kChangeFactor or more, the peak of such jumps, the earliest of equals),
-// but comparing the two sides' lower quartiles rather than their mean logs:
-// steps delayed now and then move a mean of logs by a factor of two and
-// more when the delays are long, and would count as changes over and over,
-// holding every decision back and taking delays for the level; a lower
-// quartile moves only when three quarters of the steps do, with the level.
-std::vector<int64_t> LastingChanges(const std::vector<double>& per_sample) {
-  const auto n = static_cast<int64_t>(per_sample.size());
-  const int64_t k = predict::kChangeWindow;
-  if (n < 2 * k) return {};
-  std::vector<double> jump(static_cast<size_t>(n + 1), 0);
-  for (int64_t c = k; c <= n - k; ++c) {
-    const double before = Quantile(per_sample, c - k, c, 0.25);
-    const double after = Quantile(per_sample, c, c + k, 0.25);
-    if (before > 0 && after > 0) jump[static_cast<size_t>(c)] = std::abs(std::log(after / before));
-  }
-  std::vector<int64_t> changes;
-  const double threshold = std::log(predict::kChangeFactor);
-  for (int64_t c = k; c <= n - k; ++c) {
-    const double here = jump[static_cast<size_t>(c)];
-    if (!(here >= threshold)) continue;
-    bool peak = true;
-    for (int64_t o = std::max(k, c - k); o <= std::min(n - k, c + k) && peak; ++o) {
-      const double other = jump[static_cast<size_t>(o)];
-      peak = o == c || (o < c ? other < here : other <= here);
-    }
-    if (peak) changes.push_back(c);
-  }
-  return changes;
-}
-
 // The last `n` values of `values`.
 std::vector<double> Last(const std::deque<double>& values, size_t n) {
   n = std::min(n, values.size());
@@ -87,7 +43,8 @@ std::vector<double> Last(const std::deque<double>& values, size_t n) {
 advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample, double extra_s,
                                  int64_t batch) {
   // The lower median: under half of the steps delayed are none of it.
-  const double level = Quantile(per_sample, 0, static_cast<int64_t>(per_sample.size()), 0.5);
+  const double level =
+      predict::LowerQuantile(per_sample, 0, static_cast<int64_t>(per_sample.size()), 0.5);
   const auto b = static_cast<double>(batch);
   advise::WorkerProfile w;
   w.step_s = level * b + extra_s;
@@ -190,7 +147,12 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
   if (n < 2 * predict::kChangeWindow) return false;
   const std::vector<double> window(h.per_sample.begin(), h.per_sample.end());
   const int64_t first = h.steps - n;  // the window's first step
-  for (const int64_t c : LastingChanges(window)) {
+  // Step times delayed now and then move a mean of logs by a factor of two
+  // and more when the delays are long, and would count as changes over and
+  // over, holding every decision back and taking delays for the level; the
+  // lower quartile moves only when three steps in four do, with the level.
+  for (const int64_t c :
+       predict::FindLastingChanges(window, predict::ChangeLevel::kLowerQuartile)) {
     // The same change seen again as the window slides is no new one.
     if (first + c > h.change_at + predict::kChangeWindow) {
       h.change_at = first + c;

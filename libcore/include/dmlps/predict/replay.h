@@ -39,11 +39,21 @@ inline constexpr double kChangeFactor = 2;       // a change or spike is a facto
 inline constexpr double kFollowTolerance = 0.2;  // following: within 20% of the new level
 inline constexpr int64_t kFollowHorizon = 20;    // ... within this many steps, else counts 21
 
-// Lasting changes of level: the steps c where the mean log speed of
+// What a lasting change compares on each side of a step: the mean log of
+// the values, or their lower quartile, which values raised now and then (a
+// step time delayed in fewer than three steps of four) do not move.
+enum class ChangeLevel { kMeanLog, kLowerQuartile };
+
+// Lasting changes of level: the steps c where the level (`level`) of
 // [c, c + K) differs from that of [c - K, c) by a factor of kChangeFactor or
 // more and by more than at any other step within K of c (the earliest of
 // equals).
-std::vector<int64_t> FindLastingChanges(const std::vector<double>& speed);
+std::vector<int64_t> FindLastingChanges(const std::vector<double>& speed,
+                                        ChangeLevel level = ChangeLevel::kMeanLog);
+
+// The q-quantile of values[begin, end), the lower of two neighbours: always
+// one of the values (0 for an empty range).
+double LowerQuantile(const std::vector<double>& values, int64_t begin, int64_t end, double q);
 
 // One-step spikes: the steps t with three steps on each side whose speed
 // differs from the median of those six by kChangeFactor or more, while the
