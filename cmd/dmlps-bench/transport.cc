@@ -62,9 +62,9 @@ void AddTransportOptions(cxxopts::Options& options) {
         "R", std::to_string(d.rounds)},
        {"warmup", "Untimed rounds at the start of each turn", "W", std::to_string(d.warmup)},
        {"chunk-bytes",
-        "Chunk size of streamed payloads and of zmq-chunks (dmlps-server and "
-        "dmlps-worker use the default)",
-        "SIZE", bench::FormatByteSize(d.chunk_bytes)},
+        "Chunk size of streamed payloads and of zmq-chunks; auto: the size "
+        "dmlps-server and dmlps-worker choose for each payload",
+        "SIZE", "auto"},
        {"curve", "Also measure the dmlps round trips encrypted with CURVE (dmlps-curve rows)"}});
 }
 
@@ -93,7 +93,9 @@ cli::Program ReadTransportFlags(cli::FlagReader& flags) {
   config.sum_threads = ReadCounts(flags, "sum-threads", "threads");
   config.rounds = flags.Int("rounds", 1, 1000000);
   config.warmup = flags.Int("warmup", 0, 1000000);
-  read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
+  if (flags.String("chunk-bytes") != "auto") {
+    read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
+  }
   config.curve = flags.Has("curve");
   const bench::Format format = ReadFormat(flags);
   flags.AddProblems(bench::ValidateTransportConfig(config));

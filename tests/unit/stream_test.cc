@@ -64,6 +64,29 @@ TEST_CASE("chunk layouts cut a payload into whole chunks, the last one the rest"
   CHECK_FALSE(ChunkLayout::FromHeader(std::numeric_limits<int64_t>::max(), 1, 1).ok());
 }
 
+TEST_CASE("payloads above a chunk go in at least 16 chunks of 256 KiB to 1 MiB") {
+  constexpr int64_t kMiB = int64_t{1} << 20;
+  // Up to a chunk: whole.
+  CHECK(ChunkLayout::ForBytes(kMiB / 4, proto::ChunkBytesFor(kMiB)).count() == 1);
+  CHECK(proto::ChunkBytesFor(1) == proto::kDefaultChunkBytes);
+  // 4 MiB: 16 chunks of 256 KiB, so the last chunk's work is a sixteenth.
+  CHECK(proto::ChunkBytesFor(4 * kMiB) == 256 * 1024);
+  CHECK(proto::ChunkBytesFor(8 * kMiB) == 512 * 1024);
+  // Just above a chunk: never below 256 KiB.
+  CHECK(proto::ChunkBytesFor(kMiB + 4) == proto::kMinChunkBytes);
+  // Large payloads: 1 MiB, as before.
+  CHECK(proto::ChunkBytesFor(64 * kMiB) == proto::kDefaultChunkBytes);
+  for (int64_t bytes = kMiB + 4; bytes <= 40 * kMiB; bytes += 999'996) {
+    const int64_t chunk = proto::ChunkBytesFor(bytes);
+    CAPTURE(bytes);
+    CHECK(chunk % 4096 == 0);
+    CHECK(chunk >= proto::kMinChunkBytes);
+    CHECK(chunk <= proto::kDefaultChunkBytes);
+    const int64_t chunks = ChunkLayout::ForBytes(bytes / 4, chunk).count();
+    CHECK(chunks >= std::min<int64_t>(proto::kMinChunksPerPayload, bytes / proto::kMinChunkBytes));
+  }
+}
+
 TEST_CASE("a streamed payload takes its chunks in order and refuses anything else") {
   const std::vector<float> values = Iota(10);
   Result<IncomingTensor> opened = IncomingTensor::Open(10, 3, 4, {});

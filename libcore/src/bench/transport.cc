@@ -38,7 +38,8 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
         config_(config),
         shared_(shared),
         store_(std::vector<float>(static_cast<size_t>(floats), 0.f),
-               config.chunk_bytes / static_cast<int64_t>(sizeof(float))),
+               ChunkBytes(config, floats * static_cast<int64_t>(sizeof(float))) /
+                   static_cast<int64_t>(sizeof(float))),
         peers_(static_cast<size_t>(workers)) {}
 
   Status Run(const std::atomic<bool>& quit) {

@@ -126,7 +126,8 @@ Result<std::vector<double>> SumTimes(int64_t bytes, int64_t threads,
                                      const TransportConfig& config) {
   const int64_t floats = bytes / static_cast<int64_t>(sizeof(float));
   server::ModelStore store(std::vector<float>(static_cast<size_t>(floats), 0.f),
-                           config.chunk_bytes / static_cast<int64_t>(sizeof(float)), threads);
+                           ChunkBytes(config, bytes) / static_cast<int64_t>(sizeof(float)),
+                           threads);
   auto values =
       std::make_shared<const std::vector<float>>(static_cast<size_t>(floats), kGradientValue);
   net::Frames frames;

@@ -11,6 +11,10 @@
 
 namespace dmlps::bench {
 
+int64_t ChunkBytes(const TransportConfig& config, int64_t payload_bytes) {
+  return config.chunk_bytes > 0 ? config.chunk_bytes : proto::ChunkBytesFor(payload_bytes);
+}
+
 std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) {
   std::vector<std::string> problems;
   if (config.sizes.empty()) problems.push_back("--sizes: no payload size");
@@ -47,9 +51,11 @@ std::vector<std::string> ValidateTransportConfig(const TransportConfig& config) 
   if (config.warmup < 0 || config.warmup > 1000000) {
     problems.push_back("--warmup must be in [0, 1000000]");
   }
-  if (config.chunk_bytes < 4 || config.chunk_bytes % 4 != 0 ||
-      config.chunk_bytes > proto::kMaxChunkFloats * static_cast<int64_t>(sizeof(float))) {
-    problems.push_back("--chunk-bytes must be a whole number of floats from 4 bytes to 256M");
+  if (config.chunk_bytes != 0 &&
+      (config.chunk_bytes < 4 || config.chunk_bytes % 4 != 0 ||
+       config.chunk_bytes > proto::kMaxChunkFloats * static_cast<int64_t>(sizeof(float)))) {
+    problems.push_back(
+        "--chunk-bytes must be auto or a whole number of floats from 4 bytes to 256M");
   }
   for (int64_t k : config.shards) {
     if (k < 1 || k > 64) {

@@ -47,7 +47,8 @@ std::string Title(const TransportConfig& c) {
   }
   title +=
       fmt::format("; chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
-                  FormatByteSize(c.chunk_bytes), c.rounds, std::min(c.rounds, kTurns), c.warmup);
+                  c.chunk_bytes == 0 ? "dmlps's (auto)" : FormatByteSize(c.chunk_bytes),
+                  c.rounds, std::min(c.rounds, kTurns), c.warmup);
   return title;
 }
 

@@ -89,7 +89,8 @@ class SizePlan {
   // Raw ZeroMQ: the payload as one message, and cut into the chunks dmlps
   // streams when it is more than one.
   void AddZmq(const std::string& transport) {
-    const int64_t pieces = (bytes_ + config_.chunk_bytes - 1) / config_.chunk_bytes;
+    const int64_t chunk = ChunkBytes(config_, bytes_);
+    const int64_t pieces = (bytes_ + chunk - 1) / chunk;
     Add(transport, "zmq", 0, 0, PingPong(transport, 1));
     if (pieces > 1) Add(transport, "zmq-chunks", 0, 0, PingPong(transport, pieces));
   }

@@ -17,6 +17,7 @@ namespace dmlps::bench {
 namespace {
 
 using Gradient = std::shared_ptr<const std::vector<float>>;
+constexpr int64_t kFloatBytes = sizeof(float);
 
 // Waits for a message of type `want` from the bench server, for at most
 // the timeout; an Error from it ends the wait.
@@ -115,7 +116,9 @@ Status PushToShards(std::vector<net::Endpoint>& endpoints, const std::vector<int
     const size_t k = i % shards;  // 1, 2, ..., then 0
     push.num_params = bounds[k + 1] - bounds[k];
     DMLPS_RETURN_IF_ERROR(endpoints[k].SendWithPayload(nullptr, push, gradient, bounds[k],
-                                                       push.num_params, config.chunk_bytes, &pull));
+                                                       push.num_params,
+                                                       ChunkBytes(config, push.num_params * kFloatBytes),
+                                                       &pull));
   }
   return Status::Ok();
 }

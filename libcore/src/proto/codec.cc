@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "dmlps/proto/codec.h"
 
 #include <array>
@@ -179,6 +180,13 @@ void AppendRange(std::shared_ptr<const std::vector<float>> values, int64_t offse
   void* data = const_cast<float*>(values->data() + offset);
   auto* hint = new TensorHold(std::move(values));
   frames->emplace_back(data, static_cast<size_t>(count) * sizeof(float), &ReleaseTensor, hint);
+}
+
+int64_t ChunkBytesFor(int64_t payload_bytes) {
+  if (payload_bytes <= kDefaultChunkBytes) return kDefaultChunkBytes;
+  constexpr int64_t kPage = 4096;
+  const int64_t sixteenth = (payload_bytes / kMinChunksPerPayload + kPage - 1) / kPage * kPage;
+  return std::clamp(sixteenth, kMinChunkBytes, kDefaultChunkBytes);
 }
 
 ChunkLayout ChunkLayout::ForBytes(int64_t size, int64_t chunk_bytes) {

@@ -33,7 +33,8 @@ Result<net::ConnectOptions> ReadShardLinkKeys(const ServerConfig& config) {
 }
 
 int64_t MaxQueuedMessages(int64_t model_bytes) {
-  const int64_t chunks = (model_bytes + proto::kDefaultChunkBytes - 1) / proto::kDefaultChunkBytes;
+  const int64_t chunk = proto::ChunkBytesFor(model_bytes);
+  const int64_t chunks = (model_bytes + chunk - 1) / chunk;
   return 2 * (chunks + 2) + kQueueHeadroom;
 }
 

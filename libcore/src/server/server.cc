@@ -107,8 +107,10 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
                                        static_cast<int64_t>(params.size())));
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
-  store_.emplace(std::move(params), proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
-                 config_.threads);
+  const int64_t lane_floats =
+      proto::ChunkBytesFor(static_cast<int64_t>(params.size() * sizeof(float))) /
+      static_cast<int64_t>(sizeof(float));
+  store_.emplace(std::move(params), lane_floats, config_.threads);
   if (!config_.checkpoint.empty())
     checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
   checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,

@@ -236,7 +236,8 @@ Status ShardServer::Register() {
     DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(*welcome, initial.model, begin_, begin_ + size_,
                                               &slice, optimizer_.get()));
     store_.emplace(std::move(slice),
-                   proto::kDefaultChunkBytes / static_cast<int64_t>(sizeof(float)),
+                   proto::ChunkBytesFor(size_ * static_cast<int64_t>(sizeof(float))) /
+                       static_cast<int64_t>(sizeof(float)),
                    config_.threads);
     max_bytes_ = config_.max_message_bytes > 0
                      ? config_.max_message_bytes

@@ -13,6 +13,8 @@
 namespace dmlps::worker {
 namespace {
 
+constexpr int64_t kFloatBytes = sizeof(float);
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
@@ -83,7 +85,7 @@ Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, 
   net::Frames payload;
   if (values_ != nullptr && !values_->empty()) {
     hello.num_params = static_cast<int64_t>(values_->size());
-    proto::AppendTensor(values_, proto::kDefaultChunkBytes, &payload);
+    proto::AppendTensor(values_, proto::ChunkBytesFor(hello.num_params * kFloatBytes), &payload);
   }
   return to.SendMessage(nullptr, hello, std::move(payload));
 }
@@ -244,8 +246,8 @@ Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<
   // the later ones are on the wire.
   if (shards_.empty()) {
     push.num_params = welcome_.num_params;
-    return endpoint_->SendWithPayload(nullptr, push, std::move(payload), proto::kDefaultChunkBytes,
-                                      then);
+    return endpoint_->SendWithPayload(nullptr, push, std::move(payload),
+                                      proto::ChunkBytesFor(push.num_params * kFloatBytes), then);
   }
   // Each shard its slice, the others first: shard 0's orders for this push
   // then find it there. ZeroMQ's I/O threads send them in parallel.
@@ -253,11 +255,12 @@ Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<
     proto::Push slice = push;
     slice.num_params = Bound(k + 1) - Bound(k);
     DMLPS_RETURN_IF_ERROR(shards_[k - 1].SendWithPayload(
-        nullptr, slice, payload, Bound(k), slice.num_params, proto::kDefaultChunkBytes));
+        nullptr, slice, payload, Bound(k), slice.num_params,
+        proto::ChunkBytesFor(slice.num_params * kFloatBytes)));
   }
   push.num_params = Bound(1);
   return endpoint_->SendWithPayload(nullptr, push, std::move(payload), 0, Bound(1),
-                                    proto::kDefaultChunkBytes, then);
+                                    proto::ChunkBytesFor(Bound(1) * kFloatBytes), then);
 }
 
 Status ServerLink::HandleAside(const proto::Message& message) {

@@ -33,8 +33,10 @@ struct TransportConfig {
   std::vector<int64_t> sum_threads = {1, 2};  // ModelStore threads of the sum rows
   int64_t rounds = 21;  // timed repetitions of each measurement, taken in 3 turns
   int64_t warmup = 2;   // untimed ones at the start of each turn
-  int64_t chunk_bytes = proto::kDefaultChunkBytes;  // streamed chunk (and raw piece) size
-  std::chrono::milliseconds timeout{30000};         // the longest any one wait may last
+  // Streamed chunk (and raw piece) size; 0: the size dmlps-server and
+  // dmlps-worker choose for each payload (proto::ChunkBytesFor).
+  int64_t chunk_bytes = 0;
+  std::chrono::milliseconds timeout{30000};  // the longest any one wait may last
   bool curve = false;  // also measure dmlps round trips encrypted with CURVE (dmlps-curve rows)
   // dmlps-sharded rows: the model cut over each of these numbers of server
   // shards (see server::ShardBounds), with shard_workers workers; empty: none.
@@ -42,6 +44,9 @@ struct TransportConfig {
   int64_t shard_workers = 4;
   bool sharded_only = false;  // measure the dmlps-sharded rows and nothing else
 };
+
+// The chunk size a payload of `payload_bytes` is measured with.
+int64_t ChunkBytes(const TransportConfig& config, int64_t payload_bytes);
 
 // Every problem with a config, one line each; empty when it can run.
 std::vector<std::string> ValidateTransportConfig(const TransportConfig& config);

@@ -19,11 +19,22 @@ namespace dmlps::proto {
 
 // A tensor larger than this many bytes is streamed, each chunk a message of
 // its own, so that the receiver works on one chunk while the next is on the
-// wire. 1 MiB measured best on a 2-core machine between 128 KiB and 4 MiB
-// (dmlps-bench transport --chunk-bytes): small enough that the server's
-// work on a chunk overlaps the transfer of the next, large enough that the
-// messages' own cost stays small.
+// wire; it is also the largest chunk. 1 MiB measured best for large payloads
+// on a 2-core machine between 128 KiB and 4 MiB (dmlps-bench transport
+// --chunk-bytes): small enough that the server's work on a chunk overlaps the
+// transfer of the next, large enough that the messages' own cost stays small.
 inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
+// The smallest chunk of a streamed payload, and the fewest chunks one is cut
+// into while its chunks stay above that size: the work on the last chunk,
+// which nothing overlaps, is then at most a sixteenth of the payload's.
+inline constexpr int64_t kMinChunkBytes = 256 << 10;
+inline constexpr int64_t kMinChunksPerPayload = 16;
+
+// The chunk size dmlps sends a payload of `payload_bytes` with: whole up to
+// kDefaultChunkBytes; above, a sixteenth of it rounded up to 4 KiB, at least
+// kMinChunkBytes and at most kDefaultChunkBytes (4 MiB: 16 chunks of
+// 256 KiB; 64 MiB: 64 of 1 MiB).
+int64_t ChunkBytesFor(int64_t payload_bytes);
 // The most floats one chunk may announce: the largest frame a peer accepts.
 inline constexpr int64_t kMaxChunkFloats =
     (int64_t{256} << 20) / static_cast<int64_t>(sizeof(float));
