@@ -45,10 +45,9 @@ std::string Title(const TransportConfig& c) {
     title += fmt::format("; dmlps-sharded with {} server shards and {} workers",
                          Commas(c.shards, number), c.shard_workers);
   }
-  title +=
-      fmt::format("; chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
-                  c.chunk_bytes == 0 ? "dmlps's (auto)" : FormatByteSize(c.chunk_bytes),
-                  c.rounds, std::min(c.rounds, kTurns), c.warmup);
+  title += fmt::format("; chunks of {}; median of {} rounds in {} turns, each after {} warm-up",
+                       c.chunk_bytes == 0 ? "dmlps's (auto)" : FormatByteSize(c.chunk_bytes),
+                       c.rounds, std::min(c.rounds, kTurns), c.warmup);
   return title;
 }
 

@@ -115,10 +115,9 @@ Status PushToShards(std::vector<net::Endpoint>& endpoints, const std::vector<int
   for (size_t i = 1; i <= shards; ++i) {
     const size_t k = i % shards;  // 1, 2, ..., then 0
     push.num_params = bounds[k + 1] - bounds[k];
-    DMLPS_RETURN_IF_ERROR(endpoints[k].SendWithPayload(nullptr, push, gradient, bounds[k],
-                                                       push.num_params,
-                                                       ChunkBytes(config, push.num_params * kFloatBytes),
-                                                       &pull));
+    DMLPS_RETURN_IF_ERROR(
+        endpoints[k].SendWithPayload(nullptr, push, gradient, bounds[k], push.num_params,
+                                     ChunkBytes(config, push.num_params * kFloatBytes), &pull));
   }
   return Status::Ok();
 }

@@ -1,6 +1,6 @@
-#include <algorithm>
 #include "dmlps/proto/codec.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <bit>

@@ -65,9 +65,8 @@ void RemoteEvaluator::SendNext() {
   sent_us_ = trace::NowMicros();
   const auto size = static_cast<int64_t>(out_->params->size());
   net::Frames payload;
-  proto::AppendTensor(
-      out_->params,
-      proto::ChunkBytesFor(size * static_cast<int64_t>(sizeof(float))), &payload);
+  proto::AppendTensor(out_->params,
+                      proto::ChunkBytesFor(size * static_cast<int64_t>(sizeof(float))), &payload);
   Status sent = endpoint_.SendMessage(&*identity_, proto::Evaluate{out_id_, out_->iteration, size},
                                       std::move(payload));
   if (!sent.ok()) Lose("cannot send it a snapshot: " + sent.ToString());

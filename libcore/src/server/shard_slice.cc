@@ -69,9 +69,8 @@ Result<InitialSlice> TakeInitialSlice(const proto::Welcome& welcome,
 
 void AppendSliceFrames(std::shared_ptr<const std::vector<float>> values, int64_t begin,
                        int64_t count, std::vector<zmq::message_t>* frames) {
-  const int64_t per_frame =
-      proto::ChunkBytesFor(count * static_cast<int64_t>(sizeof(float))) /
-      static_cast<int64_t>(sizeof(float));
+  const int64_t per_frame = proto::ChunkBytesFor(count * static_cast<int64_t>(sizeof(float))) /
+                            static_cast<int64_t>(sizeof(float));
   for (int64_t offset = 0; offset < count; offset += per_frame) {
     proto::AppendRange(values, begin + offset, std::min(per_frame, count - offset), frames);
   }

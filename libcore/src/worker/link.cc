@@ -254,9 +254,9 @@ Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<
   for (size_t k = 1; k <= shards_.size(); ++k) {
     proto::Push slice = push;
     slice.num_params = Bound(k + 1) - Bound(k);
-    DMLPS_RETURN_IF_ERROR(shards_[k - 1].SendWithPayload(
-        nullptr, slice, payload, Bound(k), slice.num_params,
-        proto::ChunkBytesFor(slice.num_params * kFloatBytes)));
+    DMLPS_RETURN_IF_ERROR(
+        shards_[k - 1].SendWithPayload(nullptr, slice, payload, Bound(k), slice.num_params,
+                                       proto::ChunkBytesFor(slice.num_params * kFloatBytes)));
   }
   push.num_params = Bound(1);
   return endpoint_->SendWithPayload(nullptr, push, std::move(payload), 0, Bound(1),
