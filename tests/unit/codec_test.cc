@@ -2,11 +2,16 @@
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "dmlps/base/msgpack_double.h"
 #include "dmlps/net/endpoint.h"
@@ -410,6 +415,48 @@ TEST_CASE("a message crosses a real ROUTER/DEALER pair with its payload") {
   got = pair.server->Receive(&frames, std::chrono::milliseconds(50));
   REQUIRE(got.ok());
   CHECK_FALSE(*got);
+}
+
+// Whether this host has an IPv6 loopback; tests of IPv6 addresses skip
+// without one.
+bool HasIpv6Loopback() {
+  std::ifstream interfaces("/proc/net/if_inet6");
+  std::string line;
+  while (std::getline(interfaces, line)) {
+    if (line.rfind("00000000000000000000000000000001", 0) == 0) return true;
+  }
+  return false;
+}
+
+TEST_CASE("IPv6 addresses and wildcard binds speak IPv6, and a wildcard IPv4 too") {
+  if (!HasIpv6Loopback()) {
+    MESSAGE("skipped: this host has no IPv6 loopback");
+    return;
+  }
+  for (const std::string bind : {"tcp://[::1]:*", "tcp://*:*"}) {
+    CAPTURE(bind);
+    zmq::context_t context;
+    Result<net::Endpoint> server = net::Endpoint::Bind(context, bind);
+    REQUIRE(server.ok());
+    const std::string port = server->address().substr(server->address().rfind(':') + 1);
+    std::vector<std::string> peers = {"tcp://[::1]:" + port};
+    if (bind == "tcp://*:*") peers.push_back("tcp://127.0.0.1:" + port);
+    for (const std::string& peer : peers) {
+      CAPTURE(peer);
+      Result<net::Endpoint> client = net::Endpoint::Connect(context, peer);
+      REQUIRE(client.ok());
+      REQUIRE(client->SendMessage(nullptr, Pull{7}).ok());
+      net::Frames frames;
+      Result<bool> arrived = server->Receive(&frames, std::chrono::seconds(5));
+      REQUIRE(arrived.ok());
+      REQUIRE(*arrived);
+      REQUIRE(frames.size() == 2);  // the peer's routing id, then the message
+      Result<Message> got = DecodeMessage(frames, 1);
+      REQUIRE(got.ok());
+      REQUIRE(std::holds_alternative<Pull>(got->body));
+      CHECK(std::get<Pull>(got->body).clock == 7);
+    }
+  }
 }
 
 TEST_CASE("binding an address twice is an Unavailable error, a bad address InvalidArgument") {

@@ -223,6 +223,13 @@ TEST_CASE("under torchrun the server runs at MASTER_ADDR, at the port above MAST
   CHECK(worker.server == "tcp://10.1.2.3:29501");  // torchrun's store holds 29500
   CHECK(worker.bind == "tcp://127.0.0.1:29501");
 
+  // An IPv6 MASTER_ADDR is put in brackets, as ZeroMQ's tcp:// wants it.
+  std::map<std::string, std::string> v6 = vars;
+  v6["MASTER_ADDR"] = "fd00::17";
+  CHECK(ReadLaunchDefaults(Env(v6)).server == "tcp://[fd00::17]:29501");
+  v6["MASTER_ADDR"] = "[fd00::17]";
+  CHECK(ReadLaunchDefaults(Env(v6)).server == "tcp://[fd00::17]:29501");
+
   vars["DMLPS_PORT"] = "6000";  // dmlps's own variables beat the launcher's
   CHECK(ReadLaunchDefaults(Env(vars)).server == "tcp://10.1.2.3:6000");
   vars["DMLPS_SERVER"] = "tcp://server:7000";

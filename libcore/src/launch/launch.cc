@@ -295,6 +295,8 @@ LaunchDefaults ReadLaunchDefaults(const EnvLookup& env) {
   }
   std::string host = d.launcher.server_host;
   if (host.empty()) host = d.launcher.hosts.empty() ? "127.0.0.1" : d.launcher.hosts.front();
+  // An IPv6 address (torchrun's MASTER_ADDR may be one) goes in brackets.
+  if (host.find(':') != std::string::npos && !host.starts_with("[")) host = Cat("[", host, "]");
   d.server = Cat("tcp://", host, ":", std::to_string(port));
   if (const char* server = env("DMLPS_SERVER"); server != nullptr && *server != '\0') {
     d.server = server;

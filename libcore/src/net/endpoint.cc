@@ -69,7 +69,19 @@ void SeedRoutingIds() {
   });
 }
 
-void ConfigureCommon(zmq::socket_t& socket) {
+// A tcp:// address whose host is an IPv6 literal ("[::1]") or every
+// interface ("*"): ZeroMQ speaks IPv6 on a socket only when asked to, and a
+// wildcard then listens on both families (IPv4 alone where the host has no
+// IPv6).
+bool WantsIpv6(std::string_view address) {
+  constexpr std::string_view kTcp = "tcp://";
+  if (address.substr(0, kTcp.size()) != kTcp) return false;
+  const std::string_view host = address.substr(kTcp.size());
+  return host.starts_with("[") || host.starts_with("*:");
+}
+
+void ConfigureCommon(zmq::socket_t& socket, std::string_view address) {
+  if (WantsIpv6(address)) socket.set(zmq::sockopt::ipv6, 1);
   socket.set(zmq::sockopt::linger, static_cast<int>(kLinger.count()));
   socket.set(zmq::sockopt::maxmsgsize, kMaxFrameBytes);
   socket.set(zmq::sockopt::sndhwm, 100000);
@@ -130,7 +142,7 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
   SeedRoutingIds();
   try {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::router);
-    ConfigureCommon(*socket);
+    ConfigureCommon(*socket, address);
     socket->set(zmq::sockopt::maxmsgsize, options.max_frame_bytes);
     // Sending to a worker that has gone must fail loudly, not vanish.
     socket->set(zmq::sockopt::router_mandatory, 1);
@@ -177,7 +189,7 @@ Result<Endpoint> Endpoint::Connect(zmq::context_t& context, const std::string& a
   }
   try {
     auto socket = std::make_unique<zmq::socket_t>(context, zmq::socket_type::dealer);
-    ConfigureCommon(*socket);
+    ConfigureCommon(*socket, address);
     if (curve) {
       char public_key[41] = {};
       if (zmq_curve_public(public_key, options.curve_secret.c_str()) != 0) {

@@ -77,8 +77,8 @@ struct LaunchDefaults {
 
 // The server address is DMLPS_SERVER when set, else tcp://HOST:PORT with
 // HOST the launcher's server_host, else the first host of the node list,
-// else 127.0.0.1, and PORT DMLPS_PORT, else the launcher's server_port, else
-// 5555; the bind address is tcp://127.0.0.1:PORT. DMLPS_ variables beat the
+// else 127.0.0.1 (an IPv6 address in brackets), and PORT DMLPS_PORT, else the launcher's
+// server_port, else 5555; the bind address is tcp://127.0.0.1:PORT. DMLPS_ variables beat the
 // launcher's, as flags beat both.
 LaunchDefaults ReadLaunchDefaults(const EnvLookup& env);
 // The same, from this process's environment.
