@@ -67,6 +67,8 @@ cli::Program ReadRunFlags(cli::FlagReader& flags) {
   bench::ExperimentOptions options;
   options.cluster.bin_dir = flags.Has("bin") ? flags.String("bin") : cli::ProgramFolder();
   options.cluster.threads = flags.Int("threads", 1, 1024);
+  // --shards is transport's flag too (a list there): here one count.
+  options.cluster.shards = flags.Has("shards") ? flags.Int("shards", 1, 64) : 1;
   if (flags.Has("worker-command")) options.cluster.worker_command = flags.String("worker-command");
   if (flags.Has("evaluator-command"))
     options.cluster.evaluator_command = flags.String("evaluator-command");

@@ -51,7 +51,8 @@ void AddTransportOptions(cxxopts::Options& options) {
         JoinCounts(d.workers)},
        {"shards",
         "Server shards of the dmlps-sharded clusters measured, comma-separated, or none "
-        "(sim: the server shards simulated, one count, default 1)",
+        "(run: one count, the server run as that many shards; sim: the server shards "
+        "simulated, one count; default 1 for both)",
         "N,...", JoinCounts(d.shards)},
        {"shard-workers", "Workers of the dmlps-sharded clusters", "N",
         std::to_string(d.shard_workers)},

@@ -165,6 +165,9 @@ std::string ScheduleText(const std::vector<std::pair<int64_t, double>>& entries)
   return text;
 }
 
+// "K/S", as --shard takes it.
+std::string ShardName(int64_t k, int64_t shards) { return fmt::format("{}/{}", k, shards); }
+
 std::string WorkerTrace(const ClusterOptions& options, int64_t rank) {
   return (fs::path(options.trace_dir) / fmt::format("worker-{}.trace", rank)).string();
 }
@@ -213,16 +216,27 @@ std::string WhyExited(const std::string& who, int code, const std::string& log) 
 // otherwise leave the server waiting until the run's deadline.
 constexpr std::chrono::seconds kClientsGoneGrace{10};
 
-// The processes of one run beside the server: its workers (dmlps-worker or
-// the user's command) and the user's evaluator, if any. Killed when
-// destroyed, as each Child is.
+// The processes of one run beside the server: the other server shards, its
+// workers (dmlps-worker or the user's command) and the user's evaluator, if
+// any. Killed when destroyed, as each Child is.
 class Clients {
  public:
   Clients(const Experiment& e, const ClusterOptions& options, const fs::path& dir)
       : e_(e), options_(options), dir_(dir) {}
 
-  // Starts them all, the server being at `endpoint`.
+  // Starts them all, the server (shard 0) being at `endpoint`.
   Status Start(const std::string& endpoint) {
+    for (int64_t k = 1; k < options_.shards; ++k) {
+      shards_.push_back(std::make_unique<Child>());
+      const std::string server = (fs::path(options_.bin_dir) / "dmlps-server").string();
+      if (Status s =
+              shards_.back()->Start({server, "--bind", "tcp://127.0.0.1:*", "--shard",
+                                     ShardName(k, options_.shards), "--coordinator", endpoint},
+                                    "/dev/null", ShardLog(k));
+          !s.ok()) {
+        return s;
+      }
+    }
     const bool own = !options_.worker_command.empty();
     for (int64_t r = 0; r < e_.workers; ++r) {
       workers_.push_back(std::make_unique<Child>());
@@ -248,6 +262,13 @@ class Clients {
   // worker (or the evaluator) is gone and the server has not ended within
   // kClientsGoneGrace. "" while all is well.
   std::string Failure() {
+    for (size_t i = 0; i < shards_.size(); ++i) {
+      Child& shard = *shards_[i];
+      if (shard.running() && shard.Poll() && shard.exit_code() != 0) {
+        const auto k = static_cast<int64_t>(i) + 1;
+        return WhyExited(fmt::format("server shard {}", k), shard.exit_code(), ShardLog(k));
+      }
+    }
     bool all_gone = !workers_.empty();
     for (size_t r = 0; r < workers_.size(); ++r) {
       Child& w = *workers_[r];
@@ -300,8 +321,10 @@ class Clients {
     std::vector<Child*> all;
     for (auto& w : workers_) all.push_back(w.get());
     if (evaluator_ != nullptr) all.push_back(evaluator_.get());
+    for (auto& shard : shards_) all.push_back(shard.get());  // after the workers they serve
     return all;
   }
+  std::string ShardLog(int64_t k) const { return (dir_ / fmt::format("shard-{}.log", k)).string(); }
   std::string WorkerLog(int64_t rank) const {
     return (dir_ / fmt::format("worker-{}.log", rank)).string();
   }
@@ -323,6 +346,7 @@ class Clients {
   const Experiment& e_;
   const ClusterOptions& options_;
   const fs::path dir_;
+  std::vector<std::unique_ptr<Child>> shards_;
   std::vector<std::unique_ptr<Child>> workers_;
   std::unique_ptr<Child> evaluator_;
   std::optional<Clock::time_point> gone_since_;
@@ -405,6 +429,7 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
     argv.insert(argv.end(), {"--trace", (fs::path(options.trace_dir) / "server.trace").string()});
   }
   if (!options.evaluator_command.empty()) argv.push_back("--evaluator");
+  if (options.shards > 1) argv.insert(argv.end(), {"--shard", ShardName(0, options.shards)});
   return argv;
 }
 

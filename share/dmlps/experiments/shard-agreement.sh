@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Sharded servers on this host, real against simulated, as docs/simulator.md
-# compares one server. For each shard count S: dmlps-bench run with its
-# dmlps-server replaced by a wrapper (in --out/bin-S) that starts the real
-# one as shard 0 of S and, once it listens, shards 1 to S-1 on loopback;
-# then dmlps-bench sim --shards S --shared-cores 2 with the step cost
+# compares one server. For each shard count S: dmlps-bench run --shards S
+# (the server as shard 0 of S, shards 1 to S-1 on loopback); then
+# dmlps-bench sim --shards S --shared-cores 2 with the step cost
 # given. Prints both tables for each S; compare time per iteration
 # (seconds / iterations) and iterations to the target. Exits 70 when a run
 # fails.
@@ -35,55 +34,9 @@ for s in "${shard_counts[@]}"; do
 done
 [[ "$cost" =~ ^[0-9.]+,[0-9.]+$ ]] || { echo "$NAME: error: --compute-cost: '$cost' is not A,C" >&2; exit 64; }
 
-# wrapper S DIR: a dmlps-server in DIR that runs the real one as shard 0 of
-# S and starts the other shards once its endpoint file is written. They
-# end when shard 0 does (or are killed 10 s later); a signal ends them all.
-wrapper() {
-  local s=$1 dir=$2
-  mkdir -p "$dir"
-  ln -sf "$(cd "$bin" && pwd)/dmlps-worker" "$dir/dmlps-worker"
-  cat >"$dir/dmlps-server" <<WRAP
-#!/usr/bin/env bash
-real='$(cd "$bin" && pwd)/dmlps-server'
-endpoint=""
-args=("\$@")
-for ((i = 0; i + 1 < \${#args[@]}; i++)); do
-  [ "\${args[i]}" = --endpoint-file ] && endpoint=\${args[i + 1]}
-done
-"\$real" "\$@" --shard 0/$s &
-first=\$!
-others=()
-trap 'kill "\$first" "\${others[@]}" 2>/dev/null; exit 143' TERM INT
-for _ in \$(seq 1200); do
-  { [ -n "\$endpoint" ] && [ -s "\$endpoint" ]; } && break
-  kill -0 "\$first" 2>/dev/null || break
-  sleep 0.05
-done
-if [ -n "\$endpoint" ] && [ -s "\$endpoint" ]; then
-  for ((k = 1; k < $s; k++)); do
-    "\$real" --bind 'tcp://127.0.0.1:*' --shard "\$k/$s" --coordinator "\$(head -n 1 "\$endpoint")" \\
-      2>"\$(dirname "\$endpoint")/shard-\$k.log" &
-    others+=(\$!)
-  done
-fi
-rc=0
-wait "\$first" || rc=\$?
-for _ in \$(seq 100); do
-  alive=0
-  for p in "\${others[@]}"; do kill -0 "\$p" 2>/dev/null && alive=1; done
-  [ "\$alive" = 0 ] && break
-  sleep 0.1
-done
-kill "\${others[@]}" 2>/dev/null || true
-exit "\$rc"
-WRAP
-  chmod +x "$dir/dmlps-server"
-}
-
 for s in "${shard_counts[@]}"; do
-  wrapper "$s" "$out/bin-$s"
   echo "== real, $s shards"
-  "$bin/dmlps-bench" run --repeat "$repeat" --bin "$out/bin-$s" --policies "$policies" \
+  "$bin/dmlps-bench" run --repeat "$repeat" --shards "$s" --policies "$policies" \
     --out "$out/runs-$s" "${extra[@]}" || { echo "$NAME: error: a real run failed ($out/runs-$s)" >&2; exit 70; }
   echo
   echo "== simulated, $s shards"

@@ -21,6 +21,10 @@ struct ClusterOptions {
   std::string run_dir;    // this run's logs, endpoint file and report; created if missing
   std::string trace_dir;  // this run's traces (server.trace, worker-R.trace); empty: none
   int64_t threads = 1;    // each worker's --threads
+  // Server shards: the server runs as shard 0 of S and, once it listens,
+  // shards 1 to S-1 join it on loopback (dmlps-server --shard K/S
+  // --coordinator), their logs shard-K.log. 1: one unsharded server.
+  int64_t shards = 1;
   // How long the processes may take to start and load their data, and to
   // exit once the server has stopped, beyond the experiment's --max-seconds.
   std::chrono::seconds slack{120};
