@@ -66,12 +66,15 @@ DMLPS_AVX2 inline float Sum8(__m256 v) {
 }
 
 // z[k] = w_k . x for the K classes whose weights start at w, pdim apart.
+// Asks for `next`'s row meanwhile: rows lie anywhere in the data set, and
+// this pass is the first to touch them.
 template <int K>
 DMLPS_AVX2 void ForwardBlock(const float* w, int64_t pdim, const float* x, const Row& row,
-                             float* z) {
+                             const float* next, float* z) {
   __m256 acc[K];
   for (int k = 0; k < K; ++k) acc[k] = _mm256_setzero_ps();
   for (int64_t c = 0; c < row.full; ++c) {
+    if (c % 2 == 0) _mm_prefetch(reinterpret_cast<const char*>(next + c * kLanes), _MM_HINT_T0);
     const __m256 xv = _mm256_loadu_ps(x + c * kLanes);
     for (int k = 0; k < K; ++k) {
       acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(w + k * pdim + c * kLanes), xv, acc[k]);
@@ -104,7 +107,7 @@ DMLPS_AVX2 void BackwardBlock(const float* rows, int64_t dim, std::span<const in
   for (int k = 0; k < K; ++k) _mm256_storeu_ps(g + k * pdim, acc[k]);
 }
 
-using ForwardFn = void (*)(const float*, int64_t, const float*, const Row&, float*);
+using ForwardFn = void (*)(const float*, int64_t, const float*, const Row&, const float*, float*);
 using BackwardFn = void (*)(const float*, int64_t, std::span<const int64_t>, const float*, int64_t,
                             int64_t, int64_t, const Row*, float*, int64_t);
 
@@ -138,9 +141,10 @@ DMLPS_AVX2 void Forward(const float* weights, int64_t pdim, const data::Dataset&
   const int64_t classes = data.classes;
   for (size_t j = 0; j < samples.size(); ++j) {
     const float* x = data.dense.data() + samples[j] * data.dim;
+    const float* next = data.dense.data() + samples[std::min(j + 1, samples.size() - 1)] * data.dim;
     float* z = logits + static_cast<int64_t>(j) * classes;
     for (const Block& b : blocks) {
-      kForward[static_cast<size_t>(b.size - 1)](weights + b.first * pdim, pdim, x, row,
+      kForward[static_cast<size_t>(b.size - 1)](weights + b.first * pdim, pdim, x, row, next,
                                                 z + b.first);
     }
   }
