@@ -122,11 +122,13 @@ TEST_CASE("sim push gradients: softmax's rows in place, the same bits on any num
       const std::span<const float> got = gradients.Take(p.worker);
       const std::vector<float> want = Direct(spec, data, *p.model, p.samples);
       REQUIRE(got.size() == want.size());
-      for (size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
+      for (size_t i = 0; i < want.size(); ++i)
+        CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
       if (threads == 1) {
         first_run.emplace_back(got.begin(), got.end());
       } else {
-        CHECK(std::vector<float>(got.begin(), got.end()) == first_run[static_cast<size_t>(p.worker)]);
+        CHECK(std::vector<float>(got.begin(), got.end()) ==
+              first_run[static_cast<size_t>(p.worker)]);
       }
     }
   }

@@ -1,5 +1,7 @@
 // Softmax regression's gradient read in place from the rows, with AVX2:
 // the gradient of a gathered batch to rounding, and the same bits every time.
+#include "model/softmax_rows.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <random>
 #include <vector>
 
-#include "model/softmax_rows.h"
 #include "model_test_util.h"
 
 namespace dmlps::model {

@@ -177,8 +177,8 @@ bool CpuHasAvx2() { return false; }
 }  // namespace
 
 bool SoftmaxRowsFit(const ModelSpec& spec, const data::Dataset& data) {
-  return !spec.is_cnn() && spec.hidden.empty() && !data.sparse() &&
-         data.dim == spec.input_dim && data.classes == spec.classes && CpuHasAvx2();
+  return !spec.is_cnn() && spec.hidden.empty() && !data.sparse() && data.dim == spec.input_dim &&
+         data.classes == spec.classes && CpuHasAvx2();
 }
 
 void SoftmaxRowsLoadWeights(const ModelSpec& spec, std::span<const float> params,
