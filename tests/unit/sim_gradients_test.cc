@@ -96,5 +96,43 @@ TEST_CASE("sim push gradients: the same on any number of threads, taken in any o
   }
 }
 
+TEST_CASE("sim push gradients: softmax's rows in place, the same bits on any number of threads") {
+  std::mt19937_64 rng(5);
+  const data::Dataset data = MakeData(rng);
+  const model::ModelSpec spec = MustParse("softmax", kDim, kClasses);
+  const int64_t params = model::Model(spec).num_params();
+  constexpr int64_t kWorkers = 10;
+  std::uniform_int_distribution<int64_t> row(0, kRows - 1);
+  // Two model versions, each shared by half the workers, as a round's pushes are.
+  const std::vector<std::shared_ptr<const std::vector<float>>> models = {
+      std::make_shared<const std::vector<float>>(RandomVector<float>(params, 0.5f, rng)),
+      std::make_shared<const std::vector<float>>(RandomVector<float>(params, 0.5f, rng))};
+  std::vector<Push> pushes;
+  for (int64_t w = 0; w < kWorkers; ++w) {
+    Push push{w, models[static_cast<size_t>(w % 2)], {}};
+    for (int i = 0; i < 7; ++i) push.samples.push_back(row(rng));
+    pushes.push_back(push);
+  }
+  std::vector<std::vector<float>> first_run;
+  for (int64_t threads : {1, 2, 4}) {
+    CAPTURE(threads);
+    PushGradients gradients(spec, data, threads);
+    for (const Push& p : pushes) gradients.Expect(p.worker, p.model, p.samples);
+    for (const Push& p : pushes) {
+      const std::span<const float> got = gradients.Take(p.worker);
+      const std::vector<float> want = Direct(spec, data, *p.model, p.samples);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < want.size(); ++i)
+        CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
+      if (threads == 1) {
+        first_run.emplace_back(got.begin(), got.end());
+      } else {
+        CHECK(std::vector<float>(got.begin(), got.end()) ==
+              first_run[static_cast<size_t>(p.worker)]);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dmlps::sim

@@ -15,8 +15,10 @@ constexpr int64_t kTasksPerThread = 4;
 
 PushGradients::PushGradients(const model::ModelSpec& spec, const data::Dataset& train,
                              int64_t threads)
-    : train_(train),
+    : spec_(spec),
+      train_(train),
       num_params_(model::Model(spec).num_params()),
+      rows_kernel_(model::SoftmaxRowsFit(spec, train)),
       pool_(std::max<int64_t>(threads, 1)) {
   // The pool may have started fewer threads than asked for.
   for (int64_t t = 0; t < pool_.threads(); ++t) scratch_.emplace_back(spec);
@@ -78,6 +80,16 @@ void PushGradients::ComputeAll(const std::vector<int64_t>& ws) {
     Scratch& s = scratch_[static_cast<size_t>(t)];
     for (int64_t i = t; i < count; i += threads) {
       Task& task = tasks_[static_cast<size_t>(ws[static_cast<size_t>(i)])];
+      if (rows_kernel_) {
+        // Tasks on one model version (all of a BSP round's) lay it out once.
+        if (s.rows_model != task.model) {
+          model::SoftmaxRowsLoadWeights(spec_, *task.model, &s.rows);
+          s.rows_model = task.model;
+        }
+        model::SoftmaxRowsLossAndGradient(spec_, *task.model, train_, task.samples, task.grad,
+                                          &s.rows);
+        continue;
+      }
       train_.Gather(task.samples, &s.x, &s.y);
       s.model.LossAndGradient(*task.model, s.x, s.y, task.grad);
     }

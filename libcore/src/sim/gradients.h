@@ -7,7 +7,8 @@
 // threads at once: pushes from many workers are in flight together, and the
 // server stages them one after another. Every gradient is computed by the
 // same code on buffers of its own, so the results do not depend on the
-// number of threads.
+// number of threads. Softmax regression on dense rows takes its rows in
+// place where the CPU has AVX2 (model/softmax_rows.h).
 #ifndef DMLPS_SIM_GRADIENTS_H_
 #define DMLPS_SIM_GRADIENTS_H_
 
@@ -21,6 +22,7 @@
 #include "dmlps/base/thread_pool.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
+#include "model/softmax_rows.h"
 
 namespace dmlps::sim {
 
@@ -61,6 +63,10 @@ class PushGradients {
     model::Model model;
     Eigen::MatrixXf x;
     std::vector<int32_t> y;
+    model::SoftmaxRowsScratch rows;
+    // The model whose weights rows holds; kept alive so that it cannot be
+    // mistaken for a new one at the same address.
+    std::shared_ptr<const std::vector<float>> rows_model;
   };
 
   // Computes the tasks of workers `ws` on the threads, each into a buffer of its own.
@@ -68,8 +74,11 @@ class PushGradients {
   std::vector<float> Buffer();
   void Release(std::vector<float>& buffer);
 
+  const model::ModelSpec spec_;
   const data::Dataset& train_;
   const int64_t num_params_;
+  // Softmax regression on dense rows: computed in place, with no gather.
+  const bool rows_kernel_;
   std::vector<Task> tasks_;    // by worker
   std::deque<Entry> pending_;  // expected gradients waiting, oldest first
   uint64_t next_ticket_ = 1;
