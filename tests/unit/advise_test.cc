@@ -258,6 +258,85 @@ TEST_CASE("advise: a run's traces give each worker's steady pace, delays and the
   CHECK(HasSteadyStraggler(p));
 }
 
+// A BSP run of 100 iterations of 10 ms steps on 4 workers where, in each
+// iteration, worker `clock mod 4` sleeps 20 ms (--round-robin-ms 20), or
+// with `independent` the same share of sleeps at no pattern.
+std::vector<trace::Record> RotatingRun(bool independent) {
+  std::vector<trace::Record> records;
+  records.push_back(Instant("start", 0, {{"policy", "bsp"}, {"workers", int64_t{4}}}));
+  for (int64_t clock = 0; clock < 100; ++clock) {
+    const int64_t t = 1000 + clock * 32000;
+    for (int64_t w = 0; w < 4; ++w) {
+      const std::string node = "worker-" + std::to_string(w);
+      records.push_back(
+          Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
+      const int64_t turn = independent ? (clock * 7 + w * w * 3 + clock / 3) % 4 : clock % 4;
+      const int64_t straggle = turn == w ? 20000 : 0;
+      if (straggle > 0) {
+        records.push_back(
+            Span(node, "compute", "straggle", t + 10000, straggle, {{"clock", clock}}));
+      }
+      records.push_back(Span(node, "comm", "push", t + 10000 + straggle, 500,
+                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
+      records.push_back(
+          Span(node, "wait", "pull", t + 10500 + straggle, 21500 - straggle, {{"clock", clock}}));
+    }
+  }
+  records.push_back(Instant("end", 3300000, {{"seconds", 3.2}, {"iterations", int64_t{100}}}));
+  return records;
+}
+
+TEST_CASE("advise: delays taking turns are simulated so; backup, dropping the delayed, wins") {
+  Result<MeasuredRun> run = MeasureRun(RotatingRun(false));
+  REQUIRE(run.ok());
+  const ClusterProfile& p = run->profile;
+  for (const WorkerProfile& w : p.workers) {
+    CHECK(w.step_s == doctest::Approx(0.010).epsilon(0.05));
+    CHECK(w.delay_prob == doctest::Approx(0.25).epsilon(0.1));
+  }
+  CHECK(DescribeProfile(p).find("delays taking turns") != std::string::npos);
+  AdvisorOptions options;
+  options.candidates = {"bsp", "backup:1"};
+  const Advice advice = MustAdvise(p, options);
+  // BSP waits for the sleeper every iteration, 20 ms; backup:1 never does.
+  const Prediction& bsp = Find(advice, "bsp");
+  const Prediction& backup = Find(advice, "backup:1");
+  CHECK(bsp.iteration_s > 0.028);
+  CHECK(backup.iteration_s < 0.8 * bsp.iteration_s);
+  CHECK(advice.recommended == "backup:1");
+
+  // The same share of delays at no pattern: each worker's own.
+  Result<MeasuredRun> scattered = MeasureRun(RotatingRun(true));
+  REQUIRE(scattered.ok());
+  CHECK_FALSE(scattered->profile.delays_rotate);
+  for (const WorkerProfile& w : scattered->profile.workers) CHECK(w.delay_prob > 0.1);
+}
+
+TEST_CASE("advise: delays rotate only when each worker's fall on a turn of its own") {
+  // Four workers of 20 steps, each delayed on its own residue mod 4.
+  std::vector<StepClocks> turns(4);
+  for (int64_t w = 0; w < 4; ++w) {
+    for (int64_t c = 0; c < 20; ++c) {
+      turns[w].measured.push_back(c);
+      if (c % 4 == w) turns[w].delayed.push_back(c);
+    }
+  }
+  CHECK(DelaysRotate(turns));
+  // Every worker delayed in the same iterations: correlated, but no rotation.
+  std::vector<StepClocks> together = turns;
+  for (StepClocks& w : together) w.delayed = turns[0].delayed;
+  CHECK_FALSE(DelaysRotate(together));
+  // One worker never delayed.
+  std::vector<StepClocks> one_spared = turns;
+  one_spared[2].delayed.clear();
+  CHECK_FALSE(DelaysRotate(one_spared));
+  // A worker delayed in one turn of its five: passing delays that happen to fall there.
+  std::vector<StepClocks> seldom = turns;
+  seldom[1].delayed = {1};
+  CHECK_FALSE(DelaysRotate(seldom));
+  CHECK_FALSE(DelaysRotate({turns[0]}));
+}
+
 TEST_CASE("advise: trace files and folders, and their errors") {
   testing::TempDir dir;
   {

@@ -319,6 +319,24 @@ TEST_CASE("auto: transient delays are no lasting change and do not hold decision
   }
 }
 
+TEST_CASE("auto: delays taking turns move it to backup, which drops the delayed worker") {
+  // In each iteration one worker, the next in turn, is held up 20 ms (the
+  // round-robin profile): every worker is delayed in a quarter of its
+  // steps, as under independent delays, but backup:1 never waits for one.
+  const AutoRun run = RunAuto(
+      4, [](WorkerId w, int64_t step) { return step % 4 == w ? 0.03 : 0.01; }, 10);
+  // The first decision, on six steps a worker, cannot tell a rotation; the
+  // next one, with two turns of each worker measured, does.
+  auto sees = std::find_if(run.decisions.begin(), run.decisions.end(), [](const Decision& d) {
+    return d.measured.find("delays taking turns") != std::string::npos;
+  });
+  REQUIRE(sees != run.decisions.end());
+  CHECK(sees->iteration <= 40);
+  CHECK(sees->running == "bsp");
+  CHECK(sees->chosen == "backup:1");
+  CHECK(run.running == "backup:1");
+}
+
 TEST_CASE("auto: a straggler on the accuracy's plateau near the target still moves it") {
   // The accuracy sits at 0.845 for a target of 0.85 from iteration 20 on,
   // as it does for tens of iterations in real runs; worker 3 turns 4x slow

@@ -48,6 +48,17 @@ std::pair<size_t, double> MostDelayed(const ClusterProfile& profile) {
   return {most, cost};
 }
 
+// The delays' mean length over the workers, weighted by their shares of
+// steps: what a rotating delay costs the worker whose turn it is.
+double RotationDelay(const ClusterProfile& profile) {
+  double weighted = 0, shares = 0;
+  for (const WorkerProfile& w : profile.workers) {
+    weighted += w.delay_prob * w.delay_s;
+    shares += w.delay_prob;
+  }
+  return shares > 0 ? weighted / shares : 0;
+}
+
 // The simulation of `policy` on the profile: workers as measured (the
 // fastest one's step is the cost model, the others' steady slowness their
 // slowdown factor), each with a machine of its own.
@@ -63,10 +74,14 @@ sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig
   config.cost.param_s = profile.param_s;
   config.cost.message_s = profile.message_s;
   config.network = {profile.link_gbps, profile.latency_s, false};
+  const double rotation_s = profile.delays_rotate ? RotationDelay(profile) : 0;
   for (const WorkerProfile& w : profile.workers) {
     worker::StragglerSpec spec;
     spec.slowdown = std::max(1.0, w.step_s / fastest);
-    if (w.delay_prob > 0 && w.delay_s > 0) {
+    if (rotation_s > 0) {
+      // The simulated worker of rank t mod N sleeps in iteration t.
+      spec.round_robin = std::chrono::microseconds(std::llround(rotation_s * 1e6));
+    } else if (w.delay_prob > 0 && w.delay_s > 0) {
       spec.delay_prob = w.delay_prob;
       spec.delay = std::chrono::microseconds(std::llround(w.delay_s * 1e6));
     }
@@ -107,6 +122,28 @@ Prediction Predict(const ClusterProfile& profile, const std::string& candidate,
 }
 
 }  // namespace
+
+bool DelaysRotate(const std::vector<StepClocks>& workers) {
+  const auto n = static_cast<int64_t>(workers.size());
+  if (n < 2) return false;
+  auto residue = [n](int64_t clock) { return ((clock % n) + n) % n; };
+  std::vector<bool> taken(static_cast<size_t>(n), false);
+  for (const StepClocks& w : workers) {
+    std::vector<int64_t> delayed(static_cast<size_t>(n), 0), turns(static_cast<size_t>(n), 0);
+    for (const int64_t c : w.delayed) ++delayed[static_cast<size_t>(residue(c))];
+    for (const int64_t c : w.measured) ++turns[static_cast<size_t>(residue(c))];
+    const auto most =
+        static_cast<size_t>(std::max_element(delayed.begin(), delayed.end()) - delayed.begin());
+    const auto on_turn = static_cast<double>(delayed[most]);
+    if (delayed[most] < 2 || taken[most] ||
+        on_turn < kRotationShare * static_cast<double>(w.delayed.size()) ||
+        on_turn < 0.5 * static_cast<double>(turns[most])) {
+      return false;
+    }
+    taken[most] = true;
+  }
+  return true;
+}
 
 std::vector<std::string> ValidateProfile(const ClusterProfile& profile) {
   std::vector<std::string> problems;
@@ -150,6 +187,10 @@ std::string DescribeProfile(const ClusterProfile& profile) {
   }
   const auto [delayed, cost] = MostDelayed(profile);
   const double fastest = FastestStep(profile);
+  if (profile.delays_rotate) {
+    return fmt::format("delays taking turns (one worker per iteration held up +{:.0f} ms)",
+                       RotationDelay(profile) * 1e3);
+  }
   // Delays that add a tenth of a step on average matter.
   if (cost > 0.1 * fastest) {
     const WorkerProfile& w = profile.workers[delayed];

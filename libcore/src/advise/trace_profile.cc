@@ -49,8 +49,10 @@ std::map<std::string, double> UnaccountedPerStep(const std::vector<trace::Record
   return gaps;
 }
 
-// One worker's steady level, delays and jitter from its history.
-WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch) {
+// One worker's steady level, delays and jitter from its history; the
+// clocks of the steps measured and of the delayed ones into `clocks`.
+WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch,
+                            StepClocks* clocks) {
   std::vector<double> per_sample;  // seconds per sample, step by step
   std::vector<double> speeds;
   const size_t skip = history.steps.size() > static_cast<size_t>(2 * kWarmupSteps)
@@ -73,8 +75,12 @@ WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch
   std::vector<double> logs;
   double delayed_s = 0;
   int64_t delayed = 0;
-  for (double s : recent) {
+  for (size_t i = 0; i < recent.size(); ++i) {
+    const double s = recent[i];
+    const int64_t clock = history.clocks[skip + from + i];
+    clocks->measured.push_back(clock);
     if (s >= kDelayFactor * level) {
+      clocks->delayed.push_back(clock);
       ++delayed;
       delayed_s += (s - level) * static_cast<double>(batch);
     } else {
@@ -151,14 +157,19 @@ Status MeasureNetwork(const std::vector<trace::Record>& records, const std::stri
   // Staging, the mean and momentum: about three passes over the parameters.
   if (!applies.empty()) profile->param_s = Median(applies) / (3 * params);
   // A push returns once its message is queued, so its span says nothing of
-  // the link. The worker that waits least for its model waits for the round
+  // the link. A worker that is the last of its round waits for the round
   // trip alone: two latencies, the server's handling, and the transfer of
   // its model behind those sent before it, half the round's on average (one
   // where each push is answered alone). The link's bandwidth is what makes
-  // that transfer take the rest.
+  // that transfer take the rest. A steady straggler is the last of every
+  // round; on an even cluster, or under delays taking turns, each worker is
+  // the last in one round of N: the quantile 1/(2N) of each worker's waits
+  // is such a round's, and the least of them the quickest round trip.
+  const double q = 0.5 / static_cast<double>(std::max<size_t>(1, profile->workers.size()));
   double quickest = -1;
   for (const auto& entry : waits) {
-    const double m = Median(entry.second);
+    const double m =
+        predict::LowerQuantile(entry.second, 0, static_cast<int64_t>(entry.second.size()), q);
     if (quickest < 0 || m < quickest) quickest = m;
   }
   const double models =
@@ -194,15 +205,18 @@ Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
   }
   run.profile.batch = std::max<int64_t>(1, std::llround(samples / steps));
   const std::map<std::string, double> gaps = UnaccountedPerStep(records);
-  for (const predict::WorkerHistory& h : histories) {
+  std::vector<StepClocks> clocks(histories.size());
+  for (size_t r = 0; r < histories.size(); ++r) {
+    const predict::WorkerHistory& h = histories[r];
     if (h.steps.empty()) {
       return Status::DataLoss(h.node + " took no step in the traces");
     }
-    run.profile.workers.push_back(MeasureWorker(h, run.profile.batch));
+    run.profile.workers.push_back(MeasureWorker(h, run.profile.batch, &clocks[r]));
     if (auto gap = gaps.find(h.node); gap != gaps.end()) {
       run.profile.workers.back().step_s += gap->second;
     }
   }
+  run.profile.delays_rotate = DelaysRotate(clocks);
   DMLPS_RETURN_IF_ERROR(MeasureNetwork(records, run.policy, &run.profile));
   return run;
 }

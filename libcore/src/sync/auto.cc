@@ -33,15 +33,18 @@ double Median(std::vector<double> values) {
 }
 
 // The last `n` values of `values`.
-std::vector<double> Last(const std::deque<double>& values, size_t n) {
+template <typename T>
+std::vector<T> Last(const std::deque<T>& values, size_t n) {
   n = std::min(n, values.size());
-  return std::vector<double>(values.end() - static_cast<std::ptrdiff_t>(n), values.end());
+  return std::vector<T>(values.end() - static_cast<std::ptrdiff_t>(n), values.end());
 }
 
 // One worker's profile from its per-sample times, plus `extra_s` per step
-// (its time beyond computing above the quickest worker's).
-advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample, double extra_s,
-                                 int64_t batch) {
+// (its time beyond computing above the quickest worker's); the steps' clocks
+// (`clock`, one each) and the delayed ones' into `clocks`.
+advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
+                                 const std::vector<int64_t>& clock, double extra_s, int64_t batch,
+                                 advise::StepClocks* clocks) {
   // The lower median: under half of the steps delayed are none of it.
   const double level =
       predict::LowerQuantile(per_sample, 0, static_cast<int64_t>(per_sample.size()), 0.5);
@@ -51,8 +54,11 @@ advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample, double e
   int64_t delayed = 0;
   double excess = 0;
   std::vector<double> spread;  // |log(x / level)| of the undelayed steps
-  for (const double x : per_sample) {
+  for (size_t i = 0; i < per_sample.size(); ++i) {
+    const double x = per_sample[i];
+    clocks->measured.push_back(clock[i]);
     if (x >= advise::kDelayFactor * level) {
+      clocks->delayed.push_back(clock[i]);
       ++delayed;
       excess += (x - level) * b;
     } else {
@@ -123,7 +129,9 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 }
 
 AutoDecider::AutoDecider(int64_t num_workers, Options options)
-    : options_(std::move(options)), history_(num_workers), running_(AutoDecider::Initial()) {}
+    : options_(std::move(options)),
+      history_(num_workers),
+      running_(AutoDecider::Initial()) {}
 
 std::string AutoDecider::Initial() const {
   const std::vector<std::string>& c = options_.candidates;
@@ -137,11 +145,13 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
   // The first steps include loading and connecting.
   if (++h.steps <= advise::kWarmupSteps) return false;
   h.per_sample.push_back(push.busy_s / static_cast<double>(samples));
+  h.clock.push_back(push.clock);
   const double beyond = push.cycle_s > push.busy_s ? push.cycle_s - push.busy_s : push.comm_s;
   h.overhead.push_back(std::max(0.0, beyond));
   if (static_cast<int64_t>(h.per_sample.size()) > kWindow) {
     h.per_sample.pop_front();
     h.overhead.pop_front();
+    h.clock.pop_front();
   }
   const auto n = static_cast<int64_t>(h.per_sample.size());
   if (n < 2 * predict::kChangeWindow) return false;
@@ -165,6 +175,7 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
 std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy) const {
   // Per live worker, its steps since its last lasting change.
   std::vector<std::vector<double>> per_sample;
+  std::vector<std::vector<int64_t>> clock;
   std::vector<double> overhead;
   for (WorkerId w = 0; w < policy.num_workers(); ++w) {
     if (!policy.joined(w)) continue;
@@ -172,6 +183,7 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
     const int64_t since = std::min<int64_t>(h.steps - h.change_at, h.per_sample.size());
     if (since < kMinSteps) return std::nullopt;
     per_sample.push_back(Last(h.per_sample, since));
+    clock.push_back(Last(h.clock, since));
     overhead.push_back(Median(Last(h.overhead, since)));
   }
   if (per_sample.empty()) return std::nullopt;
@@ -185,9 +197,12 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
   profile.num_params = 1;
   profile.link_gbps = 0;
   profile.latency_s = common / 2;
+  std::vector<advise::StepClocks> clocks(per_sample.size());
   for (size_t i = 0; i < per_sample.size(); ++i) {
-    profile.workers.push_back(WorkerFrom(per_sample[i], overhead[i] - common, options_.batch));
+    profile.workers.push_back(
+        WorkerFrom(per_sample[i], clock[i], overhead[i] - common, options_.batch, &clocks[i]));
   }
+  profile.delays_rotate = advise::DelaysRotate(clocks);
   return profile;
 }
 

@@ -35,7 +35,27 @@ struct ClusterProfile {
   double latency_s = 50e-6;            // one way, per message
   double param_s = 1e-9;               // the server's pass over the parameters, per parameter
   double message_s = 10e-6;            // the server's fixed cost per message
+  // The workers' delays take turns (DelaysRotate): in each iteration one
+  // worker is held up, the next one in the next, as a round-robin straggler
+  // does; simulated so rather than as each worker's independent delays,
+  // which a policy that drops the slowest push cannot count on avoiding.
+  bool delays_rotate = false;
 };
+
+// One worker's measured steps, for DelaysRotate: the clock (the worker's
+// step count) of each, and those of the steps held up by a delay.
+struct StepClocks {
+  std::vector<int64_t> measured;
+  std::vector<int64_t> delayed;
+};
+
+// Whether the delays of `workers` (by rank; at least two) take turns: each
+// worker's delays fall on one residue of its clock mod the number of
+// workers (kRotationShare of them or more, two at least), in half of its
+// measured turns or more, and no two workers share their residue. A delay
+// that hits every worker in the same iteration, or each at random, is none.
+bool DelaysRotate(const std::vector<StepClocks>& workers);
+inline constexpr double kRotationShare = 0.75;
 
 // Every problem with `profile`, one message each; empty if none.
 std::vector<std::string> ValidateProfile(const ClusterProfile& profile);

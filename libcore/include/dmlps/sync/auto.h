@@ -40,7 +40,8 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // steps, then every `every` iterations, and sooner (but kMinGap after the
 // last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
 // profile from the steps since each worker's last lasting change (level: the median; delays: steps
-// at advise's kDelayFactor times it or more), has the Advisor predict every candidate, takes its
+// at advise's kDelayFactor times it or more; whether they take turns by the workers' clocks,
+// advise::DelaysRotate), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
 // progress toward the target but at least `every`, else the iteration limit, else as many as done
@@ -82,6 +83,7 @@ class AutoDecider : public SwitchDecider {
   struct History {
     std::deque<double> per_sample;  // seconds of computing per sample, newest last
     std::deque<double> overhead;    // seconds per step beyond computing
+    std::deque<int64_t> clock;      // the worker's clock of each step
     int64_t steps = 0;              // measured in all
     int64_t change_at = 0;          // the step the last lasting change was seen at
   };
