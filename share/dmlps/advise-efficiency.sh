@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Remakes the statistical-efficiency table that dmlps-bench advise uses
-# (libcore/src/advise/efficiency.cc): each policy's iterations to 0.85 test
-# accuracy over BSP's, on the default job (4 workers, mlp:128 on
-# Fashion-MNIST, batch 256, lr 0.1), on an even cluster and with the last
-# worker 4x slow. The runs are `dmlps-bench sim`'s, with real gradients on
+# (libcore/src/advise/efficiency.cc), one per model: each policy's
+# iterations to the target test accuracy over BSP's, on the default job (4
+# workers, MODEL on Fashion-MNIST, batch 256, lr 0.1; MODEL=mlp:128 and
+# TARGET=0.85 unless given), on an even cluster and with the last worker 4x
+# slow. The runs are `dmlps-bench sim`'s, with real gradients on
 # the real data, evaluated every 10 iterations; a run is deterministic, so
 # one per policy, the two profiles side by side. Prints the table's rows as
 # C++ to paste between the EFFICIENCY-TABLE markers. About 5 minutes of two
 # cores.
-#   usage: [POLICIES=LIST] advise-efficiency.sh [DMLPS-BENCH] [-- MORE-SIM-FLAGS]
+#   usage: [POLICIES=LIST] [MODEL=M] [TARGET=ACC] advise-efficiency.sh [DMLPS-BENCH]
+#          [-- MORE-SIM-FLAGS]
+# (softmax, which stays under 0.85: MODEL=softmax TARGET=0.8.)
 set -euo pipefail
 bench=build/cmd/dmlps-bench
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then bench=$1; shift; fi
@@ -18,12 +21,14 @@ if [ ! -x "$bench" ]; then
   exit 69
 fi
 policies=${POLICIES:-bsp,backup:1,ssp:3,wbsp,abps,lbbsp}
+model=${MODEL:-mlp:128}
+target=${TARGET:-0.85}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pids=()
 for profile in even=1,1,1,1 straggler=1,1,1,4; do
   name=${profile%%=*}
-  "$bench" sim --workers 4 --model mlp:128 --batch 256 --lr 0.1 --target 0.85 \
+  "$bench" sim --workers 4 --model "$model" --batch 256 --lr 0.1 --target "$target" \
     --eval-every 10 --max-iterations 3000 --slowdown "${profile#*=}" \
     --policies "$policies" --format tsv "$@" >"$tmp/$name.tsv" 2>"$tmp/$name.log" &
   pids+=($!)

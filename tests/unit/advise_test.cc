@@ -175,6 +175,29 @@ TEST_CASE("advise: the efficiency table finds entries and bare names") {
   CHECK(EfficiencyAt(row, 0.5, 4) == doctest::Approx(4));
 }
 
+TEST_CASE("advise: each model and batch has the efficiency table learned nearest it") {
+  // The default job's: mlp:128 at batch 256, for any model without a table.
+  for (const EfficiencyTable& t : {BuiltInEfficiency(), BuiltInEfficiency("external", 64),
+                                   BuiltInEfficiency("mlp:64,32", 16)}) {
+    CHECK(t.model == "mlp:128");
+    CHECK(t.batch == 256);
+  }
+  const EfficiencyTable small = BuiltInEfficiency("softmax", 16);
+  CHECK(small.model == "softmax");
+  CHECK(small.batch == 16);
+  CHECK(BuiltInEfficiency("softmax", 200).batch == 256);
+  CHECK(BuiltInEfficiency("softmax", 0).batch == 256);
+  // Staleness costs a small batch of a convex model less than a large
+  // batch of an MLP (advise-efficiency.sh's runs).
+  REQUIRE(small.Find("ssp:3").has_value());
+  CHECK(small.Find("ssp:3")->even < BuiltInEfficiency().Find("ssp:3")->even / 2);
+  for (const EfficiencyTable& t : BuiltInEfficiencies()) {
+    CHECK_FALSE(t.provenance.empty());
+    REQUIRE(t.Find("bsp").has_value());
+    CHECK(t.Find("bsp")->even == 1);
+  }
+}
+
 // ---------------------------------------------------------------- traces
 
 trace::Record Span(std::string node, std::string lane, std::string name, int64_t t, int64_t dur,

@@ -110,6 +110,7 @@ Status ReadRun(const std::vector<trace::Record>& records, MeasuredRun* run) {
     if (r.name == "start") {
       ++starts;
       run->policy = r.Text("policy");
+      run->model = r.Text("model");
       run->target = r.Number("target");
     } else if (r.name == "target") {
       run->reached = true;

@@ -139,6 +139,7 @@ Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& e
   // sync-switch places its switch by the run's target or iteration limit.
   config.target_accuracy = experiment.target;
   config.max_iterations = experiment.max_iterations;
+  config.model = experiment.model;
   // A quarter of a worker's batch: much smaller and a chunk's or token's
   // message round trip costs more than its compute.
   if (name == "async-localsgd-dylu") {

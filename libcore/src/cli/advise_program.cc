@@ -115,7 +115,8 @@ int RunBenchAdviseProgram(const AdviseConfig& config, bench::Format format) {
   Result<advise::MeasuredRun> run = advise::MeasureTraces(config.traces);
   if (!run.ok()) return ReportError(kBenchProgram, run.status());
   LogProfile(run->profile);
-  const advise::Advisor advisor;
+  // The efficiency table learned on the traced job's model and batch.
+  const advise::Advisor advisor(advise::BuiltInEfficiency(run->model, run->profile.batch));
   const double target = config.target >= 0 ? config.target : run->target;
   advise::AdvisorOptions options;
   options.candidates = config.candidates;

@@ -109,6 +109,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   probe.batch = std::max<int64_t>(config.batch, 1);
   probe.target_accuracy = config.target_accuracy;
   probe.max_iterations = config.max_iterations;
+  probe.model = config.model;
   if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
     problems.push_back("--policy: " + p.status().message());
   }

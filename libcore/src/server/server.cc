@@ -131,6 +131,7 @@ Status ParameterServer::SetUpPolicy() {
   // sync-switch places its switch by the run's target or iteration limit.
   policy_config.target_accuracy = config_.target_accuracy;
   policy_config.max_iterations = config_.max_iterations;
+  policy_config.model = config_.model;
   DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
   driver_.emplace(std::move(policy),
                   sync::DriverOptions{.eval_every = config_.eval_every,
@@ -333,6 +334,7 @@ void ParameterServer::Start() {
   if (tracer_) {
     tracer_->Instant("run", "start", start_us_,
                      {{"policy", policy_->Name()},
+                      {"model", config_.model},
                       {"workers", config_.workers},
                       {"target", config_.target_accuracy}});
   }

@@ -130,6 +130,7 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 
 AutoDecider::AutoDecider(int64_t num_workers, Options options)
     : options_(std::move(options)),
+      advisor_(advise::BuiltInEfficiency(options_.model, options_.batch)),
       history_(num_workers),
       running_(AutoDecider::Initial()) {}
 
@@ -328,6 +329,7 @@ Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config) {
   options.every = config.decide_every;
   options.target = config.target_accuracy;
   options.max_iterations = config.max_iterations;
+  options.model = config.model;
   const int64_t n = config.num_workers;
   InnerPolicyMaker make = [config](std::string_view name, int64_t workers) {
     bench::Experiment job;

@@ -1,11 +1,14 @@
 // Statistical efficiency: how many iterations each policy needs to reach a
 // target accuracy, relative to BSP on the same job. Time per iteration is
 // what the simulator predicts; this is the other half of time to target.
-// The built-in table was learned from simulated runs of the built-in models
-// with real gradients; share/dmlps/advise-efficiency.sh remakes it.
+// The built-in tables were learned from simulated runs of the built-in models
+// with real gradients, one per model and batch (staleness costs a convex
+// softmax less than an MLP, and a small batch less than a large one);
+// share/dmlps/advise-efficiency.sh remakes them.
 #ifndef DMLPS_ADVISE_EFFICIENCY_H_
 #define DMLPS_ADVISE_EFFICIENCY_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,7 +27,9 @@ struct Efficiency {
 
 struct EfficiencyTable {
   std::vector<Efficiency> rows;
-  std::string provenance;  // the command, job and commit that measured it
+  std::string model = "mlp:128";  // the model it was learned on (model::ModelSpec::Name())
+  int64_t batch = 256;            // ... and the per-worker batch
+  std::string provenance;         // the command, job and commit that measured it
   // How much slower than the others the straggler of the straggler column was.
   double straggler_ratio = 4;
 
@@ -40,8 +45,15 @@ struct EfficiencyTable {
 // straggler gets a mild share of the straggler column's effect).
 double EfficiencyAt(const Efficiency& row, double ratio, double straggler_ratio);
 
-// The table compiled in (efficiency.cc), with its provenance.
-EfficiencyTable BuiltInEfficiency();
+// Every table compiled in (efficiency.cc), with its provenance.
+std::vector<EfficiencyTable> BuiltInEfficiencies();
+
+// The table compiled in for a job of `model` ("mlp:64", "softmax") at
+// `batch` samples per worker: of the tables learned on a model of its kind
+// (the name before any ':', so "mlp:64" takes mlp:128's), the one learned
+// at the batch nearest in ratio (0: the largest); a model with none
+// ("external", empty) takes the default job's, mlp:128 at batch 256.
+EfficiencyTable BuiltInEfficiency(std::string_view model = {}, int64_t batch = 0);
 
 // A worker is a steady straggler, for the reason given, when its step
 // takes this many times the fastest worker's or more.

@@ -20,6 +20,7 @@ namespace dmlps::advise {
 struct MeasuredRun {
   ClusterProfile profile;
   std::string policy;      // the server's (its run/start instant); empty when not traced
+  std::string model;       // the job's, from the same instant; empty when not traced
   double seconds = 0;      // the run's length (run/end), 0 when not traced
   int64_t iterations = 0;  // at the end
   double target = 0;       // the run's target accuracy (0: none)

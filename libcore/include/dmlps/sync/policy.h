@@ -214,6 +214,9 @@ struct PolicyConfig {
   int64_t decide_every = 20;
   double target_accuracy = 0;  // the run's target; 0: none
   int64_t max_iterations = 0;  // the run's limit; 0: none
+  // auto: the job's model (model::ModelSpec::Name()), whose efficiency table
+  // it predicts with (advise::BuiltInEfficiency); empty: the default job's.
+  std::string model;
 };
 
 // Whether the server steps the model with the outer optimizer of `config`
