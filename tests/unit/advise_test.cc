@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -317,6 +318,7 @@ TEST_CASE("advise: delays taking turns are simulated so; backup, dropping the de
     CHECK(w.step_s == doctest::Approx(0.010).epsilon(0.05));
     CHECK(w.delay_prob == doctest::Approx(0.25).epsilon(0.1));
   }
+  CHECK(p.rotation_s == doctest::Approx(0.020).epsilon(0.05));
   CHECK(DescribeProfile(p).find("delays taking turns") != std::string::npos);
   AdvisorOptions options;
   options.candidates = {"bsp", "backup:1"};
@@ -331,33 +333,48 @@ TEST_CASE("advise: delays taking turns are simulated so; backup, dropping the de
   // The same share of delays at no pattern: each worker's own.
   Result<MeasuredRun> scattered = MeasureRun(RotatingRun(true));
   REQUIRE(scattered.ok());
-  CHECK_FALSE(scattered->profile.delays_rotate);
+  CHECK(scattered->profile.rotation_s == 0);
   for (const WorkerProfile& w : scattered->profile.workers) CHECK(w.delay_prob > 0.1);
 }
 
-TEST_CASE("advise: delays rotate only when each worker's fall on a turn of its own") {
-  // Four workers of 20 steps, each delayed on its own residue mod 4.
-  std::vector<StepClocks> turns(4);
-  for (int64_t w = 0; w < 4; ++w) {
-    for (int64_t c = 0; c < 20; ++c) {
-      turns[w].measured.push_back(c);
-      if (c % 4 == w) turns[w].delayed.push_back(c);
+TEST_CASE("advise: delays take turns only when each worker's fall on a turn of its own") {
+  // Four workers of 20 steps of 10 ms, each held up 20 ms on its own
+  // residue of the clock mod 4.
+  auto steps = [](const std::function<double(int64_t, int64_t)>& seconds) {
+    std::vector<StepTimes> workers(4);
+    for (int64_t w = 0; w < 4; ++w) {
+      for (int64_t c = 0; c < 20; ++c) {
+        workers[w].clocks.push_back(c);
+        workers[w].seconds.push_back(seconds(w, c));
+      }
     }
-  }
-  CHECK(DelaysRotate(turns));
+    return workers;
+  };
+  CHECK(RotatingDelay(steps([](int64_t w, int64_t c) { return c % 4 == w ? 0.03 : 0.01; })) ==
+        doctest::Approx(0.020));
+  // On a busy host whose steps take 3.5 to 15 ms, the same.
+  const double noisy = RotatingDelay(steps([](int64_t w, int64_t c) {
+    const double level = (c * 7 + w) % 3 == 0 ? 0.015 : 0.0035;
+    return c % 4 == w ? level + 0.02 : level;
+  }));
+  CHECK(noisy > 0.015);
+  CHECK(noisy < 0.025);
   // Every worker delayed in the same iterations: correlated, but no rotation.
-  std::vector<StepClocks> together = turns;
-  for (StepClocks& w : together) w.delayed = turns[0].delayed;
-  CHECK_FALSE(DelaysRotate(together));
+  CHECK(RotatingDelay(steps([](int64_t, int64_t c) { return c % 4 == 0 ? 0.03 : 0.01; })) == 0);
   // One worker never delayed.
-  std::vector<StepClocks> one_spared = turns;
-  one_spared[2].delayed.clear();
-  CHECK_FALSE(DelaysRotate(one_spared));
-  // A worker delayed in one turn of its five: passing delays that happen to fall there.
-  std::vector<StepClocks> seldom = turns;
-  seldom[1].delayed = {1};
-  CHECK_FALSE(DelaysRotate(seldom));
-  CHECK_FALSE(DelaysRotate({turns[0]}));
+  CHECK(RotatingDelay(
+            steps([](int64_t w, int64_t c) { return c % 4 == w && w != 2 ? 0.03 : 0.01; })) == 0);
+  // A worker delayed in one of its five turns: a passing delay that fell there.
+  CHECK(RotatingDelay(steps([](int64_t w, int64_t c) {
+          return c % 4 == w && (w != 1 || c == 1) ? 0.03 : 0.01;
+        })) == 0);
+  // Delays at random, a third of the steps.
+  CHECK(RotatingDelay(steps([](int64_t w, int64_t c) {
+          return (c * 7 + w * w * 3 + c / 3) % 4 == w ? 0.03 : 0.01;
+        })) == 0);
+  const std::vector<StepTimes> one(
+      1, steps([](int64_t, int64_t c) { return c % 4 == 0 ? 0.03 : 0.01; })[0]);
+  CHECK(RotatingDelay(one) == 0);
 }
 
 TEST_CASE("advise: trace files and folders, and their errors") {

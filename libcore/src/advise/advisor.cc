@@ -9,12 +9,20 @@
 #include <cmath>
 
 #include "dmlps/bench/experiment.h"
+#include "dmlps/predict/replay.h"
 #include "dmlps/sim/sim.h"
 
 namespace dmlps::advise {
 namespace {
 
 bool Finite(double v) { return std::isfinite(v); }
+
+// The q-quantile of `values` (one of them, the lower of two; 0 for none).
+double Quantile(const std::vector<double>& values, double q) {
+  return predict::LowerQuantile(values, 0, static_cast<int64_t>(values.size()), q);
+}
+
+double Median(const std::vector<double>& values) { return Quantile(values, 0.5); }
 
 double FastestStep(const ClusterProfile& profile) {
   double fastest = 0;
@@ -48,17 +56,6 @@ std::pair<size_t, double> MostDelayed(const ClusterProfile& profile) {
   return {most, cost};
 }
 
-// The delays' mean length over the workers, weighted by their shares of
-// steps: what a rotating delay costs the worker whose turn it is.
-double RotationDelay(const ClusterProfile& profile) {
-  double weighted = 0, shares = 0;
-  for (const WorkerProfile& w : profile.workers) {
-    weighted += w.delay_prob * w.delay_s;
-    shares += w.delay_prob;
-  }
-  return shares > 0 ? weighted / shares : 0;
-}
-
 // The simulation of `policy` on the profile: workers as measured (the
 // fastest one's step is the cost model, the others' steady slowness their
 // slowdown factor), each with a machine of its own.
@@ -74,13 +71,12 @@ sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig
   config.cost.param_s = profile.param_s;
   config.cost.message_s = profile.message_s;
   config.network = {profile.link_gbps, profile.latency_s, false};
-  const double rotation_s = profile.delays_rotate ? RotationDelay(profile) : 0;
   for (const WorkerProfile& w : profile.workers) {
     worker::StragglerSpec spec;
     spec.slowdown = std::max(1.0, w.step_s / fastest);
-    if (rotation_s > 0) {
+    if (profile.rotation_s > 0) {
       // The simulated worker of rank t mod N sleeps in iteration t.
-      spec.round_robin = std::chrono::microseconds(std::llround(rotation_s * 1e6));
+      spec.round_robin = std::chrono::microseconds(std::llround(profile.rotation_s * 1e6));
     } else if (w.delay_prob > 0 && w.delay_s > 0) {
       spec.delay_prob = w.delay_prob;
       spec.delay = std::chrono::microseconds(std::llround(w.delay_s * 1e6));
@@ -123,26 +119,39 @@ Prediction Predict(const ClusterProfile& profile, const std::string& candidate,
 
 }  // namespace
 
-bool DelaysRotate(const std::vector<StepClocks>& workers) {
+double RotatingDelay(const std::vector<StepTimes>& workers) {
   const auto n = static_cast<int64_t>(workers.size());
-  if (n < 2) return false;
-  auto residue = [n](int64_t clock) { return ((clock % n) + n) % n; };
+  if (n < 2) return 0;
   std::vector<bool> taken(static_cast<size_t>(n), false);
-  for (const StepClocks& w : workers) {
-    std::vector<int64_t> delayed(static_cast<size_t>(n), 0), turns(static_cast<size_t>(n), 0);
-    for (const int64_t c : w.delayed) ++delayed[static_cast<size_t>(residue(c))];
-    for (const int64_t c : w.measured) ++turns[static_cast<size_t>(residue(c))];
-    const auto most =
-        static_cast<size_t>(std::max_element(delayed.begin(), delayed.end()) - delayed.begin());
-    const auto on_turn = static_cast<double>(delayed[most]);
-    if (delayed[most] < 2 || taken[most] ||
-        on_turn < kRotationShare * static_cast<double>(w.delayed.size()) ||
-        on_turn < 0.5 * static_cast<double>(turns[most])) {
-      return false;
+  std::vector<double> delays;
+  for (const StepTimes& w : workers) {
+    // Its steps by residue, and the residue of the slowest median: its turn.
+    std::vector<std::vector<double>> by(static_cast<size_t>(n));
+    for (size_t i = 0; i < w.clocks.size() && i < w.seconds.size(); ++i) {
+      by[static_cast<size_t>(((w.clocks[i] % n) + n) % n)].push_back(w.seconds[i]);
     }
-    taken[most] = true;
+    size_t turn = 0;
+    double slowest = -1;
+    for (size_t r = 0; r < by.size(); ++r) {
+      const double m = Median(by[r]);
+      if (static_cast<int64_t>(by[r].size()) >= kMinTurns && m > slowest) {
+        slowest = m;
+        turn = r;
+      }
+    }
+    std::vector<double> others;
+    for (size_t r = 0; r < by.size(); ++r) {
+      if (r != turn) others.insert(others.end(), by[r].begin(), by[r].end());
+    }
+    const std::vector<double>& on = by[turn];
+    if (slowest < 0 || taken[turn] || static_cast<int64_t>(others.size()) < kMinTurns ||
+        !(Quantile(on, 0.25) > Quantile(others, 0.75))) {
+      return 0;
+    }
+    taken[turn] = true;
+    delays.push_back(slowest - Median(others));
   }
-  return true;
+  return Median(delays);
 }
 
 std::vector<std::string> ValidateProfile(const ClusterProfile& profile) {
@@ -187,9 +196,9 @@ std::string DescribeProfile(const ClusterProfile& profile) {
   }
   const auto [delayed, cost] = MostDelayed(profile);
   const double fastest = FastestStep(profile);
-  if (profile.delays_rotate) {
+  if (profile.rotation_s > 0) {
     return fmt::format("delays taking turns (one worker per iteration held up +{:.0f} ms)",
-                       RotationDelay(profile) * 1e3);
+                       profile.rotation_s * 1e3);
   }
   // Delays that add a tenth of a step on average matter.
   if (cost > 0.1 * fastest) {

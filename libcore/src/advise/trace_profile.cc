@@ -50,9 +50,9 @@ std::map<std::string, double> UnaccountedPerStep(const std::vector<trace::Record
 }
 
 // One worker's steady level, delays and jitter from its history; the
-// clocks of the steps measured and of the delayed ones into `clocks`.
+// clock and time of each step measured into `steps`.
 WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch,
-                            StepClocks* clocks) {
+                            StepTimes* steps) {
   std::vector<double> per_sample;  // seconds per sample, step by step
   std::vector<double> speeds;
   const size_t skip = history.steps.size() > static_cast<size_t>(2 * kWarmupSteps)
@@ -77,10 +77,9 @@ WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch
   int64_t delayed = 0;
   for (size_t i = 0; i < recent.size(); ++i) {
     const double s = recent[i];
-    const int64_t clock = history.clocks[skip + from + i];
-    clocks->measured.push_back(clock);
+    steps->clocks.push_back(history.clocks[skip + from + i]);
+    steps->seconds.push_back(s * static_cast<double>(batch));
     if (s >= kDelayFactor * level) {
-      clocks->delayed.push_back(clock);
       ++delayed;
       delayed_s += (s - level) * static_cast<double>(batch);
     } else {
@@ -206,18 +205,18 @@ Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
   }
   run.profile.batch = std::max<int64_t>(1, std::llround(samples / steps));
   const std::map<std::string, double> gaps = UnaccountedPerStep(records);
-  std::vector<StepClocks> clocks(histories.size());
+  std::vector<StepTimes> times(histories.size());
   for (size_t r = 0; r < histories.size(); ++r) {
     const predict::WorkerHistory& h = histories[r];
     if (h.steps.empty()) {
       return Status::DataLoss(h.node + " took no step in the traces");
     }
-    run.profile.workers.push_back(MeasureWorker(h, run.profile.batch, &clocks[r]));
+    run.profile.workers.push_back(MeasureWorker(h, run.profile.batch, &times[r]));
     if (auto gap = gaps.find(h.node); gap != gaps.end()) {
       run.profile.workers.back().step_s += gap->second;
     }
   }
-  run.profile.delays_rotate = DelaysRotate(clocks);
+  run.profile.rotation_s = RotatingDelay(times);
   DMLPS_RETURN_IF_ERROR(MeasureNetwork(records, run.policy, &run.profile));
   return run;
 }

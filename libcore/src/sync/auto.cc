@@ -40,11 +40,11 @@ std::vector<T> Last(const std::deque<T>& values, size_t n) {
 }
 
 // One worker's profile from its per-sample times, plus `extra_s` per step
-// (its time beyond computing above the quickest worker's); the steps' clocks
-// (`clock`, one each) and the delayed ones' into `clocks`.
+// (its time beyond computing above the quickest worker's); the steps'
+// clocks (`clock`, one each) and times into `steps`.
 advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
                                  const std::vector<int64_t>& clock, double extra_s, int64_t batch,
-                                 advise::StepClocks* clocks) {
+                                 advise::StepTimes* steps) {
   // The lower median: under half of the steps delayed are none of it.
   const double level =
       predict::LowerQuantile(per_sample, 0, static_cast<int64_t>(per_sample.size()), 0.5);
@@ -56,9 +56,9 @@ advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
   std::vector<double> spread;  // |log(x / level)| of the undelayed steps
   for (size_t i = 0; i < per_sample.size(); ++i) {
     const double x = per_sample[i];
-    clocks->measured.push_back(clock[i]);
+    steps->clocks.push_back(clock[i]);
+    steps->seconds.push_back(x * b);
     if (x >= advise::kDelayFactor * level) {
-      clocks->delayed.push_back(clock[i]);
       ++delayed;
       excess += (x - level) * b;
     } else {
@@ -198,12 +198,12 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
   profile.num_params = 1;
   profile.link_gbps = 0;
   profile.latency_s = common / 2;
-  std::vector<advise::StepClocks> clocks(per_sample.size());
+  std::vector<advise::StepTimes> steps(per_sample.size());
   for (size_t i = 0; i < per_sample.size(); ++i) {
     profile.workers.push_back(
-        WorkerFrom(per_sample[i], clock[i], overhead[i] - common, options_.batch, &clocks[i]));
+        WorkerFrom(per_sample[i], clock[i], overhead[i] - common, options_.batch, &steps[i]));
   }
-  profile.delays_rotate = advise::DelaysRotate(clocks);
+  profile.rotation_s = advise::RotatingDelay(steps);
   return profile;
 }
 

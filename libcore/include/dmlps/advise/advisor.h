@@ -35,27 +35,30 @@ struct ClusterProfile {
   double latency_s = 50e-6;            // one way, per message
   double param_s = 1e-9;               // the server's pass over the parameters, per parameter
   double message_s = 10e-6;            // the server's fixed cost per message
-  // The workers' delays take turns (DelaysRotate): in each iteration one
-  // worker is held up, the next one in the next, as a round-robin straggler
-  // does; simulated so rather than as each worker's independent delays,
-  // which a policy that drops the slowest push cannot count on avoiding.
-  bool delays_rotate = false;
+  // Delays that take turns (RotatingDelay), seconds; 0: none. In each
+  // iteration one worker is held up this long, the next one in the next,
+  // as a round-robin straggler is; simulated so rather than as each
+  // worker's independent delays (which take this one's place), since a
+  // policy that drops the slowest push avoids every one of them.
+  double rotation_s = 0;
 };
 
-// One worker's measured steps, for DelaysRotate: the clock (the worker's
-// step count) of each, and those of the steps held up by a delay.
-struct StepClocks {
-  std::vector<int64_t> measured;
-  std::vector<int64_t> delayed;
+// One worker's measured steps, for RotatingDelay: the clock (the worker's
+// step count) and the time of each.
+struct StepTimes {
+  std::vector<int64_t> clocks;
+  std::vector<double> seconds;
 };
 
-// Whether the delays of `workers` (by rank; at least two) take turns: each
-// worker's delays fall on one residue of its clock mod the number of
-// workers (kRotationShare of them or more, two at least), in half of its
-// measured turns or more, and no two workers share their residue. A delay
-// that hits every worker in the same iteration, or each at random, is none.
-bool DelaysRotate(const std::vector<StepClocks>& workers);
-inline constexpr double kRotationShare = 0.75;
+// The delay that takes turns among `workers` (by rank; at least two), or
+// 0 when their delays do not: each worker's steps on one residue of its
+// clock mod the number of workers (its turn, kMinTurns of them or more)
+// are slower in their lower quartile than its other steps in their upper
+// one, and no two workers share their turn. A delay that hits every worker
+// in the same iteration, or each at random, is none. The delay: the median
+// over the workers of its turns' median step less its others'.
+double RotatingDelay(const std::vector<StepTimes>& workers);
+inline constexpr int64_t kMinTurns = 2;
 
 // Every problem with `profile`, one message each; empty if none.
 std::vector<std::string> ValidateProfile(const ClusterProfile& profile);

@@ -41,7 +41,7 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
 // profile from the steps since each worker's last lasting change (level: the median; delays: steps
 // at advise's kDelayFactor times it or more; whether they take turns by the workers' clocks,
-// advise::DelaysRotate), has the Advisor predict every candidate, takes its
+// advise::RotatingDelay), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
 // progress toward the target but at least `every`, else the iteration limit, else as many as done
