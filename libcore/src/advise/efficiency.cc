@@ -68,15 +68,15 @@ std::vector<EfficiencyTable> BuiltInEfficiencies() {
   tables[2].rows = {
       {"bsp", 1.00, 1.00},       // 240 and 240 iterations
       {"backup:1", 1.00, 1.00},  // 240 and 240 iterations
-      {"ssp:3", 2.75, 1.21},     // 660 and 290 iterations
-      {"wbsp", 2.88, 1.08},      // 690 and 260 iterations
-      {"abps", 1.00, 1.00},      // 240 and 240 iterations
+      {"ssp:3", 1.92, 1.12},     // 460 and 270 iterations
+      {"wbsp", 2.88, 1.50},      // 690 and 360 iterations
+      {"abps", 1.00, 0.75},      // 240 and 180 iterations
       {"lbbsp", 1.00, 0.75},     // 240 and 180 iterations
   };
   tables[2].provenance =
       "MODEL=softmax TARGET=0.8 share/dmlps/advise-efficiency.sh -- --batch 16: dmlps-bench sim, "
       "4 workers, softmax on fashion-mnist, batch 16, lr 0.1, target 0.8, even and 1,1,1,4; "
-      "2026-11-25, commit 4626fa6";
+      "2026-11-25, commit 9114dbe";
   // EFFICIENCY-TABLE-END
   return tables;
 }
