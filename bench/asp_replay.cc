@@ -89,8 +89,8 @@ int Run(const Options& o) {
   policy.num_workers = o.workers;
   policy.batch = o.batch;
   const sync::ServerOptimizer step = sync::ServerOptimizerFor(policy, o.lr, o.momentum);
-  auto optimizer =
-      optim::MakeOptimizer(step.lr, step.momentum, step.nesterov, step.momentum_every, net.num_params());
+  auto optimizer = optim::MakeOptimizer(step.lr, step.momentum, step.nesterov, step.momentum_every,
+                                        net.num_params());
   if (!optimizer.ok()) return 1;
 
   // As dmlps-worker: a cursor over its shard, seeded by the job's seed and its rank.
@@ -109,7 +109,8 @@ int Run(const Options& o) {
   std::vector<int32_t> y;
   long long w = 0, base = 0;
   while (std::scanf("%lld %lld", &w, &base) == 2) {
-    if (base < 0 || base > version || w < 0 || w >= o.workers) return std::fprintf(stderr, "bad push\n"), 1;
+    if (base < 0 || base > version || w < 0 || w >= o.workers)
+      return std::fprintf(stderr, "bad push\n"), 1;
     auto it = history.find(base);
     if (it == history.end()) return std::fprintf(stderr, "version %lld gone\n", base), 1;
     cursors[static_cast<size_t>(w)].Take(o.batch, &indices);
@@ -120,7 +121,8 @@ int Run(const Options& o) {
     optim::ApplyAccumulated(optimizer->get(), 1.f / static_cast<float>(o.workers), params, acc);
     ++version;
     history[version] = params;
-    while (!history.empty() && history.begin()->first < version - 200) history.erase(history.begin());
+    while (!history.empty() && history.begin()->first < version - 200)
+      history.erase(history.begin());
     if (version % (o.eval_every * o.workers) == 0) {
       const model::EvalResult r = net.Evaluate(params, *test);
       std::printf("iteration %lld accuracy %.4f\n", static_cast<long long>(version / o.workers),
