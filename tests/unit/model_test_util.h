@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 
 namespace dmlps::model::testing {
@@ -36,6 +37,18 @@ inline std::vector<int32_t> RandomLabels(int64_t n, int64_t classes, std::mt1993
   std::vector<int32_t> y(static_cast<size_t>(n));
   for (int32_t& label : y) label = dist(rng);
   return y;
+}
+
+// A dense data set of `rows` random rows of `dim` features in [-1, 1] and
+// random labels of `classes` classes.
+inline data::Dataset RandomDataset(int64_t rows, int64_t dim, int64_t classes,
+                                   std::mt19937_64& rng) {
+  data::Dataset data;
+  data.dim = dim;
+  data.classes = classes;
+  data.dense = RandomVector<float>(rows * dim, 1.f, rng);
+  data.labels = RandomLabels(rows, classes, rng);
+  return data;
 }
 
 }  // namespace dmlps::model::testing

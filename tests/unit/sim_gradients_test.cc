@@ -15,21 +15,14 @@ namespace dmlps::sim {
 namespace {
 
 using model::testing::MustParse;
-using model::testing::RandomLabels;
+using model::testing::RandomDataset;
 using model::testing::RandomVector;
 
 constexpr int64_t kDim = 12;
 constexpr int64_t kClasses = 3;
 constexpr int64_t kRows = 40;
 
-data::Dataset MakeData(std::mt19937_64& rng) {
-  data::Dataset data;
-  data.dim = kDim;
-  data.classes = kClasses;
-  data.dense = RandomVector<float>(kRows * kDim, 1.f, rng);
-  data.labels = RandomLabels(kRows, kClasses, rng);
-  return data;
-}
+data::Dataset MakeData(std::mt19937_64& rng) { return RandomDataset(kRows, kDim, kClasses, rng); }
 
 // The gradient one model computes alone, the reference.
 std::vector<float> Direct(const model::ModelSpec& spec, const data::Dataset& data,

@@ -15,16 +15,11 @@ namespace dmlps::model {
 namespace {
 
 using testing::MustParse;
-using testing::RandomLabels;
+using testing::RandomDataset;
 using testing::RandomVector;
 
 data::Dataset MakeData(int64_t rows, int64_t dim, int64_t classes, std::mt19937_64& rng) {
-  data::Dataset data;
-  data.dim = dim;
-  data.classes = classes;
-  data.dense = RandomVector<float>(rows * dim, 1.f, rng);
-  data.labels = RandomLabels(rows, classes, rng);
-  return data;
+  return RandomDataset(rows, dim, classes, rng);
 }
 
 TEST_CASE("softmax rows: the gathered batch's loss and gradient, to rounding") {
