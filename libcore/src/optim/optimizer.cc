@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dmlps/base/flush_denormals.h"
+
 namespace dmlps::optim {
 namespace {
 
@@ -27,6 +29,7 @@ bool Sgd::StepStaysFinite(std::span<const float> params, std::span<const float> 
 
 bool Momentum::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
                                float scale, int64_t offset) const {
+  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   // A velocity that overflows makes the parameter it moves infinite or NaN
   // (lr > 0), so checking the parameters checks the velocity too.
@@ -61,6 +64,7 @@ bool Sgd::StepOutOfPlace(std::span<const float> params, std::span<float> grad, f
 
 bool Momentum::StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
                               int64_t offset, std::span<float> out) const {
+  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   const ConstVec theta(params.data(), n);
   const ConstVec u(velocity_.data() + offset, n);
@@ -119,6 +123,7 @@ void Sgd::StepSlice(std::span<float> params, std::span<const float> grad, float 
 
 void Momentum::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                          int64_t offset) {
+  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec theta(params.data(), n);
   Vec u(velocity_.data() + offset, n);
@@ -143,6 +148,7 @@ void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params
 
 void LocalMomentumStep(std::span<float> params, std::span<float> velocity,
                        std::span<const float> grad, float lr, float mu) {
+  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec v(velocity.data(), n);
   v = mu * v + ConstVec(grad.data(), n);
@@ -188,6 +194,7 @@ Status Momentum::SetState(std::span<const float> state) {
 
 void DelayedMomentum::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
                                 int64_t offset) {
+  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec theta(params.data(), n);
   const ConstVec g(grad.data(), n);
@@ -210,6 +217,7 @@ void DelayedMomentum::StepSlice(std::span<float> params, std::span<const float> 
 
 bool DelayedMomentum::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
                                       float scale, int64_t offset) const {
+  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   const ConstVec theta(params.data(), n);
   const ConstVec g(grad.data(), n);

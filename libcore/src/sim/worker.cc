@@ -5,10 +5,7 @@
 #include <cmath>
 #include <numbers>
 
-#if defined(__SSE__)
-#include <xmmintrin.h>
-#endif
-
+#include "dmlps/base/flush_denormals.h"
 #include "dmlps/optim/optimizer.h"
 
 namespace dmlps::sim {
@@ -46,33 +43,6 @@ worker::StragglerProfile MakeStraggler(const SimConfig& config, int64_t rank) {
   spec.seed = WorkerSeed(config, rank) ^ NoiseMix(config);
   return worker::StragglerProfile(spec, rank, config.policy.num_workers);
 }
-
-// Flushes denormal results and inputs to zero while it lives, on x86. A
-// worker's velocity decays by the momentum at every local step where a
-// parameter's gradient is 0 (a pixel that is 0 in every image of the batch),
-// and after a few hundred steps it is denormal, where each multiply and add
-// takes a microcode assist, ten to a hundred times as long. An overlapping
-// worker takes hundreds of local steps a push at 256 workers, and the
-// assists then took most of the simulator's time. A denormal step, below
-// lr * 1.2e-38, moves no parameter of a normal size, so the results stay
-// the same (compared before and after on the straggler matrix's runs).
-class FlushDenormals {
- public:
-  FlushDenormals() { SetCsr(saved_ | 0x8040); }  // FTZ (bit 15) and DAZ (bit 6)
-  ~FlushDenormals() { SetCsr(saved_); }
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
-
- private:
-#if defined(__SSE__)
-  static unsigned GetCsr() { return _mm_getcsr(); }
-  static void SetCsr(unsigned csr) { _mm_setcsr(csr); }
-#else
-  static unsigned GetCsr() { return 0; }
-  static void SetCsr(unsigned /*csr*/) {}
-#endif
-  const unsigned saved_ = GetCsr();
-};
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "dmlps/base/flush_denormals.h"
 #include "dmlps/base/mutex.h"
 #include "dmlps/optim/optimizer.h"
 #include "worker/steps.h"
@@ -114,7 +115,10 @@ void OverlapSteps::ComputeSteps(std::vector<float> params) {
     optim::LocalMomentumStep(params, velocity, grad, lr, mu);
     MutexLock lock(&mutex_);
     // The step moved the model by -lr * velocity.
-    Vec(pending_.data(), size) -= lr * ConstVec(velocity.data(), size);
+    {
+      const FlushDenormals flush;  // lr times a tiny velocity would be denormal
+      Vec(pending_.data(), size) -= lr * ConstVec(velocity.data(), size);
+    }
     step->compute += std::chrono::microseconds(Micros(Clock::now() - update_start));
     ++pending_steps_;
     pending_samples_ += step->samples;
