@@ -50,7 +50,19 @@ StepMath::StepMath(const model::ModelSpec& spec, const data::Dataset& train, int
     : model(spec),
       train(train),
       pushes(spec, train, threads),
-      grad(static_cast<size_t>(model.num_params()), 0.f) {}
+      grad(static_cast<size_t>(model.num_params()), 0.f),
+      rows_kernel_(model::SoftmaxRowsFit(spec, train)) {}
+
+void StepMath::LocalGradient(std::span<const float> params) {
+  if (rows_kernel_) {
+    // The weights change at every local step, so they are laid out anew.
+    model::SoftmaxRowsLoadWeights(model.spec(), params, &rows_);
+    model::SoftmaxRowsLossAndGradient(model.spec(), params, train, indices, grad, &rows_);
+    return;
+  }
+  train.Gather(indices, &x, &y);
+  model.LossAndGradient(params, x, y, grad);
+}
 
 SimWorker::SimWorker(const SimConfig& config, WorkerMode mode, int64_t rank,
                      std::pair<int64_t, int64_t> shard, StepMath& math, WorkerHost& host)
@@ -356,8 +368,7 @@ void SimWorker::OnUpdateDone() {
   stats_.compute_s += update;
   // The step's math: its gradient on the local model, then the local step.
   TakeSamples(step_samples_);
-  math_.train.Gather(math_.indices, &math_.x, &math_.y);
-  math_.model.LossAndGradient(params_, math_.x, math_.y, math_.grad);
+  math_.LocalGradient(params_);
   const auto lr = static_cast<float>(config_.lr);
   const auto n = static_cast<Eigen::Index>(num_params_);
   {

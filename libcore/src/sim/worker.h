@@ -54,6 +54,12 @@ struct StepMath {
   // REQUIRES: train conforms to spec and outlives this.
   StepMath(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads = 1);
 
+  // A local step's gradient: that of `params` on the samples `indices`,
+  // into `grad`. Softmax regression on dense rows reads the rows in place
+  // (model/softmax_rows.h), as the pushes' gradients do; other models
+  // gather the batch first.
+  void LocalGradient(std::span<const float> params);
+
   model::Model model;
   const data::Dataset& train;
   PushGradients pushes;          // sync, chunked and token steps' gradients
@@ -61,6 +67,10 @@ struct StepMath {
   std::vector<int64_t> indices;  // the samples last taken (TakeSamples)
   Eigen::MatrixXf x;
   std::vector<int32_t> y;
+
+ private:
+  const bool rows_kernel_;
+  model::SoftmaxRowsScratch rows_;
 };
 
 // A worker's threads: the compute loop, and local-overlap's communication loop.
