@@ -50,6 +50,10 @@ void AddSimOptions(cxxopts::Options& options) {
                   "Workers and server share C cores and talk over loopback, as a cluster on "
                   "one host does (0: a machine each)",
                   "C", "0"},
+                 {"cpu-slice-ms",
+                  "With --shared-cores: run each job on a whole core for slices of MS, as the "
+                  "kernel's scheduler does, instead of sharing the cores out at once (0)",
+                  "MS", "0"},
                  {"jitter",
                   "Transient noise: each step's compute times a lognormal factor of median 1 and "
                   "log-sd SIGMA, per worker or one for all",
@@ -80,6 +84,12 @@ cli::Program ReadSimFlags(cli::FlagReader& flags) {
 
   sim::SimOptions options;
   options.shared_cores = flags.Int("shared-cores", 0, 4096);
+  if (flags.Has("cpu-slice-ms")) {
+    options.cpu_slice_s = flags.Real("cpu-slice-ms", 0, 1e6) * 1e-3;
+    if (options.cpu_slice_s > 0 && options.shared_cores == 0) {
+      flags.AddProblem("--cpu-slice-ms: needs --shared-cores");
+    }
+  }
   // --shards is transport's flag too (a list there): here one count.
   options.shards = flags.Has("shards") ? flags.Int("shards", 1, 1024) : 1;
   options.threads = flags.Has("sim-threads")

@@ -54,6 +54,17 @@ fi
   fail "table format exited $?"
 expect_table "$WORK/table.txt" "^simulated: 4 workers, softmax" "^policy  *reached  *seconds to target"
 
+# Time slices on shared cores: a job has a whole core or none, so the
+# times change; BSP's math does not (it reaches the target in as many
+# iterations).
+"$bench" sim "${tiny[@]}" --policies bsp --shared-cores 2 --format tsv >"$WORK/shared.tsv" \
+  2>/dev/null || fail "--shared-cores 2 exited $?"
+"$bench" sim "${tiny[@]}" --policies bsp --shared-cores 2 --cpu-slice-ms 1.5 --format tsv \
+  >"$WORK/sliced.tsv" 2>/dev/null || fail "--cpu-slice-ms 1.5 exited $?"
+[ "$(cut -f3,7 "$WORK/sliced.tsv")" = "$(cut -f3,7 "$WORK/shared.tsv")" ] ||
+  fail "time slices changed BSP's iterations: $(cat "$WORK/shared.tsv" "$WORK/sliced.tsv")"
+cmp -s "$WORK/shared.tsv" "$WORK/sliced.tsv" && fail "time slices changed nothing"
+
 # Bad input: one line each, exit 64, nothing run.
 expect_usage() {
   local want=$1
@@ -74,6 +85,8 @@ expect_usage "--bin does not apply to sim" --bin /tmp
 expect_usage "localsgd:H needs a number H" --policies localsgd:x
 expect_usage "--shards" --shards 0
 expect_usage "--sim-threads" --sim-threads 0
+expect_usage "--cpu-slice-ms: needs --shared-cores" --cpu-slice-ms 1.5
+expect_usage "--cpu-slice-ms" --shared-cores 2 --cpu-slice-ms -1
 
 # The threads computing gradients change nothing; server shards keep the math
 # (the same accuracy) and change only the time.

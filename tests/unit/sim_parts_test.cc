@@ -91,8 +91,8 @@ TEST_CASE("sim network: copied by the cores, a connection delivers in order") {
 }
 
 struct Cpu {
-  explicit Cpu(int64_t cores)
-      : cpu(cores,
+  explicit Cpu(int64_t cores, double slice = 0)
+      : cpu(cores, slice,
             [this](double time, uint64_t generation) { ticks.emplace_back(time, generation); }) {}
 
   std::vector<std::pair<double, uint64_t>> ticks;
@@ -126,6 +126,64 @@ TEST_CASE("sim cpu: on as many cores as jobs, each has a core of its own") {
   CHECK(c.ticks[1].first == doctest::Approx(1.0));
   // Both finish together, in the order they started.
   CHECK(c.cpu.OnTick(1.0, c.ticks[1].second) == std::vector<int64_t>{1, 2});
+}
+
+TEST_CASE("sim cpu: time slices give one job a whole core, in turn") {
+  // One core, slices of 1 s; two jobs of 1.5 s each, the second at half its
+  // speed while both are on cores (never here: one core runs one job).
+  Cpu c(1, 1.0);
+  c.cpu.Start(0, 10, 1.5, 0.5);
+  c.cpu.Start(0, 11, 1.5, 0.5);
+  // Job 10 has the core until its slice ends at 1 s.
+  REQUIRE(c.ticks.size() == 2);
+  CHECK(c.ticks[1].first == doctest::Approx(1.0));
+  CHECK(c.cpu.OnTick(1.0, c.ticks[1].second).empty());
+  // Then job 11 for a slice; job 10 waits with 0.5 s left.
+  CHECK(c.ticks.back().first == doctest::Approx(2.0));
+  CHECK(c.cpu.OnTick(2.0, c.ticks.back().second).empty());
+  // Job 10 finishes its half second, then job 11 its own.
+  CHECK(c.ticks.back().first == doctest::Approx(2.5));
+  CHECK(c.cpu.OnTick(2.5, c.ticks.back().second) == std::vector<int64_t>{10});
+  CHECK(c.ticks.back().first == doctest::Approx(3.0));
+  CHECK(c.cpu.OnTick(3.0, c.ticks.back().second) == std::vector<int64_t>{11});
+}
+
+TEST_CASE("sim cpu: a job that starts waits ahead of one whose slice ended") {
+  Cpu c(1, 1.0);
+  c.cpu.Start(0, 1, 3.0, 1.0);
+  c.cpu.Start(0, 2, 3.0, 1.0);
+  CHECK(c.cpu.OnTick(1.0, c.ticks.back().second).empty());  // 1 waits, 2 runs
+  c.cpu.Start(1.5, 3, 0.25, 1.0);                           // wakes while 2 runs
+  CHECK(c.ticks.back().first == doctest::Approx(2.0));      // 2's slice still ends at 2
+  CHECK(c.cpu.OnTick(2.0, c.ticks.back().second).empty());
+  // Job 3 goes before job 1, which has waited longer: done at 2.25.
+  CHECK(c.ticks.back().first == doctest::Approx(2.25));
+  CHECK(c.cpu.OnTick(2.25, c.ticks.back().second) == std::vector<int64_t>{3});
+}
+
+TEST_CASE("sim cpu: with time slices, jobs on two cores go at their shared speed") {
+  Cpu c(2, 1.0);
+  c.cpu.Start(0, 1, 0.5, 0.5);
+  // Alone: full speed.
+  CHECK(c.ticks.back().first == doctest::Approx(0.5));
+  c.cpu.Start(0.25, 2, 0.5, 0.5);
+  // Both run, each at half speed: job 1's remaining 0.25 s takes 0.5 s.
+  CHECK(c.ticks.back().first == doctest::Approx(0.75));
+  CHECK(c.cpu.OnTick(0.75, c.ticks.back().second) == std::vector<int64_t>{1});
+  // Job 2 did 0.25 s of work, then alone finishes the rest at full speed.
+  CHECK(c.ticks.back().first == doctest::Approx(1.0));
+  CHECK(c.cpu.OnTick(1.0, c.ticks.back().second) == std::vector<int64_t>{2});
+  // A job with no work is done at once, even waiting for a core.
+  Cpu d(1, 1.0);
+  d.cpu.Start(0, 1, 2.0, 1.0);
+  d.cpu.Start(0, 2, 0.0, 1.0);
+  CHECK(d.ticks.back().first == doctest::Approx(0.0));
+  CHECK(d.cpu.OnTick(0.0, d.ticks.back().second) == std::vector<int64_t>{2});
+  // Alone, job 1 keeps its core when its slice ends.
+  CHECK(d.ticks.back().first == doctest::Approx(1.0));
+  CHECK(d.cpu.OnTick(1.0, d.ticks.back().second).empty());
+  CHECK(d.ticks.back().first == doctest::Approx(2.0));
+  CHECK(d.cpu.OnTick(2.0, d.ticks.back().second) == std::vector<int64_t>{1});
 }
 
 }  // namespace

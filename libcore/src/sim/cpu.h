@@ -1,11 +1,19 @@
 // The simulator's processors when workers and server share a host's cores
-// (SimConfig::shared_cores >= 1): processor sharing. Every job running gets
-// an equal share of the cores, at most one core; while others run it goes
-// at its shared speed (CostModel::SharedSpeed), alone at full speed.
+// (SimConfig::shared_cores >= 1). Two models:
+// - processor sharing (slice 0): every job running gets an equal share of
+//   the cores, at most one core, all at once;
+// - time slices (slice > 0), as an operating system's scheduler runs them:
+//   a job has a whole core or none; it runs for a slice, and then goes
+//   behind the jobs waiting, if any wait. A job that starts (a process that
+//   wakes up) waits ahead of those a slice ended, as the kernel's fair
+//   scheduler favours a task that slept.
+// While more than one job runs, each goes at its shared speed
+// (CostModel::SharedSpeed); alone, at full speed.
 #ifndef DMLPS_SIM_CPU_H_
 #define DMLPS_SIM_CPU_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <vector>
 
@@ -16,8 +24,8 @@ class SimCpu {
   // Asks the simulator to call OnTick(`generation`) at virtual time `time`.
   using TickScheduler = std::function<void(double time, uint64_t generation)>;
 
-  // A host of `cores` (>= 1) cores.
-  SimCpu(int64_t cores, TickScheduler schedule_tick);
+  // A host of `cores` (>= 1) cores; `slice` seconds (0: processor sharing).
+  SimCpu(int64_t cores, double slice, TickScheduler schedule_tick);
 
   // Starts job `target` at `now`: `work` seconds alone on a core. Jobs
   // running change speed, so the next tick is asked for anew.
@@ -32,18 +40,31 @@ class SimCpu {
     int64_t target = 0;
     double remaining = 0;  // seconds of work alone on a core
     double shared_speed = 1;
+    bool running = true;    // time slices: on a core now
+    double slice_left = 0;  // time slices: seconds of its slice left
+    uint64_t id = 0;
   };
 
   // The fraction of a core's speed `job` gets now.
   double Rate(const Job& job) const;
   // Brings the jobs' remaining work up to `now`.
   void Advance(double now);
-  // Asks for a tick when the first job running will be done.
+  // Time slices: ends the slices that are over, and gives free cores to
+  // the jobs waiting, the woken ones first.
+  void Dispatch();
+  Job* Find(uint64_t id);
+  // Asks for a tick when the first job running will be done (or, with
+  // time slices, when the first slice ends).
   void ScheduleTick(double now);
 
   const int64_t cores_;
+  const double slice_;
   TickScheduler schedule_tick_;
-  std::vector<Job> jobs_;
+  std::vector<Job> jobs_;           // in the order they started
+  int64_t running_ = 0;             // time slices: jobs on a core
+  std::deque<uint64_t> woken_;      // time slices: started, waiting for a core
+  std::deque<uint64_t> preempted_;  // time slices: their slice ended, waiting
+  uint64_t next_id_ = 1;
   double time_ = 0;  // when jobs_' remaining work was last brought up to date
   uint64_t generation_ = 0;
 };

@@ -97,6 +97,7 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       config.network = options.network;
       config.cost = cost;
       config.shared_cores = options.shared_cores;
+      config.cpu_slice_s = options.cpu_slice_s;
       config.threads = options.threads;
       config.shards = options.shards;
       if (options.show) {

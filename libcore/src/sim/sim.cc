@@ -47,7 +47,7 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
                   },
                   [this](int64_t slot, double work) { StartJob(kMessageJob - slot, work, 1); }},
                  config.shards),
-        cpu_(std::max<int64_t>(config.shared_cores, 1),
+        cpu_(std::max<int64_t>(config.shared_cores, 1), config.cpu_slice_s,
              [this](double time, uint64_t generation) {
                Schedule(time, EventKind::kCpuTick, 0, generation);
              }),
@@ -621,6 +621,11 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
     }
   }
   if (config.shared_cores < 0) problems.push_back("shared cores must not be negative");
+  if (!(config.cpu_slice_s >= 0) || !std::isfinite(config.cpu_slice_s)) {
+    problems.push_back("the CPU slice must be a finite time, not negative");
+  } else if (config.cpu_slice_s > 0 && config.shared_cores == 0) {
+    problems.push_back("a CPU slice needs shared cores");
+  }
   if (config.threads < 1) problems.push_back("the simulation needs at least one thread");
   if (config.shards < 1 || config.shards > 1024) {
     problems.push_back("server shards must be 1 to 1024");

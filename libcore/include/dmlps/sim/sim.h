@@ -121,6 +121,10 @@ struct SimConfig {
   // equally (processor sharing), at CostModel's shared speed when more than
   // one runs, and evaluations take their share too.
   int64_t shared_cores = 0;
+  // With shared cores: 0 shares them as above; S > 0 runs each job on a
+  // whole core for slices of S seconds, as the kernel's scheduler does
+  // (sim/cpu.h). The order in which ASP's pushes reach the server follows.
+  double cpu_slice_s = 0;
   // Threads of this machine computing the workers' gradients, at least 1:
   // only the wall time of the simulation depends on it, not its results.
   int64_t threads = 1;
@@ -215,8 +219,9 @@ struct SimOptions {
   std::vector<Noise> noise;       // one per worker, or empty
   std::optional<CostModel> cost;  // empty: calibrate at start
   int64_t shared_cores = 0;
-  int64_t threads = 1;  // SimConfig::threads
-  int64_t shards = 1;   // SimConfig::shards
+  double cpu_slice_s = 0;  // SimConfig::cpu_slice_s
+  int64_t threads = 1;     // SimConfig::threads
+  int64_t shards = 1;      // SimConfig::shards
   // Live progress, as bench::ExperimentOptions::show: the run's label
   // ("[2/10] bsp run 1/2") and, at each evaluation, the wall time the run
   // has taken, its virtual time, iteration and accuracy. Null: none.
