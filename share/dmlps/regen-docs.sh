@@ -61,7 +61,8 @@ commands() {
       echo "$bin/dmlps-bench sim --compute-cost 30,20 --target 0 --eval-every 25 --max-iterations 400 --model softmax --policies bsp,localsgd:1,localsgd:16,async-localsgd:1,async-localsgd:16"
       echo "$experiments/straggler-matrix.sh --bin $bin --repeat 3 --out OUT/straggler-matrix -- --max-seconds 90"
       echo "$experiments/straggler-matrix.sh --bin $bin --sim 16 --repeat 1 -- --compute-cost 50,12.4 --batch 64 --max-iterations 1500 --format tsv"
-      echo "$experiments/straggler-matrix.sh --bin $bin --sim 256 --repeat 1 -- --compute-cost 50,12.4 --batch 4 --max-iterations 600 --format tsv" ;;
+      echo "$experiments/straggler-matrix.sh --bin $bin --sim 256 --repeat 1 -- --compute-cost 50,12.4 --batch 4 --max-iterations 600 --format tsv"
+      echo "$experiments/straggler-matrix.sh --bin $bin --sim 256 --repeat 1 --policies wbsp-overlap --profiles none,slow,round-robin -- --compute-cost 50,12.4 --batch 4 --max-iterations 50 --format tsv" ;;
     simulator)
       for n in 16 256 4096; do
         echo "$bin/dmlps-bench sim --workers $n --model softmax --batch 64 --target 0 --max-iterations 100 --policies bsp,ssp:3,wbsp,abps,lbbsp"
