@@ -49,6 +49,49 @@ std::map<std::string, double> UnaccountedPerStep(const std::vector<trace::Record
   return gaps;
 }
 
+// Per worker (by node), the time each of its pushes took to send (comm/push
+// spans by clock), seconds.
+std::map<std::string, std::map<int64_t, double>> PushSeconds(
+    const std::vector<trace::Record>& records) {
+  std::map<std::string, std::map<int64_t, double>> pushes;
+  for (const trace::Record& r : records) {
+    if (r.kind != "span" || r.lane != "comm" || r.name != "push") continue;
+    pushes[r.node][static_cast<int64_t>(r.Number("clock"))] += static_cast<double>(r.dur_us) * 1e-6;
+  }
+  return pushes;
+}
+
+// Adds to each step of `histories` the time its push took to send beyond
+// the quickest worker's median push. A push returns once its message is
+// queued, within a millisecond on any link the workers share; one that
+// takes longer was held up on its worker's own link (a capped one, as
+// --bandwidth-schedule makes it: 19 ms a push against 0.2-0.6 ms for the
+// others on loopback), which the round waits for as it does for a slow
+// step, and which the level, the changes and the delays must then see.
+void AddSlowSending(const std::vector<trace::Record>& records,
+                    std::vector<predict::WorkerHistory>* histories) {
+  const std::map<std::string, std::map<int64_t, double>> pushes = PushSeconds(records);
+  double common = -1;
+  for (const predict::WorkerHistory& h : *histories) {
+    auto it = pushes.find(h.node);
+    if (it == pushes.end()) return;  // a worker without pushes: nothing to compare
+    std::vector<double> seconds;
+    for (const auto& [clock, s] : it->second) seconds.push_back(s);
+    const double m = Median(seconds);
+    if (common < 0 || m < common) common = m;
+  }
+  for (predict::WorkerHistory& h : *histories) {
+    const std::map<int64_t, double>& mine = pushes.at(h.node);
+    for (size_t i = 0; i < h.steps.size() && i < h.clocks.size(); ++i) {
+      predict::Observation& o = h.steps[i];
+      auto it = mine.find(h.clocks[i]);
+      if (it == mine.end() || !(o.speed > 0) || o.batch < 1 || it->second <= common) continue;
+      const double busy = static_cast<double>(o.batch) / o.speed + (it->second - common);
+      o.speed = static_cast<double>(o.batch) / busy;
+    }
+  }
+}
+
 // One worker's steady level, delays and jitter from its history; the
 // clock and time of each step measured into `steps`.
 WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch,
@@ -198,7 +241,8 @@ int64_t MeasuredRun::IterationsTo(double target) const {
 Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
   MeasuredRun run;
   DMLPS_RETURN_IF_ERROR(ReadRun(records, &run));
-  const std::vector<predict::WorkerHistory> histories = predict::ExtractHistories(records);
+  std::vector<predict::WorkerHistory> histories = predict::ExtractHistories(records);
+  AddSlowSending(records, &histories);
   double samples = 0, steps = 0;
   for (const predict::WorkerHistory& h : histories) {
     for (const predict::Observation& o : h.steps) {
