@@ -62,31 +62,48 @@ std::map<std::string, std::map<int64_t, double>> PushSeconds(
 }
 
 // Adds to each step of `histories` the time its push took to send beyond
-// the quickest worker's median push. A push returns once its message is
-// queued, within a millisecond on any link the workers share; one that
-// takes longer was held up on its worker's own link (a capped one, as
-// --bandwidth-schedule makes it: 19 ms a push against 0.2-0.6 ms for the
-// others on loopback), which the round waits for as it does for a slow
-// step, and which the level, the changes and the delays must then see.
+// the workers' usual push (the upper median over the workers of each one's
+// median push). A push returns once its message is queued; one that takes
+// longer than most workers' was held up on its worker's own link (a capped
+// one, as --bandwidth-schedule makes it: 19 ms a push against 0.2-0.6 ms
+// for the others on loopback), which the round waits for as it does for a
+// slow step, and which the level, the changes and the delays must then
+// see. What half the workers' pushes take (a busy host whose server reads
+// late: 25-30 ms for two fast workers' pushes of four) is no worker's own.
 void AddSlowSending(const std::vector<trace::Record>& records,
                     std::vector<predict::WorkerHistory>* histories) {
   const std::map<std::string, std::map<int64_t, double>> pushes = PushSeconds(records);
-  double common = -1;
+  std::vector<double> medians;
   for (const predict::WorkerHistory& h : *histories) {
     auto it = pushes.find(h.node);
     if (it == pushes.end()) return;  // a worker without pushes: nothing to compare
     std::vector<double> seconds;
     for (const auto& [clock, s] : it->second) seconds.push_back(s);
-    const double m = Median(seconds);
-    if (common < 0 || m < common) common = m;
+    medians.push_back(Median(seconds));
   }
+  // The upper median: a push counts as held up only when at least half of
+  // the workers send quicker (with two workers, never).
+  std::sort(medians.begin(), medians.end());
+  const double common = medians[medians.size() / 2];
   for (predict::WorkerHistory& h : *histories) {
     const std::map<int64_t, double>& mine = pushes.at(h.node);
-    for (size_t i = 0; i < h.steps.size() && i < h.clocks.size(); ++i) {
-      predict::Observation& o = h.steps[i];
-      auto it = mine.find(h.clocks[i]);
-      if (it == mine.end() || !(o.speed > 0) || o.batch < 1 || it->second <= common) continue;
-      const double busy = static_cast<double>(o.batch) / o.speed + (it->second - common);
+    std::vector<double> sent;  // by step; 0 where the step has no push
+    for (int64_t clock : h.clocks) {
+      auto it = mine.find(clock);
+      sent.push_back(it == mine.end() ? 0 : it->second);
+    }
+    // Sending slowly counts as the worker's level only where three pushes
+    // in four of the steps around do (the lower quartile of kChangeWindow
+    // steps on each side): on a busy host half of the fast workers' pushes
+    // wait 40-120 ms while the round waits for the straggler anyway.
+    const auto n = static_cast<int64_t>(std::min(sent.size(), h.steps.size()));
+    for (int64_t i = 0; i < n; ++i) {
+      predict::Observation& o = h.steps[static_cast<size_t>(i)];
+      const double usual = predict::LowerQuantile(
+          sent, std::max<int64_t>(0, i - predict::kChangeWindow),
+          std::min(n, i + predict::kChangeWindow), 0.25);
+      if (!(o.speed > 0) || o.batch < 1 || usual <= common) continue;
+      const double busy = static_cast<double>(o.batch) / o.speed + (usual - common);
       o.speed = static_cast<double>(o.batch) / busy;
     }
   }
