@@ -1,13 +1,14 @@
 # A 4-worker cluster under --policy auto, the last worker 4x slower than the
 # rest, trains mlp:128 on the full Fashion-MNIST to 0.84 test accuracy:
-# it starts under BSP, measures the straggler and decides, logs and traces,
-# to switch away from BSP (docs/algorithms.md, "Auto"). Then an even
-# cluster: it does not flap. Bad candidates are refused.
+# started under BSP (bsp first in --candidates; by default it starts under
+# backup:1), it measures the straggler and decides, logs and traces, to
+# switch away from BSP (docs/algorithms.md, "Auto"). Then an even cluster
+# under the default candidates: it does not flap. Bad candidates are
+# refused.
 . "$(dirname "$0")/lib.sh"
 SLOW_WORKER_ARGS=(--slowdown 4)
-train_to_target 4 0.84 --policy auto --model mlp:128 --batch 256 --max-iterations 4000 \
-  --eval-every 25 \
-  --trace "$WORK/server.trace"
+train_to_target 4 0.84 --policy auto --candidates bsp,backup:1,ssp:3,lbbsp --model mlp:128 \
+  --batch 256 --max-iterations 4000 --eval-every 25 --trace "$WORK/server.trace"
 grep -q "policy auto" "$WORK/worker-0.log" || fail "the workers did not run auto"
 grep -qE "policy decision at iteration [0-9]+: bsp -> [a-z]" "$WORK/server.log" ||
   fail "no decision logged"
@@ -21,7 +22,7 @@ grep -qE "^  decision at .*: bsp -> (backup:1|lbbsp|ssp:3) \(switch" "$WORK/summ
 grep -q '"name":"policy decision"' "$WORK/chrome.json" || fail "no decision instant in Chrome view"
 grep -q '"predicted":"bsp=' "$WORK/chrome.json" || fail "the decision instant lacks its predictions"
 
-# Even: no straggler; every decision keeps bsp.
+# Even: no straggler, the default candidates (it starts under backup:1).
 mv "$WORK/server.log" "$WORK/straggler-server.log"
 SLOW_WORKER_ARGS=()
 train_to_target 4 0.84 --policy auto --model mlp:128 --batch 256 --max-iterations 4000 \

@@ -377,6 +377,41 @@ TEST_CASE("advise: delays take turns only when each worker's fall on a turn of i
   CHECK(RotatingDelay(one) == 0);
 }
 
+TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then on") {
+  // A BSP run of 200 iterations of 10 ms steps; from clock 150 worker-3's
+  // pushes take 19 ms to send, the others' 0.5 ms (--bandwidth-schedule
+  // 3=150:200 on loopback), and the round waits for them.
+  std::vector<trace::Record> records;
+  records.push_back(Instant("start", 0, {{"policy", "bsp"}, {"workers", int64_t{4}}}));
+  for (int64_t clock = 0; clock < 200; ++clock) {
+    const int64_t cycle = clock < 150 ? 15000 : 33500;
+    const int64_t t = 1000 + (clock < 150 ? clock * cycle : 150 * 15000 + (clock - 150) * cycle);
+    for (int64_t w = 0; w < 4; ++w) {
+      const std::string node = "worker-" + std::to_string(w);
+      records.push_back(
+          Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
+      const int64_t push = w == 3 && clock >= 150 ? 19000 : 500;
+      records.push_back(Span(node, "comm", "push", t + 10000, push,
+                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
+      records.push_back(Span(node, "wait", "pull", t + 10000 + push, cycle - 10000 - push,
+                             {{"clock", clock}}));
+    }
+  }
+  records.push_back(Instant("end", 4000000, {{"seconds", 4}, {"iterations", int64_t{200}}}));
+  Result<MeasuredRun> run = MeasureRun(records);
+  REQUIRE(run.ok());
+  const ClusterProfile& p = run->profile;
+  REQUIRE(p.workers.size() == 4);
+  CHECK(p.workers[0].step_s == doctest::Approx(0.010).epsilon(0.05));
+  // Its level now: the step and the 18.5 ms its pushes take beyond the others'.
+  CHECK(p.workers[3].step_s == doctest::Approx(0.0285).epsilon(0.05));
+  CHECK(p.workers[3].delay_prob == 0);
+  CHECK(HasSteadyStraggler(p));
+  AdvisorOptions options;
+  options.candidates = {"bsp", "backup:1", "lbbsp"};
+  CHECK(MustAdvise(p, options).recommended != "bsp");
+}
+
 TEST_CASE("advise: trace files and folders, and their errors") {
   testing::TempDir dir;
   {

@@ -201,6 +201,9 @@ TEST_CASE("auto: candidates it cannot switch into live are refused in one line")
   CHECK(MakePolicy(config).ok());  // backup:1 left out for one worker
 }
 
+// The default candidates with bsp first: auto starts under bsp.
+const std::vector<std::string> kFromBsp = {"bsp", "backup:1", "ssp:3", "lbbsp"};
+
 // Runs auto on n workers of the given step times for `until` virtual
 // seconds; returns its decisions and the policy it ends under.
 struct AutoRun {
@@ -211,10 +214,14 @@ struct AutoRun {
 
 // With `accuracy`, an evaluation every 10 iterations at accuracy(iteration)
 // and a target of 0.85.
+// `candidates` as --candidates gives them (empty: the default, backup:1
+// first).
 AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until,
-                const std::function<double(int64_t)>& accuracy = {}) {
+                const std::function<double(int64_t)>& accuracy = {},
+                std::vector<std::string> candidates = kFromBsp) {
   PolicyConfig config;
   config.name = "auto";
+  config.candidates = std::move(candidates);
   config.num_workers = n;
   config.batch = kBatch;
   if (accuracy) config.target_accuracy = 0.85;
@@ -285,6 +292,26 @@ TEST_CASE("auto: a steady straggler moves it off bsp, an even cluster keeps it t
   for (const Decision& d : even.decisions) CHECK(d.chosen == "bsp");
   CHECK(even.switches.empty());
   CHECK(even.running == "bsp");
+}
+
+TEST_CASE("auto: it starts under backup:1 by default, which a steady straggler keeps") {
+  // Before its first decision auto runs uninformed; backup:1 is about
+  // BSP's time on an even cluster and far faster under any straggler
+  // (docs/algorithms.md, "Auto"), so it is the default start.
+  const AutoRun slow = RunAuto(
+      4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, {});
+  REQUIRE_FALSE(slow.decisions.empty());
+  CHECK(slow.decisions.front().running == "backup:1");
+  for (const Decision& d : slow.decisions) CHECK(d.chosen == "backup:1");
+  CHECK(slow.switches.empty());
+  // Given candidates, it starts under the first; one worker, under bsp.
+  const AutoRun from_lbbsp = RunAuto(
+      4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, {"lbbsp", "bsp"});
+  REQUIRE_FALSE(from_lbbsp.decisions.empty());
+  CHECK(from_lbbsp.decisions.front().running == "lbbsp");
+  const AutoRun one = RunAuto(1, [](WorkerId, int64_t) { return 0.01; }, 5, {}, {});
+  REQUIRE_FALSE(one.decisions.empty());
+  CHECK(one.decisions.front().running == "bsp");
 }
 
 TEST_CASE("auto: a lasting slowdown mid-run calls for a decision at once") {

@@ -49,6 +49,66 @@ std::map<std::string, double> UnaccountedPerStep(const std::vector<trace::Record
   return gaps;
 }
 
+// Per worker (by node), the time each of its pushes took to send (comm/push
+// spans by clock), seconds.
+std::map<std::string, std::map<int64_t, double>> PushSeconds(
+    const std::vector<trace::Record>& records) {
+  std::map<std::string, std::map<int64_t, double>> pushes;
+  for (const trace::Record& r : records) {
+    if (r.kind != "span" || r.lane != "comm" || r.name != "push") continue;
+    pushes[r.node][static_cast<int64_t>(r.Number("clock"))] += static_cast<double>(r.dur_us) * 1e-6;
+  }
+  return pushes;
+}
+
+// Adds to each step of `histories` the time its push took to send beyond
+// the workers' usual push (the upper median over the workers of each one's
+// median push). A push returns once its message is queued; one that takes
+// longer than most workers' was held up on its worker's own link (a capped
+// one, as --bandwidth-schedule makes it: 19 ms a push against 0.2-0.6 ms
+// for the others on loopback), which the round waits for as it does for a
+// slow step, and which the level, the changes and the delays must then
+// see. What half the workers' pushes take (a busy host whose server reads
+// late: 25-30 ms for two fast workers' pushes of four) is no worker's own.
+void AddSlowSending(const std::vector<trace::Record>& records,
+                    std::vector<predict::WorkerHistory>* histories) {
+  const std::map<std::string, std::map<int64_t, double>> pushes = PushSeconds(records);
+  std::vector<double> medians;
+  for (const predict::WorkerHistory& h : *histories) {
+    auto it = pushes.find(h.node);
+    if (it == pushes.end()) return;  // a worker without pushes: nothing to compare
+    std::vector<double> seconds;
+    for (const auto& [clock, s] : it->second) seconds.push_back(s);
+    medians.push_back(Median(seconds));
+  }
+  // The upper median: a push counts as held up only when at least half of
+  // the workers send quicker (with two workers, never).
+  std::sort(medians.begin(), medians.end());
+  const double common = medians[medians.size() / 2];
+  for (predict::WorkerHistory& h : *histories) {
+    const std::map<int64_t, double>& mine = pushes.at(h.node);
+    std::vector<double> sent;  // by step; 0 where the step has no push
+    for (int64_t clock : h.clocks) {
+      auto it = mine.find(clock);
+      sent.push_back(it == mine.end() ? 0 : it->second);
+    }
+    // Sending slowly counts as the worker's level only where three pushes
+    // in four of the steps around do (the lower quartile of kChangeWindow
+    // steps on each side): on a busy host half of the fast workers' pushes
+    // wait 40-120 ms while the round waits for the straggler anyway.
+    const auto n = static_cast<int64_t>(std::min(sent.size(), h.steps.size()));
+    for (int64_t i = 0; i < n; ++i) {
+      predict::Observation& o = h.steps[static_cast<size_t>(i)];
+      const double usual = predict::LowerQuantile(
+          sent, std::max<int64_t>(0, i - predict::kChangeWindow),
+          std::min(n, i + predict::kChangeWindow), 0.25);
+      if (!(o.speed > 0) || o.batch < 1 || usual <= common) continue;
+      const double busy = static_cast<double>(o.batch) / o.speed + (usual - common);
+      o.speed = static_cast<double>(o.batch) / busy;
+    }
+  }
+}
+
 // One worker's steady level, delays and jitter from its history; the
 // clock and time of each step measured into `steps`.
 WorkerProfile MeasureWorker(const predict::WorkerHistory& history, int64_t batch,
@@ -198,7 +258,8 @@ int64_t MeasuredRun::IterationsTo(double target) const {
 Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
   MeasuredRun run;
   DMLPS_RETURN_IF_ERROR(ReadRun(records, &run));
-  const std::vector<predict::WorkerHistory> histories = predict::ExtractHistories(records);
+  std::vector<predict::WorkerHistory> histories = predict::ExtractHistories(records);
+  AddSlowSending(records, &histories);
   double samples = 0, steps = 0;
   for (const predict::WorkerHistory& h : histories) {
     for (const predict::Observation& o : h.steps) {

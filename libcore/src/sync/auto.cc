@@ -108,7 +108,11 @@ const advise::Prediction* Find(const advise::Advice& advice, std::string_view po
 
 std::vector<std::string> AutoCandidates(int64_t num_workers) {
   if (num_workers < 2) return {"bsp", "ssp:3", "lbbsp"};
-  return {"bsp", "backup:1", "ssp:3", "lbbsp"};
+  // backup:1 first, so that auto starts under it: before its first decision
+  // it runs uninformed, and backup:1 loses least while it does (it is BSP
+  // less the slowest push: about BSP's time on an even cluster, far less
+  // under any straggler; docs/algorithms.md, "Auto").
+  return {"backup:1", "bsp", "ssp:3", "lbbsp"};
 }
 
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch) {
@@ -135,8 +139,7 @@ AutoDecider::AutoDecider(int64_t num_workers, Options options)
       running_(AutoDecider::Initial()) {}
 
 std::string AutoDecider::Initial() const {
-  const std::vector<std::string>& c = options_.candidates;
-  return std::find(c.begin(), c.end(), "bsp") != c.end() || c.empty() ? "bsp" : c.front();
+  return options_.candidates.empty() ? "bsp" : options_.candidates.front();
 }
 
 bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {

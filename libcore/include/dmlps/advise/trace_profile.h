@@ -50,8 +50,11 @@ inline constexpr double kDelayFactor = 2;
 // steady level is the median time per sample since the last lasting change
 // of speed (predict::FindLastingChanges), the delays are the steps since
 // then at kDelayFactor x the level or more, the jitter the robust log-sd of
-// the rest; the time per step its spans leave unaccounted (scheduling on a
-// busy host, handling a model) is added to the level. Pushes (comm/push) give the parameters, the
+// the rest; each step counts the time its pushes take to send beyond the
+// workers' usual push where three in four around it do (its own link held
+// up or capped), and the
+// time per step its spans leave unaccounted (scheduling on a busy host,
+// handling a model) is added to the level. Pushes (comm/push) give the parameters, the
 // server's apply spans its pass over the parameters, and the quickest worker's median wait for its
 // model the links' bandwidth (latency stays ClusterProfile's). DataLoss when the records hold no
 // worker steps or no pushes; InvalidArgument for several runs.

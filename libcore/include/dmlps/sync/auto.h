@@ -21,7 +21,8 @@ namespace dmlps::sync {
 
 // The candidates auto runs when none are given: those of advise's default
 // list that it can switch into live (workers in kSync mode) and that fit
-// `num_workers` (backup:1 needs two).
+// `num_workers` (backup:1 needs two), backup:1 first (auto starts under
+// the first).
 std::vector<std::string> AutoCandidates(int64_t num_workers);
 
 // Whether auto can run `entry` ("ssp:3", as dmlps-bench names policies):
@@ -59,7 +60,7 @@ class AutoDecider : public SwitchDecider {
   static constexpr int64_t kMinGap = 10;
 
   struct Options {
-    std::vector<std::string> candidates;  // non-empty; checked by MakeAuto
+    std::vector<std::string> candidates;  // non-empty; checked by MakeAuto; starts under the first
     int64_t batch = 64;                   // the job's per-worker batch
     int64_t every = 20;                   // iterations between decisions
     double target = 0;                    // the run's target accuracy (0: none)
