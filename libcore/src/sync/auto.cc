@@ -130,7 +130,7 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 
 AutoDecider::AutoDecider(int64_t num_workers, Options options)
     : options_(std::move(options)),
-      advisor_(advise::BuiltInEfficiency(options_.model, options_.batch)),
+      advisor_(advise::BuiltInEfficiency(options_.model, options_.batch, num_workers)),
       history_(num_workers),
       running_(AutoDecider::Initial()) {}
 
