@@ -94,8 +94,8 @@ Prediction Predict(const ClusterProfile& profile, const std::string& candidate,
   Prediction p;
   p.policy = candidate;
   if (std::optional<Efficiency> e = table.Find(candidate)) {
-    p.efficiency = EfficiencyUnder(*e, Slowest(profile).second, DelayCost(profile),
-                                   table.straggler_ratio);
+    p.efficiency =
+        EfficiencyUnder(*e, Slowest(profile).second, DelayCost(profile), table.straggler_ratio);
   } else {
     p.efficiency_known = false;
   }

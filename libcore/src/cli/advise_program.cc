@@ -26,9 +26,9 @@ double BspIterations(const AdviseConfig& config, const advise::MeasuredRun& run,
   if (iterations <= 0) return 0;
   double efficiency = 1;
   if (std::optional<advise::Efficiency> e = advisor.table().Find(run.policy)) {
-    efficiency = advise::EfficiencyUnder(*e, advise::SlowestRatio(run.profile),
-                                         advise::DelayCost(run.profile),
-                                         advisor.table().straggler_ratio);
+    efficiency =
+        advise::EfficiencyUnder(*e, advise::SlowestRatio(run.profile),
+                                advise::DelayCost(run.profile), advisor.table().straggler_ratio);
   }
   return static_cast<double>(iterations) / efficiency;
 }

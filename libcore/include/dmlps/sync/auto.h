@@ -46,8 +46,8 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
 // progress toward the target but at least `every`, and where only that floor speaks the progress
 // `every` iterations of the policy switched to make, every / its efficiency; else the iteration
-// limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's cost (the drain: the slowest
-// worker's step plus one iteration of the new policy).
+// limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's
+// cost (the drain: the slowest worker's step plus one iteration of the new policy).
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
