@@ -46,7 +46,7 @@ double LogDistance(int64_t a, int64_t b) {
 }  // namespace
 
 std::vector<EfficiencyTable> BuiltInEfficiencies() {
-  std::vector<EfficiencyTable> tables(4);
+  std::vector<EfficiencyTable> tables(5);
   // EFFICIENCY-TABLE-BEGIN mlp:128 256: share/dmlps/advise-efficiency.sh's output.
   // The even and straggler columns are commit 022332b's: learned again at
   // 9e25a5c, backup:1 took BSP's 230 iterations on both (1.00), which moves
@@ -112,6 +112,23 @@ std::vector<EfficiencyTable> BuiltInEfficiencies() {
       "MODEL=softmax TARGET=0.8 WORKERS=16 share/dmlps/advise-efficiency.sh -- --batch 16: "
       "dmlps-bench sim, 16 workers, softmax on fashion-mnist, batch 16, lr 0.1, target 0.8, "
       "even, the last 4x slow and delays 50 ms at 0.2; 2026-11-25, commit 9e25a5c";
+  // EFFICIENCY-TABLE-END
+  // EFFICIENCY-TABLE-BEGIN softmax 16, 256 workers: POLICIES=bsp,backup:1,ssp:3,lbbsp
+  // MODEL=softmax TARGET=0.8 WORKERS=256 advise-efficiency.sh -- --batch 16 (auto's candidates)
+  tables[4].model = "softmax";
+  tables[4].batch = 16;
+  tables[4].workers = 256;
+  tables[4].rows = {
+      {"bsp", 1.00, 1.00, 1.00},       // 50, 50 and 50 iterations
+      {"backup:1", 1.00, 1.00, 1.00},  // 50, 50 and 50 iterations
+      {"ssp:3", 14.40, 10.80, 1.40},   // 720, 540 and 70 iterations
+      {"lbbsp", 1.00, 1.00, 1.00},     // 50, 50 and 50 iterations
+  };
+  tables[4].provenance =
+      "POLICIES=bsp,backup:1,ssp:3,lbbsp MODEL=softmax TARGET=0.8 WORKERS=256 "
+      "share/dmlps/advise-efficiency.sh -- --batch 16: dmlps-bench sim, 256 workers, softmax on "
+      "fashion-mnist, batch 16, lr 0.1, target 0.8, even, the last 4x slow and delays 50 ms at "
+      "0.2; 2026-11-25, commit 463a9e7";
   // EFFICIENCY-TABLE-END
   return tables;
 }
