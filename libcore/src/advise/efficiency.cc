@@ -128,7 +128,7 @@ std::vector<EfficiencyTable> BuiltInEfficiencies() {
       "POLICIES=bsp,backup:1,ssp:3,lbbsp MODEL=softmax TARGET=0.8 WORKERS=256 "
       "share/dmlps/advise-efficiency.sh -- --batch 16: dmlps-bench sim, 256 workers, softmax on "
       "fashion-mnist, batch 16, lr 0.1, target 0.8, even, the last 4x slow and delays 50 ms at "
-      "0.2; 2026-11-25, commit 463a9e7";
+      "0.2; 2026-11-25, commit 9e25a5c";
   // EFFICIENCY-TABLE-END
   return tables;
 }
