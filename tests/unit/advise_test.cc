@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
 #include <functional>
@@ -176,6 +177,45 @@ TEST_CASE("advise: the efficiency table finds entries and bare names") {
   CHECK(EfficiencyAt(row, 0.5, 4) == doctest::Approx(4));
 }
 
+TEST_CASE("advise: transient delays take the efficiency table's delays column") {
+  // None of it without delays, all of it from delays of a step on average,
+  // geometric in log(1 + delays over a step) in between.
+  const Efficiency row{"x", 4, 1, 2};
+  CHECK(EfficiencyUnder(row, 1, 0, 4) == doctest::Approx(4));
+  CHECK(EfficiencyUnder(row, 1, 1, 4) == doctest::Approx(2));
+  CHECK(EfficiencyUnder(row, 1, 40, 4) == doctest::Approx(2));
+  CHECK(EfficiencyUnder(row, 1, 0.5, 4) == doctest::Approx(std::exp2(2 - std::log2(1.5))));
+  CHECK(EfficiencyUnder(row, 4, 0, 4) == doctest::Approx(1));
+  CHECK(EfficiencyUnder(Efficiency{"y", 4, 1}, 1, 40, 4) == doctest::Approx(4));  // none learned
+  // 16 workers of softmax at batch 16 (steps of 0.25 ms), each step held up
+  // 50 ms with probability 0.2 (auto-profiles.sh's delay profile): SSP's
+  // workers run ahead of a delayed one as far as their bound, and it
+  // needs 1.25x BSP's iterations there against 6.6x on an even cluster
+  // (advise-efficiency.sh at 16 workers): it is the one to run.
+  ClusterProfile p;
+  p.workers.assign(16, WorkerProfile{.step_s = 248e-6, .jitter = 0.05});
+  for (WorkerProfile& w : p.workers) {
+    w.delay_prob = 0.2;
+    w.delay_s = 0.050;
+  }
+  p.batch = 16;
+  p.num_params = 7850;
+  p.link_gbps = 10;
+  p.latency_s = 50e-6;
+  CHECK(DelayCost(p) == doctest::Approx(0.2 * 0.050 / 248e-6));
+  const EfficiencyTable table = BuiltInEfficiency("softmax", 16, 16);
+  REQUIRE(table.Find("ssp:3").has_value());
+  AdvisorOptions options;
+  options.candidates = {"bsp", "backup:1", "ssp:3", "lbbsp"};
+  const Result<Advice> advice = Advisor(table).Advise(p, options);
+  REQUIRE(advice.ok());
+  CHECK(Find(*advice, "ssp:3").efficiency == doctest::Approx(table.Find("ssp:3")->delays));
+  CHECK(advice->recommended == "ssp:3");
+  // Without delays the even column's 6.6x keeps it out.
+  for (WorkerProfile& w : p.workers) w.delay_prob = 0;
+  CHECK(Advisor(table).Advise(p, options)->recommended != "ssp:3");
+}
+
 TEST_CASE("advise: each model and batch has the efficiency table learned nearest it") {
   // The default job's: mlp:128 at batch 256, for any model without a table.
   for (const EfficiencyTable& t : {BuiltInEfficiency(), BuiltInEfficiency("external", 64),
@@ -188,6 +228,13 @@ TEST_CASE("advise: each model and batch has the efficiency table learned nearest
   CHECK(small.batch == 16);
   CHECK(BuiltInEfficiency("softmax", 200).batch == 256);
   CHECK(BuiltInEfficiency("softmax", 0).batch == 256);
+  // ... and of those, the one learned at the number of workers nearest.
+  CHECK(small.workers == 4);
+  CHECK(BuiltInEfficiency("softmax", 16, 4).workers == 4);
+  CHECK(BuiltInEfficiency("softmax", 16, 16).workers == 16);
+  CHECK(BuiltInEfficiency("softmax", 16, 32).workers == 16);
+  CHECK(BuiltInEfficiency("softmax", 16, 4096).workers == 256);
+  CHECK(BuiltInEfficiency("softmax", 256, 16).batch == 256);
   // Staleness costs a small batch of a convex model less than a large
   // batch of an MLP (advise-efficiency.sh's runs).
   REQUIRE(small.Find("ssp:3").has_value());

@@ -353,13 +353,14 @@ TEST_CASE("auto: delays taking turns move it to backup, which drops the delayed 
   const AutoRun run = RunAuto(
       4, [](WorkerId w, int64_t step) { return step % 4 == w ? 0.03 : 0.01; }, 10);
   // The first decision, on six steps a worker, cannot tell a rotation; the
-  // next one, with two turns of each worker measured, does.
+  // next one, with two turns of each worker measured, does. (The first may
+  // move to backup:1 already: under independent delays too it needs no
+  // more iterations than BSP, the efficiency table's delays column.)
   auto sees = std::find_if(run.decisions.begin(), run.decisions.end(), [](const Decision& d) {
     return d.measured.find("delays taking turns") != std::string::npos;
   });
   REQUIRE(sees != run.decisions.end());
   CHECK(sees->iteration <= 40);
-  CHECK(sees->running == "bsp");
   CHECK(sees->chosen == "backup:1");
   CHECK(run.running == "backup:1");
 }

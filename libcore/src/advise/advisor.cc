@@ -94,7 +94,8 @@ Prediction Predict(const ClusterProfile& profile, const std::string& candidate,
   Prediction p;
   p.policy = candidate;
   if (std::optional<Efficiency> e = table.Find(candidate)) {
-    p.efficiency = EfficiencyAt(*e, Slowest(profile).second, table.straggler_ratio);
+    p.efficiency =
+        EfficiencyUnder(*e, Slowest(profile).second, DelayCost(profile), table.straggler_ratio);
   } else {
     p.efficiency_known = false;
   }
@@ -188,6 +189,15 @@ bool HasSteadyStraggler(const ClusterProfile& profile) {
 }
 
 double SlowestRatio(const ClusterProfile& profile) { return Slowest(profile).second; }
+
+double DelayCost(const ClusterProfile& profile) {
+  const double fastest = FastestStep(profile);
+  if (!(fastest > 0)) return 0;
+  if (profile.rotation_s > 0) {
+    return profile.rotation_s / static_cast<double>(profile.workers.size()) / fastest;
+  }
+  return MostDelayed(profile).second / fastest;
+}
 
 std::string DescribeProfile(const ClusterProfile& profile) {
   const auto [slowest, ratio] = Slowest(profile);

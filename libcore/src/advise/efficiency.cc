@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace dmlps::advise {
 
@@ -26,70 +27,122 @@ double EfficiencyAt(const Efficiency& row, double ratio, double straggler_ratio)
   return std::exp((1 - t) * std::log(row.even) + t * std::log(row.straggler));
 }
 
+double EfficiencyUnder(const Efficiency& row, double ratio, double delay_cost,
+                       double straggler_ratio) {
+  const double mixed = EfficiencyAt(row, ratio, straggler_ratio);
+  if (!(delay_cost > 0) || !(row.delays > 0) || !(mixed > 0)) return mixed;
+  const double t = std::min(1.0, std::log1p(delay_cost) / std::log(2.0));
+  return std::exp((1 - t) * std::log(mixed) + t * std::log(row.delays));
+}
+
 namespace {
 
 std::string_view Kind(std::string_view model) { return model.substr(0, model.find(':')); }
 
+double LogDistance(int64_t a, int64_t b) {
+  return std::abs(std::log(static_cast<double>(a) / static_cast<double>(b)));
+}
+
 }  // namespace
 
 std::vector<EfficiencyTable> BuiltInEfficiencies() {
-  std::vector<EfficiencyTable> tables(3);
+  std::vector<EfficiencyTable> tables(5);
   // EFFICIENCY-TABLE-BEGIN mlp:128 256: share/dmlps/advise-efficiency.sh's output.
+  // The even and straggler columns are commit 022332b's: learned again at
+  // 9e25a5c, backup:1 took BSP's 230 iterations on both (1.00), which moves
+  // auto and advise off BSP on an even cluster; kept until real runs say
+  // which (docs/advise.md, "The efficiency tables").
   tables[0].rows = {
-      {"bsp", 1.00, 1.00},       // 180 and 180 iterations
-      {"backup:1", 1.28, 1.28},  // 230 and 230 iterations
-      {"ssp:3", 16.67, 3.94},    // 3000+ and 710 iterations
-      {"wbsp", 7.11, 0.56},      // 1280 and 100 iterations
-      {"abps", 1.00, 1.33},      // 180 and 240 iterations
-      {"lbbsp", 1.00, 1.11},     // 180 and 200 iterations
+      {"bsp", 1.00, 1.00, 1.00},       // 180, 180 and 230 iterations
+      {"backup:1", 1.28, 1.28, 0.91},  // 230, 230 and 210 iterations
+      {"ssp:3", 16.67, 3.94, 10.35},   // 3000+, 710 and 2380 iterations
+      {"wbsp", 7.11, 0.56, 1.09},      // 1280, 100 and 250 iterations
+      {"abps", 1.00, 1.33, 0.83},      // 180, 240 and 190 iterations
+      {"lbbsp", 1.00, 1.11, 0.96},     // 180, 200 and 220 iterations
   };
   tables[0].provenance =
       "share/dmlps/advise-efficiency.sh: dmlps-bench sim, 4 workers, mlp:128 on fashion-mnist, "
-      "batch 256, lr 0.1, target 0.85, even and 1,1,1,4; 2026-11-25, commit 022332b";
+      "batch 256, lr 0.1, target 0.85, even and 1,1,1,4 (2026-11-25, commit 022332b), delays "
+      "50 ms at 0.2 (2026-11-25, commit 9e25a5c)";
   // EFFICIENCY-TABLE-END
   // EFFICIENCY-TABLE-BEGIN softmax 256: MODEL=softmax TARGET=0.8 advise-efficiency.sh
   tables[1].model = "softmax";
   tables[1].rows = {
-      {"bsp", 1.00, 1.00},       // 50 and 50 iterations
-      {"backup:1", 1.00, 1.00},  // 50 and 50 iterations
-      {"ssp:3", 13.20, 4.80},    // 660 and 240 iterations
-      {"wbsp", 14.40, 1.00},     // 720 and 50 iterations
-      {"abps", 1.00, 1.00},      // 50 and 50 iterations
-      {"lbbsp", 1.00, 1.00},     // 50 and 50 iterations
+      {"bsp", 1.00, 1.00, 1.00},       // 50, 50 and 50 iterations
+      {"backup:1", 1.00, 1.00, 1.40},  // 50, 50 and 70 iterations
+      {"ssp:3", 13.20, 4.80, 2.60},    // 660, 240 and 130 iterations
+      {"wbsp", 14.40, 0.80, 0.40},     // 720, 40 and 20 iterations
+      {"abps", 1.00, 1.00, 1.00},      // 50, 50 and 50 iterations
+      {"lbbsp", 1.00, 1.00, 1.00},     // 50, 50 and 50 iterations
   };
   tables[1].provenance =
       "MODEL=softmax TARGET=0.8 share/dmlps/advise-efficiency.sh: dmlps-bench sim, 4 workers, "
-      "softmax on fashion-mnist, batch 256, lr 0.1, target 0.8, even and 1,1,1,4; 2026-11-25, "
-      "commit 4626fa6";
+      "softmax on fashion-mnist, batch 256, lr 0.1, target 0.8, even, 1,1,1,4 and delays 50 ms "
+      "at 0.2; 2026-11-25, commit 9e25a5c";
   // EFFICIENCY-TABLE-END
   // EFFICIENCY-TABLE-BEGIN softmax 16: MODEL=softmax TARGET=0.8 advise-efficiency.sh -- --batch 16
   tables[2].model = "softmax";
   tables[2].batch = 16;
   tables[2].rows = {
-      {"bsp", 1.00, 1.00},       // 240 and 240 iterations
-      {"backup:1", 1.00, 1.00},  // 240 and 240 iterations
-      {"ssp:3", 1.92, 1.12},     // 460 and 270 iterations
-      {"wbsp", 2.88, 1.50},      // 690 and 360 iterations
-      {"abps", 1.00, 0.75},      // 240 and 180 iterations
-      {"lbbsp", 1.00, 0.75},     // 240 and 180 iterations
+      {"bsp", 1.00, 1.00, 1.00},       // 240, 240 and 240 iterations
+      {"backup:1", 1.00, 1.00, 0.96},  // 240, 240 and 230 iterations
+      {"ssp:3", 1.92, 1.12, 1.67},     // 460, 270 and 400 iterations
+      {"wbsp", 2.88, 1.08, 0.29},      // 690, 260 and 70 iterations
+      {"abps", 1.00, 0.75, 0.58},      // 240, 180 and 140 iterations
+      {"lbbsp", 1.00, 0.75, 0.88},     // 240, 180 and 210 iterations
   };
   tables[2].provenance =
       "MODEL=softmax TARGET=0.8 share/dmlps/advise-efficiency.sh -- --batch 16: dmlps-bench sim, "
-      "4 workers, softmax on fashion-mnist, batch 16, lr 0.1, target 0.8, even and 1,1,1,4; "
-      "2026-11-25, commit 9114dbe";
+      "4 workers, softmax on fashion-mnist, batch 16, lr 0.1, target 0.8, even, 1,1,1,4 and "
+      "delays 50 ms at 0.2; 2026-11-25, commit 9e25a5c";
+  // EFFICIENCY-TABLE-END
+  // EFFICIENCY-TABLE-BEGIN softmax 16, 16 workers: MODEL=softmax TARGET=0.8 WORKERS=16 ...
+  tables[3].model = "softmax";
+  tables[3].batch = 16;
+  tables[3].workers = 16;
+  tables[3].rows = {
+      {"bsp", 1.00, 1.00, 1.00},       // 80, 80 and 80 iterations
+      {"backup:1", 1.00, 1.00, 1.00},  // 80, 80 and 80 iterations
+      {"ssp:3", 6.62, 1.62, 1.25},     // 530, 130 and 100 iterations
+      {"wbsp", 7.50, 6.25, 0.38},      // 600, 500 and 30 iterations
+      {"abps", 1.00, 1.00, 1.00},      // 80, 80 and 80 iterations
+      {"lbbsp", 1.00, 0.62, 1.00},     // 80, 50 and 80 iterations
+  };
+  tables[3].provenance =
+      "MODEL=softmax TARGET=0.8 WORKERS=16 share/dmlps/advise-efficiency.sh -- --batch 16: "
+      "dmlps-bench sim, 16 workers, softmax on fashion-mnist, batch 16, lr 0.1, target 0.8, "
+      "even, the last 4x slow and delays 50 ms at 0.2; 2026-11-25, commit 9e25a5c";
+  // EFFICIENCY-TABLE-END
+  // EFFICIENCY-TABLE-BEGIN softmax 16, 256 workers: POLICIES=bsp,backup:1,ssp:3,lbbsp
+  // MODEL=softmax TARGET=0.8 WORKERS=256 advise-efficiency.sh -- --batch 16 (auto's candidates)
+  tables[4].model = "softmax";
+  tables[4].batch = 16;
+  tables[4].workers = 256;
+  tables[4].rows = {
+      {"bsp", 1.00, 1.00, 1.00},       // 50, 50 and 50 iterations
+      {"backup:1", 1.00, 1.00, 1.00},  // 50, 50 and 50 iterations
+      {"ssp:3", 14.40, 10.80, 1.40},   // 720, 540 and 70 iterations
+      {"lbbsp", 1.00, 1.00, 1.00},     // 50, 50 and 50 iterations
+  };
+  tables[4].provenance =
+      "POLICIES=bsp,backup:1,ssp:3,lbbsp MODEL=softmax TARGET=0.8 WORKERS=256 "
+      "share/dmlps/advise-efficiency.sh -- --batch 16: dmlps-bench sim, 256 workers, softmax on "
+      "fashion-mnist, batch 16, lr 0.1, target 0.8, even, the last 4x slow and delays 50 ms at "
+      "0.2; 2026-11-25, commit 9e25a5c";
   // EFFICIENCY-TABLE-END
   return tables;
 }
 
-EfficiencyTable BuiltInEfficiency(std::string_view model, int64_t batch) {
+EfficiencyTable BuiltInEfficiency(std::string_view model, int64_t batch, int64_t workers) {
   std::vector<EfficiencyTable> tables = BuiltInEfficiencies();
   const EfficiencyTable* best = nullptr;
-  double best_distance = 0;
+  std::pair<double, double> best_distance;
   for (const EfficiencyTable& t : tables) {
     if (Kind(t.model) != Kind(model)) continue;
-    const double distance =
-        batch > 0 ? std::abs(std::log(static_cast<double>(t.batch) / static_cast<double>(batch)))
-                  : -static_cast<double>(t.batch);
+    // Nearest batch first, then nearest number of workers.
+    const std::pair<double, double> distance = {
+        batch > 0 ? LogDistance(t.batch, batch) : -static_cast<double>(t.batch),
+        workers > 0 ? LogDistance(t.workers, workers) : 0};
     if (best == nullptr || distance < best_distance) {
       best = &t;
       best_distance = distance;

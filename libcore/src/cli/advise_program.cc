@@ -26,8 +26,9 @@ double BspIterations(const AdviseConfig& config, const advise::MeasuredRun& run,
   if (iterations <= 0) return 0;
   double efficiency = 1;
   if (std::optional<advise::Efficiency> e = advisor.table().Find(run.policy)) {
-    efficiency = advise::EfficiencyAt(*e, advise::SlowestRatio(run.profile),
-                                      advisor.table().straggler_ratio);
+    efficiency =
+        advise::EfficiencyUnder(*e, advise::SlowestRatio(run.profile),
+                                advise::DelayCost(run.profile), advisor.table().straggler_ratio);
   }
   return static_cast<double>(iterations) / efficiency;
 }
@@ -116,7 +117,8 @@ int RunBenchAdviseProgram(const AdviseConfig& config, bench::Format format) {
   if (!run.ok()) return ReportError(kBenchProgram, run.status());
   LogProfile(run->profile);
   // The efficiency table learned on the traced job's model and batch.
-  const advise::Advisor advisor(advise::BuiltInEfficiency(run->model, run->profile.batch));
+  const advise::Advisor advisor(advise::BuiltInEfficiency(
+      run->model, run->profile.batch, static_cast<int64_t>(run->profile.workers.size())));
   const double target = config.target >= 0 ? config.target : run->target;
   advise::AdvisorOptions options;
   options.candidates = config.candidates;

@@ -134,7 +134,7 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 
 AutoDecider::AutoDecider(int64_t num_workers, Options options)
     : options_(std::move(options)),
-      advisor_(advise::BuiltInEfficiency(options_.model, options_.batch)),
+      advisor_(advise::BuiltInEfficiency(options_.model, options_.batch, num_workers)),
       history_(num_workers),
       running_(AutoDecider::Initial()) {}
 
@@ -229,6 +229,18 @@ double AutoDecider::Remaining(int64_t iteration) const {
   return std::max(progress_, kMinRemaining);
 }
 
+double AutoDecider::SwitchHorizon(double remaining, double efficiency) const {
+  const auto every = static_cast<double>(std::max<int64_t>(1, options_.every));
+  const bool by_accuracy = options_.target > 0 && first_accuracy_ &&
+                           options_.target > *first_accuracy_ && last_accuracy_ > *first_accuracy_;
+  if (!by_accuracy || remaining > every || !(efficiency > 0)) return remaining;
+  // Only the floor speaks (the accuracy all but at the target): the next
+  // decision comes `every` iterations of the policy switched to from now,
+  // which make every / efficiency of BSP's progress; a switch into a
+  // policy that needs more iterations (SSP) gains over less progress.
+  return every / efficiency;
+}
+
 std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context, WorkerId w,
                                                     const PushInfo& push) {
   if (Measure(w, push)) change_seen_ = true;
@@ -285,7 +297,8 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
     } else {
       const double now_s = now != nullptr ? now->effective_s : std::numeric_limits<double>::max();
       d.cost_s = slowest + best->iteration_s;
-      d.gain_s = now != nullptr ? d.remaining * (now_s - best->effective_s) : d.remaining;
+      const double horizon = SwitchHorizon(d.remaining, best->efficiency);
+      d.gain_s = now != nullptr ? horizon * (now_s - best->effective_s) : horizon;
       if (now != nullptr && best->effective_s > now_s * (1 - kMinGain)) {
         d.reason = fmt::format("stay: {} is predicted under {:.0f}% faster than {}", best->policy,
                                kMinGain * 100, running_);
@@ -293,13 +306,13 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
         d.reason = fmt::format(
             "stay: {} would save {:.3g} s over {:.0f} iterations left, not {}x the switch's {:.3g} "
             "s",
-            best->policy, d.gain_s, d.remaining, kPayback, d.cost_s);
+            best->policy, d.gain_s, horizon, kPayback, d.cost_s);
       } else {
         d.chosen = best->policy;
         chosen_efficiency_ = best->efficiency;
         d.reason =
             fmt::format("switch: saves {:.3g} s over {:.0f} iterations left for {:.3g} s; {}",
-                        d.gain_s, d.remaining, d.cost_s, advice->reason);
+                        d.gain_s, horizon, d.cost_s, advice->reason);
         request =
             SwitchRequest{best->policy, d.reason, now_s / best->effective_s, 1 / (1 - kMinGain)};
       }

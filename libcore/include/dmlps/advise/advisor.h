@@ -122,6 +122,12 @@ class Advisor {
 // where between the efficiency table's columns the cluster lies.
 double SlowestRatio(const ClusterProfile& profile);
 
+// What the transient delays add to a step on average, over the fastest
+// worker's step: the most delayed worker's delay_prob x delay_s, or under
+// a rotating delay its share of it (rotation_s over the workers); where
+// between the efficiency table's even and delays columns the cluster lies.
+double DelayCost(const ClusterProfile& profile);
+
 // Whether a worker's steady step takes kStragglerRatio times the fastest's
 // or more: a steady straggler, as the reason calls it.
 bool HasSteadyStraggler(const ClusterProfile& profile);

@@ -16,19 +16,24 @@
 
 namespace dmlps::advise {
 
-// One policy's iterations to the target over BSP's, on an even cluster and
-// on one with a steady straggler (policies such as A-BSP take fewer samples
-// per iteration there, so need more iterations).
+// One policy's iterations to the target over BSP's, on an even cluster, on
+// one with a steady straggler (policies such as A-BSP take fewer samples
+// per iteration there, so need more iterations), and on an even cluster
+// whose steps are held up now and then (SSP's workers then run ahead of a
+// delayed one only as far as its bound, so that its gradients are staler
+// than on an even cluster but less than beside a straggler).
 struct Efficiency {
   std::string policy;  // an entry as dmlps-bench names it: "bsp", "ssp:3", "backup:1"
   double even = 1;
   double straggler = 1;
+  double delays = 0;  // 0: not learned; a cluster with delays takes the other columns' mix
 };
 
 struct EfficiencyTable {
   std::vector<Efficiency> rows;
   std::string model = "mlp:128";  // the model it was learned on (model::ModelSpec::Name())
   int64_t batch = 256;            // ... and the per-worker batch
+  int64_t workers = 4;            // ... and the number of workers
   std::string provenance;         // the command, job and commit that measured it
   // How much slower than the others the straggler of the straggler column was.
   double straggler_ratio = 4;
@@ -45,15 +50,27 @@ struct EfficiencyTable {
 // straggler gets a mild share of the straggler column's effect).
 double EfficiencyAt(const Efficiency& row, double ratio, double straggler_ratio);
 
+// A row's efficiency on a cluster as EfficiencyAt's, whose most delayed
+// worker's transient delays also add `delay_cost` times the fastest
+// worker's step to its steps on average: the delays column in full from
+// one step on (the column was learned with delays of many steps), none
+// without delays, geometric in log(1 + delay_cost) in between; a row with
+// no delays column takes EfficiencyAt's.
+double EfficiencyUnder(const Efficiency& row, double ratio, double delay_cost,
+                       double straggler_ratio);
+
 // Every table compiled in (efficiency.cc), with its provenance.
 std::vector<EfficiencyTable> BuiltInEfficiencies();
 
 // The table compiled in for a job of `model` ("mlp:64", "softmax") at
-// `batch` samples per worker: of the tables learned on a model of its kind
-// (the name before any ':', so "mlp:64" takes mlp:128's), the one learned
-// at the batch nearest in ratio (0: the largest); a model with none
-// ("external", empty) takes the default job's, mlp:128 at batch 256.
-EfficiencyTable BuiltInEfficiency(std::string_view model = {}, int64_t batch = 0);
+// `batch` samples per worker on `workers` workers: of the tables learned on
+// a model of its kind (the name before any ':', so "mlp:64" takes
+// mlp:128's), the one learned at the batch nearest in ratio (0: the
+// largest), and of those the one learned at the number of workers nearest
+// in ratio (0: the first, 4 workers); a model with none ("external",
+// empty) takes the default job's, mlp:128 at batch 256.
+EfficiencyTable BuiltInEfficiency(std::string_view model = {}, int64_t batch = 0,
+                                  int64_t workers = 0);
 
 // A worker is a steady straggler, for the reason given, when its step
 // takes this many times the fastest worker's or more.

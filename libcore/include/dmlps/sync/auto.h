@@ -45,9 +45,10 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // advise::RotatingDelay), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
-// progress toward the target but at least `every`, else the iteration limit, else as many as done
-// so far, at least kMinRemaining) exceeds kPayback times the switch's cost (the drain: the slowest
-// worker's step plus one iteration of the new policy).
+// progress toward the target but at least `every`, and where only that floor speaks the progress
+// `every` iterations of the policy switched to make, every / its efficiency; else the iteration
+// limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's
+// cost (the drain: the slowest worker's step plus one iteration of the new policy).
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -99,6 +100,11 @@ class AutoDecider : public SwitchDecider {
                                       const advise::ClusterProfile& profile);
   // BSP-equivalent iterations predicted left in the run.
   double Remaining(int64_t iteration) const;
+  // The BSP-equivalent iterations a switch into a policy of `efficiency`
+  // is paid over: `remaining`, unless that is Remaining's floor (`every`,
+  // the accuracy all but at the target), then the progress the policy
+  // switched to makes in `every` of its own iterations.
+  double SwitchHorizon(double remaining, double efficiency) const;
 
   Options options_;
   advise::Advisor advisor_;
