@@ -440,8 +440,8 @@ TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then 
       const int64_t push = w == 3 && clock >= 150 ? 19000 : 500;
       records.push_back(Span(node, "comm", "push", t + 10000, push,
                              {{"clock", clock}, {"bytes", int64_t{407080}}}));
-      records.push_back(Span(node, "wait", "pull", t + 10000 + push, cycle - 10000 - push,
-                             {{"clock", clock}}));
+      records.push_back(
+          Span(node, "wait", "pull", t + 10000 + push, cycle - 10000 - push, {{"clock", clock}}));
     }
   }
   records.push_back(Instant("end", 4000000, {{"seconds", 4}, {"iterations", int64_t{200}}}));

@@ -298,15 +298,15 @@ TEST_CASE("auto: it starts under backup:1 by default, which a steady straggler k
   // Before its first decision auto runs uninformed; backup:1 is about
   // BSP's time on an even cluster and far faster under any straggler
   // (docs/algorithms.md, "Auto"), so it is the default start.
-  const AutoRun slow = RunAuto(
-      4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, {});
+  const AutoRun slow =
+      RunAuto(4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, {});
   REQUIRE_FALSE(slow.decisions.empty());
   CHECK(slow.decisions.front().running == "backup:1");
   for (const Decision& d : slow.decisions) CHECK(d.chosen == "backup:1");
   CHECK(slow.switches.empty());
   // Given candidates, it starts under the first; one worker, under bsp.
-  const AutoRun from_lbbsp = RunAuto(
-      4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, {"lbbsp", "bsp"});
+  const AutoRun from_lbbsp = RunAuto(4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; },
+                                     20, {}, {"lbbsp", "bsp"});
   REQUIRE_FALSE(from_lbbsp.decisions.empty());
   CHECK(from_lbbsp.decisions.front().running == "lbbsp");
   const AutoRun one = RunAuto(1, [](WorkerId, int64_t) { return 0.01; }, 5, {}, {});

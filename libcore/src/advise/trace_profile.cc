@@ -99,9 +99,9 @@ void AddSlowSending(const std::vector<trace::Record>& records,
     const auto n = static_cast<int64_t>(std::min(sent.size(), h.steps.size()));
     for (int64_t i = 0; i < n; ++i) {
       predict::Observation& o = h.steps[static_cast<size_t>(i)];
-      const double usual = predict::LowerQuantile(
-          sent, std::max<int64_t>(0, i - predict::kChangeWindow),
-          std::min(n, i + predict::kChangeWindow), 0.25);
+      const double usual =
+          predict::LowerQuantile(sent, std::max<int64_t>(0, i - predict::kChangeWindow),
+                                 std::min(n, i + predict::kChangeWindow), 0.25);
       if (!(o.speed > 0) || o.batch < 1 || usual <= common) continue;
       const double busy = static_cast<double>(o.batch) / o.speed + (usual - common);
       o.speed = static_cast<double>(o.batch) / busy;
