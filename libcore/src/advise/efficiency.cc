@@ -48,22 +48,18 @@ double LogDistance(int64_t a, int64_t b) {
 std::vector<EfficiencyTable> BuiltInEfficiencies() {
   std::vector<EfficiencyTable> tables(5);
   // EFFICIENCY-TABLE-BEGIN mlp:128 256: share/dmlps/advise-efficiency.sh's output.
-  // The even and straggler columns are commit 022332b's: learned again at
-  // 9e25a5c, backup:1 took BSP's 230 iterations on both (1.00), which moves
-  // auto and advise off BSP on an even cluster; kept until real runs say
-  // which (docs/advise.md, "The efficiency tables").
   tables[0].rows = {
-      {"bsp", 1.00, 1.00, 1.00},       // 180, 180 and 230 iterations
-      {"backup:1", 1.28, 1.28, 0.91},  // 230, 230 and 210 iterations
-      {"ssp:3", 16.67, 3.94, 10.35},   // 3000+, 710 and 2380 iterations
-      {"wbsp", 7.11, 0.56, 1.09},      // 1280, 100 and 250 iterations
-      {"abps", 1.00, 1.33, 0.83},      // 180, 240 and 190 iterations
-      {"lbbsp", 1.00, 1.11, 0.96},     // 180, 200 and 220 iterations
+      {"bsp", 1.00, 1.00, 1.00},       // 230, 230 and 230 iterations
+      {"backup:1", 1.00, 1.00, 0.91},  // 230, 230 and 210 iterations
+      {"ssp:3", 13.04, 3.09, 10.35},   // 3000+, 710 and 2380 iterations
+      {"wbsp", 3.65, 0.43, 1.09},      // 840, 100 and 250 iterations
+      {"abps", 1.00, 1.04, 0.83},      // 230, 240 and 190 iterations
+      {"lbbsp", 1.00, 0.87, 0.96},     // 230, 200 and 220 iterations
   };
   tables[0].provenance =
       "share/dmlps/advise-efficiency.sh: dmlps-bench sim, 4 workers, mlp:128 on fashion-mnist, "
-      "batch 256, lr 0.1, target 0.85, even and 1,1,1,4 (2026-11-25, commit 022332b), delays "
-      "50 ms at 0.2 (2026-11-25, commit 9e25a5c)";
+      "batch 256, lr 0.1, target 0.85, even, 1,1,1,4 and delays 50 ms at 0.2 (2026-11-25, "
+      "commit 9e25a5c)";
   // EFFICIENCY-TABLE-END
   // EFFICIENCY-TABLE-BEGIN softmax 256: MODEL=softmax TARGET=0.8 advise-efficiency.sh
   tables[1].model = "softmax";
