@@ -100,10 +100,15 @@ class AutoDecider : public SwitchDecider {
                                       const advise::ClusterProfile& profile);
   // BSP-equivalent iterations predicted left in the run.
   double Remaining(int64_t iteration) const;
+  // What the accuracy's progress alone says is left (Remaining before its
+  // floor); none without a target and an evaluation above the first.
+  std::optional<double> ProgressLeft() const;
   // The BSP-equivalent iterations a switch into a policy of `efficiency`
   // is paid over: `remaining`, unless that is Remaining's floor (`every`,
   // the accuracy all but at the target), then the progress the policy
-  // switched to makes in `every` of its own iterations.
+  // switched to makes in `every` of its own iterations, and for a policy
+  // that needs more iterations than the running one no more than
+  // ProgressLeft.
   double SwitchHorizon(double remaining, double efficiency) const;
 
   Options options_;
