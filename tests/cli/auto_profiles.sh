@@ -29,4 +29,11 @@ rc=0
 "$script" --bin "$BIN" --sim 4 --profiles delay --out "$WORK/out" --summary >/dev/null 2>"$WORK/err" || rc=$?
 expect_exit 66 "$rc" "--summary without the delay table"
 grep -q "no table" "$WORK/err" || fail "unclear error: $(cat "$WORK/err")"
+
+# With -v the simulator logs auto's decisions as the server does.
+"$BIN/dmlps-bench" sim -v --workers 4 --policies auto --slowdown 1,1,1,4 --target 0 \
+  --max-iterations 30 --model softmax --batch 16 --compute-cost 50,12.4 >/dev/null 2>"$WORK/sim.log" ||
+  fail "sim -v exited $?: $(tail -3 "$WORK/sim.log")"
+grep -qE "auto \(1/1\): at [0-9.]+ virtual s, policy decision at iteration [0-9]+: backup:1 -> [a-z:0-9]+ \(.*\); measured: steps ms .*worker-3 steadily" \
+  "$WORK/sim.log" || fail "no decision logged: $(grep -c decision "$WORK/sim.log")"
 echo "ok"

@@ -9,6 +9,7 @@
 #include "dmlps/cli/status_line.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/sync/summary.h"
+#include "dmlps/sync/switching.h"
 #include "server/aggregate.h"
 #include "server/evaluation_log.h"
 #include "server/listen_options.h"
@@ -422,21 +423,18 @@ void ParameterServer::Switched(const sync::Switch& change) {
 }
 
 void ParameterServer::Decided(const sync::Decision& decision) {
-  std::string predicted;
-  for (const auto& [policy, seconds] : decision.predicted) {
-    predicted += fmt::format("{}{}={:.4g}", predicted.empty() ? "" : " ", policy, seconds);
-  }
-  spdlog::info(
-      "policy decision at iteration {}: {} -> {} ({}); measured: {}; predicted s/iteration: "
-      "{}; took {:.2f} ms",
-      decision.iteration, decision.running, decision.chosen, decision.reason, decision.measured,
-      predicted, decision.decide_ms);
+  spdlog::info("{}", sync::DescribeDecision(decision));
   if (!tracer_) return;
-  trace::Args args = {{"running", decision.running},     {"chosen", decision.chosen},
-                      {"reason", decision.reason},       {"measured", decision.measured},
-                      {"predicted", predicted},          {"remaining", decision.remaining},
-                      {"gain_s", decision.gain_s},       {"cost_s", decision.cost_s},
-                      {"decide_ms", decision.decide_ms}, {"iteration", decision.iteration}};
+  trace::Args args = {{"running", decision.running},
+                      {"chosen", decision.chosen},
+                      {"reason", decision.reason},
+                      {"measured", decision.measured},
+                      {"predicted", sync::DescribePredictions(decision)},
+                      {"remaining", decision.remaining},
+                      {"gain_s", decision.gain_s},
+                      {"cost_s", decision.cost_s},
+                      {"decide_ms", decision.decide_ms},
+                      {"iteration", decision.iteration}};
   tracer_->Instant("run", "policy decision", trace::NowMicros(), std::move(args));
 }
 

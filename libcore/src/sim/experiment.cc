@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dmlps/sim/sim.h"
+#include "dmlps/sync/switching.h"
 
 namespace dmlps::sim {
 namespace {
@@ -118,6 +119,10 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       // As dmlps-bench run counts them: with no target, a run that ended
       // normally counts, to its limit.
       if (experiment.target == 0 && run.failure.empty()) run.reached = true;
+      for (const SimDecision& d : report.decisions) {
+        spdlog::debug("{} ({}/{}): at {:.3f} virtual s, {}", entry, repeat, experiment.repeat,
+                      d.seconds, sync::DescribeDecision(d.decision));
+      }
       for (const SimSwitch& s : report.switches) {
         spdlog::info(
             "{} ({}/{}): policy switch {}: {} -> {} at iteration {}, {:.3f} virtual s "

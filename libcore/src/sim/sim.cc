@@ -100,6 +100,9 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
   void Evaluate(bool must) override;
   void LimitReached() override { finished_ = true; }
   void Switched(const sync::Switch& change) override { report_.switches.push_back({now_, change}); }
+  void Decided(const sync::Decision& decision) override {
+    report_.decisions.push_back({now_, decision});
+  }
 
   // What the workers ask for (WorkerHost).
   double now() const override { return now_; }

@@ -1,5 +1,7 @@
 #include "dmlps/sync/switching.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -196,6 +198,22 @@ void SwitchingPolicy::Finish(Actions* out) {
     inner_->PullRequested(w, &inner);
   }
   Forward(inner, out);
+}
+
+std::string DescribePredictions(const Decision& decision) {
+  std::string predicted;
+  for (const auto& [policy, seconds] : decision.predicted) {
+    predicted += fmt::format("{}{}={:.4g}", predicted.empty() ? "" : " ", policy, seconds);
+  }
+  return predicted;
+}
+
+std::string DescribeDecision(const Decision& decision) {
+  return fmt::format(
+      "policy decision at iteration {}: {} -> {} ({}); measured: {}; predicted s/iteration: {}; "
+      "took {:.2f} ms",
+      decision.iteration, decision.running, decision.chosen, decision.reason, decision.measured,
+      DescribePredictions(decision), decision.decide_ms);
 }
 
 }  // namespace dmlps::sync

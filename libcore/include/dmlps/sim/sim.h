@@ -171,6 +171,12 @@ struct SimSwitch {
   sync::Switch change;
 };
 
+// A decision of auto's decider (switch or stay), at a virtual time.
+struct SimDecision {
+  double seconds = 0;  // virtual time
+  sync::Decision decision;
+};
+
 struct SimReport {
   bool reached = false;
   double seconds_to_target = 0;
@@ -187,10 +193,11 @@ struct SimReport {
   double bytes_per_worker = 0;  // mean over workers of what each sent the server
   std::vector<EvalPoint> curve;
   std::vector<WorkerStats> workers;
-  std::vector<SimSwitch> switches;  // decided and done, in order
-  int64_t events = 0;               // events simulated
-  double wall_seconds = 0;          // real time the simulation took
-  std::string failure;              // why the run could not go on (empty: it ended normally)
+  std::vector<SimSwitch> switches;     // decided and done, in order
+  std::vector<SimDecision> decisions;  // auto's, in order
+  int64_t events = 0;                  // events simulated
+  double wall_seconds = 0;             // real time the simulation took
+  std::string failure;                 // why the run could not go on (empty: it ended normally)
 };
 
 // Simulates one run. `train` is the whole training set (worker r's shard is

@@ -134,6 +134,13 @@ class SwitchingPolicy : public Policy {
   int64_t switches_ = 0;
 };
 
+// A decision in one line, as the server logs it and the simulator with -v:
+// the iteration, running -> chosen, the reason, what was measured and each
+// candidate's predicted seconds per BSP-equivalent iteration.
+std::string DescribeDecision(const Decision& decision);
+// Its predictions alone: "bsp=0.0123 backup:1=0.0101 ...".
+std::string DescribePredictions(const Decision& decision);
+
 }  // namespace dmlps::sync
 
 #endif  // DMLPS_SYNC_SWITCHING_H_
