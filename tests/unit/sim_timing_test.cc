@@ -25,7 +25,7 @@ TEST_CASE("sim: a timing-only simulation times a run as the full one does") {
   }
   test.dense.assign(train.dense.begin(), train.dense.begin() + 64 * 8);
   test.labels.assign(train.labels.begin(), train.labels.begin() + 64);
-  for (const char* policy : {"bsp", "abps", "wbsp", "ssp", "lbbsp"}) {
+  for (const char* policy : {"bsp", "abps", "wbsp", "ssp", "lbbsp", "asp", "backup", "localsgd"}) {
     CAPTURE(policy);
     SimConfig c;
     c.policy.name = policy;

@@ -14,10 +14,11 @@ constexpr int64_t kTasksPerThread = 4;
 }  // namespace
 
 PushGradients::PushGradients(const model::ModelSpec& spec, const data::Dataset& train,
-                             int64_t threads)
+                             int64_t threads, bool math)
     : spec_(spec),
       train_(train),
       num_params_(model::Model(spec).num_params()),
+      math_(math),
       rows_kernel_(model::SoftmaxRowsFit(spec, train)),
       pool_(std::max<int64_t>(threads, 1)) {
   // The pool may have started fewer threads than asked for.
@@ -73,6 +74,13 @@ std::span<const float> PushGradients::Take(int64_t w) {
 
 void PushGradients::ComputeAll(const std::vector<int64_t>& ws) {
   for (int64_t w : ws) tasks_[static_cast<size_t>(w)].grad = Buffer();
+  if (!math_) {
+    for (int64_t w : ws) {
+      std::vector<float>& grad = tasks_[static_cast<size_t>(w)].grad;
+      std::fill(grad.begin(), grad.end(), 0.f);
+    }
+    return;
+  }
   const auto threads = static_cast<int64_t>(scratch_.size());
   const auto count = static_cast<int64_t>(ws.size());
   // Thread slot t computes tasks t, t + threads, ...: each slot one scratch.

@@ -29,8 +29,10 @@ namespace dmlps::sim {
 class PushGradients {
  public:
   // Gradients of `spec` on rows of `train`, on `threads` threads (the
-  // caller's included). REQUIRES: train conforms to spec and outlives this.
-  PushGradients(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads);
+  // caller's included); all zeros without `math`. REQUIRES: train conforms
+  // to spec and outlives this.
+  PushGradients(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads,
+                bool math = true);
 
   // Worker `w`'s push just left: the mean gradient of `model` over
   // `samples` (rows of train) is what the server will stage. Replaces
@@ -77,6 +79,7 @@ class PushGradients {
   const model::ModelSpec spec_;
   const data::Dataset& train_;
   const int64_t num_params_;
+  const bool math_;
   // Softmax regression on dense rows: computed in place, with no gather.
   const bool rows_kernel_;
   std::vector<Task> tasks_;    // by worker

@@ -51,7 +51,7 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
              [this](double time, uint64_t generation) {
                Schedule(time, EventKind::kCpuTick, 0, generation);
              }),
-        math_(config.model, train, config.threads),
+        math_(config.model, train, config.threads, config.math),
         eval_model_(config.model) {}
 
   Result<SimReport> Run();

@@ -46,14 +46,17 @@ worker::StragglerProfile MakeStraggler(const SimConfig& config, int64_t rank) {
 
 }  // namespace
 
-StepMath::StepMath(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads)
+StepMath::StepMath(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads,
+                   bool math)
     : model(spec),
       train(train),
-      pushes(spec, train, threads),
+      pushes(spec, train, threads, math),
       grad(static_cast<size_t>(model.num_params()), 0.f),
+      math(math),
       rows_kernel_(model::SoftmaxRowsFit(spec, train)) {}
 
 void StepMath::LocalGradient(std::span<const float> params) {
+  if (!math) return;  // grad stays all zeros
   if (rows_kernel_) {
     // The weights change at every local step, so they are laid out anew.
     model::SoftmaxRowsLoadWeights(model.spec(), params, &rows_);
@@ -406,6 +409,7 @@ void SimWorker::OnUpdateDone() {
 }
 
 void SimWorker::TakeSamples(int64_t samples) {
+  if (!math_.math) return;  // no gradient reads them
   cursor_.Take(samples, &math_.indices);
   for (int64_t& i : math_.indices) i += shard_first_;
 }

@@ -52,7 +52,10 @@ using Samples = std::span<const int64_t>;
 // the gradients of lazily computed steps may be computed on `threads`.
 struct StepMath {
   // REQUIRES: train conforms to spec and outlives this.
-  StepMath(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads = 1);
+  // Without `math` (SimConfig::math) every gradient is zero and steps take
+  // no samples.
+  StepMath(const model::ModelSpec& spec, const data::Dataset& train, int64_t threads = 1,
+           bool math = true);
 
   // A local step's gradient: that of `params` on the samples `indices`,
   // into `grad`. Softmax regression on dense rows reads the rows in place
@@ -67,6 +70,7 @@ struct StepMath {
   std::vector<int64_t> indices;  // the samples last taken (TakeSamples)
   Eigen::MatrixXf x;
   std::vector<int32_t> y;
+  const bool math;
 
  private:
   const bool rows_kernel_;

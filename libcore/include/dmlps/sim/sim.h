@@ -140,6 +140,11 @@ struct SimConfig {
   // sets it so that a tiny stand-in model's messages weigh what the real
   // model's would.
   int64_t payload_params = 0;
+  // Whether steps compute their gradients. Without (SimulateTiming), pushes
+  // carry zeros and steps take no samples: the run's times are the same,
+  // since no event's time depends on a gradient's values, and a timing
+  // run's cost is the events' alone.
+  bool math = true;
 };
 
 // Every problem with `config`, one message each; empty if none.
