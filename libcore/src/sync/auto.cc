@@ -45,9 +45,18 @@ std::vector<T> Last(const std::deque<T>& values, size_t n) {
 advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
                                  const std::vector<int64_t>& clock, double extra_s, int64_t batch,
                                  advise::StepTimes* steps) {
-  // The lower median: under half of the steps delayed are none of it.
+  // The lower median of the steps that are not delayed, a delayed one being
+  // kDelayFactor times the lower quartile or more: a worker delayed now and
+  // then is not slow, also where chance puts half of its few steps behind a
+  // delay (three of six in one worker in ten, at one delay in five) or more.
+  const auto n = static_cast<int64_t>(per_sample.size());
+  const double quartile = predict::LowerQuantile(per_sample, 0, n, 0.25);
+  std::vector<double> undelayed;
+  for (const double x : per_sample) {
+    if (x < advise::kDelayFactor * quartile) undelayed.push_back(x);
+  }
   const double level =
-      predict::LowerQuantile(per_sample, 0, static_cast<int64_t>(per_sample.size()), 0.5);
+      predict::LowerQuantile(undelayed, 0, static_cast<int64_t>(undelayed.size()), 0.5);
   const auto b = static_cast<double>(batch);
   advise::WorkerProfile w;
   w.step_s = level * b + extra_s;
@@ -65,7 +74,6 @@ advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
       spread.push_back(std::abs(std::log(x / level)));
     }
   }
-  const auto n = static_cast<int64_t>(per_sample.size());
   if (delayed > 0) {
     w.delay_prob = std::min(0.9, static_cast<double>(delayed) / static_cast<double>(n));
     w.delay_s = excess / static_cast<double>(delayed);

@@ -40,7 +40,8 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // first round boundary once every live worker has kMinSteps measured
 // steps, then every `every` iterations, and sooner (but kMinGap after the
 // last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
-// profile from the steps since each worker's last lasting change (level: the median; delays: steps
+// profile from the steps since each worker's last lasting change (level: the median of the steps
+// under kDelayFactor times their lower quartile; delays: steps
 // at advise's kDelayFactor times it or more; whether they take turns by the workers' clocks,
 // advise::RotatingDelay), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
