@@ -76,16 +76,31 @@ run_all() {
     else
       "$bin/dmlps-bench" sim --repeat "$repeat" --workers "$n" --policies "$policies,auto" \
         "${args[@]}" --format tsv "${extra[@]}" 2>"$base.log" | tee "$base.tsv"
-      choice "$base.log" >"$base.choice"
+      choice "$base.log" "$n" >"$base.choice"
     fi
     echo
   done
 }
 
-# choice LOG: the policy auto ran the most iterations under, over all its
-# runs in a dmlps-bench sim log (its switches done, then where it ended).
+# auto_start N: the policy auto starts under with N workers: the first of
+# --candidates when the extra arguments give them, else backup:1 (bsp for
+# one worker), as dmlps-server does.
+auto_start() {
+  local i
+  for ((i = 0; i < ${#extra[@]}; i++)); do
+    if [ "${extra[$i]}" = --candidates ] && [ $((i + 1)) -lt ${#extra[@]} ]; then
+      echo "${extra[$((i + 1))]%%,*}"
+      return
+    fi
+  done
+  if [ "$1" -lt 2 ]; then echo bsp; else echo backup:1; fi
+}
+
+# choice LOG N: the policy auto ran the most iterations under, over all its
+# runs in a dmlps-bench sim log of N workers (its switches done, then where
+# it ended; where it never switched, the policy it starts under).
 choice() {
-  awk '
+  awk -v first="$(auto_start "$2")" '
     / auto \([0-9]+\/[0-9]+\): policy switch done: / {
       for (i = 1; i <= NF; i++) if ($i == "->") { from = $(i - 1); to = $(i + 1) }
       for (i = 1; i <= NF; i++) if ($i == "iteration") { at = $(i + 1) + 0 }
@@ -94,7 +109,7 @@ choice() {
     }
     / auto \([0-9]+\/[0-9]+\): (reached|ended with) accuracy / {
       for (i = 1; i <= NF; i++) if ($i == "iteration") { end = $(i + 1); sub(/;$/, "", end) }
-      if (cur == "") cur = "bsp"
+      if (cur == "") cur = first
       ran[cur] += end - start; cur = ""; start = 0
     }
     END {
