@@ -47,8 +47,10 @@ advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
                                  advise::StepTimes* steps) {
   // The lower median of the steps that are not delayed, a delayed one being
   // kDelayFactor times the lower quartile or more: a worker delayed now and
-  // then is not slow, also where chance puts half of its few steps behind a
-  // delay (three of six in one worker in ten, at one delay in five) or more.
+  // then is not slow, also where chance puts most of its few steps behind a
+  // delay (four of six in one worker in sixty at one delay in five, where
+  // the lower median of all six is a delayed step); the quartile is delayed
+  // only when five of six are.
   const auto n = static_cast<int64_t>(per_sample.size());
   const double quartile = predict::LowerQuantile(per_sample, 0, n, 0.25);
   std::vector<double> undelayed;
