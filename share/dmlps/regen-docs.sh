@@ -85,6 +85,8 @@ commands() {
       done
       echo "$bin/dmlps-bench sim --policies bsp,asp,localsgd,async-localsgd,async-localsgd-dylu,dssp,sync-switch --shared-cores 2 --compute-cost 50,12.4 --jitter 0.4 --repeat 3 --cpu-slice-ms 1.5"
       echo "$bin/dmlps-bench run --policies asp --repeat 3 --trace-dir T --out O"
+      echo "$bin/dmlps-bench run --policies sync-switch,asp --repeat 5 --out O"
+      echo "$bin/dmlps-bench sim --policies sync-switch,asp --shared-cores 2 --compute-cost 50,12.4 --jitter 0.4 --repeat 5 --cpu-slice-ms 1.5"
       for c in 781 1562 3125; do
         echo "$bin/dmlps-bench sim --workers 4096 --model softmax --batch 64 --target 0 --max-iterations 5 --shards 64 --policies bsp,backup:1,abps,lbbsp,wbsp,ssp:3 --compute-cost 3,$c"
       done
