@@ -81,6 +81,7 @@ void AddSlowSending(const std::vector<trace::Record>& records,
     for (const auto& [clock, s] : it->second) seconds.push_back(s);
     medians.push_back(Median(seconds));
   }
+  if (medians.empty()) return;  // no worker's steps: nothing to add to
   // The upper median: a push counts as held up only when at least half of
   // the workers send quicker (with two workers, never).
   std::sort(medians.begin(), medians.end());
