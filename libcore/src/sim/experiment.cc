@@ -120,6 +120,7 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       // normally counts, to its limit.
       if (experiment.target == 0 && run.failure.empty()) run.reached = true;
       for (const SimDecision& d : report.decisions) {
+        if (!spdlog::should_log(spdlog::level::debug)) break;
         spdlog::debug("{} ({}/{}): at {:.3f} virtual s, {}", entry, repeat, experiment.repeat,
                       d.seconds, sync::DescribeDecision(d.decision));
       }
