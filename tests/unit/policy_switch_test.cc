@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dmlps/sync/policy.h"
@@ -314,6 +315,45 @@ TEST_CASE("sync-switch: joins and losses during a drain") {
   policy->WorkerJoined(2, &actions);
   policy->PullRequested(2, &actions);
   CHECK(CountFor<ReplyModel>(actions, 2) == 1);
+}
+
+// Asks, at its first push, for a policy its maker cannot make.
+class AskForTheUnknown : public SwitchDecider {
+ public:
+  std::string Name() const override { return "ask-unknown"; }
+  std::string Initial() const override { return "bsp"; }
+  std::optional<SwitchRequest> AfterPush(const SwitchContext& /*context*/, WorkerId /*w*/,
+                                         const PushInfo& /*push*/) override {
+    return SwitchRequest{"no-such-policy", "test", 0, 0};
+  }
+  std::optional<SwitchRequest> AfterEvaluation(const SwitchContext& /*context*/,
+                                               double /*accuracy*/) override {
+    return std::nullopt;
+  }
+};
+
+TEST_CASE("sync-switch: a switch into a policy the maker cannot make releases the held workers") {
+  InnerPolicyMaker make = [](std::string_view name, int64_t n) {
+    if (name != "bsp") return Result<std::unique_ptr<Policy>>(Status::InvalidArgument("unknown"));
+    PolicyConfig config;
+    config.name = "bsp";
+    config.num_workers = n;
+    return MakePolicy(config);
+  };
+  SwitchingPolicy policy(2, std::make_unique<AskForTheUnknown>(), make);
+  Actions actions;
+  for (WorkerId w = 0; w < 2; ++w) policy.WorkerJoined(w, &actions);
+  PullEach(&policy, 2);
+  PushEach(&policy, {0, 1}, {0, 0, 8, true});
+  REQUIRE(policy.switching());
+  // Both wait and nothing is staged: the switch would be done here; it
+  // cannot be, so BSP goes on and answers both.
+  actions = PullEach(&policy, 2);
+  CHECK_FALSE(policy.switching());
+  CHECK(policy.running() == "bsp");
+  CHECK(policy.switches() == 0);
+  CHECK(CountFor<ReplyModel>(actions, 0) == 1);
+  CHECK(CountFor<ReplyModel>(actions, 1) == 1);
 }
 
 }  // namespace

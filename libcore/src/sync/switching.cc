@@ -165,8 +165,18 @@ void SwitchingPolicy::Drain(Actions* out) {
 
 void SwitchingPolicy::Finish(Actions* out) {
   std::unique_ptr<Policy> next = MakeInner(make_, pending_->to, num_workers());
-  if (next == nullptr) {  // not a name the maker knows: stay
+  if (next == nullptr) {
+    // Not a policy the maker can make (a broken REQUIRES): stay, and let the
+    // workers held for the switch go on under the running policy, which
+    // would otherwise never answer them.
     pending_.reset();
+    Actions inner;
+    for (WorkerId w = 0; w < num_workers(); ++w) {
+      if (!held_[w]) continue;
+      held_[w] = false;
+      inner_->PullRequested(w, &inner);
+    }
+    Forward(inner, out);
     return;
   }
   iteration_offset_ += inner_->iteration();
