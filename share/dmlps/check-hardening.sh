@@ -3,7 +3,8 @@
 # tests, dmlps-server, dmlps-worker and the test peer with clang twice, with
 # AddressSanitizer + UndefinedBehaviorSanitizer (build-asan) and with
 # ThreadSanitizer (build-tsan), runs the unit tests and a few cluster
-# scenarios under each, then runs each libFuzzer target (fuzz.sh). Any
+# scenarios under each, then runs each libFuzzer target (fuzz.sh), built in
+# build-asan with coverage added (one compile of the library for both). Any
 # sanitizer report fails the run, also one from a process whose exit status
 # a test does not look at: reports go to files under --out, printed at the end.
 # Exit status: 0 clean, 1 a test failed, a sanitizer reported or a fuzz
@@ -21,7 +22,9 @@ usage: $NAME [--steps LIST] [--fuzz-seconds S] [--jobs N] [--out DIR]
   --out DIR         keep sanitizer reports, test and fuzz logs here (default:
                     a new folder under \${TMPDIR:-/tmp})
   CXX               the clang++ to use (default clang++)
-The builds go to build-asan, build-tsan and build-fuzz in the source tree.
+The builds go to build-asan and build-tsan in the source tree; the fuzz
+targets are built in build-asan when the asan step comes first (as by
+default), else in build-fuzz.
 EOF
 }
 
@@ -93,6 +96,7 @@ if ! "$out/probe-thread" >/dev/null 2>&1; then
 fi
 
 failed=()
+fuzz_build="$source/build-fuzz"  # build-asan once the asan step built the fuzz targets there
 started=$SECONDS
 step_start=0
 begin() {
@@ -102,14 +106,18 @@ begin() {
 elapsed() { echo "$((SECONDS - step_start)) s"; }
 
 # build NAME SANITIZERS: configures and builds what the tests need in build-NAME.
+# With FUZZ=ON the build also has the libFuzzer targets, their library
+# being the sanitized one with coverage added (tests/fuzz/CMakeLists.txt),
+# so that the fuzz step needs no build of its own.
 build() {
-  local name=$1 sanitize=$2 dir="$source/build-$1"
+  local name=$1 sanitize=$2 fuzz=${3:-OFF} dir="$source/build-$1" extra_targets=()
+  if [ "$fuzz" = ON ]; then extra_targets=(dmlps-fuzz); fi
   echo "$NAME: $name: building in $dir (log: $out/$name-build.log)" >&2
   if ! { cmake -S "$source" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" \
            -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-           -DDMLPS_SANITIZE="$sanitize" -DDMLPS_BUILD_MAN=OFF &&
+           -DDMLPS_SANITIZE="$sanitize" -DDMLPS_BUILD_MAN=OFF -DDMLPS_FUZZ="$fuzz" &&
          cmake --build "$dir" -j "$jobs" --target dmlps-unit-tests dmlps-server dmlps-worker \
-           dmlps-test-peer; } >"$out/$name-build.log" 2>&1; then
+           dmlps-test-peer "${extra_targets[@]}"; } >"$out/$name-build.log" 2>&1; then
     tail -n 30 "$out/$name-build.log" >&2
     echo "$NAME: error: the $name build failed; see $out/$name-build.log" >&2
     exit 70
@@ -145,7 +153,10 @@ for s in "${step_list[@]}"; do
   case "$s" in
     asan)
       begin "AddressSanitizer + UndefinedBehaviorSanitizer"
-      build asan address,undefined
+      # A fuzz step after this one fuzzes this build's targets.
+      with_fuzz=OFF
+      case ",$steps," in *,asan,*fuzz,*) fuzz_build="$source/build-asan" with_fuzz=ON ;; esac
+      build asan address,undefined "$with_fuzz"
       reports="$out/asan-reports"
       ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:log_path=$reports/asan" \
       UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan" \
@@ -164,7 +175,7 @@ for s in "${step_list[@]}"; do
       begin "libFuzzer targets, ${fuzz_seconds} s each"
       rc=0
       CXX="$cxx" "$source/share/dmlps/fuzz.sh" --seconds "$fuzz_seconds" --jobs "$jobs" \
-        --build "$source/build-fuzz" --out "$out/fuzz" >"$out/fuzz.tsv" || rc=$?
+        --build "$fuzz_build" --out "$out/fuzz" >"$out/fuzz.tsv" || rc=$?
       cat "$out/fuzz.tsv" >&2
       if [ "$rc" -ne 0 ]; then
         failed+=("fuzz: fuzz.sh exited $rc (see $out/fuzz)")

@@ -14,7 +14,8 @@ usage() {
 usage: $NAME [--seconds S] [--build DIR] [--targets LIST] [--jobs N] [--out DIR]
               [--lock FILE] [--source DIR] [-- LIBFUZZER-OPTIONS]
   --seconds S     run each target for S seconds (default 30)
-  --build DIR     clang build folder (default SOURCE/build-fuzz)
+  --build DIR     clang build folder (default SOURCE/build-fuzz); one already
+                  configured with DMLPS_FUZZ=ON is built as it is configured
   --targets LIST  comma-separated, of codec,intake,idx,libsvm,trace,checkpoint (default all)
   --jobs N        parallel compile jobs (default: nproc)
   --out DIR       keep corpora, logs and crash reproducers here (default: a
@@ -91,10 +92,15 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
+# A build configured for fuzzing already (check-hardening.sh's build-asan)
+# is built as it is configured; any other is configured for it here.
+configure=(cmake -S "$source" -B "$build" -DCMAKE_CXX_COMPILER="$cxx"
+           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDMLPS_FUZZ=ON -DDMLPS_BUILD_TESTS=OFF
+           -DDMLPS_BUILD_MAN=OFF)
+if grep -qx 'DMLPS_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then configure=(true); fi
 echo "$NAME: building in $build (log: $out/build.log)" >&2
-if ! { cmake -S "$source" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-         -DDMLPS_FUZZ=ON -DDMLPS_BUILD_TESTS=OFF -DDMLPS_BUILD_MAN=OFF &&
-       cmake --build "$build" -j "$jobs" --target dmlps-fuzz; } >"$out/build.log" 2>&1; then
+if ! { "${configure[@]}" && cmake --build "$build" -j "$jobs" --target dmlps-fuzz; } \
+     >"$out/build.log" 2>&1; then
   tail -n 30 "$out/build.log" >&2
   echo "$NAME: error: the build failed; see $out/build.log" >&2
   exit 70
