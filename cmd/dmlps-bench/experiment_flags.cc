@@ -47,7 +47,11 @@ void AddExperimentOptions(cxxopts::Options& options) {
                           true);
   cli::AddFlags(
       options, "Experiment",
-      {{"target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
+      {{"momentum-every",
+        "asp, ssp, dssp, async-localsgd: take the momentum once every N pushes (0: at every "
+        "push; async-localsgd: every number of workers)",
+        "N", "0"},
+       {"target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
         "ACC", "0.85"},
        {"eval-every", "Iterations between evaluations: the granularity of the time to target", "N",
         std::to_string(d.eval_every)},
@@ -71,6 +75,17 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   e.batch = training.batch;
   e.lr = training.lr;
   e.momentum = training.momentum;
+  e.momentum_every = flags.Int("momentum-every", 0, 1 << 20);
+  if (flags.Has("momentum-every") &&
+      std::none_of(e.policies.begin(), e.policies.end(), [](const std::string& entry) {
+        const std::string name = entry.substr(0, entry.find(':'));
+        return name == "asp" || name == "ssp" || name == "dssp" || name == "async-localsgd" ||
+               name == "async-localsgd-dylu";
+      })) {
+    flags.AddProblem(
+        "--momentum-every applies to asp, ssp, dssp and async-localsgd; --policies "
+        "lists none of them");
+  }
   e.target = flags.Real("target", 0, 1);
   e.eval_every = flags.Int("eval-every", 1);
   e.max_iterations = flags.Int("max-iterations", 0);

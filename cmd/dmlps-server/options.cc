@@ -11,6 +11,7 @@
 #include "dmlps/cli/values.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/server/server.h"
+#include "dmlps/sync/policy.h"
 
 namespace dmlps::server_cli {
 namespace {
@@ -115,7 +116,8 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
         "measured speed (the fastest takes H)"},
        {"momentum-every",
         "async-localsgd: take the outer momentum once every N pushes, plain steps in between "
-        "(delayed Nesterov; 0: the number of workers)",
+        "(delayed Nesterov; 0: the number of workers); asp, ssp, dssp: take the momentum once "
+        "every N pushes (0: at every push)",
         "N", "0"}});
 }
 
@@ -315,10 +317,13 @@ void RefuseOtherPoliciesFlags(cli::FlagReader& flags, const std::string& policy_
   if (flags.Has("candidates") && policy_name != "auto") {
     flags.AddProblem("--candidates applies only to --policy auto");
   }
-  for (const char* flag : {"dylu", "momentum-every"}) {
-    if (flags.Has(flag) && policy_name != "async-localsgd") {
-      flags.AddProblem(std::string("--") + flag + " applies only to --policy async-localsgd");
-    }
+  if (flags.Has("dylu") && policy_name != "async-localsgd") {
+    flags.AddProblem("--dylu applies only to --policy async-localsgd");
+  }
+  sync::PolicyConfig named;
+  named.name = policy_name;
+  if (flags.Has("momentum-every") && !sync::TakesMomentumEvery(named)) {
+    flags.AddProblem("--momentum-every applies only to --policy async-localsgd, asp, ssp or dssp");
   }
 }
 

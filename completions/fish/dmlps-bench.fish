@@ -25,6 +25,7 @@ complete -c $c -l data -x -d 'Dataset' -a 'fashion-mnist fashion-mnist: idx: lib
 complete -c $c -l batch -x -d 'Samples per worker step'
 complete -c $c -l lr -x -d 'Learning rate'
 complete -c $c -l momentum -x -d 'Momentum of the server optimizer'
+complete -c $c -l momentum-every -x -d 'asp, ssp, dssp, async-localsgd: pushes per momentum step'
 complete -c $c -l target -x -d 'Target test accuracy (0: none)'
 complete -c $c -l eval-every -x -d 'Iterations between evaluations'
 complete -c $c -l max-iterations -x -d 'End a run after N iterations'

@@ -55,7 +55,7 @@ complete -c $c -l outer-lr -x -d 'localsgd: learning rate of the outer SGD'
 complete -c $c -l outer-momentum -x -d 'localsgd: momentum of the outer SGD'
 complete -c $c -l no-outer-nesterov -d 'localsgd: heavy-ball outer momentum, not Nesterov'
 complete -c $c -l dylu -d 'async-localsgd: local steps scaled to each worker speed'
-complete -c $c -l momentum-every -x -d 'async-localsgd: pushes per outer momentum step'
+complete -c $c -l momentum-every -x -d 'async-localsgd, asp, ssp, dssp: pushes per momentum step'
 
 complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models external"
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'

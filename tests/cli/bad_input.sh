@@ -25,6 +25,9 @@ grep -q "^dmlps-server: error: unknown option '--polcy'; did you mean --policy?$
 run 64 dmlps-server --threads two
 run 64 dmlps-server --staleness 2
 grep -q "staleness applies only to --policy ssp" "$WORK/err" || fail "--staleness without ssp accepted"
+run 64 dmlps-server --momentum-every 4
+grep -q "momentum-every applies only to --policy async-localsgd, asp, ssp or dssp" "$WORK/err" ||
+  fail "--momentum-every with bsp: $(cat "$WORK/err")"
 run 64 dmlps-server --switch-at 0.5
 grep -q "switch-at applies only to --policy sync-switch" "$WORK/err" || fail "--switch-at without sync-switch"
 run 64 dmlps-server --policy sync-switch --switch-at 1.5 --max-iterations 10

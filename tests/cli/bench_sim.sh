@@ -121,4 +121,25 @@ cut -f1 "$WORK/switch.tsv" | tr '\n' ' ' |
 expect_usage "dssp:LOW:HIGH needs two whole numbers" --policies dssp:1
 expect_usage "sync-switch:FRACTION needs a number" --policies sync-switch:soon
 expect_usage "switch-at in \[0, 1\]" --policies sync-switch:2
+
+# Delayed momentum under SSP (docs/algorithms.md, "ASP"): the server steps
+# another optimizer, which the title names, and SSP's stale pushes no
+# longer each take a momentum step: it reaches the target sooner.
+mom=(--workers 4 --model softmax --batch 256 --eval-every 10 --target 0.8 --max-iterations 1000
+     --max-seconds 300 --compute-cost 50,12.4 --policies ssp:3)
+"$bench" sim "${mom[@]}" --format tsv >"$WORK/every.tsv" 2>/dev/null || fail "ssp:3: exited $?"
+"$bench" sim "${mom[@]}" --momentum-every 4 --format table >"$WORK/delayed.txt" 2>/dev/null ||
+  fail "ssp:3 --momentum-every 4 (table): exited $?"
+grep -q "momentum every 4 pushes" "$WORK/delayed.txt" ||
+  fail "the title does not say so: $(head -n 2 "$WORK/delayed.txt")"
+"$bench" sim "${mom[@]}" --momentum-every 4 --format tsv >"$WORK/delayed.tsv" 2>/dev/null ||
+  fail "ssp:3 --momentum-every 4: exited $?"
+every=$(awk -F '\t' 'NR == 2 && $3 == 1 { print $7 }' "$WORK/every.tsv")
+delayed=$(awk -F '\t' 'NR == 2 && $3 == 1 { print $7 }' "$WORK/delayed.tsv")
+[ -n "$every" ] && [ -n "$delayed" ] ||
+  fail "a run missed the target: $(cat "$WORK/every.tsv" "$WORK/delayed.tsv")"
+[ "$delayed" -lt "$every" ] ||
+  fail "delayed momentum took $delayed iterations, momentum at every push $every"
+expect_usage "momentum-every applies to asp, ssp, dssp and async-localsgd" --policies bsp,wbsp \
+  --momentum-every 4
 echo "ok"

@@ -252,6 +252,37 @@ TEST_CASE("SSP invariant under random interleavings: nobody starts more than s c
   }
 }
 
+TEST_CASE("ASP, SSP and DSSP take the server's momentum once every --momentum-every pushes") {
+  // Each push stepping a heavy-ball momentum is what they do unless told;
+  // with momentum_every N the optimizer takes the momentum's part once per N
+  // pushes (docs/algorithms.md, "ASP"). The synchronous policies, whose
+  // updates are rounds, take no such setting.
+  for (const char* name : {"asp", "ssp", "dssp"}) {
+    CAPTURE(name);
+    PolicyConfig config{.name = name, .num_workers = 4, .staleness = 3};
+    CHECK(TakesMomentumEvery(config));
+    CHECK(ServerOptimizerFor(config, 0.1, 0.9).momentum_every == 1);
+    config.momentum_every = 4;
+    const ServerOptimizer step = ServerOptimizerFor(config, 0.1, 0.9);
+    CHECK(step.momentum_every == 4);
+    CHECK(step.lr == doctest::Approx(0.1));
+    CHECK(step.momentum == doctest::Approx(0.9));
+    CHECK_FALSE(step.nesterov);
+    CHECK(MakePolicy(config).ok());
+    config.momentum_every = -1;
+    Result<std::unique_ptr<Policy>> refused = MakePolicy(config);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().message().find("--momentum-every") != std::string::npos);
+  }
+  for (const char* name : {"bsp", "backup", "lbbsp", "wbsp"}) {
+    CAPTURE(name);
+    PolicyConfig config{.name = name, .num_workers = 4};
+    config.momentum_every = 4;
+    CHECK_FALSE(TakesMomentumEvery(config));
+    CHECK(ServerOptimizerFor(config, 0.1, 0.9).momentum_every == 1);
+  }
+}
+
 TEST_CASE("MakePolicy refuses unknown names and impossible settings") {
   CHECK_FALSE(MakePolicy({.name = "wbsp2", .num_workers = 4}).ok());
   CHECK_FALSE(MakePolicy({.name = "bsp", .num_workers = 0}).ok());

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "dmlps/base/json.h"
+#include "dmlps/sync/policy.h"
 
 namespace dmlps::bench {
 namespace {
@@ -379,6 +380,9 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
   if (policy.name == "localsgd" || policy.name == "async-localsgd")
     argv.insert(argv.end(), {"--local-steps", std::to_string(policy.local_steps)});
   if (policy.dylu) argv.push_back("--dylu");
+  if (sync::TakesMomentumEvery(policy) && policy.momentum_every > 0) {
+    argv.insert(argv.end(), {"--momentum-every", std::to_string(policy.momentum_every)});
+  }
   if (policy.name == "dssp") {
     argv.insert(argv.end(), {"--staleness-low", std::to_string(policy.staleness_low),
                              "--staleness-high", std::to_string(policy.staleness_high)});

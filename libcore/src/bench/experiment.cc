@@ -68,6 +68,7 @@ Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& e
   sync::PolicyConfig config;
   config.num_workers = experiment.workers;
   config.batch = experiment.batch;
+  config.momentum_every = experiment.momentum_every;
   const size_t colon = entry.find(':');
   const std::string_view name = entry.substr(0, colon);
   const std::string_view parameter =
@@ -191,6 +192,7 @@ Result<std::pair<int64_t, std::string>> ParseRankEntry(std::string_view entry, i
 std::string DescribeExperiment(const Experiment& e) {
   std::string text = fmt::format("{} workers, {}, {}, batch {}, lr {}, slowdown {}", e.workers,
                                  e.model, e.data, e.batch, e.lr, JoinFactors(e.stragglers));
+  if (e.momentum_every > 0) text += fmt::format(", momentum every {} pushes", e.momentum_every);
   if (e.target > 0) {
     text += fmt::format(", target {}", e.target);
   } else {

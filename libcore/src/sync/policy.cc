@@ -252,6 +252,9 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
   if (n < 1) return Status::InvalidArgument("a run needs at least one worker");
   if (config.batch < 1) return Status::InvalidArgument("the batch must be at least 1 sample");
   const std::string& name = config.name;
+  if (TakesMomentumEvery(config) && config.momentum_every < 0) {
+    return Status::InvalidArgument(name + " needs --momentum-every of 0 or more");
+  }
   if (name == "bsp") return Made(new BspPolicy(n));
   if (name == "asp") return Made(new SspPolicy(n, -1));
   if (name == "ssp") {
@@ -315,9 +318,6 @@ Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
   if (name == "sync-switch") return MakeSyncSwitch(config);
   if (name == "auto") return MakeAuto(config);
   if (name == "async-localsgd") {
-    if (config.momentum_every < 0) {
-      return Status::InvalidArgument("async-localsgd needs --momentum-every of 0 or more");
-    }
     return Made(new AsyncLocalSgdPolicy(n, config.local_steps, config.dylu));
   }
   return Status::InvalidArgument("unknown policy '" + name + "' (expected one of " +
@@ -333,8 +333,18 @@ bool UsesOuterOptimizer(const PolicyConfig& config) {
   return config.name == "localsgd" || config.name == "async-localsgd";
 }
 
+bool TakesMomentumEvery(const PolicyConfig& config) {
+  return config.name == "async-localsgd" || config.name == "asp" || config.name == "ssp" ||
+         config.name == "dssp";
+}
+
 ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double momentum) {
-  if (!UsesOuterOptimizer(config)) return {lr, momentum, false, 1};
+  if (!UsesOuterOptimizer(config)) {
+    // Pushes applied on arrival each step the momentum unless told to take
+    // it once every momentum_every of them (docs/algorithms.md, "ASP").
+    const bool delayed = TakesMomentumEvery(config) && config.momentum_every > 1;
+    return {lr, momentum, false, delayed ? config.momentum_every : 1};
+  }
   // Asynchronous pushes take the momentum once per momentum_every of them.
   int64_t every = 1;
   if (config.name == "async-localsgd") {

@@ -32,6 +32,9 @@ struct Experiment {
   int64_t batch = 256;
   double lr = 0.1;
   double momentum = 0.9;
+  // asp, ssp, dssp, async-localsgd: pushes per momentum step
+  // (sync::PolicyConfig::momentum_every; 0: each policy's default).
+  int64_t momentum_every = 0;
   double target = 0.85;        // 0: no target, run to the limits
   int64_t eval_every = 50;     // iterations between evaluations
   int64_t max_iterations = 0;  // 0: no limit

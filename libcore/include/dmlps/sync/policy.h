@@ -195,7 +195,9 @@ struct PolicyConfig {
   bool outer_nesterov = true;
   // async-localsgd: scale each worker's local steps to its speed (DyLU), and
   // take the outer momentum once every this many pushes (delayed Nesterov;
-  // 0: the number of workers).
+  // 0: the number of workers). asp, ssp, dssp: take the server's momentum
+  // once every this many pushes (delayed momentum; 0: at every push, as
+  // without it), TakesMomentumEvery.
   bool dylu = false;
   int64_t momentum_every = 0;
   // dssp: the range each worker's staleness bound is chosen in.
@@ -233,6 +235,9 @@ struct ServerOptimizer {
   int64_t momentum_every = 1;  // steps per momentum step (delayed momentum when above 1)
 };
 ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double momentum);
+// Whether `config`'s policy takes PolicyConfig::momentum_every: async-localsgd
+// and the policies that apply each push on arrival (asp, ssp, dssp).
+bool TakesMomentumEvery(const PolicyConfig& config);
 
 class Policy {
  public:
