@@ -7,6 +7,7 @@
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/flags.h"
 #include "dmlps/cli/values.h"
+#include "dmlps/sync/policy.h"
 
 namespace dmlps::bench_cli {
 
@@ -77,10 +78,10 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   e.momentum = training.momentum;
   e.momentum_every = flags.Int("momentum-every", 0, 1 << 20);
   if (flags.Has("momentum-every") &&
-      std::none_of(e.policies.begin(), e.policies.end(), [](const std::string& entry) {
-        const std::string name = entry.substr(0, entry.find(':'));
-        return name == "asp" || name == "ssp" || name == "dssp" || name == "async-localsgd" ||
-               name == "async-localsgd-dylu";
+      std::none_of(e.policies.begin(), e.policies.end(), [&e](const std::string& entry) {
+        // A bad entry is ValidateExperiment's to report.
+        const Result<sync::PolicyConfig> policy = bench::PolicyFor(entry, e);
+        return policy.ok() && sync::TakesMomentumEvery(*policy);
       })) {
     flags.AddProblem(
         "--momentum-every applies to asp, ssp, dssp and async-localsgd; --policies "

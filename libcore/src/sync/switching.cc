@@ -171,11 +171,7 @@ void SwitchingPolicy::Finish(Actions* out) {
     // would otherwise never answer them.
     pending_.reset();
     Actions inner;
-    for (WorkerId w = 0; w < num_workers(); ++w) {
-      if (!held_[w]) continue;
-      held_[w] = false;
-      inner_->PullRequested(w, &inner);
-    }
+    AnswerHeld(&inner);
     Forward(inner, out);
     return;
   }
@@ -202,12 +198,16 @@ void SwitchingPolicy::Finish(Actions* out) {
     offset_[w] = clock(w) - inner_->clock(w);
   }
   // Every held pull is answered (or held) by the new policy, on one model.
+  AnswerHeld(&inner);
+  Forward(inner, out);
+}
+
+void SwitchingPolicy::AnswerHeld(Actions* inner) {
   for (WorkerId w = 0; w < num_workers(); ++w) {
     if (!held_[w]) continue;
     held_[w] = false;
-    inner_->PullRequested(w, &inner);
+    inner_->PullRequested(w, inner);
   }
-  Forward(inner, out);
 }
 
 std::string DescribePredictions(const Decision& decision) {

@@ -118,6 +118,8 @@ class SwitchingPolicy : public Policy {
   // finish an update in progress; switches once quiescent.
   void Drain(Actions* out);
   void Finish(Actions* out);
+  // Hands every pull held here to the inner policy (its answers into *inner).
+  void AnswerHeld(Actions* inner);
 
   std::unique_ptr<SwitchDecider> decider_;
   InnerPolicyMaker make_;
