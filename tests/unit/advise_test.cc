@@ -104,6 +104,48 @@ TEST_CASE("advise: on an even cluster whose steps jitter, waiting for fewer gain
   CHECK(Find(advice, advice.recommended).effective_s == BestEffective(advice));
 }
 
+TEST_CASE("advise: on shared cores the push backup:1 does not wait for still takes a core") {
+  // The even cluster of above, its four workers on two cores (each waited
+  // for a core half the time it computed): the fourth push, dropped, was
+  // computed on the same cores all the same, so backup:1's iteration is
+  // BSP's, and BSP, exact, is the advice.
+  // Links unlimited, as auto measures a cluster: what the link would save
+  // backup:1 on a real one is no part of this.
+  ClusterProfile p = Even();
+  p.link_gbps = 0;
+  for (WorkerProfile& w : p.workers) w.core_share = 0.5;
+  CHECK(SharedCores(p) == 2);
+  const Advice advice = MustAdvise(p);
+  const Prediction& bsp = Find(advice, "bsp");
+  CHECK(Find(advice, "backup:1").iteration_s > 0.95 * bsp.iteration_s);
+  // Four steps of 5 ms alone take two cores 10 ms: a round as measured.
+  CHECK(bsp.iteration_s > 0.009);
+  CHECK(bsp.iteration_s < 0.020);
+  CHECK(advice.recommended == "bsp");
+  CHECK(advice.reason.find("on 2 shared cores") != std::string::npos);
+}
+
+TEST_CASE("advise: workers share cores when the median one waited for a core") {
+  ClusterProfile p = Even();
+  CHECK(SharedCores(p) == 0);  // not measured: a machine each
+  for (WorkerProfile& w : p.workers) w.core_share = kSharedBelow;
+  CHECK(SharedCores(p) == 0);
+  // Six workers on one core: their shares add up to one.
+  p.workers.assign(6, WorkerProfile{.step_s = 0.010, .core_share = 0.15});
+  CHECK(SharedCores(p) == 1);
+  // One worker waiting does not make a host shared; three of four do.
+  p.workers.assign(4, WorkerProfile{.step_s = 0.010});
+  p.workers[0].core_share = 0.3;
+  CHECK(SharedCores(p) == 0);
+  for (size_t r = 1; r < 3; ++r) p.workers[r].core_share = 0.6;
+  CHECK(SharedCores(p) == 3);
+  CHECK(DescribeProfile(p).find("on 3 shared cores") != std::string::npos);
+  for (const double bad : {0.0, -0.5, 1.5, std::nan("")}) {
+    p.workers[1].core_share = bad;
+    CHECK(!ValidateProfile(p).empty());
+  }
+}
+
 TEST_CASE("advise: one worker 4x slow sets BSP's pace; a straggler-tolerant policy wins") {
   ClusterProfile p = Even();
   p.workers[3].step_s = 0.040;
@@ -350,6 +392,41 @@ TEST_CASE("advise: a run's traces give each worker's steady pace, delays and the
   const double transfer = (0.004 - 2 * 50e-6 - 10e-6 - 3 * 101770 * 1e-9) / 2.5;
   CHECK(p.link_gbps == doctest::Approx(407080 * 8 / transfer / 1e9));
   CHECK(HasSteadyStraggler(p));
+}
+
+TEST_CASE("advise: traced waits for a core give each worker's core share") {
+  // GeneratedRun's workers, each step's computing half spent waiting for a
+  // core (worker 2: a quarter), as a host of two cores for four workers.
+  std::vector<trace::Record> records = GeneratedRun();
+  for (trace::Record& r : records) {
+    if (r.lane == "compute" && r.name == "step") {
+      r.args.emplace_back("run_wait_us", r.node == "worker-2" ? int64_t{2500} : int64_t{5000});
+    }
+  }
+  Result<MeasuredRun> run = MeasureRun(records);
+  REQUIRE(run.ok());
+  REQUIRE(run->profile.workers.size() == 4);
+  const ClusterProfile& p = run->profile;
+  CHECK(p.workers[0].core_share == doctest::Approx(0.5));
+  CHECK(p.workers[2].core_share == doctest::Approx(0.75));
+  CHECK(SharedCores(p) == 2);
+  // Each step is the host's work at the typical share times the worker's
+  // own slowness: worker 2, waiting less for a core, is no faster, and the
+  // 2 ms its spans leave unaccounted, waiting for a core between them, are
+  // no slowness of its own; worker 3's sleeps still make it 4x slow and
+  // worker 1's transient ones are delays.
+  CHECK(p.workers[0].step_s == doctest::Approx(0.010));
+  CHECK(p.workers[2].step_s == doctest::Approx(0.010));
+  CHECK(p.workers[3].step_s == doctest::Approx(0.040));
+  CHECK(p.workers[1].delay_prob == doctest::Approx(0.2).epsilon(0.05));
+  CHECK(p.workers[1].delay_s == doctest::Approx(0.020));
+  // The same work every step: no jitter.
+  CHECK(p.workers[0].jitter == 0);
+  // Untimed (older traces): a core each.
+  Result<MeasuredRun> plain = MeasureRun(GeneratedRun());
+  REQUIRE(plain.ok());
+  CHECK(plain->profile.workers[0].core_share == 1);
+  CHECK(SharedCores(plain->profile) == 0);
 }
 
 // A BSP run of 100 iterations of 10 ms steps on 4 workers where, in each

@@ -216,9 +216,11 @@ struct AutoRun {
 // and a target of 0.85.
 // `candidates` as --candidates gives them (empty: the default, backup:1
 // first); `model` names the job's model, whose efficiency table auto reads.
+// Each step's computing had a core for `core_share` of its time.
 AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until,
                 const std::function<double(int64_t)>& accuracy = {},
-                std::vector<std::string> candidates = kFromBsp, std::string model = "") {
+                std::vector<std::string> candidates = kFromBsp, std::string model = "",
+                double core_share = 1) {
   PolicyConfig config;
   config.name = "auto";
   config.model = std::move(model);
@@ -254,6 +256,8 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
     PushInfo push{clock[w], base[w], batch[w], true};
     push.batch = batch[w];
     push.busy_s = took[w];
+    push.compute_s = took[w];
+    push.run_wait_s = took[w] * (1 - core_share);
     push.cycle_s = took[w] + 0.0005;
     ++clock[w];
     Actions actions = PushActions(policy.get(), w, push);
@@ -293,6 +297,24 @@ TEST_CASE("auto: a steady straggler moves it off bsp, an even cluster keeps it t
   for (const Decision& d : even.decisions) CHECK(d.chosen == "bsp");
   CHECK(even.switches.empty());
   CHECK(even.running == "bsp");
+}
+
+TEST_CASE("auto: on shared cores, jittery even steps do not move it to backup:1") {
+  // Steps of 10 ms that jitter by up to 1.5x: on machines of their own,
+  // dropping the slowest push gains more than a switch costs; on two cores
+  // shared by the four (each waited for a core half its time), the dropped
+  // push takes its turn on the cores all the same.
+  const auto jittery = [](WorkerId w, int64_t step) {
+    return 0.01 * (1 + 0.5 * static_cast<double>((step * 7 + w * 3) % 5) / 4);
+  };
+  const AutoRun own = RunAuto(4, jittery, 10);
+  REQUIRE_FALSE(own.decisions.empty());
+  CHECK(own.decisions.front().chosen == "backup:1");
+  const AutoRun shared = RunAuto(4, jittery, 10, {}, kFromBsp, "", 0.5);
+  REQUIRE_FALSE(shared.decisions.empty());
+  CHECK(shared.decisions.front().measured.find("on 2 shared cores") != std::string::npos);
+  for (const Decision& d : shared.decisions) CHECK(d.chosen == "bsp");
+  CHECK(shared.switches.empty());
 }
 
 TEST_CASE("auto: it starts under backup:1 by default, which a steady straggler keeps") {

@@ -1,10 +1,13 @@
 #include "dmlps/worker/resource_usage.h"
 
 #include <doctest/doctest.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <thread>
 
 namespace dmlps::worker {
 namespace {
@@ -50,6 +53,63 @@ TEST_CASE("a busy loop's CPU use is read as the kernel counts it, and this proce
   // One thread spinning: at most one core, and what the process clock says.
   CHECK(cores <= 1.1);
   CHECK(cores == doctest::Approx(expected).epsilon(0.15));
+}
+
+TEST_CASE("a thread's run delay is parsed from schedstat, and bad contents are refused") {
+  Result<double> wait = ParseRunDelay("81234567 2500000000 321\n");
+  REQUIRE(wait.ok());
+  CHECK(*wait == doctest::Approx(2.5));
+  for (const char* bad : {"", "12", "12 -5 1", "12 1e9 1", "1 99999999999999999999 1"}) {
+    CHECK_FALSE(ParseRunDelay(bad).ok());
+  }
+}
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// Spins until this thread has used `seconds` of CPU (or 20 s went by).
+void Spin(double seconds) {
+  const double start = ThreadCpuSeconds();
+  const auto wall_start = std::chrono::steady_clock::now();
+  volatile double x = 0;
+  while (ThreadCpuSeconds() - start < seconds &&
+         std::chrono::steady_clock::now() - wall_start < std::chrono::seconds(20)) {
+    for (int i = 0; i < 1000; ++i) x = x + std::sqrt(x + 1.0);
+  }
+}
+
+TEST_CASE("two threads spinning on one core each wait for it while the other runs") {
+  Result<double> before = ReadThreadRunDelay();
+  if (!before.ok()) {
+    MESSAGE("no /proc/thread-self/schedstat here: " << before.status().ToString());
+    return;
+  }
+  // Both on this thread's first allowed core.
+  cpu_set_t allowed;
+  REQUIRE(pthread_getaffinity_np(pthread_self(), sizeof(allowed), &allowed) == 0);
+  int core = 0;
+  while (core < CPU_SETSIZE && !CPU_ISSET(core, &allowed)) ++core;
+  REQUIRE(core < CPU_SETSIZE);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(core, &one);
+  REQUIRE(pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0);
+  std::thread other([&] {
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+    Spin(0.3);
+  });
+  Spin(0.2);
+  Result<double> after = ReadThreadRunDelay();
+  other.join();
+  pthread_setaffinity_np(pthread_self(), sizeof(allowed), &allowed);
+  REQUIRE(after.ok());
+  // While this thread used 200 ms of the core, the other one had it for
+  // about as long: this one waited most of that.
+  CHECK(*after - *before > 0.1);
+  CHECK(*after - *before < 20);
 }
 
 }  // namespace

@@ -58,7 +58,9 @@ std::pair<size_t, double> MostDelayed(const ClusterProfile& profile) {
 
 // The simulation of `policy` on the profile: workers as measured (the
 // fastest one's step is the cost model, the others' steady slowness their
-// slowdown factor), each with a machine of its own.
+// slowdown factor), each with a machine of its own, or all on the cores
+// SharedCores finds, where a step's work is what the fastest worker's
+// took a core alone: its step times the typical share.
 sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig& policy,
                          const AdvisorOptions& options) {
   sim::SimConfig config;
@@ -67,10 +69,17 @@ sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig
   config.eval_every = std::max<int64_t>(options.iterations, 1);
   config.seed = options.seed;
   const double fastest = FastestStep(profile);
-  config.cost = sim::CostModel::Linear(0, fastest / static_cast<double>(profile.batch));
+  double work = fastest;
+  if (const int64_t cores = SharedCores(profile); cores > 0) {
+    config.shared_cores = cores;
+    work *= TypicalShare(profile);
+  }
+  config.cost = sim::CostModel::Linear(0, work / static_cast<double>(profile.batch));
   config.cost.param_s = profile.param_s;
   config.cost.message_s = profile.message_s;
-  config.network = {profile.link_gbps, profile.latency_s, false};
+  // On shared cores the links are the host's loopback: the cores copy
+  // every message, a push dropped too.
+  config.network = {profile.link_gbps, profile.latency_s, config.shared_cores > 0};
   for (const WorkerProfile& w : profile.workers) {
     worker::StragglerSpec spec;
     spec.slowdown = std::max(1.0, w.step_s / fastest);
@@ -161,10 +170,11 @@ std::vector<std::string> ValidateProfile(const ClusterProfile& profile) {
   for (size_t r = 0; r < profile.workers.size(); ++r) {
     const WorkerProfile& w = profile.workers[r];
     if (!(w.step_s > 0) || !Finite(w.step_s) || !(w.jitter >= 0 && w.jitter <= 10) ||
-        !(w.delay_prob >= 0 && w.delay_prob < 1) || !(w.delay_s >= 0) || !Finite(w.delay_s)) {
+        !(w.delay_prob >= 0 && w.delay_prob < 1) || !(w.delay_s >= 0) || !Finite(w.delay_s) ||
+        !(w.core_share > 0 && w.core_share <= 1)) {
       problems.push_back(fmt::format(
           "worker {}: a step must take a positive time, jitter be in [0, 10], the delay "
-          "probability in [0, 1) and the delay finite and not negative",
+          "probability in [0, 1), the delay finite and not negative and the core share in (0, 1]",
           r));
     }
   }
@@ -199,7 +209,27 @@ double DelayCost(const ClusterProfile& profile) {
   return MostDelayed(profile).second / fastest;
 }
 
-std::string DescribeProfile(const ClusterProfile& profile) {
+double TypicalShare(const ClusterProfile& profile) {
+  std::vector<double> shares;
+  for (const WorkerProfile& w : profile.workers) shares.push_back(w.core_share);
+  return shares.empty() ? 1 : Median(shares);
+}
+
+int64_t SharedCoresOf(const std::vector<double>& core_shares) {
+  if (core_shares.empty() || !(Median(core_shares) < kSharedBelow)) return 0;
+  double sum = 0;
+  for (const double share : core_shares) sum += share;
+  return std::max<int64_t>(1, std::llround(sum));
+}
+
+int64_t SharedCores(const ClusterProfile& profile) {
+  std::vector<double> shares;
+  for (const WorkerProfile& w : profile.workers) shares.push_back(w.core_share);
+  return SharedCoresOf(shares);
+}
+
+// DescribeProfile's words before the shared cores.
+static std::string DescribeFeature(const ClusterProfile& profile) {
   const auto [slowest, ratio] = Slowest(profile);
   if (ratio >= kStragglerRatio) {
     return fmt::format("worker-{} steadily {:.1f}x slower than the fastest", slowest, ratio);
@@ -217,6 +247,13 @@ std::string DescribeProfile(const ClusterProfile& profile) {
                        w.delay_prob * 100, w.delay_s * 1e3);
   }
   return fmt::format("an even cluster (steady steps within {:.2f}x of each other)", ratio);
+}
+
+std::string DescribeProfile(const ClusterProfile& profile) {
+  const int64_t cores = SharedCores(profile);
+  const std::string feature = DescribeFeature(profile);
+  return cores > 0 ? fmt::format("{} on {} shared core{}", feature, cores, cores == 1 ? "" : "s")
+                   : feature;
 }
 
 Result<Advice> Advisor::Advise(const ClusterProfile& profile, const AdvisorOptions& options) const {

@@ -49,6 +49,90 @@ std::map<std::string, double> UnaccountedPerStep(const std::vector<trace::Record
   return gaps;
 }
 
+// One step's computing as its compute/step span tells it.
+struct StepCore {
+  double compute_s = 0;  // the span's length
+  double share = 1;      // of it, on a core: 1 less run_wait_us over the length
+  double work_s = 0;     // per sample on a core
+};
+
+// Per worker (by node), its steps' computing by clock. Traces written
+// before workers timed their wait for a core have none.
+std::map<std::string, std::map<int64_t, StepCore>> StepCores(
+    const std::vector<trace::Record>& records) {
+  std::map<std::string, std::map<int64_t, StepCore>> cores;
+  for (const trace::Record& r : records) {
+    if (r.kind != "span" || r.lane != "compute" || r.name != "step" || r.dur_us <= 0 ||
+        !r.Has("run_wait_us") || !(r.Number("samples") >= 1)) {
+      continue;
+    }
+    const double waited = r.Number("run_wait_us");
+    if (!std::isfinite(waited)) continue;
+    StepCore step;
+    step.compute_s = static_cast<double>(r.dur_us) * 1e-6;
+    step.share =
+        std::max(0.01, 1 - std::clamp(waited * 1e-6, 0.0, step.compute_s) / step.compute_s);
+    step.work_s = step.compute_s * step.share / r.Number("samples");
+    cores[r.node][static_cast<int64_t>(r.Number("clock"))] = step;
+  }
+  return cores;
+}
+
+// The robust log-sd of `values`: 1.4826 times the median absolute
+// deviation of their logs, at most 1.
+double LogSpread(const std::vector<double>& values) {
+  const double center = Median(values);
+  std::vector<double> spread;
+  for (const double v : values) {
+    if (v > 0 && center > 0) spread.push_back(std::abs(std::log(v / center)));
+  }
+  return std::min(1.0, 1.4826 * Median(spread));
+}
+
+// Each worker's median core share into `core_shares` (by history; 1 where
+// not traced). On shared cores (SharedCoresOf them) each step becomes the
+// host's work per sample at the typical share, times the step's own
+// slowness (its time over its computing): what a worker waited for a core,
+// and the few percent its work differs from step to step, are the host's
+// and the step's noise. The spread of each worker's work, its jitter then,
+// into `work_jitter` (-1: not shared).
+void OnSharedCores(const std::vector<trace::Record>& records,
+                   std::vector<predict::WorkerHistory>* histories, std::vector<double>* core_shares,
+                   std::vector<double>* work_jitter) {
+  const std::map<std::string, std::map<int64_t, StepCore>> by_node = StepCores(records);
+  core_shares->assign(histories->size(), 1);
+  work_jitter->assign(histories->size(), -1);
+  std::vector<std::vector<double>> work(histories->size());
+  std::vector<double> host_work;
+  for (size_t r = 0; r < histories->size(); ++r) {
+    auto found = by_node.find((*histories)[r].node);
+    if (found == by_node.end() || found->second.empty()) continue;
+    std::vector<double> shares;
+    for (const auto& [clock, step] : found->second) {
+      shares.push_back(step.share);
+      work[r].push_back(step.work_s);
+    }
+    (*core_shares)[r] = Median(shares);
+    host_work.insert(host_work.end(), work[r].begin(), work[r].end());
+  }
+  if (SharedCoresOf(*core_shares) == 0) return;
+  const double per_sample_s = Median(host_work) / Median(*core_shares);
+  for (size_t r = 0; r < histories->size(); ++r) {
+    predict::WorkerHistory& h = (*histories)[r];
+    auto found = by_node.find(h.node);
+    if (found == by_node.end()) continue;
+    for (size_t i = 0; i < h.steps.size() && i < h.clocks.size(); ++i) {
+      auto step = found->second.find(h.clocks[i]);
+      predict::Observation& o = h.steps[i];
+      if (step == found->second.end() || !(o.speed > 0) || o.batch < 1) continue;
+      const double took = static_cast<double>(o.batch) / o.speed;
+      const double slowness = std::max(1.0, took / step->second.compute_s);
+      o.speed = 1 / (slowness * per_sample_s);
+    }
+    (*work_jitter)[r] = LogSpread(work[r]);
+  }
+}
+
 // Per worker (by node), the time each of its pushes took to send (comm/push
 // spans by clock), seconds.
 std::map<std::string, std::map<int64_t, double>> PushSeconds(
@@ -261,6 +345,8 @@ Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
   DMLPS_RETURN_IF_ERROR(ReadRun(records, &run));
   std::vector<predict::WorkerHistory> histories = predict::ExtractHistories(records);
   AddSlowSending(records, &histories);
+  std::vector<double> core_shares, work_jitter;
+  OnSharedCores(records, &histories, &core_shares, &work_jitter);
   double samples = 0, steps = 0;
   for (const predict::WorkerHistory& h : histories) {
     for (const predict::Observation& o : h.steps) {
@@ -272,7 +358,14 @@ Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
     return Status::DataLoss("the traces hold no worker steps (compute/step spans)");
   }
   run.profile.batch = std::max<int64_t>(1, std::llround(samples / steps));
-  const std::map<std::string, double> gaps = UnaccountedPerStep(records);
+  std::map<std::string, double> gaps = UnaccountedPerStep(records);
+  if (SharedCoresOf(core_shares) > 0 && !gaps.empty()) {
+    // On shared cores the gaps differ by how long each worker waited for a
+    // core between its spans: every worker pays the least of them.
+    double least = gaps.begin()->second;
+    for (const auto& entry : gaps) least = std::min(least, entry.second);
+    for (auto& entry : gaps) entry.second = least;
+  }
   std::vector<StepTimes> times(histories.size());
   for (size_t r = 0; r < histories.size(); ++r) {
     const predict::WorkerHistory& h = histories[r];
@@ -283,6 +376,8 @@ Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
     if (auto gap = gaps.find(h.node); gap != gaps.end()) {
       run.profile.workers.back().step_s += gap->second;
     }
+    run.profile.workers.back().core_share = core_shares[r];
+    if (work_jitter[r] >= 0) run.profile.workers.back().jitter = work_jitter[r];
   }
   run.profile.rotation_s = RotatingDelay(times);
   DMLPS_RETURN_IF_ERROR(MeasureNetwork(records, run.policy, &run.profile));

@@ -1,6 +1,8 @@
 #include "server/intake.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 #include "server/model_store.h"
@@ -32,6 +34,11 @@ sync::PushInfo PushInfoOf(const proto::Push& push, Clock::time_point replied_at,
   info.samples = push.samples;
   info.batch = push.batch;
   info.busy_s = (push.compute_us + push.straggle_us) * 1e-6;
+  // (A hostile push's times can be anything: waiting, never more than computing.)
+  const int64_t compute_us = std::max<int64_t>(push.compute_us, 0);
+  info.compute_s = static_cast<double>(compute_us) * 1e-6;
+  info.run_wait_s =
+      static_cast<double>(std::clamp<int64_t>(push.run_wait_us, 0, compute_us)) * 1e-6;
   info.comm_s = push.comm_us > 0 ? push.comm_us * 1e-6 : 0;
   // (A streamed push is timed to its header: its chunks are still coming.)
   if (replied_at != Clock::time_point{}) {

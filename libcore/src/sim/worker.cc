@@ -288,6 +288,7 @@ void SimWorker::StartStep() {
   step_samples_ = 0;
   step_compute_ = 0;
   step_straggle_ = 0;
+  step_run_wait_ = 0;
   step_noise_ = DrawNoise();
   StartChunk();
 }
@@ -302,8 +303,10 @@ void SimWorker::StartChunk() {
   job_samples_ = samples;
   job_start_ = host_.now();
   phase_ = Phase::kCompute;
-  host_.StartJob(rank_, config_.cost.StepSeconds(samples) * step_noise_,
-                 config_.cost.SharedSpeed(samples));
+  const double work = config_.cost.StepSeconds(samples) * step_noise_;
+  const double shared_speed = config_.cost.SharedSpeed(samples);
+  job_work_ = shared_speed > 0 ? work / shared_speed : work;
+  host_.StartJob(rank_, work, shared_speed);
 }
 
 void SimWorker::OnComputeDone() {
@@ -324,6 +327,7 @@ void SimWorker::OnComputeDone() {
   const double straggle_s = static_cast<double>(straggle.count()) * 1e-6;
   step_samples_ += job_samples_;
   step_compute_ += compute;
+  if (config_.shared_cores > 0) step_run_wait_ += std::max(0.0, compute - job_work_);
   step_straggle_ += straggle_s;
   stats_.compute_s += compute;
   stats_.straggle_s += straggle_s;
@@ -468,6 +472,8 @@ void SimWorker::StartPush() {
       .samples = local_sgd ? round_samples_ : step_samples_,
       .batch = batch,
       .busy_s = busy,
+      .compute_s = compute,
+      .run_wait_s = local_sgd ? 0 : std::min(step_run_wait_, compute),
       .cpu = busy > 0 ? compute / busy : 0,
   };
   phase_ = Phase::kTransfer;

@@ -214,6 +214,10 @@ class SimWorker {
   double job_start_ = 0;
   double step_compute_ = 0;
   double step_straggle_ = 0;
+  // Shared cores: of step_compute_, the time beyond the work at its shared
+  // speed, which a real worker's kernel counts as waiting for a core.
+  double step_run_wait_ = 0;
+  double job_work_ = 0;  // the compute job's work at its shared speed
   double wait_start_ = 0;
   // When the latest reply (a model or a Continue) arrived: a push's cycle is
   // timed from it to the push leaving, after its transfer.

@@ -17,11 +17,13 @@
 namespace dmlps::sync {
 namespace {
 
-// The policies whose workers run in kSync mode, the only ones a running
-// worker can be switched into.
 // The most log-sd of noise a worker's steps are taken to have.
 constexpr double kMaxJitter = 1;
+// A step that had a core for less of its time than this is taken as this.
+constexpr double kMinCoreShare = 0.01;
 
+// The policies whose workers run in kSync mode, the only ones a running
+// worker can be switched into.
 constexpr std::string_view kSwitchable[] = {"bsp",   "asp",       "ssp", "backup",
                                             "lbbsp", "lbbsp-gpu", "dssp"};
 
@@ -84,6 +86,24 @@ advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
   // waited for a core now and then must not make every step noisy.
   w.jitter = std::min(kMaxJitter, 1.4826 * Median(spread));
   return w;
+}
+
+// The robust log-sd of `values` (positive): 1.4826 times the median
+// absolute deviation of their logs from the median's, at most kMaxJitter.
+double LogSpread(const std::vector<double>& values) {
+  const double typical = Median(values);
+  std::vector<double> spread;
+  for (const double x : values) {
+    if (x > 0 && typical > 0) spread.push_back(std::abs(std::log(x / typical)));
+  }
+  return std::min(kMaxJitter, 1.4826 * Median(spread));
+}
+
+// The share of a step's computing that had a core (advise::WorkerProfile's
+// core_share), in (0, 1]; 1 when the push does not tell.
+double CoreShare(const PushInfo& push) {
+  if (!(push.compute_s > 0) || !(push.run_wait_s > 0)) return 1;
+  return std::clamp(1 - push.run_wait_s / push.compute_s, kMinCoreShare, 1.0);
 }
 
 // What a decision measured, in words: each worker's step (up to eight of
@@ -159,11 +179,20 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
   // The first steps include loading and connecting.
   if (++h.steps <= advise::kWarmupSteps) return false;
   h.per_sample.push_back(push.busy_s / static_cast<double>(samples));
+  h.core_share.push_back(CoreShare(push));
+  h.comm.push_back(std::max(0.0, push.comm_s));
+  const double computed = push.compute_s > 0 ? push.compute_s : push.busy_s;
+  h.slowness.push_back(std::max(1.0, push.busy_s / computed));
+  h.work.push_back(computed * h.core_share.back() / static_cast<double>(samples));
   h.clock.push_back(push.clock);
   const double beyond = push.cycle_s > push.busy_s ? push.cycle_s - push.busy_s : push.comm_s;
   h.overhead.push_back(std::max(0.0, beyond));
   if (static_cast<int64_t>(h.per_sample.size()) > kWindow) {
     h.per_sample.pop_front();
+    h.core_share.pop_front();
+    h.comm.pop_front();
+    h.slowness.pop_front();
+    h.work.pop_front();
     h.overhead.pop_front();
     h.clock.pop_front();
   }
@@ -188,9 +217,9 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
 
 std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy) const {
   // Per live worker, its steps since its last lasting change.
-  std::vector<std::vector<double>> per_sample;
+  std::vector<std::vector<double>> per_sample, core_share, slowness, work;
   std::vector<std::vector<int64_t>> clock;
-  std::vector<double> overhead;
+  std::vector<double> overhead, comm, shares;
   for (WorkerId w = 0; w < policy.num_workers(); ++w) {
     if (!policy.joined(w)) continue;
     const History& h = history_[w];
@@ -199,6 +228,11 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
     per_sample.push_back(Last(h.per_sample, since));
     clock.push_back(Last(h.clock, since));
     overhead.push_back(Median(Last(h.overhead, since)));
+    comm.push_back(Median(Last(h.comm, since)));
+    core_share.push_back(Last(h.core_share, since));
+    slowness.push_back(Last(h.slowness, since));
+    work.push_back(Last(h.work, since));
+    shares.push_back(Median(core_share.back()));
   }
   if (per_sample.empty()) return std::nullopt;
   // The time beyond computing that every worker's step takes (handling the
@@ -206,6 +240,27 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
   // with the batch: it is the links' latency, two messages per step. What
   // a worker takes beyond that (a slower link) is part of its step.
   const double common = *std::min_element(overhead.begin(), overhead.end());
+  std::vector<double> extra;
+  for (const double o : overhead) extra.push_back(o - common);
+  const bool shared = advise::SharedCoresOf(shares) > 0;
+  if (shared) {
+    // On shared cores every worker's step is the host's work, at the
+    // typical share of a core, times the worker's own slowness (what it
+    // sleeps beyond computing); what it waited for a core, computing or
+    // not, and the few percent its work differs from the others' from
+    // step to step are the host's and the step's noise. What a worker
+    // takes beyond the others is its pushes' longer sending (a slower link).
+    std::vector<double> host_work;
+    for (const std::vector<double>& w : work) host_work.insert(host_work.end(), w.begin(), w.end());
+    const double per_sample_s = Median(host_work) / Median(shares);
+    const double quickest = *std::min_element(comm.begin(), comm.end());
+    for (size_t i = 0; i < per_sample.size(); ++i) {
+      for (size_t j = 0; j < per_sample[i].size(); ++j) {
+        per_sample[i][j] = slowness[i][j] * per_sample_s;
+      }
+      extra[i] = comm[i] - quickest;
+    }
+  }
   advise::ClusterProfile profile;
   profile.batch = options_.batch;
   profile.num_params = 1;
@@ -214,7 +269,9 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
   std::vector<advise::StepTimes> steps(per_sample.size());
   for (size_t i = 0; i < per_sample.size(); ++i) {
     profile.workers.push_back(
-        WorkerFrom(per_sample[i], clock[i], overhead[i] - common, options_.batch, &steps[i]));
+        WorkerFrom(per_sample[i], clock[i], extra[i], options_.batch, &steps[i]));
+    profile.workers.back().core_share = shares[i];
+    if (shared) profile.workers.back().jitter = LogSpread(work[i]);
   }
   profile.rotation_s = advise::RotatingDelay(steps);
   return profile;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -48,12 +49,17 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
   const int64_t start_us = trace::NowMicros();
   cursor_.Take(samples, &indices_);
   Result<double> loss = Status::Internal("no computation");
+  const Result<double> wait_before = ReadThreadRunDelay();
   {
     const BusyWhile busy(busy_);
     loss = computation_.Compute(params, indices_, grad);
   }
   DMLPS_ASSIGN_OR_RETURN(result.loss, std::move(loss));
   result.compute = microseconds(Micros(Clock::now() - start));
+  if (const Result<double> wait_after = ReadThreadRunDelay(); wait_before.ok() && wait_after.ok()) {
+    result.run_wait = std::clamp(microseconds(std::llround((*wait_after - *wait_before) * 1e6)),
+                                 microseconds(0), result.compute);
+  }
   result.samples = samples;
   result.straggle = at.first_part
                         ? straggler_.ExtraDelay(at.iteration, result.compute)
@@ -61,7 +67,10 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
                                                     static_cast<double>(result.compute.count())));
   if (tracer_) {
     tracer_->Span("compute", "step", start_us, result.compute.count(),
-                  {{"clock", step}, {"samples", samples}, {"loss", result.loss}});
+                  {{"clock", step},
+                   {"samples", samples},
+                   {"loss", result.loss},
+                   {"run_wait_us", result.run_wait.count()}});
   }
   if (result.straggle.count() > 0) {
     if (tracer_) {

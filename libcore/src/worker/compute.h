@@ -32,6 +32,9 @@ struct StepResult {
   int64_t samples = 0;
   std::chrono::microseconds compute{0};
   std::chrono::microseconds straggle{0};
+  // Of `compute`, the time the computing thread was ready to run but
+  // waited for a core (0: none, or the kernel does not say).
+  std::chrono::microseconds run_wait{0};
 };
 
 class StepComputer {

@@ -35,6 +35,7 @@ Result<StepResult> TrainLocally(StepContext& steps, int64_t first_step, int64_t 
     sum.samples += step.samples;
     sum.compute += step.compute;
     sum.straggle += step.straggle;
+    sum.run_wait += step.run_wait;
     loss_sum += step.loss * static_cast<double>(step.samples);
   }
   sum.loss = sum.samples > 0 ? loss_sum / static_cast<double>(sum.samples) : 0;

@@ -64,4 +64,20 @@ double CpuCores(const ResourceSample& before, const ResourceSample& after) {
   return std::max(0.0, (after.cpu_seconds - before.cpu_seconds) / wall);
 }
 
+Result<double> ParseRunDelay(const std::string& schedstat) {
+  std::istringstream fields(schedstat);
+  std::string run, wait;
+  if (!(fields >> run >> wait)) return Status::DataLoss("schedstat is too short");
+  if (wait.empty() || wait.size() > 19 ||
+      wait.find_first_not_of("0123456789") != std::string::npos) {
+    return Status::DataLoss("schedstat has a bad wait field '" + wait.substr(0, 24) + "'");
+  }
+  return static_cast<double>(std::stoull(wait)) * 1e-9;
+}
+
+Result<double> ReadThreadRunDelay() {
+  DMLPS_ASSIGN_OR_RETURN(std::string schedstat, Slurp("/proc/thread-self/schedstat"));
+  return ParseRunDelay(schedstat);
+}
+
 }  // namespace dmlps::worker

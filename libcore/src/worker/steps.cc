@@ -36,6 +36,7 @@ Result<StepResult> ComputeInChunks(StepContext& steps, int64_t clock, std::span<
     step.samples += n;
     step.compute += part.compute;
     step.straggle += part.straggle;
+    step.run_wait += part.run_wait;
     DMLPS_RETURN_IF_ERROR(link.PollControl());
     if (link.stopped()) return step;
     if (link.sync_round() >= clock) break;  // told to stop: the rest waits for the next step
@@ -109,6 +110,7 @@ proto::Push StepContext::PushFor(int64_t clock, int64_t batch, const StepResult&
   push.loss = step.loss;
   push.compute_us = step.compute.count();
   push.straggle_us = step.straggle.count();
+  push.run_wait_us = step.run_wait.count();
   push.wait_us = wait_us;
   return push;
 }

@@ -24,6 +24,10 @@ struct WorkerProfile {
   double jitter = 0;      // log-sd of the undelayed steps around step_s (lognormal noise)
   double delay_prob = 0;  // the share of steps held up by a transient delay, [0, 1)
   double delay_s = 0;     // such a delay's mean length beyond step_s, seconds
+  // The share of its computing time it had a core, (0, 1]: 1 less its run
+  // delay (the time it was ready but waited for a core) over the time it
+  // computed. 1: a core of its own whenever it computed, or not measured.
+  double core_share = 1;
 };
 
 // A cluster as measured: its workers, its links and its server.
@@ -128,13 +132,30 @@ double SlowestRatio(const ClusterProfile& profile);
 // between the efficiency table's even and delays columns the cluster lies.
 double DelayCost(const ClusterProfile& profile);
 
+// The cores the workers share, as the workers of one host with fewer cores
+// than they need do, or 0 when each seems to have a machine of its own:
+// when the median worker had a core for under kSharedBelow of its
+// computing time, as many cores as the workers' shares add up to (at least
+// one). On shared cores a policy that waits for fewer workers gains less
+// than on machines of their own: the workers it leaves behind still take
+// their turns on the cores.
+int64_t SharedCores(const ClusterProfile& profile);
+inline constexpr double kSharedBelow = 0.8;
+
+// The same from the workers' core shares alone.
+int64_t SharedCoresOf(const std::vector<double>& core_shares);
+
+// The workers' median core share (1 for none).
+double TypicalShare(const ClusterProfile& profile);
+
 // Whether a worker's steady step takes kStragglerRatio times the fastest's
 // or more: a steady straggler, as the reason calls it.
 bool HasSteadyStraggler(const ClusterProfile& profile);
 
 // The profile's most telling feature in words: "worker-3 steadily 4.0x
 // slower than the fastest", "transient delays on worker-1 (20% of steps,
-// +50 ms)" or "an even cluster (steps within 1.2x of each other)".
+// +50 ms)" or "an even cluster (steps within 1.2x of each other)", and
+// "on 2 shared cores" after it where SharedCores says so.
 std::string DescribeProfile(const ClusterProfile& profile);
 
 }  // namespace dmlps::advise

@@ -147,6 +147,9 @@ struct Push {
   double loss = 0;           // mean training loss over those samples
   int64_t compute_us = 0;    // computing the gradient
   int64_t straggle_us = 0;   // emulated slowness (sleeping) after computing
+  // Of compute_us, the time the computing thread waited for a core (its
+  // run delay; 0: none, or unknown): a host with more workers than cores.
+  int64_t run_wait_us = 0;
   int64_t wait_us = 0;       // blocked waiting for the server since the last push
   int64_t comm_us = 0;       // sending the previous push (bandwidth cap included)
   double cpu = 0;            // the worker's recent CPU use in cores (read at most every 100 ms)
@@ -154,7 +157,7 @@ struct Push {
   int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
   int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
   MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us, straggle_us,
-                     wait_us, comm_us, cpu, memory_bytes, chunks, chunk_floats);
+                     run_wait_us, wait_us, comm_us, cpu, memory_bytes, chunks, chunk_floats);
 };
 
 struct Stop {

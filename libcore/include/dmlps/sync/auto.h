@@ -87,6 +87,10 @@ class AutoDecider : public SwitchDecider {
   struct History {
     std::deque<double> per_sample;  // seconds of computing per sample, newest last
     std::deque<double> overhead;    // seconds per step beyond computing
+    std::deque<double> core_share;  // the share of each step's computing that had a core
+    std::deque<double> comm;        // seconds the push before each took to send
+    std::deque<double> slowness;    // each step's time over its computing (>= 1)
+    std::deque<double> work;        // seconds per sample each step computed on a core
     std::deque<int64_t> clock;      // the worker's clock of each step
     int64_t steps = 0;              // measured in all
     int64_t change_at = 0;          // the step the last lasting change was seen at

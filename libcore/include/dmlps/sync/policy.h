@@ -32,11 +32,13 @@ struct PushInfo {
   // False when the server refused the payload (non-finite values): the step
   // counts as done but contributes nothing to the model.
   bool usable = true;
-  int64_t batch = 0;  // samples the worker was asked for in this step
-  double busy_s = 0;  // seconds the step took the worker: computing plus emulated slowness
-  double comm_s = 0;  // seconds the worker's previous push took to send (0: unknown)
-  double cpu = 0;     // the worker's CPU use over the step, in cores
-  double memory = 0;  // the worker's resident memory, bytes
+  int64_t batch = 0;      // samples the worker was asked for in this step
+  double busy_s = 0;      // seconds the step took the worker: computing plus emulated slowness
+  double compute_s = 0;   // of busy_s, computing
+  double run_wait_s = 0;  // of compute_s, waiting for a core (0: none, or unknown)
+  double comm_s = 0;      // seconds the worker's previous push took to send (0: unknown)
+  double cpu = 0;         // the worker's CPU use over the step, in cores
+  double memory = 0;      // the worker's resident memory, bytes
   // Seconds from the server's reply to this push's arrival, as the server saw
   // them: the step plus both transfers on a real link, which the worker
   // cannot time (a send returns once queued). 0: unknown.

@@ -28,6 +28,17 @@ Result<ResourceSample> ReadSelfUsage();
 // CPU use between two readings, in cores (1.0 = one core busy all along).
 double CpuCores(const ResourceSample& before, const ResourceSample& after);
 
+// The seconds a thread has spent ready to run but waiting for a core, from
+// the contents of /proc/thread-self/schedstat ("RUN_NS WAIT_NS SLICES").
+// On a host with a core free whenever the thread can run it stays still;
+// where more threads run than there are cores it grows with their share.
+// DataLoss when the contents do not look like Linux's.
+Result<double> ParseRunDelay(const std::string& schedstat);
+
+// The calling thread's run delay so far; NotFound where the kernel does not
+// keep it (no /proc/thread-self/schedstat).
+Result<double> ReadThreadRunDelay();
+
 }  // namespace dmlps::worker
 
 #endif  // DMLPS_WORKER_RESOURCE_USAGE_H_
