@@ -18,7 +18,7 @@ usage() {
 usage: $NAME [--steps LIST] [--fuzz-seconds S] [--jobs N] [--out DIR]
   --steps LIST      comma-separated, of asan,tsan,fuzz (default all three)
   --fuzz-seconds S  run each fuzz target for S seconds (default 20)
-  --jobs N          parallel compile jobs (default: nproc)
+  --jobs N          parallel compile jobs and tests (default: nproc)
   --out DIR         keep sanitizer reports, test and fuzz logs here (default:
                     a new folder under \${TMPDIR:-/tmp})
   CXX               the clang++ to use (default clang++)
@@ -105,7 +105,10 @@ begin() {
 }
 elapsed() { echo "$((SECONDS - step_start)) s"; }
 
-# build NAME SANITIZERS: configures and builds what the tests need in build-NAME.
+# build NAME SANITIZERS: configures and builds what the tests need in build-NAME,
+# with line tables only for debug information: the reports' stacks name
+# file and line, and the compiler writes no types or variables (a sixth
+# less compile time here).
 # With FUZZ=ON the build also has the libFuzzer targets, their library
 # being the sanitized one with coverage added (tests/fuzz/CMakeLists.txt),
 # so that the fuzz step needs no build of its own.
@@ -114,7 +117,7 @@ build() {
   if [ "$fuzz" = ON ]; then extra_targets=(dmlps-fuzz); fi
   echo "$NAME: $name: building in $dir (log: $out/$name-build.log)" >&2
   if ! { cmake -S "$source" -B "$dir" -DCMAKE_CXX_COMPILER="$cxx" \
-           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+           -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
            -DDMLPS_SANITIZE="$sanitize" -DDMLPS_BUILD_MAN=OFF -DDMLPS_FUZZ="$fuzz" &&
          cmake --build "$dir" -j "$jobs" --target dmlps-unit-tests dmlps-server dmlps-worker \
            dmlps-test-peer "${extra_targets[@]}"; } >"$out/$name-build.log" 2>&1; then
@@ -125,14 +128,15 @@ build() {
 }
 
 # check NAME REGEX PREFIX...: runs the tests matching REGEX in build-NAME
-# (ctest under PREFIX), then fails the step on any sanitizer report file.
+# (ctest under PREFIX, --jobs at once, as the README's test command runs
+# them), then fails the step on any sanitizer report file.
 check() {
   local name=$1 regex=$2
   shift 2
   local reports="$out/$name-reports" rc=0
   rm -rf "$reports"
   mkdir -p "$reports"
-  "$@" ctest --test-dir "$source/build-$name" --output-on-failure --no-tests=error -R "$regex" \
+  "$@" ctest --test-dir "$source/build-$name" --output-on-failure --no-tests=error -R "$regex" -j "$jobs" \
     >"$out/$name-ctest.log" 2>&1 || rc=$?
   grep -E '^ *[0-9]+/[0-9]+ Test|tests passed|tests failed' "$out/$name-ctest.log" >&2 || true
   if [ "$rc" -ne 0 ]; then

@@ -22,7 +22,7 @@ double Quantile(const std::vector<double>& values, double q) {
   return predict::LowerQuantile(values, 0, static_cast<int64_t>(values.size()), q);
 }
 
-double Median(const std::vector<double>& values) { return Quantile(values, 0.5); }
+double LowerMedian(const std::vector<double>& values) { return Quantile(values, 0.5); }
 
 double FastestStep(const ClusterProfile& profile) {
   double fastest = 0;
@@ -143,7 +143,7 @@ double RotatingDelay(const std::vector<StepTimes>& workers) {
     size_t turn = 0;
     double slowest = -1;
     for (size_t r = 0; r < by.size(); ++r) {
-      const double m = Median(by[r]);
+      const double m = LowerMedian(by[r]);
       if (static_cast<int64_t>(by[r].size()) >= kMinTurns && m > slowest) {
         slowest = m;
         turn = r;
@@ -159,9 +159,9 @@ double RotatingDelay(const std::vector<StepTimes>& workers) {
       return 0;
     }
     taken[turn] = true;
-    delays.push_back(slowest - Median(others));
+    delays.push_back(slowest - LowerMedian(others));
   }
-  return Median(delays);
+  return LowerMedian(delays);
 }
 
 std::vector<std::string> ValidateProfile(const ClusterProfile& profile) {
@@ -212,11 +212,11 @@ double DelayCost(const ClusterProfile& profile) {
 double TypicalShare(const ClusterProfile& profile) {
   std::vector<double> shares;
   for (const WorkerProfile& w : profile.workers) shares.push_back(w.core_share);
-  return shares.empty() ? 1 : Median(shares);
+  return shares.empty() ? 1 : LowerMedian(shares);
 }
 
 int64_t SharedCoresOf(const std::vector<double>& core_shares) {
-  if (core_shares.empty() || !(Median(core_shares) < kSharedBelow)) return 0;
+  if (core_shares.empty() || !(LowerMedian(core_shares) < kSharedBelow)) return 0;
   double sum = 0;
   for (const double share : core_shares) sum += share;
   return std::max<int64_t>(1, std::llround(sum));

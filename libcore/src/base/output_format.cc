@@ -1,5 +1,7 @@
 #include "dmlps/base/output_format.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <string>
 
 namespace dmlps {
@@ -10,5 +12,7 @@ Result<OutputFormat> ParseOutputFormat(std::string_view text) {
   if (text == "json") return OutputFormat::kJson;
   return Status::InvalidArgument("unknown format '" + std::string(text) + "' (table, tsv or json)");
 }
+
+std::string Fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
 
 }  // namespace dmlps

@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "dmlps/base/json.h"
+#include "dmlps/base/output_format.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/backend.h"
 #include "dmlps/model/model.h"
@@ -32,8 +33,6 @@ std::string Title(const ProfileReport& report) {
   title += " steps per batch size";
   return title;
 }
-
-std::string Fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
 
 }  // namespace
 

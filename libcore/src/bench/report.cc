@@ -6,11 +6,10 @@
 #include <cmath>
 
 #include "dmlps/base/json.h"
+#include "dmlps/base/output_format.h"
 
 namespace dmlps::bench {
 namespace {
-
-std::string Fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
 
 // "median (min-max)", or just the median when all runs agree or one ran.
 std::string WithRange(const Spread& s, int digits) {

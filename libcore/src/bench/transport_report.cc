@@ -9,13 +9,12 @@
 
 #include "bench/transport_support.h"
 #include "dmlps/base/json.h"
+#include "dmlps/base/output_format.h"
 #include "dmlps/bench/report.h"
 #include "dmlps/bench/transport.h"
 
 namespace dmlps::bench {
 namespace {
-
-std::string Fixed(double value, int digits) { return fmt::format("{:.{}f}", value, digits); }
 
 std::string Ratio(const std::optional<double>& r) {
   return r.has_value() ? Fixed(*r, 2) + "x" : std::string("-");

@@ -3,6 +3,7 @@
 #ifndef DMLPS_BASE_OUTPUT_FORMAT_H_
 #define DMLPS_BASE_OUTPUT_FORMAT_H_
 
+#include <string>
 #include <string_view>
 
 #include "dmlps/base/status.h"
@@ -14,6 +15,9 @@ enum class OutputFormat { kTable, kTsv, kJson };
 
 // Parses "table", "tsv" or "json"; InvalidArgument naming the three otherwise.
 Result<OutputFormat> ParseOutputFormat(std::string_view text);
+
+// `value` with `digits` digits after the point, as reports print numbers.
+std::string Fixed(double value, int digits);
 
 }  // namespace dmlps
 
