@@ -215,6 +215,15 @@ double TypicalShare(const ClusterProfile& profile) {
   return shares.empty() ? 1 : LowerMedian(shares);
 }
 
+double LogSpread(const std::vector<double>& values, double most) {
+  const double center = LowerMedian(values);
+  std::vector<double> spread;
+  for (const double v : values) {
+    if (v > 0 && center > 0) spread.push_back(std::abs(std::log(v / center)));
+  }
+  return std::min(most, 1.4826 * LowerMedian(spread));
+}
+
 int64_t SharedCoresOf(const std::vector<double>& core_shares) {
   if (core_shares.empty() || !(LowerMedian(core_shares) < kSharedBelow)) return 0;
   double sum = 0;

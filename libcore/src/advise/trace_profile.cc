@@ -78,17 +78,6 @@ std::map<std::string, std::map<int64_t, StepCore>> StepCores(
   return cores;
 }
 
-// The robust log-sd of `values`: 1.4826 times the median absolute
-// deviation of their logs, at most 1.
-double LogSpread(const std::vector<double>& values) {
-  const double center = Median(values);
-  std::vector<double> spread;
-  for (const double v : values) {
-    if (v > 0 && center > 0) spread.push_back(std::abs(std::log(v / center)));
-  }
-  return std::min(1.0, 1.4826 * Median(spread));
-}
-
 // Each worker's median core share into `core_shares` (by history; 1 where
 // not traced). On shared cores (SharedCoresOf them) each step becomes the
 // host's work per sample at the typical share, times the step's own

@@ -88,17 +88,6 @@ advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
   return w;
 }
 
-// The robust log-sd of `values` (positive): 1.4826 times the median
-// absolute deviation of their logs from the median's, at most kMaxJitter.
-double LogSpread(const std::vector<double>& values) {
-  const double typical = Median(values);
-  std::vector<double> spread;
-  for (const double x : values) {
-    if (x > 0 && typical > 0) spread.push_back(std::abs(std::log(x / typical)));
-  }
-  return std::min(kMaxJitter, 1.4826 * Median(spread));
-}
-
 // The share of a step's computing that had a core (advise::WorkerProfile's
 // core_share), in (0, 1]; 1 when the push does not tell.
 double CoreShare(const PushInfo& push) {
@@ -271,7 +260,7 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
     profile.workers.push_back(
         WorkerFrom(per_sample[i], clock[i], extra[i], options_.batch, &steps[i]));
     profile.workers.back().core_share = shares[i];
-    if (shared) profile.workers.back().jitter = LogSpread(work[i]);
+    if (shared) profile.workers.back().jitter = advise::LogSpread(work[i], kMaxJitter);
   }
   profile.rotation_s = advise::RotatingDelay(steps);
   return profile;

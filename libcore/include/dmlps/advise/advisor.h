@@ -142,6 +142,11 @@ double DelayCost(const ClusterProfile& profile);
 int64_t SharedCores(const ClusterProfile& profile);
 inline constexpr double kSharedBelow = 0.8;
 
+// The robust log-sd of `values` (of the positive ones): 1.4826 times the
+// median absolute deviation of their logs from the median's, at most
+// `most`; 0 for none. How the measurers take a worker's jitter.
+double LogSpread(const std::vector<double>& values, double most = 1);
+
 // The same from the workers' core shares alone.
 int64_t SharedCoresOf(const std::vector<double>& core_shares);
 
