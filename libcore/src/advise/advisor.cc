@@ -209,9 +209,21 @@ double DelayCost(const ClusterProfile& profile) {
   return MostDelayed(profile).second / fastest;
 }
 
-double TypicalShare(const ClusterProfile& profile) {
+namespace {
+
+std::vector<double> CoreShares(const ClusterProfile& profile) {
   std::vector<double> shares;
   for (const WorkerProfile& w : profile.workers) shares.push_back(w.core_share);
+  return shares;
+}
+
+// DescribeProfile's words before the shared cores.
+std::string DescribeFeature(const ClusterProfile& profile);
+
+}  // namespace
+
+double TypicalShare(const ClusterProfile& profile) {
+  const std::vector<double> shares = CoreShares(profile);
   return shares.empty() ? 1 : LowerMedian(shares);
 }
 
@@ -231,14 +243,11 @@ int64_t SharedCoresOf(const std::vector<double>& core_shares) {
   return std::max<int64_t>(1, std::llround(sum));
 }
 
-int64_t SharedCores(const ClusterProfile& profile) {
-  std::vector<double> shares;
-  for (const WorkerProfile& w : profile.workers) shares.push_back(w.core_share);
-  return SharedCoresOf(shares);
-}
+int64_t SharedCores(const ClusterProfile& profile) { return SharedCoresOf(CoreShares(profile)); }
 
-// DescribeProfile's words before the shared cores.
-static std::string DescribeFeature(const ClusterProfile& profile) {
+namespace {
+
+std::string DescribeFeature(const ClusterProfile& profile) {
   const auto [slowest, ratio] = Slowest(profile);
   if (ratio >= kStragglerRatio) {
     return fmt::format("worker-{} steadily {:.1f}x slower than the fastest", slowest, ratio);
@@ -257,6 +266,8 @@ static std::string DescribeFeature(const ClusterProfile& profile) {
   }
   return fmt::format("an even cluster (steady steps within {:.2f}x of each other)", ratio);
 }
+
+}  // namespace
 
 std::string DescribeProfile(const ClusterProfile& profile) {
   const int64_t cores = SharedCores(profile);

@@ -206,7 +206,7 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
 
 std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy) const {
   // Per live worker, its steps since its last lasting change.
-  std::vector<std::vector<double>> per_sample, core_share, slowness, work;
+  std::vector<std::vector<double>> per_sample, slowness, work;
   std::vector<std::vector<int64_t>> clock;
   std::vector<double> overhead, comm, shares;
   for (WorkerId w = 0; w < policy.num_workers(); ++w) {
@@ -218,10 +218,9 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
     clock.push_back(Last(h.clock, since));
     overhead.push_back(Median(Last(h.overhead, since)));
     comm.push_back(Median(Last(h.comm, since)));
-    core_share.push_back(Last(h.core_share, since));
     slowness.push_back(Last(h.slowness, since));
     work.push_back(Last(h.work, since));
-    shares.push_back(Median(core_share.back()));
+    shares.push_back(Median(Last(h.core_share, since)));
   }
   if (per_sample.empty()) return std::nullopt;
   // The time beyond computing that every worker's step takes (handling the
