@@ -31,7 +31,8 @@ function(dmlps_precompile target)
   endif()
 endfunction()
 
-# Unity builds: the library's files compiled eight to a translation unit,
+# Unity builds: the library's files (and the unit tests', and those of a
+# tool of more than two files) compiled eight to a translation unit,
 # so that the headers the precompiled ones leave (the project's own, the
 # rest of the standard library's) are parsed once per eight files. On top
 # of the precompiled headers this takes about a third off a clean build of
@@ -40,12 +41,15 @@ endfunction()
 # to one file recompiles its seven neighbours: -DDMLPS_UNITY=OFF for a
 # build edited file by file. Files must not share names of their own at
 # namespace scope, anonymous namespaces included: a build with it on
-# catches a clash.
-option(DMLPS_UNITY "Compile the library in unity batches of eight files" ON)
+# catches a clash within a batch, and -DDMLPS_UNITY_BATCH=0 (each target
+# one unit) one between any two files, before adding a file moves the
+# batches' borders onto it.
+option(DMLPS_UNITY "Compile the library, the unit tests and dmlps-bench in unity batches" ON)
+set(DMLPS_UNITY_BATCH 8 CACHE STRING "Files to a unity batch (0: a target's files in one)")
 
 # dmlps_unity(TARGET): unity-builds TARGET if DMLPS_UNITY is on.
 function(dmlps_unity target)
   if(DMLPS_UNITY)
-    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${DMLPS_UNITY_BATCH})
   endif()
 endfunction()

@@ -15,8 +15,8 @@ struct Evaluated {
 };
 
 // A coordinator over an endpoint no one connects to: what it sends goes nowhere.
-struct Fixture {
-  explicit Fixture(std::vector<int64_t> bounds) {
+struct CoordinatorFixture {
+  explicit CoordinatorFixture(std::vector<int64_t> bounds) {
     Result<net::Endpoint> bound = net::Endpoint::Bind(context, "inproc://coordinator-test");
     REQUIRE(bound.ok());
     endpoint.emplace(std::move(bound).value());
@@ -57,7 +57,7 @@ proto::Message SliceMessage(int64_t id, const std::vector<float>& values) {
 }
 
 TEST_CASE("coordinator: with one shard it registers no one and sends nothing") {
-  Fixture f({0, 5});
+  CoordinatorFixture f({0, 5});
   ShardCoordinator& c = *f.coordinator;
   CHECK_FALSE(c.sharded());
   CHECK(c.AllRegistered());
@@ -74,7 +74,7 @@ TEST_CASE("coordinator: with one shard it registers no one and sends nothing") {
 }
 
 TEST_CASE("coordinator: workers wait for every shard to be ready; a shard registers once") {
-  Fixture f({0, 3, 5});
+  CoordinatorFixture f({0, 3, 5});
   ShardCoordinator& c = *f.coordinator;
   CHECK(c.sharded());
   CHECK_FALSE(c.AllRegistered());
@@ -117,7 +117,7 @@ TEST_CASE("coordinator: workers wait for every shard to be ready; a shard regist
 }
 
 TEST_CASE("coordinator: a snapshot is evaluated once every slice is in, in place") {
-  Fixture f({0, 3, 5});
+  CoordinatorFixture f({0, 3, 5});
   ShardCoordinator& c = *f.coordinator;
   REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
 
@@ -154,7 +154,7 @@ TEST_CASE("coordinator: a snapshot is evaluated once every slice is in, in place
 }
 
 TEST_CASE("coordinator: a silent shard ends the run") {
-  Fixture f({0, 3, 5});
+  CoordinatorFixture f({0, 3, 5});
   ShardCoordinator& c = *f.coordinator;
   REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
   c.CheckSilence(Clock::now(), std::chrono::milliseconds(60000));
@@ -164,7 +164,7 @@ TEST_CASE("coordinator: a silent shard ends the run") {
 }
 
 TEST_CASE("coordinator: a checkpoint counts as written once every shard echoed its order") {
-  Fixture f({0, 2, 4, 6});
+  CoordinatorFixture f({0, 2, 4, 6});
   ShardCoordinator& c = *f.coordinator;
   REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 3)).ok());
   CHECK_FALSE(c.Written(20));  // shard 2 has not even registered
@@ -192,7 +192,7 @@ TEST_CASE("coordinator: a checkpoint counts as written once every shard echoed i
 }
 
 TEST_CASE("coordinator: a worker's Hello held again from a new socket replaces the old one") {
-  Fixture f({0, 3, 5});
+  CoordinatorFixture f({0, 3, 5});
   ShardCoordinator& c = *f.coordinator;
   proto::Hello worker;
   worker.host = "worker-host";

@@ -18,18 +18,13 @@
 namespace dmlps {
 namespace {
 
+using testing::SameBits;
 using testing::WholeTensor;
 
 std::vector<float> Wave(size_t n, float phase) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = std::sin(phase + 0.37f * static_cast<float>(i));
   return v;
-}
-
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  // memcmp must not see the null data() of an empty vector.
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // Optimizers that step out of place: nullptr (the plain sum) among them.

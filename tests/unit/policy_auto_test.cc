@@ -63,7 +63,7 @@ InnerPolicyMaker Maker() {
 }
 
 // What a play saw.
-struct Played {
+struct AutoPlayed {
   std::vector<std::string> ran;  // the policies switched into, in order
   int64_t applies = 0;
 };
@@ -73,7 +73,8 @@ struct Played {
 // staged and no worker computes; the pulls it answers get one version; every
 // update holds only pushes computed on a model of the policy running (base
 // version at or after the switch); a batch an inner policy set is reset.
-Played Play(SwitchingPolicy* policy, int64_t n, const std::vector<double>& step_s, double until) {
+AutoPlayed Play(SwitchingPolicy* policy, int64_t n, const std::vector<double>& step_s,
+                double until) {
   VirtualTime time;
   std::vector<int64_t> clock(n, 0);
   std::vector<int64_t> base(n, 0);
@@ -81,7 +82,7 @@ Played Play(SwitchingPolicy* policy, int64_t n, const std::vector<double>& step_
   std::vector<int64_t> batch(n, kBatch);
   std::vector<int64_t> staged;  // base versions of the pushes staged
   int64_t switched_at = 0;      // version when the running policy started
-  Played played;
+  AutoPlayed played;
   auto carry_out = [&](const Actions& actions, WorkerId pusher) {
     std::optional<int64_t> released;
     for (const Action& a : actions) {
@@ -146,7 +147,7 @@ TEST_CASE("auto: a switch from and to every candidate leaves one model and no mi
     SwitchingPolicy policy(n, std::make_unique<ScriptedDecider>(order, 3 * n), Maker(), kBatch);
     Actions ignored;
     for (WorkerId w = 0; w < n; ++w) policy.WorkerJoined(w, &ignored);
-    const Played played = Play(&policy, n, step_s, 1000);
+    const AutoPlayed played = Play(&policy, n, step_s, 1000);
     CAPTURE(seed);
     REQUIRE(played.ran.size() == order.size() - 1);
     for (size_t i = 0; i + 1 < order.size(); ++i) CHECK(played.ran[i] == order[i + 1]);

@@ -16,13 +16,13 @@
 namespace dmlps::sync::testing {
 namespace {
 
-std::unique_ptr<Policy> Make(const std::string& name, int64_t n) {
+std::unique_ptr<Policy> MakeMember(const std::string& name, int64_t n) {
   return MakeJoined(
       PolicyConfig{.name = name, .num_workers = n, .batch = 32, .staleness = 1, .backup = 1});
 }
 
 TEST_CASE("membership: BSP's barrier shrinks when a worker that has not pushed is lost") {
-  auto bsp = Make("bsp", 4);
+  auto bsp = MakeMember("bsp", 4);
   Actions a;
   for (WorkerId w = 0; w < 3; ++w) {
     bsp->PushArrived(w, {0, 0, 10, true}, &a);
@@ -48,7 +48,7 @@ TEST_CASE("membership: BSP's barrier shrinks when a worker that has not pushed i
 }
 
 TEST_CASE("membership: BSP keeps the gradient of a worker lost after its push, without waiting") {
-  auto bsp = Make("bsp", 3);
+  auto bsp = MakeMember("bsp", 3);
   Actions a;
   bsp->PushArrived(0, {0, 0, 10, true}, &a);
   bsp->WorkerLeft(0, &a);
@@ -64,7 +64,7 @@ TEST_CASE("membership: BSP keeps the gradient of a worker lost after its push, w
 }
 
 TEST_CASE("membership: a worker joins a BSP run in the current round and gets the model") {
-  auto bsp = Make("bsp", 2);
+  auto bsp = MakeMember("bsp", 2);
   Actions a = PushEach(bsp.get(), {0, 1}, {0, 0, 8, true});
   REQUIRE(bsp->iteration() == 1);
   const WorkerId w = bsp->AddWorker();
@@ -83,7 +83,7 @@ TEST_CASE("membership: a worker joins a BSP run in the current round and gets th
 }
 
 TEST_CASE("membership: SSP's minimum clock ignores the lost worker") {
-  auto ssp = Make("ssp", 3);  // staleness 1
+  auto ssp = MakeMember("ssp", 3);  // staleness 1
   Actions a;
   for (int64_t c = 0; c < 2; ++c) {
     for (WorkerId w = 0; w < 2; ++w) ssp->PushArrived(w, {c, 0, 1, true}, &a);
@@ -102,7 +102,7 @@ TEST_CASE("membership: SSP's minimum clock ignores the lost worker") {
 }
 
 TEST_CASE("membership: ASP's iteration keeps rising as workers leave") {
-  auto asp = Make("asp", 4);
+  auto asp = MakeMember("asp", 4);
   Actions a;
   for (WorkerId w = 0; w < 3; ++w) asp->PushArrived(w, {0, 0, 1, true}, &a);
   CHECK(asp->iteration() == 0);
@@ -116,7 +116,7 @@ TEST_CASE("membership: ASP's iteration keeps rising as workers leave") {
 }
 
 TEST_CASE("membership: backup workers recount: N - b of the live workers close the round") {
-  auto backup = Make("backup", 4);  // b = 1: 3 of 4
+  auto backup = MakeMember("backup", 4);  // b = 1: 3 of 4
   Actions a = PushEach(backup.get(), {0, 1}, {0, 0, 5, true});
   CHECK(Count<Apply>(a) == 0);
   backup->WorkerLeft(3, &a);  // 2 of 3 now suffice
@@ -132,7 +132,7 @@ TEST_CASE("membership: backup workers recount: N - b of the live workers close t
 }
 
 TEST_CASE("membership: WBSP's round closes without the lost worker, scaled by the live count") {
-  auto wbsp = Make("wbsp", 3);
+  auto wbsp = MakeMember("wbsp", 3);
   Actions a;
   wbsp->PushArrived(0, {0, 0, 8, true}, &a);
   wbsp->PushArrived(0, {1, 0, 8, true}, &a);
@@ -409,7 +409,7 @@ TEST_CASE(
 
   // The asynchronous policies restore their iteration, and rejoining
   // workers start there.
-  auto ssp = Make("ssp", 2);
+  auto ssp = MakeMember("ssp", 2);
   for (int64_t c = 0; c < 4; ++c) {
     for (WorkerId w = 0; w < 2; ++w) ssp->PushArrived(w, {c, 0, 1, true}, &a);
   }

@@ -37,9 +37,9 @@ std::unique_ptr<Policy> MakeBackup(int64_t n, int64_t backup) {
 }
 
 // How long worker w's step (or chunk) takes when it starts at `now`.
-using StepTime = std::function<double(WorkerId w, double now)>;
+using StepTimeAt = std::function<double(WorkerId w, double now)>;
 
-StepTime FixedSpeeds(std::vector<double> durations) {
+StepTimeAt FixedSpeeds(std::vector<double> durations) {
   return [durations](WorkerId w, double) { return durations[w]; };
 }
 
@@ -58,7 +58,7 @@ int64_t BackupSamples(WorkerId w) { return 10 + w; }
 // again. Checks every event: a push is dropped iff it was computed on a
 // version older than the model's, and each apply aggregates exactly N - b
 // pushes, weighted by their samples.
-BackupRun RunBackup(int64_t n, int64_t b, const StepTime& step_time, double until) {
+BackupRun RunBackup(int64_t n, int64_t b, const StepTimeAt& step_time, double until) {
   auto policy = MakeBackup(n, b);
   BackupRun run;
   run.pushes.assign(n, 0);
@@ -242,7 +242,7 @@ TEST_CASE("backup driver: b = 0 is BSP, the straggler sets the pace and nothing 
 TEST_CASE("backup driver: under random step times only late pushes drop") {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     std::mt19937_64 rng(seed);
-    StepTime jitter = [&rng](WorkerId w, double) {
+    StepTimeAt jitter = [&rng](WorkerId w, double) {
       // Worker 0 is 4x slower on average; the others vary around 1.
       const double d = std::uniform_real_distribution<double>(0.5, 1.5)(rng);
       return w == 0 ? 4 * d : d;
@@ -271,7 +271,7 @@ struct WbspRun {
 // step and goes straight on; when the answer to a push says so, it downloads
 // the model first. Nobody ever waits for anybody. Checks every event against
 // the WBSP invariants.
-WbspRun RunWbsp(int64_t n, const StepTime& step_time, double until) {
+WbspRun RunWbsp(int64_t n, const StepTimeAt& step_time, double until) {
   auto policy = MakeJoined(Config("wbsp", n));
   WbspRun run;
   run.downloads.assign(n, 0);
@@ -447,7 +447,7 @@ TEST_CASE("wbsp driver: a 4x straggler closes every round; fast workers never wa
 
 TEST_CASE("wbsp driver: the closer follows the straggler when a different worker slows down") {
   // Worker 3 is 4x slow until time 40, then worker 1 is and worker 3 is fast.
-  StepTime schedule = [](WorkerId w, double now) {
+  StepTimeAt schedule = [](WorkerId w, double now) {
     const WorkerId slow = now < 40 ? 3 : 1;
     return w == slow ? 4.0 : 1.0;
   };
@@ -490,7 +490,7 @@ struct ChunkedRun {
 // batch chunk by chunk, look for SyncNow between chunks, push the samples
 // processed. With `expect_sync` false the policy must never send SyncNow (bsp
 // as the baseline).
-ChunkedRun RunChunked(const PolicyConfig& config, const StepTime& chunk_time, double until,
+ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, double until,
                       bool expect_sync) {
   auto policy = MakeJoined(config);
   const int64_t n = config.num_workers;
@@ -699,7 +699,7 @@ TEST_CASE("abps driver: bsp under the same straggler waits its whole batch every
 TEST_CASE("abps driver: the stopping set changes with the straggler, invariants hold throughout") {
   std::mt19937_64 rng(7);
   // Each chunk, each worker is 4x slow with probability 0.2.
-  StepTime jitter = [&rng](WorkerId, double) {
+  StepTimeAt jitter = [&rng](WorkerId, double) {
     return std::bernoulli_distribution(0.2)(rng) ? 4.0 : 1.0;
   };
   const PolicyConfig config = ChunkedConfig("abps");

@@ -49,7 +49,7 @@ TEST_CASE("sync-switch: names, and the settings MakePolicy refuses") {
 }
 
 // What a play saw.
-struct Played {
+struct SwitchPlayed {
   std::vector<Switch> switches;  // in order
   std::vector<double> switch_times;
   int64_t drops = 0;
@@ -63,8 +63,8 @@ struct Played {
 // BSP (not draining) each update follows exactly one push per live worker;
 // under ASP (not draining) no pull is held and each push is one update at
 // 1/N.
-Played Play(Policy* policy, int64_t n, const std::function<double(WorkerId, double)>& step_s,
-            double until) {
+SwitchPlayed Play(Policy* policy, int64_t n, const std::function<double(WorkerId, double)>& step_s,
+                  double until) {
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy);
   REQUIRE(switching != nullptr);
   VirtualTime time;
@@ -73,7 +73,7 @@ Played Play(Policy* policy, int64_t n, const std::function<double(WorkerId, doub
   std::vector<double> took(n, 0);
   std::vector<bool> computing(n, false);
   int64_t pushes_in_round = 0;
-  Played played;
+  SwitchPlayed played;
   auto carry_out = [&](const Actions& actions) {
     std::optional<int64_t> released_version;
     for (const Action& a : actions) {
@@ -250,7 +250,7 @@ TEST_CASE("sync-switch: an ASP to BSP switch waits for pushes in flight, then on
   // The online mode: worker 3 slow for a while, then in step again.
   auto policy = MakeJoined(OnlineConfig(4));
   auto step = [](WorkerId w, double now) { return w == 3 && now > 0.2 && now < 0.6 ? 0.04 : 0.01; };
-  const Played played = Play(policy.get(), 4, step, 3.0);
+  const SwitchPlayed played = Play(policy.get(), 4, step, 3.0);
   CHECK(played.drops == 0);
   std::vector<std::string> done;
   for (const Switch& s : played.switches) {
@@ -268,7 +268,7 @@ TEST_CASE("sync-switch: an ASP to BSP switch waits for pushes in flight, then on
 TEST_CASE("sync-switch: online mode stays under ASP while a straggler stays slow") {
   auto policy = MakeJoined(OnlineConfig(4));
   auto step = [](WorkerId w, double /*now*/) { return w == 3 ? 0.04 : 0.01; };
-  const Played played = Play(policy.get(), 4, step, 3.0);
+  const SwitchPlayed played = Play(policy.get(), 4, step, 3.0);
   int64_t done = 0;
   for (const Switch& s : played.switches) done += s.done ? 1 : 0;
   CHECK(done == 1);
@@ -281,7 +281,7 @@ TEST_CASE("sync-switch invariants under random speeds") {
     const int64_t n = 2 + static_cast<int64_t>(seed % 4);
     const std::vector<double> step_s = RandomStepSeconds(rng, n);
     auto offline = MakeJoined(SwitchConfig(n, 0.25, 200));
-    const Played a = Play(
+    const SwitchPlayed a = Play(
         offline.get(), n, [&](WorkerId w, double) { return step_s[w]; }, 10);
     CHECK(a.drops == 0);
     REQUIRE(a.switches.size() == 2);  // decided, done
@@ -289,7 +289,7 @@ TEST_CASE("sync-switch invariants under random speeds") {
     // Delays now and then on a random worker, as --delay-prob plays them.
     auto online = MakeJoined(OnlineConfig(n));
     std::mt19937_64 delays(seed);
-    const Played b = Play(
+    const SwitchPlayed b = Play(
         online.get(), n,
         [&](WorkerId w, double) { return step_s[w] + (delays() % 50 == 0 ? 0.2 : 0.0); }, 5);
     CHECK(b.drops == 0);

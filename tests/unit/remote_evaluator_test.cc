@@ -14,8 +14,8 @@ namespace {
 using std::chrono::milliseconds;
 
 // A server-side RemoteEvaluator and an evaluator's socket, on inproc.
-struct Fixture {
-  Fixture()
+struct EvaluatorFixture {
+  EvaluatorFixture()
       : pair("inproc://remote-evaluator-test"),
         remote(*pair.server, Welcome(), milliseconds(300), [this] { Pump(); }) {}
 
@@ -66,9 +66,9 @@ struct Fixture {
 };
 
 TEST_CASE("remote evaluator: an answer becomes the snapshot's result, stamped with its time") {
-  Fixture f;
+  EvaluatorFixture f;
   f.Join();
-  f.remote.SubmitOrSkip(Fixture::At(10), true);
+  f.remote.SubmitOrSkip(EvaluatorFixture::At(10), true);
   proto::Message sent = f.Next();
   const auto& evaluate = std::get<proto::Evaluate>(sent.body);
   CHECK(evaluate.iteration == 10);
@@ -84,14 +84,14 @@ TEST_CASE("remote evaluator: an answer becomes the snapshot's result, stamped wi
 }
 
 TEST_CASE("remote evaluator: impossible or unasked-for answers are no results") {
-  Fixture f;
+  EvaluatorFixture f;
   f.Join();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   int64_t expected_skips = 0;
   for (const auto& [accuracy, loss] : std::vector<std::pair<double, double>>{
            {1.5, 0.5}, {-0.1, 0.5}, {nan, 0.5}, {0.5, nan}, {0.5, inf}, {0.5, -1}}) {
-    f.remote.SubmitOrSkip(Fixture::At(20), true);
+    f.remote.SubmitOrSkip(EvaluatorFixture::At(20), true);
     const int64_t id = std::get<proto::Evaluate>(f.Next().body).id;
     f.Answer({id + 100, 0.5, 0.5, 1});  // not the snapshot asked for: ignored
     f.Answer({id, accuracy, loss, 1});
@@ -105,10 +105,10 @@ TEST_CASE("remote evaluator: impossible or unasked-for answers are no results") 
 }
 
 TEST_CASE("remote evaluator: one that does not answer in time is dropped, never waited for") {
-  Fixture f;
+  EvaluatorFixture f;
   f.Join();
-  f.remote.SubmitOrSkip(Fixture::At(30), true);
-  f.remote.SubmitOrSkip(Fixture::At(40), true);
+  f.remote.SubmitOrSkip(EvaluatorFixture::At(30), true);
+  f.remote.SubmitOrSkip(EvaluatorFixture::At(40), true);
   (void)f.Next();
   const auto start = std::chrono::steady_clock::now();
   f.remote.WaitIdle();  // bounded by the 300 ms limit
@@ -117,7 +117,7 @@ TEST_CASE("remote evaluator: one that does not answer in time is dropped, never 
   CHECK(f.remote.joined_once());
   CHECK(f.remote.skipped() == 2);
   // Later snapshots are skipped, and its answers are no longer taken.
-  f.remote.SubmitOrSkip(Fixture::At(50), true);
+  f.remote.SubmitOrSkip(EvaluatorFixture::At(50), true);
   CHECK(f.remote.skipped() == 3);
   f.Answer({1, 0.5, 0.5, 1});
   CHECK(f.handled.back() == false);

@@ -38,8 +38,8 @@ class DeskSink : public sync::DriverSink<Gradient> {
 
 // A desk of a one-worker bsp job on a model of 4 floats, not sharded, and
 // the worker's end of the connection.
-struct Fixture {
-  Fixture() : pair("inproc://desk-test") {
+struct DeskFixture {
+  DeskFixture() : pair("inproc://desk-test") {
     store.emplace(std::vector<float>(4, 0.5f), 4);
     coordinator.emplace(
         *pair.server, std::vector<int64_t>{0, 4}, proto::Welcome{}, [](Snapshot, bool) {},
@@ -95,7 +95,7 @@ struct Fixture {
 };
 
 TEST_CASE("desk: a message before Hello is refused, and its sender may Hello again") {
-  Fixture f;
+  DeskFixture f;
   f.Send(proto::Pull{0});
   const proto::Message refused = f.Next();
   const auto* error = std::get_if<proto::Error>(&refused.body);
@@ -106,7 +106,7 @@ TEST_CASE("desk: a message before Hello is refused, and its sender may Hello aga
 }
 
 TEST_CASE("desk: a worker is welcomed; its first pull starts training and gets the model") {
-  Fixture f;
+  DeskFixture f;
   proto::Hello hello;
   hello.host = "worker-host";
   hello.pid = 42;
@@ -137,7 +137,7 @@ TEST_CASE("desk: a worker is welcomed; its first pull starts training and gets t
 }
 
 TEST_CASE("desk: a worker that gives up is lost, and the turnover says who and why") {
-  Fixture f;
+  DeskFixture f;
   f.Join();
   proto::Error gave_up;
   gave_up.message = "out of memory";

@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t kCut = 150;  // the iteration worker 3's link drops
 
-struct Fixture {
+struct LbbspFixture {
   data::Dataset train = Separable(1024, 1);
   data::Dataset test = Separable(128, 2);
 
@@ -64,7 +64,7 @@ struct Fixture {
 };
 
 TEST_CASE("sim: LB-BSP sees a cut link: the worker's batch goes down and it beats BSP") {
-  Fixture f;
+  LbbspFixture f;
   const double bsp = f.Run(f.Config("bsp", "cpu"), kCut + 250).seconds;
   for (const char* mode : {"cpu", "gpu"}) {
     CAPTURE(mode);

@@ -14,7 +14,7 @@
 namespace dmlps::sim {
 namespace {
 
-struct Fixture {
+struct SimFixture {
   data::Dataset train = Separable(512, 1);
   data::Dataset test = Separable(128, 2);
 
@@ -73,7 +73,7 @@ TEST_CASE("sim: CostModel interpolates its points and extrapolates the last segm
 
 TEST_CASE(
     "sim: BSP with fixed speeds: an iteration is the slowest worker's step plus a round trip") {
-  Fixture f;
+  SimFixture f;
   // Steps of 10 ms; the slowest worker's takes 30 (slowdown 3); 1 ms each way.
   const SimReport r = f.Run(f.Config("bsp", {1, 1, 2, 3}, 10, 1));
   CHECK(r.iterations == 10);
@@ -86,7 +86,7 @@ TEST_CASE(
 }
 
 TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("asp", {1, 2}, 10, 0);
   c.max_iterations = 0;
   c.max_seconds = 1.005;
@@ -99,7 +99,7 @@ TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
 }
 
 TEST_CASE("sim: staleness per push: none under BSP; under ASP what the others applied meanwhile") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("asp", {1, 4}, 10, 0);
   c.max_iterations = 0;
   c.max_seconds = 1.005;
@@ -117,7 +117,7 @@ TEST_CASE("sim: staleness per push: none under BSP; under ASP what the others ap
 }
 
 TEST_CASE("sim: backup:1 with one slow worker: an iteration takes the second slowest's step") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("backup", {1, 1, 2, 10}, 10, 1);
   c.policy.backup = 1;
   const SimReport r = f.Run(c);
@@ -129,7 +129,7 @@ TEST_CASE("sim: backup:1 with one slow worker: an iteration takes the second slo
 }
 
 TEST_CASE("sim: WBSP: a round takes the slowest worker's step and the fast ones never wait") {
-  Fixture f;
+  SimFixture f;
   // The slow worker's step is 35.5 ms; the fast ones step every 10 ms meanwhile.
   const SimReport r = f.Run(f.Config("wbsp", {1, 1, 1, 3.55}, 10, 0));
   CHECK(r.iterations == 10);
@@ -142,7 +142,7 @@ TEST_CASE("sim: WBSP: a round takes the slowest worker's step and the fast ones 
 
 TEST_CASE(
     "sim: A-BSP: the straggler stops after the chunk it is in when the first worker is done") {
-  Fixture f;
+  SimFixture f;
   // Batches of 8 in chunks of 2 at 2.5 ms a chunk: the fast worker's batch
   // takes 10 ms; the 3x-slow worker's chunks end at 7.5 and 15 ms, and it
   // hears SyncNow at 10 ms, in its second chunk.
@@ -157,7 +157,7 @@ TEST_CASE(
 }
 
 TEST_CASE("sim: shared cores: two workers computing at once on one core take twice as long") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("bsp", {1, 1}, 10, 1);
   c.shared_cores = 1;
   const SimReport r = f.Run(c);
@@ -167,7 +167,7 @@ TEST_CASE("sim: shared cores: two workers computing at once on one core take twi
 }
 
 TEST_CASE("sim: the network model: bandwidth, and links that carry one message at a time") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("bsp", {1, 1}, 10, 0);
   // softmax on 4 features, 2 classes: 10 parameters, 40 bytes and a header,
   // so a push or a model takes 1 ms on the wire and a pull 0.71 ms.
@@ -182,7 +182,7 @@ TEST_CASE("sim: the network model: bandwidth, and links that carry one message a
 }
 
 TEST_CASE("sim: on shared cores with cores_copy, messages are CPU work that slows compute") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("bsp", {1, 1}, 10, 0);
   c.shared_cores = 1;
   c.network.link_gbps = (40 + 96) * 8 / 1e9 / 1e-3;  // a push or a model: 1 ms of copying
@@ -205,7 +205,7 @@ TEST_CASE("sim: on shared cores with cores_copy, messages are CPU work that slow
 }
 
 TEST_CASE("sim: the same seed gives the same run; another noise seed another one") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("ssp", {1, 1, 1, 3}, 10, 1);
   c.policy.staleness = 2;
   c.max_iterations = 30;
@@ -226,7 +226,7 @@ TEST_CASE("sim: the same seed gives the same run; another noise seed another one
 }
 
 TEST_CASE("sim: the threads computing the gradients change nothing in the results") {
-  Fixture f;
+  SimFixture f;
   for (const char* policy : {"bsp", "backup", "abps", "ssp", "token"}) {
     CAPTURE(policy);
     SimConfig c = f.Config(policy, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3}, 10, 1);
@@ -250,7 +250,7 @@ TEST_CASE("sim: the threads computing the gradients change nothing in the result
 }
 
 TEST_CASE("sim: sharded, each shard's link carries its slice and the math is the same") {
-  Fixture f;
+  SimFixture f;
   // 64 workers whose steps take 0.1 ms, a model of 3586 parameters (14.4
   // KB a push or model) on 1 Gbit/s links: 115 us a message, so the
   // server's links carry 64 pushes and 64 models an iteration and decide.
@@ -283,7 +283,7 @@ TEST_CASE("sim: sharded, each shard's link carries its slice and the math is the
 }
 
 TEST_CASE("sim: by default a message costs shard 0 30 us, as measured on real shards") {
-  Fixture f;
+  SimFixture f;
   // 128 workers, free steps and links: an iteration is shard 0's work, a
   // push and a pull of every worker at message_s each (whatever the shards:
   // every shard gets each worker's push slice, shard 0 its pull too).
@@ -297,7 +297,7 @@ TEST_CASE("sim: by default a message costs shard 0 30 us, as measured on real sh
 }
 
 TEST_CASE("sim: the gradients are real: every policy learns the separable problem") {
-  Fixture f;
+  SimFixture f;
   for (const char* policy : {"bsp", "asp", "ssp", "backup", "wbsp", "wbsp-overlap", "abps", "lbbsp",
                              "token", "localsgd", "async-localsgd"}) {
     CAPTURE(policy);
@@ -322,7 +322,7 @@ TEST_CASE("sim: the gradients are real: every policy learns the separable proble
 TEST_CASE("sim: token: a round-robin straggler sleeps once an iteration, not once a token") {
   // 16 tokens an iteration (batch 8, tokens of 2, 4 workers): each worker
   // trains several, but in iteration t only rank t mod 4 sleeps, once.
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("token", {1, 1, 1, 1}, 1, 0);
   for (worker::StragglerSpec& s : c.stragglers) s.round_robin = std::chrono::milliseconds(40);
   c.max_iterations = 20;
@@ -338,7 +338,7 @@ TEST_CASE(
   // Without a target, --switch-at 0.5 of 20 iterations switches BSP -> ASP at
   // iteration 10 (docs/algorithms.md, Sync-Switch). A BSP round here is the
   // 4x worker's 40 ms step and two 1 ms messages.
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("sync-switch", {1, 1, 1, 4}, 10, 1);
   c.max_iterations = 20;
   c.policy.max_iterations = 20;
@@ -361,7 +361,7 @@ TEST_CASE(
 }
 
 TEST_CASE("sim: bad settings are refused") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("bsp", {1, 1}, 10, 1);
   c.stragglers.pop_back();
   CHECK(Simulate(c, f.train, f.test).status().code() == StatusCode::kInvalidArgument);
@@ -407,7 +407,7 @@ TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP do
   // docs/algorithms.md, "Local SGD": the same seed gives the same model up to
   // float rounding. Not bit for bit: the worker sends θ − (θ − lr·g), which
   // rounds differently from the lr·g the server multiplies out under BSP.
-  Fixture f;
+  SimFixture f;
   SimConfig bsp = f.Config("bsp", {1, 1, 1, 4}, 10, 1);
   bsp.momentum = 0;
   bsp.max_iterations = 40;
@@ -435,7 +435,7 @@ TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP do
 }
 
 TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("localsgd", {1, 1, 1, 4}, 10, 1);
   c.policy.local_steps = 4;
   c.max_iterations = 10;
@@ -458,7 +458,7 @@ TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round")
 }
 
 TEST_CASE("sim: async-localsgd with DyLU: the 4x slower worker takes H/4 steps per push") {
-  Fixture f;
+  SimFixture f;
   SimConfig c = f.Config("async-localsgd", {1, 1, 1, 4}, 10, 1);
   c.policy.local_steps = 8;
   c.max_iterations = 60;

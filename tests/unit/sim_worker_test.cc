@@ -60,8 +60,8 @@ data::Dataset Random(int64_t rows) {
 
 // One worker of two, steps costing 1 ms + 1 ms a sample, a pass over the
 // parameters 1 µs, nothing else.
-struct Fixture {
-  explicit Fixture(sync::WorkerMode mode, double slowdown = 1) {
+struct SimWorkerFixture {
+  explicit SimWorkerFixture(sync::WorkerMode mode, double slowdown = 1) {
     worker::StragglerSpec spec;
     spec.slowdown = slowdown;
     config.policy = sync::PolicyConfig{.num_workers = 2, .batch = 4, .chunk = 2, .token_size = 2};
@@ -114,7 +114,7 @@ TEST_CASE("sim worker: a worker holds no random generator it does not draw from"
 }
 
 TEST_CASE("sim worker: sync: compute a batch, push, pull the next model") {
-  Fixture f(sync::WorkerMode::kSync, 2);
+  SimWorkerFixture f(sync::WorkerMode::kSync, 2);
   f.Model(0.5, 3);
   REQUIRE(f.host.jobs.size() == 1);
   CHECK(f.host.jobs[0].work == doctest::Approx(5e-3));  // 1 ms + 4 samples
@@ -144,7 +144,7 @@ TEST_CASE("sim worker: sync: compute a batch, push, pull the next model") {
 }
 
 TEST_CASE("sim worker: chunked: told to sync, it pushes after the chunk it is in") {
-  Fixture f(sync::WorkerMode::kChunked);
+  SimWorkerFixture f(sync::WorkerMode::kChunked);
   f.Model(0, 0);
   REQUIRE(f.host.jobs.size() == 1);
   CHECK(f.host.jobs[0].work == doctest::Approx(3e-3));  // a chunk of 2
@@ -159,7 +159,7 @@ TEST_CASE("sim worker: chunked: told to sync, it pushes after the chunk it is in
 }
 
 TEST_CASE("sim worker: local: the staged delta is the local step's, then it awaits Continue") {
-  Fixture f(sync::WorkerMode::kLocal);
+  SimWorkerFixture f(sync::WorkerMode::kLocal);
   f.Model(0, 0);
   f.JobDone(5e-3);
   // The local optimizer step: 4 passes over the parameters.
@@ -184,7 +184,7 @@ TEST_CASE("sim worker: local: the staged delta is the local step's, then it awai
 }
 
 TEST_CASE("sim worker: local-overlap: the compute loop goes on while a push is out") {
-  Fixture f(sync::WorkerMode::kLocalOverlap);
+  SimWorkerFixture f(sync::WorkerMode::kLocalOverlap);
   f.Model(0, 0);
   f.JobDone(5e-3);  // compute
   f.JobDone(6e-3);  // update: pushed, and the next step starts
@@ -206,7 +206,7 @@ TEST_CASE("sim worker: local-overlap: the compute loop goes on while a push is o
 
 TEST_CASE("sim worker: token: a step needs a token, and each grant is a step") {
   SUBCASE("granted") {
-    Fixture f(sync::WorkerMode::kToken);
+    SimWorkerFixture f(sync::WorkerMode::kToken);
     f.Model(0, 0, 5);
     REQUIRE(f.host.jobs.size() == 1);
     CHECK(f.host.jobs[0].work == doctest::Approx(3e-3));  // a token of 2
@@ -217,7 +217,7 @@ TEST_CASE("sim worker: token: a step needs a token, and each grant is a step") {
     CHECK(f.host.jobs.size() == 2);
   }
   SUBCASE("none") {
-    Fixture f(sync::WorkerMode::kToken);
+    SimWorkerFixture f(sync::WorkerMode::kToken);
     f.Model(0, 0);
     CHECK(f.host.jobs.empty());
     REQUIRE(f.host.failures.size() == 1);
@@ -225,7 +225,7 @@ TEST_CASE("sim worker: token: a step needs a token, and each grant is a step") {
 }
 
 TEST_CASE("sim worker: a Continue in a sync mode is a failure") {
-  Fixture f(sync::WorkerMode::kSync);
+  SimWorkerFixture f(sync::WorkerMode::kSync);
   f.Continue(0, false);
   CHECK(f.host.failures.size() == 1);
 }

@@ -15,12 +15,14 @@
 #include "dmlps/proto/codec.h"
 #include "net_test_util.h"
 #include "server/model_store.h"
+#include "tensor_test_util.h"
 
 namespace dmlps {
 namespace {
 
 using proto::ChunkLayout;
 using proto::IncomingTensor;
+using testing::SameBits;
 
 net::Frames FramesOf(const std::vector<float>& values, int64_t begin, int64_t end) {
   net::Frames frames;
@@ -431,10 +433,6 @@ Rounds RunRounds(int64_t threads) {
   }
   out.params = store.Params();
   return out;
-}
-
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 TEST_CASE("the model store's threads end bit for bit where one thread does") {

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -20,6 +21,14 @@ inline std::shared_ptr<proto::IncomingTensor> WholeTensor(const std::vector<floa
       proto::IncomingTensor::Open(static_cast<int64_t>(values.size()), 0, 0, std::move(frames));
   REQUIRE(opened.ok());
   return std::make_shared<proto::IncomingTensor>(std::move(opened).value());
+}
+
+// Whether `a` and `b` hold the same floats bit for bit (NaNs and signed
+// zeros included, which == does not tell apart).
+inline bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  // memcmp must not see the null data() of an empty vector.
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 }  // namespace dmlps::testing

@@ -11,16 +11,13 @@
 
 #include "dmlps/base/json.h"
 #include "dmlps/predict/batches.h"
+#include "trace/records.h"
 
 namespace dmlps::predict {
 namespace {
 
 constexpr double kMicros = 1e6;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-bool IsSpan(const trace::Record& r, std::string_view lane, std::string_view name) {
-  return r.kind == "span" && r.lane == lane && r.name == name;
-}
 
 // The rank in "worker-R", or -1 for another name.
 int64_t WorkerRank(const std::string& node) {
@@ -60,9 +57,9 @@ std::vector<WorkerHistory> ExtractHistories(const std::vector<trace::Record>& re
   std::map<std::pair<int64_t, std::string>, std::map<int64_t, Step>> workers;
   for (const trace::Record& r : records) {
     if (r.node.rfind("worker", 0) != 0 || !r.Has("clock")) continue;
-    const bool step = IsSpan(r, "compute", "step");
-    const bool straggle = IsSpan(r, "compute", "straggle");
-    const bool push = IsSpan(r, "comm", "push");
+    const bool step = trace::IsSpan(r, "compute", "step");
+    const bool straggle = trace::IsSpan(r, "compute", "straggle");
+    const bool push = trace::IsSpan(r, "comm", "push");
     if (!step && !straggle && !push) continue;
     Step& s = workers[{WorkerRank(r.node), r.node}][static_cast<int64_t>(r.Number("clock"))];
     if (step) {
