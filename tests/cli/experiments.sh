@@ -20,4 +20,35 @@ cat "$WORK/table"
 for policy in bsp abps ssp:3 asp; do
   grep -q "^$policy"$'\t1\t1\t' "$WORK/table" || fail "no finished $policy row"
 done
+# auto-profiles.sh --efficiency: each policy's mean iterations to the
+# target over BSP's, per profile, from the reports of real runs (made
+# here: two sittings, one of them behind a link); runs that did not reach
+# the target do not count, and a policy missing a profile gets no row.
+report() {  # DIR REACHED ITERATIONS
+  mkdir -p "$1"
+  printf 'target_reached\t%s\niterations_to_target\t%s\n' "$2" "$3" >"$1/report.tsv"
+}
+sit="$WORK/sittings"
+for profile in none slow delay; do
+  report "$WORK/s1/run-4-$profile/bsp-1" 1 200
+  report "$sit/s2/run-4-$profile/bsp-1" 1 100
+  report "$WORK/s1/run-4-$profile/backup-1-1" 1 230
+  report "$sit/s2/run-4-$profile/backup-1-1" 1 115
+  report "$sit/s2/run-4-$profile/backup-1-2" 0 3000
+  report "$sit/s2/run-4-$profile/auto-1" 1 10
+done
+report "$sit/s2/run-4-none/ssp-3-1" 1 1500
+ln -s "$WORK/s1" "$sit/s1"
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$sit" --efficiency >"$WORK/rows" 2>"$WORK/err" ||
+  fail "auto-profiles.sh --efficiency exited $?: $(cat "$WORK/err")"
+cat "$WORK/rows"
+grep -q '^      {"bsp", 1.00, 1.00, 1.00},  // 150 (2), 150 (2), 150 (2) iterations' "$WORK/rows" ||
+  fail "--efficiency: no bsp row"
+grep -q '^      {"backup:1", 1.15, 1.15, 1.15},  // 172 (2), 172 (2), 172 (2) iterations' "$WORK/rows" ||
+  fail "--efficiency: backup:1's row is not the mean of its runs that reached"
+grep -q 'ssp\|auto' "$WORK/rows" && fail "--efficiency: a row for a policy without all three profiles"
+rc=0
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$WORK/empty" --efficiency >/dev/null 2>"$WORK/err" || rc=$?
+expect_exit 66 "$rc" "auto-profiles.sh --efficiency without runs"
+grep -q "no real runs" "$WORK/err" || fail "--efficiency without runs: $(cat "$WORK/err")"
 echo "ok"

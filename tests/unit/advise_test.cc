@@ -70,10 +70,11 @@ Advice MustAdvise(const ClusterProfile& profile, AdvisorOptions options = {}) {
   return *advice;
 }
 
-TEST_CASE("advise: on an even cluster backup:1 leads by the push it does not wait for") {
+TEST_CASE("advise: on an even cluster backup:1's rounds are shorter by a push, its run longer") {
   // Steady steps: BSP's round waits for all four pushes on the server's
-  // link (1.1 ms each at 3 Gbit/s), backup:1's for three, and on the
-  // default job it needs BSP's iterations (the efficiency table).
+  // link (1.1 ms each at 3 Gbit/s), backup:1's for three; but on the
+  // default job it needs 1.15x BSP's iterations (the efficiency table,
+  // learned from real runs), which is more than the push saves.
   ClusterProfile p = Even();
   for (WorkerProfile& w : p.workers) w.jitter = 0;
   const Advice advice = MustAdvise(p);
@@ -84,11 +85,12 @@ TEST_CASE("advise: on an even cluster backup:1 leads by the push it does not wai
   CHECK(bsp.iteration_s < 0.020);
   CHECK(bsp.iteration_s - backup.iteration_s > 0.5e-3);
   CHECK(bsp.iteration_s - backup.iteration_s < 1.5e-3);
+  CHECK(backup.efficiency == doctest::Approx(1.15));
+  CHECK(backup.effective_s > bsp.effective_s);
   // The policies that are BSP on an even cluster are predicted as BSP.
   CHECK(Find(advice, "abps").effective_s == doctest::Approx(bsp.effective_s));
   CHECK(Find(advice, "lbbsp").effective_s == doctest::Approx(bsp.effective_s));
-  CHECK(advice.recommended == "backup:1");
-  CHECK(bsp.effective_s <= BestEffective(advice) * 1.10);
+  CHECK(advice.recommended == "bsp");
   CHECK(advice.reason.find("even cluster") != std::string::npos);
 }
 

@@ -308,10 +308,12 @@ TEST_CASE("auto: on shared cores, jittery even steps do not move it to backup:1"
   const auto jittery = [](WorkerId w, int64_t step) {
     return 0.01 * (1 + 0.5 * static_cast<double>((step * 7 + w * 3) % 5) / 4);
   };
-  const AutoRun own = RunAuto(4, jittery, 10);
+  // softmax's table at batch 16: backup:1 needs BSP's iterations, so that
+  // only the steps speak (on the default job it needs 1.15x).
+  const AutoRun own = RunAuto(4, jittery, 10, {}, kFromBsp, "softmax");
   REQUIRE_FALSE(own.decisions.empty());
   CHECK(own.decisions.front().chosen == "backup:1");
-  const AutoRun shared = RunAuto(4, jittery, 10, {}, kFromBsp, "", 0.5);
+  const AutoRun shared = RunAuto(4, jittery, 10, {}, kFromBsp, "softmax", 0.5);
   REQUIRE_FALSE(shared.decisions.empty());
   CHECK(shared.decisions.front().measured.find("on 2 shared cores") != std::string::npos);
   for (const Decision& d : shared.decisions) CHECK(d.chosen == "bsp");
@@ -421,6 +423,37 @@ TEST_CASE("auto: a straggler on the accuracy's plateau near the target still mov
   REQUIRE_FALSE(run.switches.empty());
   CHECK(run.switches.front().from == "bsp");
   CHECK(run.switches.front().iteration >= 60);
+}
+
+TEST_CASE("auto: a straggler gone, it returns to bsp though the accuracy says little is left") {
+  // The default job, where backup:1 needs 1.15x BSP's iterations (its
+  // efficiency table, learned from real runs). Worker 3 runs 4x slow for
+  // its first 40 steps, which keeps auto under backup:1, then as fast as
+  // the others: BSP is then predicted faster to the target. The accuracy
+  // climbs to 0.80 by iteration 30 and then crawls, as it does on that
+  // job: extrapolated, its progress says a few iterations are left, over
+  // which no switch pays; counted over at least the iterations done so
+  // far, the move to BSP does.
+  const auto accuracy = [](int64_t iteration) {
+    return iteration < 30 ? 0.5 + 0.01 * static_cast<double>(iteration)
+                          : 0.8 + 0.0001 * static_cast<double>(iteration - 30);
+  };
+  const auto step_s = [](WorkerId w, int64_t step) { return w == 3 && step < 12 ? 0.04 : 0.01; };
+  // Two virtual seconds: some 150 iterations, all below the target.
+  const AutoRun run = RunAuto(4, step_s, 2, accuracy, {});
+  REQUIRE_FALSE(run.decisions.empty());
+  CHECK(run.decisions.front().running == "backup:1");
+  CHECK(run.decisions.front().chosen == "backup:1");
+  REQUIRE_FALSE(run.switches.empty());
+  CHECK(run.switches.front().from == "backup:1");
+  CHECK(run.switches.front().to == "bsp");
+  CHECK(run.switches.front().iteration > 40);
+  CHECK(run.running == "bsp");
+  for (const Decision& d : run.decisions) {
+    CHECK(d.remaining >= static_cast<double>(d.iteration) * 0.5);
+  }
+  // No flapping: the one switch, decided and done.
+  CHECK(run.switches.size() == 2);
 }
 
 TEST_CASE("auto: near the target it does not switch into a policy that needs more iterations") {

@@ -47,19 +47,24 @@ double LogDistance(int64_t a, int64_t b) {
 
 std::vector<EfficiencyTable> BuiltInEfficiencies() {
   std::vector<EfficiencyTable> tables(5);
-  // EFFICIENCY-TABLE-BEGIN mlp:128 256: share/dmlps/advise-efficiency.sh's output.
+  // EFFICIENCY-TABLE-BEGIN mlp:128 256: learned from real runs where there are some
+  // (share/dmlps/experiments/auto-profiles.sh --efficiency over four sittings), else
+  // from the simulator (advise-efficiency.sh: wbsp and abps).
   tables[0].rows = {
-      {"bsp", 1.00, 1.00, 1.00},       // 230, 230 and 230 iterations
-      {"backup:1", 1.00, 1.00, 0.91},  // 230, 230 and 210 iterations
-      {"ssp:3", 13.04, 3.09, 10.35},   // 3000+, 710 and 2380 iterations
-      {"wbsp", 3.65, 0.43, 1.09},      // 840, 100 and 250 iterations
-      {"abps", 1.00, 1.04, 0.83},      // 230, 240 and 190 iterations
-      {"lbbsp", 1.00, 0.87, 0.96},     // 230, 200 and 220 iterations
+      {"bsp", 1.00, 1.00, 1.00},       // 197 (12), 206 (12), 210 (12) iterations (runs)
+      {"backup:1", 1.15, 1.12, 1.02},  // 226 (12), 231 (12), 215 (12) iterations (runs)
+      {"ssp:3", 14.30, 2.46, 5.03},    // 2812 (12), 506 (12), 1057 (12) iterations (runs)
+      {"wbsp", 3.65, 0.43, 1.09},      // 840, 100 and 250 iterations (simulated)
+      {"abps", 1.00, 1.04, 0.83},      // 230, 240 and 190 iterations (simulated)
+      {"lbbsp", 1.00, 0.98, 1.00},     // 197 (12), 202 (12), 211 (12) iterations (runs)
   };
   tables[0].provenance =
-      "share/dmlps/advise-efficiency.sh: dmlps-bench sim, 4 workers, mlp:128 on fashion-mnist, "
-      "batch 256, lr 0.1, target 0.85, even, 1,1,1,4 and delays 50 ms at 0.2 (2026-11-25, "
-      "commit 9e25a5c)";
+      "bsp, backup:1, ssp:3, lbbsp: real runs, the means of 12 each (4 sittings of "
+      "share/dmlps/experiments/auto-profiles.sh --repeat 3, 2026-11-25 to 11-29; "
+      "auto-profiles.sh --efficiency), 4 workers on one 2-core host, mlp:128 on fashion-mnist, "
+      "batch 256, lr 0.1, target 0.85, evaluated every 10 iterations, even, 1,1,1,4 and delays "
+      "50 ms at 0.2; wbsp, abps: share/dmlps/advise-efficiency.sh, dmlps-bench sim, the same "
+      "job (2026-11-25, commit 9e25a5c)";
   // EFFICIENCY-TABLE-END
   // EFFICIENCY-TABLE-BEGIN softmax 256: MODEL=softmax TARGET=0.8 advise-efficiency.sh
   tables[1].model = "softmax";

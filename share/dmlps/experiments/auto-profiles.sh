@@ -17,6 +17,11 @@
 # the tables under --out against the best's (PASS within 1.15x).
 # With --summary, no runs: the summaries of the tables already under --out
 # (a sitting run profile by profile into one --out).
+# With --efficiency, no runs: the statistical-efficiency rows that the real
+# runs under --out give (every sitting below it, links followed), as C++ for
+# libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
+# the target over BSP's in the profiles none, slow and delay (the table's
+# even, straggler and delays columns).
 NAME=auto-profiles.sh
 SUMMARY='  --policies LIST  the fixed policies (default bsp,backup:1,ssp:3,lbbsp, auto'"'"'s candidates)
   --profiles LIST  of none,slow,turn-slow,round-robin,delay,bandwidth (default: all six)
@@ -24,15 +29,17 @@ SUMMARY='  --policies LIST  the fixed policies (default bsp,backup:1,ssp:3,lbbsp
   --workers N      real workers (default 4)
   --advise N       per profile a traced BSP run of N iterations and advise'"'"'s pick
                    against the real tables already under --out
-  --summary        no runs: summarize the tables already under --out'
-USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary]'
+  --summary        no runs: summarize the tables already under --out
+  --efficiency     no runs: efficiency rows from the real runs under --out'
+USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--efficiency]'
 policies=bsp,backup:1,ssp:3,lbbsp
 profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise="" only_summary=""
+efficiency=""
 handle_option() {
-  if [ "$1" = --summary ]; then
-    only_summary=1 SHIFT=1
-    return 0
-  fi
+  case "$1" in
+    --summary) only_summary=1 SHIFT=1; return 0 ;;
+    --efficiency) efficiency=1 SHIFT=1; return 0 ;;
+  esac
   [ $# -ge 2 ] || return 1
   case "$1" in
     --policies) policies=$2 ;;
@@ -230,7 +237,59 @@ advise_summary() {
   echo "criterion: advise's pick within 1.15x of the best in every profile: $all" | tee -a "$out/advise-summary.txt"
 }
 
-if [ -n "$advise" ]; then
+# efficiency_rows: the efficiency rows of the real runs under $out. A run is
+# dmlps-bench run's folder POLICY-K (":" written "-") under run-N-PROFILE;
+# those that reached the target count, by their mean, which the evaluations
+# every 10 iterations make less coarse than a median.
+efficiency_rows() {
+  local reports
+  reports=$(find -L "$out" -path "*/run-$workers-*/*/report.tsv" | sort)
+  if [ -z "$reports" ]; then
+    echo "$NAME: error: no real runs of $workers workers under $out" >&2
+    exit 66
+  fi
+  local f
+  for f in $reports; do
+    awk -F'\t' -v path="$f" '
+      $1 == "target_reached" { reached = $2 }
+      $1 == "iterations_to_target" { it = $2 }
+      END {
+        n = split(path, part, "/")
+        run = part[n - 1]; table = part[n - 2]
+        sub(/-[0-9]+$/, "", run)  # the run number
+        if (match(run, /-[0-9]+$/)) run = substr(run, 1, RSTART - 1) ":" substr(run, RSTART + 1)
+        sub(/^run-[0-9]+-/, "", table)
+        if (reached == 1) print run "\t" table "\t" it
+      }' "$f"
+  done | awk -F'\t' -v order="$policies" '
+    { sum[$1 SUBSEP $2] += $3; count[$1 SUBSEP $2]++ }
+    function mean(p, profile) {
+      k = p SUBSEP profile
+      return count[k] ? sum[k] / count[k] : 0
+    }
+    END {
+      split("none slow delay", col, " ")
+      for (c = 1; c <= 3; c++) if (!mean("bsp", col[c])) {
+        printf "no bsp run reached the target in profile %s\n", col[c] > "/dev/stderr"; exit 66
+      }
+      n = split(order, names, ",")
+      for (i = 1; i <= n; i++) {
+        p = names[i]; line = ""
+        for (c = 1; c <= 3; c++) {
+          m = mean(p, col[c])
+          if (!m) { line = ""; break }
+          line = line sprintf("%s%.2f", c > 1 ? ", " : "", m / mean("bsp", col[c]))
+          runs = runs sprintf("%s%.0f (%d)", c > 1 ? ", " : "", m, count[p SUBSEP col[c]])
+        }
+        if (line != "") printf "      {\"%s\", %s},  // %s iterations (runs)\n", p, line, runs
+        runs = ""
+      }
+    }'
+}
+
+if [ -n "$efficiency" ]; then
+  efficiency_rows
+elif [ -n "$advise" ]; then
   [ -n "$only_summary" ] || advise_all "$advise"
   advise_summary
 elif [ -z "$sim" ]; then

@@ -46,8 +46,9 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // advise::RotatingDelay), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
-// progress toward the target but at least `every`, and where only that floor speaks the progress
-// `every` iterations of the policy switched to make, every / its efficiency; else the iteration
+// progress toward the target but at least `every` and at least as many as done so far, and where
+// a floor speaks the progress that many iterations of the policy switched to make, the floor / its
+// efficiency; else the iteration
 // limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's
 // cost (the drain: the slowest worker's step plus one iteration of the new policy).
 class AutoDecider : public SwitchDecider {
@@ -109,12 +110,13 @@ class AutoDecider : public SwitchDecider {
   // floor); none without a target and an evaluation above the first.
   std::optional<double> ProgressLeft() const;
   // The BSP-equivalent iterations a switch into a policy of `efficiency`
-  // is paid over: `remaining`, unless that is Remaining's floor (`every`,
-  // the accuracy all but at the target), then the progress the policy
-  // switched to makes in `every` of its own iterations, and for a policy
-  // that needs more iterations than the running one no more than
+  // is paid over: `remaining`, unless that is one of Remaining's floors
+  // (`every`, or the iterations done so far, above what the accuracy's
+  // progress says), then the progress the policy switched to makes in that
+  // many of its own iterations, and for a policy of stale gradients
+  // (`stale`) that needs more iterations than the running one no more than
   // ProgressLeft.
-  double SwitchHorizon(double remaining, double efficiency) const;
+  double SwitchHorizon(double remaining, double efficiency, bool stale) const;
 
   Options options_;
   advise::Advisor advisor_;
