@@ -292,5 +292,15 @@ TEST_CASE("MakePolicy refuses unknown names and impossible settings") {
   CHECK(p.status().message().find("bsp") != std::string::npos);
 }
 
+TEST_CASE("the policies that answer each push on its own: asp, ssp, dssp, async local SGD") {
+  for (const char* name : {"asp", "ssp", "ssp:3", "dssp", "dssp:1:4", "async-localsgd"}) {
+    CHECK_MESSAGE(AnswersEachPush(name), name);
+  }
+  for (const char* name : {"bsp", "backup:1", "lbbsp", "lbbsp-gpu", "wbsp", "abps", "token",
+                           "localsgd", "auto", "sspx:3", ""}) {
+    CHECK_FALSE_MESSAGE(AnswersEachPush(name), name);
+  }
+}
+
 }  // namespace
 }  // namespace dmlps::sync::testing

@@ -9,6 +9,7 @@
 #include <map>
 
 #include "dmlps/predict/replay.h"
+#include "dmlps/sync/policy.h"
 
 namespace dmlps::advise {
 namespace {
@@ -260,15 +261,6 @@ Status ReadRun(const std::vector<trace::Record>& records, MeasuredRun* run) {
   return Status::Ok();
 }
 
-// Whether `policy` answers each push on its own (asp, ssp, dssp, async
-// local SGD) rather than broadcasting the model at the end of a round.
-bool AnswersEachPush(const std::string& policy) {
-  for (const char* name : {"asp", "ssp", "dssp", "async-localsgd"}) {
-    if (policy.rfind(name, 0) == 0) return true;
-  }
-  return false;
-}
-
 // Parameters, links and the server's costs into `profile`, for a run under
 // `policy` (the server's name for it).
 Status MeasureNetwork(const std::vector<trace::Record>& records, const std::string& policy,
@@ -313,7 +305,7 @@ Status MeasureNetwork(const std::vector<trace::Record>& records, const std::stri
     if (quickest < 0 || m < quickest) quickest = m;
   }
   const double models =
-      AnswersEachPush(policy) ? 1 : (static_cast<double>(profile->workers.size()) + 1) / 2;
+      sync::AnswersEachPush(policy) ? 1 : (static_cast<double>(profile->workers.size()) + 1) / 2;
   const double server = profile->message_s + 3 * params * profile->param_s;
   const double transfer = (quickest - 2 * profile->latency_s - server) / models;
   if (quickest > 0 && transfer > 0) profile->link_gbps = Median(bytes) * 8 / transfer / 1e9;

@@ -116,13 +116,6 @@ std::string DescribeMeasured(const advise::ClusterProfile& profile) {
          advise::DescribeProfile(profile);
 }
 
-// Whether `policy`'s workers compute on models that miss other workers'
-// latest gradients (ASP, SSP, DSSP).
-bool StaleGradients(std::string_view policy) {
-  const std::string_view kind = policy.substr(0, policy.find(':'));
-  return kind == "asp" || kind == "ssp" || kind == "dssp";
-}
-
 const advise::Prediction* Find(const advise::Advice& advice, std::string_view policy) {
   for (const advise::Prediction& p : advice.predictions) {
     if (p.policy == policy && p.failure.empty()) return &p;
@@ -378,7 +371,7 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
       const double now_s = now != nullptr ? now->effective_s : std::numeric_limits<double>::max();
       d.cost_s = slowest + best->iteration_s;
       const double horizon =
-          SwitchHorizon(d.remaining, best->efficiency, StaleGradients(best->policy));
+          SwitchHorizon(d.remaining, best->efficiency, AnswersEachPush(best->policy));
       d.gain_s = now != nullptr ? horizon * (now_s - best->effective_s) : horizon;
       if (now != nullptr && best->effective_s > now_s * (1 - kMinGain)) {
         d.reason = fmt::format("stay: {} is predicted under {:.0f}% faster than {}", best->policy,

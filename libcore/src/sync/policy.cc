@@ -338,6 +338,11 @@ bool TakesMomentumEvery(const PolicyConfig& config) {
          config.name == "dssp";
 }
 
+bool AnswersEachPush(std::string_view name) {
+  const std::string_view kind = name.substr(0, name.find(':'));
+  return kind == "asp" || kind == "ssp" || kind == "dssp" || kind == "async-localsgd";
+}
+
 ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double momentum) {
   if (!UsesOuterOptimizer(config)) {
     // Pushes applied on arrival each step the momentum unless told to take

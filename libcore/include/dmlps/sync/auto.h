@@ -114,8 +114,8 @@ class AutoDecider : public SwitchDecider {
   // (`every`, or the iterations done so far, above what the accuracy's
   // progress says), then the progress the policy switched to makes in that
   // many of its own iterations, and for a policy of stale gradients
-  // (`stale`) that needs more iterations than the running one no more than
-  // ProgressLeft.
+  // (`stale`: AnswersEachPush) that needs more iterations than the running
+  // one no more than ProgressLeft.
   double SwitchHorizon(double remaining, double efficiency, bool stale) const;
 
   Options options_;

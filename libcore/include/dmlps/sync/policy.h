@@ -240,6 +240,11 @@ ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double
 // Whether `config`'s policy takes PolicyConfig::momentum_every: async-localsgd
 // and the policies that apply each push on arrival (asp, ssp, dssp).
 bool TakesMomentumEvery(const PolicyConfig& config);
+// Whether the policy `name` ("ssp:3", or "ssp") answers each push on its
+// own (asp, ssp, dssp, async-localsgd) rather than broadcasting the model
+// at the end of a round: its workers compute on models that miss the
+// others' latest gradients.
+bool AnswersEachPush(std::string_view name);
 
 class Policy {
  public:
