@@ -249,7 +249,7 @@ efficiency_rows() {
     exit 66
   fi
   local f
-  for f in $reports; do
+  while IFS= read -r f; do
     awk -F'\t' -v path="$f" '
       $1 == "target_reached" { reached = $2 }
       $1 == "iterations_to_target" { it = $2 }
@@ -261,7 +261,7 @@ efficiency_rows() {
         sub(/^run-[0-9]+-/, "", table)
         if (reached == 1) print run "\t" table "\t" it
       }' "$f"
-  done | awk -F'\t' -v order="$policies" '
+  done <<<"$reports" | awk -F'\t' -v order="$policies" -v name="$NAME" '
     { sum[$1 SUBSEP $2] += $3; count[$1 SUBSEP $2]++ }
     function mean(p, profile) {
       k = p SUBSEP profile
@@ -270,7 +270,8 @@ efficiency_rows() {
     END {
       split("none slow delay", col, " ")
       for (c = 1; c <= 3; c++) if (!mean("bsp", col[c])) {
-        printf "no bsp run reached the target in profile %s\n", col[c] > "/dev/stderr"; exit 66
+        printf "%s: error: no bsp run reached the target in profile %s\n", name, col[c] > "/dev/stderr"
+        exit 66
       }
       n = split(order, names, ",")
       for (i = 1; i <= n; i++) {
