@@ -9,7 +9,10 @@
 # `dmlps-bench sim`'s, with real gradients on the real data, evaluated
 # every 10 iterations; a run is deterministic, so one per policy, the three
 # profiles side by side. Prints the table's rows as C++ to paste between
-# the EFFICIENCY-TABLE markers. About 8 minutes of two cores.
+# the EFFICIENCY-TABLE markers. About 8 minutes of two cores. The default
+# job's rows of bsp, backup:1, ssp:3 and lbbsp come from real runs instead
+# (share/dmlps/experiments/auto-profiles.sh --efficiency); this script
+# gives its other rows (POLICIES=wbsp,abps).
 #   usage: [POLICIES=LIST] [MODEL=M] [TARGET=ACC] [WORKERS=N] advise-efficiency.sh
 #          [DMLPS-BENCH] [-- MORE-SIM-FLAGS]
 # (softmax, which stays under 0.85: MODEL=softmax TARGET=0.8. WORKERS=N:
