@@ -30,8 +30,9 @@ train_to_target 4 0.84 --policy auto --model mlp:128 --batch 256 --max-iteration
 grep -q "policy decision at iteration" "$WORK/server.log" || fail "no decision on the even cluster"
 # On a host shared with other work the workers' steps drift (a worker
 # waits for a core), and a decision may follow what it measured; the rule
-# still must not flap (a switch pays for itself twice, and decisions are
-# 10 iterations apart at least): at most two switches, only to candidates.
+# still must not flap (a switch pays for itself twice, a gain under 1.5x
+# must be read at two decisions 10 iterations apart): it moves to bsp
+# once, and at most once more, only to candidates.
 switches=$(grep -c "policy switch done" "$WORK/server.log" || true)
 [ "$switches" -le 2 ] || fail "$switches switches on an even cluster"
 if grep "policy switch done" "$WORK/server.log" | grep -qvE -- "-> (bsp|backup:1|ssp:3|lbbsp) "; then

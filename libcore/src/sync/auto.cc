@@ -349,6 +349,7 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
   d.iteration = context.iteration;
   d.measured = DescribeMeasured(profile);
   d.remaining = Remaining(context.iteration);
+  const std::string pending = std::exchange(pending_, {});
   advise::AdvisorOptions options;
   options.candidates = options_.candidates;
   options.iterations = options_.sim_iterations;
@@ -381,14 +382,24 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
             "stay: {} would save {:.3g} s over {:.0f} iterations left, not {}x the switch's {:.3g} "
             "s",
             best->policy, d.gain_s, horizon, kPayback, d.cost_s);
+      } else if (const double speedup = now_s / best->effective_s;
+                 speedup < kConfirmBelow && pending != best->policy) {
+        // A marginal gain is what a neighbour's burst on shared cores
+        // reads as (one worker 1.3x behind for a few seconds): it must be
+        // seen again, kMinGap iterations on, before the run pays twice.
+        pending_ = best->policy;
+        next_due_ = context.iteration + kMinGap;
+        d.reason = fmt::format(
+            "wait: {} is predicted {:.2f}x as fast, under {}x: switches if the next decision "
+            "agrees; {}",
+            best->policy, speedup, kConfirmBelow, advice->reason);
       } else {
         d.chosen = best->policy;
         chosen_efficiency_ = best->efficiency;
         d.reason =
             fmt::format("switch: saves {:.3g} s over {:.0f} iterations left for {:.3g} s; {}",
                         d.gain_s, horizon, d.cost_s, advice->reason);
-        request =
-            SwitchRequest{best->policy, d.reason, now_s / best->effective_s, 1 / (1 - kMinGain)};
+        request = SwitchRequest{best->policy, d.reason, speedup, 1 / (1 - kMinGain)};
       }
     }
   }
