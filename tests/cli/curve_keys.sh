@@ -18,7 +18,7 @@ one_error() {  # one_error BINARY PATTERN: exactly one error line, matching
 mkdir -p "$WORK/workers"
 run 0 dmlps-keygen "$WORK/server" "$WORK/workers/w0"
 [ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "keygen did not print two public keys"
-grep -qxF "$(head -n 1 "$WORK/out")" "$WORK/server.pub" || fail "printed key is not the server's"
+grep -qxF -- "$(head -n 1 "$WORK/out")" "$WORK/server.pub" || fail "printed key is not the server's"
 [ "$(stat -c %a "$WORK/server.key")" = 600 ] || fail "the secret key is not mode 600"
 cp "$WORK/server.key" "$WORK/server.key.before"
 run 64 dmlps-keygen "$WORK/server"
