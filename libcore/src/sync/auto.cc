@@ -383,10 +383,13 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
             "s",
             best->policy, d.gain_s, horizon, kPayback, d.cost_s);
       } else if (const double speedup = now_s / best->effective_s;
-                 speedup < kConfirmBelow && pending != best->policy) {
-        // A marginal gain is what a neighbour's burst on shared cores
-        // reads as (one worker 1.3x behind for a few seconds): it must be
-        // seen again, kMinGap iterations on, before the run pays twice.
+                 speedup < kConfirmBelow && advise::SharedCores(profile) > 0 &&
+                 pending != best->policy) {
+        // On cores shared with other work a neighbour's burst holds a
+        // worker back 1.2-1.4x for a few seconds and reads as a marginal
+        // gain: it must be seen again, kMinGap iterations on, before the
+        // run pays twice. Where each worker has its cores, a reading is
+        // taken at once (a short run has few decisions to spare).
         pending_ = best->policy;
         next_due_ = context.iteration + kMinGap;
         d.reason = fmt::format(

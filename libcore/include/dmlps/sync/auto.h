@@ -50,9 +50,9 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // a floor speaks the progress that many iterations of the policy switched to make, the floor / its
 // efficiency; else the iteration
 // limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's
-// cost (the drain: the slowest worker's step plus one iteration of the new policy). A switch
-// predicted under kConfirmBelow times as fast is made only when the next decision, kMinGap
-// iterations on, chooses it again.
+// cost (the drain: the slowest worker's step plus one iteration of the new policy). On shared
+// cores (advise::SharedCores) a switch predicted under kConfirmBelow times as fast is made only
+// when the next decision, kMinGap iterations on, chooses it again.
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -60,8 +60,9 @@ class AutoDecider : public SwitchDecider {
   static constexpr double kMinGain = 0.05;
   static constexpr double kPayback = 2;
   static constexpr double kMinRemaining = 50;
-  // A switch predicted under this many times as fast as the policy
-  // running waits for the next decision (kMinGap on) to choose it again.
+  // On shared cores a switch predicted under this many times as fast as
+  // the policy running waits for the next decision (kMinGap on) to choose
+  // it again.
   static constexpr double kConfirmBelow = 1.5;
   // Iterations at least between two decisions, however many lasting
   // changes come (on a busy host the level of many workers moves often).
