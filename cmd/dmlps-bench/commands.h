@@ -4,7 +4,6 @@
 #ifndef DMLPS_CMD_BENCH_COMMANDS_H_
 #define DMLPS_CMD_BENCH_COMMANDS_H_
 
-#include <cxxopts.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 #include "dmlps/bench/report.h"
 #include "dmlps/cli/bench_programs.h"
 #include "dmlps/cli/cli.h"
+#include "dmlps/cli/cxxopts.h"
 
 namespace dmlps::bench_cli {
 

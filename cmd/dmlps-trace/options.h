@@ -3,10 +3,10 @@
 #ifndef DMLPS_CMD_TRACE_OPTIONS_H_
 #define DMLPS_CMD_TRACE_OPTIONS_H_
 
-#include <cxxopts.hpp>
 #include <string_view>
 
 #include "dmlps/cli/cli.h"
+#include "dmlps/cli/cxxopts.h"
 #include "dmlps/cli/trace_programs.h"
 
 namespace dmlps::trace_cli {

@@ -3,9 +3,8 @@
 #ifndef DMLPS_CMD_WORKER_OPTIONS_H_
 #define DMLPS_CMD_WORKER_OPTIONS_H_
 
-#include <cxxopts.hpp>
-
 #include "dmlps/cli/cli.h"
+#include "dmlps/cli/cxxopts.h"
 #include "dmlps/launch/launch.h"
 
 namespace dmlps::worker_cli {

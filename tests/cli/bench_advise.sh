@@ -32,6 +32,11 @@ echo "measured ${measured}s per bsp iteration, predicted ${predicted}s; recommen
   2>"$WORK/advise2.log" || fail "advise on files exited $?"
 grep -q "^recommendation: abps (worker-3 steadily" "$WORK/advice.txt" ||
   fail "no reasoned recommendation: $(cat "$WORK/advice.txt")"
+# A trace folder whose name has a comma is one folder.
+cp -r "$WORK/traces/bsp-1" "$WORK/run,1"
+"$bench" advise --candidates bsp,abps "$WORK/run,1" >"$WORK/advice3.txt" 2>"$WORK/advise3.log" ||
+  fail "advise on a folder with a comma exited $?: $(cat "$WORK/advise3.log")"
+grep -q "^recommendation: abps" "$WORK/advice3.txt" || fail "$(cat "$WORK/advice3.txt")"
 "$bench" advise --format json "$WORK/traces/bsp-1" >"$WORK/advice.json" 2>/dev/null ||
   fail "advise --format json exited $?"
 if command -v /usr/bin/python3 >/dev/null; then

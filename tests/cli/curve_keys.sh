@@ -27,6 +27,9 @@ cmp -s "$WORK/server.key" "$WORK/server.key.before" || fail "keygen overwrote a 
 run 0 dmlps-keygen --force "$WORK/server"
 cmp -s "$WORK/server.key" "$WORK/server.key.before" && fail "--force did not replace the key"
 run 64 dmlps-keygen
+# A name with a comma is one name.
+run 0 dmlps-keygen "$WORK/site,a"
+[ -f "$WORK/site,a.key" ] && [ -f "$WORK/site,a.pub" ] || fail "keygen split 'site,a': $(ls "$WORK")"
 
 data=(--bind 'tcp://127.0.0.1:*')
 # CURVE never runs open: both flags or neither.

@@ -20,8 +20,12 @@ grep -Eq "^worker-0 +16 +512 " "$WORK/summary" || fail "summary lacks worker-0's
 "$TOOL" summary --format tsv "$TRACE" | head -n 1 | grep -q $'^node\tsteps\tsamples' ||
   fail "summary --format tsv lacks its header"
 
-# The same trace from standard input gives the same summary.
+# The same trace from standard input gives the same summary, and from a
+# path with a comma in it (a list of files is not split at commas).
 "$TOOL" summary - <"$TRACE" | cmp -s - "$WORK/summary" || fail "summary of stdin differs"
+cp "$TRACE" "$WORK/run,1.trace"
+"$TOOL" summary "$WORK/run,1.trace" 2>"$WORK/comma.log" | cmp -s - "$WORK/summary" ||
+  fail "summary of a path with a comma differs: $(cat "$WORK/comma.log")"
 
 # merge | chrome: valid JSON with the events.
 "$TOOL" merge "$TRACE" "$TRACE" >"$WORK/merged.trace" || fail "merge failed"

@@ -4,7 +4,6 @@
 #define DMLPS_CLI_CLI_H_
 
 #include <atomic>
-#include <cxxopts.hpp>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/cli/cxxopts.h"
 
 namespace dmlps::cli {
 

@@ -4,10 +4,10 @@
 #define DMLPS_CLI_FLAGS_H_
 
 #include <cstdint>
-#include <cxxopts.hpp>
 #include <string>
 
 #include "dmlps/cli/cli.h"
+#include "dmlps/cli/cxxopts.h"
 
 namespace dmlps::cli {
 

@@ -5,13 +5,13 @@
 #ifndef DMLPS_CLI_SUBCOMMANDS_H_
 #define DMLPS_CLI_SUBCOMMANDS_H_
 
-#include <cxxopts.hpp>
 #include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dmlps/cli/cli.h"
+#include "dmlps/cli/cxxopts.h"
 
 namespace dmlps::cli {
 
