@@ -397,6 +397,21 @@ TEST_CASE("auto: on shared cores a burst over by the next decision moves nothing
   CHECK(std::none_of(own.decisions.begin(), own.decisions.end(), Waited));
 }
 
+TEST_CASE("auto: a link slowing down mid-run calls for a decision at once") {
+  // Worker 3's pushes take 15 ms to send from its step 170, on steps of
+  // 10 ms (the bandwidth profile's capped link): a lasting change as a
+  // slower computing is one. The periodic decisions are at iterations 168
+  // and 188; the one the change calls for comes within its window.
+  const AutoRun run = RunAuto(
+      4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 1,
+      [](WorkerId w, int64_t step) { return w == 3 && step >= 170 ? 0.015 : 0; });
+  REQUIRE_FALSE(run.switches.empty());
+  CHECK(run.switches.front().from == "bsp");
+  CHECK(run.switches.front().iteration > 170);
+  CHECK(run.switches.front().iteration <= 170 + predict::kChangeWindow);
+  CHECK(run.switches.size() == 2);  // decided, done
+}
+
 TEST_CASE("auto: transient delays are no lasting change and do not hold decisions back") {
   // Each step of each worker is delayed 50x with probability 0.2, the
   // delay profile's kind: the median of ten steps stays at the level, while

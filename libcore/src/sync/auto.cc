@@ -170,6 +170,7 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
   h.per_sample.push_back(push.busy_s / static_cast<double>(samples));
   h.core_share.push_back(CoreShare(push));
   h.comm.push_back(std::max(0.0, push.comm_s));
+  h.whole.push_back((push.busy_s + h.comm.back()) / static_cast<double>(samples));
   const double computed = push.compute_s > 0 ? push.compute_s : push.busy_s;
   h.slowness.push_back(std::max(1.0, push.busy_s / computed));
   h.work.push_back(computed * h.core_share.back() / static_cast<double>(samples));
@@ -180,6 +181,7 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
     h.per_sample.pop_front();
     h.core_share.pop_front();
     h.comm.pop_front();
+    h.whole.pop_front();
     h.slowness.pop_front();
     h.work.pop_front();
     h.overhead.pop_front();
@@ -187,7 +189,10 @@ bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
   }
   const auto n = static_cast<int64_t>(h.per_sample.size());
   if (n < 2 * predict::kChangeWindow) return false;
-  const std::vector<double> window(h.per_sample.begin(), h.per_sample.end());
+  // A worker's link slowing down is a lasting change as its computing is
+  // (a link capped to 200 Mbit/s from iteration 150 made its steps 2.5x
+  // longer, and waited for the next periodic decision, at 175-180).
+  const std::vector<double> window(h.whole.begin(), h.whole.end());
   const int64_t first = h.steps - n;  // the window's first step
   // Step times delayed now and then move a mean of logs by a factor of two
   // and more when the delays are long, and would count as changes over and

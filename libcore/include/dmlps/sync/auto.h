@@ -34,7 +34,7 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // Decides for SwitchingPolicy. Per worker it keeps the recent time per
 // sample of computing (busy_s / batch) and the time each step spends
 // beyond it (the server's cycle, else the worker's sending time), and
-// watches the per-sample times for a lasting change of level (as
+// watches its computing and sending per sample for a lasting change of level (as
 // predict::FindLastingChanges, on lower quartiles so that transient delays
 // are none; a spike is not one). It decides at the
 // first round boundary once every live worker has kMinSteps measured
@@ -96,6 +96,7 @@ class AutoDecider : public SwitchDecider {
     std::deque<double> overhead;    // seconds per step beyond computing
     std::deque<double> core_share;  // the share of each step's computing that had a core
     std::deque<double> comm;        // seconds the push before each took to send
+    std::deque<double> whole;       // seconds per sample computing and sending (changes sought in)
     std::deque<double> slowness;    // each step's time over its computing (>= 1)
     std::deque<double> work;        // seconds per sample each step computed on a core
     std::deque<int64_t> clock;      // the worker's clock of each step
