@@ -31,10 +31,13 @@ grep -q "policy decision at iteration" "$WORK/server.log" || fail "no decision o
 # On a host shared with other work the workers' steps drift (a worker
 # waits for a core), and a decision may follow what it measured; the rule
 # still must not flap (a switch pays for itself twice, a gain under 1.5x
-# must be read at two decisions 10 iterations apart): it moves to bsp
-# once, and at most once more, only to candidates.
+# must be read at two decisions 10 iterations apart): it moves from
+# backup:1 to bsp, the faster there, and a burst that outlasts two
+# readings may take it away and back once (one run in about thirty under
+# ctest -j2 here failed the earlier bound of two): at most three switches,
+# only to candidates.
 switches=$(grep -c "policy switch done" "$WORK/server.log" || true)
-[ "$switches" -le 2 ] || fail "$switches switches on an even cluster"
+[ "$switches" -le 3 ] || fail "$switches switches on an even cluster"
 if grep "policy switch done" "$WORK/server.log" | grep -qvE -- "-> (bsp|backup:1|ssp:3|lbbsp) "; then
   fail "a switch outside the candidates: $(grep 'policy switch done' "$WORK/server.log")"
 fi
