@@ -58,7 +58,10 @@ void AddRunOptions(cxxopts::Options& options) {
        {"evaluator-command",
         "Start each server with --evaluator and run `sh -c CMD` once per run to score its "
         "snapshots, DMLPS_SERVER naming the server (needed for a target with --model external)",
-        "CMD"}});
+        "CMD"},
+       {"deterministic",
+        "Start each server with --deterministic: each update's gradients summed in rank "
+        "order, so that a policy's runs do not differ by the order pushes arrive in"}});
 }
 
 cli::Program ReadRunFlags(cli::FlagReader& flags) {
@@ -72,6 +75,7 @@ cli::Program ReadRunFlags(cli::FlagReader& flags) {
   if (flags.Has("worker-command")) options.cluster.worker_command = flags.String("worker-command");
   if (flags.Has("evaluator-command"))
     options.cluster.evaluator_command = flags.String("evaluator-command");
+  options.cluster.deterministic = flags.Has("deterministic");
   for (const std::string& problem : CheckCommands(experiment, options.cluster))
     flags.AddProblem(problem);
   std::vector<const char*> binaries = {"dmlps-server"};

@@ -38,6 +38,7 @@ complete -c $c -l trace-dir -x -a '(__fish_complete_directories)' -d 'Trace ever
 complete -c $c -l threads -x -d 'Threads per worker'
 complete -c $c -l worker-command -x -a '(__fish_complete_command)' -d 'Run each worker as sh -c CMD'
 complete -c $c -l evaluator-command -x -a '(__fish_complete_command)' -d 'Run an evaluator as sh -c CMD per run'
+complete -c $c -l deterministic -d 'run: sum each update'\''s gradients in rank order'
 complete -c $c -l link-gbps -x -d 'sim: bandwidth of every link, Gbit/s (0: unlimited)'
 complete -c $c -l latency-us -x -d 'sim: one-way latency of every message, microseconds'
 complete -c $c -l shared-cores -x -d 'sim: workers and server share C cores (0: a machine each)'

@@ -97,6 +97,18 @@ grep -q "FAILED: worker [01] exited with status 70: worker: cannot go on" "$WORK
 grep -q $'^bsp\t1\t0\t-' "$WORK/broken.tsv" || fail "the failed run is not in the table"
 if pgrep -f "$WORK/broken" >/dev/null; then fail "processes of the failed run are left"; fi
 
+# --deterministic: each update summed in rank order, so that two BSP runs
+# of three workers (whose sum in arrival order rounds differently from
+# run to run) evaluate the same model at every evaluation.
+"$bench" run --workers 3 --batch 64 --lr 0.05 --eval-every 10 --target 0 --max-iterations 40 \
+  --policies bsp --repeat 2 --deterministic --out "$WORK/same" --format tsv \
+  >"$WORK/same.tsv" 2>"$WORK/same.log" || fail "dmlps-bench run --deterministic exited $?"
+cut -f2- "$WORK/same/bsp-1/server.tsv" >"$WORK/same-1"
+cut -f2- "$WORK/same/bsp-2/server.tsv" >"$WORK/same-2"
+[ "$(wc -l <"$WORK/same-1")" -ge 5 ] || fail "too few evaluations: $(cat "$WORK/same-1")"
+cmp -s "$WORK/same-1" "$WORK/same-2" ||
+  fail "two --deterministic runs differ: $(diff "$WORK/same-1" "$WORK/same-2" | head -4)"
+
 # Bad input: one line each, exit 64, nothing run.
 expect_usage() {
   local want=$1

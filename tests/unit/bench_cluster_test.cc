@@ -79,6 +79,21 @@ TEST_CASE("the server is started with --evaluator only for an evaluator command"
   CHECK(has_evaluator());
 }
 
+TEST_CASE("the server is started with --deterministic only when asked") {
+  const Experiment e = TwoWorkers();
+  ClusterOptions options;
+  options.bin_dir = "/bin";
+  auto has = [&](std::string_view policy) {
+    const std::vector<std::string> argv = ServerCommand(e, policy, options, "ep", "report");
+    return std::find(argv.begin(), argv.end(), "--deterministic") != argv.end();
+  };
+  CHECK_FALSE(has("bsp"));
+  options.deterministic = true;
+  CHECK(has("bsp"));
+  CHECK(has("auto"));
+  CHECK(has("backup:1"));
+}
+
 // Whether `argv` holds `flag` followed by `value` (or `flag` alone).
 bool HasFlag(const std::vector<std::string>& argv, const std::string& flag,
              const std::string& value = {}) {

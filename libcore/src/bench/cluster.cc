@@ -433,6 +433,7 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
     argv.insert(argv.end(), {"--trace", (fs::path(options.trace_dir) / "server.trace").string()});
   }
   if (!options.evaluator_command.empty()) argv.push_back("--evaluator");
+  if (options.deterministic) argv.push_back("--deterministic");
   if (options.shards > 1) argv.insert(argv.end(), {"--shard", ShardName(0, options.shards)});
   return argv;
 }

@@ -17,6 +17,10 @@
 # the tables under --out against the best's (PASS within 1.15x).
 # With --summary, no runs: the summaries of the tables already under --out
 # (a sitting run profile by profile into one --out).
+# Real runs sum each update's gradients in rank order (dmlps-bench run
+# --deterministic), every policy's alike: in arrival order, float rounding
+# alone moved BSP's first evaluation at 0.85 between iterations 180 and
+# 230 from run to run, a spread that was no policy's doing.
 # With --efficiency, no runs: the statistical-efficiency rows that the real
 # runs under --out give (every sitting below it, links followed), as C++ for
 # libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
@@ -77,7 +81,7 @@ run_all() {
     local base="$out/$mode-$n-$profile"
     echo "== $mode, $n workers, profile $profile: ${args[*]} ($(date -u '+%F %T') UTC; load $(cut -d' ' -f1-3 /proc/loadavg))"
     if [ "$mode" = run ]; then
-      "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" --workers "$n" \
+      "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" --workers "$n" --deterministic \
         --policies "$policies,auto" "${args[@]}" --out "$base" \
         --format tsv "${extra[@]}" 2>"$base.log" | tee "$base.tsv"
     else
@@ -90,8 +94,8 @@ run_all() {
 }
 
 # auto_start N: the policy auto starts under with N workers: the first of
-# --candidates when the extra arguments give them, else backup:1 (bsp for
-# one worker), as dmlps-server does.
+# --candidates when the extra arguments give them, else bsp, as
+# dmlps-server does.
 auto_start() {
   local i
   for ((i = 0; i < ${#extra[@]}; i++)); do
@@ -100,7 +104,7 @@ auto_start() {
       return
     fi
   done
-  if [ "$1" -lt 2 ]; then echo bsp; else echo backup:1; fi
+  echo bsp
 }
 
 # choice LOG N: the policy auto ran the most iterations under, over all its

@@ -36,6 +36,10 @@ struct ClusterOptions {
   // `/bin/sh -c evaluator_command` with DMLPS_SERVER set scores its
   // snapshots (needed by a target with --model external).
   std::string evaluator_command;
+  // Start each server with --deterministic: a round's gradients summed in
+  // rank order, so that a policy's arithmetic is the same whatever order
+  // the pushes arrive in, and runs differ by the policy's choices alone.
+  bool deterministic = false;
 };
 
 // What a running cluster shows, for a progress line.
