@@ -561,6 +561,37 @@ TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then 
   CHECK(MustAdvise(p, options).recommended != "bsp");
 }
 
+TEST_CASE("advise: a push held back waiting for a core is no slower link") {
+  // As above, but worker-3's long sends from clock 150 waited for a core
+  // for all but 0.5 ms (the push span's run_wait_us): the host's
+  // contention, not its link; it stays as fast as the others.
+  std::vector<trace::Record> records;
+  records.push_back(Instant("start", 0, {{"policy", "bsp"}, {"workers", int64_t{4}}}));
+  for (int64_t clock = 0; clock < 200; ++clock) {
+    const int64_t cycle = clock < 150 ? 15000 : 33500;
+    const int64_t t = 1000 + (clock < 150 ? clock * cycle : 150 * 15000 + (clock - 150) * cycle);
+    for (int64_t w = 0; w < 4; ++w) {
+      const std::string node = "worker-" + std::to_string(w);
+      records.push_back(
+          Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
+      const bool held = w == 3 && clock >= 150;
+      const int64_t push = held ? 19000 : 500;
+      records.push_back(
+          Span(node, "comm", "push", t + 10000, push,
+               {{"clock", clock}, {"bytes", int64_t{407080}}, {"run_wait_us", held ? 18500 : 0}}));
+      records.push_back(
+          Span(node, "wait", "pull", t + 10000 + push, cycle - 10000 - push, {{"clock", clock}}));
+    }
+  }
+  records.push_back(Instant("end", 4000000, {{"seconds", 4}, {"iterations", int64_t{200}}}));
+  Result<MeasuredRun> run = MeasureRun(records);
+  REQUIRE(run.ok());
+  const ClusterProfile& p = run->profile;
+  REQUIRE(p.workers.size() == 4);
+  CHECK(p.workers[3].step_s == doctest::Approx(p.workers[0].step_s).epsilon(0.05));
+  CHECK_FALSE(HasSteadyStraggler(p));
+}
+
 TEST_CASE("advise: trace files and folders, and their errors") {
   testing::TempDir dir;
   {

@@ -124,13 +124,16 @@ void OnSharedCores(const std::vector<trace::Record>& records,
 }
 
 // Per worker (by node), the time each of its pushes took to send (comm/push
-// spans by clock), seconds.
+// spans by clock) less what its thread waited for a core meanwhile (the
+// span's run_wait_us; absent from older traces: 0), seconds.
 std::map<std::string, std::map<int64_t, double>> PushSeconds(
     const std::vector<trace::Record>& records) {
   std::map<std::string, std::map<int64_t, double>> pushes;
   for (const trace::Record& r : records) {
     if (r.kind != "span" || r.lane != "comm" || r.name != "push") continue;
-    pushes[r.node][static_cast<int64_t>(r.Number("clock"))] += static_cast<double>(r.dur_us) * 1e-6;
+    const double dur_us = static_cast<double>(r.dur_us);
+    const double waited_us = std::clamp(r.Number("run_wait_us"), 0.0, dur_us);
+    pushes[r.node][static_cast<int64_t>(r.Number("clock"))] += (dur_us - waited_us) * 1e-6;
   }
   return pushes;
 }

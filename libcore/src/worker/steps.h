@@ -25,8 +25,8 @@ struct StepState {
   int64_t batch = 0;        // samples per step, as the server last set it
   int64_t token = -1;       // token granted with the last reply
   int64_t local_steps = 0;  // local-sgd: steps per push as the server last set it; 0: none yet
-  int64_t comm_us = 0;      // time the last send took, reported with the next push
-  int64_t bytes_sent = 0;   // payload bytes pushed so far
+  int64_t comm_us = 0;  // time the last send took less its wait for a core, sent with the next push
+  int64_t bytes_sent = 0;  // payload bytes pushed so far
   UsageMeter usage;
 };
 
