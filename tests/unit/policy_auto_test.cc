@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dmlps/advise/trace_profile.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/predict/replay.h"
 #include "dmlps/sync/auto.h"
@@ -215,7 +216,7 @@ struct AutoRun {
 
 // With `accuracy`, an evaluation every 10 iterations at accuracy(iteration)
 // and a target of 0.85.
-// `candidates` as --candidates gives them (empty: the default, backup:1
+// `candidates` as --candidates gives them (empty: the default, bsp
 // first); `model` names the job's model, whose efficiency table auto reads.
 // Each step's computing had a core for `core_share` of its time; with
 // `send_s`, each push took that long to send after it.
@@ -323,16 +324,25 @@ TEST_CASE("auto: on shared cores, jittery even steps do not move it to backup:1"
   CHECK(shared.switches.empty());
 }
 
-TEST_CASE("auto: it starts under backup:1 by default, which a steady straggler keeps") {
-  // Before its first decision auto runs uninformed; backup:1 is about
-  // BSP's time on an even cluster and far faster under any straggler
-  // (docs/algorithms.md, "Auto"), so it is the default start.
+TEST_CASE("auto: it starts under bsp by default, which a steady straggler leaves at once") {
+  // Before its first decision auto runs uninformed, under BSP, the job as
+  // asked: an even cluster's run is then BSP's from its first iteration
+  // (docs/algorithms.md, "Auto"). A 4x straggler moves it at the first
+  // decision, after the warm-up and kMinSteps measured steps.
   const AutoRun slow =
       RunAuto(4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, {});
   REQUIRE_FALSE(slow.decisions.empty());
-  CHECK(slow.decisions.front().running == "backup:1");
-  for (const Decision& d : slow.decisions) CHECK(d.chosen == "backup:1");
-  CHECK(slow.switches.empty());
+  CHECK(slow.decisions.front().running == "bsp");
+  CHECK(slow.decisions.front().chosen != "bsp");
+  REQUIRE_FALSE(slow.switches.empty());
+  CHECK(slow.switches.front().from == "bsp");
+  CHECK(slow.switches.front().iteration <= advise::kWarmupSteps + AutoDecider::kMinSteps + 1);
+  CHECK(slow.running != "bsp");
+  // An even cluster stays under it.
+  const AutoRun even = RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 20, {}, {});
+  REQUIRE_FALSE(even.decisions.empty());
+  CHECK(even.decisions.front().running == "bsp");
+  CHECK(even.switches.empty());
   // Given candidates, it starts under the first; one worker, under bsp.
   const AutoRun from_lbbsp = RunAuto(4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; },
                                      20, {}, {"lbbsp", "bsp"});
@@ -391,10 +401,34 @@ TEST_CASE("auto: on shared cores a burst over by the next decision moves nothing
   CHECK(std::any_of(brief.decisions.begin(), brief.decisions.end(), Waited));
   CHECK(brief.switches.empty());
   CHECK(brief.running == "bsp");
-  // Where each worker has its cores, the first reading moves it.
+  // Where each worker has its cores too: the burst comes after the first
+  // decision, under a policy chosen on a reading.
   const AutoRun own = BurstRun(80, 1);
-  CHECK_FALSE(own.switches.empty());
-  CHECK(std::none_of(own.decisions.begin(), own.decisions.end(), Waited));
+  CHECK(std::any_of(own.decisions.begin(), own.decisions.end(), Waited));
+  CHECK(own.switches.empty());
+  CHECK(own.running == "bsp");
+}
+
+TEST_CASE("auto: on cores of their own the first reading moves it at once, later ones twice") {
+  // Worker 3's pushes take 4 ms to send on steps of 10 ms (backup:1 some
+  // 1.2x as fast, under kConfirmBelow): from the start, the first decision
+  // takes it at once; from step 60, a decision waits for the next to agree.
+  const auto from = [](int64_t first) {
+    return RunAuto(
+        4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 1,
+        [first](WorkerId w, int64_t step) { return w == 3 && step >= first ? 0.004 : 0; });
+  };
+  const AutoRun start = from(0);
+  REQUIRE_FALSE(start.decisions.empty());
+  CAPTURE(start.decisions.front().reason);
+  CHECK(start.decisions.front().chosen != "bsp");
+  CHECK_FALSE(Waited(start.decisions.front()));
+  const AutoRun later = from(60);
+  auto waited = std::find_if(later.decisions.begin(), later.decisions.end(), Waited);
+  REQUIRE(waited != later.decisions.end());
+  CHECK(waited->iteration >= 60);
+  REQUIRE_FALSE(later.switches.empty());
+  CHECK(later.switches.front().iteration >= waited->iteration + AutoDecider::kMinGap);
 }
 
 TEST_CASE("auto: a link slowing down mid-run calls for a decision at once") {
@@ -487,8 +521,8 @@ TEST_CASE("auto: a straggler on the accuracy's plateau near the target still mov
 
 TEST_CASE("auto: a straggler gone, it returns to bsp though the accuracy says little is left") {
   // The default job, where backup:1 needs 1.15x BSP's iterations (its
-  // efficiency table, learned from real runs). Worker 3 runs 4x slow for
-  // its first 40 steps, which keeps auto under backup:1, then as fast as
+  // efficiency table, learned from real runs). Started under backup:1,
+  // worker 3 running 4x slow for its first 40 steps keeps auto there, then as fast as
   // the others: BSP is then predicted faster to the target. The accuracy
   // climbs to 0.80 by iteration 30 and then crawls, as it does on that
   // job: extrapolated, its progress says a few iterations are left, over
@@ -500,7 +534,7 @@ TEST_CASE("auto: a straggler gone, it returns to bsp though the accuracy says li
   };
   const auto step_s = [](WorkerId w, int64_t step) { return w == 3 && step < 12 ? 0.04 : 0.01; };
   // Two virtual seconds: some 150 iterations, all below the target.
-  const AutoRun run = RunAuto(4, step_s, 2, accuracy, {});
+  const AutoRun run = RunAuto(4, step_s, 2, accuracy, {"backup:1", "bsp", "ssp:3", "lbbsp"});
   REQUIRE_FALSE(run.decisions.empty());
   CHECK(run.decisions.front().running == "backup:1");
   CHECK(run.decisions.front().chosen == "backup:1");

@@ -127,11 +127,14 @@ const advise::Prediction* Find(const advise::Advice& advice, std::string_view po
 
 std::vector<std::string> AutoCandidates(int64_t num_workers) {
   if (num_workers < 2) return {"bsp", "ssp:3", "lbbsp"};
-  // backup:1 first, so that auto starts under it: before its first decision
-  // it runs uninformed, and backup:1 loses least while it does (it is BSP
-  // less the slowest push: about BSP's time on an even cluster, far less
-  // under any straggler; docs/algorithms.md, "Auto").
-  return {"backup:1", "bsp", "ssp:3", "lbbsp"};
+  // bsp first, so that auto starts under it: before its first decision it
+  // runs uninformed, and BSP computes the job as asked. Where the cluster
+  // is even it stays, and the run is BSP's from its first iteration; a
+  // start under backup:1 dropped a push a round before the first decision
+  // moved it to BSP, and its runs reached 0.85 at iteration 200-260 where
+  // BSP's reached it at 180. A straggler from the start costs the first
+  // decision's few iterations under BSP (docs/algorithms.md, "Auto").
+  return {"bsp", "backup:1", "ssp:3", "lbbsp"};
 }
 
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch) {
@@ -388,13 +391,15 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
             "s",
             best->policy, d.gain_s, horizon, kPayback, d.cost_s);
       } else if (const double speedup = now_s / best->effective_s;
-                 speedup < kConfirmBelow && advise::SharedCores(profile) > 0 &&
+                 speedup < kConfirmBelow && (advise::SharedCores(profile) > 0 || informed_) &&
                  pending != best->policy) {
-        // On cores shared with other work a neighbour's burst holds a
-        // worker back 1.2-1.4x for a few seconds and reads as a marginal
-        // gain: it must be seen again, kMinGap iterations on, before the
-        // run pays twice. Where each worker has its cores, a reading is
-        // taken at once (a short run has few decisions to spare).
+        // A neighbour's burst holds a worker back 1.2-2x for a few rounds
+        // and reads as a marginal gain: it must be seen again, kMinGap
+        // iterations on, before the run pays twice, whenever the running
+        // policy was chosen on a reading (after the first decision) or the
+        // workers share cores with other work. The first reading on cores
+        // of their own is taken at once: until then auto ran uninformed,
+        // and a short run has few decisions to spare.
         pending_ = best->policy;
         next_due_ = context.iteration + kMinGap;
         d.reason = fmt::format(
@@ -411,6 +416,7 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
       }
     }
   }
+  if (advice.ok()) informed_ = true;
   d.decide_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   decisions_.push_back(std::move(d));

@@ -21,8 +21,8 @@ namespace dmlps::sync {
 
 // The candidates auto runs when none are given: those of advise's default
 // list that it can switch into live (workers in kSync mode) and that fit
-// `num_workers` (backup:1 needs two), backup:1 first (auto starts under
-// the first).
+// `num_workers` (backup:1 needs two), bsp first (auto starts under the
+// first).
 std::vector<std::string> AutoCandidates(int64_t num_workers);
 
 // Whether auto can run `entry` ("ssp:3", as dmlps-bench names policies):
@@ -50,9 +50,10 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // a floor speaks the progress that many iterations of the policy switched to make, the floor / its
 // efficiency; else the iteration
 // limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's
-// cost (the drain: the slowest worker's step plus one iteration of the new policy). On shared
-// cores (advise::SharedCores) a switch predicted under kConfirmBelow times as fast is made only
-// when the next decision, kMinGap iterations on, chooses it again.
+// cost (the drain: the slowest worker's step plus one iteration of the new policy). After the
+// first decision, and at it on shared cores (advise::SharedCores), a switch predicted under
+// kConfirmBelow times as fast is made only when the next decision, kMinGap iterations on,
+// chooses it again.
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -60,9 +61,9 @@ class AutoDecider : public SwitchDecider {
   static constexpr double kMinGain = 0.05;
   static constexpr double kPayback = 2;
   static constexpr double kMinRemaining = 50;
-  // On shared cores a switch predicted under this many times as fast as
-  // the policy running waits for the next decision (kMinGap on) to choose
-  // it again.
+  // A switch predicted under this many times as fast as the policy running
+  // waits for the next decision (kMinGap on) to choose it again, but at the
+  // first decision on cores of the workers' own.
   static constexpr double kConfirmBelow = 1.5;
   // Iterations at least between two decisions, however many lasting
   // changes come (on a busy host the level of many workers moves often).
@@ -139,7 +140,8 @@ class AutoDecider : public SwitchDecider {
   double running_efficiency_ = 1;
   double chosen_efficiency_ = 1;  // the last switch request's
   std::string running_;
-  std::string pending_;  // the candidate the last decision waited to see again
+  std::string pending_;    // the candidate the last decision waited to see again
+  bool informed_ = false;  // a decision has predicted the candidates
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
 };
