@@ -526,10 +526,12 @@ TEST_CASE("advise: delays take turns only when each worker's fall on a turn of i
   CHECK(RotatingDelay(one) == 0);
 }
 
-TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then on") {
-  // A BSP run of 200 iterations of 10 ms steps; from clock 150 worker-3's
-  // pushes take 19 ms to send, the others' 0.5 ms (--bandwidth-schedule
-  // 3=150:200 on loopback), and the round waits for them.
+// A BSP run of 200 iterations of 10 ms steps; from clock 150 worker-3's
+// pushes take 19 ms to send, the others' 0.5 ms (--bandwidth-schedule
+// 3=150:200 on loopback), and the round waits for them. With
+// `waited_for_core`, those pushes' spans say that all but 0.5 ms of it
+// their thread waited for a core (run_wait_us).
+std::vector<trace::Record> SlowSendsFrom150(bool waited_for_core) {
   std::vector<trace::Record> records;
   records.push_back(Instant("start", 0, {{"policy", "bsp"}, {"workers", int64_t{4}}}));
   for (int64_t clock = 0; clock < 200; ++clock) {
@@ -539,15 +541,21 @@ TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then 
       const std::string node = "worker-" + std::to_string(w);
       records.push_back(
           Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
-      const int64_t push = w == 3 && clock >= 150 ? 19000 : 500;
-      records.push_back(Span(node, "comm", "push", t + 10000, push,
-                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
+      const bool slow = w == 3 && clock >= 150;
+      const int64_t push = slow ? 19000 : 500;
+      trace::Args args = {{"clock", clock}, {"bytes", int64_t{407080}}};
+      if (waited_for_core) args.push_back({"run_wait_us", slow ? int64_t{18500} : int64_t{0}});
+      records.push_back(Span(node, "comm", "push", t + 10000, push, args));
       records.push_back(
           Span(node, "wait", "pull", t + 10000 + push, cycle - 10000 - push, {{"clock", clock}}));
     }
   }
   records.push_back(Instant("end", 4000000, {{"seconds", 4}, {"iterations", int64_t{200}}}));
-  Result<MeasuredRun> run = MeasureRun(records);
+  return records;
+}
+
+TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then on") {
+  Result<MeasuredRun> run = MeasureRun(SlowSendsFrom150(false));
   REQUIRE(run.ok());
   const ClusterProfile& p = run->profile;
   REQUIRE(p.workers.size() == 4);
@@ -562,29 +570,8 @@ TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then 
 }
 
 TEST_CASE("advise: a push held back waiting for a core is no slower link") {
-  // As above, but worker-3's long sends from clock 150 waited for a core
-  // for all but 0.5 ms (the push span's run_wait_us): the host's
-  // contention, not its link; it stays as fast as the others.
-  std::vector<trace::Record> records;
-  records.push_back(Instant("start", 0, {{"policy", "bsp"}, {"workers", int64_t{4}}}));
-  for (int64_t clock = 0; clock < 200; ++clock) {
-    const int64_t cycle = clock < 150 ? 15000 : 33500;
-    const int64_t t = 1000 + (clock < 150 ? clock * cycle : 150 * 15000 + (clock - 150) * cycle);
-    for (int64_t w = 0; w < 4; ++w) {
-      const std::string node = "worker-" + std::to_string(w);
-      records.push_back(
-          Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
-      const bool held = w == 3 && clock >= 150;
-      const int64_t push = held ? 19000 : 500;
-      records.push_back(
-          Span(node, "comm", "push", t + 10000, push,
-               {{"clock", clock}, {"bytes", int64_t{407080}}, {"run_wait_us", held ? 18500 : 0}}));
-      records.push_back(
-          Span(node, "wait", "pull", t + 10000 + push, cycle - 10000 - push, {{"clock", clock}}));
-    }
-  }
-  records.push_back(Instant("end", 4000000, {{"seconds", 4}, {"iterations", int64_t{200}}}));
-  Result<MeasuredRun> run = MeasureRun(records);
+  // The host's contention, not worker-3's link: it stays as fast as the others.
+  Result<MeasuredRun> run = MeasureRun(SlowSendsFrom150(true));
   REQUIRE(run.ok());
   const ClusterProfile& p = run->profile;
   REQUIRE(p.workers.size() == 4);
