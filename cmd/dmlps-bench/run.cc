@@ -61,7 +61,10 @@ void AddRunOptions(cxxopts::Options& options) {
         "CMD"},
        {"deterministic",
         "Start each server with --deterministic: each update's gradients summed in rank "
-        "order, so that a policy's runs do not differ by the order pushes arrive in"}});
+        "order, so that a policy's runs do not differ by the order pushes arrive in"},
+       {"seed-per-repeat",
+        "Run repeat K with seed N+K-1 (N: --seed), every policy alike, so that the repeats "
+        "sample K initial models and data orders rather than one"}});
 }
 
 cli::Program ReadRunFlags(cli::FlagReader& flags) {
@@ -76,6 +79,7 @@ cli::Program ReadRunFlags(cli::FlagReader& flags) {
   if (flags.Has("evaluator-command"))
     options.cluster.evaluator_command = flags.String("evaluator-command");
   options.cluster.deterministic = flags.Has("deterministic");
+  options.seed_per_repeat = flags.Has("seed-per-repeat");
   for (const std::string& problem : CheckCommands(experiment, options.cluster))
     flags.AddProblem(problem);
   std::vector<const char*> binaries = {"dmlps-server"};

@@ -108,6 +108,15 @@ cut -f2- "$WORK/same/bsp-2/server.tsv" >"$WORK/same-2"
 [ "$(wc -l <"$WORK/same-1")" -ge 5 ] || fail "too few evaluations: $(cat "$WORK/same-1")"
 cmp -s "$WORK/same-1" "$WORK/same-2" ||
   fail "two --deterministic runs differ: $(diff "$WORK/same-1" "$WORK/same-2" | head -4)"
+# --seed-per-repeat: repeat 1 is seed 1's run again, repeat 2 seed 2's, another model.
+"$bench" run --workers 3 --batch 64 --lr 0.05 --eval-every 10 --target 0 --max-iterations 40 \
+  --policies bsp --repeat 2 --deterministic --seed-per-repeat --out "$WORK/seeds" --format tsv \
+  >"$WORK/seeds.tsv" 2>"$WORK/seeds.log" || fail "dmlps-bench run --seed-per-repeat exited $?"
+cut -f2- "$WORK/seeds/bsp-1/server.tsv" | cmp -s - "$WORK/same-1" ||
+  fail "repeat 1 of --seed-per-repeat is not seed 1's run"
+cut -f2- "$WORK/seeds/bsp-2/server.tsv" | cmp -s - "$WORK/same-2" &&
+  fail "repeat 2 of --seed-per-repeat ran seed 1's model again"
+grep -q "bsp run 2/2 (seed 2)" "$WORK/seeds.log" || fail "the log does not name repeat 2's seed"
 
 # Bad input: one line each, exit 64, nothing run.
 expect_usage() {

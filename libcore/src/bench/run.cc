@@ -34,6 +34,11 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
   int64_t done = 0;
   std::vector<RunResult> runs;
   for (int64_t rep = 1; rep <= experiment.repeat && signal->load() == 0; ++rep) {
+    Experiment e = experiment;
+    if (options.seed_per_repeat) {
+      e.seed = experiment.seed + static_cast<uint64_t>(rep - 1);
+      for (worker::StragglerSpec& s : e.stragglers) s.seed = e.seed;
+    }
     for (const std::string& policy : experiment.policies) {
       if (signal->load() != 0) break;
       ++done;
@@ -41,13 +46,14 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
       cluster.run_dir = (fs::path(options.out_dir) / folder).string();
       cluster.trace_dir =
           options.trace_dir.empty() ? "" : (fs::path(options.trace_dir) / folder).string();
-      const std::string label =
+      std::string label =
           fmt::format("[{}/{}] {} run {}/{}", done, total, policy, rep, experiment.repeat);
+      if (options.seed_per_repeat) label += fmt::format(" (seed {})", e.seed);
       if (!options.show) spdlog::info("{} ...", label);
       auto show = [&](const Progress& p) {
         if (options.show) options.show(label, p);
       };
-      RunResult r = RunCluster(experiment, policy, rep, cluster, signal, show);
+      RunResult r = RunCluster(e, policy, rep, cluster, signal, show);
       if (options.clear) options.clear();
       spdlog::info("{}: {}", label, DescribeOutcome(r, experiment.target > 0));
       runs.push_back(std::move(r));

@@ -20,7 +20,10 @@
 # Real runs sum each update's gradients in rank order (dmlps-bench run
 # --deterministic), every policy's alike: in arrival order, float rounding
 # alone moved BSP's first evaluation at 0.85 between iterations 180 and
-# 230 from run to run, a spread that was no policy's doing.
+# 230 from run to run, a spread that was no policy's doing. Each repeat K
+# then runs seed K, every policy alike (--seed-per-repeat): with one seed a
+# policy's repeats would be one trajectory, one draw of where it first
+# crosses the target.
 # With --efficiency, no runs: the statistical-efficiency rows that the real
 # runs under --out give (every sitting below it, links followed), as C++ for
 # libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
@@ -82,6 +85,7 @@ run_all() {
     echo "== $mode, $n workers, profile $profile: ${args[*]} ($(date -u '+%F %T') UTC; load $(cut -d' ' -f1-3 /proc/loadavg))"
     if [ "$mode" = run ]; then
       "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" --workers "$n" --deterministic \
+        --seed-per-repeat \
         --policies "$policies,auto" "${args[@]}" --out "$base" \
         --format tsv "${extra[@]}" 2>"$base.log" | tee "$base.tsv"
     else

@@ -19,6 +19,10 @@ struct ExperimentOptions {
   ClusterOptions cluster;  // run_dir and trace_dir are set for each run
   std::string out_dir;     // each run's logs, evaluations and report in out_dir/POLICY-REPEAT
   std::string trace_dir;   // empty: no traces; else each run's in trace_dir/POLICY-REPEAT
+  // Repeat K runs with the experiment's seed + K - 1, every policy alike:
+  // the repeats then sample K initial models and data orders, paired
+  // across the policies, rather than one.
+  bool seed_per_repeat = false;
   // A status line kept up to date while a run lasts: `show` about every
   // 200 ms with the run's label ("[2/10] bsp run 1/2") and how it goes,
   // `clear` once it has ended. Unset, the start of each run is logged instead.
