@@ -189,6 +189,29 @@ TEST_CASE("advise: transient delays cost BSP their expected length; dropping a p
   CHECK(DescribeProfile(p).find("transient delays on worker-1") != std::string::npos);
 }
 
+TEST_CASE("advise: a feature's kind names the straggler, not the delayed worker") {
+  CHECK(FeatureKind(Even()) == "an even cluster");
+  ClusterProfile slow = Even();
+  slow.workers[3].step_s = 0.040;
+  CHECK(FeatureKind(slow) == "worker-3 steadily slower");
+  slow.workers[3].step_s = 0.010;
+  slow.workers[1].step_s = 0.030;
+  CHECK(FeatureKind(slow) == "worker-1 steadily slower");
+  // Delays on one worker or another are one kind; the words name the worker.
+  ClusterProfile delays = Even();
+  delays.workers[1].delay_prob = 0.2;
+  delays.workers[1].delay_s = 0.050;
+  ClusterProfile others = Even();
+  others.workers[2].delay_prob = 0.3;
+  others.workers[2].delay_s = 0.040;
+  CHECK(FeatureKind(delays) == "transient delays");
+  CHECK(FeatureKind(others) == FeatureKind(delays));
+  CHECK(DescribeProfile(others) != DescribeProfile(delays));
+  ClusterProfile turns = Even();
+  turns.rotation_s = 0.020;
+  CHECK(FeatureKind(turns) == "delays taking turns");
+}
+
 TEST_CASE("advise: times to target scale BSP's iterations by each policy's efficiency") {
   AdvisorOptions options;
   options.bsp_iterations_to_target = 300;

@@ -409,6 +409,34 @@ TEST_CASE("auto: on shared cores a burst over by the next decision moves nothing
   CHECK(own.running == "bsp");
 }
 
+TEST_CASE("auto: a marginal gain read again for another cause waits again") {
+  // Worker 2's steps are held up 35 ms one in five from step 70 to 100,
+  // and worker 3 runs 1.6x slow from step 80: one decision reads
+  // transient delays, the next worker-3 as a steady straggler, both
+  // backup:1 some 1.3x as fast (a burst on a busy host moving from one
+  // worker to another reads so). The second is no confirmation of the
+  // first; the third, the straggler again, is.
+  const auto step_s = [](WorkerId w, int64_t step) {
+    if (w == 2 && step >= 70 && step < 100 && step % 5 == 0) return 0.045;
+    if (w == 3 && step >= 80) return 0.016;
+    return 0.01;
+  };
+  const AutoRun run = RunAuto(4, step_s, 3, {}, {"bsp", "backup:1"});
+  std::vector<Decision> waits;
+  for (const Decision& d : run.decisions) {
+    if (Waited(d)) waits.push_back(d);
+  }
+  REQUIRE(waits.size() >= 2);
+  CAPTURE(waits[0].reason);
+  CAPTURE(waits[1].reason);
+  CHECK(waits[0].reason.find("transient delays") != std::string::npos);
+  CHECK(waits[1].reason.find("worker-3 steadily") != std::string::npos);
+  CHECK(waits[1].iteration - waits[0].iteration <= AutoDecider::kMinGap + 1);
+  REQUIRE_FALSE(run.switches.empty());
+  CHECK(run.switches.front().iteration >= waits[1].iteration + AutoDecider::kMinGap);
+  CHECK(run.running == "backup:1");
+}
+
 TEST_CASE("auto: on cores of their own the first reading moves it at once, later ones twice") {
   // Worker 3's pushes take 4 ms to send on steps of 10 ms (backup:1 some
   // 1.2x as fast, under kConfirmBelow): from the start, the first decision

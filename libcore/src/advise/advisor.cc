@@ -247,27 +247,61 @@ int64_t SharedCores(const ClusterProfile& profile) { return SharedCoresOf(CoreSh
 
 namespace {
 
-std::string DescribeFeature(const ClusterProfile& profile) {
+// The profile's telling feature: its kind, the worker it names, and the
+// figures that describe it.
+struct Feature {
+  enum class Kind { kStraggler, kRotation, kDelays, kEven } kind = Kind::kEven;
+  int64_t worker = 0;  // the slowest (kStraggler), the most delayed (kDelays)
+  double ratio = 1;    // the slowest over the fastest
+};
+
+Feature TellingFeature(const ClusterProfile& profile) {
   const auto [slowest, ratio] = Slowest(profile);
-  if (ratio >= kStragglerRatio) {
-    return fmt::format("worker-{} steadily {:.1f}x slower than the fastest", slowest, ratio);
-  }
+  if (ratio >= kStragglerRatio)
+    return {Feature::Kind::kStraggler, static_cast<int64_t>(slowest), ratio};
+  if (profile.rotation_s > 0) return {Feature::Kind::kRotation, 0, ratio};
   const auto [delayed, cost] = MostDelayed(profile);
-  const double fastest = FastestStep(profile);
-  if (profile.rotation_s > 0) {
-    return fmt::format("delays taking turns (one worker per iteration held up +{:.0f} ms)",
-                       profile.rotation_s * 1e3);
-  }
   // Delays that add a tenth of a step on average matter.
-  if (cost > 0.1 * fastest) {
-    const WorkerProfile& w = profile.workers[delayed];
-    return fmt::format("transient delays on worker-{} ({:.0f}% of steps, +{:.0f} ms)", delayed,
-                       w.delay_prob * 100, w.delay_s * 1e3);
+  if (cost > 0.1 * FastestStep(profile))
+    return {Feature::Kind::kDelays, static_cast<int64_t>(delayed), ratio};
+  return {Feature::Kind::kEven, 0, ratio};
+}
+
+std::string DescribeFeature(const ClusterProfile& profile) {
+  const Feature f = TellingFeature(profile);
+  switch (f.kind) {
+    case Feature::Kind::kStraggler:
+      return fmt::format("worker-{} steadily {:.1f}x slower than the fastest", f.worker, f.ratio);
+    case Feature::Kind::kRotation:
+      return fmt::format("delays taking turns (one worker per iteration held up +{:.0f} ms)",
+                         profile.rotation_s * 1e3);
+    case Feature::Kind::kDelays: {
+      const WorkerProfile& w = profile.workers[f.worker];
+      return fmt::format("transient delays on worker-{} ({:.0f}% of steps, +{:.0f} ms)", f.worker,
+                         w.delay_prob * 100, w.delay_s * 1e3);
+    }
+    case Feature::Kind::kEven:
+      break;
   }
-  return fmt::format("an even cluster (steady steps within {:.2f}x of each other)", ratio);
+  return fmt::format("an even cluster (steady steps within {:.2f}x of each other)", f.ratio);
 }
 
 }  // namespace
+
+std::string FeatureKind(const ClusterProfile& profile) {
+  const Feature f = TellingFeature(profile);
+  switch (f.kind) {
+    case Feature::Kind::kStraggler:
+      return fmt::format("worker-{} steadily slower", f.worker);
+    case Feature::Kind::kRotation:
+      return "delays taking turns";
+    case Feature::Kind::kDelays:
+      return "transient delays";
+    case Feature::Kind::kEven:
+      break;
+  }
+  return "an even cluster";
+}
 
 std::string DescribeProfile(const ClusterProfile& profile) {
   const int64_t cores = SharedCores(profile);

@@ -116,6 +116,14 @@ std::string DescribeMeasured(const advise::ClusterProfile& profile) {
          advise::DescribeProfile(profile);
 }
 
+// What a `wait:` decision must see again: the same choice for the same
+// kind of cause. On a busy host a burst moved from one worker to another
+// and read as "transient delays on worker-2", then "worker-3 steadily 1.5x
+// slower", both pointing to backup:1, and an even run switched.
+std::string Awaited(std::string_view policy, const advise::ClusterProfile& profile) {
+  return fmt::format("{} for {}", policy, advise::FeatureKind(profile));
+}
+
 const advise::Prediction* Find(const advise::Advice& advice, std::string_view policy) {
   for (const advise::Prediction& p : advice.predictions) {
     if (p.policy == policy && p.failure.empty()) return &p;
@@ -392,7 +400,7 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
             best->policy, d.gain_s, horizon, kPayback, d.cost_s);
       } else if (const double speedup = now_s / best->effective_s;
                  speedup < kConfirmBelow && (advise::SharedCores(profile) > 0 || informed_) &&
-                 pending != best->policy) {
+                 pending != Awaited(best->policy, profile)) {
         // A neighbour's burst holds a worker back 1.2-2x for a few rounds
         // and reads as a marginal gain: it must be seen again, kMinGap
         // iterations on, before the run pays twice, whenever the running
@@ -400,7 +408,7 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
         // workers share cores with other work. The first reading on cores
         // of their own is taken at once: until then auto ran uninformed,
         // and a short run has few decisions to spare.
-        pending_ = best->policy;
+        pending_ = Awaited(best->policy, profile);
         next_due_ = context.iteration + kMinGap;
         d.reason = fmt::format(
             "wait: {} is predicted {:.2f}x as fast, under {}x: switches if the next decision "

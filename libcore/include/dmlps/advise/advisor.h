@@ -163,6 +163,11 @@ bool HasSteadyStraggler(const ClusterProfile& profile);
 // "on 2 shared cores" after it where SharedCores says so.
 std::string DescribeProfile(const ClusterProfile& profile);
 
+// The kind of that feature, the same while the cluster stays as it is:
+// "worker-3 steadily slower" (the worker named), "delays taking turns",
+// "transient delays" (on whichever workers) or "an even cluster".
+std::string FeatureKind(const ClusterProfile& profile);
+
 }  // namespace dmlps::advise
 
 #endif  // DMLPS_ADVISE_ADVISOR_H_

@@ -53,7 +53,7 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // cost (the drain: the slowest worker's step plus one iteration of the new policy). After the
 // first decision, and at it on shared cores (advise::SharedCores), a switch predicted under
 // kConfirmBelow times as fast is made only when the next decision, kMinGap iterations on,
-// chooses it again.
+// chooses it again for the same kind of cause (advise::FeatureKind).
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -140,7 +140,7 @@ class AutoDecider : public SwitchDecider {
   double running_efficiency_ = 1;
   double chosen_efficiency_ = 1;  // the last switch request's
   std::string running_;
-  std::string pending_;    // the candidate the last decision waited to see again
+  std::string pending_;    // what the last decision waited to see again: "POLICY for FEATURE"
   bool informed_ = false;  // a decision has predicted the candidates
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
