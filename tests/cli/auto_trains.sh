@@ -1,9 +1,9 @@
 # A 4-worker cluster under --policy auto, the last worker 4x slower than the
 # rest, trains mlp:128 on the full Fashion-MNIST to 0.84 test accuracy:
-# started under BSP (bsp first in --candidates, as by default), it measures the straggler and decides, logs and traces, to
-# switch away from BSP (docs/algorithms.md, "Auto"). Then an even cluster
-# under the default candidates: it does not flap. Bad candidates are
-# refused.
+# started under BSP (bsp first in --candidates, as by default), it
+# measures the straggler and decides, logs and traces, to switch away from
+# BSP (docs/algorithms.md, "Auto"). Then an even cluster under the default
+# candidates: it does not flap. Bad candidates are refused.
 . "$(dirname "$0")/lib.sh"
 SLOW_WORKER_ARGS=(--slowdown 4)
 train_to_target 4 0.84 --policy auto --candidates bsp,backup:1,ssp:3,lbbsp --model mlp:128 \
