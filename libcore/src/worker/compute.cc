@@ -56,10 +56,7 @@ Result<StepResult> StepComputer::Compute(int64_t step, int64_t samples,
   }
   DMLPS_ASSIGN_OR_RETURN(result.loss, std::move(loss));
   result.compute = microseconds(Micros(Clock::now() - start));
-  if (const Result<double> wait_after = ReadThreadRunDelay(); wait_before.ok() && wait_after.ok()) {
-    result.run_wait = std::clamp(microseconds(std::llround((*wait_after - *wait_before) * 1e6)),
-                                 microseconds(0), result.compute);
-  }
+  result.run_wait = RunDelaySince(wait_before, result.compute);
   result.samples = samples;
   result.straggle = at.first_part
                         ? straggler_.ExtraDelay(at.iteration, result.compute)

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -105,6 +107,14 @@ Result<double> ReadThreadRunDelay() {
   const ssize_t n = pread(file.fd(), text, sizeof(text) - 1, 0);
   if (n <= 0) return Status::DataLoss("/proc/thread-self/schedstat cannot be read");
   return ParseRunDelay(std::string(text, static_cast<size_t>(n)));
+}
+
+std::chrono::microseconds RunDelaySince(const Result<double>& before,
+                                        std::chrono::microseconds most) {
+  const Result<double> after = ReadThreadRunDelay();
+  if (!before.ok() || !after.ok()) return std::chrono::microseconds(0);
+  return std::clamp(std::chrono::microseconds(std::llround((*after - *before) * 1e6)),
+                    std::chrono::microseconds(0), most);
 }
 
 }  // namespace dmlps::worker

@@ -91,10 +91,7 @@ Status StepContext::Push(proto::Push push, std::shared_ptr<const std::vector<flo
   push.memory_bytes = usage.memory_bytes;
   DMLPS_RETURN_IF_ERROR(link_.SendPush(push, std::move(payload), then));
   const int64_t took_us = Micros(Clock::now() - start);
-  int64_t waited_us = 0;
-  if (const Result<double> wait_after = ReadThreadRunDelay(); wait_before.ok() && wait_after.ok()) {
-    waited_us = std::clamp<int64_t>(std::llround((*wait_after - *wait_before) * 1e6), 0, took_us);
-  }
+  const int64_t waited_us = RunDelaySince(wait_before, std::chrono::microseconds(took_us)).count();
   state_.comm_us = took_us - waited_us;
   report_.comm_s += took_us * 1e-6;
   state_.bytes_sent += bytes;

@@ -3,6 +3,7 @@
 #ifndef DMLPS_WORKER_RESOURCE_USAGE_H_
 #define DMLPS_WORKER_RESOURCE_USAGE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -38,6 +39,11 @@ Result<double> ParseRunDelay(const std::string& schedstat);
 // The calling thread's run delay so far; NotFound where the kernel does not
 // keep it (no /proc/thread-self/schedstat).
 Result<double> ReadThreadRunDelay();
+
+// What the calling thread waited for a core since `before` (its
+// ReadThreadRunDelay then), within [0, most]; 0 when either reading failed.
+std::chrono::microseconds RunDelaySince(const Result<double>& before,
+                                        std::chrono::microseconds most);
 
 }  // namespace dmlps::worker
 
