@@ -41,26 +41,69 @@ std::vector<T> Last(const std::deque<T>& values, size_t n) {
   return std::vector<T>(values.end() - static_cast<std::ptrdiff_t>(n), values.end());
 }
 
-// One worker's profile from its per-sample times, plus `extra_s` per step
-// (its time beyond computing above the quickest worker's); the steps'
-// clocks (`clock`, one each) and times into `steps`.
-advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
-                                 const std::vector<int64_t>& clock, double extra_s, int64_t batch,
-                                 advise::StepTimes* steps) {
-  // The lower median of the steps that are not delayed, a delayed one being
-  // kDelayFactor times the lower quartile or more: a worker delayed now and
-  // then is not slow, also where chance puts most of its few steps behind a
-  // delay (four of six in one worker in sixty at one delay in five, where
-  // the lower median of all six is a delayed step); the quartile is delayed
-  // only when five of six are.
+// What a step is measured against to tell whether it was delayed (one
+// kDelayFactor times it or more): the lower quartile of the worker's own
+// steps, so that a worker delayed now and then is not slow, also where
+// chance puts most of its few steps behind a delay (four of six in one
+// worker in sixty at one delay in five, where the lower median of all six
+// is a delayed step). The quartile is delayed when five of six are, which
+// chance does to one worker in 600 at one delay in five: at 256 workers
+// one such worker read as "steadily 202x slower" and hid the delays from
+// the first decision. Its fastest step then shows what it does undelayed:
+// where that is under kDelayFactor times the cluster's level
+// (`cluster_level`, the workers' median level; 0: none), it is the
+// reference. A steady straggler has no step at the others' level.
+double DelayReference(const std::vector<double>& per_sample, double cluster_level) {
   const auto n = static_cast<int64_t>(per_sample.size());
   const double quartile = predict::LowerQuantile(per_sample, 0, n, 0.25);
+  const double fastest = predict::LowerQuantile(per_sample, 0, n, 0);
+  const double limit = advise::kDelayFactor * cluster_level;
+  return quartile >= limit && fastest < limit ? fastest : quartile;
+}
+
+// The level of a worker's steps: the lower median of those that were not
+// delayed against `reference` (DelayReference).
+double LevelOf(const std::vector<double>& per_sample, double reference) {
   std::vector<double> undelayed;
   for (const double x : per_sample) {
-    if (x < advise::kDelayFactor * quartile) undelayed.push_back(x);
+    if (x < advise::kDelayFactor * reference) undelayed.push_back(x);
   }
-  const double level =
-      predict::LowerQuantile(undelayed, 0, static_cast<int64_t>(undelayed.size()), 0.5);
+  return predict::LowerQuantile(undelayed, 0, static_cast<int64_t>(undelayed.size()), 0.5);
+}
+
+// The workers' median level, each worker's level against its own steps
+// alone (the lower median of the workers').
+double ClusterLevel(const std::vector<std::vector<double>>& per_sample) {
+  std::vector<double> levels;
+  for (const std::vector<double>& w : per_sample)
+    levels.push_back(LevelOf(w, DelayReference(w, 0)));
+  return predict::LowerQuantile(levels, 0, static_cast<int64_t>(levels.size()), 0.5);
+}
+
+// A worker's delayed steps: how many of how many, and their seconds beyond
+// its level.
+struct DelayTally {
+  int64_t delayed = 0;
+  int64_t steps = 0;
+  double excess_s = 0;
+};
+
+// A share of steps delayed, as advise::WorkerProfile's delay_prob.
+double DelayShare(int64_t delayed, int64_t steps) {
+  return std::min(0.9,
+                  static_cast<double>(delayed) / static_cast<double>(std::max<int64_t>(1, steps)));
+}
+
+// One worker's profile from its per-sample times, plus `extra_s` per step
+// (its time beyond computing above the quickest worker's); the steps'
+// clocks (`clock`, one each) and times into `steps`, its delays into
+// `tally`; `cluster_level` as DelayReference's.
+advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
+                                 const std::vector<int64_t>& clock, double extra_s, int64_t batch,
+                                 double cluster_level, advise::StepTimes* steps,
+                                 DelayTally* tally) {
+  const auto n = static_cast<int64_t>(per_sample.size());
+  const double level = LevelOf(per_sample, DelayReference(per_sample, cluster_level));
   const auto b = static_cast<double>(batch);
   advise::WorkerProfile w;
   w.step_s = level * b + extra_s;
@@ -79,13 +122,47 @@ advise::WorkerProfile WorkerFrom(const std::vector<double>& per_sample,
     }
   }
   if (delayed > 0) {
-    w.delay_prob = std::min(0.9, static_cast<double>(delayed) / static_cast<double>(n));
+    w.delay_prob = DelayShare(delayed, n);
     w.delay_s = excess / static_cast<double>(delayed);
   }
+  *tally = {delayed, n, excess};
   // Robust: the median absolute deviation, as a normal's sd; a step that
   // waited for a core now and then must not make every step noisy.
   w.jitter = std::min(kMaxJitter, 1.4826 * Median(spread));
   return w;
+}
+
+// Where the workers' counts of delayed steps are what one rate for all
+// would give (binomial: the dispersion statistic within three standard
+// deviations of its mean), every worker is given that rate and the mean
+// delay: with few steps each, chance spreads one rate wide. 256 workers
+// delayed one step in five, six steps each, read as rates from 0 to 83%;
+// the workers delayed most then bounded SSP's clocks as stragglers would,
+// and ssp:3 was predicted 15% slower than BSP where 28 steps each read it
+// 8% faster and it was. A worker delayed far more than the others keeps
+// its own rate.
+void PoolDelays(const std::vector<DelayTally>& tallies,
+                std::vector<advise::WorkerProfile>* workers) {
+  DelayTally all;
+  for (const DelayTally& t : tallies) {
+    all.delayed += t.delayed;
+    all.steps += t.steps;
+    all.excess_s += t.excess_s;
+  }
+  const double rate = static_cast<double>(all.delayed) / static_cast<double>(all.steps);
+  if (tallies.size() < 2 || !(rate > 0) || !(rate < 1)) return;
+  double dispersion = 0;
+  for (const DelayTally& t : tallies) {
+    const double expected = rate * static_cast<double>(t.steps);
+    const double off = static_cast<double>(t.delayed) - expected;
+    dispersion += off * off / (expected * (1 - rate));
+  }
+  const auto freedom = static_cast<double>(tallies.size() - 1);
+  if (dispersion > freedom + 3 * std::sqrt(2 * freedom)) return;
+  for (advise::WorkerProfile& w : *workers) {
+    w.delay_prob = DelayShare(all.delayed, all.steps);
+    w.delay_s = all.excess_s / static_cast<double>(all.delayed);
+  }
 }
 
 // The share of a step's computing that had a core (advise::WorkerProfile's
@@ -271,12 +348,15 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy)
   profile.link_gbps = 0;
   profile.latency_s = common / 2;
   std::vector<advise::StepTimes> steps(per_sample.size());
+  std::vector<DelayTally> tallies(per_sample.size());
+  const double cluster_level = ClusterLevel(per_sample);
   for (size_t i = 0; i < per_sample.size(); ++i) {
-    profile.workers.push_back(
-        WorkerFrom(per_sample[i], clock[i], extra[i], options_.batch, &steps[i]));
+    profile.workers.push_back(WorkerFrom(per_sample[i], clock[i], extra[i], options_.batch,
+                                         cluster_level, &steps[i], &tallies[i]));
     profile.workers.back().core_share = shares[i];
     if (shared) profile.workers.back().jitter = advise::LogSpread(work[i], kMaxJitter);
   }
+  PoolDelays(tallies, &profile.workers);
   profile.rotation_s = advise::RotatingDelay(steps);
   return profile;
 }

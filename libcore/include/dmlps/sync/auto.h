@@ -41,8 +41,9 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // steps, then every `every` iterations, and sooner (but kMinGap after the
 // last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
 // profile from the steps since each worker's last lasting change (level: the median of the steps
-// under kDelayFactor times their lower quartile; delays: steps
-// at advise's kDelayFactor times it or more; whether they take turns by the workers' clocks,
+// under kDelayFactor times their lower quartile, or their fastest where that alone is at the
+// cluster's level; delays: steps at advise's kDelayFactor times it or more, one rate for all
+// where the workers' counts are what one rate would give; whether they take turns by the workers' clocks,
 // advise::RotatingDelay), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
