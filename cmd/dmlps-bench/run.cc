@@ -64,7 +64,10 @@ void AddRunOptions(cxxopts::Options& options) {
         "order, so that a policy's runs do not differ by the order pushes arrive in"},
        {"seed-per-repeat",
         "Run repeat K with seed N+K-1 (N: --seed), every policy alike, so that the repeats "
-        "sample K initial models and data orders rather than one"}});
+        "sample K initial models and data orders rather than one"},
+       {"shuffle",
+        "Run each repeat's policies in an order of its own, drawn from --seed and the repeat, "
+        "so that no policy always runs after the same one"}});
 }
 
 cli::Program ReadRunFlags(cli::FlagReader& flags) {
@@ -80,6 +83,7 @@ cli::Program ReadRunFlags(cli::FlagReader& flags) {
     options.cluster.evaluator_command = flags.String("evaluator-command");
   options.cluster.deterministic = flags.Has("deterministic");
   options.seed_per_repeat = flags.Has("seed-per-repeat");
+  options.shuffle = flags.Has("shuffle");
   for (const std::string& problem : CheckCommands(experiment, options.cluster))
     flags.AddProblem(problem);
   std::vector<const char*> binaries = {"dmlps-server"};

@@ -40,6 +40,7 @@ complete -c $c -l worker-command -x -a '(__fish_complete_command)' -d 'Run each 
 complete -c $c -l evaluator-command -x -a '(__fish_complete_command)' -d 'Run an evaluator as sh -c CMD per run'
 complete -c $c -l deterministic -d 'run: sum each update'\''s gradients in rank order'
 complete -c $c -l seed-per-repeat -d 'run: repeat K with seed N+K-1'
+complete -c $c -l shuffle -d 'run: each repeat its own order of the policies'
 complete -c $c -l link-gbps -x -d 'sim: bandwidth of every link, Gbit/s (0: unlimited)'
 complete -c $c -l latency-us -x -d 'sim: one-way latency of every message, microseconds'
 complete -c $c -l shared-cores -x -d 'sim: workers and server share C cores (0: a machine each)'

@@ -117,6 +117,20 @@ cut -f2- "$WORK/seeds/bsp-1/server.tsv" | cmp -s - "$WORK/same-1" ||
 cut -f2- "$WORK/seeds/bsp-2/server.tsv" | cmp -s - "$WORK/same-2" &&
   fail "repeat 2 of --seed-per-repeat ran seed 1's model again"
 grep -q "bsp run 2/2 (seed 2)" "$WORK/seeds.log" || fail "the log does not name repeat 2's seed"
+# --shuffle: each repeat logs its order, and its runs go in that order.
+"$bench" run --workers 2 --batch 64 --eval-every 10 --target 0 --max-iterations 10 \
+  --policies bsp,asp,ssp:2 --repeat 2 --shuffle --format tsv \
+  >"$WORK/shuffle.tsv" 2>"$WORK/shuffle.log" || fail "dmlps-bench run --shuffle exited $?"
+for rep in 1 2; do
+  logged=$(sed -n "s/.*repeat $rep\/2 in the order //p" "$WORK/shuffle.log")
+  ran=$(sed -n "s/.*\] \([a-z:0-9]*\) run $rep\/2: .*/\1/p" "$WORK/shuffle.log" | paste -sd, | sed 's/,/, /g')
+  [ -n "$logged" ] || fail "repeat $rep logs no order: $(cat "$WORK/shuffle.log")"
+  [ "$logged" = "$ran" ] || fail "repeat $rep ran $ran, not the order logged ($logged)"
+  [ "$(echo "$logged" | tr -d ' ' | tr ',' '\n' | LC_ALL=C sort | paste -sd,)" = asp,bsp,ssp:2 ] ||
+    fail "repeat $rep's order is no permutation of the policies: $logged"
+done
+[ "$(cut -f1 "$WORK/shuffle.tsv" | paste -sd,)" = policy,bsp,asp,ssp:2 ] ||
+  fail "--shuffle's table is not in the order of --policies: $(cat "$WORK/shuffle.tsv")"
 
 # Bad input: one line each, exit 64, nothing run.
 expect_usage() {

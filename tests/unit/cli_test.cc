@@ -3,9 +3,11 @@
 #include <doctest/doctest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -187,6 +189,25 @@ TEST_CASE("A run of dmlps-bench run has a folder and a line of outcome") {
   CHECK(bench::DescribeOutcome(r, false).rfind("ran 12.35 s", 0) == 0);
   r.failure = "the server exited 70";
   CHECK(bench::DescribeOutcome(r, true) == "FAILED: the server exited 70");
+}
+
+TEST_CASE("dmlps-bench run --shuffle: each repeat an order of its own, the same on every run") {
+  const std::vector<std::string> policies = {"bsp", "backup:1", "ssp:3", "lbbsp", "auto"};
+  CHECK(bench::RepeatOrder(policies, 1, 2, false) == policies);
+  std::set<std::string> firsts, before_auto;
+  for (int64_t repeat = 1; repeat <= 20; ++repeat) {
+    const std::vector<std::string> order = bench::RepeatOrder(policies, 1, repeat, true);
+    CHECK(order == bench::RepeatOrder(policies, 1, repeat, true));
+    CHECK(std::is_permutation(order.begin(), order.end(), policies.begin(), policies.end()));
+    firsts.insert(order.front());
+    const auto at = std::find(order.begin(), order.end(), "auto");
+    before_auto.insert(at == order.begin() ? "" : *(at - 1));
+  }
+  // In one fixed order auto always ran after lbbsp: over 20 repeats every
+  // policy comes first and auto follows many.
+  CHECK(firsts.size() == policies.size());
+  CHECK(before_auto.size() >= 4);
+  CHECK(bench::RepeatOrder(policies, 2, 1, true) != bench::RepeatOrder(policies, 1, 1, true));
 }
 
 struct Entry {

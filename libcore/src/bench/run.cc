@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <random>
+#include <utility>
 
 namespace dmlps::bench {
 
@@ -15,6 +17,20 @@ std::string RunFolderName(const std::string& policy, int64_t repeat) {
     if (c == ':' || c == '/') c = '-';
   }
   return tag + "-" + std::to_string(repeat);
+}
+
+std::vector<std::string> RepeatOrder(const std::vector<std::string>& policies, uint64_t seed,
+                                     int64_t repeat, bool shuffle) {
+  std::vector<std::string> order = policies;
+  if (!shuffle) return order;
+  // Fisher-Yates on a generator of fixed definition (mt19937_64 is one;
+  // std::shuffle and the standard distributions are not), so that a
+  // sitting's order is the same wherever it is run again.
+  std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(repeat));
+  for (size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[random() % i]);
+  }
+  return order;
 }
 
 std::string DescribeOutcome(const RunResult& r, bool has_target) {
@@ -39,7 +55,14 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
       e.seed = experiment.seed + static_cast<uint64_t>(rep - 1);
       for (worker::StragglerSpec& s : e.stragglers) s.seed = e.seed;
     }
-    for (const std::string& policy : experiment.policies) {
+    const std::vector<std::string> order =
+        RepeatOrder(experiment.policies, experiment.seed, rep, options.shuffle);
+    if (options.shuffle) {
+      std::string listed;
+      for (const std::string& policy : order) listed += (listed.empty() ? "" : ", ") + policy;
+      spdlog::info("repeat {}/{} in the order {}", rep, experiment.repeat, listed);
+    }
+    for (const std::string& policy : order) {
       if (signal->load() != 0) break;
       ++done;
       const std::string folder = RunFolderName(policy, rep);

@@ -23,7 +23,10 @@
 # 230 from run to run, a spread that was no policy's doing. Each repeat K
 # then runs seed K, every policy alike (--seed-per-repeat): with one seed a
 # policy's repeats would be one trajectory, one draw of where it first
-# crosses the target.
+# crosses the target. And each repeat runs the policies in an order of its
+# own (--shuffle): in one fixed order auto always ran after lbbsp, which
+# ran after ssp:3's long runs, and what they left the host in fell on auto
+# alone.
 # With --efficiency, no runs: the statistical-efficiency rows that the real
 # runs under --out give (every sitting below it, links followed), as C++ for
 # libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
@@ -85,7 +88,7 @@ run_all() {
     echo "== $mode, $n workers, profile $profile: ${args[*]} ($(date -u '+%F %T') UTC; load $(cut -d' ' -f1-3 /proc/loadavg))"
     if [ "$mode" = run ]; then
       "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" --workers "$n" --deterministic \
-        --seed-per-repeat \
+        --seed-per-repeat --shuffle \
         --policies "$policies,auto" "${args[@]}" --out "$base" \
         --format tsv "${extra[@]}" 2>"$base.log" | tee "$base.tsv"
     else

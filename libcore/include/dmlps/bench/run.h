@@ -23,6 +23,11 @@ struct ExperimentOptions {
   // the repeats then sample K initial models and data orders, paired
   // across the policies, rather than one.
   bool seed_per_repeat = false;
+  // Each repeat runs the policies in an order of its own (RepeatOrder):
+  // in one fixed order each policy always runs after the same one, and
+  // whatever a run leaves the host in (ssp:3's long runs, a scheduler's
+  // warm state) falls on the same policy every time.
+  bool shuffle = false;
   // A status line kept up to date while a run lasts: `show` about every
   // 200 ms with the run's label ("[2/10] bsp run 1/2") and how it goes,
   // `clear` once it has ended. Unset, the start of each run is logged instead.
@@ -33,12 +38,19 @@ struct ExperimentOptions {
 // "ssp:3", 2 -> "ssp-3-2": the folder of one run.
 std::string RunFolderName(const std::string& policy, int64_t repeat);
 
+// The order repeat `repeat` (from 1) runs `policies` in: as given, or
+// with `shuffle` a permutation drawn from `seed` and the repeat (the same
+// for the same three, on every host).
+std::vector<std::string> RepeatOrder(const std::vector<std::string>& policies, uint64_t seed,
+                                     int64_t repeat, bool shuffle);
+
 // How a run ended, in one line for the log: its failure, or its time,
 // iterations, accuracy and compute ratios.
 std::string DescribeOutcome(const RunResult& run, bool has_target);
 
 // Runs every policy `repeat` times on a real cluster each (RunCluster), the
-// policies taking turns so that drift on the host hits all alike, and logs
+// policies taking turns so that drift on the host hits all alike (each
+// repeat in RepeatOrder's order), and logs
 // each run's outcome. Stops early, with the runs that ended, once *signal
 // becomes nonzero. A failed run is a result with `failure` set.
 std::vector<RunResult> RunExperiment(const Experiment& experiment, const ExperimentOptions& options,
