@@ -293,14 +293,17 @@ std::string FeatureKind(const ClusterProfile& profile) {
   switch (f.kind) {
     case Feature::Kind::kStraggler:
       return fmt::format("worker-{} steadily slower", f.worker);
-    case Feature::Kind::kRotation:
-      return "delays taking turns";
+    case Feature::Kind::kRotation:  // on fewer steps read as transient delays
     case Feature::Kind::kDelays:
       return "transient delays";
     case Feature::Kind::kEven:
       break;
   }
   return "an even cluster";
+}
+
+bool ReadsDelays(const ClusterProfile& profile) {
+  return TellingFeature(profile).kind == Feature::Kind::kDelays;
 }
 
 std::string DescribeProfile(const ClusterProfile& profile) {

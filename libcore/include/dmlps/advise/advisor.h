@@ -164,9 +164,14 @@ bool HasSteadyStraggler(const ClusterProfile& profile);
 std::string DescribeProfile(const ClusterProfile& profile);
 
 // The kind of that feature, the same while the cluster stays as it is:
-// "worker-3 steadily slower" (the worker named), "delays taking turns",
-// "transient delays" (on whichever workers) or "an even cluster".
+// "worker-3 steadily slower" (the worker named), "transient delays" (on
+// whichever workers, or taking turns: fewer steps read a rotation as
+// delays) or "an even cluster".
 std::string FeatureKind(const ClusterProfile& profile);
+
+// Whether that feature is transient delays: a rate read off a few steps a
+// worker, where a straggler's level is read off every one of them.
+bool ReadsDelays(const ClusterProfile& profile);
 
 }  // namespace dmlps::advise
 

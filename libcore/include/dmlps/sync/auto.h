@@ -43,8 +43,8 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // profile from the steps since each worker's last lasting change (level: the median of the steps
 // under kDelayFactor times their lower quartile, or their fastest where that alone is at the
 // cluster's level; delays: steps at advise's kDelayFactor times it or more, one rate for all
-// where the workers' counts are what one rate would give; whether they take turns by the workers' clocks,
-// advise::RotatingDelay), has the Advisor predict every candidate, takes its
+// where the workers' counts are what one rate would give; whether they take turns by the workers'
+// clocks, advise::RotatingDelay), has the Advisor predict every candidate, takes its
 // recommendation, and switches when that is predicted kMinGain faster than the policy running and
 // the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
 // progress toward the target but at least `every` and at least as many as done so far, and where
@@ -69,6 +69,10 @@ class AutoDecider : public SwitchDecider {
   // Iterations at least between two decisions, however many lasting
   // changes come (on a busy host the level of many workers moves often).
   static constexpr int64_t kMinGap = 10;
+  // A first reading of transient delays on fewer delayed steps than this
+  // waits for the next decision as a marginal gain after it does: their
+  // rate then has a relative error over a tenth.
+  static constexpr int64_t kFewDelays = 100;
 
   struct Options {
     std::vector<std::string> candidates;  // non-empty; checked by MakeAuto; starts under the first
@@ -108,11 +112,12 @@ class AutoDecider : public SwitchDecider {
 
   // Records w's push; true when it shows a new lasting change.
   bool Measure(WorkerId w, const PushInfo& push);
-  // The live workers' profile; nothing until each has kMinSteps steps since
-  // its last change.
-  std::optional<advise::ClusterProfile> Profile(const Policy& policy) const;
+  // The live workers' profile, and into *delayed the delayed steps it
+  // read; nothing until each has kMinSteps steps since its last change.
+  std::optional<advise::ClusterProfile> Profile(const Policy& policy, int64_t* delayed) const;
+  // `delayed`: Profile's.
   std::optional<SwitchRequest> Decide(const SwitchContext& context,
-                                      const advise::ClusterProfile& profile);
+                                      const advise::ClusterProfile& profile, int64_t delayed);
   // BSP-equivalent iterations predicted left in the run.
   double Remaining(int64_t iteration) const;
   // What the accuracy's progress alone says is left (Remaining before its
