@@ -496,16 +496,22 @@ TEST_CASE("auto: a link slowing down mid-run calls for a decision at once") {
   CHECK(run.switches.size() == 2);  // decided, done
 }
 
+// Step times of workers each held up 50x at random one step in `one_in`
+// (worker `heavy`, if any, one step in two).
+std::function<double(WorkerId, int64_t)> RandomDelays(int one_in, WorkerId heavy = -1) {
+  return [one_in, heavy](WorkerId w, int64_t step) {
+    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
+    const double u = std::uniform_real_distribution<double>(0, 1)(random);
+    return u < (w == heavy ? 0.5 : 1.0 / one_in) ? 0.5 : 0.01;
+  };
+}
+
 TEST_CASE("auto: transient delays are no lasting change and do not hold decisions back") {
   // Each step of each worker is delayed 50x with probability 0.2, the
   // delay profile's kind: the median of ten steps stays at the level, while
   // their mean log moves by 2x whenever two more of them are delayed
   // (docs/algorithms.md, "Auto": a lasting change is one of the median).
-  auto delayed = [](WorkerId w, int64_t step) {
-    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
-    return std::uniform_real_distribution<double>(0, 1)(random) < 0.2 ? 0.5 : 0.01;
-  };
-  const AutoRun run = RunAuto(4, delayed, 40);
+  const AutoRun run = RunAuto(4, RandomDelays(5), 40);
   REQUIRE_FALSE(run.decisions.empty());
   // The first decision once every worker has its warm-up and kMinSteps
   // steps: no change seen in between to start the count again.
@@ -516,16 +522,12 @@ TEST_CASE("auto: transient delays are no lasting change and do not hold decision
   }
 }
 
-TEST_CASE("auto: a worker delayed in most of its first few steps is no straggler") {
-  // Steps held up 50x one time in five, in turn; but workers 0-3 are held
-  // up in four of the six steps the first decision measures (clocks 2-7,
-  // after two of warm-up), as chance has it in one worker in sixty at one
-  // delay in five, in four of 256. Their level is that of their undelayed
-  // steps (docs/algorithms.md, "Auto"): the lower median of all six would
-  // be a delayed one, a straggler 50x slow.
-  auto delayed = [](WorkerId w, int64_t step) {
-    const bool unlucky = w < 4 && (step == 2 || step == 4 || step == 5 || step == 7);
-    return unlucky || (step >= 8 && (step + w) % 5 == 0) ? 0.5 : 0.01;
+// Runs 16 workers whose steps are held up 50x one time in five, in turn,
+// and at the steps `unlucky` names; checks that the first decision, on six
+// steps a worker, reads delays and no straggler.
+void FirstReadsDelays(const std::function<bool(WorkerId, int64_t)>& unlucky) {
+  auto delayed = [&unlucky](WorkerId w, int64_t step) {
+    return unlucky(w, step) || (step >= 8 && (step + w) % 5 == 0) ? 0.5 : 0.01;
   };
   const AutoRun run = RunAuto(16, delayed, 10);
   REQUIRE_FALSE(run.decisions.empty());
@@ -534,35 +536,27 @@ TEST_CASE("auto: a worker delayed in most of its first few steps is no straggler
   CHECK(first.iteration <= 2 + AutoDecider::kMinSteps + 1);
   CHECK(first.measured.find("steadily") == std::string::npos);
   CHECK(first.measured.find("transient delays") != std::string::npos);
+}
+
+TEST_CASE("auto: a worker delayed in most of its first few steps is no straggler") {
+  // Workers 0-3 are held up in four of the six steps the first decision
+  // measures (clocks 2-7, after two of warm-up), as chance has it in one
+  // worker in sixty at one delay in five, in four of 256. Their level is
+  // that of their undelayed steps (docs/algorithms.md, "Auto"): the lower
+  // median of all six would be a delayed one, a straggler 50x slow.
+  FirstReadsDelays([](WorkerId w, int64_t step) {
+    return w < 4 && (step == 2 || step == 4 || step == 5 || step == 7);
+  });
 }
 
 TEST_CASE("auto: a worker delayed in five of its first six steps is no straggler either") {
-  // As above, but worker 0 is held up in five of the six steps (clocks
-  // 2-7), as chance has it in one worker in 600 at one delay in five, one
-  // of 256 in a third of such runs: its own lower quartile is a delayed
-  // step. Its one undelayed step, at the others' level, shows what it does
-  // undelayed (docs/algorithms.md, "Auto").
-  auto delayed = [](WorkerId w, int64_t step) {
-    const bool unlucky = w == 0 && step >= 2 && step <= 7 && step != 4;
-    return unlucky || (step >= 8 && (step + w) % 5 == 0) ? 0.5 : 0.01;
-  };
-  const AutoRun run = RunAuto(16, delayed, 10);
-  REQUIRE_FALSE(run.decisions.empty());
-  const Decision& first = run.decisions.front();
-  CAPTURE(first.measured);
-  CHECK(first.iteration <= 2 + AutoDecider::kMinSteps + 1);
-  CHECK(first.measured.find("steadily") == std::string::npos);
-  CHECK(first.measured.find("transient delays") != std::string::npos);
-}
-
-// Step times of workers each held up 50x at random one step in `one_in`
-// (worker `heavy`, if any, one step in two).
-std::function<double(WorkerId, int64_t)> RandomDelays(int one_in, WorkerId heavy = -1) {
-  return [one_in, heavy](WorkerId w, int64_t step) {
-    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
-    const double u = std::uniform_real_distribution<double>(0, 1)(random);
-    return u < (w == heavy ? 0.5 : 1.0 / one_in) ? 0.5 : 0.01;
-  };
+  // Worker 0 is held up in five of the six steps (clocks 2-7), as chance
+  // has it in one worker in 600 at one delay in five, one of 256 in a
+  // third of such runs: its own lower quartile is a delayed step. Its one
+  // undelayed step, at the others' level, shows what it does undelayed
+  // (docs/algorithms.md, "Auto").
+  FirstReadsDelays(
+      [](WorkerId w, int64_t step) { return w == 0 && step >= 2 && step <= 7 && step != 4; });
 }
 
 // The delay shares the first decision measured, per worker ("(+17%)").
