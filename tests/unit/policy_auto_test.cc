@@ -459,19 +459,24 @@ TEST_CASE("auto: on cores of their own the first reading moves it at once, later
   CHECK(later.switches.front().iteration >= waited->iteration + AutoDecider::kMinGap);
 }
 
+// Step times of 10 ms, each held up to `held_s` at random one step in
+// `one_in` (worker `heavy`, if any, one step in two).
+std::function<double(WorkerId, int64_t)> RandomDelays(double held_s, int one_in,
+                                                      WorkerId heavy = -1) {
+  return [held_s, one_in, heavy](WorkerId w, int64_t step) {
+    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
+    const double u = std::uniform_real_distribution<double>(0, 1)(random);
+    return u < (w == heavy ? 0.5 : 1.0 / one_in) ? held_s : 0.01;
+  };
+}
+
 TEST_CASE("auto: on cores of their own a first reading of delays waits for a second") {
   // Each step held up 2.5x one time in four, at random: backup:1 reads
   // marginally faster (under kConfirmBelow). A rate of delays is read off
   // six steps a worker, unlike a straggler's level (above), and the first
   // decision waits for the next to read it again (docs/algorithms.md,
   // "Auto").
-  const AutoRun run = RunAuto(
-      4,
-      [](WorkerId w, int64_t step) {
-        std::mt19937_64 random(static_cast<uint64_t>(w) * 7919 + static_cast<uint64_t>(step));
-        return std::uniform_real_distribution<double>(0, 1)(random) < 0.25 ? 0.025 : 0.01;
-      },
-      10);
+  const AutoRun run = RunAuto(4, RandomDelays(0.025, 4), 10);
   REQUIRE_FALSE(run.decisions.empty());
   const Decision& first = run.decisions.front();
   CAPTURE(first.measured);
@@ -496,22 +501,12 @@ TEST_CASE("auto: a link slowing down mid-run calls for a decision at once") {
   CHECK(run.switches.size() == 2);  // decided, done
 }
 
-// Step times of workers each held up 50x at random one step in `one_in`
-// (worker `heavy`, if any, one step in two).
-std::function<double(WorkerId, int64_t)> RandomDelays(int one_in, WorkerId heavy = -1) {
-  return [one_in, heavy](WorkerId w, int64_t step) {
-    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
-    const double u = std::uniform_real_distribution<double>(0, 1)(random);
-    return u < (w == heavy ? 0.5 : 1.0 / one_in) ? 0.5 : 0.01;
-  };
-}
-
 TEST_CASE("auto: transient delays are no lasting change and do not hold decisions back") {
   // Each step of each worker is delayed 50x with probability 0.2, the
   // delay profile's kind: the median of ten steps stays at the level, while
   // their mean log moves by 2x whenever two more of them are delayed
   // (docs/algorithms.md, "Auto": a lasting change is one of the median).
-  const AutoRun run = RunAuto(4, RandomDelays(5), 40);
+  const AutoRun run = RunAuto(4, RandomDelays(0.5, 5), 40);
   REQUIRE_FALSE(run.decisions.empty());
   // The first decision once every worker has its warm-up and kMinSteps
   // steps: no change seen in between to start the count again.
@@ -574,7 +569,7 @@ TEST_CASE("auto: workers delayed at one rate are read at that rate, not at their
   // chance gives them shares from 0 to 50%, and one rate for all explains
   // those counts (docs/algorithms.md, "Auto"): every worker is read at the
   // pooled share.
-  const AutoRun even = RunAuto(8, RandomDelays(5), 10);
+  const AutoRun even = RunAuto(8, RandomDelays(0.5, 5), 10);
   REQUIRE_FALSE(even.decisions.empty());
   const std::vector<std::string> shares = DelayShares(even.decisions.front());
   CAPTURE(even.decisions.front().measured);
@@ -582,7 +577,7 @@ TEST_CASE("auto: workers delayed at one rate are read at that rate, not at their
   CHECK(std::count(shares.begin(), shares.end(), shares.front()) == 8);
   // One worker delayed every other step and the others one in fifty: no
   // one rate gives those counts, and each keeps its own.
-  const AutoRun uneven = RunAuto(8, RandomDelays(50, 7), 10);
+  const AutoRun uneven = RunAuto(8, RandomDelays(0.5, 50, 7), 10);
   REQUIRE_FALSE(uneven.decisions.empty());
   const std::string measured = uneven.decisions.front().measured;
   CAPTURE(measured);

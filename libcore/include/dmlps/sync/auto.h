@@ -52,9 +52,10 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // efficiency; else the iteration
 // limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's
 // cost (the drain: the slowest worker's step plus one iteration of the new policy). After the
-// first decision, and at it on shared cores (advise::SharedCores), a switch predicted under
-// kConfirmBelow times as fast is made only when the next decision, kMinGap iterations on,
-// chooses it again for the same kind of cause (advise::FeatureKind).
+// first decision, and at it on shared cores (advise::SharedCores) or on a reading of transient
+// delays from under kFewDelays delayed steps, a switch predicted under kConfirmBelow times as fast
+// is made only when the next decision, kMinGap iterations on, chooses it again for the same kind
+// of cause (advise::FeatureKind).
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -64,14 +65,14 @@ class AutoDecider : public SwitchDecider {
   static constexpr double kMinRemaining = 50;
   // A switch predicted under this many times as fast as the policy running
   // waits for the next decision (kMinGap on) to choose it again, but at the
-  // first decision on cores of the workers' own.
+  // first decision on cores of the workers' own (unless it reads few delays).
   static constexpr double kConfirmBelow = 1.5;
   // Iterations at least between two decisions, however many lasting
   // changes come (on a busy host the level of many workers moves often).
   static constexpr int64_t kMinGap = 10;
-  // A first reading of transient delays on fewer delayed steps than this
-  // waits for the next decision as a marginal gain after it does: their
-  // rate then has a relative error over a tenth.
+  // A first decision that reads transient delays from fewer delayed steps
+  // than this confirms a marginal gain as later decisions do: the rate's
+  // relative error is then about a tenth or more.
   static constexpr int64_t kFewDelays = 100;
 
   struct Options {
