@@ -83,7 +83,8 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
        {"candidates",
         "auto: the policies it may switch between, comma-separated as dmlps-bench names them "
         "(bsp, asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH]); it starts under the "
-        "first (default bsp,backup:1,ssp:3,lbbsp)",
+        "first (default backup:1,bsp,ssp:3,lbbsp; on two workers bsp first, on one without "
+        "backup:1)",
         "LIST"},
        {"backup", "backup: pushes per iteration not waited for", "B",
         std::to_string(defaults.backup)},

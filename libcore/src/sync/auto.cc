@@ -27,6 +27,14 @@ constexpr double kMinCoreShare = 0.01;
 constexpr std::string_view kSwitchable[] = {"bsp",   "asp",       "ssp", "backup",
                                             "lbbsp", "lbbsp-gpu", "dssp"};
 
+// Whether a switch from `running` into `best` gives up tolerance of a
+// straggler: into BSP, whose every round waits for the slowest push,
+// from any other candidate (each of which leaves it behind, or, LB-BSP,
+// rebalances around it).
+bool GivesUpTolerance(std::string_view running, std::string_view best) {
+  return best == "bsp" && running != "bsp";
+}
+
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
   const size_t mid = values.size() / 2;
@@ -212,14 +220,17 @@ const advise::Prediction* Find(const advise::Advice& advice, std::string_view po
 
 std::vector<std::string> AutoCandidates(int64_t num_workers) {
   if (num_workers < 2) return {"bsp", "ssp:3", "lbbsp"};
-  // bsp first, so that auto starts under it: before its first decision it
-  // runs uninformed, and BSP computes the job as asked. Where the cluster
-  // is even it stays, and the run is BSP's from its first iteration; a
-  // start under backup:1 dropped a push a round before the first decision
-  // moved it to BSP, and its runs reached 0.85 at iteration 200-260 where
-  // BSP's reached it at 180. A straggler from the start costs the first
-  // decision's few iterations under BSP (docs/algorithms.md, "Auto").
-  return {"bsp", "backup:1", "ssp:3", "lbbsp"};
+  // Two workers: backup:1 would keep one push a round of two.
+  if (num_workers < 3) return {"bsp", "backup:1", "ssp:3", "lbbsp"};
+  // backup:1 first, so that auto starts under it: before its first
+  // decision it runs uninformed, and a backup worker's round waits for no
+  // one slow worker. Near the target a policy's iterations to it are the
+  // policy's own draw whenever it came in (docs/algorithms.md, "Auto"): a
+  // start under BSP that moved to backup:1 when a straggler came at
+  // iteration 150 took 220-260 iterations in 30 runs of 30, backup:1's
+  // own 200-250, plus BSP's even rounds and ten more beside the
+  // straggler. An even cluster moves it to BSP at an early decision.
+  return {"backup:1", "bsp", "ssp:3", "lbbsp"};
 }
 
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch) {
@@ -478,6 +489,11 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
       if (now != nullptr && best->effective_s > now_s * (1 - kMinGain)) {
         d.reason = fmt::format("stay: {} is predicted under {:.0f}% faster than {}", best->policy,
                                kMinGain * 100, running_);
+      } else if (GivesUpTolerance(running_, best->policy) && now_s < best->effective_s * kIntoBsp) {
+        d.reason = fmt::format(
+            "stay: {} is predicted {:.2f}x as fast, under the {}x that leaving {} for a policy "
+            "that waits for every push must be",
+            best->policy, now_s / best->effective_s, kIntoBsp, running_);
       } else if (d.gain_s <= kPayback * d.cost_s) {
         d.reason = fmt::format(
             "stay: {} would save {:.3g} s over {:.0f} iterations left, not {}x the switch's {:.3g} "
@@ -512,7 +528,9 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
         d.reason =
             fmt::format("switch: saves {:.3g} s over {:.0f} iterations left for {:.3g} s; {}",
                         d.gain_s, horizon, d.cost_s, advice->reason);
-        request = SwitchRequest{best->policy, d.reason, speedup, 1 / (1 - kMinGain)};
+        const double threshold =
+            GivesUpTolerance(running_, best->policy) ? kIntoBsp : 1 / (1 - kMinGain);
+        request = SwitchRequest{best->policy, d.reason, speedup, threshold};
       }
     }
   }

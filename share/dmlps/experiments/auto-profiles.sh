@@ -94,14 +94,15 @@ run_all() {
     else
       "$bin/dmlps-bench" sim --repeat "$repeat" --workers "$n" --policies "$policies,auto" \
         "${args[@]}" --format tsv "${extra[@]}" 2>"$base.log" | tee "$base.tsv"
-      choice "$base.log" >"$base.choice"
+      choice "$base.log" "$n" >"$base.choice"
     fi
     echo
   done
 }
 
-# auto_start: the policy auto starts under: the first of --candidates when
-# the extra arguments give them, else bsp, as dmlps-server does.
+# auto_start N: the policy auto starts under on N workers: the first of
+# --candidates when the extra arguments give them, else as dmlps-server
+# does (backup:1 from three workers, else bsp).
 auto_start() {
   local i
   for ((i = 0; i < ${#extra[@]}; i++)); do
@@ -110,14 +111,14 @@ auto_start() {
       return
     fi
   done
-  echo bsp
+  if [ "$1" -ge 3 ]; then echo backup:1; else echo bsp; fi
 }
 
-# choice LOG: the policy auto ran the most iterations under, over all its
-# runs in a dmlps-bench sim log (its switches done, then where
-# it ended; where it never switched, the policy it starts under).
+# choice LOG N: the policy auto ran the most iterations under, over all
+# its runs in a dmlps-bench sim log of N workers (its switches done, then
+# where it ended; where it never switched, the policy it starts under).
 choice() {
-  awk -v first="$(auto_start)" '
+  awk -v first="$(auto_start "$2")" '
     / auto \([0-9]+\/[0-9]+\): policy switch done: / {
       for (i = 1; i <= NF; i++) if ($i == "->") { from = $(i - 1); to = $(i + 1) }
       for (i = 1; i <= NF; i++) if ($i == "iteration") { at = $(i + 1) + 0 }

@@ -21,8 +21,8 @@ namespace dmlps::sync {
 
 // The candidates auto runs when none are given: those of advise's default
 // list that it can switch into live (workers in kSync mode) and that fit
-// `num_workers` (backup:1 needs two), bsp first (auto starts under the
-// first).
+// `num_workers` (backup:1 needs two), backup:1 first from three workers,
+// else bsp (auto starts under the first).
 std::vector<std::string> AutoCandidates(int64_t num_workers);
 
 // Whether auto can run `entry` ("ssp:3", as dmlps-bench names policies):
@@ -67,6 +67,14 @@ class AutoDecider : public SwitchDecider {
   // waits for the next decision (kMinGap on) to choose it again, but at the
   // first decision on cores of the workers' own (unless it reads few delays).
   static constexpr double kConfirmBelow = 1.5;
+  // A switch from any other candidate into BSP must be predicted this many
+  // times as fast: it gives up tolerance of a straggler, and one that comes
+  // later costs what the moves away and back cost. Four workers, the last
+  // turning 4x slow at iteration 150 of about 210: a run under BSP that
+  // moved to backup:1 took 1.15-1.3x backup:1's time from the start; on
+  // their even cluster backup:1 takes 1.07x BSP's (medians of eight
+  // sittings, docs/auto-goals.md).
+  static constexpr double kIntoBsp = 1.25;
   // Iterations at least between two decisions, however many lasting
   // changes come (on a busy host the level of many workers moves often).
   static constexpr int64_t kMinGap = 10;
