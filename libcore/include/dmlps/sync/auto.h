@@ -45,14 +45,14 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // cluster's level; delays: steps at advise's kDelayFactor times it or more, one rate for all
 // where the workers' counts are what one rate would give; whether they take turns by the workers'
 // clocks, advise::RotatingDelay), has the Advisor predict every candidate, takes its
-// recommendation, and switches when that is predicted kMinGain faster than the policy running and
-// the time saved over the rest of the run (the BSP-equivalent iterations left, from the accuracy's
-// progress toward the target but at least `every` and at least as many as done so far, and where
-// a floor speaks the progress that many iterations of the policy switched to make, the floor / its
-// efficiency; else the iteration
-// limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the switch's
-// cost (the drain: the slowest worker's step plus one iteration of the new policy). After the
-// first decision, and at it on shared cores (advise::SharedCores) or on a reading of transient
+// recommendation, and switches when that is predicted kMinGain faster than the policy running
+// (kIntoBsp times as fast for one into BSP from another candidate) and the time saved over the rest
+// of the run (the BSP-equivalent iterations left, from the accuracy's progress toward the target
+// but at least `every` and at least as many as done so far, and where a floor speaks the progress
+// that many iterations of the policy switched to make, the floor / its efficiency; else the
+// iteration limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the
+// switch's cost (the drain: the slowest worker's step plus one iteration of the new policy). After
+// the first decision, and at it on shared cores (advise::SharedCores) or on a reading of transient
 // delays from under kFewDelays delayed steps, a switch predicted under kConfirmBelow times as fast
 // is made only when the next decision, kMinGap iterations on, chooses it again for the same kind
 // of cause (advise::FeatureKind).
