@@ -229,7 +229,8 @@ std::vector<std::string> AutoCandidates(int64_t num_workers) {
   // start under BSP that moved to backup:1 when a straggler came at
   // iteration 150 took 220-260 iterations in 30 runs of 30, backup:1's
   // own 200-250, plus BSP's even rounds and ten more beside the
-  // straggler. An even cluster moves it to BSP at an early decision.
+  // straggler. An even cluster keeps it there: BSP is predicted faster,
+  // but under AutoDecider::kIntoBsp times as fast.
   return {"backup:1", "bsp", "ssp:3", "lbbsp"};
 }
 
@@ -491,8 +492,8 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
                                kMinGain * 100, running_);
       } else if (GivesUpTolerance(running_, best->policy) && now_s < best->effective_s * kIntoBsp) {
         d.reason = fmt::format(
-            "stay: {} is predicted {:.2f}x as fast, under the {}x that leaving {} for a policy "
-            "that waits for every push must be",
+            "stay: {} is predicted {:.2f}x as fast, under the {}x a switch from {} into a "
+            "policy that waits for every push needs",
             best->policy, now_s / best->effective_s, kIntoBsp, running_);
       } else if (d.gain_s <= kPayback * d.cost_s) {
         d.reason = fmt::format(
