@@ -2,7 +2,7 @@
 # rest, trains mlp:128 on the full Fashion-MNIST to 0.84 test accuracy:
 # started under BSP (bsp first in --candidates), it measures the
 # straggler and decides, logs and traces, to switch away from BSP
-# (docs/algorithms.md, "Auto"). Then an even cluster under the default
+# (docs/auto.md). Then an even cluster under the default
 # candidates (it starts under backup:1): it does not flap. Bad candidates
 # are refused.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,4 @@
-// The auto policy as docs/algorithms.md states it ("Auto"): SwitchingPolicy
+// The auto policy as docs/auto.md states it: SwitchingPolicy
 // switches from and to every candidate at a point where every worker goes
 // on from one model, with no push computed under one policy applied under
 // the other; AutoDecider switches away from BSP for a steady straggler,
@@ -326,7 +326,7 @@ TEST_CASE("auto: on shared cores, jittery even steps do not move it to backup:1"
 
 TEST_CASE("auto: from three workers it starts under backup:1 by default, and stays") {
   // Before its first decision auto runs uninformed, under backup:1, whose
-  // rounds wait for no one slow worker (docs/algorithms.md, "Auto"). A
+  // rounds wait for no one slow worker (docs/auto.md). A
   // steady 4x straggler keeps it there; so does an even cluster, where BSP
   // is predicted faster but under AutoDecider::kIntoBsp times as fast.
   const AutoRun slow =
@@ -393,7 +393,7 @@ TEST_CASE("auto: a lasting slowdown mid-run calls for a decision at once") {
 // send, on steps of 10 ms: on cores shared with other work, its sending
 // thread waits for a core while a neighbour's burst lasts, and reads as a
 // slower link. backup:1 is then predicted some 1.2x as fast as BSP, under
-// kConfirmBelow (docs/algorithms.md, "Auto"). Each step's computing had a
+// kConfirmBelow (docs/auto.md). Each step's computing had a
 // core 60% of its time.
 AutoRun BurstRun(int64_t until, double core_share = 0.6) {
   return RunAuto(
@@ -498,8 +498,7 @@ TEST_CASE("auto: on cores of their own a first reading of delays waits for a sec
   // Each step held up 2.5x one time in four, at random: backup:1 reads
   // marginally faster (under kConfirmBelow). A rate of delays is read off
   // six steps a worker, unlike a straggler's level (above), and the first
-  // decision waits for the next to read it again (docs/algorithms.md,
-  // "Auto").
+  // decision waits for the next to read it again (docs/auto.md).
   const AutoRun run = RunAuto(4, RandomDelays(0.025, 4), 10);
   REQUIRE_FALSE(run.decisions.empty());
   const Decision& first = run.decisions.front();
@@ -529,7 +528,7 @@ TEST_CASE("auto: transient delays are no lasting change and do not hold decision
   // Each step of each worker is delayed 50x with probability 0.2, the
   // delay profile's kind: the median of ten steps stays at the level, while
   // their mean log moves by 2x whenever two more of them are delayed
-  // (docs/algorithms.md, "Auto": a lasting change is one of the median).
+  // (docs/auto.md: a lasting change is one of the median).
   const AutoRun run = RunAuto(4, RandomDelays(0.5, 5), 40);
   REQUIRE_FALSE(run.decisions.empty());
   // The first decision once every worker has its warm-up and kMinSteps
@@ -561,7 +560,7 @@ TEST_CASE("auto: a worker delayed in most of its first few steps is no straggler
   // Workers 0-3 are held up in four of the six steps the first decision
   // measures (clocks 2-7, after two of warm-up), as chance has it in one
   // worker in sixty at one delay in five, in four of 256. Their level is
-  // that of their undelayed steps (docs/algorithms.md, "Auto"): the lower
+  // that of their undelayed steps (docs/auto.md): the lower
   // median of all six would be a delayed one, a straggler 50x slow.
   FirstReadsDelays([](WorkerId w, int64_t step) {
     return w < 4 && (step == 2 || step == 4 || step == 5 || step == 7);
@@ -573,7 +572,7 @@ TEST_CASE("auto: a worker delayed in five of its first six steps is no straggler
   // has it in one worker in 600 at one delay in five, one of 256 in a
   // third of such runs: its own lower quartile is a delayed step. Its one
   // undelayed step, at the others' level, shows what it does undelayed
-  // (docs/algorithms.md, "Auto").
+  // (docs/auto.md).
   FirstReadsDelays(
       [](WorkerId w, int64_t step) { return w == 0 && step >= 2 && step <= 7 && step != 4; });
 }
@@ -591,7 +590,7 @@ std::vector<std::string> DelayShares(const Decision& d) {
 TEST_CASE("auto: workers delayed at one rate are read at that rate, not at their few steps'") {
   // Eight workers, each step held up one time in five: on six steps each,
   // chance gives them shares from 0 to 50%, and one rate for all explains
-  // those counts (docs/algorithms.md, "Auto"): every worker is read at the
+  // those counts (docs/auto.md): every worker is read at the
   // pooled share.
   const AutoRun even = RunAuto(8, RandomDelays(0.5, 5), 10);
   REQUIRE_FALSE(even.decisions.empty());
@@ -634,7 +633,7 @@ TEST_CASE("auto: a straggler on the accuracy's plateau near the target still mov
   // as it does for tens of iterations in real runs; worker 3 turns 4x slow
   // at its step 60. The progress alone says a fraction of an iteration is
   // left, where no switch pays; the decider counts at least the
-  // iterations to its next periodic decision (docs/algorithms.md, "Auto").
+  // iterations to its next periodic decision (docs/auto.md).
   const AutoRun run = RunAuto(
       4, [](WorkerId w, int64_t step) { return w == 3 && step >= 60 ? 0.04 : 0.01; }, 10,
       [](int64_t iteration) { return iteration < 20 ? 0.1 : 0.845; });
@@ -681,7 +680,7 @@ TEST_CASE("auto: near the target it does not switch into a policy that needs mor
   // others run on, and softmax's table at 16 workers has it at 1.25x BSP's
   // iterations under delays. With the accuracy a hair under the target,
   // what is left is a fraction of an iteration: entered there, SSP first
-  // costs accuracy (docs/algorithms.md, "Auto"), so it stays. The delays
+  // costs accuracy (docs/auto.md), so it stays. The delays
   // begin at step 20, once the accuracy says where the run is: the first
   // decision, at iteration 8, has only the first evaluation to go by.
   const auto delays = [](WorkerId w, int64_t step) {

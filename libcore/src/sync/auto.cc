@@ -225,7 +225,7 @@ std::vector<std::string> AutoCandidates(int64_t num_workers) {
   // backup:1 first, so that auto starts under it: before its first
   // decision it runs uninformed, and a backup worker's round waits for no
   // one slow worker. Near the target a policy's iterations to it are the
-  // policy's own draw whenever it came in (docs/algorithms.md, "Auto"): a
+  // policy's own draw whenever it came in (docs/auto.md): a
   // start under BSP that moved to backup:1 when a straggler came at
   // iteration 150 took 220-260 iterations in 30 runs of 30, backup:1's
   // own 200-250, plus BSP's even rounds and ten more beside the

@@ -2,7 +2,7 @@
 // workers live (the times every push carries) and asks the advise engine
 // (advise::Advisor) at round boundaries whether another candidate policy
 // would reach the target sooner, switching only when the predicted saving
-// over the rest of the run pays for the switch (docs/algorithms.md, "Auto").
+// over the rest of the run pays for the switch (docs/auto.md).
 #ifndef DMLPS_SYNC_AUTO_H_
 #define DMLPS_SYNC_AUTO_H_
 
