@@ -487,21 +487,24 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
       const double horizon =
           SwitchHorizon(d.remaining, best->efficiency, AnswersEachPush(best->policy));
       d.gain_s = now != nullptr ? horizon * (now_s - best->effective_s) : horizon;
-      if (now != nullptr && best->effective_s > now_s * (1 - kMinGain)) {
-        d.reason = fmt::format("stay: {} is predicted under {:.0f}% faster than {}", best->policy,
-                               kMinGain * 100, running_);
-      } else if (GivesUpTolerance(running_, best->policy) && now_s < best->effective_s * kIntoBsp) {
-        d.reason = fmt::format(
-            "stay: {} is predicted {:.2f}x as fast, under the {}x a switch from {} into a "
-            "policy that waits for every push needs",
-            best->policy, now_s / best->effective_s, kIntoBsp, running_);
+      const double speedup = now_s / best->effective_s;
+      // The bar a switch must clear: kMinGain, or kIntoBsp into BSP.
+      const bool into_bsp = GivesUpTolerance(running_, best->policy);
+      const double bar = into_bsp ? kIntoBsp : 1 / (1 - kMinGain);
+      if (now != nullptr && speedup < bar) {
+        d.reason = into_bsp ? fmt::format(
+                                  "stay: {} is predicted {:.2f}x as fast, under the {}x a "
+                                  "switch from {} into a policy that waits for every "
+                                  "push needs",
+                                  best->policy, speedup, kIntoBsp, running_)
+                            : fmt::format("stay: {} is predicted under {:.0f}% faster than {}",
+                                          best->policy, kMinGain * 100, running_);
       } else if (d.gain_s <= kPayback * d.cost_s) {
         d.reason = fmt::format(
             "stay: {} would save {:.3g} s over {:.0f} iterations left, not {}x the switch's {:.3g} "
             "s",
             best->policy, d.gain_s, horizon, kPayback, d.cost_s);
-      } else if (const double speedup = now_s / best->effective_s;
-                 speedup < kConfirmBelow &&
+      } else if (speedup < kConfirmBelow &&
                  (advise::SharedCores(profile) > 0 || informed_ ||
                   (advise::ReadsDelays(profile) && delayed < kFewDelays)) &&
                  pending != Awaited(best->policy, profile)) {
@@ -529,9 +532,7 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
         d.reason =
             fmt::format("switch: saves {:.3g} s over {:.0f} iterations left for {:.3g} s; {}",
                         d.gain_s, horizon, d.cost_s, advice->reason);
-        const double threshold =
-            GivesUpTolerance(running_, best->policy) ? kIntoBsp : 1 / (1 - kMinGain);
-        request = SwitchRequest{best->policy, d.reason, speedup, threshold};
+        request = SwitchRequest{best->policy, d.reason, speedup, bar};
       }
     }
   }
