@@ -54,6 +54,10 @@ void AddSimOptions(cxxopts::Options& options) {
                   "With --shared-cores: run each job on a whole core for slices of MS, as the "
                   "kernel's scheduler does, instead of sharing the cores out at once (0)",
                   "MS", "0"},
+                 {"cpu-wake-preempts",
+                  "With --cpu-slice-ms: a job that starts while every core is taken preempts "
+                  "the one furthest into its slice, as the kernel does for a process that "
+                  "wakes"},
                  {"jitter",
                   "Transient noise: each step's compute times a lognormal factor of median 1 and "
                   "log-sd SIGMA, per worker or one for all",
@@ -89,6 +93,10 @@ cli::Program ReadSimFlags(cli::FlagReader& flags) {
     if (options.cpu_slice_s > 0 && options.shared_cores == 0) {
       flags.AddProblem("--cpu-slice-ms: needs --shared-cores");
     }
+  }
+  options.cpu_wake_preempts = flags.Has("cpu-wake-preempts");
+  if (options.cpu_wake_preempts && !(options.cpu_slice_s > 0)) {
+    flags.AddProblem("--cpu-wake-preempts: needs --cpu-slice-ms");
   }
   // --shards is transport's flag too (a list there): here one count.
   options.shards = flags.Has("shards") ? flags.Int("shards", 1, 1024) : 1;

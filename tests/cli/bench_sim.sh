@@ -65,6 +65,25 @@ expect_table "$WORK/table.txt" "^simulated: 4 workers, softmax" "^policy  *reach
   fail "time slices changed BSP's iterations: $(cat "$WORK/shared.tsv" "$WORK/sliced.tsv")"
 cmp -s "$WORK/shared.tsv" "$WORK/sliced.tsv" && fail "time slices changed nothing"
 
+# Preempting on wake-up: four workers under backup:3 on two cores, steps
+# of 4.4 ms. Without it the workers stay in step, each round's closer
+# first of four that all started together and the other three late; with
+# it the closer, waking, takes a core from one mid-step, and the late
+# pushes per round fall (docs/simulator.md).
+wasted_per_round() {
+  "$bench" sim --workers 4 --model softmax --batch 256 --slowdown 1 --max-iterations 60 \
+    --eval-every 1000 --target 0 --compute-cost 50,17 --policies backup:3 --shared-cores 2 \
+    --cpu-slice-ms 6 "$@" --format tsv 2>/dev/null |
+    awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+      { printf "%.2f", $h["wasted_samples"] / 256 / $h["iterations"] }'
+}
+in_step=$(wasted_per_round) || fail "backup:3 with time slices exited $?"
+preempted=$(wasted_per_round --cpu-wake-preempts) || fail "--cpu-wake-preempts exited $?"
+awk -v a="$in_step" 'BEGIN { exit !(a > 2.8) }' ||
+  fail "without preemption, $in_step late pushes a round, not about 3"
+awk -v a="$preempted" 'BEGIN { exit !(a < 2.4) }' ||
+  fail "preempting on wake-up left $preempted late pushes a round (without: $in_step)"
+
 # Bad input: one line each, exit 64, nothing run.
 expect_usage() {
   local want=$1
@@ -87,6 +106,7 @@ expect_usage "--shards" --shards 0
 expect_usage "--sim-threads" --sim-threads 0
 expect_usage "--cpu-slice-ms: needs --shared-cores" --cpu-slice-ms 1.5
 expect_usage "--cpu-slice-ms" --shared-cores 2 --cpu-slice-ms -1
+expect_usage "--cpu-wake-preempts: needs --cpu-slice-ms" --shared-cores 2 --cpu-wake-preempts
 
 # The threads computing gradients change nothing; server shards keep the math
 # (the same accuracy) and change only the time.

@@ -91,8 +91,8 @@ TEST_CASE("sim network: copied by the cores, a connection delivers in order") {
 }
 
 struct Cpu {
-  explicit Cpu(int64_t cores, double slice = 0)
-      : cpu(cores, slice,
+  explicit Cpu(int64_t cores, double slice = 0, bool wake_preempts = false)
+      : cpu(cores, slice, wake_preempts,
             [this](double time, uint64_t generation) { ticks.emplace_back(time, generation); }) {}
 
   std::vector<std::pair<double, uint64_t>> ticks;
@@ -159,6 +159,30 @@ TEST_CASE("sim cpu: a job that starts waits ahead of one whose slice ended") {
   // Job 3 goes before job 1, which has waited longer: done at 2.25.
   CHECK(c.ticks.back().first == doctest::Approx(2.25));
   CHECK(c.cpu.OnTick(2.25, c.ticks.back().second) == std::vector<int64_t>{3});
+}
+
+TEST_CASE("sim cpu: preempting on wake-up, a job that starts takes a core at once") {
+  // Two cores, slices of 1 s: jobs 1 and 2 run; 3 starts at 0.5 s.
+  Cpu c(2, 1.0, true);
+  c.cpu.Start(0, 1, 3.0, 1.0);
+  c.cpu.Start(0.25, 2, 3.0, 1.0);
+  c.cpu.Start(0.5, 3, 0.25, 1.0);
+  // Job 1, furthest into its slice, gave its core to job 3: done at 0.75,
+  // not after a slice ended (1 s) as without preemption.
+  CHECK(c.ticks.back().first == doctest::Approx(0.75));
+  CHECK(c.cpu.OnTick(0.75, c.ticks.back().second) == std::vector<int64_t>{3});
+  // Job 1 takes the core back ahead of any other waiting; it did 0.5 s of
+  // its 3, and its new slice ends at 1.75, job 2's at 1.25.
+  CHECK(c.ticks.back().first == doctest::Approx(1.25));
+  // Without preemption job 3 waits for the first slice to end.
+  Cpu d(2, 1.0, false);
+  d.cpu.Start(0, 1, 3.0, 1.0);
+  d.cpu.Start(0.25, 2, 3.0, 1.0);
+  d.cpu.Start(0.5, 3, 0.25, 1.0);
+  CHECK(d.ticks.back().first == doctest::Approx(1.0));
+  CHECK(d.cpu.OnTick(1.0, d.ticks.back().second).empty());
+  CHECK(d.ticks.back().first == doctest::Approx(1.25));
+  CHECK(d.cpu.OnTick(1.25, d.ticks.back().second) == std::vector<int64_t>{3});
 }
 
 TEST_CASE("sim cpu: with time slices, jobs on two cores go at their shared speed") {

@@ -12,8 +12,11 @@ constexpr double kWorkEpsilon = 1e-12;
 
 }  // namespace
 
-SimCpu::SimCpu(int64_t cores, double slice, TickScheduler schedule_tick)
-    : cores_(cores), slice_(slice), schedule_tick_(std::move(schedule_tick)) {}
+SimCpu::SimCpu(int64_t cores, double slice, bool wake_preempts, TickScheduler schedule_tick)
+    : cores_(cores),
+      slice_(slice),
+      wake_preempts_(wake_preempts && slice > 0),
+      schedule_tick_(std::move(schedule_tick)) {}
 
 void SimCpu::Start(double now, int64_t target, double work, double shared_speed) {
   Advance(now);
@@ -22,6 +25,7 @@ void SimCpu::Start(double now, int64_t target, double work, double shared_speed)
   if (slice_ > 0) {
     job.running = false;
     woken_.push_back(job.id);
+    if (wake_preempts_ && running_ >= cores_) Preempt();
   }
   jobs_.push_back(job);
   if (slice_ > 0) Dispatch();
@@ -54,6 +58,18 @@ SimCpu::Job* SimCpu::Find(uint64_t id) {
     if (job.id == id) return &job;
   }
   return nullptr;
+}
+
+void SimCpu::Preempt() {
+  // The job furthest into its slice gives its core up, and takes the next.
+  Job* victim = nullptr;
+  for (Job& job : jobs_) {
+    if (job.running && (victim == nullptr || job.slice_left < victim->slice_left)) victim = &job;
+  }
+  if (victim == nullptr) return;
+  victim->running = false;
+  --running_;
+  preempted_.push_front(victim->id);
 }
 
 void SimCpu::Dispatch() {

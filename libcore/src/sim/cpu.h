@@ -6,7 +6,10 @@
 //   a job has a whole core or none; it runs for a slice, and then goes
 //   behind the jobs waiting, if any wait. A job that starts (a process that
 //   wakes up) waits ahead of those a slice ended, as the kernel's fair
-//   scheduler favours a task that slept.
+//   scheduler favours a task that slept. With `wake_preempts` a job that
+//   starts while every core is taken does not wait at all: the job
+//   furthest into its slice gives its core up and takes the next one
+//   free, as the kernel preempts a running task for one that wakes.
 // While more than one job runs, each goes at its shared speed
 // (CostModel::SharedSpeed); alone, at full speed.
 #ifndef DMLPS_SIM_CPU_H_
@@ -24,8 +27,9 @@ class SimCpu {
   // Asks the simulator to call OnTick(`generation`) at virtual time `time`.
   using TickScheduler = std::function<void(double time, uint64_t generation)>;
 
-  // A host of `cores` (>= 1) cores; `slice` seconds (0: processor sharing).
-  SimCpu(int64_t cores, double slice, TickScheduler schedule_tick);
+  // A host of `cores` (>= 1) cores; `slice` seconds (0: processor sharing);
+  // `wake_preempts` (time slices only) as above.
+  SimCpu(int64_t cores, double slice, bool wake_preempts, TickScheduler schedule_tick);
 
   // Starts job `target` at `now`: `work` seconds alone on a core. Jobs
   // running change speed, so the next tick is asked for anew.
@@ -49,6 +53,8 @@ class SimCpu {
   double Rate(const Job& job) const;
   // Brings the jobs' remaining work up to `now`.
   void Advance(double now);
+  // Time slices with wake_preempts_: a job that starts takes a core now.
+  void Preempt();
   // Time slices: ends the slices that are over, and gives free cores to
   // the jobs waiting, the woken ones first.
   void Dispatch();
@@ -59,6 +65,7 @@ class SimCpu {
 
   const int64_t cores_;
   const double slice_;
+  const bool wake_preempts_;
   TickScheduler schedule_tick_;
   std::vector<Job> jobs_;           // in the order they started
   int64_t running_ = 0;             // time slices: jobs on a core

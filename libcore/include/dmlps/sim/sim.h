@@ -125,6 +125,11 @@ struct SimConfig {
   // whole core for slices of S seconds, as the kernel's scheduler does
   // (sim/cpu.h). The order in which ASP's pushes reach the server follows.
   double cpu_slice_s = 0;
+  // With a CPU slice: a job that starts while every core is taken preempts
+  // the one furthest into its slice (sim/cpu.h), as a process that wakes
+  // preempts one that has been running. Backup workers' late pushes then
+  // fall out of step with the round's closers, as they do on a real host.
+  bool cpu_wake_preempts = false;
   // Threads of this machine computing the workers' gradients, at least 1:
   // only the wall time of the simulation depends on it, not its results.
   int64_t threads = 1;
@@ -231,9 +236,10 @@ struct SimOptions {
   std::vector<Noise> noise;       // one per worker, or empty
   std::optional<CostModel> cost;  // empty: calibrate at start
   int64_t shared_cores = 0;
-  double cpu_slice_s = 0;  // SimConfig::cpu_slice_s
-  int64_t threads = 1;     // SimConfig::threads
-  int64_t shards = 1;      // SimConfig::shards
+  double cpu_slice_s = 0;          // SimConfig::cpu_slice_s
+  bool cpu_wake_preempts = false;  // SimConfig::cpu_wake_preempts
+  int64_t threads = 1;             // SimConfig::threads
+  int64_t shards = 1;              // SimConfig::shards
   // Live progress, as bench::ExperimentOptions::show: the run's label
   // ("[2/10] bsp run 1/2") and, at each evaluation, the wall time the run
   // has taken, its virtual time, iteration and accuracy. Null: none.
