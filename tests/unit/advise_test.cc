@@ -261,6 +261,19 @@ TEST_CASE("advise: the efficiency table finds entries and bare names") {
   REQUIRE(table.Find("backup").has_value());
   CHECK(table.Find("backup")->policy == "backup:1");
   CHECK_FALSE(table.Find("nonesuch").has_value());
+  // The default job's table has backup:2 and backup:3 rows of their own:
+  // dropping more pushes a round, each needs more iterations than
+  // backup:1 (docs/advise.md), and is not priced as backup:1.
+  REQUIRE(table.Find("backup:2").has_value());
+  CHECK(table.Find("backup:2")->policy == "backup:2");
+  REQUIRE(table.Find("backup:3").has_value());
+  CHECK(table.Find("backup:3")->policy == "backup:3");
+  for (const char* p : {"backup:2", "backup:3"}) {
+    CHECK(table.Find(p)->even > table.Find("backup:1")->even);
+    CHECK(table.Find(p)->straggler > table.Find("backup:1")->straggler);
+    CHECK(table.Find(p)->delays > table.Find("backup:1")->delays);
+  }
+  CHECK(table.Find("backup:3")->even > table.Find("backup:2")->even);
   // Between the columns, geometrically, by how slow the slowest worker is.
   const Efficiency row{"x", 4, 1};
   CHECK(EfficiencyAt(row, 1, 4) == doctest::Approx(4));
