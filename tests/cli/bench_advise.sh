@@ -32,6 +32,14 @@ echo "measured ${measured}s per bsp iteration, predicted ${predicted}s; recommen
   2>"$WORK/advise2.log" || fail "advise on files exited $?"
 grep -q "^recommendation: abps (worker-3 steadily" "$WORK/advice.txt" ||
   fail "no reasoned recommendation: $(cat "$WORK/advice.txt")"
+# A candidate with no row of its own in the efficiency table is priced by
+# its policy's other row (ssp:7 by ssp:3's), and the table says so.
+"$bench" advise --candidates bsp,backup:2,ssp:7 "$WORK/traces/bsp-1" >"$WORK/advice5.txt" \
+  2>/dev/null || fail "advise with ssp:7 exited $?"
+grep -q "^\* ssp:7: no row of its own in the efficiency table; priced by ssp:3's" \
+  "$WORK/advice5.txt" || fail "ssp:7's borrowed row not named: $(cat "$WORK/advice5.txt")"
+grep -q "^\* backup:2" "$WORK/advice5.txt" && fail "backup:2 has a row: $(cat "$WORK/advice5.txt")"
+grep -qE "^ssp:7 .* [0-9.]+\* " "$WORK/advice5.txt" || fail "no mark: $(cat "$WORK/advice5.txt")"
 # A trace folder whose name has a comma is one folder.
 cp -r "$WORK/traces/bsp-1" "$WORK/run,1"
 "$bench" advise --candidates bsp,abps "$WORK/run,1" >"$WORK/advice3.txt" 2>"$WORK/advise3.log" ||
@@ -45,6 +53,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 assert doc["measured"]["policy"] == "bsp" and doc["measured"]["workers"] == 4, doc["measured"]
 assert len(doc["predictions"]) == 6 and doc["recommended"] != "bsp", doc
+assert all(p["efficiency_row"] == p["policy"] for p in doc["predictions"]), doc
 PY
 fi
 

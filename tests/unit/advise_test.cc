@@ -225,6 +225,21 @@ TEST_CASE("advise: times to target scale BSP's iterations by each policy's effic
   CHECK(Find(advice, "bsp").efficiency == 1);
 }
 
+TEST_CASE("advise: each prediction names the row that priced it") {
+  AdvisorOptions options;
+  options.candidates = {"bsp", "backup:1", "backup:2", "ssp:7"};
+  const Advice advice = MustAdvise(Even(), options);
+  CHECK(Find(advice, "bsp").efficiency_row == "bsp");
+  CHECK(Find(advice, "backup:2").efficiency_row == "backup:2");
+  CHECK(Find(advice, "backup:2").efficiency > Find(advice, "backup:1").efficiency);
+  // ssp:7 has no row: it takes ssp:3's, and says so.
+  const Prediction& seven = Find(advice, "ssp:7");
+  CHECK(seven.efficiency_known);
+  CHECK(seven.efficiency_row == "ssp:3");
+  options.candidates = {"ssp:3"};
+  CHECK(seven.efficiency == doctest::Approx(MustAdvise(Even(), options).predictions[0].efficiency));
+}
+
 TEST_CASE("advise: a decision for 4 workers takes well under 100 ms of CPU") {
   ClusterProfile p = Even();
   p.workers[3].step_s = 0.040;

@@ -105,6 +105,7 @@ Prediction Predict(const ClusterProfile& profile, const std::string& candidate,
   if (std::optional<Efficiency> e = table.Find(candidate)) {
     p.efficiency =
         EfficiencyUnder(*e, Slowest(profile).second, DelayCost(profile), table.straggler_ratio);
+    p.efficiency_row = e->policy;
   } else {
     p.efficiency_known = false;
   }

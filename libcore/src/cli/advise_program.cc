@@ -37,6 +37,13 @@ std::string Cell(double value, const char* spec, bool known) {
   return known ? fmt::format(fmt::runtime(spec), value) : "-";
 }
 
+// A prediction's efficiency cell: the figure, marked '*' when another
+// entry's row priced it, "1 (?)" when none did.
+std::string EfficiencyCell(const advise::Prediction& p) {
+  if (!p.efficiency_known) return "1 (?)";
+  return fmt::format("{:.2f}{}", p.efficiency, p.efficiency_row == p.policy ? "" : "*");
+}
+
 void WriteTable(const advise::MeasuredRun& run, const advise::Advice& advice, double target,
                 std::ostream& out) {
   out << fmt::format("measured: {}, {} workers, batch {}, {} parameters; {} ms per iteration\n",
@@ -51,10 +58,15 @@ void WriteTable(const advise::MeasuredRun& run, const advise::Advice& advice, do
       out << fmt::format("{:<14} FAILED: {}\n", p.policy, p.failure);
       continue;
     }
-    out << fmt::format(
-        "{:<14} {:>12.2f} {:>13.3f} {:>10} {:>12.2f} {:>14}\n", p.policy, p.iteration_s * 1e3,
-        p.compute_ratio, p.efficiency_known ? fmt::format("{:.2f}", p.efficiency) : "1 (?)",
-        p.effective_s * 1e3, Cell(p.time_to_target_s, "{:.2f}", p.time_to_target_s > 0));
+    out << fmt::format("{:<14} {:>12.2f} {:>13.3f} {:>10} {:>12.2f} {:>14}\n", p.policy,
+                       p.iteration_s * 1e3, p.compute_ratio, EfficiencyCell(p), p.effective_s * 1e3,
+                       Cell(p.time_to_target_s, "{:.2f}", p.time_to_target_s > 0));
+  }
+  for (const advise::Prediction& p : advice.predictions) {
+    if (p.failure.empty() && p.efficiency_known && p.efficiency_row != p.policy) {
+      out << fmt::format("* {}: no row of its own in the efficiency table; priced by {}'s\n",
+                         p.policy, p.efficiency_row);
+    }
   }
   out << "recommendation: " << advice.recommended << " (" << advice.reason << ")\n";
 }
@@ -85,7 +97,9 @@ void WriteJson(const advise::MeasuredRun& run, const advise::Advice& advice, dou
         << ", \"compute_ratio\": " << JsonNumber(p.compute_ratio)
         << ", \"efficiency\": " << JsonNumber(p.efficiency)
         << ", \"efficiency_known\": " << (p.efficiency_known ? "true" : "false")
-        << ", \"effective_s\": " << JsonNumber(p.effective_s) << ", \"time_to_target_s\": "
+        << ", \"efficiency_row\": ";
+    WriteJsonStringOrNull(p.efficiency_row, out);
+    out << ", \"effective_s\": " << JsonNumber(p.effective_s) << ", \"time_to_target_s\": "
         << (p.time_to_target_s > 0 ? JsonNumber(p.time_to_target_s) : "null") << ", \"failure\": ";
     WriteJsonStringOrNull(p.failure, out);
     out << "}";

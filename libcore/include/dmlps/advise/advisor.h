@@ -74,6 +74,10 @@ struct Prediction {
   double compute_ratio = 0;      // mean share of the time workers compute
   double efficiency = 1;         // iterations to the target relative to BSP
   bool efficiency_known = true;  // false: not in the table, taken as BSP's
+  // The table row it was priced by: the candidate's own, or that of the
+  // same policy with another parameter ("ssp:3" for "ssp:7",
+  // EfficiencyTable::Find); empty when not known.
+  std::string efficiency_row;
   // efficiency * iteration_s: the time the policy needs for the progress
   // one BSP iteration makes, what the ranking compares.
   double effective_s = 0;
