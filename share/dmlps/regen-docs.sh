@@ -87,6 +87,11 @@ commands() {
       echo "$bin/dmlps-bench run --policies asp --repeat 3 --trace-dir T --out O"
       echo "$bin/dmlps-bench run --policies sync-switch,asp --repeat 5 --out O"
       echo "$bin/dmlps-bench sim --policies sync-switch,asp --shared-cores 2 --compute-cost 50,12.4 --jitter 0.4 --repeat 5 --cpu-slice-ms 1.5"
+      local backups="--workers 4 --slowdown 1 --policies bsp,backup:1,backup:2,backup:3"
+      echo "$bin/dmlps-bench run $backups --target 0 --max-iterations 200 --eval-every 1000 --trace-dir T"
+      for cpu in "" " --cpu-slice-ms 6" " --cpu-slice-ms 6 --cpu-wake-preempts" " --cpu-slice-ms 3 --cpu-wake-preempts"; do
+        echo "$bin/dmlps-bench sim $backups --shared-cores 2 --compute-cost 50,16.6 --max-iterations 200 --eval-every 1000 --target 0$cpu"
+      done
       for c in 781 1562 3125; do
         echo "$bin/dmlps-bench sim --workers 4096 --model softmax --batch 64 --target 0 --max-iterations 5 --shards 64 --policies bsp,backup:1,abps,lbbsp,wbsp,ssp:3 --compute-cost 3,$c"
       done
