@@ -183,6 +183,14 @@ TEST_CASE("sim cpu: preempting on wake-up, a job that starts takes a core at onc
   CHECK(d.cpu.OnTick(1.0, d.ticks.back().second).empty());
   CHECK(d.ticks.back().first == doctest::Approx(1.25));
   CHECK(d.cpu.OnTick(1.25, d.ticks.back().second) == std::vector<int64_t>{3});
+  // A job with no work is done at once and preempts none: job 1 keeps
+  // its slice, which ends at 1 s, not 1.5.
+  Cpu e(1, 1.0, true);
+  e.cpu.Start(0, 1, 3.0, 1.0);
+  e.cpu.Start(0.5, 2, 0.0, 1.0);
+  CHECK(e.ticks.back().first == doctest::Approx(0.5));
+  CHECK(e.cpu.OnTick(0.5, e.ticks.back().second) == std::vector<int64_t>{2});
+  CHECK(e.ticks.back().first == doctest::Approx(1.0));
 }
 
 TEST_CASE("sim cpu: with time slices, jobs on two cores go at their shared speed") {

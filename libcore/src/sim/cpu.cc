@@ -25,7 +25,8 @@ void SimCpu::Start(double now, int64_t target, double work, double shared_speed)
   if (slice_ > 0) {
     job.running = false;
     woken_.push_back(job.id);
-    if (wake_preempts_ && running_ >= cores_) Preempt();
+    // A job with no work is done at once, core or not: it preempts none.
+    if (wake_preempts_ && running_ >= cores_ && work > kWorkEpsilon) Preempt();
   }
   jobs_.push_back(job);
   if (slice_ > 0) Dispatch();
