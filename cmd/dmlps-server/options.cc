@@ -83,8 +83,9 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
        {"candidates",
         "auto: the policies it may switch between, comma-separated as dmlps-bench names them "
         "(bsp, asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH]); it starts under the "
-        "first (default backup:1,bsp,ssp:3,lbbsp; on two workers bsp first, on one without "
-        "backup:1)",
+        "first (default backup:1,bsp,ssp:3,lbbsp, with backup:2... after bsp where the job's "
+        "efficiency table has their rows, as mlp:128 on 4 workers; on two workers bsp first, "
+        "on one without backup:1)",
         "LIST"},
        {"backup", "backup: pushes per iteration not waited for", "B",
         std::to_string(defaults.backup)},

@@ -38,7 +38,7 @@ grep -qE "policy decision at iteration [0-9]+: backup:1 -> " "$WORK/server.log" 
 # candidates.
 switches=$(grep -c "policy switch done" "$WORK/server.log" || true)
 [ "$switches" -le 3 ] || fail "$switches switches on an even cluster"
-if grep "policy switch done" "$WORK/server.log" | grep -qvE -- "-> (bsp|backup:1|ssp:3|lbbsp) "; then
+if grep "policy switch done" "$WORK/server.log" | grep -qvE -- "-> (bsp|backup:[123]|ssp:3|lbbsp) "; then
   fail "a switch outside the candidates: $(grep 'policy switch done' "$WORK/server.log")"
 fi
 

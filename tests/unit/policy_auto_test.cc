@@ -203,6 +203,25 @@ TEST_CASE("auto: candidates it cannot switch into live are refused in one line")
   CHECK(MakePolicy(config).ok());  // backup:1 left out for one worker
 }
 
+TEST_CASE("auto: default candidates add the backup counts the job's table prices") {
+  using List = std::vector<std::string>;
+  const List base = {"backup:1", "bsp", "ssp:3", "lbbsp"};
+  // mlp:128 at batch 256 was learned on 4 workers, backup:2 and backup:3 with rows of their own.
+  CHECK(AutoCandidates(4, "mlp:128", 256) ==
+        List{"backup:1", "bsp", "backup:2", "backup:3", "ssp:3", "lbbsp"});
+  CHECK(AutoCandidates(4) == AutoCandidates(4, "mlp:128", 256));  // the default job's
+  // Its table learned on 4 workers says nothing of backup:2 on 8.
+  CHECK(AutoCandidates(8, "mlp:128", 256) == base);
+  // The softmax tables have no row for backup:2: it is not a default there.
+  CHECK(AutoCandidates(4, "softmax", 256) == base);
+  CHECK(AutoCandidates(16, "softmax", 16) == base);
+  CHECK(AutoCandidates(256, "softmax", 16) == base);
+  CHECK(AutoCandidates(2, "mlp:128", 256) == List{"bsp", "backup:1", "ssp:3", "lbbsp"});
+  CHECK(AutoCandidates(1, "mlp:128", 256) == List{"bsp", "ssp:3", "lbbsp"});
+  // Each default is one auto can switch into.
+  for (const std::string& c : AutoCandidates(4)) CHECK(CheckAutoCandidate(c, 4, 256).ok());
+}
+
 // The default candidates' list with bsp first: auto starts under bsp.
 const std::vector<std::string> kFromBsp = {"bsp", "backup:1", "ssp:3", "lbbsp"};
 

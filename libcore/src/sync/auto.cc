@@ -10,6 +10,7 @@
 #include <numeric>
 #include <utility>
 
+#include "dmlps/advise/efficiency.h"
 #include "dmlps/advise/trace_profile.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/predict/replay.h"
@@ -218,7 +219,8 @@ const advise::Prediction* Find(const advise::Advice& advice, std::string_view po
 
 }  // namespace
 
-std::vector<std::string> AutoCandidates(int64_t num_workers) {
+std::vector<std::string> AutoCandidates(int64_t num_workers, std::string_view model,
+                                        int64_t batch) {
   if (num_workers < 2) return {"bsp", "ssp:3", "lbbsp"};
   // Two workers: backup:1 would keep one push a round of two.
   if (num_workers < 3) return {"bsp", "backup:1", "ssp:3", "lbbsp"};
@@ -231,7 +233,26 @@ std::vector<std::string> AutoCandidates(int64_t num_workers) {
   // own 200-250, plus BSP's even rounds and ten more beside the
   // straggler. An even cluster keeps it there: BSP is predicted faster,
   // but under AutoDecider::kIntoBsp times as fast.
-  return {"backup:1", "bsp", "ssp:3", "lbbsp"};
+  std::vector<std::string> candidates = {"backup:1", "bsp"};
+  // More backup workers where the job's efficiency table has a row of
+  // their own for this many workers: priced by backup:1's row they would
+  // look as efficient for fewer gradients a round. Four workers of
+  // mlp:128 on two shared cores: under transient delays backup:3 took
+  // 0.56-0.64x backup:1's time to the target, under round-robin sleeps
+  // 0.79-0.89x, and auto with them moved there at iteration 10-14 and
+  // stayed under backup:1 elsewhere (docs/auto-goals.md).
+  const advise::EfficiencyTable table = advise::BuiltInEfficiency(model, batch, num_workers);
+  if (table.workers == num_workers) {
+    for (int64_t b = 2; b < num_workers; ++b) {
+      const std::string entry = fmt::format("backup:{}", b);
+      const bool own =
+          std::any_of(table.rows.begin(), table.rows.end(),
+                      [&](const advise::Efficiency& row) { return row.policy == entry; });
+      if (own) candidates.push_back(entry);
+    }
+  }
+  candidates.insert(candidates.end(), {"ssp:3", "lbbsp"});
+  return candidates;
 }
 
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch) {
@@ -552,8 +573,9 @@ std::vector<Decision> AutoDecider::TakeDecisions() { return std::exchange(decisi
 
 Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config) {
   AutoDecider::Options options;
-  options.candidates =
-      config.candidates.empty() ? AutoCandidates(config.num_workers) : config.candidates;
+  options.candidates = config.candidates.empty()
+                           ? AutoCandidates(config.num_workers, config.model, config.batch)
+                           : config.candidates;
   for (const std::string& c : options.candidates) {
     if (Status s = CheckAutoCandidate(c, config.num_workers, config.batch); !s.ok()) {
       return Status::InvalidArgument("--candidates: " + s.message());

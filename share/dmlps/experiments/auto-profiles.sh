@@ -33,7 +33,9 @@
 # the target over BSP's in the profiles none, slow and delay (the table's
 # even, straggler and delays columns).
 NAME=auto-profiles.sh
-SUMMARY='  --policies LIST  the fixed policies (default bsp,backup:1,ssp:3,lbbsp, auto'"'"'s candidates)
+SUMMARY='  --policies LIST  the fixed policies (default auto'"'"'s candidates: real runs
+                   bsp,backup:1,backup:2,backup:3,ssp:3,lbbsp, as for mlp:128 on 4
+                   workers; --sim bsp,backup:1,ssp:3,lbbsp, as for its softmax tables)
   --profiles LIST  of none,slow,turn-slow,round-robin,delay,bandwidth (default: all six)
   --sim N,...      instead of real runs, simulate at these worker counts
   --workers N      real workers (default 4)
@@ -42,7 +44,7 @@ SUMMARY='  --policies LIST  the fixed policies (default bsp,backup:1,ssp:3,lbbsp
   --summary        no runs: summarize the tables already under --out
   --efficiency     no runs: efficiency rows from the real runs under --out'
 USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--efficiency]'
-policies=bsp,backup:1,ssp:3,lbbsp
+policies=
 profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise="" only_summary=""
 efficiency=""
 handle_option() {
@@ -62,6 +64,13 @@ handle_option() {
   SHIFT=2
 }
 . "$(dirname "$0")/common.sh"
+if [ -z "$policies" ]; then
+  # As sync::AutoCandidates: backup counts beyond 1 where the job's
+  # efficiency table has rows of their own (the default job on 4 workers).
+  if [ -n "$sim" ]; then policies=bsp,backup:1,ssp:3,lbbsp; else
+    policies=bsp,backup:1,backup:2,backup:3,ssp:3,lbbsp
+  fi
+fi
 IFS=, read -r -a profile_list <<<"$profiles"
 
 # profile_args NAME N: dmlps-bench's flags for profile NAME with N workers.

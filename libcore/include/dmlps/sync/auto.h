@@ -22,8 +22,12 @@ namespace dmlps::sync {
 // The candidates auto runs when none are given: those of advise's default
 // list that it can switch into live (workers in kSync mode) and that fit
 // `num_workers` (backup:1 needs two), backup:1 first from three workers,
-// else bsp (auto starts under the first).
-std::vector<std::string> AutoCandidates(int64_t num_workers);
+// else bsp (auto starts under the first); and backup:B for 2 <= B <
+// `num_workers` where the efficiency table of the job (`model`, `batch`:
+// advise::BuiltInEfficiency) was learned on `num_workers` and has a row
+// of backup:B's own (mlp:128 on 4 workers: backup:2 and backup:3).
+std::vector<std::string> AutoCandidates(int64_t num_workers, std::string_view model = "",
+                                        int64_t batch = 0);
 
 // Whether auto can run `entry` ("ssp:3", as dmlps-bench names policies):
 // InvalidArgument, one line, for one that names no policy or whose workers
