@@ -45,6 +45,10 @@ struct ClusterProfile {
   // worker's independent delays (which take this one's place), since a
   // policy that drops the slowest push avoids every one of them.
   double rotation_s = 0;
+  // The cores the workers share where known better than their shares say
+  // (auto: the fewest read so far in the run); 0: SharedCores reads them
+  // from the shares.
+  int64_t cores = 0;
 };
 
 // One worker's measured steps, for RotatingDelay: the clock (the worker's
@@ -140,9 +144,10 @@ double DelayCost(const ClusterProfile& profile);
 // than they need do, or 0 when each seems to have a machine of its own:
 // when the median worker had a core for under kSharedBelow of its
 // computing time, as many cores as the workers' shares add up to (at least
-// one). On shared cores a policy that waits for fewer workers gains less
-// than on machines of their own: the workers it leaves behind still take
-// their turns on the cores.
+// one); profile.cores where set. On shared cores a policy that waits for
+// fewer workers gains less than on machines of their own: the workers it
+// leaves behind still take their turns on the cores, though after those
+// that woke up to the new model.
 int64_t SharedCores(const ClusterProfile& profile);
 inline constexpr double kSharedBelow = 0.8;
 
