@@ -357,7 +357,8 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy,
   const double common = *std::min_element(overhead.begin(), overhead.end());
   std::vector<double> extra;
   for (const double o : overhead) extra.push_back(o - common);
-  const bool shared = advise::SharedCoresOf(shares) > 0;
+  // (Once read as shared, the cores stay shared: ReadCores.)
+  const bool shared = advise::SharedCoresOf(shares) > 0 || cores_ > 0;
   if (shared) {
     // On shared cores every worker's step is the host's work, at the
     // typical share of a core, times the worker's own slowness (what it
@@ -474,94 +475,133 @@ std::optional<SwitchRequest> AutoDecider::AfterEvaluation(const SwitchContext& /
 }
 
 std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
-                                                 const advise::ClusterProfile& profile,
-                                                 int64_t delayed) {
+                                                 advise::ClusterProfile profile, int64_t delayed) {
   const auto start = std::chrono::steady_clock::now();
+  ReadCores(&profile);
   Decision d;
   d.running = running_;
   d.chosen = running_;
   d.iteration = context.iteration;
   d.measured = DescribeMeasured(profile);
   d.remaining = Remaining(context.iteration);
-  const std::string pending = std::exchange(pending_, {});
   advise::AdvisorOptions options;
   options.candidates = options_.candidates;
   options.iterations = options_.sim_iterations;
   const Result<advise::Advice> advice = advisor_.Advise(profile, options);
   std::optional<SwitchRequest> request;
   if (!advice.ok()) {
+    pending_.clear();
     d.reason = "no prediction, staying: " + advice.status().message();
   } else {
     for (const advise::Prediction& p : advice->predictions) {
       if (p.failure.empty()) d.predicted.emplace_back(p.policy, p.effective_s);
     }
-    const advise::Prediction* now = Find(*advice, running_);
-    const advise::Prediction* best = Find(*advice, advice->recommended);
-    if (now != nullptr) running_efficiency_ = now->efficiency;
-    double slowest = 0;
-    for (const advise::WorkerProfile& w : profile.workers) slowest = std::max(slowest, w.step_s);
-    if (best == nullptr || best == now) {
-      d.reason = "stay: " + advice->reason;
-    } else {
-      const double now_s = now != nullptr ? now->effective_s : std::numeric_limits<double>::max();
-      d.cost_s = slowest + best->iteration_s;
-      const double horizon =
-          SwitchHorizon(d.remaining, best->efficiency, AnswersEachPush(best->policy));
-      d.gain_s = now != nullptr ? horizon * (now_s - best->effective_s) : horizon;
-      const double speedup = now_s / best->effective_s;
-      // The bar a switch must clear: kMinGain, or kIntoBsp into BSP.
-      const bool into_bsp = GivesUpTolerance(running_, best->policy);
-      const double bar = into_bsp ? kIntoBsp : 1 / (1 - kMinGain);
-      if (now != nullptr && speedup < bar) {
-        d.reason = into_bsp ? fmt::format(
-                                  "stay: {} is predicted {:.2f}x as fast, under the {}x a "
-                                  "switch from {} into a policy that waits for every "
-                                  "push needs",
-                                  best->policy, speedup, kIntoBsp, running_)
-                            : fmt::format("stay: {} is predicted under {:.0f}% faster than {}",
-                                          best->policy, kMinGain * 100, running_);
-      } else if (d.gain_s <= kPayback * d.cost_s) {
-        d.reason = fmt::format(
-            "stay: {} would save {:.3g} s over {:.0f} iterations left, not {}x the switch's {:.3g} "
-            "s",
-            best->policy, d.gain_s, horizon, kPayback, d.cost_s);
-      } else if (speedup < kConfirmBelow &&
-                 (advise::SharedCores(profile) > 0 || informed_ ||
-                  (advise::ReadsDelays(profile) && delayed < kFewDelays)) &&
-                 pending != Awaited(best->policy, profile)) {
-        // A neighbour's burst holds a worker back 1.2-2x for a few rounds
-        // and reads as a marginal gain: it must be seen again, kMinGap
-        // iterations on, before the run pays twice, whenever the running
-        // policy was chosen on a reading (after the first decision) or the
-        // workers share cores with other work. The first reading on cores
-        // of their own is taken at once, but for one of delays read off
-        // few steps: until then auto ran uninformed, and a short run has
-        // few decisions to spare; a rate of 8 delayed steps in 24, though,
-        // is one to within a third (an even cluster's start, four workers
-        // each a third of their first six steps 2x slow, read as delays
-        // everywhere, moved one run in nine to backup:1, "1.08x as fast").
-        // 256 workers read 300 in 1536 steps, and move at once.
-        pending_ = Awaited(best->policy, profile);
-        next_due_ = context.iteration + kMinGap;
-        d.reason = fmt::format(
-            "wait: {} is predicted {:.2f}x as fast, under {}x: switches if the next decision "
-            "agrees; {}",
-            best->policy, speedup, kConfirmBelow, advice->reason);
-      } else {
-        d.chosen = best->policy;
-        chosen_efficiency_ = best->efficiency;
-        d.reason =
-            fmt::format("switch: saves {:.3g} s over {:.0f} iterations left for {:.3g} s; {}",
-                        d.gain_s, horizon, d.cost_s, advice->reason);
-        request = SwitchRequest{best->policy, d.reason, speedup, bar};
-      }
-    }
+    request = Choose(context, profile, delayed, *advice, &d);
+    informed_ = true;
   }
-  if (advice.ok()) informed_ = true;
+  if (request) left_.push_back(running_);
   d.decide_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   decisions_.push_back(std::move(d));
   return request;
+}
+
+void AutoDecider::ReadCores(advise::ClusterProfile* profile) {
+  const int64_t read = advise::SharedCores(*profile);
+  if (read == 0 && cores_ == 0) return;
+  // A host does not gain cores. A reading of more than before is workers
+  // that computed less at once: four workers on two cores read 2 under
+  // backup:2 and 3 under backup:1, and predictions on 3 cores chose
+  // backup:1, on 2 backup:2, so that an even cluster's run went back and
+  // forth between them. Once shared, the cores stay shared: the reading
+  // flips with the policy running too (LB-BSP's and backup:3's workers
+  // were read at times as on cores of their own).
+  cores_ = cores_ == 0 ? read : std::min(cores_, read > 0 ? read : cores_);
+  profile->cores = cores_;
+}
+
+std::optional<SwitchRequest> AutoDecider::Choose(const SwitchContext& context,
+                                                 const advise::ClusterProfile& profile,
+                                                 int64_t delayed, const advise::Advice& advice,
+                                                 Decision* d) {
+  const std::string pending = std::exchange(pending_, {});
+  const advise::Prediction* now = Find(advice, running_);
+  const advise::Prediction* best = Find(advice, advice.recommended);
+  if (now != nullptr) running_efficiency_ = now->efficiency;
+  if (best == nullptr || best == now) {
+    d->reason = "stay: " + advice.reason;
+    return std::nullopt;
+  }
+  const double now_s = now != nullptr ? now->effective_s : std::numeric_limits<double>::max();
+  double slowest = 0;
+  for (const advise::WorkerProfile& w : profile.workers) slowest = std::max(slowest, w.step_s);
+  d->cost_s = slowest + best->iteration_s;
+  const double horizon =
+      SwitchHorizon(d->remaining, best->efficiency, AnswersEachPush(best->policy));
+  d->gain_s = now != nullptr ? horizon * (now_s - best->effective_s) : horizon;
+  const double speedup = now_s / best->effective_s;
+  const double bar = Bar(best->policy);
+  if (now != nullptr && speedup < bar) {
+    d->reason = GivesUpTolerance(running_, best->policy)
+                    ? fmt::format(
+                          "stay: {} is predicted {:.2f}x as fast, under the {:.3g}x a "
+                          "switch from {} into a policy that waits for every push needs",
+                          best->policy, speedup, bar, running_)
+                    : fmt::format(
+                          "stay: {} is predicted {:.2f}x as fast as {}, under the {:.3g}x "
+                          "a switch{} needs",
+                          best->policy, speedup, running_, bar,
+                          Returns(best->policy) ? " back into a policy left before" : "");
+    return std::nullopt;
+  }
+  if (d->gain_s <= kPayback * d->cost_s) {
+    d->reason = fmt::format(
+        "stay: {} would save {:.3g} s over {:.0f} iterations left, not {}x the switch's {:.3g} s",
+        best->policy, d->gain_s, horizon, kPayback, d->cost_s);
+    return std::nullopt;
+  }
+  if (speedup < kConfirmBelow &&
+      (cores_ > 0 || informed_ || (advise::ReadsDelays(profile) && delayed < kFewDelays)) &&
+      pending != Awaited(best->policy, profile)) {
+    // A neighbour's burst holds a worker back 1.2-2x for a few rounds
+    // and reads as a marginal gain: it must be seen again, kMinGap
+    // iterations on, before the run pays twice, whenever the running
+    // policy was chosen on a reading (after the first decision) or the
+    // workers share cores with other work. The first reading on cores
+    // of their own is taken at once, but for one of delays read off
+    // few steps: until then auto ran uninformed, and a short run has
+    // few decisions to spare; a rate of 8 delayed steps in 24, though,
+    // is one to within a third (an even cluster's start, four workers
+    // each a third of their first six steps 2x slow, read as delays
+    // everywhere, moved one run in nine to backup:1, "1.08x as fast").
+    // 256 workers read 300 in 1536 steps, and move at once.
+    pending_ = Awaited(best->policy, profile);
+    next_due_ = context.iteration + kMinGap;
+    d->reason = fmt::format(
+        "wait: {} is predicted {:.2f}x as fast, under {}x: switches if the next decision "
+        "agrees; {}",
+        best->policy, speedup, kConfirmBelow, advice.reason);
+    return std::nullopt;
+  }
+  d->chosen = best->policy;
+  chosen_efficiency_ = best->efficiency;
+  d->reason = fmt::format("switch: saves {:.3g} s over {:.0f} iterations left for {:.3g} s; {}",
+                          d->gain_s, horizon, d->cost_s, advice.reason);
+  return SwitchRequest{best->policy, d->reason, speedup, bar};
+}
+
+bool AutoDecider::Returns(std::string_view policy) const {
+  return cores_ > 0 && std::find(left_.begin(), left_.end(), policy) != left_.end();
+}
+
+double AutoDecider::Bar(std::string_view policy) const {
+  return AutoSwitchBar(running_, policy, Returns(policy));
+}
+
+double AutoSwitchBar(std::string_view running, std::string_view to, bool returns) {
+  const double bar =
+      GivesUpTolerance(running, to) ? AutoDecider::kIntoBsp : 1 / (1 - AutoDecider::kMinGain);
+  return returns ? bar * AutoDecider::kReturnBar : bar;
 }
 
 void AutoDecider::Switched(std::string_view now_running) {

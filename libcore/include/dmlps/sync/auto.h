@@ -35,6 +35,12 @@ std::vector<std::string> AutoCandidates(int64_t num_workers, std::string_view mo
 // worker learns its mode once, when it joins.
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch);
 
+// The speedup a switch from `running` into `to` must be predicted:
+// 1 / (1 - AutoDecider::kMinGain), or AutoDecider::kIntoBsp into BSP from
+// another policy, times AutoDecider::kReturnBar where the switch goes back
+// into a policy the run left before on shared cores (`returns`).
+double AutoSwitchBar(std::string_view running, std::string_view to, bool returns);
+
 // Decides for SwitchingPolicy. Per worker it keeps the recent time per
 // sample of computing (busy_s / batch) and the time each step spends
 // beyond it (the server's cycle, else the worker's sending time), and
@@ -60,6 +66,11 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // delays from under kFewDelays delayed steps, a switch predicted under kConfirmBelow times as fast
 // is made only when the next decision, kMinGap iterations on, chooses it again for the same kind
 // of cause (advise::FeatureKind).
+//
+// On shared cores (once a decision read them so, for the rest of the run,
+// and at the fewest cores read so far: ReadCores) a switch back into a
+// policy the run left before must be predicted kReturnBar times the bar
+// it would otherwise need.
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -86,6 +97,14 @@ class AutoDecider : public SwitchDecider {
   // than this confirms a marginal gain as later decisions do: the rate's
   // relative error is then about a tenth or more.
   static constexpr int64_t kFewDelays = 100;
+  // On shared cores, what a switch back into a policy left before must be
+  // predicted beyond its bar: the predictions' error there. Four workers
+  // on two cores: backup:2's time per iteration predicted 0.83x
+  // backup:1's, measured 0.75x; backup:3's 0.73x, measured 0.65x; and
+  // from one decision to the next the predictions moved by 10-20%,
+  // enough to go back and forth between two policies within a few
+  // percent of each other, each move a drain.
+  static constexpr double kReturnBar = 1.25;
 
   struct Options {
     std::vector<std::string> candidates;  // non-empty; checked by MakeAuto; starts under the first
@@ -129,8 +148,20 @@ class AutoDecider : public SwitchDecider {
   // read; nothing until each has kMinSteps steps since its last change.
   std::optional<advise::ClusterProfile> Profile(const Policy& policy, int64_t* delayed) const;
   // `delayed`: Profile's.
-  std::optional<SwitchRequest> Decide(const SwitchContext& context,
-                                      const advise::ClusterProfile& profile, int64_t delayed);
+  std::optional<SwitchRequest> Decide(const SwitchContext& context, advise::ClusterProfile profile,
+                                      int64_t delayed);
+  // Sets profile->cores from the fewest cores read so far (class comment).
+  void ReadCores(advise::ClusterProfile* profile);
+  // The rule that chooses between the policy running and the advice (class
+  // comment): a request, or none to stay; the reason into d.
+  std::optional<SwitchRequest> Choose(const SwitchContext& context,
+                                      const advise::ClusterProfile& profile, int64_t delayed,
+                                      const advise::Advice& advice, Decision* d);
+  // Whether a switch into `policy` goes back to one left before, on shared cores.
+  bool Returns(std::string_view policy) const;
+  // The speedup a switch into `policy` must be predicted: kMinGain, or
+  // kIntoBsp into BSP, times kReturnBar for one that Returns.
+  double Bar(std::string_view policy) const;
   // BSP-equivalent iterations predicted left in the run.
   double Remaining(int64_t iteration) const;
   // What the accuracy's progress alone says is left (Remaining before its
@@ -161,6 +192,8 @@ class AutoDecider : public SwitchDecider {
   std::string running_;
   std::string pending_;    // what the last decision waited to see again: "POLICY for FEATURE"
   bool informed_ = false;  // a decision has predicted the candidates
+  int64_t cores_ = 0;      // the fewest shared cores read (0: not shared)
+  std::vector<std::string> left_;  // the policies switched away from, in order
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
 };
