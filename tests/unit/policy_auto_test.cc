@@ -243,7 +243,8 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
                 const std::function<double(int64_t)>& accuracy = {},
                 std::vector<std::string> candidates = kFromBsp, std::string model = "",
                 double core_share = 1, const std::function<double(WorkerId, int64_t)>& send_s = {},
-                const std::function<double(WorkerId, int64_t)>& share_of = {}) {
+                const std::function<double(WorkerId, int64_t)>& share_of = {},
+                int64_t host_cores = 0) {
   PolicyConfig config;
   config.name = "auto";
   config.model = std::move(model);
@@ -252,7 +253,13 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   config.batch = kBatch;
   if (accuracy) config.target_accuracy = 0.85;
   int64_t next_evaluation = 0;
-  auto policy = MakeJoined(config);
+  Result<std::unique_ptr<Policy>> made = MakePolicy(config);
+  REQUIRE(made.ok());
+  std::unique_ptr<Policy> policy = std::move(made).value();
+  Actions joined;
+  for (WorkerId w = 0; w < n; ++w) {
+    policy->WorkerJoined(w, WorkerInfo{.host_cores = host_cores}, &joined);
+  }
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
   REQUIRE(switching != nullptr);
   VirtualTime time;
@@ -745,7 +752,7 @@ TEST_CASE("auto: near the target it does not switch into a policy that needs mor
   CHECK(far.running == "ssp:3");
 }
 
-TEST_CASE("auto: on shared cores the fewest cores read hold for the rest of the run") {
+TEST_CASE("auto: on shared cores the fewest cores read hold, at most the server host's") {
   // Four workers on two cores each had a core half the time they computed,
   // then, from step 40, three quarters of it (as under a policy that
   // leaves some of them idle: read as three cores), then from step 80 all
@@ -761,6 +768,19 @@ TEST_CASE("auto: on shared cores the fewest cores read hold for the rest of the 
     if (d.iteration >= 100) ++late;
   }
   CHECK(late > 0);
+  // All on the server's host of two cores: its cores from the first reading.
+  const auto wide = [](WorkerId, int64_t) { return 0.75; };
+  const AutoRun here = RunAuto(
+      4, [](WorkerId, int64_t) { return 0.01; }, 1, {}, kFromBsp, "", 1, {}, wide, 2);
+  REQUIRE_FALSE(here.decisions.empty());
+  for (const Decision& d : here.decisions) {
+    CHECK(d.measured.find("on 2 shared cores") != std::string::npos);
+  }
+  // Elsewhere, or not known: the shares' 3.
+  const AutoRun there = RunAuto(
+      4, [](WorkerId, int64_t) { return 0.01; }, 1, {}, kFromBsp, "", 1, {}, wide);
+  REQUIRE_FALSE(there.decisions.empty());
+  CHECK(there.decisions.front().measured.find("on 3 shared cores") != std::string::npos);
 }
 
 TEST_CASE("auto: a switch's bar: kMinGain, kIntoBsp into BSP, times kReturnBar going back") {

@@ -4,12 +4,16 @@
 // to silence or their own errors.
 #include "server/worker_desk.h"
 
+#include <sched.h>
 #include <spdlog/spdlog.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
+#include "dmlps/net/endpoint.h"
 #include "server/loop.h"
 #include "server/run_report.h"
 
@@ -26,6 +30,15 @@ int64_t NewTicket() {
     bits = static_cast<uint64_t>(Clock::now().time_since_epoch().count()) * 0x9E3779B97F4A7C15ull;
   }
   return static_cast<int64_t>(bits >> 2) | 1;
+}
+
+// The cores this process may run on (its affinity mask; else what the
+// machine has, at least one).
+int64_t HostCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max<int64_t>(1, std::thread::hardware_concurrency());
 }
 
 }  // namespace
@@ -150,7 +163,11 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
 
 void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank) {
   members_.Admit(rank, identity, hello, Clock::now());
-  driver_.Attach(rank, sync::WorkerInfo{hello.max_batch});
+  sync::WorkerInfo info{hello.max_batch};
+  // A worker on this host shares its cores with the server and the others
+  // here (auto reads the cores they share from that, docs/auto.md).
+  if (hello.host == net::HostName()) info.host_cores = HostCores();
+  driver_.Attach(rank, info);
   if (training()) {
     spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",
                  rank, hello.host, hello.pid);

@@ -276,6 +276,7 @@ AutoDecider::AutoDecider(int64_t num_workers, Options options)
     : options_(std::move(options)),
       advisor_(advise::BuiltInEfficiency(options_.model, options_.batch, num_workers)),
       history_(num_workers),
+      host_cores_(num_workers, 0),
       running_(AutoDecider::Initial()) {}
 
 std::string AutoDecider::Initial() const {
@@ -477,7 +478,7 @@ std::optional<SwitchRequest> AutoDecider::AfterEvaluation(const SwitchContext& /
 std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
                                                  advise::ClusterProfile profile, int64_t delayed) {
   const auto start = std::chrono::steady_clock::now();
-  ReadCores(&profile);
+  ReadCores(*context.policy, &profile);
   Decision d;
   d.running = running_;
   d.chosen = running_;
@@ -506,8 +507,23 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
   return request;
 }
 
-void AutoDecider::ReadCores(advise::ClusterProfile* profile) {
-  const int64_t read = advise::SharedCores(*profile);
+void AutoDecider::ReadCores(const Policy& policy, advise::ClusterProfile* profile) {
+  int64_t read = advise::SharedCores(*profile);
+  // Workers all on the server's host share at most its cores. Their shares
+  // summed overstate them where the workers do not all compute at once:
+  // four on two cores read 3 under backup:1 (one of four late each round,
+  // computing while the others wait), and auto stayed under it 60-100
+  // iterations before a reading of 2 moved it to backup:2.
+  int64_t host = 0;
+  for (WorkerId w = 0; w < policy.num_workers(); ++w) {
+    if (!policy.joined(w)) continue;
+    if (host_cores_[w] < 1) {
+      host = 0;
+      break;
+    }
+    host = host == 0 ? host_cores_[w] : std::min(host, host_cores_[w]);
+  }
+  if (read > 0 && host > 0) read = std::min(read, host);
   if (read == 0 && cores_ == 0) return;
   // A host does not gain cores. A reading of more than before is workers
   // that computed less at once: four workers on two cores read 2 under

@@ -63,6 +63,7 @@ void SwitchingPolicy::Forward(const Actions& inner, Actions* out) {
 void SwitchingPolicy::OnJoin(WorkerId w, const WorkerInfo& info, Actions* out) {
   Actions inner;
   inner_->WorkerJoined(w, info, &inner);
+  decider_->WorkerJoined(w, info);
   info_[w] = info;
   held_[w] = false;
   offset_[w] = clock(w) - inner_->clock(w);

@@ -68,9 +68,10 @@ double AutoSwitchBar(std::string_view running, std::string_view to, bool returns
 // of cause (advise::FeatureKind).
 //
 // On shared cores (once a decision read them so, for the rest of the run,
-// and at the fewest cores read so far: ReadCores) a switch back into a
-// policy the run left before must be predicted kReturnBar times the bar
-// it would otherwise need.
+// and at the fewest cores read so far, at most the server host's where
+// every live worker runs there: ReadCores) a switch back into a policy
+// the run left before must be predicted kReturnBar times the bar it would
+// otherwise need.
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -124,8 +125,17 @@ class AutoDecider : public SwitchDecider {
   std::optional<SwitchRequest> AfterEvaluation(const SwitchContext& context,
                                                double accuracy) override;
   void Switched(std::string_view now_running) override;
-  void WorkerGone(WorkerId w) override { history_[w] = {}; }
-  void RankAdded() override { history_.emplace_back(); }
+  void WorkerJoined(WorkerId w, const WorkerInfo& info) override {
+    host_cores_[w] = info.host_cores;
+  }
+  void WorkerGone(WorkerId w) override {
+    history_[w] = {};
+    host_cores_[w] = 0;
+  }
+  void RankAdded() override {
+    history_.emplace_back();
+    host_cores_.push_back(0);
+  }
   std::vector<Decision> TakeDecisions() override;
 
  private:
@@ -150,8 +160,9 @@ class AutoDecider : public SwitchDecider {
   // `delayed`: Profile's.
   std::optional<SwitchRequest> Decide(const SwitchContext& context, advise::ClusterProfile profile,
                                       int64_t delayed);
-  // Sets profile->cores from the fewest cores read so far (class comment).
-  void ReadCores(advise::ClusterProfile* profile);
+  // Sets profile->cores from the fewest cores read so far, at most the
+  // host's where every live worker runs on the server's host (class comment).
+  void ReadCores(const Policy& policy, advise::ClusterProfile* profile);
   // The rule that chooses between the policy running and the advice (class
   // comment): a request, or none to stay; the reason into d.
   std::optional<SwitchRequest> Choose(const SwitchContext& context,
@@ -179,6 +190,7 @@ class AutoDecider : public SwitchDecider {
   Options options_;
   advise::Advisor advisor_;
   std::vector<History> history_;
+  std::vector<int64_t> host_cores_;  // per rank, WorkerInfo::host_cores
   std::vector<Decision> decisions_;
   int64_t next_due_ = 0;      // iteration of the next periodic decision
   int64_t last_decided_ = 0;  // iteration of the last decision

@@ -22,6 +22,9 @@ using WorkerId = int64_t;
 // What a policy learns about a worker when it joins.
 struct WorkerInfo {
   int64_t max_batch = 0;  // the most samples it can take in one step; 0: no cap
+  // The cores of the server's host where the worker runs there too (its
+  // Hello names the server's host); 0: another host, or unknown.
+  int64_t host_cores = 0;
 };
 
 // What a policy needs to know about one push.

@@ -50,7 +50,8 @@ class SwitchDecider {
                                                        double accuracy) = 0;
   // The switch to `now_running` is done.
   virtual void Switched(std::string_view now_running) {}
-  // Worker w is gone; one more rank exists.
+  // Worker w joined (again) with `info`; worker w is gone; one more rank exists.
+  virtual void WorkerJoined(WorkerId w, const WorkerInfo& info) {}
   virtual void WorkerGone(WorkerId w) {}
   virtual void RankAdded() {}
   // The decisions taken since the last call (switch or stay), oldest first,
