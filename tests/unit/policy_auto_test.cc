@@ -253,13 +253,7 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   config.batch = kBatch;
   if (accuracy) config.target_accuracy = 0.85;
   int64_t next_evaluation = 0;
-  Result<std::unique_ptr<Policy>> made = MakePolicy(config);
-  REQUIRE(made.ok());
-  std::unique_ptr<Policy> policy = std::move(made).value();
-  Actions joined;
-  for (WorkerId w = 0; w < n; ++w) {
-    policy->WorkerJoined(w, WorkerInfo{.host_cores = host_cores}, &joined);
-  }
+  auto policy = MakeJoined(config, WorkerInfo{.host_cores = host_cores});
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
   REQUIRE(switching != nullptr);
   VirtualTime time;

@@ -87,13 +87,13 @@ inline Drop OnlyDrop(const Actions& actions) {
   return std::get<Drop>(actions[0]);
 }
 
-// The policy `config` names, with every worker joined; what the joins did is
-// of no interest.
-inline std::unique_ptr<Policy> MakeJoined(const PolicyConfig& config) {
+// The policy `config` names, with every worker joined (each with `info`);
+// what the joins did is of no interest.
+inline std::unique_ptr<Policy> MakeJoined(const PolicyConfig& config, const WorkerInfo& info = {}) {
   Result<std::unique_ptr<Policy>> made = MakePolicy(config);
   REQUIRE(made.ok());
   Actions ignored;
-  for (WorkerId w = 0; w < config.num_workers; ++w) (*made)->WorkerJoined(w, &ignored);
+  for (WorkerId w = 0; w < config.num_workers; ++w) (*made)->WorkerJoined(w, info, &ignored);
   return std::move(made).value();
 }
 
