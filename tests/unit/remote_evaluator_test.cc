@@ -104,6 +104,39 @@ TEST_CASE("remote evaluator: impossible or unasked-for answers are no results") 
   CHECK(f.remote.connected());
 }
 
+TEST_CASE("snapshot queue: as many as 64 MiB hold, between 2 and 64") {
+  CHECK(SnapshotQueueLimit(3) == kMaxQueued);
+  CHECK(SnapshotQueueLimit(0) == kMaxQueued);
+  // mlp:128 on Fashion-MNIST: 101,770 parameters, 0.4 MB a snapshot.
+  CHECK(SnapshotQueueLimit(101770) == kMaxQueued);
+  CHECK(SnapshotQueueLimit(kQueueBytes / 4 / 10) == 10);
+  CHECK(SnapshotQueueLimit(kQueueBytes / 4) == kMinQueued);
+  CHECK(SnapshotQueueLimit(int64_t{1} << 40) == kMinQueued);
+}
+
+TEST_CASE("remote evaluator: snapshots wait while it is busy, and only beyond the limit are skipped") {
+  EvaluatorFixture f;
+  f.Join();
+  const int64_t limit = SnapshotQueueLimit(3);
+  // One goes out; `limit` wait; the ones beyond are skipped.
+  for (int64_t i = 0; i < limit + 4; ++i) f.remote.SubmitOrSkip(EvaluatorFixture::At(i), false);
+  CHECK(f.remote.skipped() == 3);
+  // A `must` is never skipped.
+  f.remote.SubmitOrSkip(EvaluatorFixture::At(1000), true);
+  CHECK(f.remote.skipped() == 3);
+  // Every one that waited is sent in turn, in order, the must last.
+  std::vector<int64_t> seen;
+  for (int64_t i = 0; i < limit + 2; ++i) {
+    const auto evaluate = std::get<proto::Evaluate>(f.Next().body);
+    seen.push_back(evaluate.iteration);
+    f.Answer({evaluate.id, 0.5, 0.5, 1});
+  }
+  CHECK(seen.front() == 0);
+  CHECK(seen[static_cast<size_t>(limit)] == limit);
+  CHECK(seen.back() == 1000);
+  CHECK(f.remote.TakeResults().size() == static_cast<size_t>(limit + 2));
+}
+
 TEST_CASE("remote evaluator: one that does not answer in time is dropped, never waited for") {
   EvaluatorFixture f;
   f.Join();

@@ -2,9 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "dmlps/trace/trace.h"
 
 namespace dmlps::server {
+
+int64_t SnapshotQueueLimit(int64_t params) {
+  const int64_t bytes = std::max<int64_t>(params, 1) * static_cast<int64_t>(sizeof(float));
+  return std::clamp(kQueueBytes / bytes, kMinQueued, kMaxQueued);
+}
 
 Evaluator::Evaluator(model::ModelSpec spec, data::Dataset test_set)
     : model_(std::move(spec)), test_set_(std::move(test_set)), thread_([this] { Loop(); }) {}
@@ -22,7 +29,8 @@ Evaluator::~Evaluator() {
 bool Evaluator::Submit(Snapshot snapshot, bool must) {
   {
     MutexLock lock(&mutex_);
-    if (!must && static_cast<int64_t>(queue_.size()) >= kMaxQueued) return false;
+    const auto params = static_cast<int64_t>(snapshot.params ? snapshot.params->size() : 0);
+    if (!must && static_cast<int64_t>(queue_.size()) >= SnapshotQueueLimit(params)) return false;
     queue_.push_back(std::move(snapshot));
   }
   wake_.Signal();

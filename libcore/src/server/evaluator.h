@@ -7,6 +7,7 @@
 #ifndef DMLPS_SERVER_EVALUATOR_H_
 #define DMLPS_SERVER_EVALUATOR_H_
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -26,6 +27,22 @@ struct Snapshot {
   int64_t samples = 0;  // samples whose gradients were in the model by then
   std::shared_ptr<const std::vector<float>> params;
 };
+
+// How many snapshots of `params` parameters may wait beyond the one under
+// evaluation before one that is not a `must` is skipped: as many as
+// kQueueBytes hold, at least kMinQueued and at most kMaxQueued. Skipping
+// made the time to a target depend on how fast a policy trains: four
+// workers of mlp:128 on a 2-core host each take a tenth of a second of a
+// core to evaluate, longer than ten iterations of backup:2, and with two
+// waiting at most the evaluator scored one snapshot in two, so that
+// backup:2 and auto first read 0.85 30-80 iterations after the one due
+// (medians 270 and 320 iterations against 240 and 240 when none was
+// skipped; docs/auto-goals.md). Waiting snapshots delay when the run learns
+// it reached the target (it trains on meanwhile), not the time it reports.
+inline constexpr int64_t kQueueBytes = int64_t{64} << 20;
+inline constexpr int64_t kMinQueued = 2;
+inline constexpr int64_t kMaxQueued = 64;
+int64_t SnapshotQueueLimit(int64_t params);
 
 struct Evaluation {
   Snapshot snapshot;
@@ -71,11 +88,9 @@ class Evaluator : public SnapshotEvaluator {
   Evaluator(const Evaluator&) = delete;
   Evaluator& operator=(const Evaluator&) = delete;
 
-  // Snapshots waiting beyond the one under evaluation, at most.
-  static constexpr int64_t kMaxQueued = 2;
-
   // Queues a snapshot, evaluated in order. When evaluation has fallen
-  // kMaxQueued behind, a snapshot that is not a `must` is skipped: returns false.
+  // SnapshotQueueLimit behind, a snapshot that is not a `must` is skipped:
+  // returns false.
   bool Submit(Snapshot snapshot, bool must) EXCLUDES(mutex_);
   // As Submit, counting a skipped snapshot (skipped()) and warning at the
   // first. Called from one thread only.

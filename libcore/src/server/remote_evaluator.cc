@@ -46,7 +46,9 @@ void RemoteEvaluator::Join(const zmq::message_t& identity, const proto::Hello& h
 }
 
 void RemoteEvaluator::SubmitOrSkip(Snapshot snapshot, bool must) {
-  if (lost_ || (!must && static_cast<int64_t>(queue_.size()) >= kMaxQueued)) {
+  const auto params = static_cast<int64_t>(snapshot.params ? snapshot.params->size() : 0);
+  // Snapshots queued beyond the one out, at most: as the local evaluator's.
+  if (lost_ || (!must && static_cast<int64_t>(queue_.size()) >= SnapshotQueueLimit(params))) {
     if (skipped_++ == 0 && !lost_) {
       spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
     }

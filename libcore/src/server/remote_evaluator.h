@@ -37,9 +37,6 @@ class RemoteEvaluator : public SnapshotEvaluator {
         timeout_(timeout),
         pump_(std::move(pump)) {}
 
-  // Snapshots queued beyond the one being evaluated, at most.
-  static constexpr int64_t kMaxQueued = 2;
-
   // Handles a message from a peer that is not a worker: an evaluator's
   // Hello, and the Evaluations, heartbeats and errors of the evaluator.
   // False: the message is not the evaluator's (the caller handles it).
