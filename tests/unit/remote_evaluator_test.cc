@@ -114,7 +114,8 @@ TEST_CASE("snapshot queue: as many as 64 MiB hold, between 2 and 64") {
   CHECK(SnapshotQueueLimit(int64_t{1} << 40) == kMinQueued);
 }
 
-TEST_CASE("remote evaluator: snapshots wait while it is busy, and only beyond the limit are skipped") {
+TEST_CASE(
+    "remote evaluator: snapshots wait while it is busy, and only beyond the limit are skipped") {
   EvaluatorFixture f;
   f.Join();
   const int64_t limit = SnapshotQueueLimit(3);
