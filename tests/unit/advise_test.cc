@@ -509,6 +509,60 @@ TEST_CASE("advise: traced waits for a core give each worker's core share") {
   CHECK(SharedCores(plain->profile) == 0);
 }
 
+TEST_CASE("advise: workers all on the server's host share at most its cores, as auto reads") {
+  ClusterProfile p = Even();
+  p.workers.assign(4, WorkerProfile{.step_s = 0.010, .core_share = 0.75});
+  CHECK(SharedCores(p) == 3);
+  CHECK(SharedCoresAtMost(p, 2) == 2);
+  CHECK(SharedCoresAtMost(p, 8) == 3);
+  CHECK(SharedCoresAtMost(p, 0) == 3);
+  p.workers.assign(4, WorkerProfile{.step_s = 0.010});  // a core each: not shared
+  CHECK(SharedCoresAtMost(p, 2) == 0);
+  CHECK(CommonHostCores({2, 4, 2}) == 2);
+  CHECK(CommonHostCores({2, 0, 2}) == 0);  // one elsewhere
+  CHECK(CommonHostCores({}) == 0);
+
+  // GeneratedRun's workers, each step's computing a quarter spent waiting
+  // for a core: their shares add up to 3 cores.
+  auto traced = [](std::vector<int64_t> host_cores) {
+    std::vector<trace::Record> records = GeneratedRun();
+    for (trace::Record& r : records) {
+      if (r.lane == "compute" && r.name == "step")
+        r.args.emplace_back("run_wait_us", int64_t{2500});
+    }
+    for (size_t w = 0; w < host_cores.size(); ++w) {
+      records.push_back(
+          Instant("worker admitted", 1,
+                  {{"worker", static_cast<int64_t>(w)}, {"host_cores", host_cores[w]}}));
+    }
+    Result<MeasuredRun> run = MeasureRun(records);
+    REQUIRE(run.ok());
+    return *run;
+  };
+  MeasuredRun on_host = traced({2, 2, 2, 2});
+  CHECK(on_host.host_cores == 2);
+  CHECK(on_host.profile.cores == 2);
+  CHECK(SharedCores(on_host.profile) == 2);
+  CHECK(DescribeProfile(on_host.profile).find("on 2 shared cores") != std::string::npos);
+  // One worker elsewhere (0), or one not admitted in the traces: the shares tell.
+  for (const std::vector<int64_t>& hosts :
+       {std::vector<int64_t>{2, 2, 0, 2}, std::vector<int64_t>{2, 2, 2}}) {
+    MeasuredRun run = traced(hosts);
+    CHECK(run.host_cores == 0);
+    CHECK(run.profile.cores == 0);
+    CHECK(SharedCores(run.profile) == 3);
+  }
+  // A crafted trace's figures count as none.
+  std::vector<trace::Record> crafted = GeneratedRun();
+  for (const double bad : {std::nan(""), -3.0, 1e300}) {
+    crafted.push_back(Instant("worker admitted", 1, {{"worker", bad}, {"host_cores", bad}}));
+    crafted.push_back(Instant("worker admitted", 1, {{"worker", int64_t{0}}, {"host_cores", bad}}));
+  }
+  Result<MeasuredRun> run = MeasureRun(crafted);
+  REQUIRE(run.ok());
+  CHECK(run->host_cores == 0);
+}
+
 // A BSP run of 100 iterations of 10 ms steps on 4 workers where, in each
 // iteration, worker `clock mod 4` sleeps 20 ms (--round-robin-ms 20), or
 // with `independent` the same share of sleeps at no pattern.

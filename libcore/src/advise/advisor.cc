@@ -262,6 +262,20 @@ int64_t SharedCores(const ClusterProfile& profile) {
   return profile.cores > 0 ? profile.cores : SharedCoresOf(CoreShares(profile));
 }
 
+int64_t SharedCoresAtMost(const ClusterProfile& profile, int64_t host_cores) {
+  const int64_t read = SharedCores(profile);
+  return read > 0 && host_cores > 0 ? std::min(read, host_cores) : read;
+}
+
+int64_t CommonHostCores(const std::vector<int64_t>& host_cores) {
+  int64_t fewest = 0;
+  for (const int64_t cores : host_cores) {
+    if (cores < 1) return 0;
+    fewest = fewest == 0 ? cores : std::min(fewest, cores);
+  }
+  return fewest;
+}
+
 namespace {
 
 // The profile's telling feature: its kind, the worker it names, and the

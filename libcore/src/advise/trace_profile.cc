@@ -264,6 +264,27 @@ Status ReadRun(const std::vector<trace::Record>& records, MeasuredRun* run) {
   return Status::Ok();
 }
 
+// The cores of the server's host where every worker of `histories` runs
+// there (the server's "worker admitted" instants: CommonHostCores); else 0.
+int64_t HostCores(const std::vector<trace::Record>& records,
+                  const std::vector<predict::WorkerHistory>& histories) {
+  std::map<std::string, int64_t> by_node;
+  for (const trace::Record& r : records) {
+    if (r.lane != "run" || r.kind != "instant" || r.name != "worker admitted") continue;
+    // A crafted trace's figures are checked before they become integers.
+    const double worker = r.Number("worker", -1), cores = r.Number("host_cores");
+    if (!(worker >= 0 && worker < 1e9)) continue;
+    by_node["worker-" + std::to_string(static_cast<int64_t>(worker))] =
+        cores >= 1 && cores < 1e9 ? static_cast<int64_t>(cores) : 0;
+  }
+  std::vector<int64_t> cores;
+  for (const predict::WorkerHistory& h : histories) {
+    const auto found = by_node.find(h.node);
+    cores.push_back(found == by_node.end() ? 0 : found->second);
+  }
+  return CommonHostCores(cores);
+}
+
 // Parameters, links and the server's costs into `profile`, for a run under
 // `policy` (the server's name for it).
 Status MeasureNetwork(const std::vector<trace::Record>& records, const std::string& policy,
@@ -364,6 +385,12 @@ Result<MeasuredRun> MeasureRun(const std::vector<trace::Record>& records) {
     if (work_jitter[r] >= 0) run.profile.workers.back().jitter = work_jitter[r];
   }
   run.profile.rotation_s = RotatingDelay(times);
+  run.host_cores = HostCores(records, histories);
+  if (run.host_cores > 0) {
+    // As auto reads them (SharedCoresAtMost); 0 leaves the shares to tell.
+    const int64_t cores = SharedCoresAtMost(run.profile, run.host_cores);
+    if (cores > 0) run.profile.cores = cores;
+  }
   DMLPS_RETURN_IF_ERROR(MeasureNetwork(records, run.policy, &run.profile));
   return run;
 }

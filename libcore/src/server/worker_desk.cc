@@ -167,6 +167,11 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
   // A worker on this host shares its cores with the server and the others
   // here (auto reads the cores they share from that, docs/auto.md).
   if (hello.host == net::HostName()) info.host_cores = HostCores();
+  // advise reads them from the trace as auto does (SharedCoresAtMost).
+  if (tracer_) {
+    tracer_->Instant("run", "worker admitted", trace::NowMicros(),
+                     {{"worker", rank}, {"host_cores", info.host_cores}});
+  }
   driver_.Attach(rank, info);
   if (training()) {
     spdlog::info("worker {} joins the running job from {}:{}; it trains once its data is loaded",

@@ -508,22 +508,14 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
 }
 
 void AutoDecider::ReadCores(const Policy& policy, advise::ClusterProfile* profile) {
-  int64_t read = advise::SharedCores(*profile);
-  // Workers all on the server's host share at most its cores. Their shares
-  // summed overstate them where the workers do not all compute at once:
-  // four on two cores read 3 under backup:1 (one of four late each round,
-  // computing while the others wait), and auto stayed under it 60-100
-  // iterations before a reading of 2 moved it to backup:2.
-  int64_t host = 0;
+  // Workers all on the server's host share at most its cores: read as
+  // more, auto stayed under backup:1 60-100 iterations before a reading of
+  // 2 moved it to backup:2.
+  std::vector<int64_t> host_cores;
   for (WorkerId w = 0; w < policy.num_workers(); ++w) {
-    if (!policy.joined(w)) continue;
-    if (host_cores_[w] < 1) {
-      host = 0;
-      break;
-    }
-    host = host == 0 ? host_cores_[w] : std::min(host, host_cores_[w]);
+    if (policy.joined(w)) host_cores.push_back(host_cores_[w]);
   }
-  if (read > 0 && host > 0) read = std::min(read, host);
+  const int64_t read = advise::SharedCoresAtMost(*profile, advise::CommonHostCores(host_cores));
   if (read == 0 && cores_ == 0) return;
   // A host does not gain cores. A reading of more than before is workers
   // that computed less at once: four workers on two cores read 2 under

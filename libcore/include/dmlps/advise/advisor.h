@@ -151,6 +151,19 @@ double DelayCost(const ClusterProfile& profile);
 int64_t SharedCores(const ClusterProfile& profile);
 inline constexpr double kSharedBelow = 0.8;
 
+// SharedCores(profile), at most `host_cores` where that is set (> 0): the
+// cores of the one host every worker runs on, the server's
+// (WorkerInfo::host_cores; in traces the server's "worker admitted"
+// instants). The workers' shares added up overstate the cores where they do
+// not all compute at once: four workers on two cores read 3 under BSP and
+// backup:1, whose rounds leave one worker computing while the others wait.
+int64_t SharedCoresAtMost(const ClusterProfile& profile, int64_t host_cores);
+
+// The cores of the host every worker in `host_cores` (one per worker, 0 for
+// one elsewhere or not known) runs on, the fewest any reports; 0 unless
+// every one reports some.
+int64_t CommonHostCores(const std::vector<int64_t>& host_cores);
+
 // The robust log-sd of `values` (of the positive ones): 1.4826 times the
 // median absolute deviation of their logs from the median's, at most
 // `most`; 0 for none. How the measurers take a worker's jitter.

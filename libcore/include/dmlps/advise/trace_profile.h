@@ -28,6 +28,9 @@ struct MeasuredRun {
   int64_t target_iteration = 0;  // when reached
   // (iteration, accuracy) of each evaluation the server traced, in order.
   std::vector<std::pair<int64_t, double>> accuracy;
+  // The cores of the server's host, as the server's "worker admitted"
+  // instants give them, where every worker traced runs there; else 0.
+  int64_t host_cores = 0;
 
   // The first evaluated iteration whose accuracy reached `target`; 0 when
   // none did.
