@@ -53,8 +53,8 @@ std::vector<EfficiencyTable> BuiltInEfficiencies() {
   tables[0].rows = {
       {"bsp", 1.00, 1.00, 1.00},       // 197 (12), 206 (12), 210 (12) iterations (runs)
       {"backup:1", 1.15, 1.12, 1.02},  // 226 (12), 231 (12), 215 (12) iterations (runs)
-      {"backup:2", 1.26, 1.36, 1.20},  // 253 (6), 272 (6), 240 (6) iterations (runs)
-      {"backup:3", 1.89, 2.05, 1.63},  // 380 (3), 410 (3), 327 (3) iterations (runs)
+      {"backup:2", 1.17, 1.30, 1.22},  // 257 (6), 287 (6), 268 (6) iterations (runs)
+      {"backup:3", 1.75, 1.76, 1.78},  // 385 (6), 387 (6), 392 (6) iterations (runs)
       {"ssp:3", 14.30, 2.46, 5.03},    // 2812 (12), 506 (12), 1057 (12) iterations (runs)
       {"wbsp", 3.65, 0.43, 1.09},      // 840, 100 and 250 iterations (simulated)
       {"abps", 1.00, 1.04, 0.83},      // 230, 240 and 190 iterations (simulated)
@@ -65,10 +65,10 @@ std::vector<EfficiencyTable> BuiltInEfficiencies() {
       "share/dmlps/experiments/auto-profiles.sh --repeat 3, 2026-11-25 to 11-29; "
       "auto-profiles.sh --efficiency), 4 workers on one 2-core host, mlp:128 on fashion-mnist, "
       "batch 256, lr 0.1, target 0.85, evaluated every 10 iterations, even, 1,1,1,4 and delays "
-      "50 ms at 0.2; backup:2, backup:3: real runs of the same job summing in rank order "
-      "(dmlps-bench run --deterministic), 2026-12-01 and 12-02, over BSP's means in the eight "
-      "sittings of the same kind (201, 200 and 201 iterations, 24-27 runs each; "
-      "auto-profiles.sh --efficiency over them); wbsp, abps: share/dmlps/advise-efficiency.sh, "
+      "50 ms at 0.2; backup:2, backup:3: two sittings of the same job summing in rank order "
+      "(dmlps-bench run --deterministic, seeds 1-3), every snapshot evaluated (cb3a31e), "
+      "2026-12-05, over BSP's means in them (220 iterations, 6 runs each; auto-profiles.sh "
+      "--efficiency over them); wbsp, abps: share/dmlps/advise-efficiency.sh, "
       "dmlps-bench sim, the same job (2026-11-25, commit 9e25a5c)";
   // EFFICIENCY-TABLE-END
   // EFFICIENCY-TABLE-BEGIN softmax 256: MODEL=softmax TARGET=0.8 advise-efficiency.sh
