@@ -10,8 +10,9 @@
 //                   speaks ZMTP over a raw TCP connection to send 256 KiB
 //                   frames, each flagged "more", for SECONDS (a multipart
 //                   message that never ends), connecting again when the
-//                   server closes the connection; prints how many bytes it
-//                   sent over how many connections; exits 0.
+//                   server closes the connection (never blocking past
+//                   SECONDS); prints how many bytes it sent over how many
+//                   connections; exits 0.
 //   idle ADDR N SECONDS
 //                   opens N connections, 20 ms apart, that never send a byte beyond the
 //                   handshake nor reconnect once closed, and holds them
@@ -41,11 +42,13 @@
 //                   prints how many Pulls it sent.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +141,17 @@ int ZmtpConnect(const std::string& address) {
   return fd;
 }
 
+// True once the server has closed `fd`: its greeting read and discarded,
+// an end of stream or an error seen. Never blocks.
+bool ClosedByServer(int fd) {
+  char sink[4096];
+  while (true) {
+    const ssize_t n = recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (n > 0) continue;
+    return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  }
+}
+
 int Stream(const std::string& address, int seconds) {
   std::string frame(9 + (256 << 10), 'x');
   frame[0] = 3;  // MORE | LONG, then the size as 8 big-endian bytes
@@ -146,19 +160,40 @@ int Stream(const std::string& address, int seconds) {
   int64_t sent = 0;
   int64_t connections = 0;
   int fd = -1;
+  size_t at = 0;  // bytes of `frame` already on the current connection
   const auto end = Clock::now() + std::chrono::seconds(seconds);
   while (Clock::now() < end) {
     if (fd < 0) {
       fd = ZmtpConnect(address);
       if (fd < 0) return Fail("cannot connect to " + address);
       ++connections;
+      at = 0;
     }
-    if (send(fd, frame.data(), frame.size(), MSG_NOSIGNAL) < 0) {
+    // A server that shut the connection down may leave its window closed
+    // until the kernel gives up on it (a minute): wait for room in short
+    // slices, so that the deadline holds, and notice its end of stream.
+    pollfd ready{fd, POLLOUT, 0};
+    const int polled = poll(&ready, 1, 100);
+    const ssize_t n =
+        polled > 0 && (ready.revents & POLLOUT) != 0
+            ? send(fd, frame.data() + at, frame.size() - at, MSG_NOSIGNAL | MSG_DONTWAIT)
+            : 0;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       close(fd);  // the server closed it: start another message on a new one
       fd = -1;
       continue;
     }
-    sent += static_cast<int64_t>(frame.size());
+    if (n <= 0) {
+      if (ClosedByServer(fd)) {
+        close(fd);
+        fd = -1;
+      }
+      continue;
+    }
+    sent += n;
+    at += static_cast<size_t>(n);
+    if (at < frame.size()) continue;
+    at = 0;
     // At most about 128 MB/s, so that a server without a bound grows
     // visibly without exhausting the machine running the test.
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
