@@ -474,6 +474,46 @@ TEST_CASE("auto: on shared cores a burst over by the next decision moves nothing
   CHECK(own.running == "bsp");
 }
 
+TEST_CASE("auto: on shared cores a marginal gain read at two decisions of three switches") {
+  // Worker 3's slow sends from step 60 to 80, and again from 100 on: the
+  // decision at 88 reads the burst and waits, the one at 98 reads an even
+  // cluster, the one at 118 reads the burst again and switches, without
+  // waiting for a fourth (docs/auto.md: readings on shared cores
+  // alternate from one decision to the next).
+  const AutoRun run = RunAuto(
+      4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 0.6,
+      [](WorkerId w, int64_t step) {
+        return w == 3 && ((step >= 60 && step < 80) || step >= 100) ? 0.008 : 0;
+      });
+  auto waited = std::find_if(run.decisions.begin(), run.decisions.end(), Waited);
+  REQUIRE(waited != run.decisions.end());
+  REQUIRE(run.decisions.end() - waited >= 3);
+  const Decision& between = *(waited + 1);
+  const Decision& again = *(waited + 2);
+  CAPTURE(between.reason);
+  CAPTURE(again.reason);
+  CHECK(between.reason.rfind("stay: ", 0) == 0);
+  CHECK(between.chosen == "bsp");
+  CHECK(again.reason.rfind("switch: ", 0) == 0);
+  CHECK(again.chosen == waited->reason.substr(6, again.chosen.size()));
+  REQUIRE_FALSE(run.switches.empty());
+  CHECK(run.switches.front().iteration == again.iteration);
+  // A reading three decisions on is no confirmation: the burst back from
+  // step 112 is read at 138, after two decisions that read none, and waits.
+  const AutoRun late = RunAuto(
+      4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 0.6,
+      [](WorkerId w, int64_t step) {
+        return w == 3 && ((step >= 60 && step < 80) || step >= 112) ? 0.008 : 0;
+      });
+  std::vector<int64_t> waits;
+  for (const Decision& d : late.decisions) {
+    if (Waited(d)) waits.push_back(d.iteration);
+  }
+  REQUIRE(waits.size() >= 2);
+  REQUIRE_FALSE(late.switches.empty());
+  CHECK(late.switches.front().iteration > waits[1]);
+}
+
 TEST_CASE("auto: a marginal gain read again for another cause waits again") {
   // Worker 2's steps are held up 35 ms one in five from step 70 to 100,
   // and worker 3 runs 1.6x slow from step 80: one decision reads

@@ -6,6 +6,7 @@
 #ifndef DMLPS_SYNC_AUTO_H_
 #define DMLPS_SYNC_AUTO_H_
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -202,9 +203,11 @@ class AutoDecider : public SwitchDecider {
   double running_efficiency_ = 1;
   double chosen_efficiency_ = 1;  // the last switch request's
   std::string running_;
-  std::string pending_;    // what the last decision waited to see again: "POLICY for FEATURE"
-  bool informed_ = false;  // a decision has predicted the candidates
-  int64_t cores_ = 0;      // the fewest shared cores read (0: not shared)
+  // What the last two decisions waited to see again, "POLICY for FEATURE"
+  // (empty: the decision did not wait), the latest first.
+  std::array<std::string, 2> pending_;
+  bool informed_ = false;          // a decision has predicted the candidates
+  int64_t cores_ = 0;              // the fewest shared cores read (0: not shared)
   std::vector<std::string> left_;  // the policies switched away from, in order
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
