@@ -580,14 +580,14 @@ std::optional<SwitchRequest> AutoDecider::Choose(const SwitchContext& context,
     // run pays twice, whenever the running policy was chosen on a
     // reading (after the first decision) or the workers share cores with
     // other work. Two of three, not two in a row: on four workers of two
-    // cores an even cluster's readings of backup:2 against backup:1 went
-    // 1.19x, under BSP's bar, 1.23x, under it, 1.41x (the time beyond
-    // computing moving 1-4 ms from one reading to the next), and the
-    // run stayed under backup:1 until iteration 183. The first reading on cores
-    // of their own is taken at once, but for one of delays read off
-    // few steps: until then auto ran uninformed, and a short run has
-    // few decisions to spare; a rate of 8 delayed steps in 24, though,
-    // is one to within a third (an even cluster's start, four workers
+    // cores an even cluster read backup:2 1.19-1.41x as fast as backup:1
+    // at every other decision and BSP marginally faster at those between
+    // (the time beyond computing moving 1-4 ms from one reading to the
+    // next), and one run stayed under backup:1 until iteration 183. The
+    // first reading on cores of their own is taken at once, but for one
+    // of delays read off few steps: until then auto ran uninformed, and
+    // a short run has few decisions to spare; a rate of 8 delayed steps
+    // in 24, though, is one to within a third (an even cluster's start, four workers
     // each a third of their first six steps 2x slow, read as delays
     // everywhere, moved one run in nine to backup:1, "1.08x as fast").
     // 256 workers read 300 in 1536 steps, and move at once.
