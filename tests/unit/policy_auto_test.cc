@@ -480,11 +480,14 @@ TEST_CASE("auto: on shared cores a marginal gain read at two decisions of three 
   // cluster, the one at 118 reads the burst again and switches, without
   // waiting for a fourth (docs/auto.md: readings on shared cores
   // alternate from one decision to the next).
-  const AutoRun run = RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 0.6,
-      [](WorkerId w, int64_t step) {
-        return w == 3 && ((step >= 60 && step < 80) || step >= 100) ? 0.008 : 0;
-      });
+  const auto back_from = [](int64_t again) {
+    return RunAuto(
+        4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 0.6,
+        [again](WorkerId w, int64_t step) {
+          return w == 3 && ((step >= 60 && step < 80) || step >= again) ? 0.008 : 0;
+        });
+  };
+  const AutoRun run = back_from(100);
   auto waited = std::find_if(run.decisions.begin(), run.decisions.end(), Waited);
   REQUIRE(waited != run.decisions.end());
   REQUIRE(run.decisions.end() - waited >= 3);
@@ -500,11 +503,7 @@ TEST_CASE("auto: on shared cores a marginal gain read at two decisions of three 
   CHECK(run.switches.front().iteration == again.iteration);
   // A reading three decisions on is no confirmation: the burst back from
   // step 112 is read at 138, after two decisions that read none, and waits.
-  const AutoRun late = RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 0.6,
-      [](WorkerId w, int64_t step) {
-        return w == 3 && ((step >= 60 && step < 80) || step >= 112) ? 0.008 : 0;
-      });
+  const AutoRun late = back_from(112);
   std::vector<int64_t> waits;
   for (const Decision& d : late.decisions) {
     if (Waited(d)) waits.push_back(d.iteration);
