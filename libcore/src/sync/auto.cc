@@ -587,9 +587,10 @@ std::optional<SwitchRequest> AutoDecider::Choose(const SwitchContext& context,
     // first reading on cores of their own is taken at once, but for one
     // of delays read off few steps: until then auto ran uninformed, and
     // a short run has few decisions to spare; a rate of 8 delayed steps
-    // in 24, though, is one to within a third (an even cluster's start, four workers
-    // each a third of their first six steps 2x slow, read as delays
-    // everywhere, moved one run in nine to backup:1, "1.08x as fast").
+    // in 24, though, is one to within a third (an even cluster's start,
+    // four workers each a third of their first six steps 2x slow, read as
+    // delays everywhere, moved one run in nine to backup:1, "1.08x as
+    // fast").
     // 256 workers read 300 in 1536 steps, and move at once.
     pending_[0] = Awaited(best->policy, profile);
     next_due_ = context.iteration + kMinGap;
