@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks the CUDA backend on a machine with an NVIDIA GPU, in one command:
-#   1. builds dmlps with -DDMLPS_WITH_CUDA=ON;
+#   1. builds dmlps with -DDMLPS_WITH_CUDA=ON (or, with --no-build, takes
+#      the build in --build as it is);
 #   2. runs the GPU tests (every kernel and every model's loss and gradient
 #      against the CPU backend; here they must run, not skip), then the unit
 #      tests and the CLI scenarios about devices, the CNN and profiling;
@@ -17,12 +18,15 @@ set -euo pipefail
 NAME=gpu-check.sh
 usage() {
   cat <<EOF
-usage: $NAME [--build DIR] [--out DIR] [--jobs N] [--target ACC] [--full]
-              [--source DIR]
+usage: $NAME [--build DIR] [--no-build] [--out DIR] [--jobs N] [--target ACC]
+              [--max-seconds S] [--full] [--source DIR]
   --build DIR   CUDA build folder (default SOURCE/build-cuda)
+  --no-build    check the build already in --build DIR as it is (one made on
+                another machine, say) instead of configuring and building
   --out DIR     logs, TSV curves and run reports (default BUILD/gpu-check)
   --jobs N      parallel compile jobs (default: nproc)
   --target ACC  test accuracy the 4-worker run must reach (default 0.90)
+  --max-seconds S  stop each training run after S seconds (default 900)
   --full        run the whole ctest suite, not only the GPU-related tests
   --source DIR  the dmlps source tree (default: the one holding this script)
   CUDA_ARCHS    CMAKE_CUDA_ARCHITECTURES to build for (default: the
@@ -30,19 +34,25 @@ usage: $NAME [--build DIR] [--out DIR] [--jobs N] [--target ACC] [--full]
 EOF
 }
 
-build="" out="" jobs="" target=0.90 full=0 source=""
+build="" out="" jobs="" target=0.90 max_seconds=900 full=0 source="" no_build=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --jobs) jobs=${2:?}; shift 2 ;;
     --target) target=${2:?}; shift 2 ;;
+    --max-seconds) max_seconds=${2:?}; shift 2 ;;
+    --no-build) no_build=1; shift ;;
     --full) full=1; shift ;;
     --source) source=${2:?}; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$NAME: error: unknown argument '$1'" >&2; usage >&2; exit 64 ;;
   esac
 done
+case $max_seconds in
+  '' | *[!0-9]* | 0) echo "$NAME: error: --max-seconds: want a whole number of seconds above 0, got '$max_seconds'" >&2
+                     exit 64 ;;
+esac
 source=${source:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 [ -f "$source/libcore/src/model/cuda/cuda_net.cu" ] ||
   { echo "$NAME: error: $source is not a dmlps source tree" >&2; exit 64; }
@@ -79,15 +89,21 @@ if command -v nvidia-smi >/dev/null; then
   cat "$out/gpus.txt" >&2
 fi
 
-# 1. Build.
-archs=()
-if [ -n "${CUDA_ARCHS:-}" ]; then archs=("-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS"); fi
-log "building in $build (log: $out/build.log)"
-if ! (cmake -S "$source" -B "$build" -DDMLPS_WITH_CUDA=ON "${archs[@]}" &&
-      cmake --build "$build" -j "$jobs") >"$out/build.log" 2>&1; then
-  tail -n 30 "$out/build.log" >&2
-  log "error: the build failed"
-  exit 70
+# 1. Build, unless --no-build names a build made already.
+if [ "$no_build" -eq 1 ]; then
+  [ -x "$build/cmd/dmlps-worker" ] && [ -x "$build/tests/dmlps-gpu-tests" ] ||
+    { echo "$NAME: error: $build holds no CUDA build of dmlps" >&2; exit 64; }
+  log "checking the build in $build as it is"
+else
+  archs=()
+  if [ -n "${CUDA_ARCHS:-}" ]; then archs=("-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHS"); fi
+  log "building in $build (log: $out/build.log)"
+  if ! (cmake -S "$source" -B "$build" -DDMLPS_WITH_CUDA=ON "${archs[@]}" &&
+        cmake --build "$build" -j "$jobs") >"$out/build.log" 2>&1; then
+    tail -n 30 "$out/build.log" >&2
+    log "error: the build failed"
+    exit 70
+  fi
 fi
 bin=$build/cmd
 
@@ -112,7 +128,7 @@ else
 fi
 
 # 3. Clusters. run_cluster NAME SERVER-ARGS... -- DEVICE...: one server and
-# one worker per DEVICE, for at most 20 minutes; files in $out/NAME.
+# one worker per DEVICE, for at most --max-seconds and 5 minutes more; files in $out/NAME.
 model=cnn
 run_cluster() {
   local name=$1
@@ -143,7 +159,7 @@ run_cluster() {
     r=$((r + 1))
   done
   local rc=0 waited=0
-  while kill -0 "$server" 2>/dev/null && [ "$waited" -lt 1200 ]; do
+  while kill -0 "$server" 2>/dev/null && [ "$waited" -lt $((max_seconds + 300)) ]; do
     sleep 1
     waited=$((waited + 1))
   done
@@ -160,10 +176,10 @@ run_cluster() {
 }
 check "4 workers on one GPU train $model to $target" \
   run_cluster gpu4 --model "$model" --policy bsp --batch 64 --lr 0.05 \
-  --target-accuracy "$target" --max-seconds 900 --eval-every 100 -- cuda cuda cuda cuda
+  --target-accuracy "$target" --max-seconds "$max_seconds" --eval-every 100 -- cuda cuda cuda cuda
 check "2 GPU + 2 CPU workers (lbbsp gpu mode) train $model to $target" \
   run_cluster mixed --model "$model" --policy lbbsp --lb-mode gpu --batch 64 --lr 0.05 \
-  --target-accuracy "$target" --max-seconds 900 --eval-every 100 -- cuda cuda cpu cpu
+  --target-accuracy "$target" --max-seconds "$max_seconds" --eval-every 100 -- cuda cuda cpu cpu
 
 # 4. The curves.
 profile() {  # profile DEVICE MODEL RANGE REPS FILE
