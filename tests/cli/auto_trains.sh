@@ -3,7 +3,8 @@
 # started under BSP (bsp first in --candidates), it measures the
 # straggler and decides, logs and traces, to switch away from BSP
 # (docs/auto.md). Then an even cluster under the default
-# candidates (it starts under backup:1): it does not flap. Bad candidates
+# candidates (it starts under backup:2, where the job's table says auto
+# goes on it): it does not flap. Bad candidates
 # are refused.
 . "$(dirname "$0")/lib.sh"
 SLOW_WORKER_ARGS=(--slowdown 4)
@@ -22,18 +23,18 @@ grep -qE "^  decision at .*: bsp -> (backup:1|lbbsp|ssp:3) \(switch" "$WORK/summ
 grep -q '"name":"policy decision"' "$WORK/chrome.json" || fail "no decision instant in Chrome view"
 grep -q '"predicted":"bsp=' "$WORK/chrome.json" || fail "the decision instant lacks its predictions"
 
-# Even: no straggler, the default candidates (it starts under backup:1).
+# Even: no straggler, the default candidates (it starts under backup:2).
 mv "$WORK/server.log" "$WORK/straggler-server.log"
 SLOW_WORKER_ARGS=()
 train_to_target 4 0.84 --policy auto --model mlp:128 --batch 256 --max-iterations 4000 \
   --eval-every 25
-grep -qE "policy decision at iteration [0-9]+: backup:1 -> " "$WORK/server.log" ||
-  fail "no decision under backup:1 on the even cluster: $(grep 'policy decision' "$WORK/server.log" | head -3)"
+grep -qE "policy decision at iteration [0-9]+: backup:2 -> " "$WORK/server.log" ||
+  fail "no decision under backup:2 on the even cluster: $(grep 'policy decision' "$WORK/server.log" | head -3)"
 # On a host shared with other work the workers' steps drift (a worker
 # waits for a core), and a decision may follow what it measured; the rule
 # still must not flap (a switch pays for itself twice, a gain under 1.5x
 # must be read at two decisions 10 iterations apart, BSP must be predicted
-# 1.25x as fast): it stays under backup:1, and a burst that outlasts two
+# 1.25x as fast): it stays under backup:2, and a burst that outlasts two
 # readings may take it away and back: at most three switches, only to
 # candidates.
 switches=$(grep -c "policy switch done" "$WORK/server.log" || true)

@@ -252,6 +252,14 @@ std::vector<std::string> AutoCandidates(int64_t num_workers, std::string_view mo
     }
   }
   candidates.insert(candidates.end(), {"ssp:3", "lbbsp"});
+  // Where the job's table, learned on as many workers, names where auto
+  // went on that job, it starts there instead: on mlp:128 at batch 256 on
+  // four workers of two cores, every run left backup:1 for backup:2 or
+  // backup:3, its rounds until then 1.2-2.7x as long as those after.
+  const auto start = std::find(candidates.begin(), candidates.end(), table.auto_start);
+  if (table.workers == num_workers && start != candidates.end()) {
+    std::rotate(candidates.begin(), start, start + 1);
+  }
   return candidates;
 }
 

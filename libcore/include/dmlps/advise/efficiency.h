@@ -37,6 +37,9 @@ struct EfficiencyTable {
   std::string provenance;         // the command, job and commit that measured it
   // How much slower than the others the straggler of the straggler column was.
   double straggler_ratio = 4;
+  // Where auto starts on this job, on as many workers, when the runs that
+  // learned the table showed where it goes; empty: the first default.
+  std::string auto_start;
 
   // The row of `policy`: the entry itself ("ssp:3"), else the first row of
   // the same policy with another parameter or none ("ssp:7" and "ssp" take
