@@ -240,7 +240,7 @@ std::vector<std::string> AutoCandidates(int64_t num_workers, std::string_view mo
   // mlp:128 on two shared cores: under transient delays backup:3 took
   // 0.56-0.64x backup:1's time to the target, under round-robin sleeps
   // 0.79-0.89x, and auto with them moved there at iteration 10-14 and
-  // stayed under backup:1 elsewhere (docs/auto-goals.md).
+  // stayed under backup:1 elsewhere (docs/auto-goals-december-2.md).
   const advise::EfficiencyTable table = advise::BuiltInEfficiency(model, batch, num_workers);
   if (table.workers == num_workers) {
     for (int64_t b = 2; b < num_workers; ++b) {
