@@ -377,7 +377,8 @@ TEST_CASE("auto: from three workers it starts under backup:1 by default, and sta
   CHECK(slow.decisions.front().running == "backup:1");
   for (const Decision& d : slow.decisions) CHECK(d.chosen == "backup:1");
   CHECK(slow.switches.empty());
-  const AutoRun even = RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 20, {}, {}, "softmax");
+  const AutoRun even = RunAuto(
+      4, [](WorkerId, int64_t) { return 0.01; }, 20, {}, {}, "softmax");
   REQUIRE(even.decisions.size() > 3);
   for (const Decision& d : even.decisions) {
     CHECK(d.running == "backup:1");
