@@ -26,7 +26,8 @@ usage: $NAME [--build DIR] [--no-build] [--out DIR] [--jobs N] [--target ACC]
   --out DIR     logs, TSV curves and run reports (default BUILD/gpu-check)
   --jobs N      parallel compile jobs (default: nproc)
   --target ACC  test accuracy the 4-worker run must reach (default 0.90)
-  --max-seconds S  stop each training run after S seconds (default 900)
+  --max-seconds S
+                stop each training run after S seconds (default 900)
   --full        run the whole ctest suite, not only the GPU-related tests
   --source DIR  the dmlps source tree (default: the one holding this script)
   CUDA_ARCHS    CMAKE_CUDA_ARCHITECTURES to build for (default: the
@@ -50,8 +51,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $max_seconds in
-  '' | *[!0-9]* | 0) echo "$NAME: error: --max-seconds: want a whole number of seconds above 0, got '$max_seconds'" >&2
-                     exit 64 ;;
+  '' | *[!0-9]* | 0)
+    echo "$NAME: error: --max-seconds: want whole seconds above 0, got '$max_seconds'" >&2
+    exit 64 ;;
 esac
 source=${source:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 [ -f "$source/libcore/src/model/cuda/cuda_net.cu" ] ||
@@ -128,7 +130,8 @@ else
 fi
 
 # 3. Clusters. run_cluster NAME SERVER-ARGS... -- DEVICE...: one server and
-# one worker per DEVICE, for at most --max-seconds and 5 minutes more; files in $out/NAME.
+# one worker per DEVICE, for at most --max-seconds and 5 minutes more;
+# files in $out/NAME.
 model=cnn
 run_cluster() {
   local name=$1
