@@ -240,13 +240,13 @@ TEST_CASE("a busy link heartbeats from its own thread, an idle one does not") {
       std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - busy_from);
   REQUIRE(link.PollControl().ok());
   CHECK(link.sync_round() == 7);
-  // One sent as the scope closed may still be on its way; then silence.
-  const int late_beats = CountHeartbeats(server, milliseconds(50));
-  const int idle_beats = CountHeartbeats(server, milliseconds(400));
+  // One sent as the scope closed may still be on its way (on a loaded
+  // machine, for longer than a heartbeat); after it, silence: an idle
+  // link beating every 50 ms would send some ten in this window.
+  const int late_beats = CountHeartbeats(server, milliseconds(500));
   CHECK(busy_beats >= 6);  // every 50 ms for 600 ms, with room for a slow machine
   CHECK(busy_beats <= busy_ms / config.heartbeat + 1);  // not more often than --heartbeat-ms
-  CHECK(late_beats <= 1);
-  CHECK(idle_beats == 0);  // a worker stuck outside a computation falls silent
+  CHECK(late_beats <= 1);  // a worker stuck outside a computation falls silent
   CHECK(link.busy_heartbeats() == busy_beats + late_beats);
 }
 
