@@ -141,6 +141,11 @@ check() {
   grep -E '^ *[0-9]+/[0-9]+ Test|tests passed|tests failed' "$out/$name-ctest.log" >&2 || true
   if [ "$rc" -ne 0 ]; then
     failed+=("$name: tests failed (see $out/$name-ctest.log)")
+    # What failed, where only this output survives (CI): the failing test
+    # cases and checks, the scenarios' FAIL lines and their logs' tails.
+    echo "--- $name: what failed (from $out/$name-ctest.log)" >&2
+    grep -E -A 14 'TEST CASE:|ERROR:|FAIL:|\*\*\*(Failed|Timeout|Exception)' "$out/$name-ctest.log" |
+      head -n 150 >&2 || true
   fi
   local found
   found=$(find "$reports" -type f | sort)
