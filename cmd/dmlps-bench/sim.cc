@@ -58,6 +58,10 @@ void AddSimOptions(cxxopts::Options& options) {
                   "With --cpu-slice-ms: a job that starts while every core is taken preempts "
                   "the one furthest into its slice, as the kernel does for a process that "
                   "wakes"},
+                 {"cpu-wake-credit-ms",
+                  "With --cpu-slice-ms: a job that starts runs its first slice MS longer, as the "
+                  "kernel's fair scheduler credits a process that slept (0)",
+                  "MS", "0"},
                  {"jitter",
                   "Transient noise: each step's compute times a lognormal factor of median 1 and "
                   "log-sd SIGMA, per worker or one for all",
@@ -97,6 +101,12 @@ cli::Program ReadSimFlags(cli::FlagReader& flags) {
   options.cpu_wake_preempts = flags.Has("cpu-wake-preempts");
   if (options.cpu_wake_preempts && !(options.cpu_slice_s > 0)) {
     flags.AddProblem("--cpu-wake-preempts: needs --cpu-slice-ms");
+  }
+  if (flags.Has("cpu-wake-credit-ms")) {
+    options.cpu_wake_credit_s = flags.Real("cpu-wake-credit-ms", 0, 1e6) * 1e-3;
+    if (options.cpu_wake_credit_s > 0 && !(options.cpu_slice_s > 0)) {
+      flags.AddProblem("--cpu-wake-credit-ms: needs --cpu-slice-ms");
+    }
   }
   // --shards is transport's flag too (a list there): here one count.
   options.shards = flags.Has("shards") ? flags.Int("shards", 1, 1024) : 1;

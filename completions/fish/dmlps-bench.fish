@@ -46,6 +46,7 @@ complete -c $c -l latency-us -x -d 'sim: one-way latency of every message, micro
 complete -c $c -l shared-cores -x -d 'sim: workers and server share C cores (0: a machine each)'
 complete -c $c -l cpu-slice-ms -x -d 'sim: with shared cores, time slices of MS (0: share at once)'
 complete -c $c -l cpu-wake-preempts -d 'sim: with time slices, a job that starts preempts one'
+complete -c $c -l cpu-wake-credit-ms -x -d 'sim: with time slices, first slice of a started job MS longer'
 complete -c $c -l jitter -x -d 'sim: lognormal noise on compute time (log-sd)'
 complete -c $c -l heavy-tail -x -d 'sim: Pareto noise on compute time (tail index)'
 complete -c $c -l compute-cost -x -d 'sim: a step of b samples takes A+C*b microseconds'

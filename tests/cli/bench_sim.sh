@@ -84,6 +84,26 @@ awk -v a="$in_step" 'BEGIN { exit !(a > 2.8) }' ||
 awk -v a="$preempted" 'BEGIN { exit !(a < 2.4) }' ||
   fail "preempting on wake-up left $preempted late pushes a round (without: $in_step)"
 
+# A credit on wake-up: the closers of a backup round, woken by the new
+# model, run their steps before the late pushes that the round drops get
+# their turn; BSP's rounds, which wait for every push, stay as long
+# (docs/simulator.md). Milliseconds per iteration, backup:3 then BSP.
+ms_per_iteration() {
+  "$bench" sim --workers 4 --model softmax --batch 256 --slowdown 1 --max-iterations 60 \
+    --eval-every 1000 --target 0 --compute-cost 50,17 --policies backup:3,bsp --shared-cores 2 \
+    --cpu-slice-ms 3 --cpu-wake-preempts "$@" --format tsv 2>/dev/null |
+    awk -F'\t' 'NR == 1 { for (i = 1; i <= NF; i++) h[$i] = i; next }
+      { printf "%.3f ", 1000 * $h["seconds_median"] / $h["iterations"] }'
+}
+read -r b3 bsp <<<"$(ms_per_iteration)" || fail "backup:3 and bsp preempting exited"
+read -r b3_credit bsp_credit <<<"$(ms_per_iteration --cpu-wake-credit-ms 6)" ||
+  fail "--cpu-wake-credit-ms 6 exited"
+echo "ms per iteration without a credit: backup:3 $b3, bsp $bsp; with 6 ms: $b3_credit, $bsp_credit"
+awk -v a="$b3_credit" -v b="$b3" 'BEGIN { exit !(a < 0.8 * b) }' ||
+  fail "a 6 ms credit left backup:3 at $b3_credit ms an iteration (without: $b3)"
+awk -v a="$bsp_credit" -v b="$bsp" 'BEGIN { exit !(a > 0.95 * b && a < 1.05 * b) }' ||
+  fail "a 6 ms credit moved BSP to $bsp_credit ms an iteration (without: $bsp)"
+
 # Bad input: one line each, exit 64, nothing run.
 expect_usage() {
   local want=$1
@@ -107,6 +127,8 @@ expect_usage "--sim-threads" --sim-threads 0
 expect_usage "--cpu-slice-ms: needs --shared-cores" --cpu-slice-ms 1.5
 expect_usage "--cpu-slice-ms" --shared-cores 2 --cpu-slice-ms -1
 expect_usage "--cpu-wake-preempts: needs --cpu-slice-ms" --shared-cores 2 --cpu-wake-preempts
+expect_usage "--cpu-wake-credit-ms: needs --cpu-slice-ms" --shared-cores 2 --cpu-wake-credit-ms 6
+expect_usage "--cpu-wake-credit-ms" --shared-cores 2 --cpu-slice-ms 3 --cpu-wake-credit-ms -1
 
 # The threads computing gradients change nothing; server shards keep the math
 # (the same accuracy) and change only the time.

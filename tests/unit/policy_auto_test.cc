@@ -336,13 +336,15 @@ double Backup1Gain(const Decision& d) {
   return bsp / backup1;
 }
 
-TEST_CASE("auto: on shared cores, jittery even steps gain backup:1 less than apart") {
+TEST_CASE("auto: on shared cores, jittery even steps' marginal gain waits; apart it does not") {
   // Steps of 10 ms that jitter by up to 1.5x: on machines of their own,
   // dropping the slowest push gains more than a switch costs, at once; on
   // two cores shared by the four (each waited for a core half its time),
-  // the dropped push takes its turn on the cores all the same, after the
-  // fresh ones (measured with backup:1 on two cores: its rounds as long as
-  // BSP's; the simulated cores give it a few percent).
+  // where readings move from one decision to the next, the first
+  // decision waits for the next to agree. (The gain is predicted about
+  // as large in both, 1.09x and 1.08x, since the simulated cores credit
+  // a job that wakes: the fresh workers' steps run first, the dropped
+  // push's after them. Without the credit, 1.06x shared, and no move.)
   const auto jittery = [](WorkerId w, int64_t step) {
     return 0.01 * (1 + 0.5 * static_cast<double>((step * 7 + w * 3) % 5) / 4);
   };
@@ -356,13 +358,16 @@ TEST_CASE("auto: on shared cores, jittery even steps gain backup:1 less than apa
   const Decision& first = shared.decisions.front();
   CHECK(first.measured.find("on 2 shared cores") != std::string::npos);
   CHECK(first.chosen == "bsp");
+  CHECK(first.reason.rfind("wait: backup:1", 0) == 0);
   const double gain_own = Backup1Gain(own.decisions.front());
   const double gain_shared = Backup1Gain(first);
   MESSAGE("backup:1 predicted ", gain_own, "x as fast as BSP apart, ", gain_shared, "x shared");
-  CHECK(gain_shared < gain_own);
-  CHECK(gain_shared < 1.1);
-  // At most one move, no going back and forth.
-  CHECK(shared.switches.size() <= 2);
+  CHECK(gain_shared < AutoDecider::kConfirmBelow);
+  // One move, when the next decision agrees; no going back and forth.
+  REQUIRE(shared.switches.size() == 2);  // decided, done
+  CHECK(shared.switches.front().to == "backup:1");
+  CHECK(shared.switches.front().iteration >= first.iteration + AutoDecider::kMinGap);
+  CHECK(shared.running == "backup:1");
 }
 
 TEST_CASE("auto: from three workers it starts under backup:1 by default, and stays") {
@@ -461,10 +466,15 @@ TEST_CASE("auto: a lasting slowdown mid-run calls for a decision at once") {
 // to send, on steps of 10 ms: on cores shared with other work, its
 // sending thread waits for a core while a neighbour's burst lasts, and
 // reads as a slower link. Each step's computing had a core `core_share`
-// of its time. On two shared cores, at 8 ms, a policy that tolerates it
-// (LB-BSP) is predicted some 1.26x as fast as BSP, under kConfirmBelow
+// of its time. On two shared cores, at 18 ms, a policy that tolerates it
+// (LB-BSP) is predicted some 1.21x as fast as BSP, under kConfirmBelow
 // (docs/auto.md); on cores of their own, at 4 ms, backup:1 some 1.2x.
-AutoRun BurstRun(int64_t until, double core_share = 0.6, double send_s = 0.008) {
+// (Before the simulated cores credited a job that wakes, BSP's rounds
+// came out longer: 8 ms gave LB-BSP 1.26x, where it now gives BSP the
+// shortest rounds.) A burst's first 8 steps are read at once, by the
+// decision the change calls at step 68.
+constexpr double kSharedBurstSendS = 0.018;
+AutoRun BurstRun(int64_t until, double core_share = 0.6, double send_s = kSharedBurstSendS) {
   return RunAuto(
       4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", core_share,
       [until, send_s](WorkerId w, int64_t step) {
@@ -488,9 +498,9 @@ TEST_CASE("auto: on shared cores a marginal gain seen once waits, seen again it 
 }
 
 TEST_CASE("auto: on shared cores a burst over by the next decision moves nothing") {
-  // 20 slow sends, that the median of a worker's last kWindow steps shows
-  // at one decision and not at the next.
-  const AutoRun brief = BurstRun(80);
+  // 8 slow sends, that the decision at step 68 reads and the next one,
+  // ten steps on, does not.
+  const AutoRun brief = BurstRun(68);
   CHECK(std::any_of(brief.decisions.begin(), brief.decisions.end(), Waited));
   CHECK(brief.switches.empty());
   CHECK(brief.running == "bsp");
@@ -503,19 +513,19 @@ TEST_CASE("auto: on shared cores a burst over by the next decision moves nothing
 }
 
 TEST_CASE("auto: on shared cores a marginal gain read at two decisions of three switches") {
-  // Worker 3's slow sends from step 60 to 80, and again from 100 on: the
-  // decision at 88 reads the burst and waits, the one at 98 reads an even
-  // cluster, the one at 118 reads the burst again and switches, without
+  // Worker 3's slow sends from step 60 to 68, and again from 78 on: the
+  // decision at 68 reads the burst and waits, the one at 78 reads an even
+  // cluster, the one at 89 reads the burst again and switches, without
   // waiting for a fourth (docs/auto.md: readings on shared cores
   // alternate from one decision to the next).
   const auto back_from = [](int64_t again) {
     return RunAuto(
         4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 0.6,
         [again](WorkerId w, int64_t step) {
-          return w == 3 && ((step >= 60 && step < 80) || step >= again) ? 0.008 : 0;
+          return w == 3 && ((step >= 60 && step < 68) || step >= again) ? kSharedBurstSendS : 0;
         });
   };
-  const AutoRun run = back_from(100);
+  const AutoRun run = back_from(78);
   auto waited = std::find_if(run.decisions.begin(), run.decisions.end(), Waited);
   REQUIRE(waited != run.decisions.end());
   REQUIRE(run.decisions.end() - waited >= 3);
@@ -530,8 +540,8 @@ TEST_CASE("auto: on shared cores a marginal gain read at two decisions of three 
   REQUIRE_FALSE(run.switches.empty());
   CHECK(run.switches.front().iteration == again.iteration);
   // A reading three decisions on is no confirmation: the burst back from
-  // step 112 is read at 138, after two decisions that read none, and waits.
-  const AutoRun late = back_from(112);
+  // step 80 is read at 100, after two decisions that read none, and waits.
+  const AutoRun late = back_from(80);
   std::vector<int64_t> waits;
   for (const Decision& d : late.decisions) {
     if (Waited(d)) waits.push_back(d.iteration);

@@ -91,8 +91,8 @@ TEST_CASE("sim network: copied by the cores, a connection delivers in order") {
 }
 
 struct Cpu {
-  explicit Cpu(int64_t cores, double slice = 0, bool wake_preempts = false)
-      : cpu(cores, slice, wake_preempts,
+  explicit Cpu(int64_t cores, double slice = 0, bool wake_preempts = false, double wake_credit = 0)
+      : cpu(cores, {slice, wake_preempts, wake_credit},
             [this](double time, uint64_t generation) { ticks.emplace_back(time, generation); }) {}
 
   std::vector<std::pair<double, uint64_t>> ticks;
@@ -191,6 +191,41 @@ TEST_CASE("sim cpu: preempting on wake-up, a job that starts takes a core at onc
   CHECK(e.ticks.back().first == doctest::Approx(0.5));
   CHECK(e.cpu.OnTick(0.5, e.ticks.back().second) == std::vector<int64_t>{2});
   CHECK(e.ticks.back().first == doctest::Approx(1.0));
+}
+
+TEST_CASE("sim cpu: a wake-up credit lengthens a started job's first slice, not later ones") {
+  // One core, slices of 1 s, a credit of 2 s: job 1 (5 s of work) runs
+  // 3 s before job 2, started at 0.5 s, may take the core.
+  Cpu c(1, 1.0, false, 2.0);
+  c.cpu.Start(0, 1, 5.0, 1.0);
+  c.cpu.Start(0.5, 2, 1.5, 1.0);
+  CHECK(c.ticks.back().first == doctest::Approx(3.0));
+  CHECK(c.cpu.OnTick(3.0, c.ticks.back().second).empty());
+  // Job 2 started too: its first slice is 3 s, room for its 1.5.
+  CHECK(c.ticks.back().first == doctest::Approx(4.5));
+  CHECK(c.cpu.OnTick(4.5, c.ticks.back().second) == std::vector<int64_t>{2});
+  // Job 1 was preempted, not started: a plain slice, 1 s of its 2 left.
+  CHECK(c.ticks.back().first == doctest::Approx(5.5));
+  CHECK(c.cpu.OnTick(5.5, c.ticks.back().second).empty());
+  CHECK(c.ticks.back().first == doctest::Approx(6.5));
+  CHECK(c.cpu.OnTick(6.5, c.ticks.back().second) == std::vector<int64_t>{1});
+  // Without the credit job 2 takes the core when job 1's first second ends.
+  Cpu d(1, 1.0);
+  d.cpu.Start(0, 1, 5.0, 1.0);
+  d.cpu.Start(0.5, 2, 1.5, 1.0);
+  CHECK(d.ticks.back().first == doctest::Approx(1.0));
+  // Preempting on wake-up, the credited job is the last one preempted:
+  // job 2 (started at 0.25 s, 2.75 s of its 3 s slice left) keeps its core
+  // when job 3 starts at 0.5 s, job 1 (2.5 s left) gives its core up.
+  Cpu e(2, 1.0, true, 2.0);
+  e.cpu.Start(0, 1, 5.0, 1.0);
+  e.cpu.Start(0.25, 2, 5.0, 1.0);
+  e.cpu.Start(0.5, 3, 0.25, 1.0);
+  CHECK(e.ticks.back().first == doctest::Approx(0.75));
+  CHECK(e.cpu.OnTick(0.75, e.ticks.back().second) == std::vector<int64_t>{3});
+  // Job 1 back on the freed core with a plain slice, ending at 1.75;
+  // job 2's first slice ends at 3.25.
+  CHECK(e.ticks.back().first == doctest::Approx(1.75));
 }
 
 TEST_CASE("sim cpu: with time slices, jobs on two cores go at their shared speed") {

@@ -385,6 +385,15 @@ TEST_CASE("sim: bad settings are refused") {
   c.max_iterations = 0;
   CHECK(ValidateSimConfig(c) ==
         std::vector<std::string>{"no end to a run: give a target, max_iterations or max_seconds"});
+  c = f.Config("bsp", {1, 1}, 10, 1);
+  c.shared_cores = 1;
+  c.cpu_wake_credit_s = 0.006;
+  CHECK(ValidateSimConfig(c) == std::vector<std::string>{"a wake-up credit needs a CPU slice"});
+  c.cpu_slice_s = 0.003;
+  CHECK(ValidateSimConfig(c).empty());
+  c.cpu_wake_credit_s = -1;
+  CHECK(ValidateSimConfig(c) ==
+        std::vector<std::string>{"the wake-up credit must be a finite time, not negative"});
 }
 
 TEST_CASE("sim: a run's limits out of range, or none set, are named as the caller names them") {

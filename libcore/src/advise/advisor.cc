@@ -28,6 +28,14 @@ bool Finite(double v) { return std::isfinite(v); }
 // evenly, where in fact the workers that wake up to the new model run
 // first. Slices of 3 ms with that preemption predict 0.83 and 0.73.
 constexpr double kSharedSliceS = 0.003;
+// A job that wakes runs its first slice this much longer, as the kernel's
+// fair scheduler credits a task that slept. Without it, on the even
+// cluster of four mlp:128 workers on two cores, backup:1's, backup:2's
+// and backup:3's rounds came out at 13.2, 12.6 and 11.0 ms against 10.6,
+// 8.9 and 7.7 measured (BSP's right, 13.9 against 13.6); with 6 ms, at
+// 13.8, 9.0 and 7.7 (BSP 14.2). Under transient 50 ms delays, 26.7, 15.4
+// and 9.5 against 25.8, 15.5 and 8.5 (docs/simulator.md).
+constexpr double kWakeCreditS = 0.006;
 
 // The q-quantile of `values` (one of them, the lower of two; 0 for none).
 double Quantile(const std::vector<double>& values, double q) {
@@ -86,6 +94,7 @@ sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig
     config.shared_cores = cores;
     config.cpu_slice_s = kSharedSliceS;
     config.cpu_wake_preempts = true;
+    config.cpu_wake_credit_s = kWakeCreditS;
     work *= TypicalShare(profile);
   }
   config.cost = sim::CostModel::Linear(0, work / static_cast<double>(profile.batch));

@@ -12,10 +12,11 @@ constexpr double kWorkEpsilon = 1e-12;
 
 }  // namespace
 
-SimCpu::SimCpu(int64_t cores, double slice, bool wake_preempts, TickScheduler schedule_tick)
+SimCpu::SimCpu(int64_t cores, Sharing sharing, TickScheduler schedule_tick)
     : cores_(cores),
-      slice_(slice),
-      wake_preempts_(wake_preempts && slice > 0),
+      slice_(sharing.slice),
+      wake_preempts_(sharing.wake_preempts && sharing.slice > 0),
+      wake_credit_(sharing.slice > 0 ? sharing.wake_credit : 0),
       schedule_tick_(std::move(schedule_tick)) {}
 
 void SimCpu::Start(double now, int64_t target, double work, double shared_speed) {
@@ -86,11 +87,12 @@ void SimCpu::Dispatch() {
     preempted_.push_back(job.id);
   }
   while (running_ < cores_ && !(woken_.empty() && preempted_.empty())) {
-    std::deque<uint64_t>& from = woken_.empty() ? preempted_ : woken_;
+    const bool woke = !woken_.empty();
+    std::deque<uint64_t>& from = woke ? woken_ : preempted_;
     Job* job = Find(from.front());
     from.pop_front();
     job->running = true;
-    job->slice_left = slice_;
+    job->slice_left = slice_ + (woke ? wake_credit_ : 0);
     ++running_;
   }
 }

@@ -9,7 +9,10 @@
 //   scheduler favours a task that slept. With `wake_preempts` a job that
 //   starts while every core is taken does not wait at all: the job
 //   furthest into its slice gives its core up and takes the next one
-//   free, as the kernel preempts a running task for one that wakes.
+//   free, as the kernel preempts a running task for one that wakes. With
+//   a `wake_credit` a job that starts runs its first slice that much
+//   longer before a waiting job may take its core, as the kernel's fair
+//   scheduler lets a task that slept run until its credit is spent.
 // While more than one job runs, each goes at its shared speed
 // (CostModel::SharedSpeed); alone, at full speed.
 #ifndef DMLPS_SIM_CPU_H_
@@ -27,9 +30,16 @@ class SimCpu {
   // Asks the simulator to call OnTick(`generation`) at virtual time `time`.
   using TickScheduler = std::function<void(double time, uint64_t generation)>;
 
-  // A host of `cores` (>= 1) cores; `slice` seconds (0: processor sharing);
-  // `wake_preempts` (time slices only) as above.
-  SimCpu(int64_t cores, double slice, bool wake_preempts, TickScheduler schedule_tick);
+  // How a host's cores are shared: `slice` seconds (0: processor sharing);
+  // with time slices, `wake_preempts` and `wake_credit` (seconds) as above.
+  struct Sharing {
+    double slice = 0;
+    bool wake_preempts = false;
+    double wake_credit = 0;
+  };
+
+  // A host of `cores` (>= 1) cores, shared as `sharing` says.
+  SimCpu(int64_t cores, Sharing sharing, TickScheduler schedule_tick);
 
   // Starts job `target` at `now`: `work` seconds alone on a core. Jobs
   // running change speed, so the next tick is asked for anew.
@@ -66,6 +76,7 @@ class SimCpu {
   const int64_t cores_;
   const double slice_;
   const bool wake_preempts_;
+  const double wake_credit_;
   TickScheduler schedule_tick_;
   std::vector<Job> jobs_;           // in the order they started
   int64_t running_ = 0;             // time slices: jobs on a core

@@ -100,6 +100,7 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       config.shared_cores = options.shared_cores;
       config.cpu_slice_s = options.cpu_slice_s;
       config.cpu_wake_preempts = options.cpu_wake_preempts;
+      config.cpu_wake_credit_s = options.cpu_wake_credit_s;
       config.threads = options.threads;
       config.shards = options.shards;
       if (options.show) {

@@ -47,8 +47,8 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
                   },
                   [this](int64_t slot, double work) { StartJob(kMessageJob - slot, work, 1); }},
                  config.shards),
-        cpu_(std::max<int64_t>(config.shared_cores, 1), config.cpu_slice_s,
-             config.cpu_wake_preempts,
+        cpu_(std::max<int64_t>(config.shared_cores, 1),
+             {config.cpu_slice_s, config.cpu_wake_preempts, config.cpu_wake_credit_s},
              [this](double time, uint64_t generation) {
                Schedule(time, EventKind::kCpuTick, 0, generation);
              }),
@@ -632,6 +632,11 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   }
   if (config.cpu_wake_preempts && !(config.cpu_slice_s > 0)) {
     problems.push_back("preemption on wake-up needs a CPU slice");
+  }
+  if (!(config.cpu_wake_credit_s >= 0) || !std::isfinite(config.cpu_wake_credit_s)) {
+    problems.push_back("the wake-up credit must be a finite time, not negative");
+  } else if (config.cpu_wake_credit_s > 0 && !(config.cpu_slice_s > 0)) {
+    problems.push_back("a wake-up credit needs a CPU slice");
   }
   if (config.threads < 1) problems.push_back("the simulation needs at least one thread");
   if (config.shards < 1 || config.shards > 1024) {

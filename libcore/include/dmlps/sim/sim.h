@@ -130,6 +130,10 @@ struct SimConfig {
   // preempts one that has been running. Backup workers' late pushes then
   // fall out of step with the round's closers, as they do on a real host.
   bool cpu_wake_preempts = false;
+  // With a CPU slice: a job that starts runs its first slice this many
+  // seconds longer (sim/cpu.h), as the kernel's fair scheduler lets a task
+  // that slept run on until the credit it gained is spent.
+  double cpu_wake_credit_s = 0;
   // Threads of this machine computing the workers' gradients, at least 1:
   // only the wall time of the simulation depends on it, not its results.
   int64_t threads = 1;
@@ -238,6 +242,7 @@ struct SimOptions {
   int64_t shared_cores = 0;
   double cpu_slice_s = 0;          // SimConfig::cpu_slice_s
   bool cpu_wake_preempts = false;  // SimConfig::cpu_wake_preempts
+  double cpu_wake_credit_s = 0;    // SimConfig::cpu_wake_credit_s
   int64_t threads = 1;             // SimConfig::threads
   int64_t shards = 1;              // SimConfig::shards
   // Live progress, as bench::ExperimentOptions::show: the run's label
