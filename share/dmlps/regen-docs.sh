@@ -92,6 +92,11 @@ commands() {
       for cpu in "" " --cpu-slice-ms 6" " --cpu-slice-ms 6 --cpu-wake-preempts" " --cpu-slice-ms 3 --cpu-wake-preempts"; do
         echo "$bin/dmlps-bench sim $backups --shared-cores 2 --compute-cost 50,16.6 --max-iterations 200 --eval-every 1000 --target 0$cpu"
       done
+      for delays in "" " --delay-ms 50 --delay-prob 0.2"; do
+        for w in 0 6; do
+          echo "$bin/dmlps-bench sim $backups --shared-cores 2 --cpu-slice-ms 3 --cpu-wake-preempts --cpu-wake-credit-ms $w --compute-cost 200,15 --model mlp:128 --batch 256 --max-iterations 200 --eval-every 1000 --target 0$delays"
+        done
+      done
       for c in 781 1562 3125; do
         echo "$bin/dmlps-bench sim --workers 4096 --model softmax --batch 64 --target 0 --max-iterations 5 --shards 64 --policies bsp,backup:1,abps,lbbsp,wbsp,ssp:3 --compute-cost 3,$c"
       done
