@@ -31,10 +31,10 @@ constexpr double kSharedSliceS = 0.003;
 // A job that wakes runs its first slice this much longer, as the kernel's
 // fair scheduler credits a task that slept. Without it, on the even
 // cluster of four mlp:128 workers on two cores, backup:1's, backup:2's
-// and backup:3's rounds came out at 13.2, 12.6 and 11.0 ms against 10.6,
+// and backup:3's rounds came out at 13.2, 12.6 and 10.8 ms against 10.6,
 // 8.9 and 7.7 measured (BSP's right, 13.9 against 13.6); with 6 ms, at
-// 13.8, 9.0 and 7.7 (BSP 14.2). Under transient 50 ms delays, 26.7, 15.4
-// and 9.5 against 25.8, 15.5 and 8.5 (docs/simulator.md).
+// 13.8, 8.8 and 7.6 (BSP 14.2). Under transient 50 ms delays, 26.3, 14.5
+// and 9.9 against 25.8, 15.5 and 8.5 (docs/simulator.md).
 constexpr double kWakeCreditS = 0.006;
 
 // The q-quantile of `values` (one of them, the lower of two; 0 for none).
