@@ -141,11 +141,15 @@ check() {
   grep -E '^ *[0-9]+/[0-9]+ Test|tests passed|tests failed' "$out/$name-ctest.log" >&2 || true
   if [ "$rc" -ne 0 ]; then
     failed+=("$name: tests failed (see $out/$name-ctest.log)")
-    # What failed, where only this output survives (CI): the failing test
-    # cases and checks, the scenarios' FAIL lines and their logs' tails.
+    # What failed, where only this output survives (CI): ctest's Failed
+    # and Timeout lines, each failing check with its test case (a few
+    # lines above it; the passing cases' messages are left out), and each
+    # scenario's FAIL line with its logs' tails after it.
     echo "--- $name: what failed (from $out/$name-ctest.log)" >&2
-    grep -E -A 14 'TEST CASE:|ERROR:|FAIL:|\*\*\*(Failed|Timeout|Exception)' "$out/$name-ctest.log" |
-      head -n 150 >&2 || true
+    {
+      grep -E -B 4 -A 3 'ERROR:|\*\*\*(Failed|Timeout|Exception)' "$out/$name-ctest.log" || true
+      grep -E -A 40 '^FAIL: ' "$out/$name-ctest.log" || true
+    } | head -n 200 >&2
   fi
   local found
   found=$(find "$reports" -type f | sort)
