@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -446,6 +447,59 @@ std::vector<trace::Record> GeneratedRun() {
   return records;
 }
 
+// A BSP run of 200 iterations on four workers, each step computing 10-13
+// ms (drawn) and, in four rounds of five, one worker's step then pausing
+// 50 ms: each worker one step in five. A round's last push waits for its
+// model 2 ms, the round trip.
+std::vector<trace::Record> DelayedRun() {
+  std::vector<trace::Record> records;
+  records.push_back(Instant("start", 0, {{"policy", "bsp"}, {"workers", int64_t{4}}}));
+  std::mt19937 draw(7);
+  std::uniform_int_distribution<int64_t> extra(0, 3000);
+  int64_t t = 1000;
+  for (int64_t clock = 0; clock < 200; ++clock) {
+    std::vector<int64_t> computes(4), done(4);
+    for (int64_t w = 0; w < 4; ++w) {
+      computes[w] = 10000 + extra(draw);
+      done[w] = computes[w] + ((clock * 7 + w * 3) % 5 == 0 ? 50000 : 0);
+    }
+    const int64_t round = *std::max_element(done.begin(), done.end()) + 2000;
+    for (int64_t w = 0; w < 4; ++w) {
+      const std::string node = "worker-" + std::to_string(w);
+      const int64_t compute = computes[w];
+      records.push_back(
+          Span(node, "compute", "step", t, compute, {{"clock", clock}, {"samples", int64_t{256}}}));
+      if (done[w] > compute) {
+        records.push_back(
+            Span(node, "compute", "straggle", t + compute, done[w] - compute, {{"clock", clock}}));
+      }
+      records.push_back(Span(node, "comm", "push", t + done[w], 100,
+                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
+      records.push_back(
+          Span(node, "wait", "pull", t + done[w] + 100, round - done[w] - 100, {{"clock", clock}}));
+    }
+    t += round;
+  }
+  records.push_back(Instant(
+      "end", t, {{"seconds", static_cast<double>(t) * 1e-6}, {"iterations", int64_t{200}}}));
+  return records;
+}
+
+TEST_CASE("advise: under delays each worker reads its rate, and the link its undelayed rounds") {
+  Result<MeasuredRun> run = MeasureRun(DelayedRun());
+  REQUIRE(run.ok());
+  const ClusterProfile& p = run->profile;
+  REQUIRE(p.workers.size() == 4);
+  for (const WorkerProfile& w : p.workers) {
+    CHECK(w.delay_prob == doctest::Approx(0.2).epsilon(0.1));
+    CHECK(w.delay_s == doctest::Approx(0.050).epsilon(0.1));
+  }
+  // Each worker waits for another's delay in three rounds of five, so
+  // that its median wait is a delay (read as the link: 0.16 Gbit/s); its
+  // waits as the last of a round, 2 ms, give some 5 Gbit/s.
+  CHECK(p.link_gbps > 2);
+}
+
 TEST_CASE("advise: a run's traces give each worker's steady pace, delays and the model's size") {
   Result<MeasuredRun> run = MeasureRun(GeneratedRun());
   REQUIRE(run.ok());
@@ -507,6 +561,23 @@ TEST_CASE("advise: traced waits for a core give each worker's core share") {
   REQUIRE(plain.ok());
   CHECK(plain->profile.workers[0].core_share == 1);
   CHECK(SharedCores(plain->profile) == 0);
+}
+
+TEST_CASE("advise: on shared cores a step's pause counts as its length, not as a factor") {
+  // The host's work 10 ms a sample at the typical share. A worker's steps
+  // take their slowness times that; one that computed 20 ms (waiting for
+  // a core half of it) and then paused 50 ms takes 10 ms and the 50.
+  const std::vector<double> even =
+      SharedSteps({0.010, 0.012, 0.010, 0.070, 0.010}, {1, 1.2, 1, 3.5, 1}, 0.010);
+  REQUIRE(even.size() == 5);
+  CHECK(even[1] == doctest::Approx(0.012));
+  CHECK(even[3] == doctest::Approx(0.060));
+  // A steady straggler's sleeps (4x) are its level; a 50 ms pause beyond
+  // them after a 10 ms step is 50 ms more.
+  const std::vector<double> slow = SharedSteps({0.040, 0.040, 0.090, 0.040}, {4, 4, 9, 4}, 0.010);
+  REQUIRE(slow.size() == 4);
+  CHECK(slow[0] == doctest::Approx(0.040));
+  CHECK(slow[2] == doctest::Approx(0.090));
 }
 
 TEST_CASE("advise: workers all on the server's host share at most its cores, as auto reads") {

@@ -239,13 +239,16 @@ struct AutoRun {
 // `candidates` as --candidates gives them (empty: the default,
 // AutoCandidates); `model` names the job's model, whose efficiency table auto reads.
 // Each step's computing had a core for `core_share` of its time; with
-// `send_s`, each push took that long to send after it.
+// `send_s`, each push took that long to send after it; with `pause_s`, each
+// step paused that long after computing (part of its busy time, not of
+// its computing).
 AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until,
                 const std::function<double(int64_t)>& accuracy = {},
                 std::vector<std::string> candidates = kFromBsp, std::string model = "",
                 double core_share = 1, const std::function<double(WorkerId, int64_t)>& send_s = {},
                 const std::function<double(WorkerId, int64_t)>& share_of = {},
-                int64_t host_cores = 0) {
+                int64_t host_cores = 0,
+                const std::function<double(WorkerId, int64_t)>& pause_s = {}) {
   PolicyConfig config;
   config.name = "auto";
   config.model = std::move(model);
@@ -261,6 +264,7 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   std::vector<int64_t> clock(n, 0);
   std::vector<int64_t> base(n, 0);
   std::vector<double> took(n, 0);
+  std::vector<double> paused(n, 0);
   std::vector<int64_t> batch(n, kBatch);
   AutoRun run;
   auto carry_out = [&](const Actions& actions) {
@@ -272,7 +276,8 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
       const WorkerId w = WorkerOf(a);
       base[w] = policy->version();
       took[w] = step_s(w, clock[w]) * static_cast<double>(batch[w]) / kBatch;
-      time.Start(w, took[w] + (send_s ? send_s(w, clock[w]) : 0));
+      paused[w] = pause_s ? pause_s(w, clock[w]) : 0;
+      time.Start(w, took[w] + paused[w] + (send_s ? send_s(w, clock[w]) : 0));
     }
   };
   carry_out(PullEach(policy.get(), n));
@@ -280,11 +285,11 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
     const WorkerId w = time.Next();
     PushInfo push{clock[w], base[w], batch[w], true};
     push.batch = batch[w];
-    push.busy_s = took[w];
+    push.busy_s = took[w] + paused[w];
     push.compute_s = took[w];
     push.run_wait_s = took[w] * (1 - (share_of ? share_of(w, clock[w]) : core_share));
     push.comm_s = send_s ? send_s(w, clock[w]) : 0;
-    push.cycle_s = took[w] + push.comm_s + 0.0005;
+    push.cycle_s = push.busy_s + push.comm_s + 0.0005;
     ++clock[w];
     Actions actions = PushActions(policy.get(), w, push);
     policy->PullRequested(w, &actions);
@@ -852,6 +857,40 @@ TEST_CASE("auto: on shared cores the fewest cores read hold, at most the server 
       4, [](WorkerId, int64_t) { return 0.01; }, 1, {}, kFromBsp, "", 1, {}, wide);
   REQUIRE_FALSE(there.decisions.empty());
   CHECK(there.decisions.front().measured.find("on 3 shared cores") != std::string::npos);
+}
+
+TEST_CASE("auto: more workers on the server's host than its cores share them from the start") {
+  // Four workers on two cores, each step with a core all the time it
+  // computed (as where the others pause): on the server's host of two
+  // cores they are read as sharing them; two workers there, or four
+  // elsewhere, are read as on cores of their own.
+  const auto step = [](WorkerId, int64_t) { return 0.01; };
+  const auto crowded = RunAuto(4, step, 1, {}, kFromBsp, "", 1, {}, {}, 2);
+  REQUIRE_FALSE(crowded.decisions.empty());
+  CHECK(crowded.decisions.front().measured.find("on 2 shared cores") != std::string::npos);
+  for (const AutoRun& apart : {RunAuto(2, step, 1, {}, kFromBsp, "", 1, {}, {}, 2),
+                               RunAuto(4, step, 1, {}, kFromBsp, "", 1, {}, {}, 0)}) {
+    REQUIRE_FALSE(apart.decisions.empty());
+    CHECK(apart.decisions.front().measured.find("shared cores") == std::string::npos);
+  }
+}
+
+TEST_CASE("auto: on shared cores a pause after computing reads as its own length") {
+  // Four workers on the server's host of two cores compute 10 ms a step
+  // with a core; one step in five each waits for a core half its
+  // computing (20 ms) and then pauses 50 ms. The delay is the 50 ms, not
+  // 50 ms scaled by the typical computing over this step's (25 ms).
+  const auto delayed = [](WorkerId w, int64_t step) { return (step + w) % 5 == 0; };
+  const AutoRun run = RunAuto(
+      4, [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.02 : 0.01; }, 2, {}, kFromBsp,
+      "", 1, {}, [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.5 : 1.0; }, 2,
+      [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.05 : 0.0; });
+  REQUIRE(run.decisions.size() > 2);
+  for (const Decision& d : run.decisions) {
+    CAPTURE(d.measured);
+    CHECK(d.measured.find("on 2 shared cores") != std::string::npos);
+    CHECK(d.measured.find("+50 ms)") != std::string::npos);
+  }
 }
 
 TEST_CASE("auto: a switch's bar: kMinGain, kIntoBsp into BSP, times kReturnBar going back") {

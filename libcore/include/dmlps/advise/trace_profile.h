@@ -48,6 +48,16 @@ inline constexpr int64_t kWarmupSteps = 2;
 // or more was held up by a transient delay.
 inline constexpr double kDelayFactor = 2;
 
+// On cores that the workers share, one worker's steps, seconds per sample
+// (`measured`), as the host's work per sample at the typical share of a
+// core (`per_sample_s`) times the worker's steady slowness (the lower
+// median of `slowness`, each step's time over its computing, of the steps
+// under kDelayFactor times their lower quartile), and, on a step that slept
+// kDelayFactor times that level or more, the seconds it slept beyond it:
+// waiting for a core is the host's noise, a pause is time of its own.
+std::vector<double> SharedSteps(const std::vector<double>& measured,
+                                const std::vector<double>& slowness, double per_sample_s);
+
 // Measures a run from its records, server's and workers' in any order. Per
 // worker, from its compute/step and compute/straggle spans by clock: the
 // steady level is the median time per sample since the last lasting change

@@ -164,6 +164,9 @@ class AutoDecider : public SwitchDecider {
   // Sets profile->cores from the fewest cores read so far, at most the
   // host's where every live worker runs on the server's host (class comment).
   void ReadCores(const Policy& policy, advise::ClusterProfile* profile);
+  // The host's cores where every live worker runs on the server's host and
+  // they outnumber its cores; else 0.
+  int64_t CrowdedCores(const Policy& policy) const;
   // The rule that chooses between the policy running and the advice (class
   // comment): a request, or none to stay; the reason into d.
   std::optional<SwitchRequest> Choose(const SwitchContext& context,
