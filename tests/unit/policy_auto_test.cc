@@ -859,6 +859,26 @@ TEST_CASE("auto: on shared cores the fewest cores read hold, at most the server 
   CHECK(there.decisions.front().measured.find("on 3 shared cores") != std::string::npos);
 }
 
+TEST_CASE("auto: a core the host lost and got back is read back after a lasting change") {
+  // Four workers on the server's host of two cores, 10 ms a step at half
+  // a core; from step 40 other work takes a core (25 ms at a quarter),
+  // from step 80 it is gone again. The fewest cores read hold only until
+  // the workers' speed changes lastingly.
+  const auto busy = [](int64_t step) { return step >= 40 && step < 80; };
+  const AutoRun run = RunAuto(
+      4, [&](WorkerId, int64_t step) { return busy(step) ? 0.025 : 0.01; }, 2.5, {}, kFromBsp, "",
+      1, {}, [&](WorkerId, int64_t step) { return busy(step) ? 0.25 : 0.5; }, 2);
+  REQUIRE_FALSE(run.decisions.empty());
+  const auto one = std::find_if(run.decisions.begin(), run.decisions.end(), [](const Decision& d) {
+    return d.measured.find("on 1 shared core") != std::string::npos;
+  });
+  REQUIRE(one != run.decisions.end());
+  CHECK(one->iteration >= 40);
+  CAPTURE(run.decisions.back().iteration);
+  CHECK(run.decisions.back().iteration >= 100);
+  CHECK(run.decisions.back().measured.find("on 2 shared cores") != std::string::npos);
+}
+
 TEST_CASE("auto: more workers on the server's host than its cores share them from the start") {
   // Four workers on two cores, each step with a core all the time it
   // computed (as where the others pause): on the server's host of two

@@ -468,10 +468,11 @@ std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context
   int64_t delayed = 0;
   const std::optional<advise::ClusterProfile> profile = Profile(*context.policy, &delayed);
   if (!profile) return std::nullopt;  // not enough steps measured yet
+  const bool after_change = change_seen_;
   change_seen_ = false;
   last_decided_ = context.iteration;
   next_due_ = context.iteration + std::max<int64_t>(1, options_.every);
-  return Decide(context, *profile, delayed);
+  return Decide(context, *profile, delayed, after_change);
 }
 
 std::optional<SwitchRequest> AutoDecider::AfterEvaluation(const SwitchContext& /*context*/,
@@ -482,9 +483,10 @@ std::optional<SwitchRequest> AutoDecider::AfterEvaluation(const SwitchContext& /
 }
 
 std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
-                                                 advise::ClusterProfile profile, int64_t delayed) {
+                                                 advise::ClusterProfile profile, int64_t delayed,
+                                                 bool after_change) {
   const auto start = std::chrono::steady_clock::now();
-  ReadCores(*context.policy, &profile);
+  ReadCores(*context.policy, after_change, &profile);
   Decision d;
   d.running = running_;
   d.chosen = running_;
@@ -522,7 +524,8 @@ int64_t AutoDecider::CrowdedCores(const Policy& policy) const {
   return static_cast<int64_t>(host_cores.size()) > cores ? cores : 0;
 }
 
-void AutoDecider::ReadCores(const Policy& policy, advise::ClusterProfile* profile) {
+void AutoDecider::ReadCores(const Policy& policy, bool after_change,
+                            advise::ClusterProfile* profile) {
   // Workers all on the server's host share at most its cores: read as
   // more, auto stayed under backup:1 60-100 iterations before a reading of
   // 2 moved it to backup:2. More workers there than cores share them
@@ -531,14 +534,25 @@ void AutoDecider::ReadCores(const Policy& policy, advise::ClusterProfile* profil
   // and 23 of 66 decisions read them as on cores of their own, their
   // delays as twice as frequent and half as long (steps that waited for a
   // core counting as delayed), backup:3 as 1.04-1.12x as fast as backup:2
-  // where it took 0.84x its time to the target.
+  // where it took 0.78-0.87x its time to the target.
   std::vector<int64_t> host_cores;
   for (WorkerId w = 0; w < policy.num_workers(); ++w) {
     if (policy.joined(w)) host_cores.push_back(host_cores_[w]);
   }
-  int64_t read = advise::SharedCoresAtMost(*profile, advise::CommonHostCores(host_cores));
+  const int64_t host = advise::CommonHostCores(host_cores);
+  int64_t read = advise::SharedCoresAtMost(*profile, host);
   if (read == 0) read = CrowdedCores(policy);
   if (read == 0 && cores_ == 0) return;
+  // Other work on the host that took a core and left it: the workers'
+  // steps changed speed lastingly, and the reading at this decision or the
+  // next (the first, right after one worker's change, still holds the
+  // others' steps before theirs), at most the host's cores, is the host's
+  // now. Held at the fewest, an even run that read one core while the
+  // host was busy (its steps 3.3 ms, then 8) moved to backup:3 at
+  // iteration 232 and stayed there: 390 iterations.
+  const bool recent_change = after_change || changed_before_;
+  changed_before_ = after_change;
+  if (recent_change && host > 0 && read > cores_) cores_ = read;
   // A host does not gain cores. A reading of more than before is workers
   // that computed less at once: four workers on two cores read 2 under
   // backup:2 and 3 under backup:1, and predictions on 3 cores chose

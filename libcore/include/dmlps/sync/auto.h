@@ -70,7 +70,9 @@ double AutoSwitchBar(std::string_view running, std::string_view to, bool returns
 //
 // On shared cores (once a decision read them so, for the rest of the run,
 // and at the fewest cores read so far, at most the server host's where
-// every live worker runs there: ReadCores) a switch back into a policy
+// every live worker runs there, or more workers than its cores run there;
+// there a lasting change of speed takes the reading then: ReadCores) a
+// switch back into a policy
 // the run left before must be predicted kReturnBar times the bar it would
 // otherwise need.
 class AutoDecider : public SwitchDecider {
@@ -158,12 +160,14 @@ class AutoDecider : public SwitchDecider {
   // The live workers' profile, and into *delayed the delayed steps it
   // read; nothing until each has kMinSteps steps since its last change.
   std::optional<advise::ClusterProfile> Profile(const Policy& policy, int64_t* delayed) const;
-  // `delayed`: Profile's.
+  // `delayed`: Profile's; `after_change`: a lasting change was seen since
+  // the last decision.
   std::optional<SwitchRequest> Decide(const SwitchContext& context, advise::ClusterProfile profile,
-                                      int64_t delayed);
+                                      int64_t delayed, bool after_change);
   // Sets profile->cores from the fewest cores read so far, at most the
-  // host's where every live worker runs on the server's host (class comment).
-  void ReadCores(const Policy& policy, advise::ClusterProfile* profile);
+  // host's where every live worker runs on the server's host (class
+  // comment); after a lasting change there, from the reading now.
+  void ReadCores(const Policy& policy, bool after_change, advise::ClusterProfile* profile);
   // The host's cores where every live worker runs on the server's host and
   // they outnumber its cores; else 0.
   int64_t CrowdedCores(const Policy& policy) const;
@@ -196,9 +200,10 @@ class AutoDecider : public SwitchDecider {
   std::vector<History> history_;
   std::vector<int64_t> host_cores_;  // per rank, WorkerInfo::host_cores
   std::vector<Decision> decisions_;
-  int64_t next_due_ = 0;      // iteration of the next periodic decision
-  int64_t last_decided_ = 0;  // iteration of the last decision
-  bool change_seen_ = false;  // a lasting change since the last decision
+  int64_t next_due_ = 0;         // iteration of the next periodic decision
+  int64_t last_decided_ = 0;     // iteration of the last decision
+  bool change_seen_ = false;     // a lasting change since the last decision
+  bool changed_before_ = false;  // the last decision followed a lasting change
   int64_t last_iteration_ = -1;
   // Progress in BSP-equivalent iterations: each iteration counts 1 over
   // the running policy's efficiency (the last decision's prediction).
