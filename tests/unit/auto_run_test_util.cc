@@ -1,0 +1,71 @@
+#include "auto_run_test_util.h"
+
+#include <doctest/doctest.h>
+
+#include <utility>
+
+#include "policy_test_util.h"
+
+namespace dmlps::sync::testing {
+
+AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until,
+                const std::function<double(int64_t)>& accuracy, std::vector<std::string> candidates,
+                std::string model, double core_share,
+                const std::function<double(WorkerId, int64_t)>& send_s,
+                const std::function<double(WorkerId, int64_t)>& share_of, int64_t host_cores,
+                const std::function<double(WorkerId, int64_t)>& pause_s) {
+  PolicyConfig config;
+  config.name = "auto";
+  config.model = std::move(model);
+  config.candidates = std::move(candidates);
+  config.num_workers = n;
+  config.batch = kAutoBatch;
+  if (accuracy) config.target_accuracy = 0.85;
+  int64_t next_evaluation = 0;
+  auto policy = MakeJoined(config, WorkerInfo{.host_cores = host_cores});
+  auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
+  REQUIRE(switching != nullptr);
+  VirtualTime time;
+  std::vector<int64_t> clock(n, 0);
+  std::vector<int64_t> base(n, 0);
+  std::vector<double> took(n, 0);
+  std::vector<double> paused(n, 0);
+  std::vector<int64_t> batch(n, kAutoBatch);
+  AutoRun run;
+  auto carry_out = [&](const Actions& actions) {
+    for (const Action& a : actions) {
+      if (const auto* d = std::get_if<Decision>(&a)) run.decisions.push_back(*d);
+      if (const auto* s = std::get_if<Switch>(&a)) run.switches.push_back(*s);
+      if (const auto* b = std::get_if<SetBatch>(&a)) batch[b->worker] = b->samples;
+      if (!Is<ReplyModel>(a)) continue;
+      const WorkerId w = WorkerOf(a);
+      base[w] = policy->version();
+      took[w] = step_s(w, clock[w]) * static_cast<double>(batch[w]) / kAutoBatch;
+      paused[w] = pause_s ? pause_s(w, clock[w]) : 0;
+      time.Start(w, took[w] + paused[w] + (send_s ? send_s(w, clock[w]) : 0));
+    }
+  };
+  carry_out(PullEach(policy.get(), n));
+  while (time.Due(until)) {
+    const WorkerId w = time.Next();
+    PushInfo push{clock[w], base[w], batch[w], true};
+    push.batch = batch[w];
+    push.busy_s = took[w] + paused[w];
+    push.compute_s = took[w];
+    push.run_wait_s = took[w] * (1 - (share_of ? share_of(w, clock[w]) : core_share));
+    push.comm_s = send_s ? send_s(w, clock[w]) : 0;
+    push.cycle_s = push.busy_s + push.comm_s + 0.0005;
+    ++clock[w];
+    Actions actions = PushActions(policy.get(), w, push);
+    policy->PullRequested(w, &actions);
+    if (accuracy && policy->version() >= next_evaluation) {
+      policy->EvaluationSeen(accuracy(policy->version()), &actions);
+      next_evaluation += 10;
+    }
+    carry_out(actions);
+  }
+  run.running = switching->running();
+  return run;
+}
+
+}  // namespace dmlps::sync::testing
