@@ -1,0 +1,43 @@
+// Cluster profiles and advice for the advise tests (advise_test.cc,
+// advise_trace_test.cc).
+#ifndef DMLPS_TESTS_UNIT_ADVISE_TEST_UTIL_H_
+#define DMLPS_TESTS_UNIT_ADVISE_TEST_UTIL_H_
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "dmlps/advise/advisor.h"
+
+namespace dmlps::advise::fixtures {
+
+// 4 workers of 10 ms steps at batch 256, mlp:128's parameters, loopback-like
+// links.
+inline ClusterProfile Even() {
+  ClusterProfile p;
+  p.workers.assign(4, WorkerProfile{.step_s = 0.010, .jitter = 0.05});
+  p.batch = 256;
+  p.num_params = 101770;
+  p.link_gbps = 3;
+  p.latency_s = 300e-6;
+  return p;
+}
+
+inline const Prediction& Find(const Advice& advice, const std::string& policy) {
+  auto it = std::find_if(advice.predictions.begin(), advice.predictions.end(),
+                         [&](const Prediction& p) { return p.policy == policy; });
+  REQUIRE(it != advice.predictions.end());
+  return *it;
+}
+
+inline Advice MustAdvise(const ClusterProfile& profile, AdvisorOptions options = {}) {
+  Result<Advice> advice = Advisor().Advise(profile, options);
+  REQUIRE(advice.ok());
+  for (const Prediction& p : advice->predictions) CHECK_MESSAGE(p.failure.empty(), p.failure);
+  return *advice;
+}
+
+}  // namespace dmlps::advise::fixtures
+
+#endif  // DMLPS_TESTS_UNIT_ADVISE_TEST_UTIL_H_
