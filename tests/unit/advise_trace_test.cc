@@ -43,6 +43,23 @@ trace::Record Instant(std::string name, int64_t t, trace::Args args) {
   return r;
 }
 
+// One BSP step of `node` from `t` (microseconds): computing `compute`,
+// then pausing `straggle` (none at 0), pushing a model for `push`, and
+// waiting for the next until `cycle` after `t`.
+void AddStep(std::vector<trace::Record>* records, const std::string& node, int64_t clock, int64_t t,
+             int64_t compute, int64_t straggle, int64_t push, int64_t cycle) {
+  records->push_back(
+      Span(node, "compute", "step", t, compute, {{"clock", clock}, {"samples", int64_t{256}}}));
+  if (straggle > 0) {
+    records->push_back(
+        Span(node, "compute", "straggle", t + compute, straggle, {{"clock", clock}}));
+  }
+  const int64_t sent = t + compute + straggle + push;
+  records->push_back(Span(node, "comm", "push", sent - push, push,
+                          {{"clock", clock}, {"bytes", int64_t{407080}}}));
+  records->push_back(Span(node, "wait", "pull", sent, t + cycle - sent, {{"clock", clock}}));
+}
+
 // A BSP run of 100 iterations: worker-3 4x slow (10 ms steps, 30 ms
 // straggle), worker-1 held up 20 ms in every fifth step.
 std::vector<trace::Record> GeneratedRun() {
@@ -52,20 +69,11 @@ std::vector<trace::Record> GeneratedRun() {
     const int64_t t = 1000 + clock * 45000;
     for (int64_t w = 0; w < 4; ++w) {
       const std::string node = "worker-" + std::to_string(w);
-      records.push_back(
-          Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
       int64_t straggle = w == 3 ? 30000 : 0;
       if (w == 1 && clock % 5 == 4) straggle = 20000;
-      if (straggle > 0) {
-        records.push_back(
-            Span(node, "compute", "straggle", t + 10000, straggle, {{"clock", clock}}));
-      }
-      records.push_back(Span(node, "comm", "push", t + 10000 + straggle, 1000,
-                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
       // Every cycle takes 45 ms: the fast workers wait for the straggler,
       // which waits 4 ms for its model.
-      records.push_back(
-          Span(node, "wait", "pull", t + 11000 + straggle, 34000 - straggle, {{"clock", clock}}));
+      AddStep(&records, node, clock, t, 10000, straggle, 1000, 45000);
     }
     trace::Record acc =
         Span("server-0", "counter", "accuracy", t, 0,
@@ -96,17 +104,7 @@ std::vector<trace::Record> DelayedRun() {
     const int64_t round = *std::max_element(done.begin(), done.end()) + 2000;
     for (int64_t w = 0; w < 4; ++w) {
       const std::string node = "worker-" + std::to_string(w);
-      const int64_t compute = computes[w];
-      records.push_back(
-          Span(node, "compute", "step", t, compute, {{"clock", clock}, {"samples", int64_t{256}}}));
-      if (done[w] > compute) {
-        records.push_back(
-            Span(node, "compute", "straggle", t + compute, done[w] - compute, {{"clock", clock}}));
-      }
-      records.push_back(Span(node, "comm", "push", t + done[w], 100,
-                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
-      records.push_back(
-          Span(node, "wait", "pull", t + done[w] + 100, round - done[w] - 100, {{"clock", clock}}));
+      AddStep(&records, node, clock, t, computes[w], done[w] - computes[w], 100, round);
     }
     t += round;
   }
@@ -274,18 +272,8 @@ std::vector<trace::Record> RotatingRun(bool independent) {
     const int64_t t = 1000 + clock * 32000;
     for (int64_t w = 0; w < 4; ++w) {
       const std::string node = "worker-" + std::to_string(w);
-      records.push_back(
-          Span(node, "compute", "step", t, 10000, {{"clock", clock}, {"samples", int64_t{256}}}));
       const int64_t turn = independent ? (clock * 7 + w * w * 3 + clock / 3) % 4 : clock % 4;
-      const int64_t straggle = turn == w ? 20000 : 0;
-      if (straggle > 0) {
-        records.push_back(
-            Span(node, "compute", "straggle", t + 10000, straggle, {{"clock", clock}}));
-      }
-      records.push_back(Span(node, "comm", "push", t + 10000 + straggle, 500,
-                             {{"clock", clock}, {"bytes", int64_t{407080}}}));
-      records.push_back(
-          Span(node, "wait", "pull", t + 10500 + straggle, 21500 - straggle, {{"clock", clock}}));
+      AddStep(&records, node, clock, t, 10000, turn == w ? 20000 : 0, 500, 32000);
     }
   }
   records.push_back(Instant("end", 3300000, {{"seconds", 3.2}, {"iterations", int64_t{100}}}));

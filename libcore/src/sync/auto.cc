@@ -515,13 +515,19 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
   return request;
 }
 
-int64_t AutoDecider::CrowdedCores(const Policy& policy) const {
+int64_t AutoDecider::ServerHostCores(const Policy& policy, int64_t* live) const {
   std::vector<int64_t> host_cores;
   for (WorkerId w = 0; w < policy.num_workers(); ++w) {
     if (policy.joined(w)) host_cores.push_back(host_cores_[w]);
   }
-  const int64_t cores = advise::CommonHostCores(host_cores);
-  return static_cast<int64_t>(host_cores.size()) > cores ? cores : 0;
+  if (live != nullptr) *live = static_cast<int64_t>(host_cores.size());
+  return advise::CommonHostCores(host_cores);
+}
+
+int64_t AutoDecider::CrowdedCores(const Policy& policy) const {
+  int64_t live = 0;
+  const int64_t cores = ServerHostCores(policy, &live);
+  return live > cores ? cores : 0;
 }
 
 void AutoDecider::ReadCores(const Policy& policy, bool after_change,
@@ -535,11 +541,7 @@ void AutoDecider::ReadCores(const Policy& policy, bool after_change,
   // delays as twice as frequent and half as long (steps that waited for a
   // core counting as delayed), backup:3 as 1.04-1.12x as fast as backup:2
   // where it took 0.78-0.87x its time to the target.
-  std::vector<int64_t> host_cores;
-  for (WorkerId w = 0; w < policy.num_workers(); ++w) {
-    if (policy.joined(w)) host_cores.push_back(host_cores_[w]);
-  }
-  const int64_t host = advise::CommonHostCores(host_cores);
+  const int64_t host = ServerHostCores(policy);
   int64_t read = advise::SharedCoresAtMost(*profile, host);
   if (read == 0) read = CrowdedCores(policy);
   if (read == 0 && cores_ == 0) return;

@@ -72,9 +72,8 @@ double AutoSwitchBar(std::string_view running, std::string_view to, bool returns
 // and at the fewest cores read so far, at most the server host's where
 // every live worker runs there, or more workers than its cores run there;
 // there a lasting change of speed takes the reading then: ReadCores) a
-// switch back into a policy
-// the run left before must be predicted kReturnBar times the bar it would
-// otherwise need.
+// switch back into a policy the run left before must be predicted
+// kReturnBar times the bar it would otherwise need.
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -168,8 +167,10 @@ class AutoDecider : public SwitchDecider {
   // host's where every live worker runs on the server's host (class
   // comment); after a lasting change there, from the reading now.
   void ReadCores(const Policy& policy, bool after_change, advise::ClusterProfile* profile);
-  // The host's cores where every live worker runs on the server's host and
-  // they outnumber its cores; else 0.
+  // The cores of the server's host where every live worker runs there
+  // (WorkerInfo::host_cores), else 0; into *live, if given, the live workers.
+  int64_t ServerHostCores(const Policy& policy, int64_t* live = nullptr) const;
+  // ServerHostCores where the live workers outnumber them; else 0.
   int64_t CrowdedCores(const Policy& policy) const;
   // The rule that chooses between the policy running and the advice (class
   // comment): a request, or none to stay; the reason into d.
