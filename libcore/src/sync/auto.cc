@@ -370,8 +370,9 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy,
   const bool shared = advise::SharedCoresOf(shares) > 0 || cores_ > 0 || CrowdedCores(policy) > 0;
   if (shared) {
     // On shared cores every worker's step is the host's work, at the
-    // typical share of a core, times the worker's own slowness (what it
-    // sleeps beyond computing); what it waited for a core, computing or
+    // typical share of a core, times the worker's steady slowness (what it
+    // sleeps beyond computing), plus a delayed step's pause as seconds
+    // (advise::SharedSteps); what it waited for a core, computing or
     // not, and the few percent its work differs from the others' from
     // step to step are the host's and the step's noise. What a worker
     // takes beyond the others is its pushes' longer sending (a slower link).
