@@ -51,4 +51,47 @@ rc=0
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$WORK/empty" --efficiency >/dev/null 2>"$WORK/err" || rc=$?
 expect_exit 66 "$rc" "auto-profiles.sh --efficiency without runs"
 grep -q "no real runs" "$WORK/err" || fail "--efficiency without runs: $(cat "$WORK/err")"
+
+# auto-profiles.sh --pooled: the summary of every real run under --out,
+# sittings pooled (one behind a link): each policy's median over all its
+# runs, a run that missed the target the slowest; a profile without runs
+# is refused.
+timed() {  # DIR REACHED SECONDS
+  mkdir -p "$1"
+  printf 'target_reached\t%s\niterations_to_target\t100\nseconds_to_target\t%s\n' "$2" "$3" \
+    >"$1/report.tsv"
+}
+pool="$WORK/pool"
+timed "$pool/a/run-4-none/bsp-1" 1 2.0
+timed "$pool/a/run-4-none/backup-1-1" 1 1.0
+timed "$pool/a/run-4-none/auto-1" 1 2.0
+timed "$WORK/b/run-4-none/bsp-1" 1 4.0
+timed "$WORK/b/run-4-none/bsp-2" 1 3.0
+timed "$WORK/b/run-4-none/backup-1-1" 1 5.0
+timed "$WORK/b/run-4-none/backup-1-2" 0 0.5
+timed "$WORK/b/run-4-none/auto-1" 1 3.2
+timed "$WORK/b/run-4-none/auto-2" 1 3.4
+timed "$pool/a/run-4-slow/bsp-1" 1 6.0
+timed "$WORK/b/run-4-slow/bsp-1" 1 6.0
+timed "$pool/a/run-4-slow/backup-1-1" 1 2.0
+timed "$WORK/b/run-4-slow/backup-1-1" 1 2.4
+timed "$pool/a/run-4-slow/auto-1" 1 2.6
+ln -s "$WORK/b" "$pool/b"
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$pool" --pooled --profiles none,slow \
+  --policies bsp,backup:1 >"$WORK/pooled" 2>"$WORK/err" ||
+  fail "auto-profiles.sh --pooled exited $?: $(cat "$WORK/err")"
+cat "$WORK/pooled"
+grep -q '^== pooled: 14 runs under' "$WORK/pooled" || fail "--pooled: not every run counted"
+grep -qE '^none +3 +5 +bsp +3 +3.2 +1.07 +yes$' "$WORK/pooled" ||
+  fail "--pooled: none is not the medians of every sitting's runs"
+grep -qE '^slow +6 +2.2 +backup:1 +2.2 +2.6 +1.18 +NO$' "$WORK/pooled" ||
+  fail "--pooled: slow is not the medians of every sitting's runs"
+grep -qE '^total +9 +7.2 +5.8$' "$WORK/pooled" || fail "--pooled: no totals"
+grep -q 'every profile: FAIL$' "$WORK/pooled" || fail "--pooled: the 1.1x criterion"
+grep -q "total below every fixed policy's total: PASS$" "$WORK/pooled" || fail "--pooled: the total criterion"
+rc=0
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$pool" --pooled --profiles none,delay \
+  --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?
+expect_exit 66 "$rc" "auto-profiles.sh --pooled without a profile's runs"
+grep -q "no real run of profile delay" "$WORK/err" || fail "--pooled without delay: $(cat "$WORK/err")"
 echo "ok"

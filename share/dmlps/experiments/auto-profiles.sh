@@ -27,6 +27,11 @@
 # own (--shuffle): in one fixed order auto always ran after lbbsp, which
 # ran after ssp:3's long runs, and what they left the host in fell on auto
 # alone.
+# With --pooled, no runs: the same summary from every real run under --out
+# (every sitting below it, links followed), each policy's median over all
+# its runs in a profile, a run that missed the target counting as the
+# slowest: one sitting's medians of three runs differ by up to 1.2x
+# between two runs of the same policy, pooled sittings far less.
 # With --efficiency, no runs: the statistical-efficiency rows that the real
 # runs under --out give (every sitting below it, links followed), as C++ for
 # libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
@@ -42,14 +47,16 @@ SUMMARY='  --policies LIST  the fixed policies (default auto'"'"'s candidates: r
   --advise N       per profile a traced BSP run of N iterations and advise'"'"'s pick
                    against the real tables already under --out
   --summary        no runs: summarize the tables already under --out
+  --pooled         no runs: summarize every real run under --out, sittings pooled
   --efficiency     no runs: efficiency rows from the real runs under --out'
-USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--efficiency]'
+USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--pooled] [--efficiency]'
 policies=
 profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise="" only_summary=""
-efficiency=""
+efficiency="" pooled=""
 handle_option() {
   case "$1" in
     --summary) only_summary=1 SHIFT=1; return 0 ;;
+    --pooled) pooled=1 SHIFT=1; return 0 ;;
     --efficiency) efficiency=1 SHIFT=1; return 0 ;;
   esac
   [ $# -ge 2 ] || return 1
@@ -145,13 +152,13 @@ choice() {
     }' "$1"
 }
 
-# summary MODE N: per profile each fixed policy's median, the best, auto's
-# and the ratio; the totals; the two criteria. For sim also auto's choice
-# and the confusion table.
+# summary MODE N [DIR]: per profile each fixed policy's median, the best,
+# auto's and the ratio; the totals; the two criteria (tables and summary in
+# DIR, default --out). For sim also auto's choice and the confusion table.
 summary() {
-  local mode=$1 n=$2 files=() choices=() profile
+  local mode=$1 n=$2 dir=${3:-$out} files=() choices=() profile
   for profile in "${profile_list[@]}"; do
-    local base="$out/$mode-$n-$profile"
+    local base="$dir/$mode-$n-$profile"
     [ -s "$base.tsv" ] || { echo "$NAME: error: no table $base.tsv; run that profile first" >&2; exit 66; }
     files+=("$base.tsv")
     if [ "$mode" = sim ]; then choices+=("$(cat "$base.choice" 2>/dev/null || echo -)"); else choices+=(-); fi
@@ -204,7 +211,7 @@ summary() {
         printf "\n"
         for (r in rows) { printf "%-10s", r; for (c in cols) printf " %9d", pair[r " " c]; printf "\n" }
       }
-    }' "${files[@]}" | tee "$out/$mode-$n-summary.txt"
+    }' "${files[@]}" | tee "$dir/$mode-$n-summary.txt"
   echo
 }
 
@@ -257,31 +264,68 @@ advise_summary() {
   echo "criterion: advise's pick within 1.15x of the best in every profile: $all" | tee -a "$out/advise-summary.txt"
 }
 
-# efficiency_rows: the efficiency rows of the real runs under $out. A run is
-# dmlps-bench run's folder POLICY-K (":" written "-") under run-N-PROFILE;
-# those that reached the target count, by their mean, which the evaluations
-# every 10 iterations make less coarse than a median.
-efficiency_rows() {
-  local reports
+# real_runs: one line per real run of $workers workers under $out (links
+# followed): policy, profile, reached (1 or 0), iterations and seconds to
+# the target. A run is dmlps-bench run's folder POLICY-K (":" written "-")
+# under run-N-PROFILE.
+real_runs() {
+  local reports f
   reports=$(find -L "$out" -path "*/run-$workers-*/*/report.tsv" | sort)
   if [ -z "$reports" ]; then
     echo "$NAME: error: no real runs of $workers workers under $out" >&2
     exit 66
   fi
-  local f
   while IFS= read -r f; do
     awk -F'\t' -v path="$f" '
       $1 == "target_reached" { reached = $2 }
       $1 == "iterations_to_target" { it = $2 }
+      $1 == "seconds_to_target" { s = $2 }
       END {
         n = split(path, part, "/")
         run = part[n - 1]; table = part[n - 2]
         sub(/-[0-9]+$/, "", run)  # the run number
         if (match(run, /-[0-9]+$/)) run = substr(run, 1, RSTART - 1) ":" substr(run, RSTART + 1)
         sub(/^run-[0-9]+-/, "", table)
-        if (reached == 1) print run "\t" table "\t" it
+        print run "\t" table "\t" (reached == 1 ? 1 : 0) "\t" it "\t" s
       }' "$f"
-  done <<<"$reports" | awk -F'\t' -v order="$policies" -v name="$NAME" '
+  done <<<"$reports"
+}
+
+# pooled_summary: per profile a table of each policy's median over every
+# run under $out (a run that missed the target the slowest), under
+# $out/pooled, then their summary.
+pooled_summary() {
+  local runs profile
+  runs=$(real_runs)
+  mkdir -p "$out/pooled"
+  for profile in "${profile_list[@]}"; do
+    if ! cut -f2 <<<"$runs" | grep -qx -- "$profile"; then
+      echo "$NAME: error: no real run of profile $profile under $out" >&2
+      exit 66
+    fi
+    awk -F'\t' -v profile="$profile" '
+      BEGIN { INF = 1e30; print "policy\truns\treached\tseconds_median" }
+      $2 == profile { n[$1]++; t[$1, n[$1]] = $3 == 1 ? $5 + 0 : INF; hit[$1] += $3 }
+      END {
+        for (p in n) {
+          for (i = 1; i <= n[p]; i++) v[i] = t[p, i]
+          for (i = 2; i <= n[p]; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+            x = v[j]; v[j] = v[j - 1]; v[j - 1] = x
+          }
+          m = n[p] % 2 ? v[(n[p] + 1) / 2] : (v[n[p] / 2] + v[n[p] / 2 + 1]) / 2
+          printf "%s\t%d\t%d\t%s\n", p, n[p], hit[p], (m >= INF ? "-" : m)
+        }
+      }' <<<"$runs" >"$out/pooled/run-$workers-$profile.tsv"
+  done
+  echo "== pooled: $(wc -l <<<"$runs") runs under $out"
+  summary run "$workers" "$out/pooled"
+}
+
+# efficiency_rows: the efficiency rows of the real runs under $out, those
+# that reached the target, by their mean, which the evaluations every 10
+# iterations make less coarse than a median.
+efficiency_rows() {
+  real_runs | awk -F'\t' '$3 == 1 { print $1 "\t" $2 "\t" $4 }' | awk -F'\t' -v order="$policies" -v name="$NAME" '
     { sum[$1 SUBSEP $2] += $3; count[$1 SUBSEP $2]++ }
     function mean(p, profile) {
       k = p SUBSEP profile
@@ -310,6 +354,8 @@ efficiency_rows() {
 
 if [ -n "$efficiency" ]; then
   efficiency_rows
+elif [ -n "$pooled" ]; then
+  pooled_summary
 elif [ -n "$advise" ]; then
   [ -n "$only_summary" ] || advise_all "$advise"
   advise_summary
