@@ -186,6 +186,26 @@ TEST_CASE("advise: transient delays cost BSP their expected length; dropping a p
   CHECK(DescribeProfile(p).find("transient delays on worker-1") != std::string::npos);
 }
 
+TEST_CASE("advise: delays on every worker read as on every worker, on some as how many") {
+  ClusterProfile p = Even();
+  for (WorkerProfile& w : p.workers) {
+    w.delay_prob = 0.2;
+    w.delay_s = 0.050;
+  }
+  p.workers[3].delay_prob = 0.24;
+  CHECK(DescribeProfile(p).find("transient delays on every worker (21% of steps, +50 ms)") !=
+        std::string::npos);
+  p.workers[0].delay_prob = 0;
+  p.workers[1].delay_prob = 0;
+  CHECK(DescribeProfile(p).find(
+            "transient delays on 2 of 4 workers, the most on worker-3 (24% of steps, +50 ms)") !=
+        std::string::npos);
+  // A delay too rare to cost a tenth of a step is not counted.
+  p.workers[2].delay_prob = 0.001;
+  CHECK(DescribeProfile(p).find("transient delays on worker-3 (24% of steps, +50 ms)") !=
+        std::string::npos);
+}
+
 TEST_CASE("advise: a feature's kind names the straggler, not the delayed worker") {
   CHECK(FeatureKind(Even()) == "an even cluster");
   ClusterProfile slow = Even();

@@ -307,6 +307,35 @@ Feature TellingFeature(const ClusterProfile& profile) {
   return {Feature::Kind::kEven, 0, ratio};
 }
 
+// The delays that matter (a tenth of a step on average, as TellingFeature
+// counts them): on one worker, on every worker (their mean share and
+// length: auto reads one rate for all where chance alone spreads them), or
+// on some, named by the most delayed.
+std::string DescribeDelays(const ClusterProfile& profile, int64_t most) {
+  const double matters = 0.1 * FastestStep(profile);
+  int64_t delayed = 0;
+  double prob = 0;
+  double length = 0;
+  for (const WorkerProfile& w : profile.workers) {
+    if (!(w.delay_prob * w.delay_s > matters)) continue;
+    ++delayed;
+    prob += w.delay_prob;
+    length += w.delay_s;
+  }
+  const WorkerProfile& w = profile.workers[most];
+  const auto all = static_cast<int64_t>(profile.workers.size());
+  if (delayed > 1 && delayed == all) {
+    return fmt::format("transient delays on every worker ({:.0f}% of steps, +{:.0f} ms)",
+                       prob / static_cast<double>(delayed) * 100,
+                       length / static_cast<double>(delayed) * 1e3);
+  }
+  const std::string which =
+      delayed > 1 ? fmt::format("{} of {} workers, the most on worker-{}", delayed, all, most)
+                  : fmt::format("worker-{}", most);
+  return fmt::format("transient delays on {} ({:.0f}% of steps, +{:.0f} ms)", which,
+                     w.delay_prob * 100, w.delay_s * 1e3);
+}
+
 std::string DescribeFeature(const ClusterProfile& profile) {
   const Feature f = TellingFeature(profile);
   switch (f.kind) {
@@ -315,11 +344,8 @@ std::string DescribeFeature(const ClusterProfile& profile) {
     case Feature::Kind::kRotation:
       return fmt::format("delays taking turns (one worker per iteration held up +{:.0f} ms)",
                          profile.rotation_s * 1e3);
-    case Feature::Kind::kDelays: {
-      const WorkerProfile& w = profile.workers[f.worker];
-      return fmt::format("transient delays on worker-{} ({:.0f}% of steps, +{:.0f} ms)", f.worker,
-                         w.delay_prob * 100, w.delay_s * 1e3);
-    }
+    case Feature::Kind::kDelays:
+      return DescribeDelays(profile, f.worker);
     case Feature::Kind::kEven:
       break;
   }
