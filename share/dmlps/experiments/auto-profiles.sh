@@ -312,7 +312,9 @@ pooled_summary() {
           for (i = 2; i <= n[p]; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
             x = v[j]; v[j] = v[j - 1]; v[j - 1] = x
           }
-          m = n[p] % 2 ? v[(n[p] + 1) / 2] : (v[n[p] / 2] + v[n[p] / 2 + 1]) / 2
+          h = int((n[p] + 1) / 2)  # the lower middle
+          if (n[p] % 2) m = v[h]
+          else m = v[h + 1] >= INF ? INF : (v[h] + v[h + 1]) / 2
           printf "%s\t%d\t%d\t%s\n", p, n[p], hit[p], (m >= INF ? "-" : m)
         }
       }' <<<"$runs" >"$out/pooled/run-$workers-$profile.tsv"
@@ -325,8 +327,8 @@ pooled_summary() {
 # that reached the target, by their mean, which the evaluations every 10
 # iterations make less coarse than a median.
 efficiency_rows() {
-  real_runs | awk -F'\t' '$3 == 1 { print $1 "\t" $2 "\t" $4 }' | awk -F'\t' -v order="$policies" -v name="$NAME" '
-    { sum[$1 SUBSEP $2] += $3; count[$1 SUBSEP $2]++ }
+  real_runs | awk -F'\t' -v order="$policies" -v name="$NAME" '
+    $3 == 1 { sum[$1 SUBSEP $2] += $4; count[$1 SUBSEP $2]++ }
     function mean(p, profile) {
       k = p SUBSEP profile
       return count[k] ? sum[k] / count[k] : 0
