@@ -287,6 +287,9 @@ int64_t CommonHostCores(const std::vector<int64_t>& host_cores) {
 
 namespace {
 
+// Delays that add this share of the fastest step on average matter.
+constexpr double kDelaysMatter = 0.1;
+
 // The profile's telling feature: its kind, the worker it names, and the
 // figures that describe it.
 struct Feature {
@@ -301,18 +304,16 @@ Feature TellingFeature(const ClusterProfile& profile) {
     return {Feature::Kind::kStraggler, static_cast<int64_t>(slowest), ratio};
   if (profile.rotation_s > 0) return {Feature::Kind::kRotation, 0, ratio};
   const auto [delayed, cost] = MostDelayed(profile);
-  // Delays that add a tenth of a step on average matter.
-  if (cost > 0.1 * FastestStep(profile))
+  if (cost > kDelaysMatter * FastestStep(profile))
     return {Feature::Kind::kDelays, static_cast<int64_t>(delayed), ratio};
   return {Feature::Kind::kEven, 0, ratio};
 }
 
-// The delays that matter (a tenth of a step on average, as TellingFeature
-// counts them): on one worker, on every worker (their mean share and
-// length: auto reads one rate for all where chance alone spreads them), or
-// on some, named by the most delayed.
+// The delays that matter: on one worker, on every worker (their mean
+// share and length: auto reads one rate for all where chance alone spreads
+// them), or on some, named by the most delayed.
 std::string DescribeDelays(const ClusterProfile& profile, int64_t most) {
-  const double matters = 0.1 * FastestStep(profile);
+  const double matters = kDelaysMatter * FastestStep(profile);
   int64_t delayed = 0;
   double prob = 0;
   double length = 0;
