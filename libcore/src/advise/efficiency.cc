@@ -72,9 +72,9 @@ std::vector<EfficiencyTable> BuiltInEfficiencies() {
       "dmlps-bench sim, the same job (2026-11-25, commit 9e25a5c)";
   // EFFICIENCY-TABLE-END
   // auto's runs of this job (the twenty-third and twenty-fourth sittings of
-  // docs/auto-goals.md, 36 runs over the six profiles) all left backup:1,
-  // for backup:2 (30) or backup:3 (6), at iteration 10-157; until then
-  // their rounds took 1.2-2.7x the time of those after the move.
+  // docs/auto-goals-december-5.md, 36 runs over the six profiles) all left
+  // backup:1, for backup:2 (30) or backup:3 (6), at iteration 10-157; until
+  // then their rounds took 1.2-2.7x the time of those after the move.
   tables[0].auto_start = "backup:2";
   // EFFICIENCY-TABLE-BEGIN softmax 256: MODEL=softmax TARGET=0.8 advise-efficiency.sh
   tables[1].model = "softmax";

@@ -37,8 +37,9 @@ struct Snapshot {
 // waiting at most the evaluator scored one snapshot in two, so that
 // backup:2 and auto first read 0.85 30-80 iterations after the one due
 // (medians 270 and 320 iterations against 240 and 240 when none was
-// skipped; docs/auto-goals.md). Waiting snapshots delay when the run learns
-// it reached the target (it trains on meanwhile), not the time it reports.
+// skipped; docs/auto-goals-december-5.md). Waiting snapshots delay when
+// the run learns it reached the target (it trains on meanwhile), not the
+// time it reports.
 inline constexpr int64_t kQueueBytes = int64_t{64} << 20;
 inline constexpr int64_t kMinQueued = 2;
 inline constexpr int64_t kMaxQueued = 64;
