@@ -1,5 +1,6 @@
 // dmlps-bench advise: which policy suits the cluster a run's traces show.
 #include <algorithm>
+#include <string>
 
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/bench_programs.h"
@@ -17,7 +18,8 @@ void AddAdviseOptions(cxxopts::Options& options) {
         "BSP's iterations to the target (default: the run's own, scaled by its policy's "
         "efficiency)",
         "N"},
-       {"sim-iterations", "Iterations simulated per candidate", "N", "100"}});
+       {"sim-iterations", "Iterations simulated per candidate", "N",
+        std::to_string(advise::kSimIterations)}});
 }
 
 cli::Program ReadAdviseFlags(cli::FlagReader& flags) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dmlps/advise/advisor.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/profile.h"
 #include "dmlps/bench/report.h"
@@ -43,7 +44,7 @@ struct AdviseConfig {
   std::vector<std::string> candidates;  // empty: advise::DefaultCandidates
   double target = -1;                   // accuracy; below 0: the run's own target
   double bsp_iterations = 0;            // BSP's iterations to it; 0: from the run
-  int64_t iterations = 100;             // simulated per candidate
+  int64_t iterations = advise::kSimIterations;  // simulated per candidate
 };
 
 // advise: measures one run's traces (advise::MeasureTraces), predicts each
