@@ -496,14 +496,13 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
   d.remaining = Remaining(context.iteration);
   advise::AdvisorOptions options;
   options.candidates = options_.candidates;
-  // Transient delays that hold several workers at once are rare rounds,
-  // which a short simulation prices by chance: 40 iterations priced
-  // backup:3 at 1.07x as fast as backup:2 on average under backup:2 (43
-  // decisions), and the move to it came at iteration 45-122, where the
-  // fixed runs took 1.15x (advise::kSimIterations).
-  options.iterations = advise::ReadsDelays(profile)
-                           ? std::max(options_.sim_iterations, advise::kSimIterations)
-                           : options_.sim_iterations;
+  // Fewer than advise's: a decision blocks the server's rounds. Under
+  // transient delays advise::kSimIterations (300) moved auto to backup:3
+  // at iteration 29-51 rather than 45-122, but each decision took 8.5-11
+  // ms (median) rather than 1.3-2.5, and on rounds of 8-10 ms that cost
+  // what the earlier move gained (three runs: 1.22x the fixed backup:3's
+  // time, against 1.18x before).
+  options.iterations = options_.sim_iterations;
   const Result<advise::Advice> advice = advisor_.Advise(profile, options);
   std::optional<SwitchRequest> request;
   if (!advice.ok()) {

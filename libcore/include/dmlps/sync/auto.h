@@ -115,8 +115,7 @@ class AutoDecider : public SwitchDecider {
     int64_t every = 20;                   // iterations between decisions
     double target = 0;                    // the run's target accuracy (0: none)
     int64_t max_iterations = 0;           // the run's limit (0: none)
-    int64_t sim_iterations = 40;  // simulated per candidate per decision; under
-                                  // transient delays advise::kSimIterations
+    int64_t sim_iterations = 40;          // simulated per candidate per decision
     std::string model;                    // the job's: the efficiency table's (empty: default)
   };
 
