@@ -40,10 +40,10 @@ int RunBenchProfileProgram(const bench::ProfileConfig& config, bench::Format for
 
 // What advise is asked.
 struct AdviseConfig {
-  std::vector<std::string> traces;      // files, or one run's folder
-  std::vector<std::string> candidates;  // empty: advise::DefaultCandidates
-  double target = -1;                   // accuracy; below 0: the run's own target
-  double bsp_iterations = 0;            // BSP's iterations to it; 0: from the run
+  std::vector<std::string> traces;              // files, or one run's folder
+  std::vector<std::string> candidates;          // empty: advise::DefaultCandidates
+  double target = -1;                           // accuracy; below 0: the run's own target
+  double bsp_iterations = 0;                    // BSP's iterations to it; 0: from the run
   int64_t iterations = advise::kSimIterations;  // simulated per candidate
 };
 
