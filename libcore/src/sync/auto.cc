@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <system_error>
 #include <utility>
 
 #include "dmlps/advise/efficiency.h"
@@ -464,6 +465,8 @@ std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context
     progress_ += static_cast<double>(context.iteration - last_iteration_) / running_efficiency_;
   }
   last_iteration_ = context.iteration;
+  // One decision at a time: none starts while predictions are in flight.
+  if (in_flight_) return Collect(context);
   const bool changed = change_seen_ && context.iteration >= last_decided_ + kMinGap;
   if (context.iteration < next_due_ && !changed) return std::nullopt;
   int64_t delayed = 0;
@@ -486,24 +489,60 @@ std::optional<SwitchRequest> AutoDecider::AfterEvaluation(const SwitchContext& /
 std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
                                                  advise::ClusterProfile profile, int64_t delayed,
                                                  bool after_change) {
-  const auto start = std::chrono::steady_clock::now();
   ReadCores(*context.policy, after_change, &profile);
   Decision d;
-  d.running = running_;
-  d.chosen = running_;
   d.iteration = context.iteration;
   d.measured = DescribeMeasured(profile);
   d.remaining = Remaining(context.iteration);
   advise::AdvisorOptions options;
   options.candidates = options_.candidates;
-  // Fewer than advise's: a decision blocks the server's rounds. Under
-  // transient delays advise::kSimIterations (300) moved auto to backup:3
-  // at iteration 29-51 rather than 45-122, but each decision took 8.5-11
-  // ms (median) rather than 1.3-2.5, and on rounds of 8-10 ms that cost
-  // what the earlier move gained (three runs: 1.22x the fixed backup:3's
-  // time, against 1.18x before).
   options.iterations = options_.sim_iterations;
-  const Result<advise::Advice> advice = advisor_.Advise(profile, options);
+  auto predict = [advisor = &advisor_, profile, options] {
+    const auto start = std::chrono::steady_clock::now();
+    Result<advise::Advice> advice = advisor->Advise(profile, options);
+    return std::make_pair(std::move(advice), std::chrono::duration<double, std::milli>(
+                                                 std::chrono::steady_clock::now() - start)
+                                                 .count());
+  };
+  if (options_.background) {
+    // Only this thread touches advisor_ while the predictions are made
+    // there: no other decision starts until Collect has them.
+    try {
+      in_flight_ =
+          InFlight{std::async(std::launch::async, predict), profile, delayed, std::move(d)};
+      return std::nullopt;
+    } catch (const std::system_error&) {
+      // No thread to be had: decide here, as without background.
+    }
+  }
+  auto [advice, ms] = predict();
+  d.decide_ms = ms;
+  return Finish(context, profile, delayed, advice, std::move(d));
+}
+
+std::optional<SwitchRequest> AutoDecider::Collect(const SwitchContext& context) {
+  if (in_flight_->advice.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return std::nullopt;
+  }
+  InFlight done = std::move(*in_flight_);
+  in_flight_.reset();
+  auto [advice, ms] = done.advice.get();
+  done.decision.decide_ms = ms;
+  if (context.iteration != done.decision.iteration) {
+    // Chosen now, on what was read then.
+    done.decision.measured =
+        fmt::format("at iteration {}: {}", done.decision.iteration, done.decision.measured);
+    done.decision.iteration = context.iteration;
+  }
+  return Finish(context, done.profile, done.delayed, advice, std::move(done.decision));
+}
+
+std::optional<SwitchRequest> AutoDecider::Finish(const SwitchContext& context,
+                                                 const advise::ClusterProfile& profile,
+                                                 int64_t delayed,
+                                                 const Result<advise::Advice>& advice, Decision d) {
+  d.running = running_;
+  d.chosen = running_;
   std::optional<SwitchRequest> request;
   if (!advice.ok()) {
     pending_ = {};
@@ -516,8 +555,6 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
     informed_ = true;
   }
   if (request) left_.push_back(running_);
-  d.decide_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   decisions_.push_back(std::move(d));
   return request;
 }
@@ -690,6 +727,15 @@ Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config) {
   options.target = config.target_accuracy;
   options.max_iterations = config.max_iterations;
   options.model = config.model;
+  // In the push, a decision holds up the server's rounds, and 40 simulated
+  // iterations are what it can afford: under transient delays advise's 300
+  // moved auto to backup:3 at iteration 29-51 rather than 45-122, but each
+  // decision then took 8.5-11 ms (median) rather than 1.3-2.5, which on
+  // rounds of 8-10 ms cost what the earlier move gained (three runs: 1.22x
+  // the fixed backup:3's time, against 1.18x before). In the background
+  // no round waits for them.
+  options.background = config.decide_in_background;
+  options.sim_iterations = options.background ? advise::kSimIterations : 40;
   const int64_t n = config.num_workers;
   InnerPolicyMaker make = [config](std::string_view name, int64_t workers) {
     bench::Experiment job;

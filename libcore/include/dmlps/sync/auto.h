@@ -10,9 +10,11 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dmlps/advise/advisor.h"
@@ -66,7 +68,9 @@ double AutoSwitchBar(std::string_view running, std::string_view to, bool returns
 // the first decision, and at it on shared cores (advise::SharedCores) or on a reading of transient
 // delays from under kFewDelays delayed steps, a switch predicted under kConfirmBelow times as fast
 // is made only when the next decision, kMinGap iterations on, chooses it again for the same kind
-// of cause (advise::FeatureKind).
+// of cause (advise::FeatureKind). In the background (Options::background) the predictions are made
+// on a thread of their own from what the boundary read, and the first round boundary after they
+// are in chooses; no other decision starts meanwhile.
 //
 // On shared cores (once a decision read them so, for the rest of the run,
 // and at the fewest cores read so far, at most the server host's where
@@ -116,7 +120,12 @@ class AutoDecider : public SwitchDecider {
     double target = 0;                    // the run's target accuracy (0: none)
     int64_t max_iterations = 0;           // the run's limit (0: none)
     int64_t sim_iterations = 40;          // simulated per candidate per decision
-    std::string model;                    // the job's: the efficiency table's (empty: default)
+    // Predict on a thread of its own (the server's): the push that takes a
+    // decision goes on at once, and the first round boundary after the
+    // predictions are in chooses. Off, a decision is whole within its push
+    // (the simulator and the tests: deterministic).
+    bool background = false;
+    std::string model;  // the job's: the efficiency table's (empty: default)
   };
 
   AutoDecider(int64_t num_workers, Options options);
@@ -172,6 +181,22 @@ class AutoDecider : public SwitchDecider {
   int64_t ServerHostCores(const Policy& policy, int64_t* live = nullptr) const;
   // ServerHostCores where the live workers outnumber them; else 0.
   int64_t CrowdedCores(const Policy& policy) const;
+  // Predictions made on a thread of their own (Options::background), and
+  // what the decision read to ask for them.
+  struct InFlight {
+    std::future<std::pair<Result<advise::Advice>, double>> advice;  // and what it took, ms
+    advise::ClusterProfile profile;
+    int64_t delayed = 0;
+    Decision decision;  // what the decision read and predicted left
+  };
+  // A round boundary while predictions are in flight: the decision, once
+  // they are in (Finish), else nothing.
+  std::optional<SwitchRequest> Collect(const SwitchContext& context);
+  // Ends the decision `d` began with `advice`: chooses, records it, and
+  // asks for the switch chosen.
+  std::optional<SwitchRequest> Finish(const SwitchContext& context,
+                                      const advise::ClusterProfile& profile, int64_t delayed,
+                                      const Result<advise::Advice>& advice, Decision d);
   // The rule that chooses between the policy running and the advice (class
   // comment): a request, or none to stay; the reason into d.
   std::optional<SwitchRequest> Choose(const SwitchContext& context,
@@ -220,10 +245,13 @@ class AutoDecider : public SwitchDecider {
   std::vector<std::string> left_;  // the policies switched away from, in order
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
+  // Last: destroyed first, waiting for the predictions that use advisor_.
+  std::optional<InFlight> in_flight_;
 };
 
 // The auto policy `config` asks for (candidates, decide_every, batch, num_workers,
-// target_accuracy, max_iterations); InvalidArgument, one line, for a
+// target_accuracy, max_iterations, decide_in_background: then
+// advise::kSimIterations simulated a candidate, else 40); InvalidArgument, one line, for a
 // candidate CheckAutoCandidate refuses.
 Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config);
 

@@ -219,6 +219,9 @@ struct PolicyConfig {
   // when no lasting change of speed calls for one sooner.
   std::vector<std::string> candidates{};
   int64_t decide_every = 20;
+  // auto: predict on a thread of its own, so that no round waits for a
+  // decision (the server; AutoDecider::Options::background).
+  bool decide_in_background = false;
   double target_accuracy = 0;  // the run's target; 0: none
   int64_t max_iterations = 0;  // the run's limit; 0: none
   // auto: the job's model (model::ModelSpec::Name()), whose efficiency table
