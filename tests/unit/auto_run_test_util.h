@@ -35,14 +35,18 @@ struct AutoRun {
 // Each step's computing had a core for `core_share` of its time; with
 // `send_s`, each push took that long to send after it; with `pause_s`, each
 // step paused that long after computing (part of its busy time, not of
-// its computing).
+// its computing). With `background`, auto predicts on a thread of its own,
+// as in the server, and every push takes 0.2 ms of wall-clock time, so that
+// the predictions come back while the run goes on; the run then goes on
+// past `until` until a switch is done (at most 60 s of wall clock).
 AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until,
                 const std::function<double(int64_t)>& accuracy = {},
                 std::vector<std::string> candidates = kFromBsp, std::string model = "",
                 double core_share = 1, const std::function<double(WorkerId, int64_t)>& send_s = {},
                 const std::function<double(WorkerId, int64_t)>& share_of = {},
                 int64_t host_cores = 0,
-                const std::function<double(WorkerId, int64_t)>& pause_s = {});
+                const std::function<double(WorkerId, int64_t)>& pause_s = {},
+                bool background = false);
 
 }  // namespace dmlps::sync::testing
 

@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <random>
@@ -249,6 +251,31 @@ TEST_CASE("auto: a steady straggler moves it off bsp, an even cluster keeps it t
   for (const Decision& d : even.decisions) CHECK(d.chosen == "bsp");
   CHECK(even.switches.empty());
   CHECK(even.running == "bsp");
+}
+
+TEST_CASE("auto: predicting in the background, it chooses at a later boundary, as in the push") {
+  // The server's way (PolicyConfig::decide_in_background): the push that
+  // reads the workers goes on, and the first round boundary after the
+  // predictions are in chooses; a steady straggler moves it off bsp once,
+  // as when it decides within the push (above).
+  const AutoRun slow = RunAuto(
+      4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, kFromBsp, "", 1, {}, {},
+      0, {}, /*background=*/true);
+  REQUIRE_FALSE(slow.decisions.empty());
+  const Decision& first = slow.decisions.front();
+  CHECK(first.running == "bsp");
+  CHECK(first.chosen != "bsp");
+  CHECK(first.predicted.size() == 4);
+  CHECK(first.measured.find("worker-3 steadily") != std::string::npos);
+  for (const Decision& d : slow.decisions) {
+    // Each was read at a boundary before the one it chose at.
+    int64_t read_at = -1;
+    REQUIRE(std::sscanf(d.measured.c_str(), "at iteration %" SCNd64 ":", &read_at) == 1);
+    CHECK(read_at < d.iteration);
+    CHECK(d.decide_ms > 0);
+  }
+  CHECK(slow.switches.size() == 2);
+  CHECK(slow.running == first.chosen);
 }
 
 TEST_CASE("auto: from three workers it starts under backup:1 by default, and stays") {

@@ -120,6 +120,9 @@ class AutoDecider : public SwitchDecider {
     double target = 0;                    // the run's target accuracy (0: none)
     int64_t max_iterations = 0;           // the run's limit (0: none)
     int64_t sim_iterations = 40;          // simulated per candidate per decision
+    // ... where the profile reads transient delays (advise::ReadsDelays),
+    // whose rare rounds (several workers late at once) 40 misses.
+    int64_t delays_sim_iterations = 40;
     // Predict on a thread of its own (the server's): the push that takes a
     // decision goes on at once, and the first round boundary after the
     // predictions are in chooses. Off, a decision is whole within its push
@@ -251,7 +254,8 @@ class AutoDecider : public SwitchDecider {
 
 // The auto policy `config` asks for (candidates, decide_every, batch, num_workers,
 // target_accuracy, max_iterations, decide_in_background: then
-// advise::kSimIterations simulated a candidate, else 40); InvalidArgument, one line, for a
+// advise::kSimIterations simulated a candidate where it reads transient
+// delays, else 40); InvalidArgument, one line, for a
 // candidate CheckAutoCandidate refuses.
 Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config);
 
