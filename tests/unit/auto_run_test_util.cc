@@ -11,21 +11,22 @@
 namespace dmlps::sync::testing {
 
 AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until,
-                const std::function<double(int64_t)>& accuracy, std::vector<std::string> candidates,
-                std::string model, double core_share,
-                const std::function<double(WorkerId, int64_t)>& send_s,
-                const std::function<double(WorkerId, int64_t)>& share_of, int64_t host_cores,
-                const std::function<double(WorkerId, int64_t)>& pause_s, bool background) {
+                const AutoRunOptions& options) {
+  const auto& accuracy = options.accuracy;
+  const auto& send_s = options.send_s;
+  const auto& share_of = options.share_of;
+  const auto& pause_s = options.pause_s;
+  const bool background = options.background;
   PolicyConfig config;
   config.name = "auto";
-  config.model = std::move(model);
-  config.candidates = std::move(candidates);
+  config.model = options.model;
+  config.candidates = options.candidates;
   config.num_workers = n;
   config.batch = kAutoBatch;
   config.decide_in_background = background;
   if (accuracy) config.target_accuracy = 0.85;
   int64_t next_evaluation = 0;
-  auto policy = MakeJoined(config, WorkerInfo{.host_cores = host_cores});
+  auto policy = MakeJoined(config, WorkerInfo{.host_cores = options.host_cores});
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
   REQUIRE(switching != nullptr);
   VirtualTime time;
@@ -62,7 +63,7 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
     push.batch = batch[w];
     push.busy_s = took[w] + paused[w];
     push.compute_s = took[w];
-    push.run_wait_s = took[w] * (1 - (share_of ? share_of(w, clock[w]) : core_share));
+    push.run_wait_s = took[w] * (1 - (share_of ? share_of(w, clock[w]) : options.core_share));
     push.comm_s = send_s ? send_s(w, clock[w]) : 0;
     push.cycle_s = push.busy_s + push.comm_s + 0.0005;
     ++clock[w];

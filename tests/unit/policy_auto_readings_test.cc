@@ -44,10 +44,10 @@ TEST_CASE("auto: on shared cores, jittery even steps' marginal gain waits; apart
   };
   // softmax's table at batch 16: backup:1 needs BSP's iterations, so that
   // only the steps speak (on the default job it needs 1.15x).
-  const AutoRun own = RunAuto(4, jittery, 10, {}, kFromBsp, "softmax");
+  const AutoRun own = RunAuto(4, jittery, 10, {.model = "softmax"});
   REQUIRE_FALSE(own.decisions.empty());
   CHECK(own.decisions.front().chosen == "backup:1");
-  const AutoRun shared = RunAuto(4, jittery, 10, {}, kFromBsp, "softmax", 0.5);
+  const AutoRun shared = RunAuto(4, jittery, 10, {.model = "softmax", .core_share = 0.5});
   REQUIRE_FALSE(shared.decisions.empty());
   const Decision& first = shared.decisions.front();
   CHECK(first.measured.find("on 2 shared cores") != std::string::npos);
@@ -77,11 +77,10 @@ TEST_CASE("auto: on shared cores, jittery even steps' marginal gain waits; apart
 // decision the change calls at step 68.
 constexpr double kSharedBurstSendS = 0.018;
 AutoRun BurstRun(int64_t until, double core_share = 0.6, double send_s = kSharedBurstSendS) {
-  return RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", core_share,
-      [until, send_s](WorkerId w, int64_t step) {
-        return w == 3 && step >= 60 && step < until ? send_s : 0;
-      });
+  return RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 10,
+                 {.core_share = core_share, .send_s = [until, send_s](WorkerId w, int64_t step) {
+                    return w == 3 && step >= 60 && step < until ? send_s : 0;
+                  }});
 }
 
 bool Waited(const Decision& d) { return d.reason.rfind("wait: ", 0) == 0; }
@@ -122,10 +121,10 @@ TEST_CASE("auto: on shared cores a marginal gain read at two decisions of three 
   // alternate from one decision to the next).
   const auto back_from = [](int64_t again) {
     return RunAuto(
-        4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 0.6,
-        [again](WorkerId w, int64_t step) {
-          return w == 3 && ((step >= 60 && step < 68) || step >= again) ? kSharedBurstSendS : 0;
-        });
+        4, [](WorkerId, int64_t) { return 0.01; }, 10,
+        {.core_share = 0.6, .send_s = [again](WorkerId w, int64_t step) {
+           return w == 3 && ((step >= 60 && step < 68) || step >= again) ? kSharedBurstSendS : 0;
+         }});
   };
   const AutoRun run = back_from(78);
   auto waited = std::find_if(run.decisions.begin(), run.decisions.end(), Waited);
@@ -165,7 +164,7 @@ TEST_CASE("auto: a marginal gain read again for another cause waits again") {
     if (w == 3 && step >= 80) return 0.016;
     return 0.01;
   };
-  const AutoRun run = RunAuto(4, step_s, 3, {}, {"bsp", "backup:1"});
+  const AutoRun run = RunAuto(4, step_s, 3, {.candidates = {"bsp", "backup:1"}});
   std::vector<Decision> waits;
   for (const Decision& d : run.decisions) {
     if (Waited(d)) waits.push_back(d);
@@ -186,9 +185,10 @@ TEST_CASE("auto: on cores of their own the first reading moves it at once, later
   // 1.2x as fast, under kConfirmBelow): from the start, the first decision
   // takes it at once; from step 60, a decision waits for the next to agree.
   const auto from = [](int64_t first) {
-    return RunAuto(
-        4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 1,
-        [first](WorkerId w, int64_t step) { return w == 3 && step >= first ? 0.004 : 0; });
+    return RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 10,
+                   {.send_s = [first](WorkerId w, int64_t step) {
+                     return w == 3 && step >= first ? 0.004 : 0;
+                   }});
   };
   const AutoRun start = from(0);
   REQUIRE_FALSE(start.decisions.empty());
@@ -339,8 +339,7 @@ TEST_CASE("auto: on shared cores the fewest cores read hold, at most the server 
   // leaves some of them idle: read as three cores), then from step 80 all
   // of it (read alone, as cores of their own). A host gains no cores.
   const auto share = [](WorkerId, int64_t step) { return step < 40 ? 0.5 : step < 80 ? 0.75 : 1; };
-  const AutoRun run = RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 2, {}, kFromBsp, "", 1, {}, share);
+  const AutoRun run = RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 2, {.share_of = share});
   REQUIRE(run.decisions.size() > 4);
   int64_t late = 0;
   for (const Decision& d : run.decisions) {
@@ -351,15 +350,14 @@ TEST_CASE("auto: on shared cores the fewest cores read hold, at most the server 
   CHECK(late > 0);
   // All on the server's host of two cores: its cores from the first reading.
   const auto wide = [](WorkerId, int64_t) { return 0.75; };
-  const AutoRun here = RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 1, {}, kFromBsp, "", 1, {}, wide, 2);
+  const AutoRun here =
+      RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 1, {.share_of = wide, .host_cores = 2});
   REQUIRE_FALSE(here.decisions.empty());
   for (const Decision& d : here.decisions) {
     CHECK(d.measured.find("on 2 shared cores") != std::string::npos);
   }
   // Elsewhere, or not known: the shares' 3.
-  const AutoRun there = RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 1, {}, kFromBsp, "", 1, {}, wide);
+  const AutoRun there = RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 1, {.share_of = wide});
   REQUIRE_FALSE(there.decisions.empty());
   CHECK(there.decisions.front().measured.find("on 3 shared cores") != std::string::npos);
 }
@@ -370,9 +368,10 @@ TEST_CASE("auto: a core the host lost and got back is read back after a lasting 
   // from step 80 it is gone again. The fewest cores read hold only until
   // the workers' speed changes lastingly.
   const auto busy = [](int64_t step) { return step >= 40 && step < 80; };
-  const AutoRun run = RunAuto(
-      4, [&](WorkerId, int64_t step) { return busy(step) ? 0.025 : 0.01; }, 2.5, {}, kFromBsp, "",
-      1, {}, [&](WorkerId, int64_t step) { return busy(step) ? 0.25 : 0.5; }, 2);
+  const AutoRun run =
+      RunAuto(4, [&](WorkerId, int64_t step) { return busy(step) ? 0.025 : 0.01; }, 2.5,
+              {.share_of = [&](WorkerId, int64_t step) { return busy(step) ? 0.25 : 0.5; },
+               .host_cores = 2});
   REQUIRE_FALSE(run.decisions.empty());
   const auto one = std::find_if(run.decisions.begin(), run.decisions.end(), [](const Decision& d) {
     return d.measured.find("on 1 shared core") != std::string::npos;
@@ -390,11 +389,10 @@ TEST_CASE("auto: more workers on the server's host than its cores share them fro
   // cores they are read as sharing them; two workers there, or four
   // elsewhere, are read as on cores of their own.
   const auto step = [](WorkerId, int64_t) { return 0.01; };
-  const auto crowded = RunAuto(4, step, 1, {}, kFromBsp, "", 1, {}, {}, 2);
+  const auto crowded = RunAuto(4, step, 1, {.host_cores = 2});
   REQUIRE_FALSE(crowded.decisions.empty());
   CHECK(crowded.decisions.front().measured.find("on 2 shared cores") != std::string::npos);
-  for (const AutoRun& apart : {RunAuto(2, step, 1, {}, kFromBsp, "", 1, {}, {}, 2),
-                               RunAuto(4, step, 1, {}, kFromBsp, "", 1, {}, {}, 0)}) {
+  for (const AutoRun& apart : {RunAuto(2, step, 1, {.host_cores = 2}), RunAuto(4, step, 1)}) {
     REQUIRE_FALSE(apart.decisions.empty());
     CHECK(apart.decisions.front().measured.find("shared cores") == std::string::npos);
   }
@@ -406,10 +404,11 @@ TEST_CASE("auto: on shared cores a pause after computing reads as its own length
   // computing (20 ms) and then pauses 50 ms. The delay is the 50 ms, not
   // 50 ms scaled by the typical computing over this step's (25 ms).
   const auto delayed = [](WorkerId w, int64_t step) { return (step + w) % 5 == 0; };
-  const AutoRun run = RunAuto(
-      4, [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.02 : 0.01; }, 2, {}, kFromBsp,
-      "", 1, {}, [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.5 : 1.0; }, 2,
-      [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.05 : 0.0; });
+  const AutoRun run =
+      RunAuto(4, [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.02 : 0.01; }, 2,
+              {.share_of = [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.5 : 1.0; },
+               .host_cores = 2,
+               .pause_s = [&](WorkerId w, int64_t step) { return delayed(w, step) ? 0.05 : 0.0; }});
   REQUIRE(run.decisions.size() > 2);
   for (const Decision& d : run.decisions) {
     CAPTURE(d.measured);

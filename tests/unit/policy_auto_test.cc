@@ -258,9 +258,8 @@ TEST_CASE("auto: predicting in the background, it chooses at a later boundary, a
   // reads the workers goes on, and the first round boundary after the
   // predictions are in chooses; a steady straggler moves it off bsp once,
   // as when it decides within the push (above).
-  const AutoRun slow = RunAuto(
-      4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20, {}, kFromBsp, "", 1, {}, {},
-      0, {}, /*background=*/true);
+  const AutoRun slow = RunAuto(4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20,
+                               {.background = true});
   REQUIRE_FALSE(slow.decisions.empty());
   const Decision& first = slow.decisions.front();
   CHECK(first.running == "bsp");
@@ -285,13 +284,13 @@ TEST_CASE("auto: from three workers it starts under backup:1 by default, and sta
   // is predicted faster but under AutoDecider::kIntoBsp times as fast.
   // (softmax's table names no start; the default job's does, below.)
   const auto straggler = [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; };
-  const AutoRun slow = RunAuto(4, straggler, 20, {}, {}, "softmax");
+  const AutoRun slow = RunAuto(4, straggler, 20, {.candidates = {}, .model = "softmax"});
   REQUIRE_FALSE(slow.decisions.empty());
   CHECK(slow.decisions.front().running == "backup:1");
   for (const Decision& d : slow.decisions) CHECK(d.chosen == "backup:1");
   CHECK(slow.switches.empty());
-  const AutoRun even = RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 20, {}, {}, "softmax");
+  const AutoRun even = RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 20,
+                               {.candidates = {}, .model = "softmax"});
   REQUIRE(even.decisions.size() > 3);
   for (const Decision& d : even.decisions) {
     CHECK(d.running == "backup:1");
@@ -301,11 +300,11 @@ TEST_CASE("auto: from three workers it starts under backup:1 by default, and sta
   // Given candidates, it starts under the first; two workers and one,
   // under bsp (backup:1 would keep one push of two).
   const AutoRun from_lbbsp = RunAuto(4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; },
-                                     20, {}, {"lbbsp", "bsp"});
+                                     20, {.candidates = {"lbbsp", "bsp"}});
   REQUIRE_FALSE(from_lbbsp.decisions.empty());
   CHECK(from_lbbsp.decisions.front().running == "lbbsp");
   for (const int64_t n : {1, 2}) {
-    const AutoRun few = RunAuto(n, [](WorkerId, int64_t) { return 0.01; }, 5, {}, {});
+    const AutoRun few = RunAuto(n, [](WorkerId, int64_t) { return 0.01; }, 5, {.candidates = {}});
     REQUIRE_FALSE(few.decisions.empty());
     CHECK(few.decisions.front().running == "bsp");
   }
@@ -317,7 +316,7 @@ TEST_CASE("auto: where the job's table names a start, it starts there and leaves
   // backup:1 for backup:2 or backup:3 (docs/auto.md).
   CHECK(AutoCandidates(4).front() == "backup:2");
   const auto straggler = [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; };
-  const AutoRun slow = RunAuto(4, straggler, 20, {}, {});
+  const AutoRun slow = RunAuto(4, straggler, 20, {.candidates = {}});
   REQUIRE_FALSE(slow.decisions.empty());
   CHECK(slow.decisions.front().running == "backup:2");
   // Beside a steady straggler on cores of their own backup:1 needs fewer
@@ -326,12 +325,12 @@ TEST_CASE("auto: where the job's table names a start, it starts there and leaves
   CHECK(slow.switches.front().to == "backup:1");
   CHECK(slow.running == "backup:1");
   // An even cluster keeps it: BSP is predicted faster, under kIntoBsp.
-  const AutoRun even = RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 20, {}, {});
+  const AutoRun even = RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 20, {.candidates = {}});
   REQUIRE(even.decisions.size() > 3);
   for (const Decision& d : even.decisions) CHECK(d.chosen == "backup:2");
   CHECK(even.switches.empty());
   // The table was learned on 4 workers: on 8 it names nothing.
-  const AutoRun eight = RunAuto(8, straggler, 20, {}, {});
+  const AutoRun eight = RunAuto(8, straggler, 20, {.candidates = {}});
   REQUIRE_FALSE(eight.decisions.empty());
   CHECK(eight.decisions.front().running == "backup:1");
 }
@@ -342,7 +341,7 @@ TEST_CASE("auto: into bsp from another candidate only when predicted kIntoBsp ti
   // but not kIntoBsp times: leaving backup:1 would give up what a
   // straggler coming later needs.
   const auto even = [](WorkerId, int64_t) { return 0.01; };
-  const AutoRun kept = RunAuto(4, even, 20, {}, {"backup:1", "bsp"});
+  const AutoRun kept = RunAuto(4, even, 20, {.candidates = {"backup:1", "bsp"}});
   REQUIRE_FALSE(kept.decisions.empty());
   const Decision& first = kept.decisions.front();
   CHECK(first.chosen == "backup:1");
@@ -351,7 +350,7 @@ TEST_CASE("auto: into bsp from another candidate only when predicted kIntoBsp ti
   CHECK(kept.switches.empty());
   // ssp:3 on that job needs some 14x BSP's iterations on an even cluster:
   // BSP is then predicted far past the bar, and the move is made.
-  const AutoRun moved = RunAuto(4, even, 20, {}, {"ssp:3", "bsp"});
+  const AutoRun moved = RunAuto(4, even, 20, {.candidates = {"ssp:3", "bsp"}});
   REQUIRE_FALSE(moved.switches.empty());
   CHECK(moved.switches.front().from == "ssp:3");
   CHECK(moved.switches.front().to == "bsp");
@@ -376,8 +375,8 @@ TEST_CASE("auto: a link slowing down mid-run calls for a decision at once") {
   // slower computing is one. The periodic decisions are at iterations 168
   // and 188; the one the change calls for comes within its window.
   const AutoRun run = RunAuto(
-      4, [](WorkerId, int64_t) { return 0.01; }, 10, {}, kFromBsp, "", 1,
-      [](WorkerId w, int64_t step) { return w == 3 && step >= 170 ? 0.015 : 0; });
+      4, [](WorkerId, int64_t) { return 0.01; }, 10,
+      {.send_s = [](WorkerId w, int64_t step) { return w == 3 && step >= 170 ? 0.015 : 0; }});
   REQUIRE_FALSE(run.switches.empty());
   CHECK(run.switches.front().from == "bsp");
   CHECK(run.switches.front().iteration > 170);
@@ -391,9 +390,9 @@ TEST_CASE("auto: a straggler on the accuracy's plateau near the target still mov
   // at its step 60. The progress alone says a fraction of an iteration is
   // left, where no switch pays; the decider counts at least the
   // iterations to its next periodic decision (docs/auto.md).
-  const AutoRun run = RunAuto(
-      4, [](WorkerId w, int64_t step) { return w == 3 && step >= 60 ? 0.04 : 0.01; }, 10,
-      [](int64_t iteration) { return iteration < 20 ? 0.1 : 0.845; });
+  const AutoRun run =
+      RunAuto(4, [](WorkerId w, int64_t step) { return w == 3 && step >= 60 ? 0.04 : 0.01; }, 10,
+              {.accuracy = [](int64_t iteration) { return iteration < 20 ? 0.1 : 0.845; }});
   REQUIRE_FALSE(run.switches.empty());
   CHECK(run.switches.front().from == "bsp");
   CHECK(run.switches.front().iteration >= 60);
@@ -415,7 +414,8 @@ TEST_CASE("auto: a straggler gone, it leaves backup:1 though the accuracy says l
   };
   const auto step_s = [](WorkerId w, int64_t step) { return w == 3 && step < 12 ? 0.04 : 0.01; };
   // Two virtual seconds: some 150 iterations, all below the target.
-  const AutoRun run = RunAuto(4, step_s, 2, accuracy, {"backup:1", "lbbsp", "ssp:3"});
+  const AutoRun run =
+      RunAuto(4, step_s, 2, {.accuracy = accuracy, .candidates = {"backup:1", "lbbsp", "ssp:3"}});
   REQUIRE_FALSE(run.decisions.empty());
   CHECK(run.decisions.front().running == "backup:1");
   CHECK(run.decisions.front().chosen == "backup:1");
@@ -446,17 +446,21 @@ TEST_CASE("auto: near the target it does not switch into a policy that needs mor
     return step >= 20 && (h >> 33) % 5 == 0 ? 0.21 : 0.01;
   };
   const std::vector<std::string> bsp_or_ssp = {"bsp", "ssp:3"};
-  const AutoRun near = RunAuto(
-      16, delays, 20, [](int64_t iteration) { return iteration < 20 ? 0.1 : 0.849; }, bsp_or_ssp,
-      "softmax");
+  const AutoRun near =
+      RunAuto(16, delays, 20,
+              {.accuracy = [](int64_t iteration) { return iteration < 20 ? 0.1 : 0.849; },
+               .candidates = bsp_or_ssp,
+               .model = "softmax"});
   REQUIRE(near.decisions.size() > 2);
   CHECK(near.switches.empty());
   CHECK(near.running == "bsp");
   CHECK(near.decisions.back().measured.find("transient delays") != std::string::npos);
   // Far from the target the same cluster moves it.
-  const AutoRun far = RunAuto(
-      16, delays, 20, [](int64_t iteration) { return iteration < 20 ? 0.1 : 0.3; }, bsp_or_ssp,
-      "softmax");
+  const AutoRun far =
+      RunAuto(16, delays, 20,
+              {.accuracy = [](int64_t iteration) { return iteration < 20 ? 0.1 : 0.3; },
+               .candidates = bsp_or_ssp,
+               .model = "softmax"});
   REQUIRE_FALSE(far.switches.empty());
   CHECK(far.switches.front().from == "bsp");
   CHECK(far.running == "ssp:3");
