@@ -40,9 +40,9 @@ struct AutoRunOptions {
   // The share of each step's computing that had a core (share_of: per
   // worker and step, in its place).
   double core_share = 1;
+  std::function<double(WorkerId, int64_t)> share_of;
   // How long each push took to send after its step.
   std::function<double(WorkerId, int64_t)> send_s;
-  std::function<double(WorkerId, int64_t)> share_of;
   // Every worker's WorkerInfo::host_cores.
   int64_t host_cores = 0;
   // How long each step paused after computing (part of its busy time, not
