@@ -94,4 +94,39 @@ rc=0
   --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?
 expect_exit 66 "$rc" "auto-profiles.sh --pooled without a profile's runs"
 grep -q "no real run of profile delay" "$WORK/err" || fail "--pooled without delay: $(cat "$WORK/err")"
+
+# auto-profiles.sh --oracle: the policy of each profile's lowest mean
+# median, its medians from one sitting against another's fixed medians,
+# every ordered pair; auto's own score per sitting; --pooled's folder and a
+# sitting short of a profile are no sittings; one sitting is refused.
+table() {  # FILE POLICY=SECONDS...
+  local file=$1 entry
+  shift
+  mkdir -p "$(dirname "$file")"
+  printf 'policy\truns\treached\tseconds_median\n' >"$file"
+  for entry in "$@"; do printf '%s\t3\t3\t%s\n' "${entry%%=*}" "${entry#*=}" >>"$file"; done
+}
+sittings="$WORK/sittings"
+table "$sittings/a/run-4-none.tsv" bsp=2.0 backup:1=3.0 auto=2.1
+table "$sittings/a/run-4-slow.tsv" bsp=6.0 backup:1=2.0 auto=2.1
+table "$sittings/b/run-4-none.tsv" bsp=2.4 backup:1=2.2 auto=2.9
+table "$sittings/b/run-4-slow.tsv" bsp=6.0 backup:1=2.5 auto=2.4
+table "$sittings/pooled/run-4-none.tsv" bsp=1.0 backup:1=1.0 auto=1.0
+table "$sittings/pooled/run-4-slow.tsv" bsp=1.0 backup:1=1.0 auto=1.0
+table "$sittings/short/run-4-none.tsv" bsp=1.0 backup:1=1.0 auto=1.0
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$sittings" --oracle --profiles none,slow \
+  --policies bsp,backup:1 >"$WORK/oracle" 2>"$WORK/err" ||
+  fail "auto-profiles.sh --oracle exited $?: $(cat "$WORK/err")"
+cat "$WORK/oracle"
+grep -q '^== oracle: 2 sittings under .*, 2 ordered pairs$' "$WORK/oracle" ||
+  fail "--oracle: not the two whole sittings"
+grep -qE '^none +bsp +1/2 +1/2$' "$WORK/oracle" || fail "--oracle: none"
+grep -qE '^slow +backup:1 +1/2 +2/2$' "$WORK/oracle" || fail "--oracle: slow"
+grep -qE '^all at once +1/2 +1/2$' "$WORK/oracle" || fail "--oracle: all at once"
+grep -qE '^total below every +2/2 +1/2$' "$WORK/oracle" || fail "--oracle: the totals"
+rc=0
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$sittings/a" --oracle --profiles none,slow \
+  --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?
+expect_exit 66 "$rc" "auto-profiles.sh --oracle with one sitting"
+grep -q "needs two sittings or more" "$WORK/err" || fail "--oracle with one sitting: $(cat "$WORK/err")"
 echo "ok"

@@ -32,6 +32,13 @@
 # its runs in a profile, a run that missed the target counting as the
 # slowest: one sitting's medians of three runs differ by up to 1.2x
 # between two runs of the same policy, pooled sittings far less.
+# With --oracle, no runs: what a chooser that knew each profile's best
+# fixed policy (the lowest mean of the sittings' medians) and cost nothing
+# scores on the two criteria, its medians from one sitting against the
+# fixed medians of another, over every ordered pair of the sittings under
+# --out (each a folder of one table per profile, links followed), with
+# auto's own score in each sitting beside it: how much of a sitting's
+# verdict is the draw.
 # With --efficiency, no runs: the statistical-efficiency rows that the real
 # runs under --out give (every sitting below it, links followed), as C++ for
 # libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
@@ -48,15 +55,17 @@ SUMMARY='  --policies LIST  the fixed policies (default auto'"'"'s candidates: r
                    against the real tables already under --out
   --summary        no runs: summarize the tables already under --out
   --pooled         no runs: summarize every real run under --out, sittings pooled
+  --oracle         no runs: what knowing the best policy scores, sitting against sitting
   --efficiency     no runs: efficiency rows from the real runs under --out'
-USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--pooled] [--efficiency]'
+USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--pooled] [--oracle] [--efficiency]'
 policies=
 profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise="" only_summary=""
-efficiency="" pooled=""
+efficiency="" pooled="" oracle=""
 handle_option() {
   case "$1" in
     --summary) only_summary=1 SHIFT=1; return 0 ;;
     --pooled) pooled=1 SHIFT=1; return 0 ;;
+    --oracle) oracle=1 SHIFT=1; return 0 ;;
     --efficiency) efficiency=1 SHIFT=1; return 0 ;;
   esac
   [ $# -ge 2 ] || return 1
@@ -323,6 +332,81 @@ pooled_summary() {
   summary run "$workers" "$out/pooled"
 }
 
+# oracle_summary: --oracle's scores over the sittings under $out, a
+# sitting being a folder (not --pooled's) with a table for every profile.
+oracle_summary() {
+  local tables=() dir profile n complete
+  while IFS= read -r dir; do
+    [ "$(basename "$dir")" = pooled ] && continue
+    complete=1
+    for profile in "${profile_list[@]}"; do
+      [ -s "$dir/run-$workers-$profile.tsv" ] || complete=""
+    done
+    [ -n "$complete" ] || continue
+    for profile in "${profile_list[@]}"; do tables+=("$dir/run-$workers-$profile.tsv"); done
+  done < <(find -L "$out" -name "run-$workers-*.tsv" -printf '%h\n' | sort -u)
+  n=$((${#tables[@]} / ${#profile_list[@]}))
+  if [ "$n" -lt 2 ]; then
+    echo "$NAME: error: --oracle needs two sittings or more under $out with a table for every profile; found $n" >&2
+    exit 66
+  fi
+  echo "== oracle: $n sittings under $out, $((n * (n - 1))) ordered pairs"
+  awk -F'\t' -v profiles="$profiles" -v fixed="$policies" '
+    BEGIN { INF = 1e30; np = split(profiles, P, ","); nf = split(fixed, F, ",") }
+    FNR == 1 {
+      for (i = 1; i <= NF; i++) col[$i] = i
+      dir = FILENAME; sub(/\/[^\/]*$/, "", dir)
+      if (!(dir in sid)) { sid[dir] = ++ns }
+      s = sid[dir]; k = (k % np) + 1  # the tables come in profile order
+      next
+    }
+    { t = $col["seconds_median"]; med[s, k, $1] = (t == "" || t == "-") ? INF : t + 0 }
+    function m(s, k, p) { return (s, k, p) in med ? med[s, k, p] : INF }
+    function bestof(s, k,   j, b) {
+      b = INF; for (j = 1; j <= nf; j++) if (m(s, k, F[j]) < b) b = m(s, k, F[j]); return b
+    }
+    END {
+      for (k = 1; k <= np; k++) {  # the chooser runs the lowest mean median
+        pick[k] = ""; low = INF
+        for (j = 1; j <= nf; j++) {
+          sum = 0; for (s = 1; s <= ns; s++) sum = (sum >= INF || m(s, k, F[j]) >= INF) ? INF : sum + m(s, k, F[j])
+          if (sum < low) { low = sum; pick[k] = F[j] }
+        }
+      }
+      pairs = ns * (ns - 1)
+      for (a = 1; a <= ns; a++) for (b = 1; b <= ns; b++) {
+        if (a == b) continue
+        all = 1; chosen = 0
+        for (k = 1; k <= np; k++) {
+          t = m(a, k, pick[k]); chosen += t
+          ok = t < INF && t <= 1.1 * bestof(b, k); within[k] += ok; if (!ok) all = 0
+        }
+        allsix += all; below += Below(b, chosen)
+      }
+      for (s = 1; s <= ns; s++) {
+        all = 1; atotal = 0
+        for (k = 1; k <= np; k++) {
+          t = m(s, k, "auto"); atotal += t
+          ok = t < INF && t <= 1.1 * bestof(s, k); awithin[k] += ok; if (!ok) all = 0
+        }
+        aall += all; abelow += Below(s, atotal)
+      }
+      printf "%-12s %-9s %14s %10s\n", "profile", "oracle", "oracle-1.1x", "auto-1.1x"
+      for (k = 1; k <= np; k++)
+        printf "%-12s %-9s %14s %10s\n", P[k], pick[k], within[k] "/" pairs, awithin[k] "/" ns
+      printf "%-22s %14s %10s\n", "all at once", allsix "/" pairs, aall "/" ns
+      printf "%-22s %14s %10s\n", "total below every", below "/" pairs, abelow "/" ns
+    }
+    function Below(s, total,   j, k, sum) {
+      if (total >= INF) return 0
+      for (j = 1; j <= nf; j++) {
+        sum = 0; for (k = 1; k <= np; k++) sum += m(s, k, F[j])
+        if (!(total < sum)) return 0
+      }
+      return 1
+    }' "${tables[@]}"
+}
+
 # efficiency_rows: the efficiency rows of the real runs under $out, those
 # that reached the target, by their mean, which the evaluations every 10
 # iterations make less coarse than a median.
@@ -358,6 +442,8 @@ if [ -n "$efficiency" ]; then
   efficiency_rows
 elif [ -n "$pooled" ]; then
   pooled_summary
+elif [ -n "$oracle" ]; then
+  oracle_summary
 elif [ -n "$advise" ]; then
   [ -n "$only_summary" ] || advise_all "$advise"
   advise_summary
