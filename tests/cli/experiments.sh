@@ -129,4 +129,47 @@ rc=0
   --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?
 expect_exit 66 "$rc" "auto-profiles.sh --oracle with one sitting"
 grep -q "needs two sittings or more" "$WORK/err" || fail "--oracle with one sitting: $(cat "$WORK/err")"
+# auto-profiles.sh --draws: sittings drawn from the runs under --out, each
+# chooser's share of them that passes; every run alike in a policy and
+# profile (one missed, counted the slowest) makes the shares exact; fewer
+# than three runs of a policy, or a count that is not one, is refused.
+drawn="$WORK/drawn"
+runs() {  # PROFILE POLICY-DIR SECONDS...: one run each (- missed the target)
+  local profile=$1 policy=$2 k=0 seconds
+  shift 2
+  for seconds in "$@"; do
+    k=$((k + 1))
+    if [ "$seconds" = - ]; then
+      timed "$drawn/s/run-4-$profile/$policy-$k" 0 0.1
+    else
+      timed "$drawn/s/run-4-$profile/$policy-$k" 1 "$seconds"
+    fi
+  done
+}
+runs none bsp 2.0 2.0 2.0
+runs none backup-1 3.0 3.0 3.0 -
+runs none auto 2.1 2.1 2.1
+runs slow bsp 6.0 6.0 6.0
+runs slow backup-1 2.0 2.0 2.0
+runs slow auto 2.4 2.4 2.4 2.4
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$drawn" --draws 200 --profiles none,slow \
+  --policies bsp,backup:1 >"$WORK/draws" 2>"$WORK/err" ||
+  fail "auto-profiles.sh --draws exited $?: $(cat "$WORK/err")"
+cat "$WORK/draws"
+grep -q '^== draws: 200 sittings drawn from 20 runs under' "$WORK/draws" || fail "--draws: not every run"
+grep -q '^perfect chooser: none bsp, slow backup:1$' "$WORK/draws" || fail "--draws: the perfect picks"
+grep -qE '^auto +1.00 +0.00 +0.00 +1.00 +0.00$' "$WORK/draws" || fail "--draws: auto's shares"
+grep -qE '^perfect +1.00 +1.00 +1.00 +1.00 +1.00$' "$WORK/draws" || fail "--draws: the perfect chooser's"
+grep -qE '^bsp +1.00 +0.00 +0.00 +0.00 +0.00$' "$WORK/draws" || fail "--draws: bsp's"
+grep -qE '^backup:1 +0.00 +1.00 +0.00 +0.00 +0.00$' "$WORK/draws" || fail "--draws: backup:1's"
+rm -r "$drawn/s/run-4-slow/auto-3" "$drawn/s/run-4-slow/auto-4"
+rc=0
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$drawn" --draws 10 --profiles none,slow \
+  --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?
+expect_exit 66 "$rc" "auto-profiles.sh --draws with two runs of auto"
+grep -q "2 runs of auto in profile slow" "$WORK/err" || fail "--draws with two runs: $(cat "$WORK/err")"
+rc=0
+"$dir/auto-profiles.sh" --bin "$BIN" --out "$drawn" --draws 0 >/dev/null 2>"$WORK/err" || rc=$?
+expect_exit 64 "$rc" "auto-profiles.sh --draws 0"
+grep -q "is not a count" "$WORK/err" || fail "--draws 0: $(cat "$WORK/err")"
 echo "ok"

@@ -39,6 +39,15 @@
 # --out (each a folder of one table per profile, links followed), with
 # auto's own score in each sitting beside it: how much of a sitting's
 # verdict is the draw.
+# With --draws N, no runs: N sittings drawn from every real run under
+# --out (links followed), each policy's median of three runs drawn
+# without replacement from its runs in a profile; in each, auto's, a
+# perfect chooser's (each profile's policy of the lowest pooled median,
+# three runs of its own drawn apart from that policy's fixed three) and
+# each fixed policy's as a chooser: the share of the N sittings in which
+# each is within 1.1x of the best fixed median in every profile, and its
+# total below every fixed total. A sitting's chance of passing, from the
+# runs alone, where one sitting is one draw of it.
 # With --efficiency, no runs: the statistical-efficiency rows that the real
 # runs under --out give (every sitting below it, links followed), as C++ for
 # libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
@@ -56,11 +65,12 @@ SUMMARY='  --policies LIST  the fixed policies (default auto'"'"'s candidates: r
   --summary        no runs: summarize the tables already under --out
   --pooled         no runs: summarize every real run under --out, sittings pooled
   --oracle         no runs: what knowing the best policy scores, sitting against sitting
+  --draws N        no runs: how often N sittings drawn from the runs under --out pass
   --efficiency     no runs: efficiency rows from the real runs under --out'
-USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--pooled] [--oracle] [--efficiency]'
+USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--pooled] [--oracle] [--draws N] [--efficiency]'
 policies=
 profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise="" only_summary=""
-efficiency="" pooled="" oracle=""
+efficiency="" pooled="" oracle="" draws=""
 handle_option() {
   case "$1" in
     --summary) only_summary=1 SHIFT=1; return 0 ;;
@@ -75,6 +85,13 @@ handle_option() {
     --sim) sim=$2 ;;
     --workers) workers=$2 ;;
     --advise) advise=$2 ;;
+    --draws)
+      [[ $2 =~ ^[1-9][0-9]{0,5}$ ]] || {
+        echo "$NAME: error: --draws: '$2' is not a count from 1 to 999999" >&2
+        exit 64
+      }
+      draws=$2
+      ;;
     *) return 1 ;;
   esac
   SHIFT=2
@@ -407,6 +424,82 @@ oracle_summary() {
     }' "${tables[@]}"
 }
 
+# draws_summary N: --draws's shares over N sittings drawn from the real
+# runs under $out; a profile or policy with fewer than three runs refused.
+draws_summary() {
+  local runs
+  runs=$(real_runs)
+  echo "== draws: $1 sittings drawn from $(wc -l <<<"$runs") runs under $out"
+  awk -F'\t' -v draws="$1" -v profiles="$profiles" -v fixed="$policies" -v name="$NAME" '
+    BEGIN { INF = 1e30; np = split(profiles, P, ","); nf = split(fixed, F, ","); srand(1) }
+    { key = $2 SUBSEP $1; n[key]++; t[key, n[key]] = $3 == 1 ? $5 + 0 : INF }
+    function sort3(a, b, c,   x) {  # the middle of three
+      if (a > b) { x = a; a = b; b = x }
+      if (b > c) { b = c }
+      return a > b ? a : b
+    }
+    function med3(k, p,   key, m, a, b, c) {  # three runs drawn apart
+      key = P[k] SUBSEP p; m = n[key]
+      a = 1 + int(rand() * m)
+      do b = 1 + int(rand() * m); while (b == a)
+      do c = 1 + int(rand() * m); while (c == a || c == b)
+      return sort3(t[key, a], t[key, b], t[key, c])
+    }
+    function pooled(k, p,   key, m, i, j, x, v) {  # the lower middle of every run
+      key = P[k] SUBSEP p; m = n[key]
+      for (i = 1; i <= m; i++) v[i] = t[key, i]
+      for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
+        x = v[j]; v[j] = v[j - 1]; v[j - 1] = x
+      }
+      return v[int((m + 1) / 2)]
+    }
+    END {
+      for (k = 1; k <= np; k++) for (j = 0; j <= nf; j++) {
+        p = j ? F[j] : "auto"
+        if (n[P[k] SUBSEP p] < 3) {
+          printf "%s: error: --draws: %d runs of %s in profile %s under the folder; three or more needed\n",
+            name, n[P[k] SUBSEP p], p, P[k] > "/dev/stderr"
+          exit 66
+        }
+      }
+      C[1] = "auto"; C[2] = "perfect"; nc = 2
+      for (j = 1; j <= nf; j++) C[++nc] = F[j]
+      picks = ""
+      for (k = 1; k <= np; k++) {
+        low = INF; pick[k] = F[1]
+        for (j = 1; j <= nf; j++) if (pooled(k, F[j]) < low) { low = pooled(k, F[j]); pick[k] = F[j] }
+        picks = picks (k > 1 ? ", " : "") P[k] " " pick[k]
+      }
+      for (d = 1; d <= draws; d++) {
+        for (j = 1; j <= nf; j++) sum[j] = 0
+        for (k = 1; k <= np; k++) {
+          best[k] = INF
+          for (j = 1; j <= nf; j++) {
+            x = med3(k, F[j]); sum[j] += x; if (x < best[k]) best[k] = x
+          }
+        }
+        for (c = 1; c <= nc; c++) {
+          all = 1; total = 0
+          for (k = 1; k <= np; k++) {
+            x = med3(k, c == 1 ? "auto" : c == 2 ? pick[k] : C[c]); total += x
+            ok = x < INF && x <= 1.1 * best[k]; within[c, k] += ok; if (!ok) all = 0
+          }
+          below = total < INF
+          for (j = 1; j <= nf; j++) if (!(total < sum[j])) below = 0
+          allsix[c] += all; belows[c] += below; both[c] += all && below
+        }
+      }
+      print "perfect chooser: " picks
+      printf "share of sittings within 1.1x of the best fixed median, and with the total below every fixed total\n"
+      printf "%-10s", "chooser"; for (k = 1; k <= np; k++) printf " %11s", P[k]
+      printf " %8s %6s %6s\n", "all-six", "total", "both"
+      for (c = 1; c <= nc; c++) {
+        printf "%-10s", C[c]; for (k = 1; k <= np; k++) printf " %11.2f", within[c, k] / draws
+        printf " %8.2f %6.2f %6.2f\n", allsix[c] / draws, belows[c] / draws, both[c] / draws
+      }
+    }' <<<"$runs"
+}
+
 # efficiency_rows: the efficiency rows of the real runs under $out, those
 # that reached the target, by their mean, which the evaluations every 10
 # iterations make less coarse than a median.
@@ -444,6 +537,8 @@ elif [ -n "$pooled" ]; then
   pooled_summary
 elif [ -n "$oracle" ]; then
   oracle_summary
+elif [ -n "$draws" ]; then
+  draws_summary "$draws"
 elif [ -n "$advise" ]; then
   [ -n "$only_summary" ] || advise_all "$advise"
   advise_summary
