@@ -3,12 +3,21 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <random>
 #include <thread>
 #include <utility>
 
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
+
+std::function<double(WorkerId, int64_t)> RandomDelays(double held_s, int one_in, WorkerId heavy) {
+  return [held_s, one_in, heavy](WorkerId w, int64_t step) {
+    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
+    const double u = std::uniform_real_distribution<double>(0, 1)(random);
+    return u < (w == heavy ? 0.5 : 1.0 / one_in) ? held_s : 0.01;
+  };
+}
 
 AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_s, double until,
                 const AutoRunOptions& options) {
@@ -24,6 +33,7 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   config.num_workers = n;
   config.batch = kAutoBatch;
   config.decide_in_background = background;
+  if (options.every > 0) config.decide_every = options.every;
   if (accuracy) config.target_accuracy = 0.85;
   int64_t next_evaluation = 0;
   auto policy = MakeJoined(config, WorkerInfo{.host_cores = options.host_cores});

@@ -53,7 +53,14 @@ struct AutoRunOptions {
   // while the run goes on; the run then goes on past `until` until a
   // switch is done (at most 60 s of wall clock).
   bool background = false;
+  // Iterations between decisions (PolicyConfig::decide_every; 0: its default).
+  int64_t every = 0;
 };
+
+// Step times of 10 ms, each held up to `held_s` at random one step in
+// `one_in` (worker `heavy`, if any, one step in two).
+std::function<double(WorkerId, int64_t)> RandomDelays(double held_s, int one_in,
+                                                      WorkerId heavy = -1);
 
 // Runs auto on n workers of the given step times for `until` virtual
 // seconds; returns its decisions and the policy it ends under.

@@ -203,17 +203,6 @@ TEST_CASE("auto: on cores of their own the first reading moves it at once, later
   CHECK(later.switches.front().iteration >= waited->iteration + AutoDecider::kMinGap);
 }
 
-// Step times of 10 ms, each held up to `held_s` at random one step in
-// `one_in` (worker `heavy`, if any, one step in two).
-std::function<double(WorkerId, int64_t)> RandomDelays(double held_s, int one_in,
-                                                      WorkerId heavy = -1) {
-  return [held_s, one_in, heavy](WorkerId w, int64_t step) {
-    std::mt19937_64 random(static_cast<uint64_t>(w) * 100003 + static_cast<uint64_t>(step));
-    const double u = std::uniform_real_distribution<double>(0, 1)(random);
-    return u < (w == heavy ? 0.5 : 1.0 / one_in) ? held_s : 0.01;
-  };
-}
-
 TEST_CASE("auto: on cores of their own a first reading of delays waits for a second") {
   // Each step held up 2.5x one time in four, at random: backup:1 reads
   // marginally faster (under kConfirmBelow). A rate of delays is read off

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <memory>
@@ -275,6 +276,41 @@ TEST_CASE("auto: predicting in the background, it chooses at a later boundary, a
   }
   CHECK(slow.switches.size() == 2);
   CHECK(slow.running == first.chosen);
+}
+
+TEST_CASE("auto: a prediction budget allows what its share of the time and allowance cover") {
+  const PredictionBudget unbounded(0, 0);
+  CHECK(unbounded.Allows(0));
+  PredictionBudget budget(0.02, 100);
+  CHECK(budget.Allows(0));
+  budget.Spend(60);
+  CHECK(budget.Allows(0));  // 60 of the allowance's 100
+  budget.Spend(60);
+  CHECK_FALSE(budget.Allows(0));
+  CHECK_FALSE(budget.Allows(999));  // 120 > 100 + 19.98
+  CHECK(budget.Allows(1000));
+  CHECK(budget.spent_ms() == doctest::Approx(120));
+}
+
+TEST_CASE("auto: in the background its predictions keep to their share of the wall clock") {
+  // Each step of four workers is held up 50x one time in five (the delay
+  // profile's kind), which the background prices at advise's 300
+  // simulated iterations a candidate, the first decision moving auto off
+  // bsp; a decision is due at every round boundary. Those due beyond
+  // AutoDecider::kPredictShare of the wall clock, after a first
+  // kPredictAllowanceMs, wait: without that bound one would follow
+  // another for as long as the run's pushes (0.2 ms each) take.
+  const auto started = std::chrono::steady_clock::now();
+  const AutoRun run = RunAuto(4, RandomDelays(0.5, 5), 80, {.background = true, .every = 1});
+  const double wall_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(run.decisions.size() >= 2);
+  CHECK(run.decisions.front().chosen != "bsp");
+  double before_last = 0;  // each started within the budget
+  for (size_t i = 0; i + 1 < run.decisions.size(); ++i) before_last += run.decisions[i].decide_ms;
+  CHECK(before_last <=
+        AutoDecider::kPredictAllowanceMs + AutoDecider::kPredictShare * wall_ms + 1e-9);
+  CHECK(run.decisions.back().measured.find("transient delays") != std::string::npos);
 }
 
 TEST_CASE("auto: from three workers it starts under backup:1 by default, and stays") {

@@ -286,7 +286,8 @@ AutoDecider::AutoDecider(int64_t num_workers, Options options)
       advisor_(advise::BuiltInEfficiency(options_.model, options_.batch, num_workers)),
       history_(num_workers),
       host_cores_(num_workers, 0),
-      running_(AutoDecider::Initial()) {}
+      running_(AutoDecider::Initial()),
+      budget_(options_.predict_share, options_.predict_allowance_ms) {}
 
 std::string AutoDecider::Initial() const {
   return options_.candidates.empty() ? "bsp" : options_.candidates.front();
@@ -459,6 +460,8 @@ double AutoDecider::SwitchHorizon(double remaining, double efficiency, bool stal
 std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context, WorkerId w,
                                                     const PushInfo& push) {
   if (Measure(w, push)) change_seen_ = true;
+  const auto now = std::chrono::steady_clock::now();
+  if (!first_push_) first_push_ = now;
   if (context.iteration == last_iteration_) return std::nullopt;
   // A round boundary: the first push since the iteration moved on.
   if (last_iteration_ >= 0) {
@@ -469,6 +472,9 @@ std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context
   if (in_flight_) return Collect(context);
   const bool changed = change_seen_ && context.iteration >= last_decided_ + kMinGap;
   if (context.iteration < next_due_ && !changed) return std::nullopt;
+  if (!budget_.Allows(std::chrono::duration<double, std::milli>(now - *first_push_).count())) {
+    return std::nullopt;  // due, at the first boundary the budget allows
+  }
   int64_t delayed = 0;
   const std::optional<advise::ClusterProfile> profile = Profile(*context.policy, &delayed);
   if (!profile) return std::nullopt;  // not enough steps measured yet
@@ -518,6 +524,7 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
   }
   auto [advice, ms] = predict();
   d.decide_ms = ms;
+  budget_.Spend(ms);
   return Finish(context, profile, delayed, advice, std::move(d));
 }
 
@@ -529,6 +536,7 @@ std::optional<SwitchRequest> AutoDecider::Collect(const SwitchContext& context) 
   in_flight_.reset();
   auto [advice, ms] = done.advice.get();
   done.decision.decide_ms = ms;
+  budget_.Spend(ms);
   if (context.iteration != done.decision.iteration) {
     // Chosen now, on what was read then.
     done.decision.measured =
@@ -739,7 +747,10 @@ Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config) {
   // on two cores, deciding every 10 iterations, its iterations 1.1-1.3x as
   // long as the fixed policy's. Elsewhere 40 and 1000 agree within 4%.
   options.background = config.decide_in_background;
-  if (options.background) options.delays_sim_iterations = advise::kSimIterations;
+  if (options.background) {
+    options.delays_sim_iterations = advise::kSimIterations;
+    options.predict_share = AutoDecider::kPredictShare;
+  }
   const int64_t n = config.num_workers;
   InnerPolicyMaker make = [config](std::string_view name, int64_t workers) {
     bench::Experiment job;

@@ -44,6 +44,28 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 // into a policy the run left before on shared cores (`returns`).
 double AutoSwitchBar(std::string_view running, std::string_view to, bool returns);
 
+// How much of the wall clock auto's predictions may take where they take
+// a core from the workers (in the background): new ones start only while
+// those so far took at most `share` of the time since the run's first
+// push plus `allowance_ms`, which the first decisions spend, while the
+// run is uninformed. A share of 0: no bound.
+class PredictionBudget {
+ public:
+  PredictionBudget(double share, double allowance_ms)
+      : share_(share), allowance_ms_(allowance_ms) {}
+  // Whether predictions may start `now_ms` after the run's first push.
+  bool Allows(double now_ms) const {
+    return share_ <= 0 || spent_ms_ <= allowance_ms_ + share_ * now_ms;
+  }
+  void Spend(double ms) { spent_ms_ += ms; }
+  double spent_ms() const { return spent_ms_; }
+
+ private:
+  double share_;
+  double allowance_ms_;
+  double spent_ms_ = 0;
+};
+
 // Decides for SwitchingPolicy. Per worker it keeps the recent time per
 // sample of computing (busy_s / batch) and the time each step spends
 // beyond it (the server's cycle, else the worker's sending time), and
@@ -70,7 +92,8 @@ double AutoSwitchBar(std::string_view running, std::string_view to, bool returns
 // is made only when the next decision, kMinGap iterations on, chooses it again for the same kind
 // of cause (advise::FeatureKind). In the background (Options::background) the predictions are made
 // on a thread of their own from what the boundary read, and the first round boundary after they
-// are in chooses; no other decision starts meanwhile.
+// are in chooses; no other decision starts meanwhile, nor one beyond Options::predict_share of the
+// wall clock (PredictionBudget): a decision due then waits for the first boundary it allows.
 //
 // On shared cores (once a decision read them so, for the rest of the run,
 // and at the fewest cores read so far, at most the server host's where
@@ -112,6 +135,18 @@ class AutoDecider : public SwitchDecider {
   // enough to go back and forth between two policies within a few
   // percent of each other, each move a drain.
   static constexpr double kReturnBar = 1.25;
+  // In the background, the share of the run's wall clock the predictions
+  // may take (PredictionBudget), beyond a first kPredictAllowanceMs. Four
+  // workers on two cores under transient delays: at advise's 300
+  // simulated iterations a decision took 20-25 ms, every 10-20 iterations
+  // of 8-10 ms, 330-823 ms a run of 2.5-5.9 s (172-200 ms within the
+  // budget, the move off backup:2 at the same iterations). Their cost to
+  // the rounds was within this host's noise either way (auto's iterations
+  // under backup:3 1.02x and 1.01x the fixed policy's, medians of ten
+  // paired runs): the budget bounds it where cores are fewer or busier.
+  // At 40, elsewhere, a run's decisions took 64-84 ms in all.
+  static constexpr double kPredictShare = 0.02;
+  static constexpr double kPredictAllowanceMs = 100;
 
   struct Options {
     std::vector<std::string> candidates;  // non-empty; checked by MakeAuto; starts under the first
@@ -128,6 +163,10 @@ class AutoDecider : public SwitchDecider {
     // predictions are in chooses. Off, a decision is whole within its push
     // (the simulator and the tests: deterministic).
     bool background = false;
+    // The share of the wall clock the predictions may take, beyond a
+    // first predict_allowance_ms (PredictionBudget; 0: no bound).
+    double predict_share = 0;
+    double predict_allowance_ms = kPredictAllowanceMs;
     std::string model;  // the job's: the efficiency table's (empty: default)
   };
 
@@ -248,6 +287,9 @@ class AutoDecider : public SwitchDecider {
   std::vector<std::string> left_;  // the policies switched away from, in order
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
+  PredictionBudget budget_;
+  // The run's first push, where the budget's clock starts.
+  std::optional<std::chrono::steady_clock::time_point> first_push_;
   // Last: destroyed first, waiting for the predictions that use advisor_.
   std::optional<InFlight> in_flight_;
 };
@@ -255,7 +297,8 @@ class AutoDecider : public SwitchDecider {
 // The auto policy `config` asks for (candidates, decide_every, batch, num_workers,
 // target_accuracy, max_iterations, decide_in_background: then
 // advise::kSimIterations simulated a candidate where it reads transient
-// delays, else 40); InvalidArgument, one line, for a
+// delays, else 40, and the predictions at most kPredictShare of the wall
+// clock beyond kPredictAllowanceMs); InvalidArgument, one line, for a
 // candidate CheckAutoCandidate refuses.
 Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config);
 
