@@ -38,8 +38,8 @@ done
 # the same columns in the same order (their widths follow the figures,
 # so runs space them differently).
 header=$(timeout 60 "$BIN/dmlps-bench" transport --sizes 64K --transports ipc --worker-counts 1 \
-  --rounds 1 --shards 1 --sum-threads 1 2>/dev/null | sed -n 2p | tr -s ' ')
-[ -n "$header" ] || fail "dmlps-bench transport printed no table"
+  --rounds 1 --shards 1 --sum-threads 1 2>"$WORK/transport.err" | sed -n 2p | tr -s ' ')
+[ -n "$header" ] || fail "dmlps-bench transport printed no table: $(tail -3 "$WORK/transport.err")"
 tr -s ' ' <"$SRC/docs/transport.md" | grep -qxF "$header" ||
   fail "docs/transport.md has no sample with today's header: $header"
 
