@@ -460,8 +460,7 @@ double AutoDecider::SwitchHorizon(double remaining, double efficiency, bool stal
 std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context, WorkerId w,
                                                     const PushInfo& push) {
   if (Measure(w, push)) change_seen_ = true;
-  const auto now = std::chrono::steady_clock::now();
-  if (!first_push_) first_push_ = now;
+  if (!first_push_) first_push_ = std::chrono::steady_clock::now();
   if (context.iteration == last_iteration_) return std::nullopt;
   // A round boundary: the first push since the iteration moved on.
   if (last_iteration_ >= 0) {
@@ -472,7 +471,9 @@ std::optional<SwitchRequest> AutoDecider::AfterPush(const SwitchContext& context
   if (in_flight_) return Collect(context);
   const bool changed = change_seen_ && context.iteration >= last_decided_ + kMinGap;
   if (context.iteration < next_due_ && !changed) return std::nullopt;
-  if (!budget_.Allows(std::chrono::duration<double, std::milli>(now - *first_push_).count())) {
+  const std::chrono::duration<double, std::milli> since_first =
+      std::chrono::steady_clock::now() - *first_push_;
+  if (!budget_.Allows(since_first.count())) {
     return std::nullopt;  // due, at the first boundary the budget allows
   }
   int64_t delayed = 0;
