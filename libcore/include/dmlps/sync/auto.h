@@ -140,10 +140,10 @@ class AutoDecider : public SwitchDecider {
   // workers on two cores under transient delays: at advise's 300
   // simulated iterations a decision took 20-25 ms, every 10-20 iterations
   // of 8-10 ms, 330-823 ms a run of 2.5-5.9 s (172-200 ms within the
-  // budget, the move off backup:2 at the same iterations). Their cost to
-  // the rounds was within this host's noise either way (auto's iterations
-  // under backup:3 1.02x and 1.01x the fixed policy's, medians of ten
-  // paired runs): the budget bounds it where cores are fewer or busier.
+  // budget, the move off backup:2 at the same iterations), and auto's
+  // iterations under backup:3 took 1.068x the fixed policy's before and
+  // 1.018x within it (means of 25 and 22 runs paired by seed, standard
+  // errors 0.024 and 0.016; docs/auto.md).
   // At 40, elsewhere, a run's decisions took 64-84 ms in all.
   static constexpr double kPredictShare = 0.02;
   static constexpr double kPredictAllowanceMs = 100;
