@@ -17,7 +17,8 @@ grep -q "time to accuracy 1.620 s" "$WORK/summary" || fail "summary lacks the ti
 grep -q "^straggler: worker-1 deterministic" "$WORK/summary" || fail "summary lacks the straggler"
 grep -Eq "^worker-0 +16 +512 " "$WORK/summary" || fail "summary lacks worker-0's row"
 [ ! -s "$WORK/summary.log" ] || fail "summary wrote to stderr: $(cat "$WORK/summary.log")"
-"$TOOL" summary --format tsv "$TRACE" | head -n 1 | grep -q $'^node\tsteps\tsamples' ||
+"$TOOL" summary --format tsv "$TRACE" >"$WORK/summary.tsv" || fail "summary --format tsv failed"
+head -n 1 "$WORK/summary.tsv" | grep -q $'^node\tsteps\tsamples' ||
   fail "summary --format tsv lacks its header"
 
 # The same trace from standard input gives the same summary, and from a
