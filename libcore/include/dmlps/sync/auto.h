@@ -144,7 +144,7 @@ class AutoDecider : public SwitchDecider {
   // iterations under backup:3 took 1.068x the fixed policy's before and
   // 1.018x within it (means of 25 and 22 runs paired by seed, standard
   // errors 0.024 and 0.016; docs/auto.md).
-  // At 40, elsewhere, a run's decisions took 64-84 ms in all.
+  // At 40, where no delays are read, a run's decisions took 45-140 ms.
   static constexpr double kPredictShare = 0.02;
   static constexpr double kPredictAllowanceMs = 100;
 
