@@ -287,7 +287,7 @@ AutoDecider::AutoDecider(int64_t num_workers, Options options)
       history_(num_workers),
       host_cores_(num_workers, 0),
       running_(AutoDecider::Initial()),
-      budget_(options_.predict_share, options_.predict_allowance_ms) {}
+      budget_(options_.predict_share, kPredictAllowanceMs) {}
 
 std::string AutoDecider::Initial() const {
   return options_.candidates.empty() ? "bsp" : options_.candidates.front();

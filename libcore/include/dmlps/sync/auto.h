@@ -164,9 +164,8 @@ class AutoDecider : public SwitchDecider {
     // (the simulator and the tests: deterministic).
     bool background = false;
     // The share of the wall clock the predictions may take, beyond a
-    // first predict_allowance_ms (PredictionBudget; 0: no bound).
+    // first kPredictAllowanceMs (PredictionBudget; 0: no bound).
     double predict_share = 0;
-    double predict_allowance_ms = kPredictAllowanceMs;
     std::string model;  // the job's: the efficiency table's (empty: default)
   };
 
