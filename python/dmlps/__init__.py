@@ -15,7 +15,9 @@ does all of this for a PyTorch module.
 and scores the snapshots it would have scored itself: ``evaluate(params)``
 gets each snapshot as a read-only float32 view and returns ``(accuracy,
 loss)``; the server stamps them with the snapshot's time, so its TSV,
-``--target-accuracy`` and traces behave as for a built-in model.
+``--target-accuracy`` and traces behave as for a built-in model. A PyTorch
+module should score in ``eval()`` mode (Dropout off, BatchNorm on its
+running statistics); ``dmlps.torch.evaluator`` does so.
 """
 
 from dmlps._dmlps import (  # noqa: F401

@@ -30,7 +30,13 @@ warnings.filterwarnings("ignore", message="The given NumPy array is not writable
 
 
 class TorchComputation:
-    """The ``compute`` callback of a ``dmlps.Worker`` for a PyTorch module."""
+    """The ``compute`` callback of a ``dmlps.Worker`` for a PyTorch module.
+
+    Each step runs the module in ``train()`` mode, whatever mode it was left
+    in: Dropout is active and BatchNorm normalises with the batch's own
+    statistics (its running statistics are buffers, not parameters: they
+    stay in this process and do not travel through the server).
+    ``evaluator`` scores in ``eval()`` mode instead."""
 
     def __init__(self, module, loss_fn, x, y=None, layout="dmlps"):
         if layout not in ("dmlps", "torch"):
@@ -146,14 +152,19 @@ class TorchComputation:
         return True
 
     def __call__(self, params, sample_ids, grad):
+        """One worker step: loads ``params`` into the module, runs it in
+        train() mode on ``sample_ids`` and writes the mean gradient into
+        ``grad``; returns the mean loss."""
         self.load(params)
         loss = self.forward_backward(sample_ids)
         self.store_gradient(grad)
         return loss
 
     def forward_backward(self, sample_ids):
-        """The mean loss on the samples, its gradient left in the module."""
+        """The mean loss on the samples, its gradient left in the module; the
+        module runs in train() mode (and is left in it)."""
         inputs, targets = self._batch(torch.from_numpy(sample_ids))
+        self.module.train()  # an evaluator or the caller may have left it in eval()
         self._flat_grad.zero_()
         for p, ptr in zip(self.params, self._grad_ptrs):
             if p.grad is None or p.grad.data_ptr() != ptr:
@@ -210,21 +221,42 @@ def evaluator(server, module, loss_fn, x, y=None, layout="dmlps", batch=1000, **
     ``module`` on the test samples (x, y) (or a torch Dataset x): the share
     of samples whose largest output is the target, and the mean of
     ``loss_fn``; options as Evaluator's. The flat vector is read in the
-    layout the workers use (see TorchComputation)."""
+    layout the workers use (see TorchComputation). Each snapshot is scored
+    ``batch`` samples at a time with the module in ``eval()`` mode (Dropout
+    off, BatchNorm on its running statistics), and every submodule's mode
+    is restored afterwards. The server holds parameters only: BatchNorm's
+    running statistics are the ones ``module`` came with (a fresh module's
+    mean 0 and variance 1), never the workers'."""
+    if batch < 1:
+        raise ValueError(f"batch must be at least 1, got {batch}")
     computation = TorchComputation(module, loss_fn, x, y, layout)
+    return dmlps.Evaluator(server, _scorer(computation, batch), **options)
+
+
+def _scorer(computation, batch):
+    """evaluate(params) -> (accuracy, mean loss) over all of computation's
+    samples, in eval() mode."""
+    module = computation.module
+    loss_fn = computation.loss_fn
     rows = computation.num_samples
 
     def evaluate(params):
         computation.load(params)
+        modes = [(m, m.training) for m in module.modules()]
+        module.eval()
         correct = 0
         loss = 0.0
-        with torch.no_grad():
-            for first in range(0, rows, batch):
-                ids = torch.arange(first, min(rows, first + batch))
-                inputs, targets = computation._batch(ids)
-                outputs = module(inputs)
-                loss += float(loss_fn(outputs, targets)) * len(ids)
-                correct += int((outputs.argmax(dim=1) == targets).sum())
+        try:
+            with torch.no_grad():
+                for first in range(0, rows, batch):
+                    ids = torch.arange(first, min(rows, first + batch))
+                    inputs, targets = computation._batch(ids)
+                    outputs = module(inputs)
+                    loss += float(loss_fn(outputs, targets)) * len(ids)
+                    correct += int((outputs.argmax(dim=1) == targets).sum())
+        finally:
+            for m, training in modes:
+                m.training = training
         return correct / rows, loss / rows
 
-    return dmlps.Evaluator(server, evaluate, **options)
+    return evaluate

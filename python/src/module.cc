@@ -563,7 +563,17 @@ PYBIND11_MODULE(_dmlps, m) {
            py::arg("layout") = py::none(), py::arg("initial_values") = py::none())
       .def("run", &Worker::Run)
       .def("stop", &Worker::Stop);
-  py::class_<dp::Evaluator>(m, "Evaluator")
+  py::class_<dp::Evaluator>(
+      m, "Evaluator",
+      "Evaluator(server, evaluate, on_join=None, **options): joins a dmlps-server started "
+      "with --evaluator and scores the snapshots it would have scored itself. "
+      "evaluate(params) receives each snapshot as a read-only float32 NumPy view of the "
+      "flat parameter vector, valid only during the call, and returns (accuracy, loss); "
+      "on_join(model, num_params) is called once the server has welcomed the evaluator. "
+      "A PyTorch module should be scored in eval() mode (Dropout off, BatchNorm on its "
+      "running statistics): dmlps.torch.evaluator does so, and restores the module's "
+      "modes afterwards. Options: connect_timeout_ms, server_timeout_ms, heartbeat_ms, "
+      "curve_secret, curve_server_key.")
       .def(py::init([](std::string server, py::object evaluate, py::object on_join,
                        const py::kwargs& options) {
              return std::make_unique<dp::Evaluator>(
@@ -571,8 +581,11 @@ PYBIND11_MODULE(_dmlps, m) {
                  std::move(on_join));
            }),
            py::arg("server"), py::arg("evaluate"), py::arg("on_join") = py::none())
-      .def("run", &dp::Evaluator::Run)
-      .def("stop", &dp::Evaluator::Stop);
+      .def("run", &dp::Evaluator::Run,
+           "Scores snapshots until the server ends the run; returns {'snapshots', "
+           "'stop_reason', 'signal'}; raises what evaluate or on_join raised, "
+           "RuntimeError when the run fails, KeyboardInterrupt on Ctrl-C.")
+      .def("stop", &dp::Evaluator::Stop, "Makes run() return soon (from another thread).");
   m.def("load_train", &dp::LoadTrain, py::arg("data") = "fashion-mnist", py::arg("shard_index") = 0,
         py::arg("shard_count") = 1);
   m.def("load_test", &dp::LoadTest, py::arg("data") = "fashion-mnist");
