@@ -15,9 +15,13 @@ int main(int argc, char** argv) {
   auto read_flags = [&launch](cli::FlagReader& flags) {
     return dmlps::server_cli::ReadServerFlags(flags, launch);
   };
-  const std::vector<std::string> help_groups = {
-      "Cluster",  "Fault tolerance",         "Policy",
-      "Training", "Stopping and evaluation", "Security and limits",
-      "Common"};
+  const std::vector<std::string> help_groups = {"Cluster",
+                                                "Fault tolerance",
+                                                "Policy",
+                                                "Training",
+                                                "Optimizer",
+                                                "Stopping and evaluation",
+                                                "Security and limits",
+                                                "Common"};
   return cli::RunMain(options, help_groups, argc, argv, read_flags);
 }

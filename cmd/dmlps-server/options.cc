@@ -2,6 +2,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <utility>
@@ -123,6 +125,33 @@ void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defau
         "N", "0"}});
 }
 
+void AddOptimizerOptions(cxxopts::Options& options, const optim::OptimizerSettings& defaults) {
+  cli::AddFlags(
+      options, "Optimizer",
+      {{"optimizer", "The server's update rule: sgd, adam or adamw", "RULE", defaults.algorithm},
+       {"nesterov", "sgd: Nesterov momentum"},
+       {"dampening", "sgd: dampening of the momentum", "D", fmt::format("{}", defaults.dampening)},
+       {"weight-decay",
+        "L2 penalty (sgd, adam: added to the gradient; adamw: decoupled, theta *= 1 - lr wd); "
+        "default 0, adamw's 0.01 as torch.optim.AdamW's",
+        "WD"},
+       {"betas", "adam, adamw: the moments' decay rates", "B1,B2",
+        fmt::format("{},{}", defaults.beta1, defaults.beta2)},
+       {"eps", "adam, adamw: added to the denominator", "EPS", fmt::format("{}", defaults.eps)},
+       {"param-group",
+        "Parameter groups, first match wins: 'PATTERN[|PATTERN]:key=value[:key=value][;...]', "
+        "PATTERN a glob on tensor names, keys lr and weight_decay (e.g. "
+        "'*.bias|*norm*:weight_decay=0')",
+        "GROUPS"},
+       {"clip-grad-norm", "Scale each step's gradient to this L2 norm over the model (0: never)",
+        "NORM", "0"},
+       {"lr-schedule",
+        "Learning-rate schedule per server step: constant, step:S:G, multistep:M1,M2,..:G, "
+        "cosine:T[:F] or linear:T[:F]",
+        "SPEC", defaults.schedule},
+       {"warmup", "Steps of linear warmup before the schedule", "N", "0"}});
+}
+
 void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
   cli::AddTrainingOptions(
       options, "Training",
@@ -133,10 +162,15 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
                   std::to_string(defaults.seed)},
                  {"threads", "Threads that sum pushes and apply updates (1..256)", "N",
                   std::to_string(defaults.threads)}});
+  AddOptimizerOptions(options, defaults.optimizer);
   cli::AddFlags(
       options, "Stopping and evaluation",
       {{"target-accuracy", "Stop when test accuracy reaches this; exit 1 if never (0: no target)",
         "ACC", "0"},
+       {"target-loss",
+        "Stop when the mean test loss is at most this (with --target-accuracy: both); exit 1 "
+        "if never (0: no target)",
+        "LOSS", "0"},
        {"max-iterations", "Stop after this many iterations (0: no limit)", "N", "0"},
        {"max-seconds", "Stop after this many seconds of training (0: no limit)", "SECONDS", "0"},
        {"eval-every", "Iterations between evaluations on the test set", "N",
@@ -197,6 +231,7 @@ void ReadJob(cli::FlagReader& flags, ServerConfig* config) {
   config->seed = static_cast<uint64_t>(flags.Int("seed", 0));
   config->threads = flags.Int("threads", 1, 256);
   config->target_accuracy = flags.Real("target-accuracy", 0, 1);
+  config->target_loss = flags.Real("target-loss", 0, 1e30);
   config->max_iterations = flags.Int("max-iterations", 0);
   config->max_seconds = flags.Real("max-seconds", 0);
   config->eval_every = flags.Int("eval-every", 1);
@@ -276,6 +311,40 @@ void ReadPolicySettings(cli::FlagReader& flags, sync::PolicyConfig* policy) {
   }
 }
 
+void ReadOptimizer(cli::FlagReader& flags, optim::OptimizerSettings* settings) {
+  settings->algorithm = flags.String("optimizer");
+  if (settings->algorithm != "sgd" && flags.Has("momentum")) {
+    flags.AddProblem("--momentum is sgd's; --optimizer " + settings->algorithm + " takes --betas");
+  }
+  settings->nesterov = flags.Has("nesterov");
+  settings->dampening = flags.Real("dampening", 0, 1);
+  // AdamW's default is torch.optim.AdamW's.
+  settings->weight_decay = flags.Has("weight-decay")        ? flags.Real("weight-decay", 0, 1e6)
+                           : settings->algorithm == "adamw" ? 0.01
+                                                            : 0;
+  const std::string betas = flags.String("betas");
+  const size_t comma = betas.find(',');
+  char* end = nullptr;
+  settings->beta1 = std::strtod(betas.c_str(), &end);
+  const bool first_read = comma != std::string::npos && end == betas.c_str() + comma;
+  settings->beta2 = first_read ? std::strtod(betas.c_str() + comma + 1, &end) : 0;
+  if (!first_read || *end != '\0' || comma + 1 == betas.size()) {
+    flags.AddProblem("--betas must be two numbers B1,B2 in [0, 1), not '" + betas + "'");
+  }
+  settings->eps = flags.Real("eps", 1e-30, 1);
+  if (flags.Has("param-group")) {
+    const std::string groups = flags.String("param-group");
+    for (size_t begin = 0; begin <= groups.size();) {
+      const size_t stop = std::min(groups.find(';', begin), groups.size());
+      settings->groups.push_back(groups.substr(begin, stop - begin));
+      begin = stop + 1;
+    }
+  }
+  settings->clip_norm = flags.Real("clip-grad-norm", 0, 1e30);
+  settings->schedule = flags.String("lr-schedule");
+  settings->warmup = flags.Int("warmup", 0, int64_t{1} << 40);
+}
+
 void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
   if (flags.Has("curve-secret")) config->curve_secret = flags.String("curve-secret");
   if (flags.Has("curve-allow")) config->curve_allow = flags.String("curve-allow");
@@ -346,6 +415,7 @@ cli::Program ReadServerFlags(cli::FlagReader& flags, const launch::LaunchDefault
   ReadSharding(flags, &config);
   ReadPolicySettings(flags, &config.policy);
   ReadLimits(flags, &config);
+  ReadOptimizer(flags, &config.optimizer);
   config.policy.lb_step = flags.Int("lb-step", 0, 1 << 24);
   config.policy.token_size = flags.Int("token-size", 1, 1 << 24);
   RefuseOtherPoliciesFlags(flags, config.policy.name);

@@ -30,19 +30,19 @@ TEST_CASE("optimizers tell whether a step stays finite without taking it") {
   std::vector<float> params{1.f, 2.f};
   const std::vector<float> small{1.f, 1.f};
   const std::vector<float> huge{3e38f, 0.f};
-  CHECK((*sgd)->StepStaysFinite(params, small, 1.f, 0));
-  CHECK_FALSE((*sgd)->StepStaysFinite(params, huge, 100.f, 0));
+  CHECK((*sgd)->StepStaysFinite(params, small, optim::StepInfo{1.f}, 0));
+  CHECK_FALSE((*sgd)->StepStaysFinite(params, huge, optim::StepInfo{100.f}, 0));
   CHECK(params == std::vector<float>{1.f, 2.f});
   // Without an optimizer the step is params += scale * acc.
-  CHECK_FALSE(optim::AccumulatedStaysFinite(nullptr, 10.f, params, huge));
-  CHECK(optim::AccumulatedStaysFinite(nullptr, 0.1f, params, huge));
+  CHECK_FALSE(optim::AccumulatedStaysFinite(nullptr, optim::StepInfo{10.f}, params, huge));
+  CHECK(optim::AccumulatedStaysFinite(nullptr, optim::StepInfo{0.1f}, params, huge));
 
   auto momentum = optim::MakeOptimizer(0.1, 0.9, 2);
   REQUIRE(momentum.ok());
   // A velocity near the largest float overflows once the gradient adds to it.
   REQUIRE((*momentum)->SetState(std::vector<float>{3e38f, 0.f}).ok());
-  CHECK_FALSE((*momentum)->StepStaysFinite(params, huge, 1.f, 0));
-  CHECK((*momentum)->StepStaysFinite(params, small, 1.f, 0));
+  CHECK_FALSE((*momentum)->StepStaysFinite(params, huge, optim::StepInfo{1.f}, 0));
+  CHECK((*momentum)->StepStaysFinite(params, small, optim::StepInfo{1.f}, 0));
 }
 
 TEST_CASE("a push whose weighted sum overflows is refused whole and the model stays") {

@@ -53,11 +53,12 @@ TEST_CASE("a step computed out of place ends bit for bit where the step in place
       optim::ApplyAccumulated(a, 0.7f, params_a, acc_a);
       // The second one in two slices, as the model store's lanes take it.
       std::vector<float> out(n);
+      const optim::StepInfo info = optim::BeginStep(b, 0.7f);
       for (const auto& [from, to] : {std::pair<size_t, size_t>{0, 16}, {16, n}}) {
         const auto offset = static_cast<int64_t>(from);
         std::span<float> acc(acc_b.data() + from, to - from);
         CHECK(optim::StepAccumulatedOutOfPlace(
-            b, 0.7f, std::span<const float>(params_b.data() + from, to - from), acc,
+            b, info, std::span<const float>(params_b.data() + from, to - from), acc,
             std::span<float>(out.data() + from, to - from), offset));
         optim::TakeAccumulated(b, acc, offset);
       }
@@ -82,7 +83,7 @@ TEST_CASE("momentum steps flush a velocity decaying into denormals to zero, and 
     auto momentum = optim::MakeOptimizer(0.1, 0.5, nesterov, static_cast<int64_t>(n)).value();
     REQUIRE(momentum->SetState(std::vector<float>(n, tiny)).ok());
     std::vector<float> params(n, 1.f);
-    momentum->StepSlice(params, zero, 1.f, 0);
+    momentum->StepSlice(params, zero, optim::StepInfo{1.f}, 0);
     CHECK(momentum->State() == std::vector<float>(n, 0.f));
   }
   std::vector<float> params(n, 1.f), velocity(n, tiny);
@@ -102,12 +103,14 @@ TEST_CASE("a step out of place that would overflow says so and changes nothing")
         optimizer != nullptr ? optimizer->State() : std::vector<float>{};
     std::vector<float> acc{1.f, 3e38f, 1.f, 1.f};
     std::vector<float> out(n);
-    CHECK_FALSE(optim::StepAccumulatedOutOfPlace(optimizer.get(), 100.f, params, acc, out));
+    CHECK_FALSE(optim::StepAccumulatedOutOfPlace(optimizer.get(), optim::StepInfo{100.f}, params,
+                                                 acc, out));
     CHECK(params == std::vector<float>{1.f, 2.f, 3.f, 4.f});
     if (optimizer != nullptr) CHECK(optimizer->State() == state);
     // A NaN in the sum is refused as well.
     std::vector<float> nan_acc{1.f, std::nanf(""), 1.f, 1.f};
-    CHECK_FALSE(optim::StepAccumulatedOutOfPlace(optimizer.get(), 1.f, params, nan_acc, out));
+    CHECK_FALSE(optim::StepAccumulatedOutOfPlace(optimizer.get(), optim::StepInfo{1.f}, params,
+                                                 nan_acc, out));
   }
   // Delayed momentum keeps a buffer and step counts: it checks and steps in place.
   auto delayed = optim::MakeOptimizer(0.1, 0.9, true, 3, static_cast<int64_t>(n)).value();

@@ -127,11 +127,11 @@ TEST_CASE("localsgd: the outer Nesterov step is PyTorch's SGD(nesterov=True)") {
   CHECK(a[0] == doctest::Approx(1 - 0.5 * 0.38));
   nesterov->Step(a, g, 1.f);
   CHECK(a[0] == doctest::Approx(1 - 0.5 * 0.38 - 0.5 * (0.2 + 0.9 * 0.38)));
-  CHECK(nesterov->StepStaysFinite(a, g, 1.f, 0));
+  CHECK(nesterov->StepStaysFinite(a, g, optim::StepInfo{1.f}, 0));
   heavy->Step(b, g, 1.f);
   CHECK(b[0] == doctest::Approx(0.9));
   const std::vector<float> huge = {3e38f};
-  CHECK_FALSE(nesterov->StepStaysFinite(a, huge, 1.f, 0));
+  CHECK_FALSE(nesterov->StepStaysFinite(a, huge, optim::StepInfo{1.f}, 0));
 }
 
 // Plays n workers against localsgd in virtual time: each pulls, trains H
@@ -450,7 +450,7 @@ TEST_CASE("delayed Nesterov: N plain steps, then the momentum: one Nesterov step
   CHECK(a == c);
   CHECK_FALSE(copy->SetState(std::vector<float>(5, 0.f)).ok());
   const std::vector<float> huge = {3.4e38f, 3.4e38f};
-  CHECK_FALSE(delayed->StepStaysFinite(a, huge, 4.f, 0));
+  CHECK_FALSE(delayed->StepStaysFinite(a, huge, optim::StepInfo{4.f}, 0));
 }
 
 }  // namespace

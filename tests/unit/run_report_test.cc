@@ -43,12 +43,12 @@ TEST_CASE("a missed target is reported with the best accuracy and the last") {
   RunReport report;
   std::ostringstream tsv;
   RecordEvaluations({EvaluationAt(10, 0.8213), EvaluationAt(20, 0.8478), EvaluationAt(30, 0.8418)},
-                    0.9, 0, tsv, nullptr, &report);
+                    Targets{0.9}, 0, tsv, nullptr, &report);
   CHECK_FALSE(report.target_reached);
   CHECK(report.best_accuracy == doctest::Approx(0.8478));
   CHECK(report.last_eval.accuracy == doctest::Approx(0.8418));
 
-  const std::string log = CaptureLog([&] { LogRunSummary(report, "bsp", 0.9, 0, 0); });
+  const std::string log = CaptureLog([&] { LogRunSummary(report, "bsp", Targets{0.9}, 0, 0); });
   CHECK(log.find("target accuracy 0.9 not reached (best 0.8478, last 0.8418)") !=
         std::string::npos);
 }
@@ -56,13 +56,39 @@ TEST_CASE("a missed target is reported with the best accuracy and the last") {
 TEST_CASE("the best accuracy counts the snapshot that reached the target, not later ones") {
   RunReport report;
   std::ostringstream tsv;
-  RecordEvaluations({EvaluationAt(10, 0.5), EvaluationAt(20, 0.85), EvaluationAt(30, 0.95)}, 0.8, 0,
-                    tsv, nullptr, &report);
+  RecordEvaluations({EvaluationAt(10, 0.5), EvaluationAt(20, 0.85), EvaluationAt(30, 0.95)},
+                    Targets{0.8}, 0, tsv, nullptr, &report);
   CHECK(report.target_reached);
   CHECK(report.best_accuracy == doctest::Approx(0.85));
-  const std::string log = CaptureLog([&] { LogRunSummary(report, "bsp", 0.8, 0, 0); });
+  const std::string log = CaptureLog([&] { LogRunSummary(report, "bsp", Targets{0.8}, 0, 0); });
   CHECK(log.find("reached accuracy 0.8500 >= 0.8") != std::string::npos);
   CHECK(log.find("not reached") == std::string::npos);
+}
+
+TEST_CASE("a loss target is met by the first evaluation at or below it, with the accuracy's") {
+  std::vector<Evaluation> evaluations = {EvaluationAt(10, 0.5), EvaluationAt(20, 0.6),
+                                         EvaluationAt(30, 0.9)};
+  evaluations[0].result.loss = 2.0;
+  evaluations[1].result.loss = 1.2;
+  evaluations[2].result.loss = 1.1;
+  RunReport report;
+  std::ostringstream tsv;
+  RecordEvaluations(evaluations, Targets{0, 1.2}, 0, tsv, nullptr, &report);
+  CHECK(report.target_reached);
+  CHECK(report.iterations_to_target == 20);
+  std::string log = CaptureLog([&] { LogRunSummary(report, "bsp", Targets{0, 1.2}, 0, 0); });
+  CHECK(log.find("reached loss 1.2000 <= 1.2") != std::string::npos);
+  // Both targets: the first evaluation that meets both.
+  RunReport both;
+  RecordEvaluations(evaluations, Targets{0.85, 1.2}, 0, tsv, nullptr, &both);
+  CHECK(both.iterations_to_target == 30);
+  // Missed: the log says so.
+  RunReport missed;
+  RecordEvaluations(evaluations, Targets{0, 0.5}, 0, tsv, nullptr, &missed);
+  CHECK_FALSE(missed.target_reached);
+  log = CaptureLog([&] { LogRunSummary(missed, "bsp", Targets{0, 0.5}, 0, 0); });
+  CHECK(log.find("target loss 0.5 not reached (last 1.1000)") != std::string::npos);
+  CHECK_FALSE(Targets{}.MetBy(evaluations[2].result));
 }
 
 }  // namespace

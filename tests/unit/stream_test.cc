@@ -174,10 +174,11 @@ TEST_CASE("slice by slice, an optimizer ends where one whole step would") {
     REQUIRE(b.ok());
     for (int step = 0; step < 3; ++step) {
       (*a)->Step(whole, grad, 0.5f);
+      const optim::StepInfo info = (*b)->Begin(0.5f);
       (*b)->StepSlice(std::span<float>(sliced).subspan(0, 4),
-                      std::span<const float>(grad).subspan(0, 4), 0.5f, 0);
+                      std::span<const float>(grad).subspan(0, 4), info, 0);
       (*b)->StepSlice(std::span<float>(sliced).subspan(4), std::span<const float>(grad).subspan(4),
-                      0.5f, 4);
+                      info, 4);
     }
     CHECK(whole == sliced);
   }

@@ -48,7 +48,9 @@ int RunServerProgram(const server::ServerConfig& config, const launch::Launcher&
     }
   }
   if (report->signal != 0) return ExitCodeForSignal(report->signal);
-  if (config.target_accuracy > 0 && !report->target_reached) return kExitRunFailed;
+  if ((config.target_accuracy > 0 || config.target_loss > 0) && !report->target_reached) {
+    return kExitRunFailed;
+  }
   return 0;
 }
 

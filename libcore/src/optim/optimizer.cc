@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "dmlps/base/flush_denormals.h"
+#include "dmlps/optim/rules.h"
+#include "dmlps/optim/settings.h"
 
 namespace dmlps::optim {
 namespace {
@@ -21,14 +23,16 @@ bool AllFinite(const Expr& values) {
 
 }  // namespace
 
-bool Sgd::StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
-                          int64_t /*offset*/) const {
+bool Sgd::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                          const StepInfo& step, int64_t /*offset*/) const {
+  const float scale = step.scale;
   const auto n = static_cast<Eigen::Index>(params.size());
   return AllFinite(ConstVec(params.data(), n) - (lr_ * scale) * ConstVec(grad.data(), n));
 }
 
 bool Momentum::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                               float scale, int64_t offset) const {
+                               const StepInfo& step, int64_t offset) const {
+  const float scale = step.scale;
   const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   // A velocity that overflows makes the parameter it moves infinite or NaN
@@ -41,29 +45,33 @@ bool Momentum::StepStaysFinite(std::span<const float> params, std::span<const fl
   return AllFinite(ConstVec(params.data(), n) - lr_ * (mu_ * u + scale * g));
 }
 
-bool AccumulatedStaysFinite(const Optimizer* optimizer, float scale, std::span<const float> params,
-                            std::span<const float> acc, int64_t offset) {
-  if (optimizer != nullptr) return optimizer->StepStaysFinite(params, acc, scale, offset);
+bool AccumulatedStaysFinite(const Optimizer* optimizer, const StepInfo& step,
+                            std::span<const float> params, std::span<const float> acc,
+                            int64_t offset) {
+  const float scale = step.scale;
+  if (optimizer != nullptr) return optimizer->StepStaysFinite(params, acc, step, offset);
   const auto n = static_cast<Eigen::Index>(params.size());
   return AllFinite(ConstVec(params.data(), n) + scale * ConstVec(acc.data(), n));
 }
 
 bool Optimizer::StepOutOfPlace(std::span<const float> /*params*/, std::span<float> /*grad*/,
-                               float /*scale*/, int64_t /*offset*/,
+                               const StepInfo& /*step*/, int64_t /*offset*/,
                                std::span<float> /*out*/) const {
   return false;  // not offered: StepsOutOfPlace() is false
 }
 
-bool Sgd::StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+bool Sgd::StepOutOfPlace(std::span<const float> params, std::span<float> grad, const StepInfo& step,
                          int64_t /*offset*/, std::span<float> out) const {
+  const float scale = step.scale;
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec theta(out.data(), n);
   theta = ConstVec(params.data(), n) - (lr_ * scale) * ConstVec(grad.data(), n);
   return AllFinite(theta);
 }
 
-bool Momentum::StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
-                              int64_t offset, std::span<float> out) const {
+bool Momentum::StepOutOfPlace(std::span<const float> params, std::span<float> grad,
+                              const StepInfo& step, int64_t offset, std::span<float> out) const {
+  const float scale = step.scale;
   const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   const ConstVec theta(params.data(), n);
@@ -92,13 +100,14 @@ bool StepsOutOfPlace(const Optimizer* optimizer) {
   return optimizer == nullptr || optimizer->StepsOutOfPlace();
 }
 
-bool StepAccumulatedOutOfPlace(const Optimizer* optimizer, float scale,
+bool StepAccumulatedOutOfPlace(const Optimizer* optimizer, const StepInfo& step,
                                std::span<const float> params, std::span<float> acc,
                                std::span<float> out, int64_t offset) {
+  const float scale = step.scale;
   const auto n = static_cast<Eigen::Index>(params.size());
   bool finite = false;
   if (optimizer != nullptr) {
-    finite = optimizer->StepOutOfPlace(params, acc, scale, offset, out);
+    finite = optimizer->StepOutOfPlace(params, acc, step, offset, out);
   } else {
     Vec next(out.data(), n);
     next = ConstVec(params.data(), n) + scale * ConstVec(acc.data(), n);
@@ -115,14 +124,16 @@ void TakeAccumulated(Optimizer* optimizer, std::span<float> acc, int64_t offset)
   std::fill(acc.begin(), acc.end(), 0.f);
 }
 
-void Sgd::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+void Sgd::StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
                     int64_t /*offset*/) {
+  const float scale = step.scale;
   Vec theta(params.data(), static_cast<Eigen::Index>(params.size()));
   theta -= (lr_ * scale) * ConstVec(grad.data(), static_cast<Eigen::Index>(grad.size()));
 }
 
-void Momentum::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+void Momentum::StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
                          int64_t offset) {
+  const float scale = step.scale;
   const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec theta(params.data(), n);
@@ -135,11 +146,12 @@ void Momentum::StepSlice(std::span<float> params, std::span<const float> grad, f
   }
 }
 
-void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
+void ApplyAccumulated(Optimizer* optimizer, const StepInfo& step, std::span<float> params,
                       std::span<float> acc, int64_t offset) {
+  const float scale = step.scale;
   const auto n = static_cast<Eigen::Index>(params.size());
   if (optimizer != nullptr) {
-    optimizer->StepSlice(params, acc, scale, offset);
+    optimizer->StepSlice(params, acc, step, offset);
   } else {
     Vec(params.data(), n) += scale * ConstVec(acc.data(), n);
   }
@@ -192,8 +204,9 @@ Status Momentum::SetState(std::span<const float> state) {
   return Status::Ok();
 }
 
-void DelayedMomentum::StepSlice(std::span<float> params, std::span<const float> grad, float scale,
-                                int64_t offset) {
+void DelayedMomentum::StepSlice(std::span<float> params, std::span<const float> grad,
+                                const StepInfo& step, int64_t offset) {
+  const float scale = step.scale;
   const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec theta(params.data(), n);
@@ -216,7 +229,8 @@ void DelayedMomentum::StepSlice(std::span<float> params, std::span<const float> 
 }
 
 bool DelayedMomentum::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                                      float scale, int64_t offset) const {
+                                      const StepInfo& step, int64_t offset) const {
+  const float scale = step.scale;
   const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   const ConstVec theta(params.data(), n);
@@ -244,6 +258,31 @@ Status DelayedMomentum::SetState(std::span<const float> state) {
   std::fill(buffer_.begin(), buffer_.end(), 0.f);
   std::fill(steps_.begin(), steps_.end(), 0);
   return Status::Ok();
+}
+
+Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerSettings& settings,
+                                                 std::span<const model::TensorSpec> layout,
+                                                 int64_t begin, int64_t end) {
+  if (settings.Plain()) {
+    return MakeOptimizer(settings.lr, settings.momentum, settings.nesterov, settings.momentum_every,
+                         end - begin);
+  }
+  if (const std::vector<std::string> problems = SettingsProblems(settings); !problems.empty()) {
+    return Status::InvalidArgument(problems.front());
+  }
+  DMLPS_ASSIGN_OR_RETURN(Schedule schedule, ParseSchedule(settings.schedule, settings.warmup));
+  DMLPS_ASSIGN_OR_RETURN(std::vector<GroupRange> groups,
+                         ResolveGroups(settings, layout, begin, end));
+  std::unique_ptr<Optimizer> optimizer;
+  if (settings.algorithm == "sgd") {
+    optimizer = std::make_unique<TorchSgd>(std::move(groups), settings.momentum, settings.dampening,
+                                           settings.nesterov);
+  } else {
+    optimizer = std::make_unique<Adam>(std::move(groups), settings.algorithm == "adamw",
+                                       settings.beta1, settings.beta2, settings.eps);
+  }
+  optimizer->set_schedule(std::move(schedule));
+  return optimizer;
 }
 
 }  // namespace dmlps::optim

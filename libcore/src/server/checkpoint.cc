@@ -41,8 +41,10 @@ struct CheckpointMeta {
   int64_t shard_count = 1;
   int64_t slice_begin = 0;
   int64_t model_params = 0;
+  int64_t optimizer_steps = 0;  // absent in files written before it was kept: 0
   MSGPACK_DEFINE_MAP(model, policy, optimizer, workers, iteration, version, samples, seconds,
-                     policy_extra, layout, shard_index, shard_count, slice_begin, model_params);
+                     policy_extra, layout, shard_index, shard_count, slice_begin, model_params,
+                     optimizer_steps);
 };
 
 std::array<uint32_t, 256> MakeCrcTable() {
@@ -103,6 +105,7 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
   meta.shard_count = checkpoint.shard_count;
   meta.slice_begin = checkpoint.slice_begin;
   meta.model_params = checkpoint.model_params;
+  meta.optimizer_steps = checkpoint.optimizer_steps;
   PackBuffer packed;
   msgpack::pack(packed, meta);
   const std::vector<float>& params = *checkpoint.params;
@@ -207,9 +210,14 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
                ", +" + std::to_string(num_params) + ") of " + std::to_string(meta.model_params) +
                " parameters");
   }
-  if (num_state != 0 && num_state != num_params) {
+  // None, one (momentum) or two (Adam's moments) floats per parameter.
+  if (num_state != 0 && num_state != num_params && num_state != 2 * num_params) {
     return bad("optimizer state of " + std::to_string(num_state) + " floats for " +
                std::to_string(num_params) + " parameters");
+  }
+  if (meta.optimizer_steps < 0 || meta.optimizer_steps > kMaxCheckpointCount) {
+    return bad("the metadata holds an implausible optimizer step count " +
+               std::to_string(meta.optimizer_steps));
   }
   Checkpoint checkpoint;
   checkpoint.model = std::move(meta.model);
@@ -235,6 +243,7 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   checkpoint.shard_count = meta.shard_count;
   checkpoint.slice_begin = meta.slice_begin;
   checkpoint.model_params = meta.model_params;
+  checkpoint.optimizer_steps = meta.optimizer_steps;
   const size_t params_at = kFixedHeader + meta_size;
   auto params = std::make_shared<std::vector<float>>(GetFloats(bytes, params_at, num_params));
   checkpoint.optimizer_state = GetFloats(bytes, params_at + num_params * sizeof(float), num_state);

@@ -21,9 +21,51 @@ void AddExternalProblems(const ServerConfig& config, std::vector<std::string>* p
         "--target-accuracy with --model external needs --evaluator: the server cannot compute "
         "an external model's accuracy, an evaluator process must");
   }
+  if (config.target_loss > 0 && !config.remote_evaluator) {
+    problems->push_back(
+        "--target-loss with --model external needs --evaluator: the server cannot compute "
+        "an external model's loss, an evaluator process must");
+  }
+}
+
+// What the server's optimizer settings rule out.
+void AddOptimizerProblems(const ServerConfig& config, std::vector<std::string>* problems) {
+  // The outer optimizer's own settings are the policy's to check.
+  optim::OptimizerSettings settings = config.optimizer;
+  if (!sync::UsesOuterOptimizer(config.policy)) settings = ServerOptimizerSettings(config);
+  settings.lr = config.lr;
+  settings.momentum = settings.algorithm == "sgd" ? config.momentum : 0;
+  for (std::string& problem : optim::SettingsProblems(settings)) {
+    if (std::find(problems->begin(), problems->end(), problem) == problems->end()) {
+      problems->push_back(std::move(problem));
+    }
+  }
+  if (sync::UsesOuterOptimizer(config.policy) && (!settings.Plain() || settings.nesterov)) {
+    problems->push_back("--policy " + config.policy.name +
+                        " steps the model with its outer Nesterov SGD (--outer-lr, "
+                        "--outer-momentum): --optimizer, --nesterov, --dampening, --weight-decay, "
+                        "--param-group, --clip-grad-norm, --lr-schedule and --warmup are for the "
+                        "other policies");
+  }
+  if (config.optimizer.clip_norm > 0 && config.shard_count > 1) {
+    problems->push_back("--clip-grad-norm needs the whole model on one server (no --shard)");
+  }
 }
 
 }  // namespace
+
+optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config) {
+  optim::OptimizerSettings settings = config.optimizer;
+  const sync::ServerOptimizer step =
+      sync::ServerOptimizerFor(config.policy, config.lr, config.momentum);
+  settings.lr = step.lr;
+  // --momentum is SGD's; Adam's moments are --betas.
+  settings.momentum =
+      settings.algorithm == "sgd" || sync::UsesOuterOptimizer(config.policy) ? step.momentum : 0;
+  settings.nesterov = settings.nesterov || step.nesterov;
+  settings.momentum_every = step.momentum_every;
+  return settings;
+}
 
 std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   std::vector<std::string> problems;
@@ -33,10 +75,14 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (!(config.momentum >= 0 && config.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
+  AddOptimizerProblems(config, &problems);
   if (config.threads < 1 || config.threads > 256)
     problems.push_back("--threads must be in [1, 256]");
   if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
     problems.push_back("--target-accuracy must be in [0, 1]");
+  }
+  if (!(config.target_loss >= 0) || !std::isfinite(config.target_loss)) {
+    problems.push_back("--target-loss must be a finite number >= 0");
   }
   if (config.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
   if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {

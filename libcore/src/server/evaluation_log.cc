@@ -10,7 +10,7 @@ void WriteEvaluationHeader(std::ostream& tsv) {
   tsv << "seconds\titeration\taccuracy\tloss\n" << std::flush;
 }
 
-void RecordEvaluations(const std::vector<Evaluation>& results, double target_accuracy,
+void RecordEvaluations(const std::vector<Evaluation>& results, const Targets& targets,
                        int64_t start_us, std::ostream& tsv, trace::TraceWriter* tracer,
                        RunReport* report) {
   for (const Evaluation& e : results) {
@@ -33,7 +33,7 @@ void RecordEvaluations(const std::vector<Evaluation>& results, double target_acc
                       {{"iteration", e.snapshot.iteration}});
       tracer->Counter("loss", snapshot_us, e.result.loss, {{"iteration", e.snapshot.iteration}});
     }
-    if (target_accuracy > 0 && e.result.accuracy >= target_accuracy) {
+    if (targets.MetBy(e.result)) {
       report->target_reached = true;
       report->seconds_to_target = e.snapshot.seconds;
       report->iterations_to_target = e.snapshot.iteration;
@@ -41,6 +41,7 @@ void RecordEvaluations(const std::vector<Evaluation>& results, double target_acc
       if (tracer != nullptr) {
         tracer->Instant("run", "target", trace::NowMicros(),
                         {{"accuracy", e.result.accuracy},
+                         {"loss", e.result.loss},
                          {"seconds", e.snapshot.seconds},
                          {"iteration", e.snapshot.iteration}});
       }

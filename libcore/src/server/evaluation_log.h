@@ -17,12 +17,24 @@ namespace dmlps::server {
 // Writes the header of the TSV that RecordEvaluations continues.
 void WriteEvaluationHeader(std::ostream& tsv);
 
+// What a run aims at: an accuracy to reach and a loss to get down to, each
+// 0 for none. An evaluation meets them when it meets every one set.
+struct Targets {
+  double accuracy = 0;
+  double loss = 0;
+  bool any() const { return accuracy > 0 || loss > 0; }
+  bool MetBy(const model::EvalResult& result) const {
+    return any() && (accuracy <= 0 || result.accuracy >= accuracy) &&
+           (loss <= 0 || result.loss <= loss);
+  }
+};
+
 // Records `results` (oldest first) in *report and shows them: a TSV line on
 // `tsv`, a log line, and on `tracer` (when not null) a span and counters
-// timed from the run's start `start_us`. The first to reach
-// `target_accuracy` (0: none) marks the target reached; the ones after it
-// are ignored, since later snapshots do not change the answer.
-void RecordEvaluations(const std::vector<Evaluation>& results, double target_accuracy,
+// timed from the run's start `start_us`. The first to meet `targets` marks
+// the target reached; the ones after it are ignored, since later snapshots
+// do not change the answer.
+void RecordEvaluations(const std::vector<Evaluation>& results, const Targets& targets,
                        int64_t start_us, std::ostream& tsv, trace::TraceWriter* tracer,
                        RunReport* report);
 

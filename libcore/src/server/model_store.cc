@@ -98,7 +98,17 @@ void ModelStore::Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pus
 void ModelStore::Apply(optim::Optimizer* optimizer, float scale, AppliedFn done) {
   auto verdict = std::make_shared<Verdict>();
   verdict->lanes_left = layout_.count();
+  verdict->step = optim::BeginStep(optimizer, scale);
   const bool fused = optim::StepsOutOfPlace(optimizer);
+  if (optimizer != nullptr && clip_norm_ > 0) {
+    verdict->clip = true;
+    verdict->norm_lanes_left = layout_.count();
+    verdict->squares.assign(NormSlot(layout_.count(), layout_.size) + 1, 0.0);
+    Op norm;
+    norm.kind = Op::Kind::kNorm;
+    norm.verdict = verdict;
+    Queue(std::move(norm));
+  }
   Op check;
   check.kind = Op::Kind::kVerify;
   check.optimizer = optimizer;
@@ -220,9 +230,10 @@ bool ModelStore::PlanLane(int64_t lane, LaneRun* run) {
   for (int64_t at = cursor; at < ready; ++at) {
     Op& op = At(at);
     if (op.kind == Op::Kind::kStage || op.kind == Op::Kind::kCombine ||
-        op.kind == Op::Kind::kVerify || op.kind == Op::Kind::kApply) {
+        op.kind == Op::Kind::kNorm || op.kind == Op::Kind::kVerify || op.kind == Op::Kind::kApply) {
       run->floats = true;
     }
+    if (op.kind == Op::Kind::kVerify && op.verdict->clip) Clip(*op.verdict);
     if (!op.bounded) Bound(op);
     if (op.point != nullptr && !op.point->filled[static_cast<size_t>(lane)]) {
       op.point->filled[static_cast<size_t>(lane)] = 1;
@@ -324,6 +335,8 @@ std::shared_ptr<std::vector<float>> ModelStore::Unshare(int64_t lane) {
 
 bool ModelStore::Ready(const Op& op, int64_t lane) const {
   if (op.kind == Op::Kind::kApply) return op.verdict->lanes_left == 0;
+  // A clipped step needs the norm of the whole gradient.
+  if (op.kind == Op::Kind::kVerify && op.verdict->clip) return op.verdict->norm_lanes_left == 0;
   // A push's norm needs all of it.
   const bool whole = max_norm_ > 0;
   auto has = [&](const proto::IncomingTensor& push) {
@@ -335,6 +348,25 @@ bool ModelStore::Ready(const Op& op, int64_t lane) const {
                        [&](const auto& push) { return has(*push); });
   }
   return true;
+}
+
+size_t ModelStore::NormSlot(int64_t lane, int64_t from) {
+  // A lane's blocks start kBlockFloats apart from its first float, so
+  // from / kBlockFloats grows by one a block within a lane and by at least
+  // zero from one lane's last block to the next lane's first: adding the
+  // lane makes every slot distinct.
+  return static_cast<size_t>(from / kBlockFloats + lane);
+}
+
+void ModelStore::Clip(Verdict& verdict) const {
+  if (verdict.clipped) return;
+  verdict.clipped = true;
+  // Summed in slot order: the same norm whatever the threads did.
+  double squares = 0;
+  for (const double s : verdict.squares) squares += s;
+  const double norm = std::abs(static_cast<double>(verdict.step.scale)) * std::sqrt(squares);
+  const double factor = clip_norm_ / (norm + 1e-6);
+  if (factor < 1) verdict.step.scale = static_cast<float>(verdict.step.scale * factor);
 }
 
 void ModelStore::Bound(Op& op) const {
@@ -397,13 +429,20 @@ void ModelStore::RunBlock(const Op& op, float* lane_params, float* lane_out, int
     case Op::Kind::kCombine:
       RunCombine(op, from, to);
       break;
+    case Op::Kind::kNorm:
+      op.verdict->squares[NormSlot(lane, from)] =
+          Eigen::Map<const Eigen::VectorXf>(acc.data(), static_cast<Eigen::Index>(n))
+              .cast<double>()
+              .squaredNorm();
+      break;
     case Op::Kind::kVerify: {
       const std::span<const float> now(params, n);
+      const optim::StepInfo& step = op.verdict->step;
       const bool finite =
           op.fused ? optim::StepAccumulatedOutOfPlace(
-                         op.optimizer, op.value, now, acc,
+                         op.optimizer, step, now, acc,
                          std::span<float>(lane_out + (from - layout_.begin(lane)), n), from)
-                   : optim::AccumulatedStaysFinite(op.optimizer, op.value, now, acc, from);
+                   : optim::AccumulatedStaysFinite(op.optimizer, step, now, acc, from);
       if (!finite) op.verdict->finite.store(false, std::memory_order_relaxed);
       break;
     }
@@ -416,7 +455,7 @@ void ModelStore::RunBlock(const Op& op, float* lane_params, float* lane_out, int
           std::fill(acc.begin(), acc.end(), 0.f);  // refused: the state computed is dropped
         }
       } else if (op.verdict->finite.load(std::memory_order_relaxed)) {
-        optim::ApplyAccumulated(op.optimizer, op.value, std::span<float>(params, n),
+        optim::ApplyAccumulated(op.optimizer, op.verdict->step, std::span<float>(params, n),
                                 std::span<float>(accumulator_.data() + from, n), from);
       } else {
         std::fill_n(accumulator_.data() + from, n, 0.f);  // refused: the sum is dropped
@@ -460,6 +499,7 @@ void ModelStore::Finish(int64_t at, int64_t lane,
     }
   }
   if (op.kind == Op::Kind::kVerify) --op.verdict->lanes_left;
+  if (op.kind == Op::Kind::kNorm) --op.verdict->norm_lanes_left;
   if (--op.remaining > 0) return;
   if (op.snapshot_sink) op.snapshot_sink(op.point->values);
   if (op.kind == Op::Kind::kApply) {

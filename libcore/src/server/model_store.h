@@ -72,6 +72,12 @@ class ModelStore {
   // model a bounded distance. Its norm needs all of it: a lane then runs
   // the push only once it is complete or closed.
   void set_max_norm(double max_norm) { max_norm_ = max_norm; }
+  // Every optimizer step queued from now on first scales its gradient
+  // (scale * acc) down to L2 norm `clip_norm` over the whole model when
+  // longer, as torch.nn.utils.clip_grad_norm_ does (factor clip_norm /
+  // (norm + 1e-6)); 0: not clipped. The norm needs every lane's sum: a
+  // lane then checks and takes the step only once every lane has summed.
+  void set_clip_norm(double clip_norm) { clip_norm_ = clip_norm; }
   // Runs once an Apply is over: `applied` false when it was refused.
   using AppliedFn = std::function<void(bool applied)>;
   // Queues optim::ApplyAccumulated(optimizer, scale, params, acc): one
@@ -130,10 +136,19 @@ class ModelStore {
   struct Verdict {
     std::atomic<bool> finite{true};  // written by the lanes' threads
     int64_t lanes_left = 0;          // lanes yet to check; on the caller's thread
+    optim::StepInfo step;            // the step checked and taken
+    // Clipped steps: each block's sum of squares of acc (kNorm, one slot a
+    // block, see NormSlot), the lanes yet to sum, and whether the
+    // gradient's scale was clipped yet.
+    bool clip = false;
+    std::vector<double> squares;
+    int64_t norm_lanes_left = 0;
+    bool clipped = false;
   };
   struct Op {
     // kVerify checks the step of the kApply queued right after it.
-    enum class Kind { kStage, kCombine, kVerify, kApply, kSend, kSnapshot };
+    // kNorm sums the squares of acc for the clipped step of the kVerify after it.
+    enum class Kind { kStage, kCombine, kNorm, kVerify, kApply, kSend, kSnapshot };
     Kind kind = Kind::kStage;
     std::shared_ptr<proto::IncomingTensor> push;
     // kCombine: the pushes, each one's factor (its norm bound), the rule.
@@ -188,6 +203,11 @@ class ModelStore {
   // Plans lane `lane`'s run of whatever its data allows into `run`, and
   // moves its cursor past it; false when nothing can run.
   bool PlanLane(int64_t lane, LaneRun* run);
+  // Where the block of floats at `from` in lane `lane` keeps its sum of
+  // squares in Verdict::squares: distinct for every block of every lane.
+  static size_t NormSlot(int64_t lane, int64_t from);
+  // Scales a clipped step's gradient by clip_norm_ / norm once every lane has summed.
+  void Clip(Verdict& verdict) const;
   // Takes the norm bound into op (kStage: its weight; kCombine: its
   // factors) once its pushes are complete.
   void Bound(Op& op) const;
@@ -238,6 +258,7 @@ class ModelStore {
   std::vector<LaneRun> runs_;         // Advance's plans, kept for their memory
   int64_t refused_ = 0;
   double max_norm_ = 0;
+  double clip_norm_ = 0;
 };
 
 // Takes a Chunk message's payload into a streamed push (IncomingTensor::Add)

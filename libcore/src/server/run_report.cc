@@ -40,7 +40,7 @@ void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seco
       t.refused, static_cast<double>(t.bytes_sent) * 1e-6);
 }
 
-void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,
+void LogRunSummary(const RunReport& report, const std::string& policy, const Targets& targets,
                    int64_t skipped_snapshots, int64_t dropped_pushes) {
   spdlog::info(
       "summary: policy {}, {:.2f} s, {} iterations, compute ratio mean {:.3f} min {:.3f}, "
@@ -53,13 +53,20 @@ void LogRunSummary(const RunReport& report, const std::string& policy, double ta
   if (dropped_pushes > 0) {
     spdlog::info("{} pushes dropped ({} samples wasted)", dropped_pushes, report.wasted_samples);
   }
-  if (report.target_reached) {
+  if (report.target_reached && targets.accuracy > 0) {
     spdlog::info("reached accuracy {:.4f} >= {} after {:.2f} s and {} iterations",
-                 report.last_eval.accuracy, target_accuracy, report.seconds_to_target,
+                 report.last_eval.accuracy, targets.accuracy, report.seconds_to_target,
                  report.iterations_to_target);
-  } else if (target_accuracy > 0) {
-    spdlog::warn("target accuracy {} not reached (best {:.4f}, last {:.4f})", target_accuracy,
+  } else if (targets.accuracy > 0) {
+    spdlog::warn("target accuracy {} not reached (best {:.4f}, last {:.4f})", targets.accuracy,
                  report.best_accuracy, report.last_eval.accuracy);
+  }
+  if (report.target_reached && targets.loss > 0) {
+    spdlog::info("reached loss {:.4f} <= {} after {:.2f} s and {} iterations",
+                 report.last_eval.loss, targets.loss, report.seconds_to_target,
+                 report.iterations_to_target);
+  } else if (targets.loss > 0) {
+    spdlog::warn("target loss {} not reached (last {:.4f})", targets.loss, report.last_eval.loss);
   }
 }
 

@@ -8,18 +8,18 @@
 
 #include "dmlps/server/server.h"
 #include "dmlps/sync/summary.h"
+#include "server/evaluation_log.h"
 
 namespace dmlps::server {
 
 // Logs the closing lines of a finished run of `policy`: its summary, the
 // work that did not count (`skipped_snapshots` not evaluated,
-// `dropped_pushes` dropped) and whether `target_accuracy` (0: none) was
-// reached.
+// `dropped_pushes` dropped) and whether each of `targets` was reached.
+void LogRunSummary(const RunReport& report, const std::string& policy, const Targets& targets,
+                   int64_t skipped_snapshots, int64_t dropped_pushes);
+
 // Logs what worker `rank` did over a run of `seconds`, for the closing summary.
 void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds);
-
-void LogRunSummary(const RunReport& report, const std::string& policy, double target_accuracy,
-                   int64_t skipped_snapshots, int64_t dropped_pushes);
 
 }  // namespace dmlps::server
 

@@ -62,6 +62,7 @@ Status ParameterServer::Setup() {
   // ValidateConfig checked the rule.
   const Aggregation aggregation = ParseAggregation(config_.aggregate).value();
   store_->set_max_norm(config_.max_update_norm);
+  store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
   updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
                    aggregation);
   SetUpDesk(bind_options.max_frame_bytes);
@@ -101,11 +102,12 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
   bounds_ = ShardBounds(num_params, config_.shard_count);
   params.resize(static_cast<size_t>(bounds_[1]));
   // Local-SGD policies step the model with their outer optimizer.
-  const sync::ServerOptimizer step =
-      sync::ServerOptimizerFor(config_.policy, config_.lr, config_.momentum);
-  DMLPS_ASSIGN_OR_RETURN(
-      optimizer_, optim::MakeOptimizer(step.lr, step.momentum, step.nesterov, step.momentum_every,
-                                       static_cast<int64_t>(params.size())));
+  const std::vector<model::TensorSpec> layout =
+      layout_.empty() && spec_.has_value() ? model::LayoutOf(*spec_) : layout_;
+  Result<std::unique_ptr<optim::Optimizer>> optimizer = optim::MakeOptimizer(
+      ServerOptimizerSettings(config_), layout, 0, static_cast<int64_t>(params.size()));
+  if (!optimizer.ok()) return Status::Config(optimizer.status().message());
+  optimizer_ = std::move(*optimizer);
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   const int64_t lane_floats =
@@ -118,6 +120,10 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
                                config_.checkpoint_every_seconds, report_.resumed_iteration);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
                policy_->Name(), sync::WorkerModeName(policy_->mode()), optimizer_->Name());
+  if (const optim::OptimizerSettings settings = ServerOptimizerSettings(config_);
+      !settings.Plain()) {
+    spdlog::info("optimizer: {}", settings.Describe());
+  }
   if (sharded()) {
     spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards",
                  config_.shard_count, bounds_[1]);
@@ -191,6 +197,7 @@ Status ParameterServer::Resume(std::vector<float>* params) {
   DMLPS_RETURN_IF_ERROR(CheckShardOfCheckpoint(checkpoint, source, 0, config_.shard_count, 0,
                                                bounds_[1], bounds_.back()));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
+  optimizer_->set_steps(checkpoint.optimizer_steps);
   *params = *checkpoint.params;
   driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
   seconds_before_ = checkpoint.seconds;
@@ -326,8 +333,8 @@ void ParameterServer::Summarize() {
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
   report_.bytes_per_worker = summary.bytes_sent_mean;
-  LogRunSummary(report_, policy_->Name(), config_.target_accuracy, evaluator_->skipped(),
-                driver_->dropped_pushes());
+  LogRunSummary(report_, policy_->Name(), {config_.target_accuracy, config_.target_loss},
+                evaluator_->skipped(), driver_->dropped_pushes());
 }
 
 void ParameterServer::Start() {
@@ -402,7 +409,8 @@ Status ParameterServer::SaveModel() {
 
 void ParameterServer::CollectEvaluations() {
   const std::vector<Evaluation> results = evaluator_->TakeResults();
-  RecordEvaluations(results, config_.target_accuracy, start_us_, tsv_, tracer_.get(), &report_);
+  RecordEvaluations(results, {config_.target_accuracy, config_.target_loss}, start_us_, tsv_,
+                    tracer_.get(), &report_);
   // Policies that decide by accuracy (sync-switch) see each result.
   if (!report_.target_reached) {
     for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);
@@ -469,6 +477,7 @@ void ParameterServer::MaybeCheckpoint() {
   Checkpoint checkpoint =
       MakeCheckpoint(Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
                      seconds_before_ + Seconds(), optimizer_->State());
+  checkpoint.optimizer_steps = optimizer_->steps();
   checkpoint.layout = layout_;
   checkpoint.shard_count = config_.shard_count;
   checkpoint.model_params = bounds_.back();

@@ -232,7 +232,8 @@ Status ShardServer::Register() {
     begin_ = initial.begin;
     size_ = static_cast<int64_t>(initial.values.size());
     std::vector<float> slice = std::move(initial.values);
-    DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(welcome->lr, welcome->momentum, size_));
+    DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(welcome->optimizer, initial.layout,
+                                                            begin_, begin_ + size_));
     DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(*welcome, initial.model, begin_, begin_ + size_,
                                               &slice, optimizer_.get()));
     store_.emplace(std::move(slice),

@@ -86,6 +86,7 @@ Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string&
   }
   const Checkpoint& saved = *same;
   DMLPS_RETURN_IF_ERROR(optimizer->SetState(saved.optimizer_state).WithContext(source));
+  optimizer->set_steps(saved.optimizer_steps);
   *slice = *saved.params;
   spdlog::info("shard {}: resuming from {}{}: iteration {}, model version {}", config_.shard_index,
                source, same == resumable_.begin() ? "" : " (the file before it)", saved.iteration,
@@ -107,6 +108,7 @@ bool ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
   checkpoint.version = order.clock;
   checkpoint.iteration = static_cast<int64_t>(order.value);
   checkpoint.optimizer_state = optimizer.State();
+  checkpoint.optimizer_steps = optimizer.steps();
   // Nothing is pending: the sink runs at once, with the slice as it stands.
   store.Snapshot([&checkpoint](std::shared_ptr<const std::vector<float>> values) {
     checkpoint.params = std::move(values);

@@ -36,6 +36,7 @@ Result<InitialSlice> ExternalSlice(const proto::Welcome& welcome,
   InitialSlice slice{"external, " + std::to_string(welcome.layout.size()) + " tensors", *num_params,
                      begin, std::vector<float>(static_cast<size_t>(size))};
   view->CopyTo(slice.values);
+  slice.layout = welcome.layout;
   return slice;
 }
 
@@ -64,7 +65,8 @@ Result<InitialSlice> TakeInitialSlice(const proto::Welcome& welcome,
   std::vector<float> params(static_cast<size_t>(model.num_params()));
   model.Initialize(welcome.seed, params);
   return InitialSlice{spec.Name(), model.num_params(), begin,
-                      std::vector<float>(params.begin() + begin, params.begin() + begin + size)};
+                      std::vector<float>(params.begin() + begin, params.begin() + begin + size),
+                      model::LayoutOf(spec)};
 }
 
 void AppendSliceFrames(std::shared_ptr<const std::vector<float>> values, int64_t begin,

@@ -23,6 +23,9 @@ struct InitialSlice {
   int64_t num_params;  // the whole model's
   int64_t begin;       // this slice in the flat parameter vector
   std::vector<float> values;
+  // The whole model's tensors, by which the optimizer's parameter groups
+  // are found.
+  std::vector<model::TensorSpec> layout;
 };
 
 // Shard `shard_index` of `shard_count`'s slice of the model `welcome`

@@ -14,6 +14,7 @@ proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* sp
   welcome.seed = config.seed;
   welcome.lr = config.lr;
   welcome.momentum = config.momentum;
+  welcome.optimizer = ServerOptimizerSettings(config);
   return welcome;
 }
 

@@ -9,16 +9,39 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/model/layout.h"
+#include "dmlps/optim/schedule.h"
 
 namespace dmlps::optim {
+
+struct OptimizerSettings;
+
+// What every slice of one step shares, fixed when the step begins
+// (Optimizer::Begin): slices of a step may run after the next step began.
+struct StepInfo {
+  float scale = 1;       // the step goes along scale * grad
+  int64_t number = 1;    // steps begun so far, this one included (torch.optim's `step`)
+  double lr_factor = 1;  // the learning-rate schedule's factor at this step
+};
 
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
+  // Begins the next step along scale * grad: counts it, and fixes the
+  // schedule's factor for it. A step refused later (non-finite) still
+  // counts, as a scheduler stepped past a skipped step does.
+  StepInfo Begin(float scale) {
+    ++steps_;
+    return {scale, steps_, schedule_.Factor(steps_ - 1)};
+  }
+  // Steps begun so far (checkpoints keep it); set_steps goes on from a count saved.
+  int64_t steps() const { return steps_; }
+  void set_steps(int64_t steps) { steps_ = steps; }
+  void set_schedule(Schedule schedule) { schedule_ = std::move(schedule); }
   // Changes `params` by one step along `scale * grad`.
   // REQUIRES: params and grad of the size the optimizer was made for.
   void Step(std::span<float> params, std::span<const float> grad, float scale) {
-    StepSlice(params, grad, scale, 0);
+    StepSlice(params, grad, Begin(scale), 0);
   }
   // The same step on the slice of the model that starts at parameter
   // `offset` (`params` and `grad` hold that slice), with the optimizer's
@@ -27,14 +50,14 @@ class Optimizer {
   // slices may run at the same time on different threads: a slice's step
   // touches only that slice's state. REQUIRES: the slice lies inside the
   // size the optimizer was made for.
-  virtual void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+  virtual void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
                          int64_t offset) = 0;
   // Whether StepSlice with the same arguments would leave every parameter
   // finite, computed without changing anything: the server checks a whole
   // step this way before taking any of it, so that a step that would
   // overflow is refused whole. Same REQUIRES as StepSlice.
   virtual bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                               float scale, int64_t offset) const = 0;
+                               const StepInfo& step, int64_t offset) const = 0;
   // Whether StepOutOfPlace is offered (an optimizer that cannot say the
   // state it would leave in one float per parameter does not offer it).
   virtual bool StepsOutOfPlace() const { return false; }
@@ -47,8 +70,8 @@ class Optimizer {
   // StepStaysFinite would. `out` ends bit for bit as StepSlice would leave
   // `params`. REQUIRES: StepsOutOfPlace(); StepSlice's REQUIRES; `out` of
   // params' size, apart from params and grad.
-  virtual bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
-                              int64_t offset, std::span<float> out) const;
+  virtual bool StepOutOfPlace(std::span<const float> params, std::span<float> grad,
+                              const StepInfo& step, int64_t offset, std::span<float> out) const;
   // Whether the optimizer carries state from step to step (then
   // StepOutOfPlace leaves it in `grad` for TakeSlice).
   virtual bool KeepsState() const { return false; }
@@ -57,26 +80,30 @@ class Optimizer {
   // at the same time, as StepSlice's.
   virtual void TakeSlice(std::span<const float> /*state*/, int64_t /*offset*/) {}
   virtual std::string Name() const = 0;
-  // What the optimizer carries from step to step (for checkpoints): one
-  // float per parameter, or nothing.
+  // What the optimizer carries from step to step (for checkpoints): none,
+  // one or two floats per parameter, as the rule keeps.
   virtual std::vector<float> State() const { return {}; }
   // Goes on from a State() saved earlier; InvalidArgument when it does not fit.
   virtual Status SetState(std::span<const float> state) {
     return state.empty() ? Status::Ok()
                          : Status::InvalidArgument(Name() + " keeps no state to restore");
   }
+
+ private:
+  Schedule schedule_;
+  int64_t steps_ = 0;
 };
 
 // Plain SGD: θ ← θ − lr · scale · g.
 class Sgd : public Optimizer {
  public:
   explicit Sgd(float lr) : lr_(lr) {}
-  void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+  void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
                  int64_t offset) override;
-  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
-                       int64_t offset) const override;
+  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                       const StepInfo& step, int64_t offset) const override;
   bool StepsOutOfPlace() const override { return true; }
-  bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+  bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, const StepInfo& step,
                       int64_t offset, std::span<float> out) const override;
   std::string Name() const override { return "sgd"; }
 
@@ -91,12 +118,12 @@ class Momentum : public Optimizer {
  public:
   Momentum(float lr, float momentum, int64_t size, bool nesterov = false)
       : lr_(lr), mu_(momentum), nesterov_(nesterov), velocity_(size, 0.f) {}
-  void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+  void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
                  int64_t offset) override;
-  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
-                       int64_t offset) const override;
+  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                       const StepInfo& step, int64_t offset) const override;
   bool StepsOutOfPlace() const override { return true; }
-  bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, float scale,
+  bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, const StepInfo& step,
                       int64_t offset, std::span<float> out) const override;
   bool KeepsState() const override { return true; }
   void TakeSlice(std::span<const float> state, int64_t offset) override;
@@ -131,10 +158,10 @@ class DelayedMomentum : public Optimizer {
         velocity_(size, 0.f),
         buffer_(size, 0.f),
         steps_(size, 0) {}
-  void StepSlice(std::span<float> params, std::span<const float> grad, float scale,
+  void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
                  int64_t offset) override;
-  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad, float scale,
-                       int64_t offset) const override;
+  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                       const StepInfo& step, int64_t offset) const override;
   std::string Name() const override { return nesterov_ ? "delayed-nesterov" : "delayed-momentum"; }
   // The momentum, one float per parameter as checkpoints keep it. A cycle in
   // progress is not kept: SetState starts a new one with an empty buffer
@@ -168,14 +195,36 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, boo
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, bool nesterov,
                                                  int64_t momentum_every, int64_t size);
 
+// The optimizer `settings` ask for, over the model whose tensors are
+// `layout` (empty: one group), for its slice [begin, end) (a server
+// shard's; the whole model: 0 and its size): plain SGD and momentum
+// (settings.Plain()) by the classes above, anything more by TorchSgd or
+// Adam (rules.h), with the settings' schedule. InvalidArgument naming the
+// flag when the settings are bad.
+Result<std::unique_ptr<Optimizer>> MakeOptimizer(const OptimizerSettings& settings,
+                                                 std::span<const model::TensorSpec> layout,
+                                                 int64_t begin, int64_t end);
+
+// `optimizer`'s next step along scale * grad (Optimizer::Begin), or, with
+// none (the plain sum of model deltas), just the scale.
+inline StepInfo BeginStep(Optimizer* optimizer, float scale) {
+  return optimizer != nullptr ? optimizer->Begin(scale) : StepInfo{scale};
+}
+
 // What the server does on a policy's Apply or ApplyDelta: with an optimizer,
 // one step along scale * acc; without one (nullptr), params += scale * acc, a
 // plain sum of model deltas. Then acc is zeroed for the next round.
 // `params` and `acc` may be the slice of the model that starts at `offset`;
 // calls on disjoint slices may run at the same time (see StepSlice).
 // REQUIRES: params and acc of equal size, inside the optimizer's.
-void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
+void ApplyAccumulated(Optimizer* optimizer, const StepInfo& step, std::span<float> params,
                       std::span<float> acc, int64_t offset = 0);
+// The whole model's next step: ApplyAccumulated(optimizer,
+// BeginStep(optimizer, scale), params, acc).
+inline void ApplyAccumulated(Optimizer* optimizer, float scale, std::span<float> params,
+                             std::span<float> acc) {
+  ApplyAccumulated(optimizer, BeginStep(optimizer, scale), params, acc, 0);
+}
 
 // Whether StepAccumulatedOutOfPlace can compute ApplyAccumulated's step
 // with `optimizer` (nullptr, the plain sum, can).
@@ -189,7 +238,7 @@ bool StepsOutOfPlace(const Optimizer* optimizer);
 // ends bit for bit as ApplyAccumulated would leave `params`. Slices as
 // for ApplyAccumulated. REQUIRES: StepsOutOfPlace(optimizer); `out` of
 // params' size, apart from params and acc.
-bool StepAccumulatedOutOfPlace(const Optimizer* optimizer, float scale,
+bool StepAccumulatedOutOfPlace(const Optimizer* optimizer, const StepInfo& step,
                                std::span<const float> params, std::span<float> acc,
                                std::span<float> out, int64_t offset = 0);
 
@@ -202,8 +251,9 @@ void TakeAccumulated(Optimizer* optimizer, std::span<float> acc, int64_t offset 
 // parameter (and the optimizer's state) finite; changes nothing. One pass
 // reading what the step reads, so checking a step before taking it costs
 // about one more read of the model, never a copy.
-bool AccumulatedStaysFinite(const Optimizer* optimizer, float scale, std::span<const float> params,
-                            std::span<const float> acc, int64_t offset = 0);
+bool AccumulatedStaysFinite(const Optimizer* optimizer, const StepInfo& step,
+                            std::span<const float> params, std::span<const float> acc,
+                            int64_t offset = 0);
 
 // One step of a worker's local optimizer (the local modes, wbsp), heavy-ball
 // momentum as on the server: v <- mu v + g; params <- params - lr v.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dmlps/model/layout.h"
+#include "dmlps/optim/settings.h"
 
 namespace dmlps::proto {
 
@@ -25,8 +26,9 @@ namespace dmlps::proto {
 // Hello; Evaluate and Evaluation messages; the admission tickets of Hello,
 // Welcome and Orders that let shards beyond 0 admit only shard 0's workers),
 // version 5 checkpoints of sharded servers (Order kCheckpoint, the
-// resume_version of Welcome).
-inline constexpr uint32_t kProtocolVersion = 5;
+// resume_version of Welcome), version 6 the server's optimizer in shard 0's
+// Welcome to the other shards (optimizer).
+inline constexpr uint32_t kProtocolVersion = 6;
 
 enum class MsgType : uint8_t {
   kHello = 1,        // worker -> server: wants to join
@@ -115,9 +117,12 @@ struct Welcome {
   std::vector<model::TensorSpec> layout;
   // local-sgd: local steps per push (H); 0 in the other modes.
   int64_t local_steps = 0;
+  // Shard 0's Welcome to another server shard: the optimizer the server
+  // steps the model with, which that shard steps its slice with.
+  optim::OptimizerSettings optimizer;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds, ticket, resume_version, layout, local_steps);
+                     bounds, ticket, resume_version, layout, local_steps, optimizer);
 };
 
 struct Pull {

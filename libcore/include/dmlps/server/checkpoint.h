@@ -6,7 +6,7 @@
 //   8   4  format version (kCheckpointFormat)
 //   12  4  M, bytes of the metadata
 //   16  8  P, parameters
-//   24  8  S, floats of optimizer state (0 or P)
+//   24  8  S, floats of optimizer state (0, P or 2P)
 //   32  M  metadata: a msgpack map (CheckpointMeta)
 //   ..  4P parameters, float32
 //   ..  4S optimizer state, float32
@@ -49,7 +49,8 @@ struct Checkpoint {
   double seconds = 0;                 // training time behind it, summed over restarts
   std::vector<int64_t> policy_extra;  // sync::PolicyState::extra
   std::shared_ptr<const std::vector<float>> params;
-  std::vector<float> optimizer_state;  // empty, or one float per parameter
+  std::vector<float> optimizer_state;  // empty, or one or two floats per parameter
+  int64_t optimizer_steps = 0;         // optim::Optimizer::steps(): the schedule's position
   // An external model's layout (its parameter count is the params'); empty
   // for a built-in model.
   std::vector<model::TensorSpec> layout;

@@ -13,6 +13,7 @@
 
 #include "dmlps/base/status.h"
 #include "dmlps/model/model.h"
+#include "dmlps/optim/settings.h"
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::server {
@@ -31,7 +32,15 @@ struct ServerConfig {
   int64_t batch = 64;  // samples per worker step (lbbsp: the mean; B = batch * workers)
   double lr = 0.05;
   double momentum = 0.9;
+  // The rest of the server's optimizer: rule, weight decay, groups,
+  // clipping, schedule (see optim::OptimizerSettings). Its lr and momentum
+  // are not read: those above are (see ServerOptimizerSettings).
+  optim::OptimizerSettings optimizer;
   double target_accuracy = 0;  // 0: no target
+  // 0: no target; else the run is done at the first evaluation whose mean
+  // loss is at most this (and whose accuracy reaches target_accuracy, when
+  // that is set too): for models whose quality is a loss or perplexity.
+  double target_loss = 0;
   int64_t max_iterations = 0;  // 0: no limit
   double max_seconds = 0;      // 0: no limit
   int64_t eval_every = 50;     // iterations between evaluations
@@ -95,6 +104,11 @@ std::vector<int64_t> ShardBounds(int64_t num_params, int64_t shards);
 // headers, and for workers reconnecting and tools probing the server.
 inline constexpr int64_t kMessageHeadroom = int64_t{1} << 20;
 inline constexpr int64_t kConnectionHeadroom = 16;
+
+// The optimizer the server steps the model with: config.optimizer with the
+// job's --lr and --momentum, or, under a policy that steps the model with an
+// outer optimizer (localsgd, async-localsgd), that one's.
+optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config);
 
 // Checks a config before anything starts; every problem found, one per line.
 std::vector<std::string> ValidateConfig(const ServerConfig& config);
