@@ -16,6 +16,13 @@ Linear that of ``softmax``), with ``nn.CrossEntropyLoss()`` as the loss.
 With ``layout="torch"`` every parameter is taken as PyTorch stores it (for a
 server that takes the layout from its workers). The server's model must have
 that layout: dmlps checks only the length.
+
+The module may live on any torch device (``module.to("cuda")`` before
+handing it over): its parameters must all be float32 and on one device, and
+the inputs and targets of each batch are moved there. Each worker step on a
+GPU then copies the flat parameter vector to the device once and the flat
+gradient back once, through pinned host buffers; on the CPU the module's
+parameters are views of the worker's copy, as before.
 """
 
 import warnings
@@ -36,7 +43,16 @@ class TorchComputation:
     in: Dropout is active and BatchNorm normalises with the batch's own
     statistics (its running statistics are buffers, not parameters: they
     stay in this process and do not travel through the server).
-    ``evaluator`` scores in ``eval()`` mode instead."""
+    ``evaluator`` scores in ``eval()`` mode instead.
+
+    The module's parameters must be float32 and all on one device, the
+    device it computes on (move the module there first: ``module.to(device)``);
+    ValueError otherwise. Its parameters and their gradients become views of
+    two flat vectors on that device, and each step copies the server's
+    parameters in with one host-to-device copy (from a pinned host buffer on
+    CUDA) and the gradient out with one device-to-host copy; each batch's
+    inputs and targets are moved to the device (x and y may be there
+    already). On the CPU no extra copy is made."""
 
     def __init__(self, module, loss_fn, x, y=None, layout="dmlps"):
         if layout not in ("dmlps", "torch"):
@@ -59,14 +75,26 @@ class TorchComputation:
         self._rows = len(self.dataset) if self.dataset is not None else len(self.x)
         if self._rows == 0:
             raise ValueError("there are no samples")
+        self.device = _device_of(module)
         self.params = list(module.parameters())
         self.transposed = [layout == "dmlps" and p.dim() == 2 for p in self.params]
         self.num_params = sum(p.numel() for p in self.params)
         # The module's parameters and their gradients become views of two flat
-        # vectors in the layout, so a step copies each vector once (a memcpy)
-        # instead of parameter by parameter, transposing.
-        self._flat = self.flatten()
-        self._flat_grad = torch.zeros(self.num_params, dtype=torch.float32)
+        # vectors in the layout, on the module's device, so a step copies each
+        # vector once (a memcpy, or one transfer each way) instead of
+        # parameter by parameter, transposing.
+        self._flat = self.flatten().to(self.device)
+        self._flat_grad = torch.zeros(self.num_params, dtype=torch.float32, device=self.device)
+        # Off the CPU the vectors pass through host buffers, pinned for CUDA
+        # so that the transfers are DMA; `_loaded` marks when the last
+        # transfer from the parameters' buffer is done and it may be refilled.
+        self._host_params = self._host_grad = self._loaded = None
+        if self._stages():
+            pin = self.device.type == "cuda"
+            self._host_params = torch.empty(self.num_params, dtype=torch.float32, pin_memory=pin)
+            self._host_grad = torch.empty(self.num_params, dtype=torch.float32, pin_memory=pin)
+            if pin:
+                self._loaded = torch.cuda.Event()
         with torch.no_grad():
             for p, view, _ in self._slices(self._flat):
                 p.data = view
@@ -100,13 +128,21 @@ class TorchComputation:
         """The module's current parameters as a flat float32 NumPy array."""
         return self.flatten().numpy()
 
+    def _stages(self):
+        """Whether the flat vectors pass through host buffers: whenever the
+        module is not on the CPU."""
+        return self.device.type != "cpu"
+
     def _batch(self, ids):
+        """The inputs and targets of the samples ``ids``, on the device."""
         if self._first:
             ids = ids + self._first
         if self.dataset is None:
-            return self.x[ids], self.y[ids]
-        pairs = [self.dataset[i] for i in ids.tolist()]
-        return torch.utils.data.default_collate(pairs)
+            inputs, targets = self.x[ids], self.y[ids]
+        else:
+            pairs = [self.dataset[i] for i in ids.tolist()]
+            inputs, targets = torch.utils.data.default_collate(pairs)
+        return _to_device(inputs, self.device), _to_device(targets, self.device)
 
     def _slices(self, flat):
         """(parameter, its slice of flat in the layout's shape, transposed?)."""
@@ -128,13 +164,22 @@ class TorchComputation:
                 f"the flat vector has {flat.numel()} floats, the module {self.num_params}")
         with torch.no_grad():
             if self._linked():
-                self._flat.copy_(flat)
+                if self._host_params is None or flat.device.type != "cpu":
+                    self._flat.copy_(flat)
+                    return
+                if self._loaded is not None:
+                    self._loaded.synchronize()  # the last transfer has read the buffer
+                self._host_params.copy_(flat)
+                self._flat.copy_(self._host_params, non_blocking=True)
+                if self._loaded is not None:
+                    self._loaded.record(torch.cuda.current_stream(self.device))
                 return
             for p, source, _ in self._slices(flat):
                 p.copy_(source)
 
     def flatten(self):
-        """The module's parameters as one flat float32 tensor in the layout."""
+        """The module's parameters as one flat float32 tensor in the layout,
+        on the CPU."""
         flat = torch.empty(self.num_params, dtype=torch.float32)
         with torch.no_grad():
             for p, target, _ in self._slices(flat):
@@ -143,7 +188,9 @@ class TorchComputation:
 
     def _linked(self):
         """Whether the module's parameters are still the flat vector's views
-        (not when the caller has replaced or moved them since)."""
+        (not when the caller has replaced or moved them since: then each step
+        copies parameter by parameter, and a module moved to another device
+        than the one it was on when this was made fails there)."""
         offset = self._flat.data_ptr()
         for p in self.params:
             if p.data_ptr() != offset:
@@ -179,13 +226,49 @@ class TorchComputation:
         with torch.no_grad():
             if all(p.grad is not None and p.grad.data_ptr() == ptr
                    for p, ptr in zip(self.params, self._grad_ptrs)):
-                out.copy_(self._flat_grad)  # autograd accumulated into the views
+                # Autograd accumulated into the views.
+                if self._host_grad is not None and out.device.type == "cpu":
+                    self._host_grad.copy_(self._flat_grad)  # waits for the step
+                    out.copy_(self._host_grad)
+                else:
+                    out.copy_(self._flat_grad)
                 return
             for p, target, _ in self._slices(out):
                 if p.grad is None:
                     target.zero_()
                 else:
                     target.copy_(p.grad)
+
+
+def _device_of(module):
+    """The device all of ``module``'s parameters are on; ValueError when one
+    is not float32, when they are on two devices, or when there are none."""
+    first = None
+    for name, p in module.named_parameters():
+        if p.dtype != torch.float32:
+            raise ValueError(f"parameter '{name}' is {p.dtype}; dmlps.torch takes float32 "
+                             "parameters only (module.float() converts them)")
+        if first is None:
+            first = (name, p.device)
+        elif p.device != first[1]:
+            raise ValueError(f"the module's parameters are on two devices: '{first[0]}' on "
+                             f"{first[1]}, '{name}' on {p.device} (module.to(device) moves "
+                             "them to one)")
+    if first is None:
+        raise ValueError("the module has no parameters to train")
+    return first[1]
+
+
+def _to_device(value, device):
+    """A batch's tensor (or list, tuple or dict of them) on ``device``; the
+    same tensor when it is there already."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_to_device(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_device(v, device) for k, v in value.items()}
+    return value
 
 
 def mlp(input_dim, hidden, classes):
@@ -226,7 +309,9 @@ def evaluator(server, module, loss_fn, x, y=None, layout="dmlps", batch=1000, **
     off, BatchNorm on its running statistics), and every submodule's mode
     is restored afterwards. The server holds parameters only: BatchNorm's
     running statistics are the ones ``module`` came with (a fresh module's
-    mean 0 and variance 1), never the workers'."""
+    mean 0 and variance 1), never the workers'. The module may be on any
+    device (see TorchComputation): each snapshot is copied there once and
+    each batch's samples are moved there."""
     if batch < 1:
         raise ValueError(f"batch must be at least 1, got {batch}")
     computation = TorchComputation(module, loss_fn, x, y, layout)
