@@ -4,7 +4,11 @@
 #      the build in --build as it is);
 #   2. runs the GPU tests (every kernel and every model's loss and gradient
 #      against the CPU backend; here they must run, not skip), then the unit
-#      tests and the CLI scenarios about devices, the CNN and profiling;
+#      tests and the CLI scenarios about devices, the CNN and profiling,
+#      then dmlps.torch on the GPU (gpu-check-torch.py: a small module on
+#      cuda trains against a server on loopback, and one step's gradient
+#      matches the CPU's; skipped, not failed, without the Python module or
+#      where --python's torch has no CUDA, as Debian's python3-torch);
 #   3. trains the CNN on Fashion-MNIST with 4 workers sharing the first GPU
 #      to --target, then a heterogeneous cluster (2 GPU and 2 CPU workers,
 #      lbbsp's GPU mode, caps from --max-batch auto);
@@ -12,14 +16,17 @@
 #      profile) for the CNN and mlp:128, and on the CPU for comparison.
 # Results go to stdout and to files under --out; progress to stderr.
 # Exit status: 0 all passed, 1 a check failed, 64 usage, 69 no usable GPU,
-# 70 the build failed.
+# 70 the build failed. --torch-only runs only the dmlps.torch check against
+# any build, CUDA or not, and builds nothing: 0 passed or skipped (no CUDA
+# in torch), 1 failed, 64 usage.
 set -euo pipefail
 
 NAME=gpu-check.sh
 usage() {
   cat <<EOF
 usage: $NAME [--build DIR] [--no-build] [--out DIR] [--jobs N] [--target ACC]
-              [--max-seconds S] [--full] [--source DIR]
+              [--max-seconds S] [--full] [--source DIR] [--python PY]
+              [--torch-only]
   --build DIR   CUDA build folder (default SOURCE/build-cuda)
   --no-build    check the build already in --build DIR as it is (one made on
                 another machine, say) instead of configuring and building
@@ -30,12 +37,19 @@ usage: $NAME [--build DIR] [--no-build] [--out DIR] [--jobs N] [--target ACC]
                 stop each training run after S seconds (default 900)
   --full        run the whole ctest suite, not only the GPU-related tests
   --source DIR  the dmlps source tree (default: the one holding this script)
+  --python PY   the interpreter for the dmlps.torch check, one with torch
+                and the ABI the Python module was built for (default
+                /usr/bin/python3)
+  --torch-only  only the dmlps.torch check, against the build in --build
+                DIR as it is (dmlps-server and the Python module; a CPU
+                build will do: the GPU is torch's); builds nothing
   CUDA_ARCHS    CMAKE_CUDA_ARCHITECTURES to build for (default: the
                 project's, sm_90 plus compute_80 PTX)
 EOF
 }
 
 build="" out="" jobs="" target=0.90 max_seconds=900 full=0 source="" no_build=0
+python=/usr/bin/python3 torch_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --build) build=${2:?}; shift 2 ;;
@@ -46,6 +60,8 @@ while [ $# -gt 0 ]; do
     --no-build) no_build=1; shift ;;
     --full) full=1; shift ;;
     --source) source=${2:?}; shift 2 ;;
+    --python) python=${2:?}; shift 2 ;;
+    --torch-only) torch_only=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$NAME: error: unknown argument '$1'" >&2; usage >&2; exit 64 ;;
   esac
@@ -55,7 +71,8 @@ case $max_seconds in
     echo "$NAME: error: --max-seconds: want whole seconds above 0, got '$max_seconds'" >&2
     exit 64 ;;
 esac
-source=${source:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source=${source:-$(cd "$here/../.." && pwd)}
 [ -f "$source/libcore/src/model/cuda/cuda_net.cu" ] ||
   { echo "$NAME: error: $source is not a dmlps source tree" >&2; exit 64; }
 build=${build:-$source/build-cuda}
@@ -81,6 +98,48 @@ check() {
     failed=1
   fi
 }
+
+# dmlps.torch on the GPU. Its figures go to stdout; it reports a skip (torch
+# without CUDA, no Python module) as such, not as a pass or a failure.
+torch_step() {
+  local what="dmlps.torch trains a module on cuda, one step's gradient as on the CPU"
+  if [ ! -d "$build/python/dmlps" ]; then
+    log "$what: skipped: $build has no dmlps Python module (pybind11-dev builds it)"
+    printf 'skipped\t%s\tno Python module\n' "$what"
+    return 0
+  fi
+  log "$what ..."
+  local rc=0
+  PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" OPENBLAS_NUM_THREADS=1 \
+    OMP_NUM_THREADS=1 "$python" "$here/gpu-check-torch.py" --bin "$build/cmd" \
+    --out "$out/torch" >"$out/torch.txt" 2>"$out/torch.log" || rc=$?
+  cat "$out/torch.log" >&2
+  local skipped
+  skipped=$(sed -n 's/^skipped: //p' "$out/torch.txt")
+  if [ "$rc" -eq 0 ] && [ -n "$skipped" ]; then
+    log "$what: skipped: $skipped"
+    printf 'skipped\t%s\t%s\n' "$what" "$skipped"
+    return 0
+  fi
+  cat "$out/torch.txt"
+  if [ "$rc" -eq 0 ]; then
+    log "$what: ok"
+    printf 'ok\t%s\n' "$what"
+  else
+    log "$what: FAILED (exit $rc)"
+    printf 'FAILED\t%s\texit %s\n' "$what" "$rc"
+    failed=1
+  fi
+}
+if [ "$torch_only" -eq 1 ]; then
+  if [ ! -x "$build/cmd/dmlps-server" ] || [ ! -d "$build/python/dmlps" ]; then
+    echo "$NAME: error: $build holds no dmlps-server and dmlps Python module" \
+      "(give --build DIR)" >&2
+    exit 64
+  fi
+  torch_step
+  exit "$failed"
+fi
 
 # Without nvidia-smi, the GPU tests below tell whether a GPU can be used.
 if command -v nvidia-smi >/dev/null; then
@@ -128,6 +187,7 @@ else
     ctest --test-dir "$build" --output-on-failure -j "$jobs" \
     -R '^(unit|gpu|cli\.(worker_device|cnn_trains|bench_profile|docs_cover_flags))$'
 fi
+torch_step
 
 # 3. Clusters. run_cluster NAME SERVER-ARGS... -- DEVICE...: one server and
 # one worker per DEVICE, for at most --max-seconds and 5 minutes more;
