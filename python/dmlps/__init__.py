@@ -28,8 +28,39 @@ from dmlps._dmlps import (  # noqa: F401
     load_train,
     model_initialize,
     model_loss_and_gradient,
+    read_checkpoint,
     set_log_level,
 )
 
 __all__ = ["Evaluator", "Worker", "__version__", "load_test", "load_train", "model_initialize",
-           "model_loss_and_gradient", "set_log_level"]
+           "model_loss_and_gradient", "read_checkpoint", "read_model", "set_log_level"]
+
+
+def read_model(paths):
+    """The whole flat vector (parameters, then module state) and the layout
+    of a checkpoint: ``paths`` is one checkpoint file, or the files of every
+    server shard of one run (any order). Returns ``(values, info)``, info
+    being ``read_checkpoint``'s dict of the first shard without 'params'.
+    ValueError when the files are not every slice of one model version."""
+    import numpy as np
+
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    parts = sorted((read_checkpoint(str(p)) for p in paths), key=lambda c: c["slice_begin"])
+    if not parts:
+        raise ValueError("no checkpoint file given")
+    first = parts[0]
+    count = first["shard_count"]
+    if len(parts) != count or sorted(c["shard_index"] for c in parts) != list(range(count)):
+        raise ValueError(f"the model was checkpointed by {count} server shards: give the file "
+                         f"of each ({len(parts)} given)")
+    offset = 0
+    for c in parts:
+        if c["slice_begin"] != offset or c["version"] != first["version"] or \
+                c["model_params"] != first["model_params"]:
+            raise ValueError("the files are slices of different models or model versions")
+        offset += len(c["params"])
+    if offset != first["model_params"]:
+        raise ValueError(f"the slices hold {offset} floats of a model of {first['model_params']}")
+    info = {k: v for k, v in first.items() if k != "params"}
+    return np.concatenate([c["params"] for c in parts]), info

@@ -20,6 +20,7 @@
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
+#include "dmlps/server/checkpoint.h"
 #include "dmlps/worker/computation.h"
 #include "dmlps/worker/evaluator_client.h"
 #include "dmlps/worker/worker.h"
@@ -56,6 +57,7 @@ py::dict JobDict(const worker::JobInfo& job) {
   d["input_dim"] = job.input_dim;
   d["classes"] = job.classes;
   d["num_params"] = job.num_params;
+  d["num_state"] = job.num_state;
   d["shard_index"] = job.shard_index;
   d["shard_count"] = job.shard_count;
   return d;
@@ -88,16 +90,27 @@ Status CallKeeping(const char* what, std::exception_ptr* error, F&& call) {
 class PyComputation : public worker::Computation {
  public:
   PyComputation(int64_t num_samples, int64_t num_params, py::object compute, py::object on_join,
-                std::exception_ptr* error)
+                py::object local_step, std::exception_ptr* error)
       : num_samples_(num_samples),
         num_params_(num_params),
         compute_(std::move(compute)),
         on_join_(std::move(on_join)),
+        local_step_(std::move(local_step)),
         error_(error) {}
   ~PyComputation() override {
     py::gil_scoped_acquire gil;
     compute_ = py::object();
     on_join_ = py::object();
+    local_step_ = py::object();
+  }
+
+  bool TakesLocalSteps() const override { return !local_step_.is_none(); }
+  Status LocalStep(std::span<float> params, std::span<const float> grad) override {
+    py::gil_scoped_acquire gil;
+    return Call("local_step", [&] {
+      local_step_(View(params.data(), params.size(), true),
+                  View(const_cast<float*>(grad.data()), grad.size(), false));
+    });
   }
 
   Status Join(const worker::JobInfo& job) override {
@@ -139,6 +152,7 @@ class PyComputation : public worker::Computation {
   int64_t num_params_;
   py::object compute_;
   py::object on_join_;
+  py::object local_step_;
   std::exception_ptr* error_;
 };
 
@@ -220,12 +234,13 @@ py::dict ReportDict(const worker::WorkerReport& report) {
 class Worker {
  public:
   Worker(worker::WorkerConfig config, int64_t num_samples, int64_t num_params, py::object compute,
-         py::object on_join)
+         py::object on_join, py::object local_step)
       : config_(std::move(config)),
         num_samples_(num_samples),
         num_params_(num_params),
         compute_(std::move(compute)),
-        on_join_(std::move(on_join)) {
+        on_join_(std::move(on_join)),
+        local_step_(std::move(local_step)) {
     std::vector<std::string> problems = worker::ValidateConfig(config_);
     if (num_samples_ < 1 && on_join_.is_none())
       problems.push_back("num_samples must be at least 1");
@@ -237,8 +252,8 @@ class Worker {
   }
 
   py::dict Run() {
-    auto computation =
-        std::make_unique<PyComputation>(num_samples_, num_params_, compute_, on_join_, &error_);
+    auto computation = std::make_unique<PyComputation>(num_samples_, num_params_, compute_,
+                                                       on_join_, local_step_, &error_);
     const worker::WorkerReport report = RunWithoutGil<worker::WorkerReport>(
         &stop_, &error_, [&] { return worker::RunWorker(config_, std::move(computation), &stop_); },
         [](const worker::WorkerReport& r) { return r.signal; });
@@ -253,6 +268,7 @@ class Worker {
   int64_t num_params_;
   py::object compute_;
   py::object on_join_;
+  py::object local_step_;
   std::atomic<int> stop_{0};
   std::exception_ptr error_;
 };
@@ -418,27 +434,70 @@ py::array_t<float> ModelInitialize(const std::string& name, int64_t input_dim, i
   return params;
 }
 
+// A checkpoint file as a dict: its model (the slice of a sharded server's
+// shard), layout and counts, checked as dmlps-server --resume checks it.
+py::dict ReadCheckpoint(const std::string& path) {
+  server::Checkpoint checkpoint = ValueOrThrow(server::ReadCheckpointFile(path));
+  py::dict d;
+  const std::vector<float>& values = *checkpoint.params;
+  py::array_t<float> params(static_cast<py::ssize_t>(values.size()));
+  std::copy(values.begin(), values.end(), params.mutable_data());
+  d["params"] = params;
+  py::list layout;
+  for (const model::TensorSpec& t : checkpoint.layout) {
+    layout.append(py::make_tuple(t.name, py::tuple(py::cast(t.shape)), t.state));
+  }
+  d["layout"] = layout;
+  d["model"] = checkpoint.model;
+  d["policy"] = checkpoint.policy;
+  d["optimizer"] = checkpoint.optimizer;
+  d["workers"] = checkpoint.workers;
+  d["iteration"] = checkpoint.iteration;
+  d["version"] = checkpoint.version;
+  d["samples"] = checkpoint.samples;
+  d["seconds"] = checkpoint.seconds;
+  d["optimizer_steps"] = checkpoint.optimizer_steps;
+  d["shard_index"] = checkpoint.shard_index;
+  d["shard_count"] = checkpoint.shard_count;
+  d["slice_begin"] = checkpoint.slice_begin;
+  d["model_params"] =
+      checkpoint.model_params > 0 ? checkpoint.model_params : static_cast<int64_t>(values.size());
+  return d;
+}
+
 // A model layout a worker offers: the tensors' names and shapes in the flat
 // vector's order, and their initial values.
 struct LayoutOffer {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> tensors;
+  std::vector<model::TensorSpec> tensors;
   std::vector<float> values;
 };
 
-// Checks a layout (a sequence of (name, shape)) and its initial values (none,
-// or a flat float array as long as the layout) against each other.
+// Checks a layout (a sequence of (name, shape) for parameters and (name,
+// shape, True) for module state, which comes last) and its initial values
+// (none, or a flat float array as long as the layout) against each other.
 LayoutOffer MakeLayoutOffer(const py::object& layout, const py::object& values) {
   LayoutOffer offer;
   int64_t total = 0;
   for (const py::handle& entry : layout) {
-    auto [name, shape] = entry.cast<std::pair<std::string, std::vector<int64_t>>>();
+    const auto items = entry.cast<py::sequence>();
+    if (items.size() != 2 && items.size() != 3) {
+      throw py::value_error("layout: each tensor is (name, shape) or (name, shape, state)");
+    }
+    model::TensorSpec tensor{items[0].cast<std::string>(), items[1].cast<std::vector<int64_t>>(),
+                             items.size() == 3 && items[2].cast<bool>()};
     int64_t size = 1;
-    for (int64_t d : shape) {
-      if (d < 1) throw py::value_error("layout: tensor '" + name + "' has a dimension below 1");
+    for (int64_t d : tensor.shape) {
+      if (d < 1) {
+        throw py::value_error("layout: tensor '" + tensor.name + "' has a dimension below 1");
+      }
       size *= d;
     }
+    if (!tensor.state && !offer.tensors.empty() && offer.tensors.back().state) {
+      throw py::value_error("layout: parameter '" + tensor.name +
+                            "' after module state (state tensors come last)");
+    }
     total += size;
-    offer.tensors.emplace_back(std::move(name), std::move(shape));
+    offer.tensors.push_back(std::move(tensor));
   }
   if (!values.is_none()) {
     auto array = values.cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
@@ -458,7 +517,7 @@ void HandLayoutToConfig(const LayoutOffer& offer, worker::WorkerConfig* config) 
   if (offer.tensors.empty()) return;
   config->announce_layout = true;
   config->layout.clear();
-  for (const auto& [name, shape] : offer.tensors) config->layout.push_back({name, shape});
+  config->layout = offer.tensors;
   if (!offer.values.empty()) {
     config->initial_values = std::make_shared<const std::vector<float>>(offer.values);
   }
@@ -544,23 +603,39 @@ PYBIND11_MODULE(_dmlps, m) {
   m.def("set_log_level", &dp::SetLogLevel, py::arg("level"),
         "How much the workers log to standard error: trace, debug, info (the default), "
         "warning, error, critical or off");
-  py::class_<Worker>(m, "Worker")
-      .def(py::init([](std::string server, int64_t num_samples, py::object compute,
-                       int64_t num_params, py::object on_join, py::object layout,
-                       py::object initial_values, const py::kwargs& options) {
-             dmlps::worker::WorkerConfig config = dp::MakeConfig(options);
-             config.server = std::move(server);
-             if (!layout.is_none()) {
-               dp::HandLayoutToConfig(dp::MakeLayoutOffer(layout, initial_values), &config);
-             } else if (!initial_values.is_none()) {
-               throw py::value_error("initial_values needs a layout");
-             }
-             return std::make_unique<Worker>(std::move(config), num_samples, num_params,
-                                             std::move(compute), std::move(on_join));
-           }),
-           py::arg("server"), py::arg("num_samples"), py::arg("compute"),
-           py::arg("num_params") = -1, py::arg("on_join") = py::none(),
-           py::arg("layout") = py::none(), py::arg("initial_values") = py::none())
+  py::class_<Worker>(
+      m, "Worker",
+      "Worker(server, num_samples, compute, num_params=-1, on_join=None, layout=None, "
+      "initial_values=None, local_step=None, **options): joins a dmlps-server and trains as "
+      "dmlps-worker does, each gradient from compute(params, sample_ids, grad): params "
+      "(read-only) and grad (writable) are float32 NumPy views valid only during the call; "
+      "fill grad with the mean gradient over the samples and return their mean loss. A model "
+      "with module state (layout entries (name, shape, True), last) reads the server's state "
+      "at the end of params and writes its own at the end of grad. on_join(job) gets the "
+      "server's job as a dict when the worker is welcomed and may return the sample count. "
+      "layout ([(name, shape)] or (name, shape, True) for state) and initial_values are "
+      "announced to a server of --model external. local_step(params, grad), when given, "
+      "takes the local steps of wbsp, localsgd and async-localsgd: called right after compute, "
+      "it moves params (writable) as its own optimizer steps them. Options: the flags of "
+      "dmlps-worker(1) as keywords (rank, slowdown, delay_ms, ...).")
+      .def(
+          py::init([](std::string server, int64_t num_samples, py::object compute,
+                      int64_t num_params, py::object on_join, py::object layout,
+                      py::object initial_values, py::object local_step, const py::kwargs& options) {
+            dmlps::worker::WorkerConfig config = dp::MakeConfig(options);
+            config.server = std::move(server);
+            if (!layout.is_none()) {
+              dp::HandLayoutToConfig(dp::MakeLayoutOffer(layout, initial_values), &config);
+            } else if (!initial_values.is_none()) {
+              throw py::value_error("initial_values needs a layout");
+            }
+            return std::make_unique<Worker>(std::move(config), num_samples, num_params,
+                                            std::move(compute), std::move(on_join),
+                                            std::move(local_step));
+          }),
+          py::arg("server"), py::arg("num_samples"), py::arg("compute"), py::arg("num_params") = -1,
+          py::arg("on_join") = py::none(), py::arg("layout") = py::none(),
+          py::arg("initial_values") = py::none(), py::arg("local_step") = py::none())
       .def("run", &Worker::Run)
       .def("stop", &Worker::Stop);
   py::class_<dp::Evaluator>(
@@ -593,4 +668,12 @@ PYBIND11_MODULE(_dmlps, m) {
         py::arg("x"), py::arg("y"), py::arg("classes"));
   m.def("model_initialize", &dp::ModelInitialize, py::arg("model"), py::arg("input_dim"),
         py::arg("classes"), py::arg("seed") = 0);
+  m.def("read_checkpoint", &dp::ReadCheckpoint, py::arg("path"),
+        "read_checkpoint(path) -> dict: a dmlps-server checkpoint file, checked as --resume "
+        "checks it (ValueError naming the file and what is wrong): 'params' (float32, the "
+        "flat vector: parameters then module state; a server shard's file holds its slice, "
+        "from 'slice_begin' of 'model_params'), 'layout' ([(name, shape, is_state)], empty "
+        "for a built-in model), 'model', 'policy', 'optimizer', 'workers', 'iteration', "
+        "'version', 'samples', 'seconds', 'optimizer_steps', 'shard_index', 'shard_count', "
+        "'slice_begin', 'model_params'.");
 }

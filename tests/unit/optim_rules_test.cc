@@ -249,6 +249,85 @@ TEST_CASE("checkpoint: Adam's two moments and the optimizer's step count read ba
   CHECK(back->optimizer_steps == 1234);
   checkpoint.optimizer_state.resize(15);  // neither one nor two floats a parameter
   CHECK_FALSE(server::DecodeCheckpoint(server::EncodeCheckpoint(checkpoint), "test").ok());
+  // With module state ending the model, the optimizer's state covers the
+  // parameters before it only.
+  checkpoint.layout = {{"w", {7}}, {"bn.running_mean", {3}, true}};
+  checkpoint.optimizer_state.assign(14, 0.f);
+  CHECK(server::DecodeCheckpoint(server::EncodeCheckpoint(checkpoint), "test").ok());
+  checkpoint.optimizer_state.assign(20, 0.f);
+  CHECK_FALSE(server::DecodeCheckpoint(server::EncodeCheckpoint(checkpoint), "test").ok());
+}
+
+}  // namespace dmlps
+
+namespace dmlps {
+
+TEST_CASE("layout: module state comes after every parameter, and counts apart") {
+  std::vector<model::TensorSpec> layout = {{"w", {2, 3}},
+                                           {"b", {2}},
+                                           {"bn.running_mean", {2}, true},
+                                           {"bn.num_batches_tracked", {1}, true}};
+  auto floats = model::ValidateLayout(layout);
+  REQUIRE(floats.ok());
+  CHECK(*floats == 11);
+  CHECK(model::StateFloats(layout) == 3);
+  std::vector<model::TensorSpec> misplaced = layout;
+  std::swap(misplaced[1], misplaced[2]);
+  auto refused = model::ValidateLayout(misplaced);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("after module state") != std::string::npos);
+  CHECK_FALSE(model::ValidateLayout(std::vector<model::TensorSpec>{{"s", {2}, true}}).ok());
+  std::vector<model::TensorSpec> as_param = layout;
+  as_param[2].state = false;
+  as_param[3].state = false;
+  CHECK(model::FirstLayoutDifference(as_param, layout).find("module state") != std::string::npos);
+}
+
+TEST_CASE("model store: module state takes the weighted mean of the pushes, never a step") {
+  // 30000 parameters then 40000 floats of state: lanes of 4096 floats, one
+  // of them holding both.
+  const size_t params = 30000, state = 40000, n = params + state;
+  const std::vector<float> a = RulesWave(n, 0.2f), b = RulesWave(n, 1.3f);
+  for (const bool fused : {true, false}) {
+    for (const int64_t threads : {1, 2}) {
+      CAPTURE(fused);
+      CAPTURE(threads);
+      server::ModelStore store(std::vector<float>(n, 1.f), 4096, threads);
+      store.set_state_begin(static_cast<int64_t>(params));
+      optim::OptimizerSettings settings;
+      settings.lr = 0.5;
+      settings.momentum = 0.9;
+      settings.weight_decay = fused ? 0 : 0.01;  // plain momentum steps fused
+      auto optimizer = optim::MakeOptimizer(settings, {}, 0, static_cast<int64_t>(params));
+      REQUIRE(optimizer.ok());
+      REQUIRE(optim::StepsOutOfPlace(optimizer->get()) == fused);
+      store.Stage(testing::WholeTensor(a), 1.f);
+      store.Stage(testing::WholeTensor(b), 3.f);
+      store.Apply(optimizer->get(), 0.25f);
+      std::vector<float> got = store.Params();
+      for (size_t i = params; i < n; i += 997) {
+        CHECK(got[i] == doctest::Approx((a[i] + 3 * b[i]) / 4).epsilon(1e-6));
+      }
+      // The parameters took the optimizer's first step: lr · (g + wd θ).
+      for (size_t i = 0; i < params; i += 997) {
+        const double g = (a[i] + 3 * b[i]) / 4 + settings.weight_decay;
+        CHECK(got[i] == doctest::Approx(1 - 0.5 * g).epsilon(1e-5));
+      }
+      // An apply with nothing staged leaves the state; a refused one leaves all.
+      store.Apply(optimizer->get(), 0.25f);
+      CHECK(store.Params()[params + 5] == got[params + 5]);
+      got = store.Params();
+      std::vector<float> huge(n, 3e38f);
+      store.Stage(testing::WholeTensor(huge), 1.f);
+      store.Apply(optimizer->get(), 100.f);  // the gradient overflows
+      CHECK(store.refused() == 1);
+      CHECK(testing::SameBits(store.Params(), got));
+      // The next push's state is taken as it is: nothing of the refused one stays.
+      store.Stage(testing::WholeTensor(a), 2.f);
+      store.Apply(optimizer->get(), 0.5f);
+      CHECK(store.Params()[n - 1] == doctest::Approx(a[n - 1]).epsilon(1e-6));
+    }
+  }
 }
 
 }  // namespace dmlps

@@ -26,9 +26,17 @@ Result<int64_t> ValidateLayout(std::span<const TensorSpec> layout) {
     return Status::InvalidArgument("a layout of " + std::to_string(layout.size()) +
                                    " tensors (at most " + std::to_string(kMaxLayoutTensors) + ")");
   }
+  if (layout.front().state) {
+    return Status::InvalidArgument(TensorName(0, layout.front()) +
+                                   ": module state before any parameter");
+  }
   int64_t total = 0;
   for (size_t i = 0; i < layout.size(); ++i) {
     const TensorSpec& t = layout[i];
+    if (i > 0 && layout[i - 1].state && !t.state) {
+      return Status::InvalidArgument(TensorName(i, t) +
+                                     ": a parameter after module state (state tensors come last)");
+    }
     if (t.name.empty() || static_cast<int64_t>(t.name.size()) > kMaxTensorNameBytes) {
       return Status::InvalidArgument("tensor " + std::to_string(i) + ": a name of " +
                                      std::to_string(t.name.size()) + " bytes (1 to " +
@@ -60,6 +68,17 @@ Result<int64_t> ValidateLayout(std::span<const TensorSpec> layout) {
   return total;
 }
 
+int64_t StateFloats(std::span<const TensorSpec> layout) {
+  int64_t floats = 0;
+  for (const TensorSpec& t : layout) {
+    if (!t.state) continue;
+    int64_t product = 1;
+    for (const int64_t d : t.shape) product *= d;
+    floats += product;
+  }
+  return floats;
+}
+
 std::string FirstLayoutDifference(std::span<const TensorSpec> announced,
                                   std::span<const TensorSpec> model) {
   const size_t common = std::min(announced.size(), model.size());
@@ -73,6 +92,10 @@ std::string FirstLayoutDifference(std::span<const TensorSpec> announced,
     if (a.shape != m.shape) {
       return TensorName(i, a) + ": shape " + ShapeString(a.shape) + ", the model has " +
              ShapeString(m.shape);
+    }
+    if (a.state != m.state) {
+      return TensorName(i, a) + (a.state ? ": module state" : ": a parameter") +
+             ", the model's is " + (m.state ? "module state" : "a parameter");
     }
   }
   if (announced.size() != model.size()) {

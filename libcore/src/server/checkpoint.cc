@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -210,11 +211,6 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
                ", +" + std::to_string(num_params) + ") of " + std::to_string(meta.model_params) +
                " parameters");
   }
-  // None, one (momentum) or two (Adam's moments) floats per parameter.
-  if (num_state != 0 && num_state != num_params && num_state != 2 * num_params) {
-    return bad("optimizer state of " + std::to_string(num_state) + " floats for " +
-               std::to_string(num_params) + " parameters");
-  }
   if (meta.optimizer_steps < 0 || meta.optimizer_steps > kMaxCheckpointCount) {
     return bad("the metadata holds an implausible optimizer step count " +
                std::to_string(meta.optimizer_steps));
@@ -237,6 +233,15 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
       return bad("a layout of " + std::to_string(*layout_params) + " parameters for a model of " +
                  std::to_string(meta.model_params) + " parameters");
     }
+  }
+  // None, or one (momentum) or two (Adam's moments) floats per parameter of
+  // the slice; the module state that ends the model has none.
+  const int64_t state_begin = meta.model_params - model::StateFloats(meta.layout);
+  const auto stepped = static_cast<uint64_t>(
+      std::clamp<int64_t>(state_begin - meta.slice_begin, 0, static_cast<int64_t>(num_params)));
+  if (num_state != 0 && num_state != stepped && num_state != 2 * stepped) {
+    return bad("optimizer state of " + std::to_string(num_state) + " floats for " +
+               std::to_string(stepped) + " parameters");
   }
   checkpoint.layout = std::move(meta.layout);
   checkpoint.shard_index = meta.shard_index;

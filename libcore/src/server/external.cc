@@ -112,11 +112,21 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
   Result<proto::TensorView> values = proto::TensorView::Make(message->payload, *num_params);
   if (!values.ok()) return refuse("the initial values: " + values.status().message());
   if (!values->AllFinite()) return refuse("the initial values hold NaN or infinity");
+  // wbsp-overlap's workers push sums of local deltas, which a buffer's
+  // value is not.
+  if (model::StateFloats(hello->layout) > 0 && config_.policy.name.starts_with("wbsp-overlap")) {
+    return refuse(
+        "policy wbsp-overlap cannot carry module state (buffers) yet: its workers push sums of "
+        "deltas; use wbsp or another policy");
+  }
   params->assign(static_cast<size_t>(*num_params), 0.f);
   values->CopyTo(*params);
   layout_ = hello->layout;
-  spdlog::info("{}:{} announced the external model: {} tensors, {} parameters", hello->host,
-               hello->pid, layout_.size(), *num_params);
+  spdlog::info("{}:{} announced the external model: {} tensors, {} parameters{}", hello->host,
+               hello->pid, layout_.size(), *num_params - model::StateFloats(layout_),
+               model::StateFloats(layout_) > 0
+                   ? fmt::format(" and {} floats of module state", model::StateFloats(layout_))
+                   : std::string());
   held_hellos_.emplace_back(std::move(identity), std::move(*hello));
 }
 

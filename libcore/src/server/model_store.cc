@@ -81,6 +81,8 @@ void ModelStore::Stage(std::shared_ptr<proto::IncomingTensor> push, float weight
   op.kind = Op::Kind::kStage;
   op.push = std::move(push);
   op.value = weight;
+  op.state_value = weight;
+  staged_weight_ += weight;
   Queue(std::move(op));
 }
 
@@ -92,6 +94,7 @@ void ModelStore::Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pus
   op.pushes = std::move(pushes);
   op.rule = rule;
   for (const float w : weights) op.value += w;
+  staged_weight_ += op.value;
   Queue(std::move(op));
 }
 
@@ -99,6 +102,8 @@ void ModelStore::Apply(optim::Optimizer* optimizer, float scale, AppliedFn done)
   auto verdict = std::make_shared<Verdict>();
   verdict->lanes_left = layout_.count();
   verdict->step = optim::BeginStep(optimizer, scale);
+  verdict->state_scale = staged_weight_ > 0 ? static_cast<float>(1 / staged_weight_) : 0.f;
+  staged_weight_ = 0;
   const bool fused = optim::StepsOutOfPlace(optimizer);
   if (optimizer != nullptr && clip_norm_ > 0) {
     verdict->clip = true;
@@ -374,7 +379,8 @@ void ModelStore::Bound(Op& op) const {
   if (max_norm_ <= 0) return;
   auto factor = [this](const proto::IncomingTensor& push) {
     double squares = 0;
-    push.ForEachIn(0, push.size(), [&](int64_t, const proto::IncomingTensor::ConstMap& g) {
+    const int64_t params = std::min(push.size(), state_begin_);
+    push.ForEachIn(0, params, [&](int64_t, const proto::IncomingTensor::ConstMap& g) {
       squares += g.cast<double>().squaredNorm();
     });
     const double norm = std::sqrt(squares);
@@ -386,14 +392,14 @@ void ModelStore::Bound(Op& op) const {
   }
 }
 
-void ModelStore::RunCombine(const Op& op, int64_t from, int64_t to) {
+void ModelStore::RunCombine(const Op& op, int64_t from, int64_t to, bool state) {
   const auto k = op.pushes.size();
   const auto n = static_cast<size_t>(to - from);
   // Row p holds push p's values; NaN marks one left out (the values taken
   // are all finite).
   std::vector<float> rows(k * n, std::numeric_limits<float>::quiet_NaN());
   for (size_t p = 0; p < k; ++p) {
-    const float factor = op.factors[p];
+    const float factor = state ? 1.f : op.factors[p];
     op.pushes[p]->ForEachIn(
         from, to, [&](int64_t offset, const proto::IncomingTensor::ConstMap& g) {
           Eigen::Map<Eigen::VectorXf>(rows.data() + p * n + static_cast<size_t>(offset - from),
@@ -415,6 +421,65 @@ void ModelStore::RunCombine(const Op& op, int64_t from, int64_t to) {
 
 void ModelStore::RunBlock(const Op& op, float* lane_params, float* lane_out, int64_t lane,
                           int64_t from, int64_t to, bool fill) {
+  // Module state, from state_begin_ on, is averaged rather than stepped.
+  const bool splits = op.kind == Op::Kind::kStage || op.kind == Op::Kind::kCombine ||
+                      op.kind == Op::Kind::kNorm || op.kind == Op::Kind::kVerify ||
+                      op.kind == Op::Kind::kApply;
+  const int64_t split = std::clamp(state_begin_, from, to);
+  if (!splits || split == to) {
+    RunParamBlock(op, lane_params, lane_out, lane, from, to, fill);
+    return;
+  }
+  if (split > from) RunParamBlock(op, lane_params, lane_out, lane, from, split, fill);
+  RunStateBlock(op, lane_params, lane_out, lane, split, to);
+}
+
+void ModelStore::RunStateBlock(const Op& op, float* lane_params, float* lane_out, int64_t lane,
+                               int64_t from, int64_t to) {
+  using Vec = Eigen::Map<Eigen::VectorXf>;
+  const auto n = static_cast<Eigen::Index>(to - from);
+  const int64_t at = from - layout_.begin(lane);
+  Vec acc(accumulator_.data() + from, n);
+  switch (op.kind) {
+    case Op::Kind::kStage:
+      op.push->ForEachIn(from, to, [&](int64_t offset, const proto::IncomingTensor::ConstMap& g) {
+        Vec(accumulator_.data() + offset, g.size()) += op.state_value * g;
+      });
+      break;
+    case Op::Kind::kCombine:
+      RunCombine(op, from, to, /*state=*/true);
+      break;
+    case Op::Kind::kVerify: {
+      const float scale = op.verdict->state_scale;
+      bool finite = true;
+      if (op.fused) {
+        Vec out(lane_out + at, n);
+        if (scale > 0) {
+          out = scale * acc;
+        } else {
+          out = Vec(lane_params + at, n);
+        }
+        finite = (out.array() * 0.f).sum() == 0.f;
+      } else if (scale > 0) {
+        finite = ((scale * acc).array() * 0.f).sum() == 0.f;
+      }
+      if (!finite) op.verdict->finite.store(false, std::memory_order_relaxed);
+      break;
+    }
+    case Op::Kind::kApply:
+      if (!op.fused && op.verdict->state_scale > 0 &&
+          op.verdict->finite.load(std::memory_order_relaxed)) {
+        Vec(lane_params + at, n) = op.verdict->state_scale * acc;
+      }
+      acc.setZero();  // the fused step's state is in the candidate already
+      break;
+    default:
+      break;  // kNorm: the norm is the parameters'
+  }
+}
+
+void ModelStore::RunParamBlock(const Op& op, float* lane_params, float* lane_out, int64_t lane,
+                               int64_t from, int64_t to, bool fill) {
   const auto n = static_cast<size_t>(to - from);
   float* params = lane_params + (from - layout_.begin(lane));
   std::span<float> acc(accumulator_.data() + from, n);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <span>
@@ -78,6 +79,13 @@ class ModelStore {
   // (norm + 1e-6)); 0: not clipped. The norm needs every lane's sum: a
   // lane then checks and takes the step only once every lane has summed.
   void set_clip_norm(double clip_norm) { clip_norm_ = clip_norm; }
+  // The floats from `begin` on are module state (model::TensorSpec::state):
+  // an Apply sets them to the weighted mean of the values Staged (or the
+  // rule's value of those Combined) since the Apply before, W the weights'
+  // sum, instead of stepping them, and leaves them as they are when nothing
+  // was staged. The norm bound and clipping read the parameters only.
+  // Default: no state.
+  void set_state_begin(int64_t begin) { state_begin_ = begin; }
   // Runs once an Apply is over: `applied` false when it was refused.
   using AppliedFn = std::function<void(bool applied)>;
   // Queues optim::ApplyAccumulated(optimizer, scale, params, acc): one
@@ -137,6 +145,7 @@ class ModelStore {
     std::atomic<bool> finite{true};  // written by the lanes' threads
     int64_t lanes_left = 0;          // lanes yet to check; on the caller's thread
     optim::StepInfo step;            // the step checked and taken
+    float state_scale = 0;           // 1 / the weights staged for it; 0: the state stays
     // Clipped steps: each block's sum of squares of acc (kNorm, one slot a
     // block, see NormSlot), the lanes yet to sum, and whether the
     // gradient's scale was clipped yet.
@@ -155,7 +164,8 @@ class ModelStore {
     std::vector<std::shared_ptr<proto::IncomingTensor>> pushes;
     std::vector<float> factors;
     Aggregation rule;
-    bool bounded = false;  // kStage, kCombine: the norm bound is taken
+    bool bounded = false;   // kStage, kCombine: the norm bound is taken
+    float state_value = 0;  // kStage: the weight of the push's module state (never bounded)
     // kVerify, kApply: the step is computed out of place by the check into
     // the lane's candidate buffer, and the apply swaps that buffer in.
     bool fused = false;
@@ -212,7 +222,13 @@ class ModelStore {
   // factors) once its pushes are complete.
   void Bound(Op& op) const;
   // kCombine over floats [from, to).
-  void RunCombine(const Op& op, int64_t from, int64_t to);
+  // `state`: over module state, whose values are never bounded.
+  void RunCombine(const Op& op, int64_t from, int64_t to, bool state = false);
+  // RunBlock's work on parameters [from, to), and on module state [from, to).
+  void RunParamBlock(const Op& op, float* lane_params, float* lane_out, int64_t lane, int64_t from,
+                     int64_t to, bool fill);
+  void RunStateBlock(const Op& op, float* lane_params, float* lane_out, int64_t lane, int64_t from,
+                     int64_t to);
   // Plans and runs every lane once; whether any lane ran anything.
   bool AdvancePass();
   // Runs the float work of `run` on floats [from, to) of its lane.
@@ -259,6 +275,8 @@ class ModelStore {
   int64_t refused_ = 0;
   double max_norm_ = 0;
   double clip_norm_ = 0;
+  int64_t state_begin_ = std::numeric_limits<int64_t>::max();
+  double staged_weight_ = 0;  // since the last Apply, for the module state's mean
 };
 
 // Takes a Chunk message's payload into a streamed push (IncomingTensor::Add)

@@ -104,8 +104,11 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
   // Local-SGD policies step the model with their outer optimizer.
   const std::vector<model::TensorSpec> layout =
       layout_.empty() && spec_.has_value() ? model::LayoutOf(*spec_) : layout_;
-  Result<std::unique_ptr<optim::Optimizer>> optimizer = optim::MakeOptimizer(
-      ServerOptimizerSettings(config_), layout, 0, static_cast<int64_t>(params.size()));
+  // The optimizer steps the parameters; the module state after them is averaged.
+  const int64_t state_begin = num_params - model::StateFloats(layout);
+  Result<std::unique_ptr<optim::Optimizer>> optimizer =
+      optim::MakeOptimizer(ServerOptimizerSettings(config_), layout, 0,
+                           std::min(state_begin, static_cast<int64_t>(params.size())));
   if (!optimizer.ok()) return Status::Config(optimizer.status().message());
   optimizer_ = std::move(*optimizer);
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
@@ -114,6 +117,7 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
       proto::ChunkBytesFor(static_cast<int64_t>(params.size() * sizeof(float))) /
       static_cast<int64_t>(sizeof(float));
   store_.emplace(std::move(params), lane_floats, config_.threads);
+  store_->set_state_begin(state_begin);
   if (!config_.checkpoint.empty())
     checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
   checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
@@ -171,7 +175,8 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
         }
       },
       [this](int64_t rank) {
-        return WorkerWelcome(config_, spec_ ? &*spec_ : nullptr, *policy_, rank, bounds_.back());
+        return WorkerWelcome(config_, spec_ ? &*spec_ : nullptr, *policy_, rank, bounds_.back(),
+                             model::StateFloats(layout_));
       });
 }
 

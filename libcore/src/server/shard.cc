@@ -232,14 +232,19 @@ Status ShardServer::Register() {
     begin_ = initial.begin;
     size_ = static_cast<int64_t>(initial.values.size());
     std::vector<float> slice = std::move(initial.values);
-    DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(welcome->optimizer, initial.layout,
-                                                            begin_, begin_ + size_));
+    // The optimizer steps the parameters of the slice; the module state that
+    // ends the model is averaged.
+    const int64_t state_begin = initial.num_params - model::StateFloats(initial.layout);
+    DMLPS_ASSIGN_OR_RETURN(
+        optimizer_, optim::MakeOptimizer(welcome->optimizer, initial.layout, begin_,
+                                         std::max(begin_, std::min(begin_ + size_, state_begin))));
     DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(*welcome, initial.model, begin_, begin_ + size_,
                                               &slice, optimizer_.get()));
     store_.emplace(std::move(slice),
                    proto::ChunkBytesFor(size_ * static_cast<int64_t>(sizeof(float))) /
                        static_cast<int64_t>(sizeof(float)),
                    config_.threads);
+    store_->set_state_begin(std::max<int64_t>(0, state_begin - begin_));
     max_bytes_ = config_.max_message_bytes > 0
                      ? config_.max_message_bytes
                      : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;

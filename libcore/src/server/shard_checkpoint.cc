@@ -57,6 +57,9 @@ Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string&
   stamp_.shard_count = config_.shard_count;
   stamp_.slice_begin = begin;
   stamp_.model_params = welcome.num_params;
+  // An external model's layout: where its module state begins, which the
+  // optimizer's state does not cover.
+  stamp_.layout = welcome.layout;
   if (resumable_.empty()) {
     if (welcome.resume_version < 0) return Status::Ok();
     return Status::Config("shard 0 resumed model version " +

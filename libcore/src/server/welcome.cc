@@ -19,7 +19,8 @@ proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* sp
 }
 
 proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec* spec,
-                             const sync::Policy& policy, int64_t rank, int64_t num_params) {
+                             const sync::Policy& policy, int64_t rank, int64_t num_params,
+                             int64_t num_state) {
   proto::Welcome welcome = JobWelcome(config, spec, policy.Name());
   welcome.rank = rank;
   welcome.num_workers = config.workers;
@@ -33,6 +34,7 @@ proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec*
   welcome.token_size = config.policy.token_size;
   if (policy.mode() == sync::WorkerMode::kLocalSgd) welcome.local_steps = config.policy.local_steps;
   welcome.num_params = num_params;
+  welcome.num_state = num_state;
   return welcome;
 }
 

@@ -19,11 +19,13 @@ namespace dmlps::server {
 proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* spec,
                           const std::string& policy);
 
-// A worker's Welcome as `rank` of a job of `num_params` parameters whose
-// policy runs `mode`: the job, the batch and the sync settings, the data
-// shard it reads. (Where the server shards are is the coordinator's to add.)
+// A worker's Welcome as `rank` of a job of `num_params` floats, the last
+// `num_state` of them module state, whose policy runs `mode`: the job, the
+// batch and the sync settings, the data shard it reads. (Where the server
+// shards are is the coordinator's to add.)
 proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec* spec,
-                             const sync::Policy& policy, int64_t rank, int64_t num_params);
+                             const sync::Policy& policy, int64_t rank, int64_t num_params,
+                             int64_t num_state = 0);
 
 // The most samples one push of a worker may claim under a policy running
 // `mode`, before the driver gives it another batch: the Welcome's batch, or

@@ -187,6 +187,11 @@ Status OverlapSteps::Communicate() {
 }  // namespace
 
 Status RunLocalOverlapSteps(StepContext& steps) {
+  if (steps.computer().computation()->TakesLocalSteps()) {
+    return Status::InvalidArgument(
+        "wbsp-overlap steps the local copy with the worker's own SGD on a thread of its own; a "
+        "computation with its own local optimizer needs wbsp, localsgd or async-localsgd");
+  }
   OverlapSteps overlap(steps);
   return overlap.Run();
 }

@@ -1,6 +1,5 @@
 // The worker's loop for the local-SGD policies (docs/algorithms.md,
 // "Local SGD"): rounds of H local steps whose pseudo-gradient is pushed.
-#include <Eigen/Core>
 #include <chrono>
 
 #include "dmlps/optim/optimizer.h"
@@ -10,8 +9,6 @@ namespace dmlps::worker {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Vec = Eigen::Map<Eigen::VectorXf>;
-using ConstVec = Eigen::Map<const Eigen::VectorXf>;
 
 // H local steps from `params` (changed in place), the inner optimizer's
 // velocity kept across rounds; `first_step` numbers the first of them as
@@ -21,15 +18,13 @@ Result<StepResult> TrainLocally(StepContext& steps, int64_t first_step, int64_t 
                                 std::vector<float>& params, std::vector<float>& velocity,
                                 std::vector<float>& grad) {
   StepComputer& computer = steps.computer();
-  const auto lr = static_cast<float>(steps.link().welcome().lr);
-  const auto mu = static_cast<float>(steps.link().welcome().momentum);
   StepResult sum;
   double loss_sum = 0;
   for (int64_t h = 0; h < local_steps; ++h) {
     DMLPS_ASSIGN_OR_RETURN(StepResult step,
                            computer.Compute(first_step + h, steps.state().batch, params, grad));
     const Clock::time_point update_start = Clock::now();
-    optim::LocalMomentumStep(params, velocity, grad, lr, mu);
+    DMLPS_RETURN_IF_ERROR(TakeLocalStep(steps, params, velocity, grad));
     step.compute += std::chrono::microseconds(Micros(Clock::now() - update_start));
     steps.Count(step);
     sum.samples += step.samples;
@@ -45,7 +40,8 @@ Result<StepResult> TrainLocally(StepContext& steps, int64_t first_step, int64_t 
 }  // namespace
 
 // Pull the model, train a copy for H steps with the inner optimizer (SGD
-// with the job's learning rate and momentum), push the pseudo-gradient
+// with the job's learning rate and momentum, or the computation's own),
+// push the pseudo-gradient
 // θ_start − θ_local with the next pull. The server's reply decides when the
 // next round starts.
 Status RunLocalSgdSteps(StepContext& steps) {
@@ -69,8 +65,8 @@ Status RunLocalSgdSteps(StepContext& steps) {
                            TrainLocally(steps, step, local_steps, params, velocity, grad));
     step += local_steps;
     std::vector<float>& d = buffers.Take(&pseudo_gradient);
-    const auto size = static_cast<Eigen::Index>(n);
-    Vec(d.data(), size) = ConstVec(start.data(), size) - ConstVec(params.data(), size);
+    // The pseudo-gradient θ_start − θ_local, and the module state as it is.
+    LocalPush(start, params, params, d, StateBegin(steps.link().welcome()));
     const proto::Body pull = proto::Pull{clock + 1};
     DMLPS_RETURN_IF_ERROR(
         steps.Push(steps.PushFor(clock, steps.state().batch * local_steps, round, wait_us),

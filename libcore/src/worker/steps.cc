@@ -134,6 +134,30 @@ void StepContext::CountReplyWait(int64_t clock, int64_t asked_us, int64_t wait_u
   if (tracer_) tracer_->Span("wait", "reply", asked_us, wait_us, {{"clock", clock}});
 }
 
+void LocalStateStep(std::span<float> params, std::span<float> velocity, std::span<const float> grad,
+                    float lr, float mu, int64_t state_begin) {
+  const auto begin = static_cast<size_t>(state_begin);
+  optim::LocalMomentumStep(params.first(begin), velocity.first(begin), grad.first(begin), lr, mu);
+  std::copy(grad.begin() + state_begin, grad.end(), params.begin() + state_begin);
+}
+
+Status TakeLocalStep(StepContext& steps, std::span<float> params, std::span<float> velocity,
+                     std::span<const float> grad) {
+  Computation& computation = *steps.computer().computation();
+  if (computation.TakesLocalSteps()) return computation.LocalStep(params, grad);
+  const proto::Welcome& welcome = steps.link().welcome();
+  LocalStateStep(params, velocity, grad, static_cast<float>(welcome.lr),
+                 static_cast<float>(welcome.momentum), StateBegin(welcome));
+  return Status::Ok();
+}
+
+void LocalPush(std::span<const float> minuend, std::span<const float> subtrahend,
+               std::span<const float> current, std::span<float> out, int64_t state_begin) {
+  const auto n = static_cast<Eigen::Index>(state_begin);
+  Vec(out.data(), n) = ConstVec(minuend.data(), n) - ConstVec(subtrahend.data(), n);
+  std::copy(current.begin() + state_begin, current.end(), out.begin() + state_begin);
+}
+
 Status RunSteps(sync::WorkerMode mode, StepContext& steps) {
   const proto::Welcome& welcome = steps.link().welcome();
   switch (mode) {
@@ -198,17 +222,15 @@ Status RunLocalSteps(StepContext& steps) {
   DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, params));
   if (!more) return Status::Ok();
   base = params;
-  const auto lr = static_cast<float>(steps.link().welcome().lr);
-  const auto mu = static_cast<float>(steps.link().welcome().momentum);
+  const int64_t state_begin = StateBegin(steps.link().welcome());
   int64_t wait_us = 0;
   for (int64_t clock = 0;; ++clock) {
     const int64_t batch = steps.state().batch;
     DMLPS_ASSIGN_OR_RETURN(StepResult step, computer.Compute(clock, batch, params, grad));
     const Clock::time_point update_start = Clock::now();
-    optim::LocalMomentumStep(params, velocity, grad, lr, mu);
+    DMLPS_RETURN_IF_ERROR(TakeLocalStep(steps, params, velocity, grad));
     std::vector<float>& d = buffers.Take(&delta);
-    const auto size = static_cast<Eigen::Index>(n);
-    Vec(d.data(), size) = ConstVec(params.data(), size) - ConstVec(base.data(), size);
+    LocalPush(params, base, params, d, state_begin);
     base = params;
     step.compute +=
         microseconds(Micros(Clock::now() - update_start));  // the local update is compute too

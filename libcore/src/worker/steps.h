@@ -71,6 +71,26 @@ class StepContext {
   WorkerReport& report_;
 };
 
+// Where the module state begins in the flat vector of `welcome`'s model
+// (Welcome::num_state): a local step moves the floats before it; the state
+// after it is what the computation left in the gradient, pushed as it is.
+inline int64_t StateBegin(const proto::Welcome& welcome) {
+  return welcome.num_params - welcome.num_state;
+}
+// One local step of the worker's optimizer (optim::LocalMomentumStep) on
+// params[0, state_begin); the state after it is taken from grad.
+void LocalStateStep(std::span<float> params, std::span<float> velocity, std::span<const float> grad,
+                    float lr, float mu, int64_t state_begin);
+// One local step of `steps`' worker: the computation's own when it takes
+// them (Computation::TakesLocalSteps), else LocalStateStep with the
+// Welcome's learning rate and momentum.
+Status TakeLocalStep(StepContext& steps, std::span<float> params, std::span<float> velocity,
+                     std::span<const float> grad);
+// What a local mode pushes: minuend - subtrahend on [0, state_begin) (a
+// delta or a pseudo-gradient), and the state's current values after it.
+void LocalPush(std::span<const float> minuend, std::span<const float> subtrahend,
+               std::span<const float> current, std::span<float> out, int64_t state_begin);
+
 // Runs the loop of `mode` until the server says Stop (ok) or something
 // fails; a server gone silent shows in link().server_lost(). Protocol when
 // the Welcome lacks what the mode needs (a chunk or a token size).

@@ -246,6 +246,7 @@ Status WorkerRunner::JoinUser() {
   job.input_dim = welcome.input_dim;
   job.classes = welcome.classes;
   job.num_params = welcome.num_params;
+  job.num_state = welcome.num_state;
   job.shard_index = welcome.shard_index;
   job.shard_count = welcome.shard_count;
   DMLPS_RETURN_IF_ERROR(user_->Join(job));

@@ -17,11 +17,17 @@ namespace dmlps::model {
 
 struct ModelSpec;
 
-// One tensor of a layout: its name ("fc0.weight") and its dimensions.
+// One tensor of a layout: its name ("fc0.weight"), its dimensions, and
+// whether it is module state (a buffer, as BatchNorm's running mean)
+// rather than a parameter. State tensors come after every parameter, so
+// the flat vector is the parameters, then the state (docs/module-state.md):
+// the optimizer steps the parameters, and each step sets the state to the
+// mean of the values the workers pushed for it.
 struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
-  MSGPACK_DEFINE_ARRAY(name, shape);
+  bool state = false;
+  MSGPACK_DEFINE_ARRAY(name, shape, state);
   friend bool operator==(const TensorSpec&, const TensorSpec&) = default;
 };
 
@@ -36,9 +42,14 @@ inline constexpr int64_t kMaxLayoutParams = int64_t{1} << 30;
 // "[128,784]".
 std::string ShapeString(std::span<const int64_t> shape);
 
-// The parameters of `layout`: the sum of its tensors' products of
-// dimensions. InvalidArgument, naming the first offending tensor, when the
-// layout is empty or has more than kMaxLayoutTensors tensors, a name that
+// The floats of `layout`'s state tensors, which end its flat vector; 0
+// when it has none. REQUIRES: ValidateLayout(layout) ok.
+int64_t StateFloats(std::span<const TensorSpec> layout);
+
+// The floats of `layout`: the sum of its tensors' products of dimensions,
+// the state's included. InvalidArgument, naming the first offending tensor,
+// when the layout is empty, has no parameter tensor, a parameter after a
+// state tensor, or more than kMaxLayoutTensors tensors, a name that
 // is empty or longer than kMaxTensorNameBytes, a tensor with no or more than
 // kMaxTensorDims dimensions, a dimension below 1, or more than
 // kMaxLayoutParams parameters in all (checked before any product can

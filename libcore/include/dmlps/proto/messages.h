@@ -120,9 +120,14 @@ struct Welcome {
   // Shard 0's Welcome to another server shard: the optimizer the server
   // steps the model with, which that shard steps its slice with.
   optim::OptimizerSettings optimizer;
+  // An external model's module state (model::TensorSpec::state): the
+  // floats that end the flat vector of num_params. A worker pushes its
+  // current values there, not a gradient or a delta, and a local step
+  // leaves them to the computation. 0: none.
+  int64_t num_state = 0;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds, ticket, resume_version, layout, local_steps, optimizer);
+                     bounds, ticket, resume_version, layout, local_steps, optimizer, num_state);
 };
 
 struct Pull {

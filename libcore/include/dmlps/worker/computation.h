@@ -31,6 +31,11 @@ struct JobInfo {
   int64_t input_dim = 0;   // features per sample of the server's model
   int64_t classes = 0;     // its class count
   int64_t num_params = 0;  // the length of the flat parameter vector
+  // Of it, the floats of module state that end it (an external model's
+  // buffers, model::TensorSpec::state): Compute reads the server's state
+  // there in params and writes the module's own, as the step left it, there
+  // in grad. 0: none.
+  int64_t num_state = 0;
   int64_t shard_index = 0;
   int64_t shard_count = 1;  // this worker's share of the data: shard_index of shard_count
 };
@@ -57,6 +62,20 @@ class Computation {
   // worker, which leaves the server, with that error.
   virtual Result<double> Compute(std::span<const float> params, std::span<const int64_t> sample_ids,
                                  std::span<float> grad) = 0;
+
+  // Whether the computation takes the local steps of the local modes (wbsp,
+  // localsgd, async-localsgd) with an optimizer of its own, such as
+  // torch.optim.AdamW for DiLoCo's inner steps, rather than the worker's
+  // SGD with the Welcome's learning rate and momentum.
+  virtual bool TakesLocalSteps() const { return false; }
+  // One local step, right after Compute at `params` wrote `grad`: moves
+  // `params`, the worker's local copy, as the computation's optimizer
+  // steps it, and sets its module state (the last JobInfo::num_state
+  // floats) to the computation's own. An error ends the worker.
+  // REQUIRES: TakesLocalSteps().
+  virtual Status LocalStep(std::span<float> params, std::span<const float> grad) {
+    return Status::Ok();
+  }
 
   // Page-locks a host buffer that gradients are copied into, for a GPU
   // computation (see model::Backend::PinHostBuffer); others do nothing.
