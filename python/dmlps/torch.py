@@ -459,8 +459,9 @@ def evaluator(server, module, loss_fn, x, y=None, layout="dmlps", batch=1000, bu
               **options):
     """A dmlps.Evaluator that scores each snapshot of the server's model with
     ``module`` on the test samples (x, y) (or a torch Dataset x): the share
-    of samples whose largest output is the target, and the mean of
-    ``loss_fn``; options as Evaluator's. The flat vector is read in the
+    of predictions whose largest output (over the last dimension: per
+    sample, or per position of a sequence) is the target, and the mean of
+    ``loss_fn`` over the samples; options as Evaluator's. The flat vector is read in the
     layout the workers use (see TorchComputation). Each snapshot is scored
     ``batch`` samples at a time with the module in ``eval()`` mode (Dropout
     off, BatchNorm on its running statistics), and every submodule's mode
@@ -488,6 +489,7 @@ def _scorer(computation, batch):
         modes = [(m, m.training) for m in module.modules()]
         module.eval()
         correct = 0
+        predicted = 0
         loss = 0.0
         try:
             with torch.no_grad():
@@ -496,10 +498,13 @@ def _scorer(computation, batch):
                     inputs, targets = computation._batch(ids)
                     outputs = module(inputs)
                     loss += float(loss_fn(outputs, targets)) * len(ids)
-                    correct += int((outputs.argmax(dim=1) == targets).sum())
+                    # The last dimension holds the classes: one prediction per
+                    # sample, or per position of a sequence (a language model's).
+                    correct += int((outputs.argmax(dim=-1) == targets).sum())
+                    predicted += targets.numel()
         finally:
             for m, training in modes:
                 m.training = training
-        return correct / rows, loss / rows
+        return correct / max(predicted, 1), loss / rows
 
     return evaluate

@@ -8,9 +8,9 @@ max pooling, then a 64-unit hidden layer and the 10 classes: 52,138
 parameters, about 0.3 M multiply-adds a sample, cheap enough for a few
 workers on a small CPU. It takes the rows dmlps.load_train gives (784
 floats a sample) and reshapes them to 1x28x28 images itself, so that
-dmlps.torch's callback and evaluator feed it as they feed an MLP. No batch
-normalisation: running statistics are buffers, not parameters, and would
-not travel through the server."""
+dmlps.torch's callback and evaluator feed it as they feed an MLP. (For one
+with BatchNorm and Dropout, whose running statistics travel through the
+server as the model's state, see ../torch-resnet.)"""
 
 import torch
 
