@@ -28,6 +28,19 @@ last worker --slowdown times slower. It is trained to --target test accuracy:
   module and loss through dmlps.torch), the same batch, lr, momentum,
   straggler, seed and --eval-every (in iterations, which for BSP are steps).
 
+With --job DIR the job is an example's instead (share/dmlps/examples/
+torch-resnet, torch-charlm): DIR/job.py gives the module, the data, the
+loss, the batch and the recipe, both as dmlps-server flags (server_flags:
+the server's optimizer, groups, clipping and schedule over --steps steps;
+for localsgd and async-localsgd the outer optimizer, the workers stepping
+with the job's local_optimizer) and as plain PyTorch (torch_recipe: the
+same torch.optim optimizer, scheduler and clipping, for DDP, stepped once a
+step). DDP keeps its default buffer broadcast (rank 0's buffers to every
+rank each forward); its snapshots carry parameters and buffers and are
+scored in eval() mode, as dmlps's evaluator scores the server's. The target
+is --target (test accuracy, over the last dimension of the outputs) or
+--target-loss (mean test loss), both stamped as above.
+
 Runs take turns (DDP, then each policy, for each repeat) so that drift in
 the machine's speed hits all alike. Every process runs PyTorch and OpenBLAS
 on one thread (OPENBLAS_NUM_THREADS=1, OMP_NUM_THREADS=1, set here for the
@@ -38,7 +51,9 @@ process error, not a run that missed the target), 64 for bad flags.
 """
 
 import argparse
+import importlib.util
 import json
+import math
 import os
 import socket
 import statistics
@@ -88,16 +103,38 @@ def parse_args(argv):
                         help="training seconds after which a run gives up")
     parser.add_argument("--seed", type=int, default=1, help="seed of the initial model")
     parser.add_argument("--data", default="fashion-mnist")
+    parser.add_argument("--job", help="an example's folder holding job.py (default: the MLP)")
+    parser.add_argument("--steps", type=int,
+                        help="--job: the steps the recipe's schedule spans (default: the job's "
+                        "STEPS)")
+    parser.add_argument("--target-loss", type=float,
+                        help="target mean test loss instead of (or with --target, besides) "
+                        "an accuracy")
     parser.add_argument("--bin", default=os.environ.get("DMLPS_BIN", ""),
                         help="folder of dmlps-bench (default: build/cmd, else PATH)")
     args = parser.parse_args(argv)
     problems = []
+    if args.job is not None:
+        try:
+            args.job = load_job(args.job)
+        except (OSError, ImportError, AttributeError, SyntaxError) as e:
+            parser.error(f"--job: {e}")
+        args.batch = args.job.module.BATCH if "--batch" not in argv else args.batch
+        if args.steps is None:
+            args.steps = getattr(args.job.module, "STEPS", 1000)
+    if args.steps is not None and args.steps < 1:
+        problems.append("--steps must be at least 1")
+    if args.target_loss is not None:
+        if not args.target_loss > 0:
+            problems.append("--target-loss must be positive")
+        if "--target" not in argv:
+            args.target = None  # the loss alone
+    if args.target is not None and not 0 < args.target <= 1:
+        problems.append("--target must be in (0, 1]")
     if args.repeat < 1:
         problems.append("--repeat must be at least 1")
     if args.workers < 1:
         problems.append("--workers must be at least 1")
-    if not 0 < args.target <= 1:
-        problems.append("--target must be in (0, 1]")
     if args.slowdown < 1:
         problems.append("--slowdown must be at least 1")
     if not args.lr > 0 or not 0 <= args.momentum < 1:
@@ -110,6 +147,35 @@ def parse_args(argv):
     if problems:
         parser.error("; ".join(problems))
     return args
+
+
+class Job:
+    """An example's job.py, loaded from its folder."""
+
+    def __init__(self, folder, module):
+        self.folder = folder
+        self.module = module
+        self.name = module.NAME
+
+
+def load_job(folder):
+    path = os.path.join(folder, "job.py")
+    spec = importlib.util.spec_from_file_location("dmlps_job", path)
+    if spec is None:
+        raise ImportError(f"no job.py in {folder}")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, folder)  # job.py may import its neighbours
+    spec.loader.exec_module(module)
+    for name in ("NAME", "BATCH", "model", "train_data", "test_data", "loss_fn", "server_flags",
+                 "torch_recipe"):
+        getattr(module, name)
+    return Job(os.path.abspath(folder), module)
+
+
+def reached(args, accuracy, loss):
+    """Whether an evaluation meets every target given."""
+    return ((args.target is None or accuracy >= args.target) and
+            (args.target_loss is None or loss <= args.target_loss))
 
 
 def free_port():
@@ -127,10 +193,9 @@ def _ddp_rank(rank, args, port, snapshots, stop):
     world = args.workers
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
-    x, y = dmlps.load_train(args.data, rank, world)
-    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    x, y = train_shard(args, rank, world)
     torch.manual_seed(args.seed)
-    module = dmlps.torch.mlp(784, [128], 10)
+    module = make_module(args)
     model = torch.nn.parallel.DistributedDataParallel(module)
     # DDP reduces a bucket of gradients as soon as backward has filled it: the
     # hook marks when the last one was ready, the end of this rank's compute.
@@ -141,8 +206,14 @@ def _ddp_rank(rank, args, port, snapshots, stop):
         return default_hooks.allreduce_hook(state, bucket)
 
     model.register_comm_hook(None, timed_allreduce)
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
-    loss_fn = torch.nn.CrossEntropyLoss()
+    if args.job is None:
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+        scheduler, clip = None, 0
+        loss_fn = torch.nn.CrossEntropyLoss()
+    else:
+        optimizer, scheduler, clip = args.job.module.torch_recipe(module, args.steps)
+        loss_fn = args.job.module.loss_fn()
+    model.train()
     slowdown = args.slowdown if rank == world - 1 else 1.0
     order = torch.Generator().manual_seed(args.seed * 1000 + rank)
     flag = torch.zeros(1)
@@ -159,14 +230,19 @@ def _ddp_rank(rank, args, port, snapshots, stop):
             compute = ready[0] - began  # not the wait for the other ranks' gradients
             if slowdown > 1:
                 time.sleep((slowdown - 1) * compute)
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
             optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
             step += 1
             if step % args.eval_every:
                 continue
             if rank == 0:
                 elapsed = time.monotonic() - start
-                params = [p.detach().numpy().copy() for p in module.parameters()]
-                snapshots.put((step, elapsed, params))
+                # Parameters and buffers, as rank 0 holds them.
+                state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+                snapshots.put((step, elapsed, state))
                 flag[0] = 1.0 if stop.is_set() or elapsed >= args.max_seconds else 0.0
             dist.broadcast(flag, 0)  # every rank stops at the same step
             if flag[0]:
@@ -176,30 +252,65 @@ def _ddp_rank(rank, args, port, snapshots, stop):
                 return
 
 
+def train_shard(args, rank, world):
+    """This rank's contiguous shard of the training set, as dmlps-worker takes it."""
+    if args.job is None:
+        x, y = dmlps.load_train(args.data, rank, world)
+        return torch.from_numpy(x), torch.from_numpy(y)
+    x, y = args.job.module.train_data()
+    base, extra = divmod(len(x), world)
+    first = rank * base + min(rank, extra)
+    count = base + (1 if rank < extra else 0)
+    return x[first:first + count], y[first:first + count]
+
+
+def make_module(args):
+    return dmlps.torch.mlp(784, [128], 10) if args.job is None else args.job.module.model()
+
+
+def score(module, loss_fn, x, y, batch=500):
+    """(accuracy over the outputs' last dimension, mean loss) in eval() mode."""
+    module.eval()
+    correct = predicted = 0
+    loss = 0.0
+    with torch.no_grad():
+        for first in range(0, len(x), batch):
+            out = module(x[first:first + batch])
+            target = y[first:first + batch]
+            loss += float(loss_fn(out, target)) * len(target)
+            correct += int((out.argmax(dim=-1) == target).sum())
+            predicted += target.numel()
+    return correct / max(predicted, 1), loss / len(x)
+
+
 def _ddp_evaluator(args, snapshots, stop, results):
-    """Scores rank 0's copies in order; the first at or above the target
+    """Scores rank 0's copies in order; the first that meets the target
     stops the ranks (at their next evaluation step)."""
     torch.set_num_threads(1)
-    x, y = dmlps.load_test(args.data)
-    x, y = torch.from_numpy(x), torch.from_numpy(y)
-    module = dmlps.torch.mlp(784, [128], 10)
-    reached = None
-    last = (0, 0.0, 0.0)
+    if args.job is None:
+        x, y = dmlps.load_test(args.data)
+        x, y = torch.from_numpy(x), torch.from_numpy(y)
+        loss_fn = torch.nn.CrossEntropyLoss()
+    else:
+        x, y = args.job.module.test_data()
+        loss_fn = args.job.module.loss_fn()
+    module = make_module(args)
+    hit = None
+    last = (0, 0.0, 0.0, math.inf)
     while True:
         item = snapshots.get()
         if item is None:
             break
-        step, elapsed, params = item
-        with torch.no_grad():
-            for p, value in zip(module.parameters(), params):
-                p.copy_(torch.from_numpy(value))
-            accuracy = float((module(x).argmax(dim=1) == y).float().mean())
-        last = (step, elapsed, accuracy)
-        if reached is None and accuracy >= args.target:
-            reached = last
+        step, elapsed, state = item
+        module.load_state_dict(state)
+        accuracy, loss = score(module, loss_fn, x, y)
+        last = (step, elapsed, accuracy, loss)
+        if hit is None and reached(args, accuracy, loss):
+            hit = last
             stop.set()
-    results.put({"reached": reached is not None, "seconds": (reached or last)[1],
-                 "iterations": (reached or last)[0], "accuracy": (reached or last)[2]})
+    best = hit or last
+    results.put({"reached": hit is not None, "seconds": best[1], "iterations": best[0],
+                 "accuracy": best[2], "loss": best[3]})
 
 
 def run_ddp(args):
@@ -244,39 +355,74 @@ def find_bench(args):
     return "dmlps-bench"
 
 
-def run_dmlps(args, bench, log):
-    """One run of every policy through dmlps-bench: {policy: run's dict}."""
+def bench_command(args, bench, policies):
+    """dmlps-bench run's command line for `policies` (one, with a job)."""
     slowdown = ",".join(["1"] * (args.workers - 1) + [f"{args.slowdown:g}"])
+    example = EXAMPLE if args.job is None else args.job.folder
+    worker = f"{sys.executable} '{os.path.join(example, 'worker.py')}'"
     command = [
-        bench, "run", "--workers", str(args.workers), "--policies", ",".join(args.policies),
+        bench, "run", "--workers", str(args.workers), "--policies", ",".join(policies),
         "--slowdown", slowdown, "--model", "external", "--data", args.data,
-        "--batch", str(args.batch), "--lr", str(args.lr), "--momentum", str(args.momentum),
-        "--target", str(args.target), "--eval-every", str(args.eval_every),
+        "--batch", str(args.batch), "--eval-every", str(args.eval_every),
         "--max-seconds", str(args.max_seconds), "--seed", str(args.seed), "--repeat", "1",
         "--format", "json", "--quiet",
-        "--worker-command", f"{sys.executable} '{os.path.join(EXAMPLE, 'worker.py')}'",
-        "--evaluator-command", f"{sys.executable} '{os.path.join(EXAMPLE, 'evaluator.py')}'"]
-    limit = (args.max_seconds + 120) * len(args.policies)
+        "--evaluator-command", f"{sys.executable} '{os.path.join(example, 'evaluator.py')}'"]
+    command += ["--target", str(args.target if args.target is not None else 0)]
+    if args.target_loss is not None:
+        command += ["--target-loss", str(args.target_loss)]
+    if args.job is None:
+        command += ["--lr", str(args.lr), "--momentum", str(args.momentum)]
+    else:
+        policy = policies[0].split(":")[0]
+        flags = call_server_flags(args.job.module, args.steps, policy)
+        command += ["--server-args", " ".join(flags)]
+        if policy in ("localsgd", "async-localsgd") and hasattr(args.job.module,
+                                                                "local_optimizer"):
+            worker += " --local-adamw"
+    return command + ["--worker-command", worker]
+
+
+def call_server_flags(job, steps, policy):
+    """job.server_flags(steps[, policy]): the policy when it takes one."""
+    try:
+        return job.server_flags(steps, policy)
+    except TypeError:
+        return job.server_flags(steps)
+
+
+def run_dmlps(args, bench, log):
+    """One run of every policy through dmlps-bench: {policy: run's dict}.
+    With a job, one dmlps-bench per policy, each with that policy's recipe."""
+    if args.job is None:
+        return run_bench(args, bench_command(args, bench, args.policies), args.policies, log)
+    out = {}
+    for policy in args.policies:
+        out.update(run_bench(args, bench_command(args, bench, [policy]), [policy], log))
+    return out
+
+
+def run_bench(args, command, policies, log):
+    limit = (args.max_seconds + 120) * len(policies)
     try:
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=log, text=True,
                               timeout=limit)
     except subprocess.TimeoutExpired:
         return {p: {"failure": f"dmlps-bench did not end within {limit:g} s"}
-                for p in args.policies}
+                for p in policies}
     except OSError as e:
-        return {p: {"failure": f"cannot run {bench}: {e}"} for p in args.policies}
+        return {p: {"failure": f"cannot run {command[0]}: {e}"} for p in policies}
     try:
         runs = json.loads(done.stdout)["runs"]
     except (ValueError, KeyError):
         return {p: {"failure": f"dmlps-bench exited {done.returncode} without a table"}
-                for p in args.policies}
+                for p in policies}
     out = {}
     for run in runs:
         if run.get("failure"):
             out[run["policy"]] = {"failure": run["failure"]}
         else:
-            out[run["policy"]] = {k: run[k] for k in ("reached", "seconds", "iterations",
-                                                      "accuracy")}
+            out[run["policy"]] = {k: run.get(k) for k in ("reached", "seconds", "iterations",
+                                                          "accuracy", "loss")}
     return out
 
 
@@ -296,9 +442,17 @@ def summarize(name, runs):
 
 
 def print_table(args, rows):
-    print(f"{args.workers} workers, mlp:128 (PyTorch), {args.data}, batch {args.batch}, "
-          f"lr {args.lr:g}, momentum {args.momentum:g}, last worker slowdown "
-          f"{args.slowdown:g}, target {args.target:g}, eval every {args.eval_every}, "
+    if args.job is None:
+        job = f"mlp:128 (PyTorch), {args.data}, lr {args.lr:g}, momentum {args.momentum:g}"
+    else:
+        job = f"{args.job.name} ({args.job.folder}, its recipe over {args.steps} steps)"
+    targets = []
+    if args.target is not None:
+        targets.append(f"target {args.target:g}")
+    if args.target_loss is not None:
+        targets.append(f"target loss {args.target_loss:g}")
+    print(f"{args.workers} workers, {job}, batch {args.batch}, last worker slowdown "
+          f"{args.slowdown:g}, {', '.join(targets)}, eval every {args.eval_every}, "
           f"{args.repeat} runs each")
     ddp = rows[0]["median"]
     header = ["config", "reached", "seconds to target", "iterations", "time vs DDP"]
@@ -351,8 +505,9 @@ def describe(result):
     if "failure" in result:
         return f"FAILED: {result['failure']}"
     what = "reached" if result["reached"] else "did not reach"
+    loss = f", loss {result['loss']:.4f}" if result.get("loss") is not None else ""
     return (f"{what} the target: {result['seconds']:.2f} s, {result['iterations']} iterations, "
-            f"accuracy {result['accuracy']:.4f}")
+            f"accuracy {result['accuracy']:.4f}{loss}")
 
 
 if __name__ == "__main__":

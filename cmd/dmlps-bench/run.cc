@@ -2,7 +2,9 @@
 // the policies taking turns.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <sstream>
 
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/bench_programs.h"
@@ -28,12 +30,36 @@ std::vector<std::string> CheckCommands(const bench::Experiment& e,
     problems.push_back(
         "--model external needs --worker-command: dmlps-worker announces no model of its own");
   }
-  if (e.target > 0 && cluster.evaluator_command.empty()) {
+  if ((e.target > 0 || cluster.target_loss > 0) && cluster.evaluator_command.empty()) {
     problems.push_back(
-        "--target with --model external needs --evaluator-command: the server cannot score a "
-        "model it does not know (or give --target 0 and --max-iterations or --max-seconds)");
+        std::string(e.target > 0 ? "--target" : "--target-loss") +
+        " with --model external needs --evaluator-command: the server cannot score a model it "
+        "does not know (or give --target 0 and --max-iterations or --max-seconds)");
   }
   return problems;
+}
+
+// --server-args as words, each problem with them in *problems: a flag the
+// bench sets itself, which the server would take twice.
+std::vector<std::string> ReadServerArgs(const std::string& text, const bench::Experiment& e,
+                                        const bench::ClusterOptions& cluster,
+                                        std::vector<std::string>* problems) {
+  std::vector<std::string> args;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) args.push_back(word);
+  if (e.policies.empty()) return args;
+  bench::ClusterOptions without = cluster;
+  without.server_args.clear();
+  const std::vector<std::string> own =
+      bench::ServerCommand(e, e.policies.front(), without, "ENDPOINT", "REPORT");
+  for (const std::string& arg : args) {
+    const std::string flag = arg.substr(0, arg.find('='));
+    if (flag.starts_with("--") && std::find(own.begin(), own.end(), flag) != own.end()) {
+      problems->push_back("--server-args: " + flag +
+                          " is one dmlps-bench sets itself (give it to dmlps-bench)");
+    }
+  }
+  return args;
 }
 
 }  // namespace
@@ -59,6 +85,14 @@ void AddRunOptions(cxxopts::Options& options) {
         "Start each server with --evaluator and run `sh -c CMD` once per run to score its "
         "snapshots, DMLPS_SERVER naming the server (needed for a target with --model external)",
         "CMD"},
+       {"server-args",
+        "More flags for every server, separated by spaces, after dmlps-bench's own: a job's "
+        "optimizer recipe (--optimizer adamw --weight-decay 0.05 ...), say",
+        "ARGS"},
+       {"target-loss",
+        "Target mean test loss: a run's time is its time to a loss at most this (with "
+        "--target too: both; without --target given, the accuracy target is off)",
+        "LOSS"},
        {"deterministic",
         "Start each server with --deterministic: each update's gradients summed in rank "
         "order, so that a policy's runs do not differ by the order pushes arrive in"},
@@ -71,7 +105,7 @@ void AddRunOptions(cxxopts::Options& options) {
 }
 
 cli::Program ReadRunFlags(cli::FlagReader& flags) {
-  const bench::Experiment experiment = ReadExperiment(flags);
+  bench::Experiment experiment = ReadExperiment(flags);
   const bench::Format format = ReadFormat(flags);
   bench::ExperimentOptions options;
   options.cluster.bin_dir = flags.Has("bin") ? flags.String("bin") : cli::ProgramFolder();
@@ -82,6 +116,20 @@ cli::Program ReadRunFlags(cli::FlagReader& flags) {
   if (flags.Has("evaluator-command"))
     options.cluster.evaluator_command = flags.String("evaluator-command");
   options.cluster.deterministic = flags.Has("deterministic");
+  if (flags.Has("target-loss")) {
+    options.cluster.target_loss = flags.Real("target-loss", 1e-30, 1e30);
+    // A loss target alone: the accuracy target's default does not apply.
+    if (!flags.Has("target")) experiment.target = 0;
+  }
+  if (flags.Has("server-args")) {
+    std::vector<std::string> problems;
+    options.cluster.server_args =
+        ReadServerArgs(flags.String("server-args"), experiment, options.cluster, &problems);
+    for (const std::string& problem : problems) flags.AddProblem(problem);
+    if (flags.Has("momentum") && bench::ServerOptimizerRule(options.cluster.server_args) != "sgd") {
+      flags.AddProblem("--momentum is sgd's; the --optimizer of --server-args takes --betas");
+    }
+  }
   options.seed_per_repeat = flags.Has("seed-per-repeat");
   options.shuffle = flags.Has("shuffle");
   for (const std::string& problem : CheckCommands(experiment, options.cluster))

@@ -38,6 +38,8 @@ complete -c $c -l trace-dir -x -a '(__fish_complete_directories)' -d 'Trace ever
 complete -c $c -l threads -x -d 'Threads per worker'
 complete -c $c -l worker-command -x -a '(__fish_complete_command)' -d 'Run each worker as sh -c CMD'
 complete -c $c -l evaluator-command -x -a '(__fish_complete_command)' -d 'Run an evaluator as sh -c CMD per run'
+complete -c $c -l server-args -x -d 'run: more flags for every server'
+complete -c $c -l target-loss -x -d 'run: target mean test loss'
 complete -c $c -l deterministic -d 'run: sum each update'\''s gradients in rank order'
 complete -c $c -l seed-per-repeat -d 'run: repeat K with seed N+K-1'
 complete -c $c -l shuffle -d 'run: each repeat its own order of the policies'

@@ -355,6 +355,15 @@ class Clients {
 
 }  // namespace
 
+std::string ServerOptimizerRule(const std::vector<std::string>& server_args) {
+  std::string rule = "sgd";
+  for (size_t i = 0; i < server_args.size(); ++i) {
+    if (server_args[i] == "--optimizer" && i + 1 < server_args.size()) rule = server_args[i + 1];
+    if (server_args[i].starts_with("--optimizer=")) rule = server_args[i].substr(12);
+  }
+  return rule;
+}
+
 std::vector<std::string> ServerCommand(const Experiment& e, std::string_view policy_entry,
                                        const ClusterOptions& options,
                                        const std::string& endpoint_file,
@@ -411,8 +420,6 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
                            std::to_string(e.batch),
                            "--lr",
                            Number(e.lr),
-                           "--momentum",
-                           Number(e.momentum),
                            "--eval-every",
                            std::to_string(e.eval_every),
                            "--seed",
@@ -432,9 +439,16 @@ std::vector<std::string> ServerCommand(const Experiment& e, std::string_view pol
   if (!options.trace_dir.empty()) {
     argv.insert(argv.end(), {"--trace", (fs::path(options.trace_dir) / "server.trace").string()});
   }
+  // --momentum is SGD's: a server told to use Adam takes its --betas.
+  if (ServerOptimizerRule(options.server_args) == "sgd") {
+    argv.insert(argv.end(), {"--momentum", Number(e.momentum)});
+  }
   if (!options.evaluator_command.empty()) argv.push_back("--evaluator");
   if (options.deterministic) argv.push_back("--deterministic");
   if (options.shards > 1) argv.insert(argv.end(), {"--shard", ShardName(0, options.shards)});
+  if (options.target_loss > 0)
+    argv.insert(argv.end(), {"--target-loss", Number(options.target_loss)});
+  argv.insert(argv.end(), options.server_args.begin(), options.server_args.end());
   return argv;
 }
 
@@ -644,7 +658,7 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
     return fail(WhyExited("the server", code, server_log) + "; " + report.status().message());
   RunResult read = *report;
   // Without a target, a run that ran to its limits did what was asked.
-  if (e.target == 0 && read.failure.empty()) read.reached = true;
+  if (e.target == 0 && options.target_loss == 0 && read.failure.empty()) read.reached = true;
   read.policy = result.policy;
   read.repeat = repeat;
   return read;

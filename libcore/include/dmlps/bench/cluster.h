@@ -40,6 +40,13 @@ struct ClusterOptions {
   // rank order, so that a policy's arithmetic is the same whatever order
   // the pushes arrive in, and runs differ by the policy's choices alone.
   bool deterministic = false;
+  // More flags for every server (shard 0), after the bench's own: a job's
+  // optimizer recipe (--optimizer adamw --weight-decay ...), say.
+  std::vector<std::string> server_args;
+  // The servers' --target-loss: a run's time is its time to a mean test
+  // loss at most this (with the experiment's target too, when that is set:
+  // both). 0: none.
+  double target_loss = 0;
 };
 
 // What a running cluster shows, for a progress line.
@@ -49,6 +56,9 @@ struct Progress {
   int64_t iteration = 0;
   double accuracy = -1;  // -1: no evaluation yet
 };
+
+// The rule --optimizer names in a server's extra flags: "sgd" when none does.
+std::string ServerOptimizerRule(const std::vector<std::string>& server_args);
 
 // The command lines (program first) of the server and of each worker for one
 // run of `policy_entry`, with `endpoint_file` and `report_file` as the
