@@ -53,7 +53,6 @@ refuse "--betas must both be in [0, 1)" --optimizer adam --betas 0.9,1.5
 refuse "--lr-schedule: " --lr-schedule cosine:0
 refuse "--lr-schedule: " --lr-schedule warm
 refuse "--param-group 'x': expected" --param-group x
-refuse "--clip-grad-norm needs the whole model on one server" --clip-grad-norm 1 --shard 0/2
 refuse "steps the model with its outer Nesterov SGD" --policy localsgd --optimizer adam
 refuse "--target-loss" --target-loss -1
 refuse "--target-loss with --model external needs --evaluator" --model external --target-loss 1

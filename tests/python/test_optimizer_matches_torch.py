@@ -193,8 +193,9 @@ for case in CASES:
     got, _ = run_server(case, case.name)
     check(case.name, got, want)
 
-# Two server shards step their slices with the same rules and groups.
-for case in (SGD, CASES[3]):
+# Two server shards step their slices with the same rules and groups, and
+# clip by the norm over both slices.
+for case in (SGD, CASES[3], CASES[2]):
     want = reference(case)
     got, _ = run_server(case, case.name + "-2shards", shards=2)
     check(case.name + " on 2 shards", got, want)

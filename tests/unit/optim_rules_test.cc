@@ -331,3 +331,54 @@ TEST_CASE("model store: module state takes the weighted mean of the pushes, neve
 }
 
 }  // namespace dmlps
+
+namespace dmlps {
+
+TEST_CASE("model store: slices clipped by the norm over all of them step as the whole model") {
+  const size_t n = 50000, half = 20000;
+  const std::vector<float> grad = RulesWave(n, 0.7f);
+  server::ModelStore whole(std::vector<float>(n, 1.f), 4096, 1);
+  whole.set_clip_norm(3.0);
+  auto sgd_whole = optim::MakeOptimizer(0.5, 0.9, static_cast<int64_t>(n));
+  REQUIRE(sgd_whole.ok());
+  // Two slices, each reporting its sum of squares; the step waits for the total.
+  server::ModelStore first(std::vector<float>(half, 1.f), 4096, 1);
+  server::ModelStore second(std::vector<float>(n - half, 1.f), 4096, 2);
+  std::vector<std::pair<int64_t, double>> reports;
+  for (server::ModelStore* slice : {&first, &second}) {
+    slice->set_clip_norm(3.0);
+    slice->set_shared_norm(
+        [&reports](int64_t step, double squares) { reports.emplace_back(step, squares); });
+  }
+  auto sgd_first = optim::MakeOptimizer(0.5, 0.9, static_cast<int64_t>(half));
+  auto sgd_second = optim::MakeOptimizer(0.5, 0.9, static_cast<int64_t>(n - half));
+  REQUIRE(sgd_first.ok());
+  REQUIRE(sgd_second.ok());
+  for (int step = 1; step <= 3; ++step) {
+    whole.Stage(testing::WholeTensor(grad), 1.f);
+    whole.Apply(sgd_whole->get(), 0.5f);
+    first.Stage(testing::WholeTensor({grad.begin(), grad.begin() + half}), 1.f);
+    first.Apply(sgd_first->get(), 0.5f);
+    second.Stage(testing::WholeTensor({grad.begin() + half, grad.end()}), 1.f);
+    second.Apply(sgd_second->get(), 0.5f);
+    REQUIRE(reports.size() == 2);
+    CHECK(first.pending() > 0);  // waiting for the whole model's norm
+    CHECK(reports[0].first == step);
+    const double total = reports[0].second + reports[1].second;
+    first.TakeGlobalSquares(step, total);
+    second.TakeGlobalSquares(step + 100, total);  // no step waits for this one
+    CHECK(second.pending() > 0);
+    second.TakeGlobalSquares(step, total);
+    CHECK(first.pending() == 0);
+    CHECK(second.pending() == 0);
+    reports.clear();
+  }
+  std::vector<float> joined = first.Params();
+  const std::vector<float> rest = second.Params();
+  joined.insert(joined.end(), rest.begin(), rest.end());
+  const std::vector<float> want = whole.Params();
+  for (size_t i = 0; i < n; i += 499) CHECK(joined[i] == doctest::Approx(want[i]).epsilon(1e-6));
+  CHECK(want[7] != 1.f);
+}
+
+}  // namespace dmlps

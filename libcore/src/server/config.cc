@@ -47,9 +47,6 @@ void AddOptimizerProblems(const ServerConfig& config, std::vector<std::string>* 
                         "--param-group, --clip-grad-norm, --lr-schedule and --warmup are for the "
                         "other policies");
   }
-  if (config.optimizer.clip_norm > 0 && config.shard_count > 1) {
-    problems->push_back("--clip-grad-norm needs the whole model on one server (no --shard)");
-  }
 }
 
 }  // namespace

@@ -119,6 +119,7 @@ void ShardCoordinator::HandleMessage(int64_t shard, proto::Message& message) {
       if (order.kind == proto::Order::kCheckpoint) {
         peers_[shard]->written = std::max(peers_[shard]->written, order.clock);
       }
+      if (order.kind == proto::Order::kNorm) AddNorm(shard, order.clock, order.value);
     }
   } else if (auto* error = std::get_if<proto::Error>(&message.body)) {
     if (error->fatal) {
@@ -251,7 +252,34 @@ bool ShardCoordinator::Written(int64_t version) const {
   });
 }
 
+void ShardCoordinator::AddNorm(int64_t shard, int64_t step, double squares) {
+  // Steps are clipped in order, one at a time per shard: more than a few
+  // waiting is a shard that reports steps that never were.
+  constexpr size_t kMaxWaitingNorms = 64;
+  auto found = norms_.find(step);
+  if (found == norms_.end()) {
+    if (norms_.size() >= kMaxWaitingNorms) {
+      spdlog::warn("server shard {} reported the norm of step {}: too many steps waiting", shard,
+                   step);
+      return;
+    }
+    found = norms_.emplace(step, std::vector<std::optional<double>>(bounds_.size() - 1)).first;
+  }
+  std::vector<std::optional<double>>& parts = found->second;
+  parts[static_cast<size_t>(shard)] = squares;
+  if (std::any_of(parts.begin(), parts.end(), [](const auto& p) { return !p.has_value(); })) {
+    return;
+  }
+  double total = 0;  // in shard order: every shard clips by the same norm
+  for (const auto& part : parts) total += *part;
+  norms_.erase(found);
+  Order({proto::Order::kClip, -1, step, total});
+  SendOrders();
+  if (norm_sink_) norm_sink_(step, total);
+}
+
 void ShardCoordinator::RollBack(const std::string& why) {
+  norms_.clear();
   for (size_t k = 1; k < peers_.size(); ++k) {
     if (!peers_[k].has_value() || static_cast<int64_t>(k) == lost_) continue;
     Status sent = endpoint_.SendMessage(&peers_[k]->identity, proto::Error{why, true, true});

@@ -119,7 +119,18 @@ class ShardCoordinator {
   // checkpoint and register again (an Error that asks it to rejoin).
   void RollBack(const std::string& why);
 
+  // --clip-grad-norm across shards: takes step `step`'s sum over every
+  // slice, once all are in (on this shard's loop, or inside a store call
+  // of this shard's own: ModelStore::TakeGlobalSquares allows that).
+  using NormSink = std::function<void(int64_t step, double squares)>;
+  void set_norm_sink(NormSink sink) { norm_sink_ = std::move(sink); }
+  // This shard's slice's sum of squares of step `step`'s gradient.
+  void AddOwnNorm(int64_t step, double squares) { AddNorm(0, step, squares); }
+
  private:
+  // Shard `shard`'s sum of squares for step `step`; once every shard's is
+  // in, the total goes to every other shard (Order kClip) and to the sink.
+  void AddNorm(int64_t shard, int64_t step, double squares);
   struct Peer {
     zmq::message_t identity;
     std::string address;
@@ -164,6 +175,8 @@ class ShardCoordinator {
   int64_t next_snapshot_id_ = 0;
   Status fatal_;
   int64_t lost_ = -1;
+  NormSink norm_sink_;
+  std::map<int64_t, std::vector<std::optional<double>>> norms_;  // by step, per shard
 };
 
 }  // namespace dmlps::server

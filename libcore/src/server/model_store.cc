@@ -107,6 +107,7 @@ void ModelStore::Apply(optim::Optimizer* optimizer, float scale, AppliedFn done)
   const bool fused = optim::StepsOutOfPlace(optimizer);
   if (optimizer != nullptr && clip_norm_ > 0) {
     verdict->clip = true;
+    verdict->shared = static_cast<bool>(norm_report_);
     verdict->norm_lanes_left = layout_.count();
     verdict->squares.assign(NormSlot(layout_.count(), layout_.size) + 1, 0.0);
     Op norm;
@@ -160,10 +161,15 @@ void ModelStore::Queue(Op op) {
 }
 
 void ModelStore::Advance() {
+  // A callback's own call (a norm report answered at once) leaves the
+  // passes to the Advance under way, which passes again while lanes ran.
+  if (advancing_) return;
+  advancing_ = true;
   // An apply waits for its check on every lane, which a pass may complete
   // after passing lanes by: pass again while passes make progress.
   while (AdvancePass()) {
   }
+  advancing_ = false;
   // Every lane runs the operations in order, so those at the front that all
   // lanes ran are done.
   while (!ops_.empty() && ops_.front().remaining == 0) {
@@ -340,8 +346,11 @@ std::shared_ptr<std::vector<float>> ModelStore::Unshare(int64_t lane) {
 
 bool ModelStore::Ready(const Op& op, int64_t lane) const {
   if (op.kind == Op::Kind::kApply) return op.verdict->lanes_left == 0;
-  // A clipped step needs the norm of the whole gradient.
-  if (op.kind == Op::Kind::kVerify && op.verdict->clip) return op.verdict->norm_lanes_left == 0;
+  // A clipped step needs the norm of the whole gradient: every slice's.
+  if (op.kind == Op::Kind::kVerify && op.verdict->clip) {
+    return op.verdict->norm_lanes_left == 0 &&
+           (!op.verdict->shared || op.verdict->global_squares.has_value());
+  }
   // A push's norm needs all of it.
   const bool whole = max_norm_ > 0;
   auto has = [&](const proto::IncomingTensor& push) {
@@ -369,9 +378,22 @@ void ModelStore::Clip(Verdict& verdict) const {
   // Summed in slot order: the same norm whatever the threads did.
   double squares = 0;
   for (const double s : verdict.squares) squares += s;
+  if (verdict.shared) squares = *verdict.global_squares;
   const double norm = std::abs(static_cast<double>(verdict.step.scale)) * std::sqrt(squares);
   const double factor = clip_norm_ / (norm + 1e-6);
   if (factor < 1) verdict.step.scale = static_cast<float>(verdict.step.scale * factor);
+}
+
+void ModelStore::TakeGlobalSquares(int64_t step, double squares) {
+  for (Op& op : ops_) {
+    if (op.kind != Op::Kind::kVerify || op.verdict == nullptr || !op.verdict->shared ||
+        op.verdict->step.number != step) {
+      continue;
+    }
+    op.verdict->global_squares = squares;
+    Advance();  // nothing when a callback of this store's answered at once
+    return;
+  }
 }
 
 void ModelStore::Bound(Op& op) const {
@@ -564,7 +586,11 @@ void ModelStore::Finish(int64_t at, int64_t lane,
     }
   }
   if (op.kind == Op::Kind::kVerify) --op.verdict->lanes_left;
-  if (op.kind == Op::Kind::kNorm) --op.verdict->norm_lanes_left;
+  if (op.kind == Op::Kind::kNorm && --op.verdict->norm_lanes_left == 0 && op.verdict->shared) {
+    double squares = 0;  // in slot order, as Clip sums
+    for (const double s : op.verdict->squares) squares += s;
+    norm_report_(op.verdict->step.number, squares);
+  }
   if (--op.remaining > 0) return;
   if (op.snapshot_sink) op.snapshot_sink(op.point->values);
   if (op.kind == Op::Kind::kApply) {

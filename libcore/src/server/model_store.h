@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -79,6 +80,17 @@ class ModelStore {
   // (norm + 1e-6)); 0: not clipped. The norm needs every lane's sum: a
   // lane then checks and takes the step only once every lane has summed.
   void set_clip_norm(double clip_norm) { clip_norm_ = clip_norm; }
+  // Clipping when this store holds a server shard's slice: the norm is the
+  // whole model's. Once every lane has summed the squares of a step's
+  // gradient, `report(step, squares)` gets this slice's sum (step: the
+  // optimizer's StepInfo::number), and the step waits for
+  // TakeGlobalSquares of the same step: the sum over every slice.
+  using NormReport = std::function<void(int64_t step, double squares)>;
+  void set_shared_norm(NormReport report) { norm_report_ = std::move(report); }
+  // The sum of squares of step `step`'s gradient over the whole model
+  // (before the step's scale), for a clipped step waiting for it; ignored
+  // when no step queued is waiting for it.
+  void TakeGlobalSquares(int64_t step, double squares);
   // The floats from `begin` on are module state (model::TensorSpec::state):
   // an Apply sets them to the weighted mean of the values Staged (or the
   // rule's value of those Combined) since the Apply before, W the weights'
@@ -153,6 +165,10 @@ class ModelStore {
     std::vector<double> squares;
     int64_t norm_lanes_left = 0;
     bool clipped = false;
+    // Clipped across shards (set_shared_norm): the whole model's sum of
+    // squares, once TakeGlobalSquares gave it.
+    bool shared = false;
+    std::optional<double> global_squares;
   };
   struct Op {
     // kVerify checks the step of the kApply queued right after it.
@@ -275,6 +291,8 @@ class ModelStore {
   int64_t refused_ = 0;
   double max_norm_ = 0;
   double clip_norm_ = 0;
+  NormReport norm_report_;
+  bool advancing_ = false;  // inside Advance: a callback's TakeGlobalSquares waits for it
   int64_t state_begin_ = std::numeric_limits<int64_t>::max();
   double staged_weight_ = 0;  // since the last Apply, for the module state's mean
 };

@@ -63,6 +63,13 @@ Status ParameterServer::Setup() {
   const Aggregation aggregation = ParseAggregation(config_.aggregate).value();
   store_->set_max_norm(config_.max_update_norm);
   store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
+  if (sharded() && ServerOptimizerSettings(config_).clip_norm > 0) {
+    // The norm is the whole model's: every shard's slice's sum, gathered here.
+    store_->set_shared_norm(
+        [this](int64_t step, double squares) { shards_->AddOwnNorm(step, squares); });
+    shards_->set_norm_sink(
+        [this](int64_t step, double squares) { store_->TakeGlobalSquares(step, squares); });
+  }
   updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
                    aggregation);
   SetUpDesk(bind_options.max_frame_bytes);

@@ -245,6 +245,18 @@ Status ShardServer::Register() {
                        static_cast<int64_t>(sizeof(float)),
                    config_.threads);
     store_->set_state_begin(std::max<int64_t>(0, state_begin - begin_));
+    if (welcome->optimizer.clip_norm > 0) {
+      // The norm is the whole model's: this slice's sum goes to shard 0,
+      // which answers with every slice's (Order kClip).
+      store_->set_clip_norm(welcome->optimizer.clip_norm);
+      store_->set_shared_norm([this](int64_t step, double squares) {
+        const proto::Order report{proto::Order::kNorm, -1, step, squares};
+        if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{report}}); !sent.ok()) {
+          spdlog::warn("{}: cannot send shard 0 the norm of step {}: {}", name_, step,
+                       sent.message());
+        }
+      });
+    }
     max_bytes_ = config_.max_message_bytes > 0
                      ? config_.max_message_bytes
                      : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;
@@ -561,9 +573,12 @@ Status ShardServer::HandleCoordinator(net::Frames& frames) {
   coordinator_seen_ = Clock::now();
   if (auto* orders = std::get_if<proto::Orders>(&message.body)) {
     for (const proto::Order& order : orders->orders) {
-      // An admission waits for nothing: a worker's Hello may wait for it.
+      // An admission waits for nothing: a worker's Hello may wait for it;
+      // nor does a clipped step's norm, which a step queued waits for.
       if (order.kind == proto::Order::kAdmit) {
         Admit(order.worker, order.clock);
+      } else if (order.kind == proto::Order::kClip) {
+        if (store_.has_value()) store_->TakeGlobalSquares(order.clock, order.value);
       } else {
         orders_.push_back(order);
       }

@@ -226,6 +226,12 @@ struct Order {
     kAdmit = 8,       // shard 0 admitted worker (clock: its ticket); carried out on arrival
     kCheckpoint = 9,  // write the slice to --checkpoint (clock: the model's version, value: the
                       // iteration), once its updates are in
+    // --clip-grad-norm across shards: a shard tells shard 0 the sum of
+    // squares of its slice of step `clock`'s gradient (kNorm, value: the
+    // sum), and shard 0 tells every shard the sum over all slices (kClip,
+    // carried out on arrival).
+    kNorm = 10,
+    kClip = 11,
   };
   int64_t kind = 0;
   int64_t worker = -1;
