@@ -375,6 +375,16 @@ def bench_command(args, bench, policies):
     else:
         policy = policies[0].split(":")[0]
         flags = call_server_flags(args.job.module, args.steps, policy)
+        # The flags dmlps-bench gives every server itself go to it instead.
+        for flag in ("--lr", "--momentum"):
+            if flag in flags:
+                at = flags.index(flag)
+                command += [flag, flags[at + 1]]
+                del flags[at:at + 2]
+        if "--local-steps" in flags:
+            at = flags.index("--local-steps")
+            command[command.index("--policies") + 1] = f"{policy}:{flags[at + 1]}"
+            del flags[at:at + 2]
         command += ["--server-args", " ".join(flags)]
         if policy in ("localsgd", "async-localsgd") and hasattr(args.job.module,
                                                                 "local_optimizer"):
