@@ -18,6 +18,9 @@ packages="$packages pybind11-dev python3-dev python3-numpy python3-torch libopen
 packages="$packages python3-yaml"
 # jq for share/dmlps/experiments/reproduce-all.sh and its test.
 packages="$packages jq"
+# fortunes: the text corpus of the language example
+# (share/dmlps/examples/torch-charlm) and its test.
+packages="$packages fortunes"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
