@@ -21,6 +21,7 @@ wait_for "$w1" 30
 grep -qF "optimizer: adamw lr=0.003 betas=0.9,0.99 eps=1e-08 weight_decay=0.01 group *.bias:weight_decay=0, schedule cosine:400:0.1 after 20 warmup steps, gradient norm clipped to 5" \
   "$WORK/server.log" || fail "the log does not describe the optimizer"
 grep -q "reached loss" "$WORK/server.log" || fail "the server did not report the loss target"
+grep -q "target loss reached" "$WORK/w0.log" || fail "the workers were not told which target"
 loss=$(tail -n 1 "$WORK/server.tsv" | cut -f 4)
 awk -v l="$loss" 'BEGIN { exit !(l <= 0.75) }' || fail "the last loss $loss is above 0.75"
 echo "reached loss $loss: $(tail -n 1 "$WORK/server.tsv")"

@@ -291,7 +291,12 @@ Status ParameterServer::Turn() {
 Result<RunReport> ParameterServer::Finish() {
   report_.seconds = Seconds();
   report_.iterations = driver_->iteration();
-  const std::string reason = report_.target_reached ? "target accuracy reached"
+  // Workers print it: the target the run had.
+  const std::string reached = config_.target_accuracy > 0 && config_.target_loss > 0
+                                  ? "target accuracy and loss reached"
+                              : config_.target_loss > 0 ? "target loss reached"
+                                                        : "target accuracy reached";
+  const std::string reason = report_.target_reached ? reached
                              : report_.signal != 0  ? "server interrupted"
                                                     : "limit reached";
   if (!report_.target_reached && report_.signal == 0) {
