@@ -150,12 +150,19 @@ def parse_args(argv):
 
 
 class Job:
-    """An example's job.py, loaded from its folder."""
+    """An example's job.py, loaded from its folder; a DDP process, spawned,
+    loads it again from there."""
 
     def __init__(self, folder, module):
         self.folder = folder
         self.module = module
         self.name = module.NAME
+
+    def __getstate__(self):
+        return {"folder": self.folder}
+
+    def __setstate__(self, state):
+        self.__dict__.update(load_job(state["folder"]).__dict__)
 
 
 def load_job(folder):
