@@ -55,6 +55,7 @@ import importlib.util
 import json
 import math
 import os
+import queue
 import socket
 import statistics
 import subprocess
@@ -248,7 +249,9 @@ def _ddp_rank(rank, args, port, snapshots, stop):
             if rank == 0:
                 elapsed = time.monotonic() - start
                 # Parameters and buffers, as rank 0 holds them.
-                state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+                # NumPy copies: tensors would cross the queue as shared
+                # memory that the rank may free before the evaluator reads it.
+                state = {k: v.detach().numpy().copy() for k, v in module.state_dict().items()}
                 snapshots.put((step, elapsed, state))
                 flag[0] = 1.0 if stop.is_set() or elapsed >= args.max_seconds else 0.0
             dist.broadcast(flag, 0)  # every rank stops at the same step
@@ -304,12 +307,25 @@ def _ddp_evaluator(args, snapshots, stop, results):
     module = make_module(args)
     hit = None
     last = (0, 0.0, 0.0, math.inf)
-    while True:
+    ended = False
+    while not ended:
         item = snapshots.get()
         if item is None:
             break
+        # Behind, it scores the newest copy waiting and skips the older, as
+        # dmlps-server skips snapshots its evaluation fell behind on; the
+        # last one before the end is always scored.
+        while True:
+            try:
+                newer = snapshots.get_nowait()
+            except queue.Empty:
+                break
+            if newer is None:
+                ended = True
+                break
+            item = newer
         step, elapsed, state = item
-        module.load_state_dict(state)
+        module.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
         accuracy, loss = score(module, loss_fn, x, y)
         last = (step, elapsed, accuracy, loss)
         if hit is None and reached(args, accuracy, loss):
