@@ -88,6 +88,71 @@ std::vector<float> GetFloats(std::string_view bytes, size_t at, size_t count) {
 
 std::string Errno() { return std::strerror(errno); }
 
+// What is wrong with a checkpoint's metadata, for a file of `num_params`
+// parameters and `num_state` floats of optimizer state; empty when it fits
+// (then a slice's model_params is set, the whole model's when it was 0).
+std::string MetaProblem(CheckpointMeta& meta, uint64_t num_params, uint64_t num_state) {
+  if (meta.model.empty() || meta.policy.empty() || meta.optimizer.empty()) {
+    return std::string("the metadata lacks the model, policy or optimizer");
+  }
+  if (meta.workers < 1 || meta.iteration < 0 || meta.version < 0 || meta.samples < 0 ||
+      !(meta.seconds >= 0) || !std::isfinite(meta.seconds)) {
+    return std::string("the metadata holds a negative or missing count");
+  }
+  if (meta.iteration > kMaxCheckpointCount || meta.version > kMaxCheckpointCount ||
+      meta.samples > kMaxCheckpointSamples || meta.workers > kMaxCheckpointWorkers) {
+    return std::string("the metadata holds an implausible count (iteration " +
+                       std::to_string(meta.iteration) + ", version " +
+                       std::to_string(meta.version) + ", samples " + std::to_string(meta.samples) +
+                       ", workers " + std::to_string(meta.workers) + ")");
+  }
+  for (const int64_t v : meta.policy_extra) {
+    if (v < -kMaxCheckpointCount || v > kMaxCheckpointCount) {
+      return std::string("the policy's state holds an implausible count " + std::to_string(v));
+    }
+  }
+  // Written back, a double this large (2^64) would not even pack: msgpack
+  // turns integral doubles into unsigned integers.
+  if (meta.seconds > kMaxSeconds)
+    return std::string("the metadata holds an implausible training time");
+  if (num_params == 0) return std::string("the checkpoint holds no parameters");
+  if (meta.model_params == 0) meta.model_params = static_cast<int64_t>(num_params);
+  if (meta.shard_count < 1 || meta.shard_count > kMaxCheckpointWorkers || meta.shard_index < 0 ||
+      meta.shard_index >= meta.shard_count || meta.slice_begin < 0 ||
+      meta.model_params > kMaxCheckpointCount ||
+      meta.slice_begin > meta.model_params - static_cast<int64_t>(num_params)) {
+    return std::string("the metadata holds an implausible shard " +
+                       std::to_string(meta.shard_index) + "/" + std::to_string(meta.shard_count) +
+                       " or slice [" + std::to_string(meta.slice_begin) + ", +" +
+                       std::to_string(num_params) + ") of " + std::to_string(meta.model_params) +
+                       " parameters");
+  }
+  if (meta.optimizer_steps < 0 || meta.optimizer_steps > kMaxCheckpointCount) {
+    return std::string("the metadata holds an implausible optimizer step count " +
+                       std::to_string(meta.optimizer_steps));
+  }
+  if (!meta.layout.empty()) {
+    Result<int64_t> layout_params = model::ValidateLayout(meta.layout);
+    if (!layout_params.ok()) return std::string("its layout: " + layout_params.status().message());
+    // The layout is the whole model's; a shard's file holds its slice.
+    if (*layout_params != meta.model_params) {
+      return std::string("a layout of " + std::to_string(*layout_params) +
+                         " parameters for a model of " + std::to_string(meta.model_params) +
+                         " parameters");
+    }
+  }
+  // None, or one (momentum) or two (Adam's moments) floats per parameter of
+  // the slice; the module state that ends the model has none.
+  const int64_t state_begin = meta.model_params - model::StateFloats(meta.layout);
+  const auto stepped = static_cast<uint64_t>(
+      std::clamp<int64_t>(state_begin - meta.slice_begin, 0, static_cast<int64_t>(num_params)));
+  if (num_state != 0 && num_state != stepped && num_state != 2 * stepped) {
+    return std::string("optimizer state of " + std::to_string(num_state) + " floats for " +
+                       std::to_string(stepped) + " parameters");
+  }
+  return {};
+}
+
 }  // namespace
 
 uint32_t Crc32(std::string_view bytes, uint32_t crc) {
@@ -178,42 +243,8 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   } catch (const std::exception& e) {
     return bad(std::string("unreadable metadata: ") + e.what());
   }
-  if (meta.model.empty() || meta.policy.empty() || meta.optimizer.empty()) {
-    return bad("the metadata lacks the model, policy or optimizer");
-  }
-  if (meta.workers < 1 || meta.iteration < 0 || meta.version < 0 || meta.samples < 0 ||
-      !(meta.seconds >= 0) || !std::isfinite(meta.seconds)) {
-    return bad("the metadata holds a negative or missing count");
-  }
-  if (meta.iteration > kMaxCheckpointCount || meta.version > kMaxCheckpointCount ||
-      meta.samples > kMaxCheckpointSamples || meta.workers > kMaxCheckpointWorkers) {
-    return bad("the metadata holds an implausible count (iteration " +
-               std::to_string(meta.iteration) + ", version " + std::to_string(meta.version) +
-               ", samples " + std::to_string(meta.samples) + ", workers " +
-               std::to_string(meta.workers) + ")");
-  }
-  for (const int64_t v : meta.policy_extra) {
-    if (v < -kMaxCheckpointCount || v > kMaxCheckpointCount) {
-      return bad("the policy's state holds an implausible count " + std::to_string(v));
-    }
-  }
-  // Written back, a double this large (2^64) would not even pack: msgpack
-  // turns integral doubles into unsigned integers.
-  if (meta.seconds > kMaxSeconds) return bad("the metadata holds an implausible training time");
-  if (num_params == 0) return bad("the checkpoint holds no parameters");
-  if (meta.model_params == 0) meta.model_params = static_cast<int64_t>(num_params);
-  if (meta.shard_count < 1 || meta.shard_count > kMaxCheckpointWorkers || meta.shard_index < 0 ||
-      meta.shard_index >= meta.shard_count || meta.slice_begin < 0 ||
-      meta.model_params > kMaxCheckpointCount ||
-      meta.slice_begin > meta.model_params - static_cast<int64_t>(num_params)) {
-    return bad("the metadata holds an implausible shard " + std::to_string(meta.shard_index) + "/" +
-               std::to_string(meta.shard_count) + " or slice [" + std::to_string(meta.slice_begin) +
-               ", +" + std::to_string(num_params) + ") of " + std::to_string(meta.model_params) +
-               " parameters");
-  }
-  if (meta.optimizer_steps < 0 || meta.optimizer_steps > kMaxCheckpointCount) {
-    return bad("the metadata holds an implausible optimizer step count " +
-               std::to_string(meta.optimizer_steps));
+  if (std::string problem = MetaProblem(meta, num_params, num_state); !problem.empty()) {
+    return bad(problem);
   }
   Checkpoint checkpoint;
   checkpoint.model = std::move(meta.model);
@@ -225,24 +256,6 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   checkpoint.samples = meta.samples;
   checkpoint.seconds = meta.seconds;
   checkpoint.policy_extra = std::move(meta.policy_extra);
-  if (!meta.layout.empty()) {
-    Result<int64_t> layout_params = model::ValidateLayout(meta.layout);
-    if (!layout_params.ok()) return bad("its layout: " + layout_params.status().message());
-    // The layout is the whole model's; a shard's file holds its slice.
-    if (*layout_params != meta.model_params) {
-      return bad("a layout of " + std::to_string(*layout_params) + " parameters for a model of " +
-                 std::to_string(meta.model_params) + " parameters");
-    }
-  }
-  // None, or one (momentum) or two (Adam's moments) floats per parameter of
-  // the slice; the module state that ends the model has none.
-  const int64_t state_begin = meta.model_params - model::StateFloats(meta.layout);
-  const auto stepped = static_cast<uint64_t>(
-      std::clamp<int64_t>(state_begin - meta.slice_begin, 0, static_cast<int64_t>(num_params)));
-  if (num_state != 0 && num_state != stepped && num_state != 2 * stepped) {
-    return bad("optimizer state of " + std::to_string(num_state) + " floats for " +
-               std::to_string(stepped) + " parameters");
-  }
   checkpoint.layout = std::move(meta.layout);
   checkpoint.shard_index = meta.shard_index;
   checkpoint.shard_count = meta.shard_count;

@@ -49,6 +49,21 @@ void AddOptimizerProblems(const ServerConfig& config, std::vector<std::string>* 
   }
 }
 
+// What the targets and limits rule out.
+void AddStoppingProblems(const ServerConfig& config, std::vector<std::string>* problems) {
+  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
+    problems->push_back("--target-accuracy must be in [0, 1]");
+  }
+  if (!(config.target_loss >= 0) || !std::isfinite(config.target_loss)) {
+    problems->push_back("--target-loss must be a finite number >= 0");
+  }
+  if (config.max_iterations < 0) problems->push_back("--max-iterations must not be negative");
+  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
+    problems->push_back("--max-seconds must not be negative");
+  }
+  if (config.eval_every < 1) problems->push_back("--eval-every must be at least 1");
+}
+
 }  // namespace
 
 optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config) {
@@ -75,17 +90,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   AddOptimizerProblems(config, &problems);
   if (config.threads < 1 || config.threads > 256)
     problems.push_back("--threads must be in [1, 256]");
-  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
-    problems.push_back("--target-accuracy must be in [0, 1]");
-  }
-  if (!(config.target_loss >= 0) || !std::isfinite(config.target_loss)) {
-    problems.push_back("--target-loss must be a finite number >= 0");
-  }
-  if (config.max_iterations < 0) problems.push_back("--max-iterations must not be negative");
-  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
-    problems.push_back("--max-seconds must not be negative");
-  }
-  if (config.eval_every < 1) problems.push_back("--eval-every must be at least 1");
+  AddStoppingProblems(config, &problems);
   if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
   if (config.worker_timeout <= config.heartbeat) {
     problems.push_back("--worker-timeout must be longer than --heartbeat-ms");

@@ -90,6 +90,9 @@ class ShardServer {
 
  private:
   Status Register();
+  // Shard 0's Welcome came with this shard's slice: the optimizer, the
+  // store and the limits of that slice, then the word that it is ready.
+  Status TakeSlice(const proto::Welcome& welcome, InitialSlice initial);
   Status Serve();
   void HandleWorker(net::Frames& frames);
   // A worker's Hello: welcomed when its ticket is the one shard 0 gave it,
@@ -229,56 +232,60 @@ Status ShardServer::Register() {
     DMLPS_ASSIGN_OR_RETURN(
         InitialSlice initial,
         TakeInitialSlice(*welcome, message.payload, config_.shard_index, config_.shard_count));
-    begin_ = initial.begin;
-    size_ = static_cast<int64_t>(initial.values.size());
-    std::vector<float> slice = std::move(initial.values);
-    // The optimizer steps the parameters of the slice; the module state that
-    // ends the model is averaged.
-    const int64_t state_begin = initial.num_params - model::StateFloats(initial.layout);
-    DMLPS_ASSIGN_OR_RETURN(
-        optimizer_, optim::MakeOptimizer(welcome->optimizer, initial.layout, begin_,
-                                         std::max(begin_, std::min(begin_ + size_, state_begin))));
-    DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(*welcome, initial.model, begin_, begin_ + size_,
-                                              &slice, optimizer_.get()));
-    store_.emplace(std::move(slice),
-                   proto::ChunkBytesFor(size_ * static_cast<int64_t>(sizeof(float))) /
-                       static_cast<int64_t>(sizeof(float)),
-                   config_.threads);
-    store_->set_state_begin(std::max<int64_t>(0, state_begin - begin_));
-    if (welcome->optimizer.clip_norm > 0) {
-      // The norm is the whole model's: this slice's sum goes to shard 0,
-      // which answers with every slice's (Order kClip).
-      store_->set_clip_norm(welcome->optimizer.clip_norm);
-      store_->set_shared_norm([this](int64_t step, double squares) {
-        const proto::Order report{proto::Order::kNorm, -1, step, squares};
-        if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{report}}); !sent.ok()) {
-          spdlog::warn("{}: cannot send shard 0 the norm of step {}: {}", name_, step,
-                       sent.message());
-        }
-      });
-    }
-    max_bytes_ = config_.max_message_bytes > 0
-                     ? config_.max_message_bytes
-                     : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;
-    // The connection limits shard 0 has, now that the slice and the
-    // workers are known (messages over max_bytes_ are refused as they come).
-    DMLPS_RETURN_IF_ERROR(workers_->SetConnectionLimits(
-        config_.max_connections > 0 ? config_.max_connections
-                                    : welcome->num_workers + kConnectionHeadroom,
-        4 * max_bytes_ + kUnreadHeadroom));
-    // And its frame limit and send queue, which ZeroMQ takes at bind time:
-    // bound again, before any worker learns this address from shard 0.
-    DMLPS_RETURN_IF_ERROR(workers_->Rebind(
-        max_bytes_, MaxQueuedMessages(size_ * static_cast<int64_t>(sizeof(float)))));
-    spdlog::info("{}: model {}, parameters [{}, {}) of {}, {} (policy {} on shard 0)", name_,
-                 initial.model, begin_, begin_ + size_, initial.num_params, optimizer_->Name(),
-                 welcome->policy);
-    // Ready: shard 0 tells the workers this address only now (a connection
-    // the old listener took would have closed with it).
-    DMLPS_RETURN_IF_ERROR(coordinator_->SendMessage(nullptr, proto::Heartbeat{trace::NowMicros()}));
-    coordinator_seen_ = Clock::now();
-    return Status::Ok();
+    return TakeSlice(*welcome, std::move(initial));
   }
+}
+
+Status ShardServer::TakeSlice(const proto::Welcome& welcome, InitialSlice initial) {
+  begin_ = initial.begin;
+  size_ = static_cast<int64_t>(initial.values.size());
+  std::vector<float> slice = std::move(initial.values);
+  // The optimizer steps the parameters of the slice; the module state that
+  // ends the model is averaged.
+  const int64_t state_begin = initial.num_params - model::StateFloats(initial.layout);
+  DMLPS_ASSIGN_OR_RETURN(
+      optimizer_, optim::MakeOptimizer(welcome.optimizer, initial.layout, begin_,
+                                       std::max(begin_, std::min(begin_ + size_, state_begin))));
+  DMLPS_RETURN_IF_ERROR(checkpoints_->Adopt(welcome, initial.model, begin_, begin_ + size_, &slice,
+                                            optimizer_.get()));
+  store_.emplace(std::move(slice),
+                 proto::ChunkBytesFor(size_ * static_cast<int64_t>(sizeof(float))) /
+                     static_cast<int64_t>(sizeof(float)),
+                 config_.threads);
+  store_->set_state_begin(std::max<int64_t>(0, state_begin - begin_));
+  if (welcome.optimizer.clip_norm > 0) {
+    // The norm is the whole model's: this slice's sum goes to shard 0,
+    // which answers with every slice's (Order kClip).
+    store_->set_clip_norm(welcome.optimizer.clip_norm);
+    store_->set_shared_norm([this](int64_t step, double squares) {
+      const proto::Order report{proto::Order::kNorm, -1, step, squares};
+      if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{report}}); !sent.ok()) {
+        spdlog::warn("{}: cannot send shard 0 the norm of step {}: {}", name_, step,
+                     sent.message());
+      }
+    });
+  }
+  max_bytes_ = config_.max_message_bytes > 0
+                   ? config_.max_message_bytes
+                   : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;
+  // The connection limits shard 0 has, now that the slice and the
+  // workers are known (messages over max_bytes_ are refused as they come).
+  DMLPS_RETURN_IF_ERROR(workers_->SetConnectionLimits(
+      config_.max_connections > 0 ? config_.max_connections
+                                  : welcome.num_workers + kConnectionHeadroom,
+      4 * max_bytes_ + kUnreadHeadroom));
+  // And its frame limit and send queue, which ZeroMQ takes at bind time:
+  // bound again, before any worker learns this address from shard 0.
+  DMLPS_RETURN_IF_ERROR(
+      workers_->Rebind(max_bytes_, MaxQueuedMessages(size_ * static_cast<int64_t>(sizeof(float)))));
+  spdlog::info("{}: model {}, parameters [{}, {}) of {}, {} (policy {} on shard 0)", name_,
+               initial.model, begin_, begin_ + size_, initial.num_params, optimizer_->Name(),
+               welcome.policy);
+  // Ready: shard 0 tells the workers this address only now (a connection
+  // the old listener took would have closed with it).
+  DMLPS_RETURN_IF_ERROR(coordinator_->SendMessage(nullptr, proto::Heartbeat{trace::NowMicros()}));
+  coordinator_seen_ = Clock::now();
+  return Status::Ok();
 }
 
 void ShardServer::HandleWorker(net::Frames& frames) {
