@@ -2,8 +2,10 @@
 gives it: a dmlps-server --model external --evaluator with the job's AdamW
 recipe (job.server_flags), two worker.py processes and evaluator.py, for 60
 synchronous steps. Every process exits 0, the server steps with AdamW, the
-first worker announces the module's BatchNorm state, and the test loss
-falls. The recipe's two forms agree: job.torch_recipe's AdamW and the
+first worker announces the module's BatchNorm state, the test loss
+falls, and the accuracy the server's evaluator reported at the end is that
+of the final parameters and buffers (--save-model) loaded into a fresh
+module scored in eval() mode, within 0.002. The recipe's two forms agree: job.torch_recipe's AdamW and the
 server's --param-group glob exempt the same parameters from weight decay,
 the BatchNorm weights and every bias."""
 
@@ -14,7 +16,10 @@ import subprocess
 import sys
 
 import harness
+import numpy
 import torch
+
+import dmlps.torch
 
 here = os.path.dirname(os.path.abspath(__file__))
 example = os.path.join(here, "..", "..", "share", "dmlps", "examples", "torch-resnet")
@@ -73,7 +78,9 @@ def start(args, name):
 def main():
     module = check_recipe()
     state_floats = sum(b.numel() for b in module.buffers())
+    saved = os.path.join(harness.WORK, "final.model")
     server = harness.Server("--model", "external", "--evaluator", "--workers", "2",
+                            "--save-model", saved,
                             "--policy", "bsp", "--batch", str(job.BATCH),
                             "--max-iterations", str(STEPS), "--eval-every", "30",
                             *job.server_flags(STEPS))
@@ -102,8 +109,18 @@ def main():
         rows = [line.split("\t") for line in f.read().splitlines()[1:]]
     if len(rows) < 2 or not float(rows[-1][3]) < float(rows[0][3]):
         harness.fail(f"the test loss did not fall: {rows}")
+    fresh = job.model()
+    dmlps.torch.load_model(fresh, numpy.fromfile(saved, dtype="<f4"))
+    x, y = job.test_data()
+    fresh.eval()
+    with torch.no_grad():
+        accuracy = sum(int((fresh(x[i:i + 1000]).argmax(dim=1) == y[i:i + 1000]).sum())
+                       for i in range(0, len(x), 1000)) / len(x)
+    if abs(accuracy - float(rows[-1][2])) > 0.002:
+        harness.fail(f"the evaluator reported {rows[-1][2]}, the saved model in a fresh "
+                     f"module scores {accuracy:.4f}")
     print(f"resnet: {STEPS} steps, test loss {rows[0][3]} -> {rows[-1][3]}, "
-          f"accuracy {rows[-1][2]}")
+          f"accuracy {rows[-1][2]}; the saved model in a fresh module {accuracy:.4f}")
 
 
 main()
