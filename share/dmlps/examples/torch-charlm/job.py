@@ -116,7 +116,7 @@ def model() -> torch.nn.Module:
     """A fresh CharTransformer (T=64, d=128, 4 heads, 6 layers, MLP 4d,
     vocab 97) from torch's current random state: 1,223,009 parameters; one
     forward and backward pass over a BATCH of 16 sequences took 133 ms
-    (median; 126 ms at best) on one thread of the 2-core development VM."""
+    (median; 126 ms at best) on one thread of a 2-core machine."""
     return CharTransformer()
 
 

@@ -20,7 +20,7 @@ reshapes them itself:
 A residual block is conv-BN-ReLU-conv-BN plus the identity, then ReLU;
 convolutions before a BatchNorm have no bias. About 5.2 M multiply-adds a
 sample; forward and backward of one batch of 32 take about 20 ms on one
-thread of the 2-core development VM (2026-12-07).
+thread of a 2-core machine.
 
 The recipe: AdamW (lr 2e-3, betas 0.9,0.999, weight decay 0.05 except on the
 BatchNorm weights and all biases), gradients clipped to norm 1, linear
