@@ -334,11 +334,8 @@ void ReadOptimizer(cli::FlagReader& flags, optim::OptimizerSettings* settings) {
   settings->eps = flags.Real("eps", 1e-30, 1);
   if (flags.Has("param-group")) {
     const std::string groups = flags.String("param-group");
-    for (size_t begin = 0; begin <= groups.size();) {
-      const size_t stop = std::min(groups.find(';', begin), groups.size());
-      settings->groups.push_back(groups.substr(begin, stop - begin));
-      begin = stop + 1;
-    }
+    if (groups.empty()) flags.AddProblem("--param-group: no group given");
+    settings->groups = cli::SplitList(groups, ';');
   }
   settings->clip_norm = flags.Real("clip-grad-norm", 0, 1e30);
   settings->schedule = flags.String("lr-schedule");
