@@ -12,12 +12,15 @@ last worker --slowdown times slower. It is trained to --target test accuracy:
 - DDP: --workers processes, torch.distributed with the gloo backend over
   loopback (tcp://127.0.0.1, a free port), DistributedDataParallel around the
   module, torch.optim.SGD (its momentum is the server's: v = mu v + g, then
-  w -= lr v; DDP averages the gradients as BSP does). The slow rank sleeps
-  (K-1) t after each step's forward+backward, as dmlps-worker's --slowdown
-  does after a step's compute; t runs from the forward pass to the moment
-  the backward pass has handed DDP its last gradient bucket (a comm hook
-  marks it), so neither the all-reduce nor the wait for the other ranks
-  counts as compute, as the wait for the server does not in dmlps. Every
+  w -= lr v; DDP averages the gradients as BSP does). The slow rank's
+  gradient leaves (K-1) t late, as a dmlps-worker's push does under
+  --slowdown: t runs from the forward pass to the moment the backward pass
+  hands DDP its last gradient bucket, and a comm hook sleeps (K-1) t there,
+  before that bucket's all-reduce. Neither the all-reduce nor the wait for
+  the other ranks counts as compute, as the wait for the server does not
+  in dmlps. (Sleeping after the step instead would let the other ranks
+  compute their next step during the sleep and the slow rank then compute
+  alone: a straggler half as costly as the one dmlps's workers emulate.) Every
   --eval-every steps rank 0 sends a copy of the parameters, stamped with the
   training time, to an evaluator process that scores it on the test set
   while training goes on; the time to target is the stamp of the first copy
@@ -26,7 +29,9 @@ last worker --slowdown times slower. It is trained to --target test accuracy:
 - dmlps: `dmlps-bench run` per policy (--policies) with --model external,
   PyTorch workers and evaluator (share/dmlps/examples/bench-torch: the same
   module and loss through dmlps.torch), the same batch, lr, momentum,
-  straggler, seed and --eval-every (in iterations, which for BSP are steps).
+  straggler, seed and --eval-every (in iterations, which for BSP are steps;
+  under localsgd:H and async-localsgd:H an iteration is a round of H local
+  steps, so they evaluate every --eval-every/H rounds, at least one).
 
 With --job DIR the job is an example's instead (share/dmlps/examples/
 torch-resnet, torch-charlm): DIR/job.py gives the module, the data, the
@@ -99,7 +104,8 @@ def parse_args(argv):
     parser.add_argument("--momentum", type=float, default=0.9, help="SGD momentum")
     parser.add_argument("--batch", type=int, default=256, help="samples per worker step")
     parser.add_argument("--eval-every", type=int, default=50,
-                        help="steps (dmlps: iterations) between evaluations")
+                        help="steps between evaluations (dmlps: iterations; a local-SGD "
+                        "round of H steps counts H)")
     parser.add_argument("--max-seconds", type=float, default=300,
                         help="training seconds after which a run gives up")
     parser.add_argument("--seed", type=int, default=1, help="seed of the initial model")
@@ -205,15 +211,18 @@ def _ddp_rank(rank, args, port, snapshots, stop):
     torch.manual_seed(args.seed)
     module = make_module(args)
     model = torch.nn.parallel.DistributedDataParallel(module)
-    # DDP reduces a bucket of gradients as soon as backward has filled it: the
-    # hook marks when the last one was ready, the end of this rank's compute.
-    ready = [0.0]
+    slowdown = args.slowdown if rank == world - 1 else 1.0
+    # DDP reduces a bucket of gradients as soon as backward has filled it.
+    # The last bucket marks the end of this rank's compute: a slow rank
+    # sleeps there, so its gradient leaves late, as a straggler's would.
+    began = [0.0]
 
-    def timed_allreduce(state, bucket):
-        ready[0] = time.perf_counter()
+    def slowed_allreduce(state, bucket):
+        if slowdown > 1 and bucket.is_last():
+            time.sleep((slowdown - 1) * (time.perf_counter() - began[0]))
         return default_hooks.allreduce_hook(state, bucket)
 
-    model.register_comm_hook(None, timed_allreduce)
+    model.register_comm_hook(None, slowed_allreduce)
     if args.job is None:
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
         scheduler, clip = None, 0
@@ -222,7 +231,6 @@ def _ddp_rank(rank, args, port, snapshots, stop):
         optimizer, scheduler, clip = args.job.module.torch_recipe(module, args.steps)
         loss_fn = args.job.module.loss_fn()
     model.train()
-    slowdown = args.slowdown if rank == world - 1 else 1.0
     order = torch.Generator().manual_seed(args.seed * 1000 + rank)
     flag = torch.zeros(1)
     dist.barrier()  # every shard loaded: the clock starts
@@ -233,11 +241,8 @@ def _ddp_rank(rank, args, port, snapshots, stop):
         for first in range(0, len(x) - args.batch + 1, args.batch):
             ids = perm[first:first + args.batch]
             optimizer.zero_grad()
-            began = time.perf_counter()
+            began[0] = time.perf_counter()
             loss_fn(model(x[ids]), y[ids]).backward()
-            compute = ready[0] - began  # not the wait for the other ranks' gradients
-            if slowdown > 1:
-                time.sleep((slowdown - 1) * compute)
             if clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
             optimizer.step()
@@ -386,7 +391,7 @@ def bench_command(args, bench, policies):
     command = [
         bench, "run", "--workers", str(args.workers), "--policies", ",".join(policies),
         "--slowdown", slowdown, "--model", "external", "--data", args.data,
-        "--batch", str(args.batch), "--eval-every", str(args.eval_every),
+        "--batch", str(args.batch), "--eval-every", str(eval_iterations(args, policies)),
         "--max-seconds", str(args.max_seconds), "--seed", str(args.seed), "--repeat", "1",
         "--format", "json", "--quiet",
         "--evaluator-command", f"{sys.executable} '{os.path.join(example, 'evaluator.py')}'"]
@@ -413,6 +418,23 @@ def bench_command(args, bench, policies):
                                                                 "local_optimizer"):
             worker += " --local-adamw"
     return command + ["--worker-command", worker]
+
+
+def local_steps(policy):
+    """H of a local-SGD policy as dmlps-bench names it (localsgd:8 is 8,
+    plain localsgd the server's default 8); 1 for any other policy."""
+    name, _, h = policy.partition(":")
+    if not name.startswith(("localsgd", "async-localsgd")):
+        return 1
+    return int(h) if h.isdigit() and int(h) > 0 else 8
+
+
+def eval_iterations(args, policies):
+    """--eval-every in the policy's iterations: the same number of worker
+    steps between evaluations as DDP's, so a round of H local steps is H
+    steps (at least one round)."""
+    h = max(local_steps(p) for p in policies)
+    return max(1, round(args.eval_every / h))
 
 
 def call_server_flags(job, steps, policy):
