@@ -31,7 +31,8 @@ last worker --slowdown times slower. It is trained to --target test accuracy:
   module and loss through dmlps.torch), the same batch, lr, momentum,
   straggler, seed and --eval-every (in iterations, which for BSP are steps;
   under localsgd:H and async-localsgd:H an iteration is a round of H local
-  steps, so they evaluate every --eval-every/H rounds, at least one).
+  steps, so they evaluate every --eval-every/H rounds, rounded down, at
+  least one).
 
 With --job DIR the job is an example's instead (share/dmlps/examples/
 torch-resnet, torch-charlm): DIR/job.py gives the module, the data, the
@@ -81,6 +82,8 @@ import dmlps.torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "share", "dmlps", "examples", "bench-torch")
+# The policies whose workers take local steps (async-localsgd-dylu too).
+LOCAL_SGD = ("localsgd", "async-localsgd")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -106,6 +109,9 @@ def parse_args(argv):
     parser.add_argument("--eval-every", type=int, default=50,
                         help="steps between evaluations (dmlps: iterations; a local-SGD "
                         "round of H steps counts H)")
+    parser.add_argument("--eval-samples", type=int, default=0,
+                        help="score the first N test samples only, in DDP's evaluator and "
+                        "(evaluator.py --samples N) in dmlps's; 0: all")
     parser.add_argument("--max-seconds", type=float, default=300,
                         help="training seconds after which a run gives up")
     parser.add_argument("--seed", type=int, default=1, help="seed of the initial model")
@@ -146,6 +152,8 @@ def parse_args(argv):
         problems.append("--slowdown must be at least 1")
     if not args.lr > 0 or not 0 <= args.momentum < 1:
         problems.append("--lr must be positive and --momentum in [0, 1)")
+    if args.eval_samples < 0:
+        problems.append("--eval-samples must be at least 0")
     if args.batch < 1 or args.eval_every < 1 or not args.max_seconds > 0:
         problems.append("--batch, --eval-every and --max-seconds must be positive")
     args.policies = [p for p in args.policies.split(",") if p]
@@ -309,6 +317,8 @@ def _ddp_evaluator(args, snapshots, stop, results):
     else:
         x, y = args.job.module.test_data()
         loss_fn = args.job.module.loss_fn()
+    if args.eval_samples:
+        x, y = x[:args.eval_samples], y[:args.eval_samples]
     module = make_module(args)
     hit = None
     last = (0, 0.0, 0.0, math.inf)
@@ -394,7 +404,8 @@ def bench_command(args, bench, policies):
         "--batch", str(args.batch), "--eval-every", str(eval_iterations(args, policies)),
         "--max-seconds", str(args.max_seconds), "--seed", str(args.seed), "--repeat", "1",
         "--format", "json", "--quiet",
-        "--evaluator-command", f"{sys.executable} '{os.path.join(example, 'evaluator.py')}'"]
+        "--evaluator-command", f"{sys.executable} '{os.path.join(example, 'evaluator.py')}'"
+        + (f" --samples {args.eval_samples}" if args.eval_samples else "")]
     command += ["--target", str(args.target if args.target is not None else 0)]
     if args.target_loss is not None:
         command += ["--target-loss", str(args.target_loss)]
@@ -414,27 +425,27 @@ def bench_command(args, bench, policies):
             command[command.index("--policies") + 1] = f"{policy}:{flags[at + 1]}"
             del flags[at:at + 2]
         command += ["--server-args", " ".join(flags)]
-        if policy in ("localsgd", "async-localsgd") and hasattr(args.job.module,
-                                                                "local_optimizer"):
+        if policy.startswith(LOCAL_SGD) and hasattr(args.job.module, "local_optimizer"):
             worker += " --local-adamw"
     return command + ["--worker-command", worker]
 
 
 def local_steps(policy):
     """H of a local-SGD policy as dmlps-bench names it (localsgd:8 is 8,
-    plain localsgd the server's default 8); 1 for any other policy."""
+    plain localsgd the server's default 8, localsgd:1 is 1); 1 for any
+    other policy."""
     name, _, h = policy.partition(":")
-    if not name.startswith(("localsgd", "async-localsgd")):
+    if not name.startswith(LOCAL_SGD):
         return 1
     return int(h) if h.isdigit() and int(h) > 0 else 8
 
 
 def eval_iterations(args, policies):
-    """--eval-every in the policy's iterations: the same number of worker
-    steps between evaluations as DDP's, so a round of H local steps is H
-    steps (at least one round)."""
+    """--eval-every in the policy's iterations: at most DDP's worker steps
+    between evaluations, a round of H local steps counting H (at least one
+    round)."""
     h = max(local_steps(p) for p in policies)
-    return max(1, round(args.eval_every / h))
+    return max(1, args.eval_every // h)
 
 
 def call_server_flags(job, steps, policy):

@@ -55,7 +55,7 @@ def train(name, policy_flags, worker_flags, seconds):
     children = [start([worker_py, server.endpoint, *worker_flags], f"{name}-worker-{i}")
                 for i in range(2)]
     # The first 256 validation sequences: the whole set takes 8 s a snapshot.
-    children.append(start([evaluator_py, server.endpoint, "--sequences", "256"],
+    children.append(start([evaluator_py, server.endpoint, "--samples", "256"],
                           f"{name}-evaluator"))
     try:
         status = server.process.wait(timeout=seconds)

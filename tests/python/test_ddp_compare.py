@@ -25,6 +25,26 @@ bad = run("--workers", "0", seconds=60)
 if bad.returncode != 64 or "--workers must be at least 1" not in bad.stderr:
     harness.fail(f"--workers 0: exit {bad.returncode}: {bad.stderr!r}")
 
+bad = run("--eval-samples", "-1", seconds=60)
+if bad.returncode != 64 or "--eval-samples must be at least 0" not in bad.stderr:
+    harness.fail(f"--eval-samples -1: exit {bad.returncode}: {bad.stderr!r}")
+
+# Local-SGD policies are evaluated every --eval-every/H rounds (H steps a
+# round), rounded down, at least one; the others every --eval-every.
+sys.path.insert(0, os.path.dirname(script))
+import ddp_compare  # noqa: E402
+
+for policy, h in (("localsgd:4", 4), ("async-localsgd", 8), ("async-localsgd-dylu:16", 16),
+                  ("bsp", 1), ("backup:1", 1), ("ssp:3", 1)):
+    if ddp_compare.local_steps(policy) != h:
+        harness.fail(f"local_steps({policy!r}) is {ddp_compare.local_steps(policy)}, not {h}")
+for every, policies, iterations in ((20, ["localsgd:8"], 2), (10, ["async-localsgd:8"], 1),
+                                    (5, ["localsgd:8"], 1), (50, ["bsp"], 50)):
+    args = ddp_compare.parse_args(["--eval-every", str(every)])
+    if ddp_compare.eval_iterations(args, policies) != iterations:
+        harness.fail(f"--eval-every {every} under {policies}: "
+                     f"{ddp_compare.eval_iterations(args, policies)} iterations, not {iterations}")
+
 done = run("--workers", "2", "--target", "0.5", "--repeat", "1", "--policies", "bsp",
            "--eval-every", "10", "--max-seconds", "30", seconds=240)
 if done.returncode != 0:

@@ -9,7 +9,7 @@ server answers an evaluator once the first worker has announced the model,
 which can take a while on a busy machine: hence the long connect timeout.
 
 Scoring all 1,982 validation sequences takes about 8 s of one core;
---sequences scores the first N only, for quick runs."""
+--samples scores the first N sequences only, for quick runs."""
 
 import argparse
 import os
@@ -28,18 +28,18 @@ def main():
     parser.add_argument("server", nargs="?", default=os.environ.get("DMLPS_SERVER",
                                                                    "tcp://127.0.0.1:5555"))
     parser.add_argument("--corpus", default=job.CORPUS, help="the fortunes files' folder")
-    parser.add_argument("--sequences", type=int, default=0,
+    parser.add_argument("--samples", type=int, default=0,
                         help="score the first N validation sequences only (0: all)")
     args = parser.parse_args()
-    if args.sequences < 0:
-        sys.exit(f"evaluator.py: error: --sequences must be at least 0, got {args.sequences}")
+    if args.samples < 0:
+        sys.exit(f"evaluator.py: error: --samples must be at least 0, got {args.samples}")
     torch.set_num_threads(1)
     try:
         x, y = job.test_data(args.corpus)
     except FileNotFoundError as e:
         sys.exit(f"evaluator.py: error: {e}")
-    if args.sequences:
-        x, y = x[:args.sequences], y[:args.sequences]
+    if args.samples:
+        x, y = x[:args.samples], y[:args.samples]
     torch.manual_seed(0)  # the values are the server's; this only builds the module
     evaluator = dmlps.torch.evaluator(args.server, job.model(), job.loss_fn(), x, y,
                                       batch=128, connect_timeout_ms=120000)

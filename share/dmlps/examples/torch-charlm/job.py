@@ -11,8 +11,9 @@ character in nats (ln 97 = 4.57 for a uniform guess).
 The recipe is AdamW with GPT-style decay groups, gradient clipping and a
 warmup then cosine schedule, run by dmlps-server for the synchronous
 policies (server_flags) and by torch.optim in plain PyTorch (torch_recipe);
-for localsgd and async-localsgd it is DiLoCo's: AdamW inside each worker
-(local_optimizer) and Nesterov SGD on the server (server_flags)."""
+for localsgd and async-localsgd, AdamW inside each worker (local_optimizer,
+as DiLoCo) and the average of the workers' models on the server
+(server_flags)."""
 
 import fnmatch
 import functools
@@ -51,10 +52,13 @@ FINAL_LR_FACTOR = 0.1  # the cosine ends at this share of LR
 # Tensors without weight decay, as is usual for GPT-style models: biases
 # (MultiheadAttention's in_proj_bias too), LayerNorm weights, embeddings.
 NO_DECAY = ("*bias", "*norm*", "*embed*")
-# DiLoCo: the server's outer Nesterov SGD on the workers' pseudo-gradients.
-OUTER_LR = 0.7
-OUTER_MOMENTUM = 0.9
-LOCAL_STEPS = 8  # --local-steps of README.md's DiLoCo runs
+# Local SGD: the server's outer step on the workers' pseudo-gradients. With
+# a few local steps a round, the outer step is the plain average (rate 1,
+# no momentum); DiLoCo's Nesterov SGD at 0.7 and 0.9 is made for rounds of
+# hundreds of steps, and with 8 its momentum overshoots (README.md).
+OUTER_LR = 1.0
+OUTER_MOMENTUM = 0.0
+LOCAL_STEPS = 8  # --local-steps of README.md's local-SGD runs
 LOCAL_POLICIES = ("localsgd", "async-localsgd", "async-localsgd-dylu")
 
 
@@ -226,7 +230,7 @@ def server_flags(steps: int, policy: str = "bsp") -> list[str]:
     dmlps-server or dmlps-bench names it: localsgd:H is localsgd). For all
     but the local-SGD policies, the server's AdamW with its groups,
     clipping and schedule (the cosine ends at step ``steps``). For localsgd
-    and async-localsgd, the outer Nesterov SGD's rate and momentum only:
+    and async-localsgd, the outer step's rate and momentum only:
     H is the policy's (--local-steps, LOCAL_STEPS here; dmlps-bench's
     localsgd:H sets it), and the workers step with local_optimizer()."""
     if steps < 1:
