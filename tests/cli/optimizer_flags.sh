@@ -54,6 +54,7 @@ refuse "--betas must both be in [0, 1)" --optimizer adam --betas 0.9,1.5
 refuse "--lr-schedule: " --lr-schedule cosine:0
 refuse "--lr-schedule: " --lr-schedule warm
 refuse "--param-group 'x': expected" --param-group x
+refuse "--param-group: no group given" --param-group ''
 refuse "steps the model with its outer Nesterov SGD" --policy localsgd --optimizer adam
 refuse "--target-loss" --target-loss -1
 refuse "--target-loss with --model external needs --evaluator" --model external --target-loss 1
