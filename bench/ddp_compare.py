@@ -458,12 +458,18 @@ def call_server_flags(job, steps, policy):
 
 def run_dmlps(args, bench, log):
     """One run of every policy through dmlps-bench: {policy: run's dict}.
-    With a job, one dmlps-bench per policy, each with that policy's recipe."""
+    With a job, one dmlps-bench per policy, each with that policy's recipe;
+    without, one per number of local steps, each its own --eval-every."""
     if args.job is None:
-        return run_bench(args, bench_command(args, bench, args.policies), args.policies, log)
+        groups = {}
+        for policy in args.policies:
+            groups.setdefault(local_steps(policy), []).append(policy)
+        batches = list(groups.values())
+    else:
+        batches = [[policy] for policy in args.policies]
     out = {}
-    for policy in args.policies:
-        out.update(run_bench(args, bench_command(args, bench, [policy]), [policy], log))
+    for policies in batches:
+        out.update(run_bench(args, bench_command(args, bench, policies), policies, log))
     return out
 
 
