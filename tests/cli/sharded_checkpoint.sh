@@ -8,14 +8,15 @@
 
 # cluster SHARDS TAG RESUME SERVER-ARGS...: shard 0, SHARDS - 1 more, each
 # checkpointing to TAG.ckpt.K (and resuming from it when RESUME is 1), and 3
-# workers, to the end; TAG.model is the whole model saved.
+# workers, to the end; TAG.model is the whole model saved. A checkpoint
+# every EVERY iterations (default 10).
 cluster() {
   local shards=$1 tag=$2 resume=$3
   shift 3
   local from=()
   [ "$resume" = 1 ] && from=(--resume "$WORK/$tag.ckpt.0")
   start_server --shard "0/$shards" --workers 3 --save-model "$WORK/$tag.0" \
-    --checkpoint "$WORK/$tag.ckpt.0" --checkpoint-every 10 "${from[@]}" "$@"
+    --checkpoint "$WORK/$tag.ckpt.0" --checkpoint-every "${EVERY:-10}" "${from[@]}" "$@"
   CLUSTER_SHARDS=("$SERVER_PID")
   for ((k = 1; k < shards; k++)); do
     from=()
@@ -53,6 +54,18 @@ params=$((784 * 32 + 32 + 32 * 10 + 10))
 cmp "$WORK/one.model" "$WORK/two.model" ||
   fail "resumed, 1 shard and 2 shards ended with different models"
 echo "resumed from iteration 20: 1 shard and 2 shards end with the same $params parameters"
+
+# A checkpoint every iteration of a model whose slices are sent in chunks:
+# a shard's checkpoint waits for the replies still streaming, and writes its
+# file when they are out (it used to write through a dead stack frame then).
+EVERY=1 cluster 2 big 0 --policy bsp --model mlp:1024 --batch 32 --seed 3 --eval-every 100 \
+  --max-iterations 80
+# One at the end of each iteration before the limit: 79.
+written=$(grep -c "checkpoint of iteration .* written to $WORK/big.ckpt.1" "$WORK/shard-1.log")
+[ "$written" -eq 79 ] || fail "shard 1 wrote $written checkpoints, not 79"
+grep -q "checkpoint of iteration 79 written to $WORK/big.ckpt.0" "$WORK/server.log" ||
+  fail "shard 0 did not write its checkpoint of iteration 79"
+echo "2 shards of mlp:1024 checkpointed every iteration: shard 1 wrote $written files"
 
 # --- Files that do not fit are refused with one line, exit 65.
 expect_refused() {

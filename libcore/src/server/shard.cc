@@ -545,11 +545,13 @@ void ShardServer::RunOrders() {
         // The slice and its optimizer state agree once the updates are in.
         if (store_->ApplyPending()) return;
         // Shard 0 writes its own file of this version once every shard has.
-        if (!checkpoints_->Take(order, *store_, *optimizer_)) break;
-        if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{order}}); !sent.ok()) {
-          spdlog::warn("{}: cannot tell shard 0 of checkpoint {}: {}", name_, order.clock,
-                       sent.ToString());
-        }
+        checkpoints_->Take(order, *store_, *optimizer_, [this, order] {
+          if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{order}});
+              !sent.ok()) {
+            spdlog::warn("{}: cannot tell shard 0 of checkpoint {}: {}", name_, order.clock,
+                         sent.ToString());
+          }
+        });
         break;
       case proto::Order::kSnapshot: {
         const auto id = static_cast<int64_t>(order.value);

@@ -98,25 +98,31 @@ Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string&
   return Status::Ok();
 }
 
-bool ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
-                            const optim::Optimizer& optimizer) {
+void ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
+                            const optim::Optimizer& optimizer, std::function<void()> written) {
   if (config_.checkpoint.empty()) {
     spdlog::debug("shard {}: no --checkpoint; checkpoint of version {} not taken",
                   config_.shard_index, order.clock);
-    return true;
+    written();
+    return;
   }
+  auto checkpoint = std::make_shared<Checkpoint>(stamp_);
+  checkpoint->version = order.clock;
+  checkpoint->iteration = static_cast<int64_t>(order.value);
+  checkpoint->optimizer_state = optimizer.State();
+  checkpoint->optimizer_steps = optimizer.steps();
+  // The sink owns what it writes: it runs at once when nothing is queued in
+  // the store, else once the operations before it are done.
+  store.Snapshot([this, checkpoint, written = std::move(written)](
+                     std::shared_ptr<const std::vector<float>> values) {
+    checkpoint->params = std::move(values);
+    if (Write(*checkpoint)) written();
+  });
+}
+
+bool ShardCheckpoints::Write(const Checkpoint& checkpoint) const {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  Checkpoint checkpoint = stamp_;
-  checkpoint.version = order.clock;
-  checkpoint.iteration = static_cast<int64_t>(order.value);
-  checkpoint.optimizer_state = optimizer.State();
-  checkpoint.optimizer_steps = optimizer.steps();
-  // Nothing is pending: the sink runs at once, with the slice as it stands.
-  store.Snapshot([&checkpoint](std::shared_ptr<const std::vector<float>> values) {
-    checkpoint.params = std::move(values);
-  });
-  if (checkpoint.params == nullptr) return false;  // not reached: nothing was pending
   // Written here, not on a thread: shard 0 learns of it at once (the order echoed).
   // The file before becomes FILE.prev by a second link, not a rename, and
   // the new one replaces FILE whole: a shard killed at any point leaves a

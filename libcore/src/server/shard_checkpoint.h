@@ -9,6 +9,7 @@
 #define DMLPS_SERVER_SHARD_CHECKPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,14 +44,22 @@ class ShardCheckpoints {
                std::vector<float>* slice, optim::Optimizer* optimizer);
 
   // Carries out Order `order` (kCheckpoint): writes the slice as it stands
-  // and the optimizer's state to --checkpoint, the file before moving to
-  // FILE.prev; a failed write is logged and returns false (shard 0 must not
-  // count on it). Nothing without --checkpoint. REQUIRES:
-  // !store.ApplyPending(), so that the two agree.
-  bool Take(const proto::Order& order, ModelStore& store, const optim::Optimizer& optimizer);
+  // now and the optimizer's state to --checkpoint, the file before moving to
+  // FILE.prev, then calls `written` (not on a failed write, which is logged:
+  // shard 0 must not count on it). Without --checkpoint, writes nothing and
+  // calls `written` at once. The slice is read when the store's operations
+  // queued before it are done (replies still streaming, say), so the write
+  // and `written` may come after Take returns, while the store and this
+  // object live. REQUIRES: !store.ApplyPending(), so that the two agree.
+  void Take(const proto::Order& order, ModelStore& store, const optim::Optimizer& optimizer,
+            std::function<void()> written);
 
  private:
   explicit ShardCheckpoints(const ServerConfig& config) : config_(config) {}
+
+  // Writes `checkpoint` to --checkpoint, the file before kept as FILE.prev;
+  // false, logged, when it could not.
+  bool Write(const Checkpoint& checkpoint) const;
 
   const ServerConfig& config_;
   std::vector<Checkpoint> resumable_;  // --resume and the file before it, until adopted
