@@ -113,8 +113,8 @@ void ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
   checkpoint->optimizer_steps = optimizer.steps();
   // The sink owns what it writes: it runs at once when nothing is queued in
   // the store, else once the operations before it are done.
-  store.Snapshot([this, checkpoint, written = std::move(written)](
-                     std::shared_ptr<const std::vector<float>> values) {
+  store.Snapshot([this, checkpoint,
+                  written = std::move(written)](std::shared_ptr<const std::vector<float>> values) {
     checkpoint->params = std::move(values);
     if (Write(*checkpoint)) written();
   });
