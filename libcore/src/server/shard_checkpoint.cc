@@ -123,7 +123,8 @@ void ShardCheckpoints::Take(const proto::Order& order, ModelStore& store,
 bool ShardCheckpoints::Write(const Checkpoint& checkpoint) const {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  // Written here, not on a thread: shard 0 learns of it at once (the order echoed).
+  // Written on the shard's own thread, not another: the caller echoes the
+  // order to shard 0 as soon as this returns true.
   // The file before becomes FILE.prev by a second link, not a rename, and
   // the new one replaces FILE whole: a shard killed at any point leaves a
   // FILE to resume from.
