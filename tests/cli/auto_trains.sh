@@ -34,9 +34,9 @@ grep -qE "policy decision at iteration [0-9]+: backup:2 -> " "$WORK/server.log" 
 # waits for a core), and a decision may follow what it measured; the rule
 # still must not flap (a switch pays for itself twice, a gain under 1.5x
 # must be read at two decisions 10 iterations apart, BSP must be predicted
-# 1.25x as fast): it stays under backup:2, and a burst that outlasts two
-# readings may take it away and back: at most three switches, only to
-# candidates.
+# 1.25x as fast, each return 1.25x more than the last): it stays under
+# backup:2, and a burst that outlasts two readings may take it away and
+# back: at most three switches, only to candidates.
 switches=$(grep -c "policy switch done" "$WORK/server.log" || true)
 [ "$switches" -le 3 ] || fail "$switches switches on an even cluster"
 if grep "policy switch done" "$WORK/server.log" | grep -qvE -- "-> (bsp|backup:[123]|ssp:3|lbbsp) "; then

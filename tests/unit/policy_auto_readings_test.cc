@@ -405,5 +405,33 @@ TEST_CASE("auto: on shared cores a pause after computing reads as its own length
   }
 }
 
+TEST_CASE("auto: a host whose load keeps coming and going moves it back less and less often") {
+  // Four workers on the server's host of two cores, 10 ms a step at half
+  // a core; other work takes a core for 40 steps of every 80 (25 ms at a
+  // quarter), for the whole run. Read on one core, backup:3 is predicted
+  // faster on mlp:128's table; on two, backup:2: each change of load is a
+  // reason to move. Every return into a policy left before needs
+  // kReturnBar more than the last (docs/auto.md), so the moves thin out.
+  const auto busy = [](int64_t step) { return step % 80 >= 40; };
+  const AutoRun run =
+      RunAuto(4, [&](WorkerId, int64_t step) { return busy(step) ? 0.025 : 0.01; }, 30,
+              {.candidates = {},
+               .model = "mlp:128",
+               .share_of = [&](WorkerId, int64_t step) { return busy(step) ? 0.25 : 0.5; },
+               .host_cores = 2});
+  REQUIRE_FALSE(run.decisions.empty());
+  CHECK(run.decisions.back().iteration > 1500);  // some twenty changes of load
+  std::vector<std::string> done;
+  for (const Switch& s : run.switches) {
+    if (s.done) done.push_back(s.from + " -> " + s.to + " at " + std::to_string(s.iteration));
+  }
+  CAPTURE(done);
+  // It follows the first change, and comes back once, and once more: the
+  // third return would need kReturnBar^3 times the bar (with a bar as
+  // before, one switch every change of load, 41 in the run).
+  CHECK(done.size() >= 2);
+  CHECK(done.size() <= 3);
+}
+
 }  // namespace
 }  // namespace dmlps::sync::testing

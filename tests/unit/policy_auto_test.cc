@@ -502,15 +502,19 @@ TEST_CASE("auto: near the target it does not switch into a policy that needs mor
   CHECK(far.running == "ssp:3");
 }
 
-TEST_CASE("auto: a switch's bar: kMinGain, kIntoBsp into BSP, times kReturnBar going back") {
+TEST_CASE("auto: a switch's bar: kMinGain, kIntoBsp into BSP, times kReturnBar each return") {
   const double gain = 1 / (1 - AutoDecider::kMinGain);
-  CHECK(AutoSwitchBar("backup:1", "backup:2", false) == doctest::Approx(gain));
-  CHECK(AutoSwitchBar("backup:1", "bsp", false) == doctest::Approx(AutoDecider::kIntoBsp));
-  CHECK(AutoSwitchBar("bsp", "bsp", false) == doctest::Approx(gain));
-  CHECK(AutoSwitchBar("backup:2", "backup:1", true) ==
+  CHECK(AutoSwitchBar("backup:1", "backup:2", 0) == doctest::Approx(gain));
+  CHECK(AutoSwitchBar("backup:1", "bsp", 0) == doctest::Approx(AutoDecider::kIntoBsp));
+  CHECK(AutoSwitchBar("bsp", "bsp", 0) == doctest::Approx(gain));
+  CHECK(AutoSwitchBar("backup:2", "backup:1", 1) ==
         doctest::Approx(gain * AutoDecider::kReturnBar));
-  CHECK(AutoSwitchBar("backup:1", "bsp", true) ==
+  CHECK(AutoSwitchBar("backup:1", "bsp", 1) ==
         doctest::Approx(AutoDecider::kIntoBsp * AutoDecider::kReturnBar));
+  // The third return needs kReturnBar three times over.
+  CHECK(AutoSwitchBar("backup:2", "backup:3", 3) ==
+        doctest::Approx(gain * AutoDecider::kReturnBar * AutoDecider::kReturnBar *
+                        AutoDecider::kReturnBar));
 }
 
 }  // namespace

@@ -692,6 +692,7 @@ std::optional<SwitchRequest> AutoDecider::Choose(const SwitchContext& context,
         best->policy, speedup, kConfirmBelow, advice.reason);
     return std::nullopt;
   }
+  if (Returns(best->policy)) ++returns_;
   d->chosen = best->policy;
   chosen_efficiency_ = best->efficiency;
   pending_ = {};
@@ -705,13 +706,13 @@ bool AutoDecider::Returns(std::string_view policy) const {
 }
 
 double AutoDecider::Bar(std::string_view policy) const {
-  return AutoSwitchBar(running_, policy, Returns(policy));
+  return AutoSwitchBar(running_, policy, Returns(policy) ? returns_ + 1 : 0);
 }
 
-double AutoSwitchBar(std::string_view running, std::string_view to, bool returns) {
+double AutoSwitchBar(std::string_view running, std::string_view to, int returns) {
   const double bar =
       GivesUpTolerance(running, to) ? AutoDecider::kIntoBsp : 1 / (1 - AutoDecider::kMinGain);
-  return returns ? bar * AutoDecider::kReturnBar : bar;
+  return bar * std::pow(AutoDecider::kReturnBar, returns);
 }
 
 void AutoDecider::Switched(std::string_view now_running) {

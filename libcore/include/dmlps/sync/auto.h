@@ -40,9 +40,10 @@ Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t b
 
 // The speedup a switch from `running` into `to` must be predicted:
 // 1 / (1 - AutoDecider::kMinGain), or AutoDecider::kIntoBsp into BSP from
-// another policy, times AutoDecider::kReturnBar where the switch goes back
-// into a policy the run left before on shared cores (`returns`).
-double AutoSwitchBar(std::string_view running, std::string_view to, bool returns);
+// another policy, times AutoDecider::kReturnBar to the power `returns`: the
+// how-manieth return this switch would be, counting it, where it goes back
+// into a policy the run left before on shared cores (0 where it does not).
+double AutoSwitchBar(std::string_view running, std::string_view to, int returns);
 
 // How much of the wall clock auto's predictions may take where they take
 // a core from the workers (in the background): new ones start only while
@@ -100,7 +101,9 @@ class PredictionBudget {
 // every live worker runs there, or more workers than its cores run there;
 // there a lasting change of speed takes the reading then: ReadCores) a
 // switch back into a policy the run left before must be predicted
-// kReturnBar times the bar it would otherwise need.
+// kReturnBar times the bar it would otherwise need, and every further
+// return kReturnBar times more than the last: a host whose load keeps
+// changing moves the run back and forth less and less often.
 class AutoDecider : public SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
@@ -246,7 +249,8 @@ class AutoDecider : public SwitchDecider {
   // Whether a switch into `policy` goes back to one left before, on shared cores.
   bool Returns(std::string_view policy) const;
   // The speedup a switch into `policy` must be predicted: kMinGain, or
-  // kIntoBsp into BSP, times kReturnBar for one that Returns.
+  // kIntoBsp into BSP, times kReturnBar once more for each return made so
+  // far where this one Returns.
   double Bar(std::string_view policy) const;
   // BSP-equivalent iterations predicted left in the run.
   double Remaining(int64_t iteration) const;
@@ -284,6 +288,7 @@ class AutoDecider : public SwitchDecider {
   bool informed_ = false;          // a decision has predicted the candidates
   int64_t cores_ = 0;              // the fewest shared cores read (0: not shared)
   std::vector<std::string> left_;  // the policies switched away from, in order
+  int returns_ = 0;                // switches made back into a policy left before
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
   PredictionBudget budget_;
