@@ -13,6 +13,7 @@
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/net/curve.h"
+#include "dmlps/net/secret.h"
 #include "dmlps/worker/evaluator_client.h"
 
 namespace dmlps::cli {
@@ -116,6 +117,7 @@ int RunEvaluatorProgram(const worker::WorkerConfig& config) {
                                   config.heartbeat,
                                   config.curve_secret,
                                   config.curve_server_key,
+                                  config.secret_file,
                                   [scorer](const std::string& model, int64_t num_params) {
                                     return scorer->Join(model, num_params);
                                   }};
@@ -124,6 +126,16 @@ int RunEvaluatorProgram(const worker::WorkerConfig& config) {
       signal);
   if (!report.ok()) return ReportError(kWorkerProgram, report.status());
   if (report->signal != 0) return ExitCodeForSignal(report->signal);
+  return 0;
+}
+
+int RunSecretProgram(const std::string& path, bool force) {
+  Result<std::string> secret = net::GenerateSecret();
+  if (!secret.ok()) return ReportError(kKeygenProgram, secret.status());
+  if (Status written = net::WriteSecretFile(*secret, path, force); !written.ok()) {
+    return ReportError(kKeygenProgram, written);
+  }
+  spdlog::info("wrote the job secret to {}", path);
   return 0;
 }
 

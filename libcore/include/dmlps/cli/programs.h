@@ -39,6 +39,10 @@ int RunWorkerProgram(const worker::WorkerConfig& config, const launch::Launcher&
 // each snapshot with config.model on the test set of config.data.
 int RunEvaluatorProgram(const worker::WorkerConfig& config);
 
+// dmlps-keygen --secret FILE: writes a fresh job secret (net/secret.h) to
+// FILE, mode 0600; the exit code.
+int RunSecretProgram(const std::string& path, bool force);
+
 // Makes a CURVE key pair for each name, NAME.key and NAME.pub (replacing
 // files that exist only when `force`), and prints each public key on
 // stdout. Stops at the first pair it cannot make or write.
