@@ -11,6 +11,7 @@
 #include "dmlps/cli/flags.h"
 #include "dmlps/cli/programs.h"
 #include "dmlps/cli/values.h"
+#include "dmlps/net/secret.h"
 #include "dmlps/predict/predictor.h"
 #include "dmlps/server/server.h"
 #include "dmlps/sync/policy.h"
@@ -61,7 +62,11 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
        {"checkpoint", "Write checkpoints to FILE (atomically; see --checkpoint-every)", "FILE"},
        {"checkpoint-every", "Checkpoint every N iterations, or every T seconds with Ts (e.g. 30s)",
         "N|Ts"},
-       {"resume", "Go on from the checkpoint in FILE; workers reconnect on their own", "FILE"}});
+       {"resume", "Go on from the checkpoint in FILE; workers reconnect on their own", "FILE"},
+       {"initial",
+        "--model external: start from the layout and values in the checkpoint FILE "
+        "(dmlps.torch.save_initial writes one from a module), so that no peer chooses them",
+        "FILE"}});
 }
 
 void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defaults) {
@@ -196,6 +201,11 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
         "Encrypt and authenticate with CURVE: the server's secret key FILE (from "
         "dmlps-keygen; needs --curve-allow)",
         "FILE"},
+       {"secret",
+        "The job secret FILE (dmlps-keygen --secret FILE; default $DMLPS_SECRET_FILE): the "
+        "evaluator, the worker announcing an external model and, without CURVE, the other "
+        "shards must present it",
+        "FILE"},
        {"curve-allow", "Admit only workers whose public key is in a *.pub file in DIR", "DIR"},
        {"max-message-bytes", "Refuse messages larger than BYTES (0: the model's size plus 1 MiB)",
         "BYTES", "0"},
@@ -247,6 +257,7 @@ void ReadFaultTolerance(cli::FlagReader& flags, ServerConfig* config) {
   config->min_workers = flags.Int("min-workers", 0, 100000);
   if (flags.Has("checkpoint")) config->checkpoint = flags.String("checkpoint");
   if (flags.Has("resume")) config->resume = flags.String("resume");
+  if (flags.Has("initial")) config->initial = flags.String("initial");
   if (flags.Has("checkpoint-every")) {
     if (auto every = cli::ParseCheckpointEvery(flags.String("checkpoint-every")); every.ok()) {
       config->checkpoint_every_iterations = every->iterations;
@@ -345,6 +356,7 @@ void ReadOptimizer(cli::FlagReader& flags, optim::OptimizerSettings* settings) {
 void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
   if (flags.Has("curve-secret")) config->curve_secret = flags.String("curve-secret");
   if (flags.Has("curve-allow")) config->curve_allow = flags.String("curve-allow");
+  config->secret_file = net::SecretFilePath(flags.Has("secret") ? flags.String("secret") : "");
   config->max_message_bytes = flags.Int("max-message-bytes", 0, int64_t{1} << 40);
   config->max_connections = flags.Int("max-connections", 0, 1000000);
   config->max_features = flags.Int("max-features", 1, std::numeric_limits<int32_t>::max());

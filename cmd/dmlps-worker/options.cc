@@ -37,7 +37,11 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "dmlps-keygen)",
         "FILE"},
        {"curve-server-key", "The server's public key: 40 Z85 characters, or its .pub FILE",
-        "KEY|FILE"}});
+        "KEY|FILE"},
+       {"secret",
+        "The job secret FILE (dmlps-keygen --secret; default $DMLPS_SECRET_FILE), which the "
+        "server asks of its evaluator and of the worker announcing an external model",
+        "FILE"}});
 }
 
 void AddTrainingOptions(cxxopts::Options& options, const WorkerConfig& defaults) {
@@ -131,6 +135,7 @@ cli::Program ReadWorkerFlags(cli::FlagReader& flags, const launch::LaunchDefault
   config.server_timeout = ReadSeconds(flags, "server-timeout", 0.001);
   if (flags.Has("curve-secret")) config.curve_secret = flags.String("curve-secret");
   if (flags.Has("curve-server-key")) config.curve_server_key = flags.String("curve-server-key");
+  if (flags.Has("secret")) config.secret_file = flags.String("secret");
   config.reconnect_timeout = ReadSeconds(flags, "reconnect-timeout", 0);
   config.heartbeat = std::chrono::milliseconds(flags.Int("heartbeat-ms", 1, 3600000));
   config.data = flags.String("data");

@@ -12,6 +12,7 @@ complete -c $c -l server-timeout -x -d 'Take the server for gone when silent for
 complete -c $c -l reconnect-timeout -x -d 'Retry a server that went away for SECONDS'
 complete -c $c -l heartbeat-ms -x -d 'Milliseconds between heartbeats to the server'
 complete -c $c -l curve-secret -r -F -d 'Encrypt with CURVE: this worker secret key FILE'
+complete -c $c -l secret -r -F -d 'The job secret FILE (evaluator, announcer of an external model)'
 complete -c $c -l curve-server-key -r -F -d 'The server public key, or its .pub FILE'
 
 complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'

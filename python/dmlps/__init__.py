@@ -30,10 +30,12 @@ from dmlps._dmlps import (  # noqa: F401
     model_loss_and_gradient,
     read_checkpoint,
     set_log_level,
+    write_initial,
 )
 
 __all__ = ["Evaluator", "Worker", "__version__", "load_test", "load_train", "model_initialize",
-           "model_loss_and_gradient", "read_checkpoint", "read_model", "set_log_level"]
+           "model_loss_and_gradient", "read_checkpoint", "read_model", "set_log_level",
+           "write_initial"]
 
 
 def read_model(paths):

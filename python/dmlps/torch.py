@@ -351,6 +351,24 @@ def load_model(module, values, layout="dmlps", buffers=True):
     return module
 
 
+def save_initial(module, path, layout="dmlps", buffers=True):
+    """Writes ``module``'s layout and current parameters and buffers, laid
+    out as TorchComputation lays them out, to ``path``: a file that
+    ``dmlps-server --model external --initial path`` starts from, so that
+    no peer chooses the model (docs/security.md). Returns ``path``."""
+    params = list(module.parameters())
+    state = _state_buffers(module) if buffers else []
+    weights = sum(p.numel() for p in params)
+    flat = torch.empty(weights + sum(b.numel() for _, b in state), dtype=torch.float32)
+    with torch.no_grad():
+        for p, target, _ in _views(params, [layout == "dmlps" and p.dim() == 2 for p in params],
+                                   flat):
+            target.copy_(p.detach().cpu())
+        _store_buffers([(n, b.detach().cpu()) for n, b in state], flat[weights:])
+    dmlps.write_initial(path, TorchComputation.layout_of(module, bool(buffers)), flat.numpy())
+    return path
+
+
 def load_checkpoint(module, paths, layout="dmlps", buffers=True):
     """Loads the model of a dmlps-server checkpoint (one file, or every
     server shard's file of one run) into ``module`` and returns its

@@ -344,6 +344,8 @@ worker::EvaluatorConfig MakeEvaluatorConfig(std::string server, const py::kwargs
       config.curve_secret = value.cast<std::string>();
     else if (key == "curve_server_key")
       config.curve_server_key = value.cast<std::string>();
+    else if (key == "secret")
+      config.secret_file = value.cast<std::string>();
     else
       throw py::type_error("Evaluator: unknown option '" + key + "'");
   }
@@ -523,6 +525,23 @@ void HandLayoutToConfig(const LayoutOffer& offer, worker::WorkerConfig* config) 
   }
 }
 
+// Writes a file that dmlps-server --model external --initial starts from:
+// the layout and values, as a checkpoint of no run.
+void WriteInitial(const std::string& path, const py::object& layout, const py::object& values) {
+  LayoutOffer offer = MakeLayoutOffer(layout, values);
+  if (offer.tensors.empty()) throw py::value_error("write_initial: the layout is empty");
+  if (offer.values.empty()) throw py::value_error("write_initial: no values");
+  server::Checkpoint checkpoint;
+  checkpoint.model = "external";
+  checkpoint.policy = "initial";
+  checkpoint.optimizer = "none";
+  checkpoint.layout = std::move(offer.tensors);
+  checkpoint.params = std::make_shared<const std::vector<float>>(std::move(offer.values));
+  if (Status written = server::WriteCheckpointFile(path, checkpoint); !written.ok()) {
+    throw py::value_error(written.message());
+  }
+}
+
 worker::WorkerConfig MakeConfig(const py::kwargs& options) {
   worker::WorkerConfig config;
   auto ms = [](const py::handle& v) { return std::chrono::milliseconds(v.cast<int64_t>()); };
@@ -566,6 +585,8 @@ worker::WorkerConfig MakeConfig(const py::kwargs& options) {
       config.curve_secret = value.cast<std::string>();
     else if (key == "curve_server_key")
       config.curve_server_key = value.cast<std::string>();
+    else if (key == "secret")
+      config.secret_file = value.cast<std::string>();
     else
       throw py::type_error("Worker: unknown option '" + key + "'");
   }
@@ -614,7 +635,9 @@ PYBIND11_MODULE(_dmlps, m) {
       "at the end of params and writes its own at the end of grad. on_join(job) gets the "
       "server's job as a dict when the worker is welcomed and may return the sample count. "
       "layout ([(name, shape)] or (name, shape, True) for state) and initial_values are "
-      "announced to a server of --model external. local_step(params, grad), when given, "
+      "announced to a server of --model external, which takes them from the worker presenting "
+      "its job secret (secret=FILE, or $DMLPS_SECRET_FILE's). local_step(params, grad), when "
+      "given, "
       "takes the local steps of wbsp, localsgd and async-localsgd: called right after compute, "
       "it moves params (writable) as its own optimizer steps them. Options: the flags of "
       "dmlps-worker(1) as keywords (rank, slowdown, delay_ms, ...).")
@@ -647,8 +670,10 @@ PYBIND11_MODULE(_dmlps, m) {
       "on_join(model, num_params) is called once the server has welcomed the evaluator. "
       "A PyTorch module should be scored in eval() mode (Dropout off, BatchNorm on its "
       "running statistics): dmlps.torch.evaluator does so, and restores the module's "
-      "modes afterwards. Options: connect_timeout_ms, server_timeout_ms, heartbeat_ms, "
-      "curve_secret, curve_server_key.")
+      "modes afterwards. The server grants the role only to an evaluator presenting its job "
+      "secret: secret=FILE, or the file $DMLPS_SECRET_FILE names. Options: "
+      "connect_timeout_ms, server_timeout_ms, heartbeat_ms, curve_secret, curve_server_key, "
+      "secret.")
       .def(py::init([](std::string server, py::object evaluate, py::object on_join,
                        const py::kwargs& options) {
              return std::make_unique<dp::Evaluator>(
@@ -668,6 +693,12 @@ PYBIND11_MODULE(_dmlps, m) {
         py::arg("x"), py::arg("y"), py::arg("classes"));
   m.def("model_initialize", &dp::ModelInitialize, py::arg("model"), py::arg("input_dim"),
         py::arg("classes"), py::arg("seed") = 0);
+  m.def("write_initial", &dp::WriteInitial, py::arg("path"), py::arg("layout"), py::arg("values"),
+        "write_initial(path, layout, values): writes the file that dmlps-server --model "
+        "external --initial path starts from, so that no peer chooses the model: layout as "
+        "dmlps.Worker takes it ([(name, shape)], then (name, shape, True) for module state), "
+        "values a flat float32 array as long. dmlps.torch.save_initial writes one from a "
+        "module.");
   m.def("read_checkpoint", &dp::ReadCheckpoint, py::arg("path"),
         "read_checkpoint(path) -> dict: a dmlps-server checkpoint file, checked as --resume "
         "checks it (ValueError naming the file and what is wrong): 'params' (float32, the "

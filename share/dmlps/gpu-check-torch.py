@@ -74,6 +74,11 @@ def compare_one_step(device, x, y, hidden):
 
 
 def start_server(bin_dir, out, data, steps):
+    # The job secret the evaluator presents (docs/security.md).
+    secret = os.path.join(out, "job.secret")
+    subprocess.run([os.path.join(bin_dir, "dmlps-keygen"), "-q", "--force", "--secret", secret],
+                   check=True)
+    os.environ["DMLPS_SECRET_FILE"] = secret
     endpoint_file = os.path.join(out, "torch-server.endpoint")
     if os.path.exists(endpoint_file):
         os.remove(endpoint_file)

@@ -40,6 +40,16 @@
 //                   pushes (zero gradients, a slice to each shard) for
 //                   SECONDS, reading shard 0's replies but never shard 1's;
 //                   prints how many Pulls it sent.
+//   evaluator ADDR SECONDS
+//                   says Hello as an evaluator without the job secret and,
+//                   if welcomed, answers every snapshot with accuracy 1.0
+//                   for SECONDS; prints "welcomed" or "refused: WHY" (or
+//                   "no answer"); exits 0.
+//   hellos ADDR SECONDS
+//                   from one connection, says Hello as fast as it can for
+//                   SECONDS, each announcing a layout of 64 tensors with
+//                   200-character names (and no secret); prints how many
+//                   it sent; exits 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -403,13 +413,65 @@ int NoReadShard(void* context, const std::string& address, int seconds) {
   return 0;
 }
 
+int FakeEvaluator(void* context, const std::string& address, int seconds) {
+  void* socket = Dealer(context, "");
+  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+  proto::Hello hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}};
+  hello.evaluator = true;
+  if (!SendBody(socket, hello)) return Fail("cannot send Hello");
+  std::string outcome = "no answer";
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  std::vector<zmq::message_t> frames;
+  while (Clock::now() < end && outcome.rfind("refused", 0) != 0) {
+    if (!ReceiveFrames(socket, 100, &frames)) continue;
+    dmlps::Result<proto::Message> message = proto::DecodeMessage(frames, 0);
+    if (!message.ok()) continue;
+    if (std::holds_alternative<proto::Welcome>(message->body)) outcome = "welcomed";
+    if (const auto* error = std::get_if<proto::Error>(&message->body)) {
+      outcome = "refused: " + error->message;
+    }
+    if (const auto* evaluate = std::get_if<proto::Evaluate>(&message->body)) {
+      (void)SendBody(socket, proto::Evaluation{evaluate->id, 1.0, 0.0, 1});
+    }
+  }
+  std::printf("%s\n", outcome.c_str());
+  zmq_close(socket);
+  return 0;
+}
+
+int HelloFlood(void* context, const std::string& address, int seconds) {
+  void* socket = Dealer(context, "");
+  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+  proto::Hello hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}};
+  for (int t = 0; t < 64; ++t) {
+    hello.layout.push_back({std::to_string(t) + std::string(200, 'x'), {4, 4}, false});
+  }
+  const zmq::message_t encoded = proto::EncodeHeader(hello);
+  int64_t sent = 0;
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  std::vector<zmq::message_t> frames;
+  while (Clock::now() < end) {
+    if (zmq_send(socket, encoded.data(), encoded.size(), ZMQ_DONTWAIT) >= 0) {
+      ++sent;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    while (ReceiveFrames(socket, 0, &frames)) {
+    }
+  }
+  std::printf("sent %lld Hellos\n", static_cast<long long>(sent));
+  zmq_close(socket);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4 &&
       !(argc == 5 && (std::string(argv[1]) == "idle" || std::string(argv[1]) == "churn"))) {
     std::fprintf(stderr,
-                 "usage: dmlps-attack-peer squat|stream|noread|noread-shard|claim ADDR N | "
+                 "usage: dmlps-attack-peer "
+                 "squat|stream|noread|noread-shard|claim|evaluator|hellos ADDR N | "
                  "idle|churn ADDR N S\n");
     return 64;
   }
@@ -424,6 +486,8 @@ int main(int argc, char** argv) {
   if (mode == "noread") rc = NoRead(context, argv[2], n);
   if (mode == "noread-shard") rc = NoReadShard(context, argv[2], n);
   if (mode == "claim") rc = Claim(context, argv[2], n);
+  if (mode == "evaluator") rc = FakeEvaluator(context, argv[2], n);
+  if (mode == "hellos") rc = HelloFlood(context, argv[2], n);
   zmq_ctx_term(context);
   return rc;
 }

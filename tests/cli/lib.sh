@@ -6,6 +6,10 @@ BIN=${DMLPS_BIN:?DMLPS_BIN must name the folder holding dmlps-server}
 TEST_BIN=${DMLPS_TEST_BIN:-$BIN/../tests}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-cli.XXXXXX")
 CHILDREN=()
+# The job secret of every server, shard, evaluator and announcing worker a
+# test starts (docs/security.md); a test of the roles unsets it.
+"$BIN/dmlps-keygen" --secret "$WORK/secret" 2>/dev/null
+export DMLPS_SECRET_FILE="$WORK/secret"
 
 cleanup() {
   local rc=$?

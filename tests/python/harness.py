@@ -38,6 +38,14 @@ def _cleanup():
 
 atexit.register(_cleanup)
 
+# The job secret every server, evaluator and announcing worker of a test
+# shares (docs/security.md): children inherit it, dmlps.Worker and
+# dmlps.Evaluator read it.
+SECRET = os.path.join(WORK, "secret")
+subprocess.run([os.path.join(BIN, "dmlps-keygen"), "--secret", SECRET], check=True,
+               stderr=subprocess.DEVNULL)
+os.environ["DMLPS_SECRET_FILE"] = SECRET
+
 
 def fail(message):
     print(f"FAIL: {message}", file=sys.stderr)

@@ -159,5 +159,34 @@ TEST_CASE("members are visited in rank order") {
   CHECK(ranks == std::vector<int64_t>{1, 3});
 }
 
+TEST_CASE("a running job bounded to its ranks refuses joins beyond them, saying why") {
+  // As under a robust rule (docs/security.md): the job of 2 takes no third.
+  Membership members(2, 2, "no more under --aggregate median");
+  REQUIRE(Join(members, "a", HelloAsking(-1), false).kind == HelloDecision::kAdmit);
+  REQUIRE(Join(members, "b", HelloAsking(-1), false).kind == HelloDecision::kAdmit);
+  const HelloDecision extra = Join(members, "c", HelloAsking(-1), true);
+  CHECK(extra.kind == HelloDecision::kRefuse);
+  CHECK(extra.why == "the job has 2 ranks, no more under --aggregate median");
+  // A lost worker's rank may be taken again.
+  members.Remove(0);
+  const HelloDecision again = Join(members, "c", HelloAsking(-1), true);
+  CHECK(again.kind == HelloDecision::kAdmit);
+  CHECK(again.rank == 0);
+  // Unbounded, the same job grows.
+  Membership elastic(2);
+  REQUIRE(Join(elastic, "a", HelloAsking(-1), false).kind == HelloDecision::kAdmit);
+  REQUIRE(Join(elastic, "b", HelloAsking(-1), false).kind == HelloDecision::kAdmit);
+  CHECK(Join(elastic, "c", HelloAsking(-1), true).kind == HelloDecision::kNewRank);
+}
+
+TEST_CASE("a member's CURVE key finds its rank; no key finds none") {
+  Membership members(2);
+  members.Admit(1, Identity("a"), HelloAsking(1), Clock::now(), "KEY-A");
+  members.Admit(0, Identity("b"), HelloAsking(0), Clock::now());
+  CHECK(members.RankOfKey("KEY-A") == 1);
+  CHECK(members.RankOfKey("KEY-B") == -1);
+  CHECK(members.RankOfKey("") == -1);
+}
+
 }  // namespace
 }  // namespace dmlps::server

@@ -13,13 +13,16 @@ namespace {
 
 using std::chrono::milliseconds;
 
+// The job secret the fixture's server asks of an evaluator.
+constexpr char kSecret[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+
 // A server-side RemoteEvaluator and an evaluator's socket, on inproc.
 // The evaluator is dropped when an answer is `limit` late: long enough by
 // default that a loaded machine running a sanitized build never trips it.
 struct EvaluatorFixture {
   explicit EvaluatorFixture(milliseconds limit = milliseconds(5000))
       : pair("inproc://remote-evaluator-test"),
-        remote(*pair.server, Welcome(), limit, [this] { Pump(); }) {}
+        remote(*pair.server, Welcome(), kSecret, limit, [this] { Pump(); }) {}
 
   static proto::Welcome Welcome() {
     proto::Welcome welcome;
@@ -42,9 +45,19 @@ struct EvaluatorFixture {
   // The next message the evaluator gets (within 2 s).
   proto::Message Next() { return testing::NextMessage(*pair.client, milliseconds(2000)); }
 
+  // Says Hello as an evaluator presenting `secret`.
+  void SayHello(const std::string& secret) {
+    proto::Hello hello;
+    hello.evaluator = true;
+    hello.secret = secret;
+    REQUIRE(pair.client->SendMessage(nullptr, hello).ok());
+    Pump();
+  }
+
   void Join() {
     proto::Hello hello;
     hello.evaluator = true;
+    hello.secret = kSecret;
     REQUIRE(pair.client->SendMessage(nullptr, hello).ok());
     Pump();
     REQUIRE(remote.connected());
@@ -158,6 +171,33 @@ TEST_CASE("remote evaluator: one that does not answer in time is dropped, never 
   f.Answer({1, 0.5, 0.5, 1});
   CHECK(f.handled.back() == false);
   CHECK(f.remote.TakeResults().empty());
+  // One with the job secret takes its place, and gets the next snapshot.
+  f.Join();
+  f.remote.SubmitOrSkip(EvaluatorFixture::At(60), true);
+  CHECK(std::get<proto::Evaluate>(f.Next().body).iteration == 60);
+}
+
+TEST_CASE("remote evaluator: the role is the job secret's, never the first peer's") {
+  EvaluatorFixture f;
+  // None, a wrong one, one of another length: refused for good, nothing taken.
+  std::string wrong = kSecret;
+  wrong.back() = '0';
+  for (const std::string& secret : {std::string(), wrong, std::string(kSecret).substr(1)}) {
+    CAPTURE(secret);
+    f.SayHello(secret);
+    CHECK_FALSE(f.remote.connected());
+    CHECK_FALSE(f.remote.joined_once());
+    const proto::Message refusal = f.Next();
+    REQUIRE(std::holds_alternative<proto::Error>(refusal.body));
+    CHECK(std::get<proto::Error>(refusal.body).fatal);
+    CHECK(std::get<proto::Error>(refusal.body).message.find("job secret") != std::string::npos);
+  }
+  // Its answers are not taken either.
+  f.remote.SubmitOrSkip(EvaluatorFixture::At(10), true);
+  f.Answer({1, 1.0, 0.0, 1});
+  CHECK(f.remote.TakeResults().empty());
+  f.Join();
+  CHECK(f.remote.connected());
 }
 
 }  // namespace

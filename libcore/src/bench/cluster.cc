@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "dmlps/base/json.h"
+#include "dmlps/net/secret.h"
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::bench {
@@ -222,8 +223,10 @@ constexpr std::chrono::seconds kClientsGoneGrace{10};
 // any. Killed when destroyed, as each Child is.
 class Clients {
  public:
-  Clients(const Experiment& e, const ClusterOptions& options, const fs::path& dir)
-      : e_(e), options_(options), dir_(dir) {}
+  // `secret_env` ("DMLPS_SECRET_FILE=...") goes into every client's environment.
+  Clients(const Experiment& e, const ClusterOptions& options, const fs::path& dir,
+          std::string secret_env)
+      : e_(e), options_(options), dir_(dir), secret_env_(std::move(secret_env)) {}
 
   // Starts them all, the server (shard 0) being at `endpoint`.
   Status Start(const std::string& endpoint) {
@@ -233,7 +236,7 @@ class Clients {
       if (Status s =
               shards_.back()->Start({server, "--bind", "tcp://127.0.0.1:*", "--shard",
                                      ShardName(k, options_.shards), "--coordinator", endpoint},
-                                    "/dev/null", ShardLog(k));
+                                    "/dev/null", ShardLog(k), {secret_env_});
           !s.ok()) {
         return s;
       }
@@ -243,10 +246,12 @@ class Clients {
       workers_.push_back(std::make_unique<Child>());
       if (own) workers_.back()->set_own_group();
       const std::string log = WorkerLog(r);
-      Status s =
-          own ? workers_.back()->Start({"/bin/sh", "-c", options_.worker_command}, log, log,
-                                       WorkerEnvironment(e_, r, options_, endpoint))
-              : workers_.back()->Start(WorkerCommand(e_, r, options_, endpoint), "/dev/null", log);
+      std::vector<std::string> env = WorkerEnvironment(e_, r, options_, endpoint);
+      env.push_back(secret_env_);
+      Status s = own ? workers_.back()->Start({"/bin/sh", "-c", options_.worker_command}, log, log,
+                                              std::move(env))
+                     : workers_.back()->Start(WorkerCommand(e_, r, options_, endpoint), "/dev/null",
+                                              log, {secret_env_});
       if (!s.ok()) return s;
     }
     if (options_.evaluator_command.empty()) return Status::Ok();
@@ -256,7 +261,7 @@ class Clients {
     return evaluator_->Start(
         {"/bin/sh", "-c", options_.evaluator_command}, log, log,
         {"DMLPS_SERVER=" + endpoint, "DMLPS_MODEL=" + e_.model, "DMLPS_DATA=" + e_.data,
-         "DMLPS_SEED=" + std::to_string(e_.seed), "DMLPS_BIN=" + options_.bin_dir});
+         "DMLPS_SEED=" + std::to_string(e_.seed), "DMLPS_BIN=" + options_.bin_dir, secret_env_});
   }
 
   // Why the run cannot go on: a client exited with an error, or every
@@ -350,6 +355,7 @@ class Clients {
   std::vector<std::unique_ptr<Child>> shards_;
   std::vector<std::unique_ptr<Child>> workers_;
   std::unique_ptr<Child> evaluator_;
+  std::string secret_env_;
   std::optional<Clock::time_point> gone_since_;
 };
 
@@ -611,8 +617,20 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
       (e.max_seconds > 0 ? std::chrono::duration_cast<Clock::duration>(
                                std::chrono::duration<double>(e.max_seconds))
                          : std::chrono::hours(24 * 365));
+  // The run's own job secret, which its evaluator and shards present.
+  const std::string secret_file = (dir / "secret").string();
+  Result<std::string> secret = net::GenerateSecret();
+  if (!secret.ok()) {
+    result.failure = secret.status().message();
+    return result;
+  }
+  if (Status written = net::WriteSecretFile(*secret, secret_file, true); !written.ok()) {
+    result.failure = written.message();
+    return result;
+  }
+  const std::string secret_env = std::string(net::kSecretFileVariable) + "=" + secret_file;
   Child server;
-  Clients clients(e, options, dir);
+  Clients clients(e, options, dir, secret_env);
   auto fail = [&](std::string why) {
     clients.Kill();
     server.Kill();
@@ -620,7 +638,7 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
     return result;
   };
   if (Status s = server.Start(ServerCommand(e, policy_entry, options, endpoint_file, report_file),
-                              server_tsv, server_log);
+                              server_tsv, server_log, {secret_env});
       !s.ok()) {
     return fail(s.message());
   }

@@ -118,6 +118,7 @@ Endpoint& Endpoint::operator=(Endpoint&& other) noexcept {
   monitor_ = std::move(other.monitor_);
   curve_ = other.curve_;
   last_from_shard_ = other.last_from_shard_;
+  last_key_ = std::move(other.last_key_);
   last_source_ = other.last_source_;
   failed_handshakes_ = other.failed_handshakes_;
   address_ = std::move(other.address_);
@@ -339,6 +340,7 @@ Result<bool> Endpoint::Receive(Frames* frames, std::chrono::milliseconds timeout
     if (curve_) {
       const char* user = zmq_msg_gets(frames->back().handle(), "User-Id");
       last_from_shard_ = user != nullptr && std::strcmp(user, kShardUserId) == 0;
+      last_key_ = user != nullptr && !last_from_shard_ ? user : "";
     }
   }
   return !frames->empty();
@@ -388,6 +390,18 @@ Status Endpoint::Rebind(int64_t max_frame_bytes, int64_t max_queued_messages) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+Status Endpoint::SetSendQueueLimit(int64_t max_queued_messages) {
+  if (max_queued_messages < 1 || max_queued_messages > (int64_t{1} << 30)) {
+    return Status::InvalidArgument("the send queue's limit must be positive");
+  }
+  try {
+    socket_->set(zmq::sockopt::sndhwm, static_cast<int>(max_queued_messages));
+  } catch (const zmq::error_t& e) {
+    return FromZmq(e, "cannot bound the send queue");
+  }
+  return Status::Ok();
 }
 
 void Endpoint::AdmitSender() {

@@ -158,6 +158,8 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
   std::string status = "500";
   std::string text = "malformed ZAP request";
   std::string request_id;
+  // A worker's connection carries its key as the ZAP user id (Endpoint::
+  // LastSenderKey); a shard's, kShardUserId.
   std::string user_id = "worker";
   if (request.size() >= 6 && Text(request[0]) == "1.0") {
     request_id = Text(request[1]);
@@ -188,6 +190,8 @@ void Gatekeeper::Answer(std::vector<zmq::message_t>& request) {
       }
       if (!key.empty() && key == rules_.shard_key) {
         user_id = kShardUserId;
+      } else if (!key.empty() && rules_.allowed_keys.count(key) != 0) {
+        user_id = key;
       } else if (key.empty() || rules_.allowed_keys.count(key) == 0) {
         status = "400";
         text = "key not allowed";

@@ -37,7 +37,8 @@ struct GateRules {
 };
 
 // The ZAP user id of a connection made with GateRules::shard_key (ZeroMQ
-// hands it out as the "User-Id" property of each message from it).
+// hands it out as the "User-Id" property of each message from it); a
+// worker's connection has its public key (Z85) as its user id.
 inline constexpr char kShardUserId[] = "shard";
 
 // A connection that has not joined may be closed to make room for a new one

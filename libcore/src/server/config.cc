@@ -28,6 +28,35 @@ void AddExternalProblems(const ServerConfig& config, std::vector<std::string>* p
   }
 }
 
+// Roles the operator grants: the evaluator, the announcer of an external
+// model and the other shards each prove themselves with the job secret or
+// a key, never by coming first.
+void AddRoleProblems(const ServerConfig& config, std::vector<std::string>* problems) {
+  const bool secret = !config.secret_file.empty();
+  if (config.remote_evaluator && !secret) {
+    problems->push_back(
+        "--evaluator needs --secret FILE (or DMLPS_SECRET_FILE; dmlps-keygen --secret FILE makes "
+        "one): the evaluator must present it, so that no other peer takes its role");
+  }
+  if (config.model == kExternalModel && config.shard_index == 0 && !secret &&
+      config.initial.empty() && config.resume.empty()) {
+    problems->push_back(
+        "--model external needs --initial FILE (the layout and values to start from) or --secret "
+        "FILE for the worker that announces them, so that no peer chooses the model");
+  }
+  if (!config.initial.empty() && config.model != kExternalModel) {
+    problems->push_back("--initial is for --model external");
+  }
+  if (!config.initial.empty() && !config.resume.empty()) {
+    problems->push_back("--initial and --resume both set where the model starts: give one");
+  }
+  if (config.shard_count > 1 && !secret && config.curve_secret.empty()) {
+    problems->push_back(
+        "--shard without CURVE needs --secret FILE (the same on every shard): a server shard "
+        "proves itself with it");
+  }
+}
+
 // What the server's optimizer settings rule out.
 void AddOptimizerProblems(const ServerConfig& config, std::vector<std::string>* problems) {
   // The outer optimizer's own settings are the policy's to check.
@@ -174,6 +203,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (config.evaluator_timeout.count() < 1) {
     problems.push_back("--evaluator-timeout must be positive");
   }
+  AddRoleProblems(config, &problems);
   return problems;
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "dmlps/net/secret.h"
+#include "dmlps/server/server.h"
 #include "server/shard_slice.h"
 
 namespace dmlps::server {
@@ -21,7 +23,8 @@ ShardCoordinator::ShardCoordinator(net::Endpoint& endpoint, std::vector<int64_t>
       shard_welcome_(std::move(shard_welcome)),
       evaluate_(std::move(evaluate)),
       welcome_worker_(std::move(welcome_worker)),
-      peers_(static_cast<size_t>(shard_count())) {}
+      peers_(static_cast<size_t>(shard_count())),
+      waiting_hellos_(shard_welcome_.num_workers + kConnectionHeadroom, kMaxHeldHelloBytes) {}
 
 int64_t ShardCoordinator::ShardOf(const zmq::message_t& identity) const {
   auto it = shard_of_.find(IdentityKey(identity));
@@ -30,6 +33,9 @@ int64_t ShardCoordinator::ShardOf(const zmq::message_t& identity) const {
 
 Status ShardCoordinator::Register(const zmq::message_t& identity, const proto::Hello& hello) {
   if (!sharded()) return Status::Config("this server is not sharded (no --shard 0/S)");
+  if (!secret_.empty() && !net::SecretMatches(hello.secret, secret_)) {
+    return Status::Config("a server shard must present the job secret (--secret)");
+  }
   if (hello.shards != shard_count() || hello.shard < 1 || hello.shard >= shard_count()) {
     return Status::Config("shard " + std::to_string(hello.shard) + "/" +
                           std::to_string(hello.shards) + " does not fit this job of " +
@@ -71,24 +77,19 @@ void ShardCoordinator::MarkReady(int64_t shard) {
   peers_[shard]->ready = true;
   ++ready_;
   if (AllRegistered()) {
-    std::vector<std::pair<zmq::message_t, proto::Hello>> waiting;
-    waiting.swap(waiting_hellos_);
-    for (auto& [worker, worker_hello] : waiting) welcome_worker_(worker, worker_hello);
+    for (HelloHold::Held& held : waiting_hellos_.Take()) {
+      welcome_worker_(held.identity, held.hello, held.key);
+    }
   }
 }
 
-void ShardCoordinator::HoldHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  // A worker that says Hello again from a new socket (it rejoins, with
-  // backoff) is answered there only.
-  if (hello.rank >= 0) {
-    std::erase_if(waiting_hellos_, [&](const auto& w) { return w.second.rank == hello.rank; });
-  }
-  waiting_hellos_.emplace_back(net::CopyFrame(identity), hello);
+Status ShardCoordinator::HoldHello(const zmq::message_t& identity, const proto::Hello& hello,
+                                   const std::string& key) {
+  return waiting_hellos_.Hold(identity, hello, key);
 }
 
 bool ShardCoordinator::Holds(const zmq::message_t& identity) const {
-  return std::any_of(waiting_hellos_.begin(), waiting_hellos_.end(),
-                     [&](const auto& w) { return IdentityKey(w.first) == IdentityKey(identity); });
+  return waiting_hellos_.Holds(identity);
 }
 
 void ShardCoordinator::DescribeShards(proto::Welcome* welcome) const {

@@ -22,6 +22,7 @@
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "server/evaluator.h"
+#include "server/hello_hold.h"
 #include "server/loop.h"
 
 namespace dmlps::server {
@@ -37,7 +38,8 @@ class ShardCoordinator {
   // Takes a whole snapshot, once every shard's slice is in.
   using SnapshotSink = std::function<void(Snapshot snapshot, bool must)>;
   // Answers a worker's Hello held until every shard had registered.
-  using HelloSink = std::function<void(const zmq::message_t& identity, const proto::Hello& hello)>;
+  using HelloSink = std::function<void(const zmq::message_t& identity, const proto::Hello& hello,
+                                       const std::string& key)>;
 
   // Coordinates the shards of `bounds` (ShardBounds: shards + 1 offsets)
   // over `endpoint`, which must outlive it. `shard_welcome` is what every
@@ -55,6 +57,9 @@ class ShardCoordinator {
     layout_ = std::move(layout);
     initial_ = std::move(initial);
   }
+  // Without CURVE: a registering shard must present `secret`, the job's
+  // (net/secret.h); under CURVE its key says what it is.
+  void RequireSecret(std::string secret) { secret_ = std::move(secret); }
   int64_t shard_count() const { return static_cast<int64_t>(bounds_.size()) - 1; }
   // Every other shard has registered and said it is ready (its first
   // message after the Welcome: it has bound its address with the limits of
@@ -77,8 +82,11 @@ class ShardCoordinator {
   // the sender with for good, since a second try would not fit either.
   Status Register(const zmq::message_t& identity, const proto::Hello& hello);
   // Holds a worker's Hello until every shard has registered: its Welcome
-  // names every shard. REQUIRES: !AllRegistered().
-  void HoldHello(const zmq::message_t& identity, const proto::Hello& hello);
+  // names every shard. Unavailable when as many are held as the job has
+  // workers plus kConnectionHeadroom (HelloHold): the caller refuses it.
+  // REQUIRES: !AllRegistered().
+  Status HoldHello(const zmq::message_t& identity, const proto::Hello& hello,
+                   const std::string& key);
   // Whether `identity` is a worker whose Hello is held (it keeps itself alive).
   bool Holds(const zmq::message_t& identity) const;
   // Tells a worker's Welcome where every shard is and what it holds;
@@ -161,6 +169,7 @@ class ShardCoordinator {
   const proto::Welcome shard_welcome_;
   std::vector<model::TensorSpec> layout_;              // an external model's; else empty
   std::shared_ptr<const std::vector<float>> initial_;  // its initial values; else null
+  std::string secret_;                                 // RequireSecret's; empty: none asked
   SnapshotSink evaluate_;
   HelloSink welcome_worker_;
 
@@ -169,7 +178,7 @@ class ShardCoordinator {
   int64_t registered_ = 0;
   int64_t ready_ = 0;  // shards registered that have said they are ready
   // Workers that said Hello before every shard had registered: answered then.
-  std::vector<std::pair<zmq::message_t, proto::Hello>> waiting_hellos_;
+  HelloHold waiting_hellos_;
   std::vector<proto::Order> orders_;        // not sent yet
   std::map<int64_t, Assembly> assemblies_;  // snapshots waiting for slices, by id
   int64_t next_snapshot_id_ = 0;

@@ -12,7 +12,7 @@ void WriteEvaluationHeader(std::ostream& tsv) {
 
 void RecordEvaluations(const std::vector<Evaluation>& results, const Targets& targets,
                        int64_t start_us, std::ostream& tsv, trace::TraceWriter* tracer,
-                       RunReport* report) {
+                       TargetProgress* progress, RunReport* report) {
   for (const Evaluation& e : results) {
     if (report->target_reached) break;  // later snapshots do not change the answer
     report->last_eval = e.result;
@@ -33,18 +33,33 @@ void RecordEvaluations(const std::vector<Evaluation>& results, const Targets& ta
                       {{"iteration", e.snapshot.iteration}});
       tracer->Counter("loss", snapshot_us, e.result.loss, {{"iteration", e.snapshot.iteration}});
     }
-    if (targets.MetBy(e.result)) {
-      report->target_reached = true;
-      report->seconds_to_target = e.snapshot.seconds;
-      report->iterations_to_target = e.snapshot.iteration;
-      report->samples_to_target = e.snapshot.samples;
-      if (tracer != nullptr) {
-        tracer->Instant("run", "target", trace::NowMicros(),
-                        {{"accuracy", e.result.accuracy},
-                         {"loss", e.result.loss},
-                         {"seconds", e.snapshot.seconds},
-                         {"iteration", e.snapshot.iteration}});
-      }
+    if (!targets.MetBy(e.result)) {
+      progress->in_a_row = 0;
+      continue;
+    }
+    if (progress->in_a_row++ == 0) {
+      progress->first = {e.snapshot.seconds, e.snapshot.iteration, e.snapshot.version,
+                         e.snapshot.samples, nullptr};
+    }
+    if (progress->in_a_row < targets.confirmations) {
+      spdlog::info(
+          "the target is met at iteration {}; it counts once {} evaluation{} in a row "
+          "meet{} it",
+          e.snapshot.iteration, targets.confirmations, targets.confirmations == 1 ? "" : "s",
+          targets.confirmations == 1 ? "s" : "");
+      continue;
+    }
+    const Snapshot& first = progress->first;
+    report->target_reached = true;
+    report->seconds_to_target = first.seconds;
+    report->iterations_to_target = first.iteration;
+    report->samples_to_target = first.samples;
+    if (tracer != nullptr) {
+      tracer->Instant("run", "target", trace::NowMicros(),
+                      {{"accuracy", e.result.accuracy},
+                       {"loss", e.result.loss},
+                       {"seconds", first.seconds},
+                       {"iteration", first.iteration}});
     }
   }
 }

@@ -1,9 +1,14 @@
-// --model external: the server trains a model it does not compute. The
-// first worker's Hello announces the layout and the initial values; later
-// workers must announce the same layout (WorkerDesk checks), and snapshots
-// go to an evaluator process (RemoteEvaluator) when one is asked for.
+// --model external: the server trains a model it does not compute. Its
+// layout and initial values come from --initial FILE, or from the Hello of
+// the worker that presents the job secret (no peer chooses them by coming
+// first); every worker must announce the same layout (WorkerDesk checks),
+// and snapshots go to an evaluator process (RemoteEvaluator) when one is
+// asked for.
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
+#include "dmlps/net/secret.h"
 #include "server/coordinator.h"
 #include "server/listen_options.h"
 #include "server/parameter_server.h"
@@ -23,20 +28,6 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
   if (!config_.trace.empty()) {
     DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
   }
-  // The model's size is not known yet: a message may be as large as
-  // --max-message-bytes allows, by default the largest frame taken.
-  endpoint_max_bytes_ =
-      config_.max_message_bytes > 0 ? config_.max_message_bytes : net::kMaxFrameBytes;
-  bind_options.max_frame_bytes = endpoint_max_bytes_;
-  bind_options.max_connections =
-      config_.max_connections > 0 ? config_.max_connections
-                                  : config_.workers + kConnectionHeadroom + config_.shard_count - 1;
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                         net::Endpoint::Bind(context_, config_.bind, bind_options));
-  endpoint_.emplace(std::move(endpoint));
-  if (!config_.endpoint_file.empty()) {
-    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
-  }
   std::vector<float> params;
   if (!config_.resume.empty()) {
     // The checkpoint's layout is the model's; every worker must announce it.
@@ -51,9 +42,14 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
     // these values (placeholders: they resume their own checkpoints).
     DMLPS_ASSIGN_OR_RETURN(const int64_t whole, model::ValidateLayout(layout_));
     params.assign(static_cast<size_t>(whole), 0.f);
-  } else {
-    spdlog::info("listening on {}; the first worker to join announces the external model",
-                 endpoint_->address());
+  } else if (!config_.initial.empty()) {
+    DMLPS_RETURN_IF_ERROR(ReadInitialModel(&params));
+  }
+  DMLPS_RETURN_IF_ERROR(BindExternal(std::move(bind_options)));
+  if (layout_.empty()) {
+    spdlog::info(
+        "listening on {}; the worker presenting the job secret announces the external model",
+        endpoint_->address());
     net::Frames frames;
     while (layout_.empty()) {
       if (signal_ != nullptr && signal_->load() != 0) {
@@ -65,10 +61,76 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
     }
   }
   DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout_));
+  DMLPS_RETURN_IF_ERROR(LimitToModel(num_params));
   // The other shards get their slices of it when they register.
   if (sharded()) external_initial_ = std::make_shared<const std::vector<float>>(params);
   return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout_.size()),
                      num_params);
+}
+
+Status ParameterServer::BindExternal(net::BindOptions bind_options) {
+  if (!layout_.empty()) {
+    // Known before binding: the limits a built-in model of its size has.
+    DMLPS_ASSIGN_OR_RETURN(const int64_t whole, model::ValidateLayout(layout_));
+    DMLPS_RETURN_IF_ERROR(
+        SetServerLimits(config_, ShardBounds(whole, config_.shard_count), &bind_options));
+    endpoint_max_bytes_ = bind_options.max_frame_bytes;
+  } else {
+    // Announced by a worker: a message may be as large as --max-message-
+    // bytes allows, by default the largest frame taken; each peer may be
+    // one such message ahead of the server (the announcer's Hello), and its
+    // send queue holds what a model of that size needs (once the model is
+    // known, the connections open get the model's own: LimitToModel).
+    endpoint_max_bytes_ =
+        config_.max_message_bytes > 0 ? config_.max_message_bytes : net::kMaxFrameBytes;
+    bind_options.max_frame_bytes = endpoint_max_bytes_;
+    bind_options.max_unread_bytes = endpoint_max_bytes_ + kUnreadHeadroom;
+    bind_options.max_queued_messages = MaxQueuedMessages(endpoint_max_bytes_);
+    bind_options.max_connections =
+        config_.max_connections > 0
+            ? config_.max_connections
+            : config_.workers + kConnectionHeadroom + config_.shard_count - 1;
+  }
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
+                         net::Endpoint::Bind(context_, config_.bind, bind_options));
+  endpoint_.emplace(std::move(endpoint));
+  if (!config_.endpoint_file.empty()) {
+    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
+  }
+  return Status::Ok();
+}
+
+Status ParameterServer::ReadInitialModel(std::vector<float>* params) {
+  DMLPS_ASSIGN_OR_RETURN(Checkpoint initial, ReadCheckpointFile(config_.initial));
+  const std::string& file = config_.initial;
+  if (initial.layout.empty()) {
+    return Status::DataLoss(file + ": --initial needs a file with a layout (a model of " +
+                            initial.model + " has none); dmlps.torch.save_initial writes one");
+  }
+  DMLPS_ASSIGN_OR_RETURN(const int64_t whole, model::ValidateLayout(initial.layout));
+  if (initial.shard_count != 1 || static_cast<int64_t>(initial.params->size()) != whole) {
+    return Status::DataLoss(file + ": holds " + std::to_string(initial.params->size()) +
+                            " values of a model of " + std::to_string(whole) +
+                            "; --initial needs the whole model");
+  }
+  for (const float v : *initial.params) {
+    if (!std::isfinite(v)) return Status::DataLoss(file + ": the values hold NaN or infinity");
+  }
+  layout_ = std::move(initial.layout);
+  params->assign(initial.params->begin(), initial.params->end());
+  spdlog::info("the external model from {}: {} tensors, {} floats", file, layout_.size(), whole);
+  return Status::Ok();
+}
+
+Status ParameterServer::LimitToModel(int64_t num_params) {
+  const int64_t model_bytes = num_params * static_cast<int64_t>(sizeof(float));
+  const int64_t max_bytes =
+      config_.max_message_bytes > 0 ? config_.max_message_bytes : model_bytes + kMessageHeadroom;
+  DMLPS_RETURN_IF_ERROR(endpoint_->SetConnectionLimits(
+      config_.max_connections > 0 ? config_.max_connections
+                                  : config_.workers + kConnectionHeadroom + config_.shard_count - 1,
+      4 * max_bytes + kUnreadHeadroom));
+  return endpoint_->SetSendQueueLimit(MaxQueuedMessages(model_bytes));
 }
 
 void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>* params) {
@@ -84,23 +146,23 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
   if (!message.ok()) return refuse(message.status().message());
   auto* hello = std::get_if<proto::Hello>(&message->body);
   if (hello == nullptr) return;  // a worker waiting for its Welcome keeps itself alive
-  if (hello->evaluator) {
-    held_hellos_.emplace_back(std::move(identity), std::move(*hello));
-    return;
+  if (hello->shard >= 0 && !endpoint_->LastSenderMayBeShard()) {
+    return refuse("a server shard must connect with the servers' key pair (--curve-secret)");
   }
-  if (hello->shard >= 0) {
-    // A server shard registers once the model is known: it gets its slice.
-    if (!endpoint_->LastSenderMayBeShard()) {
-      return refuse("a server shard must connect with the servers' key pair (--curve-secret)");
-    }
-    endpoint_->AdmitSender();
-    held_hellos_.emplace_back(std::move(identity), std::move(*hello));
-    return;
-  }
-  if (hello->layout.empty()) {
+  if (hello->layout.empty() && !hello->evaluator && hello->shard < 0) {
     return refuse(
         "this server trains an external model: a worker must announce its layout "
         "(dmlps-worker --announce-layout)");
+  }
+  if (hello->evaluator || hello->shard >= 0 || !net::SecretMatches(hello->secret, secret_)) {
+    // An evaluator, a shard (it gets its slice) or a worker without the
+    // role: answered once the model is known.
+    if (Status held = held_hellos_.Hold(identity, std::move(*hello), endpoint_->LastSenderKey());
+        !held.ok()) {
+      return refuse(held.message());
+    }
+    endpoint_->AdmitSender();
+    return;
   }
   Result<int64_t> num_params = model::ValidateLayout(hello->layout);
   if (!num_params.ok()) return refuse("the announced layout: " + num_params.status().message());
@@ -127,11 +189,16 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
                model::StateFloats(layout_) > 0
                    ? fmt::format(" and {} floats of module state", model::StateFloats(layout_))
                    : std::string());
-  held_hellos_.emplace_back(std::move(identity), std::move(*hello));
+  endpoint_->AdmitSender();
+  if (Status held = held_hellos_.Hold(identity, std::move(*hello), endpoint_->LastSenderKey());
+      !held.ok()) {
+    spdlog::warn("cannot hold the Hello of the worker that announced the model: {}",
+                 held.message());
+  }
 }
 
 void ParameterServer::AnswerHeldHellos() {
-  for (auto& [identity, hello] : held_hellos_) {
+  for (auto& [identity, hello, key] : held_hellos_.Take()) {
     proto::Message message{proto::Body(hello), {}};
     if (HandlePeer(identity, message)) continue;
     if (hello.shard >= 0) {
@@ -141,12 +208,15 @@ void ParameterServer::AnswerHeldHellos() {
         if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
       }
     } else if (!shards_->AllRegistered()) {
-      shards_->HoldHello(identity, hello);  // its Welcome names every shard
+      // Its Welcome names every shard.
+      if (Status held = shards_->HoldHello(identity, hello, key); !held.ok()) {
+        Status sent = endpoint_->SendMessage(&identity, proto::Error{held.message(), true, true});
+        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
+      }
     } else {
-      desk_->HandleHello(identity, hello);
+      desk_->HandleHello(identity, hello, key);
     }
   }
-  held_hellos_.clear();
 }
 
 }  // namespace dmlps::server

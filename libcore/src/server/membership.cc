@@ -37,9 +37,9 @@ HelloDecision Membership::DecideRunning(const proto::Hello& hello) const {
   for (int64_t r = 0; r < ranks(); ++r) {
     if (!Has(r)) return {HelloDecision::kAdmit, r, ""};
   }
-  if (ranks() >= kMaxRanks) {
+  if (ranks() >= max_ranks_) {
     return {HelloDecision::kRefuse, -1,
-            "the job has " + std::to_string(ranks()) + " ranks, the most it takes"};
+            "the job has " + std::to_string(ranks()) + " ranks, " + why_bounded_};
   }
   return {HelloDecision::kNewRank, -1, ""};
 }
@@ -68,12 +68,13 @@ HelloDecision Membership::DecideAssembling(const proto::Hello& hello) const {
 }
 
 void Membership::Admit(int64_t rank, const zmq::message_t& identity, const proto::Hello& hello,
-                       Clock::time_point now) {
+                       Clock::time_point now, const std::string& key) {
   if (rank >= ranks()) members_.resize(static_cast<size_t>(rank) + 1);
   Member member;
   member.identity = net::CopyFrame(identity);
   member.host = hello.host;
   member.pid = hello.pid;
+  member.key = key;
   member.last_seen = now;
   members_[static_cast<size_t>(rank)] = std::move(member);
   rank_of_[IdentityKey(identity)] = rank;
@@ -89,6 +90,14 @@ void Membership::Remove(int64_t rank) {
 int64_t Membership::RankOf(const zmq::message_t& identity) const {
   auto it = rank_of_.find(IdentityKey(identity));
   return it == rank_of_.end() ? -1 : it->second;
+}
+
+int64_t Membership::RankOfKey(const std::string& key) const {
+  if (key.empty()) return -1;
+  for (size_t r = 0; r < members_.size(); ++r) {
+    if (members_[r].has_value() && members_[r]->key == key) return static_cast<int64_t>(r);
+  }
+  return -1;
 }
 
 std::vector<Membership::Silent> Membership::SilentAt(Clock::time_point now,

@@ -4,6 +4,7 @@
 #ifndef DMLPS_SERVER_MEMBERSHIP_H_
 #define DMLPS_SERVER_MEMBERSHIP_H_
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -33,6 +34,7 @@ struct Member {
   zmq::message_t identity;
   std::string host;
   int64_t pid = 0;
+  std::string key;               // its CURVE public key (Z85); empty without CURVE
   bool ready = false;            // it pulled once: its data is loaded
   Clock::time_point last_seen;   // when it was last heard from
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
@@ -54,24 +56,35 @@ struct HelloDecision {
 
 class Membership {
  public:
-  // A job of `workers` ranks to fill before training starts.
-  explicit Membership(int64_t workers) : workers_(workers), members_(workers) {}
+  // A job of `workers` ranks to fill before training starts, which may grow
+  // to `max_ranks` while it runs (at most kMaxRanks). `why_bounded` says
+  // why a Hello beyond them is refused.
+  explicit Membership(int64_t workers, int64_t max_ranks = kMaxRanks,
+                      std::string why_bounded = "the most it takes")
+      : workers_(workers),
+        max_ranks_(std::min(max_ranks, kMaxRanks)),
+        why_bounded_(std::move(why_bounded)),
+        members_(workers) {}
 
   // Decides on the Hello of `identity`. Before training (`running` false)
   // the rank asked for must lie within the job and be free, and the cluster
   // must not be full; a running job takes anyone: the rank asked for when
-  // it is free, else the lowest free one, else a new one, up to kMaxRanks.
+  // it is free, else the lowest free one, else a new one, up to max_ranks.
   HelloDecision Decide(const zmq::message_t& identity, const proto::Hello& hello,
                        bool running) const;
   // Makes the sender of `hello` the member of `rank` (a new rank: the ranks
-  // grow to hold it), heard from at `now`.
+  // grow to hold it), heard from at `now`, with CURVE key `key` (empty:
+  // none).
   void Admit(int64_t rank, const zmq::message_t& identity, const proto::Hello& hello,
-             Clock::time_point now);
+             Clock::time_point now, const std::string& key = "");
   // Forgets the member of `rank`; its rank is free again.
   void Remove(int64_t rank);
 
   // The rank of the member `identity`, or -1 when it is none.
   int64_t RankOf(const zmq::message_t& identity) const;
+  // The rank of the member whose CURVE key is `key`, or -1 (always for an
+  // empty key).
+  int64_t RankOfKey(const std::string& key) const;
   bool Has(int64_t rank) const {
     return rank >= 0 && rank < ranks() && members_[static_cast<size_t>(rank)].has_value();
   }
@@ -104,6 +117,8 @@ class Membership {
   HelloDecision DecideAssembling(const proto::Hello& hello) const;
 
   const int64_t workers_;
+  const int64_t max_ranks_;
+  const std::string why_bounded_;
   std::vector<std::optional<Member>> members_;  // by rank
   std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
   int64_t joined_ = 0;

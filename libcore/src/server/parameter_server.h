@@ -28,7 +28,9 @@
 #include "dmlps/trace/trace.h"
 #include "server/checkpoint_writer.h"
 #include "server/coordinator.h"
+#include "server/evaluation_log.h"
 #include "server/evaluator.h"
+#include "server/hello_hold.h"
 #include "server/loop.h"
 #include "server/model_store.h"
 #include "server/remote_evaluator.h"
@@ -42,7 +44,11 @@ namespace dmlps::server {
 class ParameterServer : private sync::DriverSink<Gradient> {
  public:
   ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
-      : config_(config), tsv_(tsv), signal_(signal) {}
+      : config_(config),
+        tsv_(tsv),
+        signal_(signal),
+        held_hellos_(config.workers + kConnectionHeadroom + config.shard_count,
+                     kMaxHeldHelloBytes) {}
 
   Result<RunReport> Run();
   // Sharded, after Run: a shard was lost and, with --checkpoint, the job
@@ -73,6 +79,14 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // One message while the layout is awaited: a valid first worker's Hello
   // sets layout_ and *params; evaluators' Hellos are held, others refused.
   void TakeLayoutMessage(net::Frames& frames, std::vector<float>* params);
+  // Binds the external model's endpoint: with the limits of its size when
+  // layout_ is known, else with those of the largest message taken.
+  Status BindExternal(net::BindOptions bind_options);
+  // --initial: sets layout_ and *params from the file.
+  Status ReadInitialModel(std::vector<float>* params);
+  // Once an external model's size is known: each peer's unread bytes and
+  // send queue bounded as a built-in model's are (SetServerLimits).
+  Status LimitToModel(int64_t num_params);
   // Once the model is set up: answers the Hellos held while the layout was
   // awaited (the first worker's, an evaluator's, the other server shards').
   void AnswerHeldHellos();
@@ -148,12 +162,15 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   std::optional<model::ModelSpec> spec_;
   std::unique_ptr<SnapshotEvaluator> evaluator_;
   RemoteEvaluator* remote_ = nullptr;  // evaluator_, with --evaluator
+  std::string secret_;                 // the job secret (--secret); empty: none
+  TargetProgress target_progress_;     // evaluations meeting the target in a row
   // --model external: the layout the first worker announced (or --resume
   // recorded), which every worker must announce; empty for a built-in model.
   std::vector<model::TensorSpec> layout_;
   // The Hellos that came while the external model's layout was awaited (the
-  // first worker's, an evaluator's), handled once the model is set up.
-  std::vector<std::pair<zmq::message_t, proto::Hello>> held_hellos_;
+  // announcer's, other workers', an evaluator's, the other shards'),
+  // handled once the model is set up.
+  HelloHold held_hellos_;
   int64_t endpoint_max_bytes_ = 0;  // external: the largest message taken
   // External and sharded: the whole initial model, for the other shards'
   // Welcomes (shard 0's store keeps only its slice). Null otherwise.

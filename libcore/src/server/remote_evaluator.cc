@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "dmlps/net/secret.h"
 #include "dmlps/trace/trace.h"
 
 namespace dmlps::server {
@@ -32,13 +33,16 @@ void RemoteEvaluator::Refuse(const zmq::message_t& identity, const std::string& 
 }
 
 void RemoteEvaluator::Join(const zmq::message_t& identity, const proto::Hello& hello) {
+  if (!net::SecretMatches(hello.secret, secret_)) {
+    return Refuse(identity,
+                  "the evaluator role needs the job secret (--secret FILE or DMLPS_SECRET_FILE)");
+  }
   if (identity_.has_value() && *identity_ != identity) {
     return Refuse(identity, "an evaluator is already connected");
   }
-  if (lost_) return Refuse(identity, "the run's evaluator was lost; no other may take its place");
   if (!identity_.has_value()) {
     identity_.emplace(net::CopyFrame(identity));
-    spdlog::info("evaluator joined from {}:{}", hello.host, hello.pid);
+    spdlog::info("evaluator {}joined from {}:{}", lost_ ? "re" : "", hello.host, hello.pid);
   }
   Status sent = endpoint_.SendMessage(&*identity_, welcome_);
   if (!sent.ok()) spdlog::warn("cannot welcome the evaluator: {}", sent.ToString());
@@ -48,8 +52,10 @@ void RemoteEvaluator::Join(const zmq::message_t& identity, const proto::Hello& h
 void RemoteEvaluator::SubmitOrSkip(Snapshot snapshot, bool must) {
   const auto params = static_cast<int64_t>(snapshot.params ? snapshot.params->size() : 0);
   // Snapshots queued beyond the one out, at most: as the local evaluator's.
-  if (lost_ || (!must && static_cast<int64_t>(queue_.size()) >= SnapshotQueueLimit(params))) {
-    if (skipped_++ == 0 && !lost_) {
+  // Lost and none back yet: skipped, not queued without bound.
+  const bool gone = lost_ && !identity_.has_value();
+  if (gone || (!must && static_cast<int64_t>(queue_.size()) >= SnapshotQueueLimit(params))) {
+    if (skipped_++ == 0 && !gone) {
       spdlog::warn("evaluation is falling behind training; skipping snapshots until it catches up");
     }
     return;
@@ -99,8 +105,10 @@ void RemoteEvaluator::Take(const proto::Evaluation& evaluation) {
 
 void RemoteEvaluator::Lose(const std::string& why) {
   const int64_t dropped = static_cast<int64_t>(queue_.size()) + (out_.has_value() ? 1 : 0);
-  spdlog::warn("lost the evaluator: {}; {} snapshot{} unevaluated, later ones are skipped", why,
-               dropped, dropped == 1 ? "" : "s");
+  spdlog::warn(
+      "lost the evaluator: {}; {} snapshot{} unevaluated, later ones are skipped until an "
+      "evaluator with the job secret joins",
+      why, dropped, dropped == 1 ? "" : "s");
   skipped_ += dropped;
   queue_.clear();
   out_.reset();

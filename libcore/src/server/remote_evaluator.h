@@ -1,10 +1,12 @@
 // Snapshots evaluated by an evaluator process (dmlps-server --evaluator):
-// one evaluator joins with a Hello whose evaluator flag is set, gets each
-// snapshot as an Evaluate message and answers with an Evaluation, which
-// becomes the result the server would have computed itself, stamped with
-// the snapshot's time. An evaluator that leaves or does not answer within
-// its time limit is dropped with a log line: the snapshots after it are
-// skipped and the run goes on.
+// one evaluator joins with a Hello whose evaluator flag is set and that
+// carries the job secret (the role is the operator's to grant: a peer
+// without it is refused, and takes nothing), gets each snapshot as an
+// Evaluate message and answers with an Evaluation, which becomes the result
+// the server would have computed itself, stamped with the snapshot's time.
+// An evaluator that leaves or does not answer within its time limit is
+// dropped with a log line: the snapshots until another with the secret
+// joins are skipped, and the run goes on.
 #ifndef DMLPS_SERVER_REMOTE_EVALUATOR_H_
 #define DMLPS_SERVER_REMOTE_EVALUATOR_H_
 
@@ -28,12 +30,14 @@ class RemoteEvaluator : public SnapshotEvaluator {
   // Handles one message of the endpoint, for WaitIdle (the event loop's).
   using PumpFn = std::function<void()>;
 
-  // Sends on `endpoint` (which outlives this); an evaluator gets `welcome`
-  // when it joins and must answer a snapshot within `timeout`.
-  RemoteEvaluator(net::Endpoint& endpoint, proto::Welcome welcome,
+  // Sends on `endpoint` (which outlives this); an evaluator must present
+  // `secret` (never empty: the config requires one), gets `welcome` when it
+  // joins and must answer a snapshot within `timeout`.
+  RemoteEvaluator(net::Endpoint& endpoint, proto::Welcome welcome, std::string secret,
                   std::chrono::milliseconds timeout, PumpFn pump)
       : endpoint_(endpoint),
         welcome_(std::move(welcome)),
+        secret_(std::move(secret)),
         timeout_(timeout),
         pump_(std::move(pump)) {}
 
@@ -69,6 +73,7 @@ class RemoteEvaluator : public SnapshotEvaluator {
 
   net::Endpoint& endpoint_;
   const proto::Welcome welcome_;
+  const std::string secret_;
   const std::chrono::milliseconds timeout_;
   PumpFn pump_;
   std::optional<zmq::message_t> identity_;  // the evaluator; none yet or gone

@@ -8,6 +8,7 @@
 
 #include "dmlps/cli/status_line.h"
 #include "dmlps/data/dataset.h"
+#include "dmlps/net/secret.h"
 #include "dmlps/sync/summary.h"
 #include "dmlps/sync/switching.h"
 #include "server/aggregate.h"
@@ -24,6 +25,9 @@ namespace dmlps::server {
 Status ParameterServer::Setup() {
   // Keys first: a bad key file should not wait for the data to load.
   DMLPS_ASSIGN_OR_RETURN(net::BindOptions bind_options, ReadServerKeys(config_));
+  if (!config_.secret_file.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(secret_, net::ReadSecretFile(config_.secret_file));
+  }
   if (external()) {
     DMLPS_RETURN_IF_ERROR(SetUpExternal(bind_options));
     if (layout_.empty()) return Status::Ok();  // a signal came first
@@ -49,9 +53,9 @@ Status ParameterServer::Setup() {
     // The evaluator gets whole snapshots, whatever the shards.
     proto::Welcome welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
     welcome.num_params = bounds_.back();
-    auto remote =
-        std::make_unique<RemoteEvaluator>(*endpoint_, std::move(welcome), config_.evaluator_timeout,
-                                          [this] { (void)desk_->HandleNext(kPollSlice); });
+    auto remote = std::make_unique<RemoteEvaluator>(
+        *endpoint_, std::move(welcome), secret_, config_.evaluator_timeout,
+        [this] { (void)desk_->HandleNext(kPollSlice); });
     remote_ = remote.get();
     evaluator_ = std::move(remote);
   } else if (external()) {
@@ -163,6 +167,11 @@ Status ParameterServer::SetUpPolicy() {
 }
 
 void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
+  // A robust rule holds against some bad workers of so many: extra
+  // identities joining a running job would shift that share (one process
+  // opening five connections into four workers outvotes them), so its job
+  // grows no ranks beyond --workers; a lost worker's rank may be taken again.
+  const bool robust = ParseAggregation(config_.aggregate).value().robust();
   desk_.emplace(
       WorkerDeskOptions{
           .workers = config_.workers,
@@ -171,7 +180,11 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
           .layout = layout_,
           .peer = [this](const zmq::message_t& identity,
                          proto::Message& message) { return HandlePeer(identity, message); },
-          .max_push_samples = MaxPushSamples(config_, policy_->mode())},
+          .max_push_samples = MaxPushSamples(config_, policy_->mode()),
+          .max_ranks = robust ? config_.workers : kMaxRanks,
+          .why_bounded = robust ? "all --workers; under --aggregate " + config_.aggregate +
+                                      " no more may join (the rule's share of bad workers)"
+                                : "the most it takes"},
       *endpoint_, *shards_, *driver_, *store_, tracer_.get(),
       [this] {
         workers_ready_ = true;
@@ -407,11 +420,12 @@ void ParameterServer::StartCoordinator() {
   shards_ = std::make_unique<ShardCoordinator>(
       *endpoint_, bounds_, std::move(shard_welcome),
       [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
-      [this](const zmq::message_t& identity, const proto::Hello& hello) {
-        desk_->HandleHello(identity, hello);
+      [this](const zmq::message_t& identity, const proto::Hello& hello, const std::string& key) {
+        desk_->HandleHello(identity, hello, key);
       });
   if (external_initial_ != nullptr)
     shards_->SetExternalModel(layout_, std::move(external_initial_));
+  if (config_.curve_secret.empty()) shards_->RequireSecret(secret_);
 }
 
 Status ParameterServer::SaveModel() {
@@ -426,8 +440,11 @@ Status ParameterServer::SaveModel() {
 
 void ParameterServer::CollectEvaluations() {
   const std::vector<Evaluation> results = evaluator_->TakeResults();
-  RecordEvaluations(results, {config_.target_accuracy, config_.target_loss}, start_us_, tsv_,
-                    tracer_.get(), &report_);
+  // An evaluator process's report cannot be checked here: the target
+  // counts once the next evaluation meets it too.
+  const Targets targets{config_.target_accuracy, config_.target_loss,
+                        config_.remote_evaluator ? kRemoteConfirmations : 1};
+  RecordEvaluations(results, targets, start_us_, tsv_, tracer_.get(), &target_progress_, &report_);
   // Policies that decide by accuracy (sync-switch) see each result.
   if (!report_.target_reached) {
     for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);

@@ -16,6 +16,7 @@
 #include "dmlps/base/file.h"
 #include "dmlps/model/model.h"
 #include "dmlps/net/endpoint.h"
+#include "dmlps/net/secret.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
@@ -195,6 +196,10 @@ Status ShardServer::Register() {
                          net::Endpoint::Connect(context_, config_.coordinator, link_options));
   coordinator_.emplace(std::move(coordinator));
   proto::Hello hello;
+  if (!config_.secret_file.empty()) {
+    // Without CURVE, shard 0 admits a shard that presents it.
+    DMLPS_ASSIGN_OR_RETURN(hello.secret, net::ReadSecretFile(config_.secret_file));
+  }
   hello.host = net::HostName();
   hello.pid = getpid();
   hello.shard = config_.shard_index;

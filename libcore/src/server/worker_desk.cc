@@ -55,7 +55,7 @@ WorkerDesk::WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint
       tracer_(tracer),
       start_(std::move(start)),
       welcome_(std::move(welcome)),
-      members_(options.workers) {}
+      members_(options.workers, options.max_ranks, options.why_bounded) {}
 
 Status WorkerDesk::HandleNext(milliseconds wait) {
   Result<bool> got = endpoint_.Receive(&frames_, wait);
@@ -120,9 +120,13 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
       }
     } else if (!shards_.AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
-      shards_.HoldHello(identity, *hello);
-      endpoint_.AdmitSender();
-    } else if (HandleHello(identity, *hello)) {
+      if (Status held = shards_.HoldHello(identity, *hello, endpoint_.LastSenderKey());
+          !held.ok()) {
+        Refuse(identity, who, held.message(), true, /*rejoin=*/true);
+      } else {
+        endpoint_.AdmitSender();
+      }
+    } else if (HandleHello(identity, *hello, endpoint_.LastSenderKey())) {
       endpoint_.AdmitSender();
     }
     return;
@@ -161,8 +165,9 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
   }
 }
 
-void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank) {
-  members_.Admit(rank, identity, hello, Clock::now());
+void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank,
+                       const std::string& key) {
+  members_.Admit(rank, identity, hello, Clock::now(), key);
   sync::WorkerInfo info{hello.max_batch};
   // A worker on this host shares its cores with the server and the others
   // here (auto reads the cores they share from that, docs/auto.md).
@@ -182,7 +187,8 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
   }
 }
 
-bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
+bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
+                             const std::string& key) {
   const std::string who =
       fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid);
   if (hello.evaluator) {
@@ -198,6 +204,12 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
       return false;
     }
   }
+  // One rank per key: a key that holds a rank and joins again from a new
+  // connection (a worker restarted) takes its place; the old one is lost.
+  if (const int64_t held = members_.RankOfKey(key);
+      held >= 0 && members_.RankOf(identity) != held) {
+    LoseWorker(held, "its key joined again from a new connection");
+  }
   const HelloDecision decision = members_.Decide(identity, hello, training());
   int64_t rank = decision.rank;
   switch (decision.kind) {
@@ -210,7 +222,7 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
       rank = driver_.AddRank();
       [[fallthrough]];
     case HelloDecision::kAdmit:
-      Admit(identity, hello, rank);
+      Admit(identity, hello, rank, key);
       if (shards_.sharded()) {
         // The other shards admit this worker only with it (see Order kAdmit).
         tickets_[rank] = NewTicket();

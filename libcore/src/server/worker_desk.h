@@ -49,6 +49,10 @@ struct WorkerDeskOptions {
   // or the token size. 0: no cap (local modes push deltas of many steps,
   // weighted alike whatever their samples).
   int64_t max_push_samples = 0;
+  // The most ranks a running job grows to as workers join (kMaxRanks at
+  // most), and why no more join beyond them.
+  int64_t max_ranks = kMaxRanks;
+  std::string why_bounded = "the most it takes";
 };
 
 // The workers that came and went while the run went on, for its report.
@@ -81,8 +85,11 @@ class WorkerDesk {
   Status HandleNext(std::chrono::milliseconds wait);
   // Answers a worker's Hello (also those the coordinator held until every
   // shard had registered): a Welcome with a rank, or a refusal for good.
-  // True when it was welcomed.
-  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
+  // `key` is the sender's CURVE key (empty: none): one rank per key, a key
+  // joining again from a new connection taking its place. True when it was
+  // welcomed.
+  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
+                   const std::string& key);
 
   // The driver's replies to the member of `rank` (see sync::DriverEffects);
   // a model reply is ordered of the other shards as well.
@@ -124,7 +131,8 @@ class WorkerDesk {
   bool training() const { return driver_.started(); }
   void HandleFrames(net::Frames& frames);
   // Makes the sender of `hello` the member of rank `rank`.
-  void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank);
+  void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank,
+             const std::string& key);
   // Tells the member of `rank` what the job is and where the shards are.
   void SendWelcome(const zmq::message_t& identity, int64_t rank);
   void HandlePull(int64_t rank, const proto::Pull& pull);

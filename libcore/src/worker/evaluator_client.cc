@@ -42,6 +42,7 @@ Result<EvaluatorReport> RunEvaluator(const EvaluatorConfig& config, const Evalua
   link_config.heartbeat = config.heartbeat;
   link_config.curve_secret = config.curve_secret;
   link_config.curve_server_key = config.curve_server_key;
+  link_config.secret_file = config.secret_file;
   ServerLink link(link_config, signal);
   link.JoinAsEvaluator();
   DMLPS_RETURN_IF_ERROR(link.LoadKeys());

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "dmlps/net/curve.h"
+#include "dmlps/net/secret.h"
 #include "dmlps/trace/trace.h"
 #include "dmlps/worker/model_receiver.h"
 
@@ -65,6 +66,9 @@ void ServerLink::BeatWhileBusy() {
 }
 
 Status ServerLink::LoadKeys() {
+  if (const std::string path = net::SecretFilePath(config_.secret_file); !path.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(secret_, net::ReadSecretFile(path));
+  }
   if (config_.curve_secret.empty()) return Status::Ok();
   DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config_.curve_secret));
   DMLPS_ASSIGN_OR_RETURN(connect_options_.curve_server_key,
@@ -78,6 +82,7 @@ Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, 
       rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads, max_batch, -1, 0, {}};
   hello.evaluator = evaluator_;
   hello.ticket = ticket;
+  hello.secret = secret_;
   MutexLock lock(&socket_mutex_);
   if (&to != &*endpoint_ || layout_.empty()) return to.SendMessage(nullptr, hello);
   // An external model: the server takes the first worker's values.

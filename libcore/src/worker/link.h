@@ -61,8 +61,8 @@ class ServerLink {
   // Heartbeats the link's thread has sent so far (for tests).
   int64_t busy_heartbeats();
 
-  // Reads the CURVE keys the config names; before Join, so that a bad key
-  // fails before any server waits for this worker.
+  // Reads the CURVE keys and the job secret the config names; before Join,
+  // so that a bad key fails before any server waits for this worker.
   Status LoadKeys();
   // Says Hello (offering `max_batch` samples a step), waits for the Welcome
   // and joins the other server shards it names. Unavailable when no server
@@ -195,6 +195,7 @@ class ServerLink {
   Status held_error_ GUARDED_BY(socket_mutex_);
   std::thread beat_thread_;  // started by the first SetBusy
   bool evaluator_ = false;
+  std::string secret_;                                // the job secret (LoadKeys); empty: none
   std::vector<model::TensorSpec> layout_;             // announced in Hellos; empty: none
   std::shared_ptr<const std::vector<float>> values_;  // with it: the initial values
 };

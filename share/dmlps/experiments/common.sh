@@ -40,6 +40,12 @@ if [ -z "$bin" ] || [ ! -x "$bin/dmlps-bench" ]; then
 fi
 [ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-experiment.XXXXXX")
 mkdir -p "$out"
+# The job secret the servers, shards and evaluators the scripts start
+# share (docs/security.md), unless the caller gave one.
+if [ -z "${DMLPS_SECRET_FILE:-}" ]; then
+  "$bin/dmlps-keygen" -q --force --secret "$out/job.secret"
+  export DMLPS_SECRET_FILE="$out/job.secret"
+fi
 
 # bench TITLE ARGS...: one dmlps-bench run, its table on stdout under a title.
 # The slowdown list for n workers, the last one at 4.

@@ -140,6 +140,9 @@ class Endpoint {
   // with BindOptions::shard_key, so that a worker's key cannot register a
   // shard. Without CURVE nothing tells peers apart: true.
   bool LastSenderMayBeShard() const { return !curve_ || last_from_shard_; }
+  // The CURVE public key (Z85) of the worker connection the message Receive
+  // returned last came over; empty without CURVE or from a shard's.
+  const std::string& LastSenderKey() const { return last_key_; }
 
   // Applies a new frame limit and send queue bound (BindOptions::
   // max_frame_bytes, max_queued_messages) to the connections made from now
@@ -149,6 +152,9 @@ class Endpoint {
   // workers learn its address later still. InvalidArgument for limits out
   // of range; Unavailable when the address cannot be bound again.
   Status Rebind(int64_t max_frame_bytes, int64_t max_queued_messages);
+  // Bounds the messages queued for each peer at `max_queued_messages`
+  // (BindOptions), open connections included, without binding again.
+  Status SetSendQueueLimit(int64_t max_queued_messages);
 
   // Connections the ZAP handler refused so far (0 on an unguarded endpoint).
   int64_t refused_connections() const;
@@ -174,6 +180,7 @@ class Endpoint {
   std::unique_ptr<zmq::socket_t> monitor_;  // a connected endpoint's handshake events
   bool curve_ = false;
   bool last_from_shard_ = false;   // the message received last came with the shard key
+  std::string last_key_;           // its sender's worker key (LastSenderKey)
   int last_source_ = -1;           // the connection of the message received last
   int64_t failed_handshakes_ = 0;  // in a row, without detail
   std::string address_;

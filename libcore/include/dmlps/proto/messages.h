@@ -27,8 +27,9 @@ namespace dmlps::proto {
 // Welcome and Orders that let shards beyond 0 admit only shard 0's workers),
 // version 5 checkpoints of sharded servers (Order kCheckpoint, the
 // resume_version of Welcome), version 6 the server's optimizer in shard 0's
-// Welcome to the other shards (optimizer).
-inline constexpr uint32_t kProtocolVersion = 6;
+// Welcome to the other shards (optimizer), version 7 the job secret of
+// Hello (roles the operator grants) and the model hash of Welcome.
+inline constexpr uint32_t kProtocolVersion = 7;
 
 enum class MsgType : uint8_t {
   kHello = 1,        // worker -> server: wants to join
@@ -76,8 +77,12 @@ struct Hello {
   // A worker's Hello to a server shard beyond 0: the ticket shard 0's
   // Welcome gave it, without which that shard does not admit it. 0: none.
   int64_t ticket = 0;
+  // The job secret (net/secret.h), from a peer the operator trusts with a
+  // role: the evaluator, the worker announcing an external model, a server
+  // shard without CURVE. Empty: none; a worker needs none.
+  std::string secret;
   MSGPACK_DEFINE_MAP(rank, host, pid, threads, max_batch, shard, shards, address, layout,
-                     num_params, evaluator, ticket);
+                     num_params, evaluator, ticket, secret);
 };
 
 struct Welcome {

@@ -18,8 +18,9 @@
 
 namespace dmlps::server {
 
-// --model external: the server trains a model it does not compute; the
-// first worker announces its layout and initial values (proto::Hello).
+// --model external: the server trains a model it does not compute; its
+// layout and initial values come from ServerConfig::initial or from the
+// worker that presents the job secret (proto::Hello).
 inline constexpr std::string_view kExternalModel = "external";
 
 struct ServerConfig {
@@ -56,8 +57,16 @@ struct ServerConfig {
   std::string trace;   // trace file ("-": standard output, which then carries no TSV); empty: none
   std::string report;  // when set, the RunReport is written here at the end (see WriteRunReport)
   // Who may connect, and how much a peer may send (see net::BindOptions).
-  std::string curve_secret;       // the server's secret key file; empty: plaintext
-  std::string curve_allow;        // folder of the admitted workers' public keys (*.pub)
+  std::string curve_secret;  // the server's secret key file; empty: plaintext
+  std::string curve_allow;   // folder of the admitted workers' public keys (*.pub)
+  // The job secret's file (net/secret.h): the evaluator, the worker that
+  // announces an external model and, without CURVE, the other server
+  // shards must present it. Empty: none, and no peer may take those roles.
+  std::string secret_file;
+  // --model external: a checkpoint file whose layout and values the run
+  // starts from, so that no peer chooses them. Empty: the worker presenting
+  // the job secret announces them.
+  std::string initial;
   int64_t max_message_bytes = 0;  // 0: the model's size plus kMessageHeadroom
   int64_t max_connections = 0;    // 0: workers plus kConnectionHeadroom
   // Sharded servers: this server holds slice shard_index of shard_count of

@@ -26,6 +26,9 @@ struct EvaluatorConfig {
   std::chrono::milliseconds heartbeat{1000};  // between heartbeats to the server
   std::string curve_secret;                   // this evaluator's secret key file; empty: plaintext
   std::string curve_server_key;               // the server's public key, inline (Z85) or a file
+  // The job secret's file (net/secret.h), which the server asks of its
+  // evaluator. Empty: DMLPS_SECRET_FILE's, if set.
+  std::string secret_file;
   // Called once the server has welcomed the evaluator, with the model it
   // trains (a built-in model's spec, or "external") and its parameter
   // count, before any snapshot; an error ends the evaluator. Null: none.

@@ -40,6 +40,10 @@ struct WorkerConfig {
   std::string trace;                          // trace file ("-": standard output); empty: none
   std::string curve_secret;                   // this worker's secret key file; empty: plaintext
   std::string curve_server_key;               // the server's public key, inline (Z85) or a file
+  // The job secret's file (net/secret.h), presented in the Hello: the
+  // worker may then announce an external model. Empty: DMLPS_SECRET_FILE's,
+  // if set.
+  std::string secret_file;
   // Announces the model's layout and initial values in the Hello, as a
   // server of --model external needs (the first worker's values become the
   // model's). With `layout` empty, `model`'s own layout (model::LayoutOf)
