@@ -28,7 +28,7 @@ namespace dmlps::proto {
 // version 5 checkpoints of sharded servers (Order kCheckpoint, the
 // resume_version of Welcome), version 6 the server's optimizer in shard 0's
 // Welcome to the other shards (optimizer), version 7 the job secret of
-// Hello (roles the operator grants) and the model hash of Welcome.
+// Hello (roles the operator grants).
 inline constexpr uint32_t kProtocolVersion = 7;
 
 enum class MsgType : uint8_t {
