@@ -47,7 +47,7 @@ class LentArray {
   // earlier caller holds; it holds what it held when last lent (zeros when
   // new).
   py::array_t<T> Take(size_t n, bool writeable) {
-    if (!array_ || array_.ref_count() > 1 || static_cast<size_t>(py::len(array_)) != n) {
+    if (!array_ || array_.ref_count() > 1 || !Holds(n)) {
       py::array_t<T> fresh(static_cast<py::ssize_t>(n));
       std::fill_n(fresh.mutable_data(), n, T{});
       array_ = std::move(fresh);
@@ -66,15 +66,25 @@ class LentArray {
     std::copy(values.begin(), values.end(), Data());
     return array;
   }
-  // Copies what the array last lent holds into `out`, of its size.
-  void CopyTo(std::span<T> out) const {
+  // Copies what the array last lent holds into `out`; false, copying
+  // nothing, when Python has reshaped, resized or retyped it in place.
+  bool CopyTo(std::span<T> out) const {
+    if (!Holds(out.size())) return false;
     const T* data = Data();
     std::copy(data, data + out.size(), out.begin());
+    return true;
   }
   // Lets go of the array (Python's, if it kept it).
   void Release() { array_ = py::object(); }
 
  private:
+  // Whether the array is still `n` contiguous values of T, as lent.
+  bool Holds(size_t n) const {
+    if (!py::array_t<T>::check_(array_)) return false;
+    const auto* proxy = py::detail::array_proxy(array_.ptr());
+    return proxy->nd == 1 && static_cast<size_t>(proxy->dimensions[0]) == n &&
+           proxy->strides[0] == static_cast<py::ssize_t>(sizeof(T));
+  }
   T* Data() const { return reinterpret_cast<T*>(py::detail::array_proxy(array_.ptr())->data); }
 
   py::object array_;
@@ -146,8 +156,10 @@ class PyComputation : public worker::Computation {
     Status called = Call("local_step", [&] {
       local_step_(local_params_.Copy(params, true), local_grad_.Copy(grad, false));
     });
-    if (called.ok()) local_params_.CopyTo(params);
-    return called;
+    if (!called.ok()) return called;
+    if (!local_params_.CopyTo(params))
+      return Status::InvalidArgument("local_step reshaped, resized or retyped params");
+    return Status::Ok();
   }
 
   Status Join(const worker::JobInfo& job) override {
@@ -176,7 +188,8 @@ class PyComputation : public worker::Computation {
     if (!called.ok()) return called;
     // The gradient as the call left it: what the callback writes later into
     // a grad it kept changes that array only, never a push.
-    grad_.CopyTo(grad);
+    if (!grad_.CopyTo(grad))
+      return Status::InvalidArgument("compute reshaped, resized or retyped grad");
     return loss;
   }
 

@@ -6,7 +6,8 @@ held when their call returned; each call had arrays of its own, so a kept
 one never changes under a later step. params and the snapshot stay
 read-only, grad takes writes. The workers run in a child process, so that
 a crash (an array over freed memory) fails the test rather than ending
-it. Every wait is bounded."""
+it. A grad the callback resizes in place is refused, not read past its
+end. Every wait is bounded."""
 
 import os
 import subprocess
@@ -119,3 +120,24 @@ if child.returncode != 0:
 for server in (sync_server, local_server):
     if server.wait(30) != 0:
         harness.fail("a dmlps-server failed")
+
+# A grad the callback resizes in place (its memory moved, shorter) is not
+# read back: run() raises instead.
+import dmlps  # noqa: E402
+
+server = harness.Server("--workers", "1", "--policy", "bsp", "--model", "softmax",
+                        "--max-iterations", "5", name="resized")
+
+
+def resizing(params, sample_ids, grad):
+    grad[:] = 0
+    grad.resize(10, refcheck=False)
+    return 1.0
+
+
+thread = harness.run_workers([dmlps.Worker(server.endpoint, 100, resizing, num_params=7850)],
+                             60)[0]
+server.process.kill()
+if not isinstance(thread.error, RuntimeError) or "resized" not in str(thread.error):
+    harness.fail(f"a grad resized in place gave {thread.error!r}")
+print(f"ok: a grad resized in place: {thread.error!r}")
