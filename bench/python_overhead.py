@@ -8,7 +8,8 @@ worker whose callback is timed from inside, and reports medians over
   cpp_step      dmlps-worker's whole step (seconds / steps)
   py_step       the PyTorch worker's whole step
   binding       time in the worker's Computation::Compute outside the Python
-                callback: taking the GIL, the NumPy views, the call, the loss
+                callback: taking the GIL, copying params into the callback's
+                NumPy array and grad out of its own, the call, the loss
   copies        dmlps.torch's copies: flat parameters into the module and
                 the gradients back into the flat vector
   overhead      binding + copies, also as a share of cpp_step (the goal is

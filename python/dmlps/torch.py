@@ -40,7 +40,7 @@ import torch
 
 import dmlps
 
-# The parameters a worker passes are a read-only view; this module only reads
+# The parameters a worker passes are a read-only array; this module only reads
 # them, so PyTorch's warning about tensors over read-only arrays is noise.
 warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
 

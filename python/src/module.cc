@@ -30,22 +30,65 @@ namespace py = pybind11;
 namespace dmlps::python {
 namespace {
 
-// A view of `data` as a 1-D NumPy array: no copy; `base` keeps nothing
-// alive, so the view is valid only while the caller's buffer is.
+// The arrays the binding hands Python, one role each (a callback's params,
+// its grad, ...): NumPy arrays that own their memory, so that one a caller
+// keeps stays valid after its call, its worker and run() are gone, and
+// holds what its call left in it. Values are copied in before the call
+// and, for an array the worker reads back, out after it: the worker's own
+// buffers (and the pushes sent from them) are never Python's to write.
+// The last call's array is lent again only when nothing but this holds it;
+// one that Python kept (or a view or tensor over it) is left to it, and
+// the next call gets a new one.
+// REQUIRES: the GIL for every member, destruction included (Release).
 template <typename T>
-py::array_t<T> View(T* data, size_t n, bool writeable) {
-  // A base that owns nothing (NumPy needs one to take `data` without a copy;
-  // pybind11 refuses a capsule over a null pointer).
-  static int kNothing = 0;
-  // Never freed: it must not be destroyed after the interpreter is.
-  static const py::capsule* const kNoOwner = new py::capsule(&kNothing, [](void*) {});
-  py::array_t<T> view({static_cast<py::ssize_t>(n)}, {static_cast<py::ssize_t>(sizeof(T))}, data,
-                      *kNoOwner);
-  if (!writeable) {
-    py::detail::array_proxy(view.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+class LentArray {
+ public:
+  // An array of `n` values, writable by Python when `writeable`, that no
+  // earlier caller holds; it holds what it held when last lent (zeros when
+  // new).
+  py::array_t<T> Take(size_t n, bool writeable) {
+    if (!array_ || array_.ref_count() > 1 || !Holds(n)) {
+      py::array_t<T> fresh(static_cast<py::ssize_t>(n));
+      std::fill_n(fresh.mutable_data(), n, T{});
+      array_ = std::move(fresh);
+    }
+    auto& flags = py::detail::array_proxy(array_.ptr())->flags;
+    if (writeable) {
+      flags |= py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    } else {
+      flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+    }
+    return py::reinterpret_borrow<py::array_t<T>>(array_);
   }
-  return view;
-}
+  // Take, holding a copy of `values`.
+  py::array_t<T> Copy(std::span<const T> values, bool writeable) {
+    py::array_t<T> array = Take(values.size(), writeable);
+    std::copy(values.begin(), values.end(), Data());
+    return array;
+  }
+  // Copies what the array last lent holds into `out`; false, copying
+  // nothing, when Python has reshaped, resized or retyped it in place.
+  bool CopyTo(std::span<T> out) const {
+    if (!Holds(out.size())) return false;
+    const T* data = Data();
+    std::copy(data, data + out.size(), out.begin());
+    return true;
+  }
+  // Lets go of the array (Python's, if it kept it).
+  void Release() { array_ = py::object(); }
+
+ private:
+  // Whether the array is still `n` contiguous values of T, as lent.
+  bool Holds(size_t n) const {
+    if (!py::array_t<T>::check_(array_)) return false;
+    const auto* proxy = py::detail::array_proxy(array_.ptr());
+    return proxy->nd == 1 && static_cast<size_t>(proxy->dimensions[0]) == n &&
+           proxy->strides[0] == static_cast<py::ssize_t>(sizeof(T));
+  }
+  T* Data() const { return reinterpret_cast<T*>(py::detail::array_proxy(array_.ptr())->data); }
+
+  py::object array_;
+};
 
 py::dict JobDict(const worker::JobInfo& job) {
   py::dict d;
@@ -102,15 +145,21 @@ class PyComputation : public worker::Computation {
     compute_ = py::object();
     on_join_ = py::object();
     local_step_ = py::object();
+    for (LentArray<float>* lent : {&params_, &grad_, &local_params_, &local_grad_}) lent->Release();
+    sample_ids_.Release();
   }
 
   bool TakesLocalSteps() const override { return !local_step_.is_none(); }
+  // params goes back into the worker's copy as the call left it.
   Status LocalStep(std::span<float> params, std::span<const float> grad) override {
     py::gil_scoped_acquire gil;
-    return Call("local_step", [&] {
-      local_step_(View(params.data(), params.size(), true),
-                  View(const_cast<float*>(grad.data()), grad.size(), false));
+    Status called = Call("local_step", [&] {
+      local_step_(local_params_.Copy(params, true), local_grad_.Copy(grad, false));
     });
+    if (!called.ok()) return called;
+    if (!local_params_.CopyTo(params))
+      return Status::InvalidArgument("local_step reshaped, resized or retyped params");
+    return Status::Ok();
   }
 
   Status Join(const worker::JobInfo& job) override {
@@ -130,15 +179,17 @@ class PyComputation : public worker::Computation {
     py::gil_scoped_acquire gil;
     double loss = 0;
     Status called = Call("compute", [&] {
-      py::object result =
-          compute_(View(const_cast<float*>(params.data()), params.size(), false),
-                   View(const_cast<int64_t*>(sample_ids.data()), sample_ids.size(), false),
-                   View(grad.data(), grad.size(), true));
+      py::object result = compute_(params_.Copy(params, false), sample_ids_.Copy(sample_ids, false),
+                                   grad_.Take(grad.size(), true));
       // float() of it: a Python float, a NumPy scalar, a 1-element tensor; a
       // TypeError otherwise, kept like any exception the callback raises.
       loss = py::float_(result).cast<double>();
     });
     if (!called.ok()) return called;
+    // The gradient as the call left it: what the callback writes later into
+    // a grad it kept changes that array only, never a push.
+    if (!grad_.CopyTo(grad))
+      return Status::InvalidArgument("compute reshaped, resized or retyped grad");
     return loss;
   }
 
@@ -154,6 +205,11 @@ class PyComputation : public worker::Computation {
   py::object on_join_;
   py::object local_step_;
   std::exception_ptr* error_;
+  LentArray<float> params_;
+  LentArray<int64_t> sample_ids_;
+  LentArray<float> grad_;
+  LentArray<float> local_params_;
+  LentArray<float> local_grad_;
 };
 
 // Where SIGINT stops the worker running on the main thread, while one does.
@@ -275,7 +331,8 @@ class Worker {
 
 // An evaluator process's loop (worker::RunEvaluator) whose scores a Python
 // function computes: evaluate(params) gets each snapshot as a read-only
-// NumPy view, valid during the call, and returns (accuracy, loss).
+// NumPy array of its own (a copy, valid as long as it is kept) and returns
+// (accuracy, loss).
 class Evaluator {
  public:
   Evaluator(worker::EvaluatorConfig config, py::object evaluate, py::object on_join)
@@ -295,8 +352,7 @@ class Evaluator {
       model::EvalResult result;
       Status called = Call("evaluate", [&] {
         auto [accuracy, loss] =
-            evaluate_(View(const_cast<float*>(params.data()), params.size(), false))
-                .cast<std::pair<double, double>>();
+            evaluate_(snapshot_.Copy(params, false)).cast<std::pair<double, double>>();
         result.accuracy = accuracy;
         result.loss = loss;
       });
@@ -324,6 +380,7 @@ class Evaluator {
   worker::EvaluatorConfig config_;
   py::object evaluate_;
   py::object on_join_;
+  LentArray<float> snapshot_;  // evaluate's params
   std::atomic<int> stop_{0};
   std::exception_ptr error_;
 };
@@ -629,8 +686,13 @@ PYBIND11_MODULE(_dmlps, m) {
       "Worker(server, num_samples, compute, num_params=-1, on_join=None, layout=None, "
       "initial_values=None, local_step=None, **options): joins a dmlps-server and trains as "
       "dmlps-worker does, each gradient from compute(params, sample_ids, grad): params "
-      "(read-only) and grad (writable) are float32 NumPy views valid only during the call; "
-      "fill grad with the mean gradient over the samples and return their mean loss. A model "
+      "(float32, read-only), sample_ids (int64, read-only) and grad (float32, writable) are "
+      "NumPy arrays of their own; fill grad with the mean gradient over the samples and "
+      "return their mean loss. params is a copy of the worker's model; grad is copied into "
+      "the worker's push when compute returns. An array kept past its call stays valid, "
+      "after run() too, and holds what it held when its call returned: the worker never "
+      "writes into it again, and writing into it changes nothing the worker sends (a later "
+      "call gets other arrays; an array nothing keeps is reused). A model "
       "with module state (layout entries (name, shape, True), last) reads the server's state "
       "at the end of params and writes its own at the end of grad. on_join(job) gets the "
       "server's job as a dict when the worker is welcomed and may return the sample count. "
@@ -639,7 +701,8 @@ PYBIND11_MODULE(_dmlps, m) {
       "its job secret (secret=FILE, or $DMLPS_SECRET_FILE's). local_step(params, grad), when "
       "given, "
       "takes the local steps of wbsp, localsgd and async-localsgd: called right after compute, "
-      "it moves params (writable) as its own optimizer steps them. Options: the flags of "
+      "it moves params (writable; copied back into the worker's local model when it "
+      "returns) as its own optimizer steps them. Options: the flags of "
       "dmlps-worker(1) as keywords (rank, slowdown, delay_ms, ...).")
       .def(
           py::init([](std::string server, int64_t num_samples, py::object compute,
@@ -665,8 +728,9 @@ PYBIND11_MODULE(_dmlps, m) {
       m, "Evaluator",
       "Evaluator(server, evaluate, on_join=None, **options): joins a dmlps-server started "
       "with --evaluator and scores the snapshots it would have scored itself. "
-      "evaluate(params) receives each snapshot as a read-only float32 NumPy view of the "
-      "flat parameter vector, valid only during the call, and returns (accuracy, loss); "
+      "evaluate(params) receives each snapshot as a read-only float32 NumPy array of the "
+      "flat parameter vector (a copy of its own, valid as long as it is kept, after run() "
+      "too) and returns (accuracy, loss); "
       "on_join(model, num_params) is called once the server has welcomed the evaluator. "
       "A PyTorch module should be scored in eval() mode (Dropout off, BatchNorm on its "
       "running statistics): dmlps.torch.evaluator does so, and restores the module's "
