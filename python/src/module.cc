@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmlps/base/printable.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/server/checkpoint.h"
@@ -654,7 +655,7 @@ worker::WorkerConfig MakeConfig(const py::kwargs& options) {
 // is the Python program's), at info or as SPDLOG_LEVEL says.
 void SetupLogging() {
   auto logger = spdlog::stderr_logger_mt("dmlps");
-  logger->set_pattern("%H:%M:%S.%e dmlps: %l: %v");
+  logger->set_formatter(dmlps::PrintableLogFormatter("%H:%M:%S.%e dmlps: %l: %v"));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::info);
   spdlog::cfg::load_env_levels();

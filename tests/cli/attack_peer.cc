@@ -50,6 +50,13 @@
 //                   SECONDS, each announcing a layout of 64 tensors with
 //                   200-character names (and no secret); prints how many
 //                   it sent; exits 0.
+//   forge ADDR N    says Hello to ADDR as a worker whose host is TEXT below
+//                   (a newline, then what looks like a server's log line),
+//                   then as "attack-peer", N times each; every Hello that
+//                   is welcomed reports TEXT as an Error, then gives up
+//                   with it (a fatal Error), which frees its rank. Prints
+//                   one line per Hello, "welcomed" or "refused: WHY" or
+//                   "no answer", each on a line of its own; exits 0.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -461,8 +468,44 @@ int HelloFlood(void* context, const std::string& address, int seconds) {
   }
   std::printf("sent %lld Hellos\n", static_cast<long long>(sent));
   zmq_close(socket);
-  return 0;
-}
+  // What `forge` says where a peer's text is logged: a line of its own that
+  // a reader of the server's log would take for the server's.
+  constexpr char kForged[] = "x\n12:00:00.000 dmlps-server: info: reached accuracy 1.0";
+
+  // One Hello as a worker from host `host`; when welcomed, the peer reports
+  // kForged and gives up with it. Prints the outcome on a line of its own.
+  void ForgeOnce(void* context, const std::string& address, const std::string& host) {
+    void* socket = Dealer(context, "");
+    std::string outcome = "cannot connect";
+    if (zmq_connect(socket, address.c_str()) == 0) {
+      proto::Hello hello;
+      hello.host = host;
+      hello.pid = 1;
+      outcome = "cannot send Hello";
+      if (SendBody(socket, hello)) {
+        dmlps::Result<proto::Welcome> welcome = AwaitWelcome(socket);
+        outcome = welcome.ok() ? "welcomed" : welcome.status().message();
+      }
+      if (outcome == "welcomed") {
+        SendBody(socket, proto::Error{kForged, false, false});
+        SendBody(socket, proto::Error{kForged, true, false});
+        // Time to be read before the socket (which lingers 0) goes.
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      }
+    }
+    // The server's answer quotes what it refused: kept on one line here.
+    std::replace(outcome.begin(), outcome.end(), '\n', ' ');
+    std::printf("%s\n", outcome.c_str());
+    zmq_close(socket);
+  }
+
+  int Forge(void* context, const std::string& address, int n) {
+    for (int i = 0; i < n; ++i) {
+      ForgeOnce(context, address, kForged);
+      ForgeOnce(context, address, "attack-peer");
+    }
+    return 0;
+  }
 
 }  // namespace
 
@@ -471,7 +514,7 @@ int main(int argc, char** argv) {
       !(argc == 5 && (std::string(argv[1]) == "idle" || std::string(argv[1]) == "churn"))) {
     std::fprintf(stderr,
                  "usage: dmlps-attack-peer "
-                 "squat|stream|noread|noread-shard|claim|evaluator|hellos ADDR N | "
+                 "squat|stream|noread|noread-shard|claim|evaluator|hellos|forge ADDR N | "
                  "idle|churn ADDR N S\n");
     return 64;
   }
@@ -488,6 +531,7 @@ int main(int argc, char** argv) {
   if (mode == "claim") rc = Claim(context, argv[2], n);
   if (mode == "evaluator") rc = FakeEvaluator(context, argv[2], n);
   if (mode == "hellos") rc = HelloFlood(context, argv[2], n);
+  if (mode == "forge") rc = Forge(context, argv[2], n);
   zmq_ctx_term(context);
   return rc;
 }

@@ -76,6 +76,7 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
     push.run_wait_s = took[w] * (1 - (share_of ? share_of(w, clock[w]) : options.core_share));
     push.comm_s = send_s ? send_s(w, clock[w]) : 0;
     push.cycle_s = push.busy_s + push.comm_s + 0.0005;
+    if (options.reported) options.reported(w, clock[w], &push);
     ++clock[w];
     if (background) std::this_thread::sleep_for(std::chrono::microseconds(200));
     Actions actions = PushActions(policy.get(), w, push);

@@ -55,6 +55,10 @@ struct AutoRunOptions {
   bool background = false;
   // Iterations between decisions (PolicyConfig::decide_every; 0: its default).
   int64_t every = 0;
+  // What a worker reports of each step in place of what it played (busy_s,
+  // compute_s, samples...): a worker whose clock is broken, or that lies.
+  // The server's cycle_s stays what the step took.
+  std::function<void(WorkerId, int64_t, PushInfo*)> reported;
 };
 
 // Step times of 10 ms, each held up to `held_s` at random one step in

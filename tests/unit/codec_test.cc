@@ -293,6 +293,29 @@ TEST_CASE("malformed headers are refused with a protocol error, never a crash") 
   CHECK_FALSE(Decode(huge).ok());
 }
 
+TEST_CASE("a Hello whose names hold control characters is refused; other text is kept") {
+  // A newline in a host name would start a forged line in the server's log.
+  const std::string forged = "x\n12:00:00.000 dmlps-server: info: reached accuracy 1.0";
+  Hello hello;
+  hello.host = forged;
+  Result<Body> host = Decode(Encoded(hello));
+  REQUIRE_FALSE(host.ok());
+  CHECK(host.status().code() == StatusCode::kProtocol);
+  CHECK(host.status().message() == "a Hello whose host has control characters");
+  hello.host = "worker-1";
+  hello.address = "tcp://a:1\r";
+  CHECK(Decode(Encoded(hello)).status().message().find("address") != std::string::npos);
+  hello.address = "tcp://a:1";
+  hello.layout = {{"fc.weight\x1b[2J", {2, 2}, false}};
+  CHECK(Decode(Encoded(hello)).status().message().find("tensor name") != std::string::npos);
+  hello.layout = {{"fc.weight", {2, 2}, false}};
+  CHECK(Decode(Encoded(hello)).ok());
+  // An Error's message is the peer's to word: kept, escaped where logged.
+  Result<Body> error = Decode(Encoded(Error{forged, false, false}));
+  REQUIRE(error.ok());
+  CHECK(std::get<Error>(*error).message == forged);
+}
+
 TEST_CASE("unknown fields are ignored and missing ones keep their defaults") {
   std::string bytes = PackRaw([](auto& p) {
     p.pack_array(3);

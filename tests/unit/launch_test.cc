@@ -64,6 +64,40 @@ TEST_CASE("malformed host lists are refused, not guessed at") {
   }
 }
 
+TEST_CASE("host lists are counted before any is expanded; a hostile one gets one short line") {
+  // 12,000 groups of a million numbers each (120 KB): a million names per
+  // group, written out before their product was checked, were 32 MB each.
+  std::string groups = "n";
+  for (int i = 0; i < 12000; ++i) groups += "[0-999999]";
+  // A name of 120,000 characters, a million times.
+  const std::string long_names = std::string(120000, 'a') + "[0-999999]";
+  const std::string wide = std::string(300, 'a');
+  for (const std::string& list : {groups, long_names, wide, std::string("n[0-999999999]")}) {
+    CAPTURE(list.size());
+    for (const Status& s : {ExpandHostList(list).status(), ReadHostList(list).status()}) {
+      REQUIRE_FALSE(s.ok());
+      CHECK(s.message().find('\n') == std::string::npos);
+      CHECK(s.message().size() < 300);
+    }
+  }
+  CHECK(ReadHostList(groups).status().message().find("more than 1000000 hosts") !=
+        std::string::npos);
+  CHECK(ReadHostList(wide).status().message().find("more than 255 characters") !=
+        std::string::npos);
+  // What a list names, read without expanding it.
+  Result<HostList> read = ReadHostList("rack[1-2]-node[07-09],gpu5");
+  REQUIRE(read.ok());
+  CHECK(read->count == 7);
+  CHECK(read->first == "rack1-node07");
+  Result<HostList> most = ReadHostList("n[0-999999]");
+  REQUIRE(most.ok());
+  CHECK(most->count == 1000000);
+  CHECK(most->first == "n0");
+  // Whatever the list holds, an error quotes it on one line.
+  const Status newline = ReadHostList("a,b\nc").status();
+  CHECK(newline.message() == "host list 'a,b\\nc': white space in 'b\\nc'");
+}
+
 TEST_CASE("the launcher is Open MPI, PMI or Slurm, in that order of precedence") {
   Result<Launcher> none = DetectLauncher(Env({}));
   REQUIRE(none.ok());
@@ -81,7 +115,8 @@ TEST_CASE("the launcher is Open MPI, PMI or Slurm, in that order of precedence")
   const Launcher slurm =
       Detected({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "5"}, {"SLURM_JOB_NODELIST", "c[1-3]"}},
                "slurm", 3, 5);
-  CHECK(slurm.hosts == Hosts{"c1", "c2", "c3"});
+  CHECK(slurm.hosts.count == 3);
+  CHECK(slurm.hosts.first == "c1");
   CHECK(Describe(slurm) == "rank 3 of 5 under slurm on 3 hosts from c1");
 
   // The step's node list is the one the ranks run on.
@@ -90,7 +125,8 @@ TEST_CASE("the launcher is Open MPI, PMI or Slurm, in that order of precedence")
                                               {"SLURM_JOB_NODELIST", "c[1-8]"},
                                               {"SLURM_STEP_NODELIST", "c[5-6]"}}));
   REQUIRE(step.ok());
-  CHECK(step->hosts == Hosts{"c5", "c6"});
+  CHECK(step->hosts.count == 2);
+  CHECK(step->hosts.first == "c5");
 
   // An salloc shell knows the task count but is no task itself.
   Result<Launcher> salloc = DetectLauncher(Env({{"SLURM_NTASKS", "4"}}));

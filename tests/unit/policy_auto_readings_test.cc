@@ -6,8 +6,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "auto_run_test_util.h"
@@ -431,6 +433,41 @@ TEST_CASE("auto: a host whose load keeps coming and going moves it back less and
   // before, one switch every change of load, 41 in the run).
   CHECK(done.size() >= 2);
   CHECK(done.size() <= 3);
+}
+
+TEST_CASE("auto: a worker whose step times cannot be read is left out, and decisions go on") {
+  // Worker 3 is a steady straggler, 4x; worker 1 reports each step as
+  // taking no time, no number, a year (against the server's cycle of 10
+  // ms), or no samples. Auto decides on the other three all the same, and
+  // moves off BSP for the straggler.
+  const std::vector<std::pair<std::string, std::function<void(PushInfo*)>>> lies = {
+      {"zero", [](PushInfo* p) { p->busy_s = p->compute_s = p->run_wait_s = 0; }},
+      {"NaN", [](PushInfo* p) { p->busy_s = p->compute_s = std::nan(""); }},
+      {"a year", [](PushInfo* p) { p->busy_s = p->compute_s = 3.2e7; }},
+      {"no samples", [](PushInfo* p) { p->samples = p->batch = 0; }},
+  };
+  const auto liar = [](const std::function<void(PushInfo*)>& lie) {
+    return [lie](WorkerId w, int64_t, PushInfo* push) {
+      if (w == 1) lie(push);
+    };
+  };
+  for (const auto& [what, lie] : lies) {
+    CAPTURE(what);
+    const AutoRun run = RunAuto(4, [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; }, 20,
+                                {.reported = liar(lie)});
+    REQUIRE_FALSE(run.decisions.empty());
+    const Decision& first = run.decisions.front();
+    CAPTURE(first.measured);
+    CHECK(first.measured.find("left out (step times unreadable): worker-1") != std::string::npos);
+    CHECK(first.chosen != "bsp");
+  }
+  // An even cluster whose worker 1 says its steps take a year each has no
+  // straggler: it stays under BSP.
+  const AutoRun even =
+      RunAuto(4, [](WorkerId, int64_t) { return 0.01; }, 20, {.reported = liar(lies[2].second)});
+  REQUIRE(even.decisions.size() > 3);
+  for (const Decision& d : even.decisions) CHECK(d.chosen == "bsp");
+  CHECK(even.switches.empty());
 }
 
 }  // namespace

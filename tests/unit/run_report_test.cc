@@ -60,6 +60,16 @@ TEST_CASE("a missed target is reported with the best accuracy and the last") {
         std::string::npos);
 }
 
+TEST_CASE("the report keeps a lost worker's reason on its one line, escaped") {
+  RunReport report;
+  report.last_lost = "worker 0 (h:1): gave up: x\ntarget_reached\t1\r";
+  std::ostringstream out;
+  WriteRunReport(report, out);
+  CHECK(out.str().find("\nlast_lost\tworker 0 (h:1): gave up: x\\ntarget_reached\\t1\\r\n") !=
+        std::string::npos);
+  CHECK(out.str().find("\ntarget_reached") == std::string::npos);
+}
+
 TEST_CASE("the best accuracy counts the snapshot that reached the target, not later ones") {
   RunReport report;
   std::ostringstream tsv;

@@ -16,6 +16,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "dmlps/base/printable.h"
+
 namespace dmlps::cli {
 namespace {
 
@@ -233,7 +235,11 @@ void SetupLogging(std::string_view program, const cxxopts::ParseResult& result) 
   // On a terminal a log line first erases the status line (StatusLine) it
   // would otherwise run into; that line is drawn again after it.
   const std::string erase = isatty(STDERR_FILENO) ? "\r\033[K" : "";
-  logger->set_pattern(erase + "%H:%M:%S.%e " + std::string(program) + ": %^%l%$: %v");
+  // A message that quotes a peer (a host name, an error it reports) or
+  // the environment cannot start a line of its own: its control
+  // characters are escaped.
+  logger->set_formatter(
+      PrintableLogFormatter(erase + "%H:%M:%S.%e " + std::string(program) + ": %^%l%$: %v"));
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::info);
   spdlog::cfg::load_env_levels();
@@ -249,7 +255,7 @@ void SetupLogging(std::string_view program, const cxxopts::ParseResult& result) 
 int ReportUsageErrors(std::string_view program, const std::vector<std::string>& problems) {
   for (const std::string& p : problems)
     std::fprintf(stderr, "%.*s: error: %s\n", static_cast<int>(program.size()), program.data(),
-                 p.c_str());
+                 Printable(p).c_str());
   std::fprintf(stderr, "Try '%.*s --help' for more information.\n",
                static_cast<int>(program.size()), program.data());
   return kExitUsage;
@@ -257,7 +263,7 @@ int ReportUsageErrors(std::string_view program, const std::vector<std::string>& 
 
 int ReportError(std::string_view program, const Status& status) {
   std::fprintf(stderr, "%.*s: error: %s\n", static_cast<int>(program.size()), program.data(),
-               status.message().c_str());
+               Printable(status.message()).c_str());
   return ExitCodeFor(status);
 }
 

@@ -2,13 +2,22 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+
+#include "dmlps/base/printable.h"
 
 namespace dmlps::launch {
 namespace {
 
 constexpr int64_t kMaxHosts = 1000000;
+// The most characters of one host name (a DNS name's), and of a whole
+// expanded list: a list is parsed and counted before anything is expanded.
+constexpr size_t kMaxHostName = 255;
+constexpr int64_t kMaxExpandedChars = int64_t{64} << 20;
+// The most of a list, or of one of its items, an error quotes.
+constexpr size_t kQuoted = 60;
 
 // Joins text by appending (GCC 12 warns falsely on "literal" + std::string).
 template <typename... Parts>
@@ -18,15 +27,34 @@ std::string Cat(const Parts&... parts) {
   return text;
 }
 
+// Text of the environment as an error quotes it: on one line, and short.
+std::string Quote(std::string_view text) { return Cat("'", PrintableExcerpt(text, kQuoted), "'"); }
+
 Status TooMany(std::string_view item) {
   return Status::InvalidArgument(
-      Cat("'", item, "' names more than ", std::to_string(kMaxHosts), " hosts"));
+      Cat(Quote(item), " names more than ", std::to_string(kMaxHosts), " hosts"));
 }
 
-// A name's pieces: literal text, or the numbers of one bracket group as
-// zero-padded text.
+// The numbers lo..hi of a bracket group, zero-padded to `width`.
+struct Range {
+  int64_t lo = 0;
+  int64_t hi = 0;
+  size_t width = 0;
+};
+
+// A name's pieces: literal text, or the ranges of one bracket group.
 struct Piece {
-  std::vector<std::string> choices;
+  std::string_view text;      // where `ranges` is empty
+  std::vector<Range> ranges;  // a bracket group's, in order
+  int64_t count = 1;          // its choices
+  size_t width = 0;           // the longest choice's characters
+};
+
+// One item of the list, parsed: its pieces and how many names they make.
+struct Item {
+  std::vector<Piece> pieces;
+  int64_t count = 1;
+  size_t width = 0;  // the longest name's characters
 };
 
 bool AllDigits(std::string_view s) {
@@ -39,7 +67,7 @@ bool AllDigits(std::string_view s) {
 
 Status ParseNumber(std::string_view text, std::string_view where, int64_t* value) {
   if (!AllDigits(text) || text.size() > 18) {
-    return Status::InvalidArgument(Cat("'", text, "' in '", where, "' is not a number"));
+    return Status::InvalidArgument(Cat(Quote(text), " in ", Quote(where), " is not a number"));
   }
   std::from_chars(text.data(), text.data() + text.size(), *value);
   return Status::Ok();
@@ -51,89 +79,134 @@ std::string Padded(int64_t value, size_t width) {
   return digits;
 }
 
-// Expands the inside of one bracket group, e.g. "01-03,07".
-Status ExpandGroup(std::string_view group, std::string_view item, std::vector<std::string>* out) {
+// The `i`th choice of `piece` (0 <= i < piece.count).
+std::string Choice(const Piece& piece, int64_t i) {
+  if (piece.ranges.empty()) return std::string(piece.text);
+  for (const Range& r : piece.ranges) {
+    if (i <= r.hi - r.lo) return Padded(r.lo + i, r.width);
+    i -= r.hi - r.lo + 1;
+  }
+  return "";
+}
+
+// Parses the inside of one bracket group, e.g. "01-03,07", counting its
+// numbers without writing them out.
+Status ParseGroup(std::string_view group, std::string_view item, Piece* piece) {
+  piece->count = 0;
   size_t start = 0;
   while (true) {
     const size_t comma = group.find(',', start);
     const std::string_view entry = group.substr(
         start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     const size_t dash = entry.find('-');
-    int64_t lo = 0;
-    int64_t hi = 0;
-    DMLPS_RETURN_IF_ERROR(ParseNumber(entry.substr(0, dash), item, &lo));
-    if (dash == std::string_view::npos) {
-      hi = lo;
-    } else {
-      DMLPS_RETURN_IF_ERROR(ParseNumber(entry.substr(dash + 1), item, &hi));
-      if (hi < lo) {
-        return Status::InvalidArgument(Cat("range '", entry, "' in '", item, "' runs backwards"));
+    Range r;
+    DMLPS_RETURN_IF_ERROR(ParseNumber(entry.substr(0, dash), item, &r.lo));
+    r.hi = r.lo;
+    if (dash != std::string_view::npos) {
+      DMLPS_RETURN_IF_ERROR(ParseNumber(entry.substr(dash + 1), item, &r.hi));
+      if (r.hi < r.lo) {
+        return Status::InvalidArgument(
+            Cat("range ", Quote(entry), " in ", Quote(item), " runs backwards"));
       }
     }
-    if (hi - lo >= kMaxHosts || static_cast<int64_t>(out->size()) + (hi - lo + 1) > kMaxHosts) {
+    if (r.hi - r.lo >= kMaxHosts || piece->count + (r.hi - r.lo + 1) > kMaxHosts) {
       return TooMany(item);
     }
-    const size_t width = dash == std::string_view::npos ? entry.size() : dash;
-    for (int64_t v = lo; v <= hi; ++v) out->push_back(Padded(v, width));
+    r.width = dash == std::string_view::npos ? entry.size() : dash;
+    piece->count += r.hi - r.lo + 1;
+    piece->width = std::max({piece->width, r.width, std::to_string(r.hi).size()});
+    piece->ranges.push_back(r);
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
   return Status::Ok();
 }
 
-// Expands one item of the list, e.g. "rack[1-2]-node[01-02]".
-Status ExpandItem(std::string_view item, std::vector<std::string>* hosts) {
+// Parses one item of the list, e.g. "rack[1-2]-node[01-02]", and counts
+// the names it makes.
+Status ParseItem(std::string_view item, Item* parsed) {
   if (item.empty()) return Status::InvalidArgument("empty host name");
-  std::vector<Piece> pieces;
   size_t i = 0;
   while (i < item.size()) {
     if (item[i] == ']') {
-      return Status::InvalidArgument(Cat("']' without '[' in '", item, "'"));
+      return Status::InvalidArgument(Cat("']' without '[' in ", Quote(item)));
     }
+    Piece piece;
     if (item[i] == '[') {
       const size_t close = item.find(']', i);
       if (close == std::string_view::npos) {
-        return Status::InvalidArgument(Cat("'[' without ']' in '", item, "'"));
+        return Status::InvalidArgument(Cat("'[' without ']' in ", Quote(item)));
       }
       const std::string_view group = item.substr(i + 1, close - i - 1);
       if (group.find('[') != std::string_view::npos) {
-        return Status::InvalidArgument(Cat("nested '[' in '", item, "'"));
+        return Status::InvalidArgument(Cat("nested '[' in ", Quote(item)));
       }
-      Piece piece;
-      DMLPS_RETURN_IF_ERROR(ExpandGroup(group, item, &piece.choices));
-      pieces.push_back(std::move(piece));
+      DMLPS_RETURN_IF_ERROR(ParseGroup(group, item, &piece));
       i = close + 1;
-      continue;
-    }
-    const size_t next = item.find_first_of("[]", i);
-    const std::string_view text = item.substr(i, next == std::string_view::npos ? next : next - i);
-    for (char c : text) {
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-        return Status::InvalidArgument(Cat("white space in '", item, "'"));
+    } else {
+      const size_t next = item.find_first_of("[]", i);
+      piece.text = item.substr(i, next == std::string_view::npos ? next : next - i);
+      if (piece.text.find_first_of(" \t\n\r") != std::string_view::npos) {
+        return Status::InvalidArgument(Cat("white space in ", Quote(item)));
       }
+      piece.width = piece.text.size();
+      i = next == std::string_view::npos ? item.size() : next;
     }
-    pieces.push_back(Piece{{std::string(text)}});
-    i = next == std::string_view::npos ? item.size() : next;
+    // (Every piece makes one choice at least.)
+    if (parsed->count > kMaxHosts / piece.count) return TooMany(item);
+    parsed->count *= piece.count;
+    parsed->width += piece.width;
+    if (parsed->width > kMaxHostName) {
+      return Status::InvalidArgument(Cat(Quote(item), " makes host names of more than ",
+                                         std::to_string(kMaxHostName), " characters"));
+    }
+    parsed->pieces.push_back(std::move(piece));
   }
-  int64_t count = 1;
-  for (const Piece& p : pieces) {
-    count *= static_cast<int64_t>(p.choices.size());
-    if (count + static_cast<int64_t>(hosts->size()) > kMaxHosts) {
-      return TooMany(item);
+  return Status::Ok();
+}
+
+// Parses every item of `list` and counts the hosts they name, expanding none.
+Result<std::vector<Item>> ParseHostList(std::string_view list) {
+  if (list.empty()) return Status::InvalidArgument("empty host list");
+  std::vector<Item> items;
+  int64_t hosts = 0;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    if (i < list.size() && list[i] == '[') ++depth;
+    if (i < list.size() && list[i] == ']') --depth;
+    if (i == list.size() || (list[i] == ',' && depth == 0)) {
+      const std::string_view text = list.substr(start, i - start);
+      Item item;
+      Status s = ParseItem(text, &item);
+      if (s.ok() && hosts + item.count > kMaxHosts) s = TooMany(text);
+      if (!s.ok()) return s.WithContext(Cat("host list ", Quote(list)));
+      hosts += item.count;
+      items.push_back(std::move(item));
+      start = i + 1;
     }
   }
-  // The leftmost group varies slowest, as Slurm lists them.
-  std::vector<size_t> at(pieces.size(), 0);
-  for (int64_t n = 0; n < count; ++n) {
+  return items;
+}
+
+// Writes out the names `item` makes; the leftmost group varies slowest,
+// as Slurm lists them.
+void ExpandItem(const Item& item, std::vector<std::string>* hosts) {
+  std::vector<std::vector<std::string>> choices;
+  for (const Piece& p : item.pieces) {
+    choices.emplace_back();
+    for (int64_t c = 0; c < p.count; ++c) choices.back().push_back(Choice(p, c));
+  }
+  std::vector<size_t> at(choices.size(), 0);
+  for (int64_t n = 0; n < item.count; ++n) {
     std::string host;
-    for (size_t p = 0; p < pieces.size(); ++p) host += pieces[p].choices[at[p]];
+    for (size_t p = 0; p < choices.size(); ++p) host += choices[p][at[p]];
     hosts->push_back(std::move(host));
-    for (size_t p = pieces.size(); p-- > 0;) {
-      if (++at[p] < pieces[p].choices.size()) break;
+    for (size_t p = choices.size(); p-- > 0;) {
+      if (++at[p] < choices[p].size()) break;
       at[p] = 0;
     }
   }
-  return Status::Ok();
 }
 
 // Reads one of the launcher's integers: set, a whole number, in min..max.
@@ -142,7 +215,7 @@ Status ReadInt(const EnvLookup& env, const char* name, int64_t min, int64_t max,
   const std::string_view s = text == nullptr ? std::string_view() : std::string_view(text);
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *value);
   if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
-    return Status::Config(Cat(name, "='", s, "' is not an integer"));
+    return Status::Config(Cat(name, "=", Quote(s), " is not an integer"));
   }
   if (*value < min || *value > max) {
     return Status::Config(
@@ -203,7 +276,7 @@ Status ReadKubernetes(const EnvLookup& env, Launcher* launcher) {
   const std::string suffix = Cat("-", std::to_string(launcher->rank));
   if (host.size() <= suffix.size() ||
       host.compare(host.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return Status::Config(Cat("HOSTNAME='", host, "' is not JOBNAME", suffix,
+    return Status::Config(Cat("HOSTNAME=", Quote(host), " is not JOBNAME", suffix,
                               ", the name of an indexed Job's pod of JOB_COMPLETION_INDEX=",
                               std::to_string(launcher->rank)));
   }
@@ -215,19 +288,23 @@ Status ReadKubernetes(const EnvLookup& env, Launcher* launcher) {
 }  // namespace
 
 Result<std::vector<std::string>> ExpandHostList(std::string_view list) {
-  if (list.empty()) return Status::InvalidArgument("empty host list");
-  std::vector<std::string> hosts;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i <= list.size(); ++i) {
-    if (i < list.size() && list[i] == '[') ++depth;
-    if (i < list.size() && list[i] == ']') --depth;
-    if (i == list.size() || (list[i] == ',' && depth == 0)) {
-      Status s = ExpandItem(list.substr(start, i - start), &hosts);
-      if (!s.ok()) return s.WithContext(Cat("host list '", list, "'"));
-      start = i + 1;
-    }
+  DMLPS_ASSIGN_OR_RETURN(std::vector<Item> items, ParseHostList(list));
+  int64_t chars = 0;
+  for (const Item& item : items) chars += item.count * static_cast<int64_t>(item.width);
+  if (chars > kMaxExpandedChars) {
+    return Status::InvalidArgument(Cat("host list ", Quote(list), " expands to more than ",
+                                       std::to_string(kMaxExpandedChars), " characters"));
   }
+  std::vector<std::string> hosts;
+  for (const Item& item : items) ExpandItem(item, &hosts);
+  return hosts;
+}
+
+Result<HostList> ReadHostList(std::string_view list) {
+  DMLPS_ASSIGN_OR_RETURN(std::vector<Item> items, ParseHostList(list));
+  HostList hosts;
+  for (const Item& item : items) hosts.count += item.count;
+  for (const Piece& piece : items.front().pieces) hosts.first += Choice(piece, 0);
   return hosts;
 }
 
@@ -241,9 +318,8 @@ Result<Launcher> DetectLauncher(const EnvLookup& env) {
     if (choice == s.name) source = &s;
   }
   if (source == nullptr && choice != "auto") {
-    return Status::Config(
-        Cat("DMLPS_LAUNCHER='", choice,
-            "' is none of auto, none, torchrun, openmpi, pmi, slurm, kubernetes"));
+    return Status::Config(Cat("DMLPS_LAUNCHER=", Quote(choice),
+                              " is none of auto, none, torchrun, openmpi, pmi, slurm, kubernetes"));
   }
   if (source == nullptr) {
     for (const Source& s : kSources) {
@@ -265,7 +341,8 @@ Result<Launcher> DetectLauncher(const EnvLookup& env) {
   for (const char* name : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"}) {
     const char* list = env(name);
     if (list == nullptr || *list == '\0') continue;
-    Result<std::vector<std::string>> hosts = ExpandHostList(list);
+    // Counted, not expanded: the server's default address needs the first.
+    Result<HostList> hosts = ReadHostList(list);
     if (!hosts.ok()) return Status::Config(Cat(name, ": ", hosts.status().message()));
     launcher.hosts = std::move(*hosts);
     break;
@@ -294,7 +371,7 @@ LaunchDefaults ReadLaunchDefaults(const EnvLookup& env) {
     }
   }
   std::string host = d.launcher.server_host;
-  if (host.empty()) host = d.launcher.hosts.empty() ? "127.0.0.1" : d.launcher.hosts.front();
+  if (host.empty()) host = d.launcher.hosts.count == 0 ? "127.0.0.1" : d.launcher.hosts.first;
   // An IPv6 address (torchrun's MASTER_ADDR may be one) goes in brackets.
   if (host.find(':') != std::string::npos && !host.starts_with("[")) host = Cat("[", host, "]");
   d.server = Cat("tcp://", host, ":", std::to_string(port));
@@ -320,10 +397,10 @@ std::string Describe(const Launcher& launcher) {
   if (launcher.name.empty()) return "";
   std::string text = Cat("rank ", std::to_string(launcher.rank), " of ",
                          std::to_string(launcher.size), " under ", launcher.name);
-  if (!launcher.hosts.empty()) {
-    text += Cat(" on ", std::to_string(launcher.hosts.size()), " host");
-    if (launcher.hosts.size() != 1) text += "s";
-    text += Cat(" from ", launcher.hosts.front());
+  if (launcher.hosts.count > 0) {
+    text += Cat(" on ", std::to_string(launcher.hosts.count), " host");
+    if (launcher.hosts.count != 1) text += "s";
+    text += Cat(" from ", launcher.hosts.first);
   }
   return text;
 }

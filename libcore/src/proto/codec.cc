@@ -7,10 +7,12 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
 #include "dmlps/base/msgpack_double.h"
+#include "dmlps/base/printable.h"
 
 namespace dmlps::proto {
 namespace {
@@ -28,10 +30,25 @@ msgpack::unpack_limit HeaderLimits() {
                                /*bin=*/0, /*ext=*/0, /*depth=*/5);
 }
 
+// What a peer's Hello names itself by is logged and kept in the run's
+// report: a host, an address or a tensor name holding a control character
+// (a newline that would start a forged log line of the server's) is refused.
+Status CheckHelloText(const Hello& hello) {
+  const char* field = HasControlCharacters(hello.host)      ? "host"
+                      : HasControlCharacters(hello.address) ? "address"
+                                                            : nullptr;
+  for (const model::TensorSpec& t : hello.layout) {
+    if (field == nullptr && HasControlCharacters(t.name)) field = "layout's tensor name";
+  }
+  if (field == nullptr) return Status::Ok();
+  return Status::Protocol(std::string("a Hello whose ") + field + " has control characters");
+}
+
 template <typename T>
 Result<Body> ConvertBody(const msgpack::object& obj) {
   T body;
   obj.convert(body);
+  if constexpr (std::is_same_v<T, Hello>) DMLPS_RETURN_IF_ERROR(CheckHelloText(body));
   return Body(std::move(body));
 }
 

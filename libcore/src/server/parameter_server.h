@@ -39,16 +39,26 @@
 
 namespace dmlps::server {
 
+// Where a run's clock started: when its workers were first all ready.
+struct RunClock {
+  Clock::time_point start;
+  int64_t start_us = 0;  // the same, µs since the Unix epoch (the trace's clock)
+};
+
 // The policy's decisions reach the model store, the workers (through the
 // desk) and (sharded) the other shards through the driver's sink, below.
 class ParameterServer : private sync::DriverSink<Gradient> {
  public:
-  ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal)
+  // `continues`: the clock of the run this one goes on with after a
+  // rollback (shard_recovery.cc): its TSV, under the header that run
+  // wrote, its report and --max-seconds count from that run's start.
+  ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal,
+                  std::optional<RunClock> continues = std::nullopt)
       : config_(config),
         tsv_(tsv),
         signal_(signal),
-        held_hellos_(config.workers + kConnectionHeadroom + config.shard_count,
-                     kMaxHeldHelloBytes) {}
+        held_hellos_(config.workers + kConnectionHeadroom + config.shard_count, kMaxHeldHelloBytes),
+        continues_(continues) {}
 
   Result<RunReport> Run();
   // Sharded, after Run: a shard was lost and, with --checkpoint, the job
@@ -56,6 +66,9 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // again with --resume of it, bound to address(), where workers rejoin.
   bool rolled_back() const { return rolled_back_; }
   std::string address() const { return endpoint_.has_value() ? endpoint_->address() : ""; }
+  // The run's clock, for the run that goes on after a rollback; none
+  // before the run started.
+  std::optional<RunClock> run_clock() const { return started_ ? run_clock_ : continues_; }
 
  private:
   // The phases of a run, in order. Setup loads the data and the model,
@@ -138,6 +151,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void MaybeCheckpoint();
   // At the end: writes the checkpoint pending and reports what was written.
   void FinishCheckpoints();
+  // Seconds since the run's start (run_clock_): 0 before it.
   double Seconds() const;
   bool Finished() const;
 
@@ -185,7 +199,9 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   std::optional<WorkerDesk> desk_;
 
   bool started_ = false;
-  Clock::time_point start_;
+  Clock::time_point start_;  // this server's start; its checkpoints' time counts from it
+  std::optional<RunClock> continues_;
+  RunClock run_clock_;  // continues_, else this server's start
   Clock::time_point last_heartbeat_;
   RunReport report_;
 

@@ -4,19 +4,17 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <ostream>
 #include <string>
 
+#include "dmlps/base/printable.h"
 #include "dmlps/server/server.h"
 
 namespace dmlps::server {
 
 void WriteRunReport(const RunReport& report, std::ostream& out) {
   // One line per key: the message must not break the format.
-  std::string last_lost = report.last_lost;
-  std::replace_if(
-      last_lost.begin(), last_lost.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+  const std::string last_lost = Printable(report.last_lost);
   out << fmt::format(
       "target_reached\t{:d}\nseconds_to_target\t{}\niterations_to_target\t{}\n"
       "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"

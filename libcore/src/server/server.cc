@@ -83,7 +83,7 @@ Status ParameterServer::Setup() {
   if (!config_.endpoint_file.empty() && !external()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
-  WriteEvaluationHeader(tsv_);
+  if (!continues_) WriteEvaluationHeader(tsv_);
   AnswerHeldHellos();
   return Status::Ok();
 }
@@ -202,7 +202,7 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
 
 double ParameterServer::Seconds() const {
   if (!started_) return 0;
-  return std::chrono::duration<double>(Clock::now() - start_).count();
+  return std::chrono::duration<double>(Clock::now() - run_clock_.start).count();
 }
 
 bool ParameterServer::Finished() const {
@@ -349,14 +349,18 @@ Result<RunReport> ParameterServer::Finish() {
 
 void ParameterServer::Summarize() {
   // Compute ratio: the share of the run a worker spent computing, its emulated
-  // slowness included (it stands for a slower machine's compute).
-  const std::vector<sync::WorkerTotals> totals = desk_->LogTotals(report_.seconds);
+  // slowness included (it stands for a slower machine's compute). The
+  // workers' totals are this server's: after a rollback, of its time alone.
+  const double seconds =
+      started_ ? report_.seconds - std::chrono::duration<double>(start_ - run_clock_.start).count()
+               : 0;
+  const std::vector<sync::WorkerTotals> totals = desk_->LogTotals(seconds);
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
                      {{"seconds", report_.seconds}, {"iterations", report_.iterations}});
     if (Status flushed = tracer_->Flush(); !flushed.ok()) spdlog::warn("{}", flushed.message());
   }
-  const sync::RunSummary summary = sync::Summarize(totals, report_.seconds);
+  const sync::RunSummary summary = sync::Summarize(totals, seconds);
   report_.compute_ratio_mean = summary.compute_ratio_mean;
   report_.compute_ratio_min = summary.compute_ratio_min;
   report_.wasted_samples = driver_->wasted_samples();
@@ -371,6 +375,7 @@ void ParameterServer::Start() {
   started_ = true;
   start_ = Clock::now();
   start_us_ = trace::NowMicros();
+  run_clock_ = continues_.value_or(RunClock{start_, start_us_});
   if (tracer_) {
     tracer_->Instant("run", "start", start_us_,
                      {{"policy", policy_->Name()},
@@ -444,7 +449,8 @@ void ParameterServer::CollectEvaluations() {
   // counts once the next evaluation meets it too.
   const Targets targets{config_.target_accuracy, config_.target_loss,
                         config_.remote_evaluator ? kRemoteConfirmations : 1};
-  RecordEvaluations(results, targets, start_us_, tsv_, tracer_.get(), &target_progress_, &report_);
+  RecordEvaluations(results, targets, run_clock_.start_us, tsv_, tracer_.get(), &target_progress_,
+                    &report_);
   // Policies that decide by accuracy (sync-switch) see each result.
   if (!report_.target_reached) {
     for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);
@@ -508,9 +514,9 @@ void ParameterServer::MaybeCheckpoint() {
   // model's update runs as its pushes stream in: until then, wait.
   if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
-  Checkpoint checkpoint =
-      MakeCheckpoint(Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
-                     seconds_before_ + Seconds(), optimizer_->State());
+  Checkpoint checkpoint = MakeCheckpoint(
+      Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
+      seconds_before_ + std::chrono::duration<double>(now - start_).count(), optimizer_->State());
   checkpoint.optimizer_steps = optimizer_->steps();
   checkpoint.layout = layout_;
   checkpoint.shard_count = config_.shard_count;

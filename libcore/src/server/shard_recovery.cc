@@ -2,43 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <streambuf>
+#include <optional>
 #include <string>
 
 #include "server/parameter_server.h"
 
 namespace dmlps::server {
-
-namespace {
-
-// Passes everything on to `out` but its first line: the TSV header, which a
-// run after a rollback writes again.
-class SkipFirstLine : public std::streambuf {
- public:
-  explicit SkipFirstLine(std::ostream& out) : out_(out) {}
-
- protected:
-  int_type overflow(int_type ch) override {
-    if (traits_type::eq_int_type(ch, traits_type::eof())) return traits_type::not_eof(ch);
-    const char c = traits_type::to_char_type(ch);
-    if (skipping_) {
-      if (c == '\n') skipping_ = false;
-      return ch;
-    }
-    out_.put(c);
-    return out_ ? ch : traits_type::eof();
-  }
-  int sync() override {
-    out_.flush();
-    return out_ ? 0 : -1;
-  }
-
- private:
-  std::ostream& out_;
-  bool skipping_ = true;
-};
-
-}  // namespace
 
 void ParameterServer::CommitCheckpoint() {
   if (!unacked_.has_value() || !shards_->Written(unacked_->version)) return;
@@ -67,15 +36,16 @@ bool ParameterServer::RollBack() {
 Result<RunReport> RunRecoverableShardZero(const ServerConfig& config, std::ostream& tsv,
                                           const std::atomic<int>* signal) {
   ServerConfig run = config;
-  SkipFirstLine headerless(tsv);
-  std::ostream later(&headerless);
+  // Each run after a rollback goes on with the first one's TSV and clock.
+  std::optional<RunClock> clock;
   for (int64_t rollbacks = 0;; ++rollbacks) {
     std::string address;
     {
-      ParameterServer server(run, rollbacks == 0 ? tsv : later, signal);
+      ParameterServer server(run, tsv, signal, clock);
       Result<RunReport> report = server.Run();
       if (!server.rolled_back()) return report;
       address = server.address();
+      clock = server.run_clock();
     }  // its socket closed: the address is free again
     // Workers rejoin shard 0 where they found it.
     run.bind = address;

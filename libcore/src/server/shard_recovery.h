@@ -19,7 +19,8 @@ namespace dmlps::server {
 // Runs shard 0 of a sharded job with --checkpoint: again with --resume of
 // that file, on the address bound, each time a shard is lost after a
 // checkpoint was written. The evaluations of every run go to `tsv`, under
-// one header.
+// one header, timed from the first run's start (as are the report's
+// seconds and --max-seconds): a rollback's pause counts in the run's time.
 Result<RunReport> RunRecoverableShardZero(const ServerConfig& config, std::ostream& tsv,
                                           const std::atomic<int>* signal);
 

@@ -3,6 +3,7 @@
 #include "dmlps/sync/auto.h"
 
 #include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,6 +24,17 @@ namespace {
 constexpr double kMaxJitter = 1;
 // A step that had a core for less of its time than this is taken as this.
 constexpr double kMinCoreShare = 0.01;
+// A step reported as over this many times what the server saw it take
+// (PushInfo::cycle_s: the step and both transfers) is no measurement.
+constexpr double kMaxOverCycle = 10;
+
+// Whether a push's step time can be read: a worker's clock broken, or a
+// worker lying, reports none, no number, no samples, or a step far longer
+// than the server saw.
+bool Readable(const PushInfo& push, int64_t samples) {
+  return samples >= 1 && push.busy_s > 0 && std::isfinite(push.busy_s) &&
+         !(push.cycle_s > 0 && push.busy_s > kMaxOverCycle * push.cycle_s);
+}
 
 // The policies whose workers run in kSync mode, the only ones a running
 // worker can be switched into.
@@ -296,7 +308,17 @@ std::string AutoDecider::Initial() const {
 bool AutoDecider::Measure(WorkerId w, const PushInfo& push) {
   History& h = history_[w];
   const int64_t samples = push.batch > 0 ? push.batch : push.samples;
-  if (!(push.busy_s > 0) || samples < 1) return false;
+  if (!Readable(push, samples)) {
+    if (++h.unreadable >= kMinSteps && !std::exchange(h.warned, true)) {
+      spdlog::warn(
+          "auto: worker {} reported {} steps in a row whose time it cannot read (the last: {} s "
+          "for {} samples, {:.3g} s as the server saw it); its decisions leave the worker out "
+          "until it reports one it can",
+          w, h.unreadable, push.busy_s, samples, push.cycle_s);
+    }
+    return false;
+  }
+  h.unreadable = 0;
   // The first steps include loading and connecting.
   if (++h.steps <= advise::kWarmupSteps) return false;
   h.per_sample.push_back(push.busy_s / static_cast<double>(samples));
@@ -348,7 +370,8 @@ std::optional<advise::ClusterProfile> AutoDecider::Profile(const Policy& policy,
   std::vector<std::vector<int64_t>> clock;
   std::vector<double> overhead, comm, shares;
   for (WorkerId w = 0; w < policy.num_workers(); ++w) {
-    if (!policy.joined(w)) continue;
+    // One whose steps cannot be read (Measure) would hold every decision back.
+    if (!policy.joined(w) || LeftOut(w)) continue;
     const History& h = history_[w];
     const int64_t since = std::min<int64_t>(h.steps - h.change_at, h.per_sample.size());
     if (since < kMinSteps) return std::nullopt;
@@ -500,6 +523,12 @@ std::optional<SwitchRequest> AutoDecider::Decide(const SwitchContext& context,
   Decision d;
   d.iteration = context.iteration;
   d.measured = DescribeMeasured(profile);
+  for (WorkerId w = 0; w < context.policy->num_workers(); ++w) {
+    if (!context.policy->joined(w) || !LeftOut(w)) continue;
+    d.measured += d.measured.find("; left out") == std::string::npos
+                      ? fmt::format("; left out (step times unreadable): worker-{}", w)
+                      : fmt::format(", worker-{}", w);
+  }
   d.remaining = Remaining(context.iteration);
   advise::AdvisorOptions options;
   options.candidates = options_.candidates;

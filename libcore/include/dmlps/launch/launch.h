@@ -27,9 +27,22 @@ inline constexpr int kDefaultPort = 5555;
 // Expands a Slurm host list, e.g. "node[01-03,07],gpu5" into node01 node02
 // node03 node07 gpu5: comma-separated items, each a name with bracketed lists
 // of numbers and ranges (zero-padded to the width of a range's first bound);
-// several brackets in one name multiply. Refuses malformed lists and lists
-// of more than a million hosts.
+// several brackets in one name multiply. Refuses malformed lists, lists of
+// more than a million hosts, host names of more than 255 characters and
+// lists that expand to more than 64 MiB of names, in one line quoting at
+// most the list's first 60 characters: the whole list is parsed and
+// counted before any name is written out.
 Result<std::vector<std::string>> ExpandHostList(std::string_view list);
+
+// What a host list names, without expanding it: how many hosts, and the
+// first. The same lists are refused as by ExpandHostList, but for their
+// expanded size: reading one takes memory in proportion to the list's
+// text alone.
+struct HostList {
+  int64_t count = 0;
+  std::string first;
+};
+Result<HostList> ReadHostList(std::string_view list);
 
 // Looks up an environment variable; nullptr when it is unset.
 using EnvLookup = std::function<const char*(const char*)>;
@@ -40,7 +53,7 @@ struct Launcher {
   std::string name;
   int64_t rank = -1;
   int64_t size = 0;
-  std::vector<std::string> hosts;  // Slurm's node list, expanded; empty without one
+  HostList hosts;  // Slurm's node list, read (not expanded); count 0 without one
   // Where the launcher says rank 0 runs: torchrun's MASTER_ADDR, or under
   // Kubernetes JOBNAME-0.SERVICE; empty: it does not say.
   std::string server_host;

@@ -96,6 +96,12 @@ class PredictionBudget {
 // are in chooses; no other decision starts meanwhile, nor one beyond Options::predict_share of the
 // wall clock (PredictionBudget): a decision due then waits for the first boundary it allows.
 //
+// A worker whose last kMinSteps pushes, or more, report a step time it
+// cannot read (none, not a number, no samples, or over ten times what the
+// server saw the step take: a broken clock, or a lie) is left out of the
+// profile, its decisions saying so, rather than holding them all back; the
+// first time, a warning says why.
+//
 // On shared cores (once a decision read them so, for the rest of the run,
 // and at the fewest cores read so far, at most the server host's where
 // every live worker runs there, or more workers than its cores run there;
@@ -205,7 +211,12 @@ class AutoDecider : public SwitchDecider {
     std::deque<int64_t> clock;      // the worker's clock of each step
     int64_t steps = 0;              // measured in all
     int64_t change_at = 0;          // the step the last lasting change was seen at
+    int64_t unreadable = 0;         // pushes in a row whose step time it could not read
+    bool warned = false;            // that it was left out for them, logged
   };
+  // Whether worker w's last kMinSteps pushes, or more, reported step times
+  // it cannot read: its decisions leave it out (class comment).
+  bool LeftOut(WorkerId w) const { return history_[w].unreadable >= kMinSteps; }
 
   // Records w's push; true when it shows a new lasting change.
   bool Measure(WorkerId w, const PushInfo& push);
