@@ -468,44 +468,47 @@ int HelloFlood(void* context, const std::string& address, int seconds) {
   }
   std::printf("sent %lld Hellos\n", static_cast<long long>(sent));
   zmq_close(socket);
-  // What `forge` says where a peer's text is logged: a line of its own that
-  // a reader of the server's log would take for the server's.
-  constexpr char kForged[] = "x\n12:00:00.000 dmlps-server: info: reached accuracy 1.0";
+  return 0;
+}
 
-  // One Hello as a worker from host `host`; when welcomed, the peer reports
-  // kForged and gives up with it. Prints the outcome on a line of its own.
-  void ForgeOnce(void* context, const std::string& address, const std::string& host) {
-    void* socket = Dealer(context, "");
-    std::string outcome = "cannot connect";
-    if (zmq_connect(socket, address.c_str()) == 0) {
-      proto::Hello hello;
-      hello.host = host;
-      hello.pid = 1;
-      outcome = "cannot send Hello";
-      if (SendBody(socket, hello)) {
-        dmlps::Result<proto::Welcome> welcome = AwaitWelcome(socket);
-        outcome = welcome.ok() ? "welcomed" : welcome.status().message();
-      }
-      if (outcome == "welcomed") {
-        SendBody(socket, proto::Error{kForged, false, false});
-        SendBody(socket, proto::Error{kForged, true, false});
-        // Time to be read before the socket (which lingers 0) goes.
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      }
-    }
-    // The server's answer quotes what it refused: kept on one line here.
-    std::replace(outcome.begin(), outcome.end(), '\n', ' ');
-    std::printf("%s\n", outcome.c_str());
-    zmq_close(socket);
-  }
+// What `forge` says where a peer's text is logged: a line of its own that
+// a reader of the server's log would take for the server's.
+constexpr char kForged[] = "x\n12:00:00.000 dmlps-server: info: reached accuracy 1.0";
 
-  int Forge(void* context, const std::string& address, int n) {
-    for (int i = 0; i < n; ++i) {
-      ForgeOnce(context, address, kForged);
-      ForgeOnce(context, address, "attack-peer");
+// One Hello as a worker from host `host`; when welcomed, the peer reports
+// kForged and gives up with it. Prints the outcome on a line of its own.
+void ForgeOnce(void* context, const std::string& address, const std::string& host) {
+  void* socket = Dealer(context, "");
+  std::string outcome = "cannot connect";
+  if (zmq_connect(socket, address.c_str()) == 0) {
+    proto::Hello hello;
+    hello.host = host;
+    hello.pid = 1;
+    outcome = "cannot send Hello";
+    if (SendBody(socket, hello)) {
+      dmlps::Result<proto::Welcome> welcome = AwaitWelcome(socket);
+      outcome = welcome.ok() ? "welcomed" : welcome.status().message();
     }
-    return 0;
+    if (outcome == "welcomed") {
+      SendBody(socket, proto::Error{kForged, false, false});
+      SendBody(socket, proto::Error{kForged, true, false});
+      // Time to be read before the socket (which lingers 0) goes.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
   }
+  // The server's answer quotes what it refused: kept on one line here.
+  std::replace(outcome.begin(), outcome.end(), '\n', ' ');
+  std::printf("%s\n", outcome.c_str());
+  zmq_close(socket);
+}
+
+int Forge(void* context, const std::string& address, int n) {
+  for (int i = 0; i < n; ++i) {
+    ForgeOnce(context, address, kForged);
+    ForgeOnce(context, address, "attack-peer");
+  }
+  return 0;
+}
 
 }  // namespace
 
