@@ -154,6 +154,17 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
                        " needs a policy that aggregates rounds (bsp, abps, lbbsp, backup, "
                        "token), not " +
                        config.policy.name);
+  } else if (rule->robust() && config.policy.name == "backup" && config.policy.backup >= 0 &&
+             config.policy.backup < config.workers && config.workers - config.policy.backup < 3) {
+    // The pushes kept are the first to arrive: a worker that answers at
+    // once is always among them, and of 2 the rule cannot tell who is off.
+    const int64_t kept = config.workers - config.policy.backup;
+    problems.push_back("--aggregate " + config.aggregate + " with --backup " +
+                       std::to_string(config.policy.backup) + " of --workers " +
+                       std::to_string(config.workers) + " keeps only the first " +
+                       std::to_string(kept) + " push" + (kept == 1 ? "" : "es") +
+                       " to arrive each round: a robust rule needs 3 or more (--workers minus "
+                       "--backup)");
   }
   if (CenteredClipping(config) && (config.optimizer.algorithm != "sgd" ||
                                    config.optimizer.nesterov || config.optimizer.dampening != 0)) {
