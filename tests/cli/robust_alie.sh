@@ -40,8 +40,8 @@ alie_run() {
 
 # Four honest workers reach 0.84 in about 300 iterations here; with the
 # attacker, centred clipping takes about 400.
-alie_run 600 --aggregate cclip:1
-expect_exit 0 "$SERVER_RC" "dmlps-server with --aggregate cclip:1"
+alie_run 600 --aggregate cclip:2
+expect_exit 0 "$SERVER_RC" "dmlps-server with --aggregate cclip:2"
 grep -q "reached accuracy" "$WORK/server.log" || fail "cclip: the target was not reached"
 cclip_acc=$(last_accuracy)
 cclip_iter=$ITERATION
@@ -52,5 +52,5 @@ mv "$WORK/server.log" "$WORK/cclip-server.log"
 alie_run "$cclip_iter" --aggregate median
 expect_exit 1 "$SERVER_RC" "dmlps-server with the median under ALIE"
 median_best=$(tail -n +2 "$WORK/server.tsv" | cut -f 3 | sort -g | tail -n 1)
-echo "ok: cclip:1 reached $cclip_acc at iteration $cclip_iter;" \
+echo "ok: cclip:2 reached $cclip_acc at iteration $cclip_iter;" \
   "the median's best in as many iterations: $median_best"
