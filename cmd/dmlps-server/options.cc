@@ -217,8 +217,10 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
         "N", std::to_string(defaults.max_features)},
        {"aggregate",
         "How a round's pushes make the update: mean (weighted by samples), median or "
-        "trimmed-mean:F (per coordinate; F of the values at each end left out); the robust "
-        "rules need a policy that aggregates rounds (bsp, abps, lbbsp, backup, token)",
+        "trimmed-mean:F (per coordinate; F of the values at each end left out), or "
+        "cclip:TAU[:ITERS] (centred clipping of each worker's --momentum to radius TAU, ITERS "
+        "steps a round, default 10); the robust rules need a policy that aggregates rounds "
+        "(bsp, abps, lbbsp, token, backup keeping 3 or more pushes)",
         "RULE", defaults.aggregate},
        {"max-update-norm", "Scale each push down to this L2 norm before it is used (0: no bound)",
         "NORM", "0"}});

@@ -76,6 +76,20 @@ start_worker() {
   CHILDREN+=("$WORKER_PID")
 }
 
+# server_refuses WHY ARGS...: dmlps-server with ARGS exits 64 before
+# anything starts, with one error line that matches the regular expression
+# WHY.
+server_refuses() {
+  local why=$1 rc=0
+  shift
+  timeout 30 "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' "$@" >/dev/null 2>"$WORK/err" ||
+    rc=$?
+  expect_exit 64 "$rc" "dmlps-server $*"
+  [ "$(grep -c "error" "$WORK/err")" -eq 1 ] || fail "dmlps-server $*: $(cat "$WORK/err")"
+  grep -q -- "^dmlps-server: error: .*$why" "$WORK/err" ||
+    fail "dmlps-server $*: no '$why' in: $(cat "$WORK/err")"
+}
+
 # wait_for PID SECONDS: waits for a child and sets RC to its exit status;
 # fails the test when it is still running after SECONDS. (Not in $(...): a
 # subshell cannot wait for its parent's children.)

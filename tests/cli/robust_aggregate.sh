@@ -5,18 +5,11 @@
 . "$(dirname "$0")/lib.sh"
 
 # Rules the flags refuse (exit 64, one line), before any data is read.
-refused() {  # WHY ARGS...
-  local why=$1 rc=0
-  shift
-  timeout 30 "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' "$@" >/dev/null 2>"$WORK/err" || rc=$?
-  expect_exit 64 "$rc" "dmlps-server $*"
-  grep -q "^dmlps-server: error: .*$why" "$WORK/err" || fail "no '$why' in: $(cat "$WORK/err")"
-}
-refused "expected mean, median or trimmed-mean:F" --aggregate mode
-refused "trimmed-mean:F needs a fraction F in \[0, 0.5)" --aggregate trimmed-mean:0.5
-refused "needs a policy that aggregates rounds" --aggregate median --policy asp
-refused "do not work with sharded servers" --aggregate median --shard 0/2
-refused "max-update-norm" --max-update-norm -1
+server_refuses "expected mean, median, trimmed-mean:F or cclip:TAU" --aggregate mode
+server_refuses "trimmed-mean:F needs a fraction F in \[0, 0.5)" --aggregate trimmed-mean:0.5
+server_refuses "needs a policy that aggregates rounds" --aggregate median --policy asp
+server_refuses "do not work with sharded servers" --aggregate median --shard 0/2
+server_refuses "max-update-norm" --max-update-norm -1
 
 [ -d /usr/share/datasets/fashion-mnist ] || { echo "skip: no Fashion-MNIST"; exit 77; }
 

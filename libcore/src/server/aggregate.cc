@@ -4,9 +4,49 @@
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <string>
 
 namespace dmlps::server {
+
+namespace {
+
+// A number of "cclip:" that is all of `text` and finite; nullopt otherwise.
+std::optional<double> Number(std::string_view text) {
+  const std::string number(text);
+  char* end = nullptr;
+  const double value = number.empty() ? NAN : std::strtod(number.c_str(), &end);
+  if (end == nullptr || *end != '\0' || !std::isfinite(value)) return std::nullopt;
+  return value;
+}
+
+// "TAU[:ITERS]", what follows "cclip:".
+Result<Aggregation> ParseCenteredClip(std::string_view text) {
+  Aggregation out;
+  out.rule = Aggregation::Rule::kCenteredClip;
+  const size_t colon = text.find(':');
+  const std::string_view radius_text = text.substr(0, colon);
+  const std::optional<double> radius = Number(radius_text);
+  if (!radius || !(*radius > 0)) {
+    return Status::InvalidArgument("cclip:TAU needs a clipping radius TAU > 0, not '" +
+                                   std::string(radius_text) + "'");
+  }
+  out.radius = *radius;
+  if (colon != std::string_view::npos) {
+    const std::string_view iterations_text = text.substr(colon + 1);
+    const std::optional<double> iterations = Number(iterations_text);
+    if (!iterations || !(*iterations >= 1 && *iterations <= 100) ||
+        *iterations != std::floor(*iterations)) {
+      return Status::InvalidArgument(
+          "cclip:TAU:ITERS needs a whole number of iterations ITERS in [1, 100], not '" +
+          std::string(iterations_text) + "'");
+    }
+    out.iterations = static_cast<int64_t>(*iterations);
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<Aggregation> ParseAggregation(std::string_view text) {
   Aggregation out;
@@ -28,7 +68,9 @@ Result<Aggregation> ParseAggregation(std::string_view text) {
     out.trim = trim;
     return out;
   }
-  return Status::InvalidArgument("expected mean, median or trimmed-mean:F, not '" +
+  constexpr std::string_view kClip = "cclip:";
+  if (text.starts_with(kClip)) return ParseCenteredClip(text.substr(kClip.size()));
+  return Status::InvalidArgument("expected mean, median, trimmed-mean:F or cclip:TAU, not '" +
                                  std::string(text) + "'");
 }
 
@@ -44,7 +86,7 @@ float AggregateValues(std::span<float> values, const Aggregation& rule) {
                               static_cast<double>(n));
   }
   std::sort(values.begin(), values.end());
-  if (rule.rule == Aggregation::Rule::kMedian) {
+  if (rule.rule == Aggregation::Rule::kMedian || rule.rule == Aggregation::Rule::kCenteredClip) {
     // Halved first: two finite values near the largest float sum to infinity.
     return n % 2 == 1 ? values[n / 2] : values[n / 2 - 1] / 2 + values[n / 2] / 2;
   }

@@ -14,6 +14,13 @@ namespace dmlps::server {
 
 namespace {
 
+// Whether --aggregate is centred clipping, which keeps the momentum per
+// worker (server/centered_clip.h).
+bool CenteredClipping(const ServerConfig& config) {
+  const Result<Aggregation> rule = ParseAggregation(config.aggregate);
+  return rule.ok() && rule->rule == Aggregation::Rule::kCenteredClip;
+}
+
 // What an external model (the server does not compute it) rules out.
 void AddExternalProblems(const ServerConfig& config, std::vector<std::string>* problems) {
   if (config.target_accuracy > 0 && !config.remote_evaluator) {
@@ -105,6 +112,7 @@ optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config) {
       settings.algorithm == "sgd" || sync::UsesOuterOptimizer(config.policy) ? step.momentum : 0;
   settings.nesterov = settings.nesterov || step.nesterov;
   settings.momentum_every = step.momentum_every;
+  if (CenteredClipping(config)) settings.momentum = 0;  // kept per worker instead, by the rule
   return settings;
 }
 
@@ -175,6 +183,23 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
                        " needs a policy that aggregates rounds (bsp, abps, lbbsp, backup, "
                        "token), not " +
                        config.policy.name);
+  } else if (rule->robust() && config.policy.name == "backup" && config.policy.backup >= 0 &&
+             config.policy.backup < config.workers && config.workers - config.policy.backup < 3) {
+    // The pushes kept are the first to arrive: a worker that answers at
+    // once is always among them, and of 2 the rule cannot tell who is off.
+    const int64_t kept = config.workers - config.policy.backup;
+    problems.push_back("--aggregate " + config.aggregate + " with --backup " +
+                       std::to_string(config.policy.backup) + " of --workers " +
+                       std::to_string(config.workers) + " keeps only the first " +
+                       std::to_string(kept) + " push" + (kept == 1 ? "" : "es") +
+                       " to arrive each round: a robust rule needs 3 or more (--workers minus "
+                       "--backup)");
+  }
+  if (CenteredClipping(config) && (config.optimizer.algorithm != "sgd" ||
+                                   config.optimizer.nesterov || config.optimizer.dampening != 0)) {
+    problems.push_back("--aggregate " + config.aggregate +
+                       " keeps --momentum per worker as plain SGD momentum: it needs --optimizer "
+                       "sgd, without --nesterov or --dampening");
   }
   if (!(config.max_update_norm >= 0)) problems.push_back("--max-update-norm must not be negative");
   if (config.shard_count > 1 && (config.aggregate != "mean" || config.max_update_norm > 0)) {

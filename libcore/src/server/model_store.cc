@@ -98,6 +98,22 @@ void ModelStore::Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pus
   Queue(std::move(op));
 }
 
+void ModelStore::Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pushes,
+                         std::vector<float> weights, CenteredClip& clipper,
+                         std::vector<int64_t> workers) {
+  Op op;
+  op.kind = Op::Kind::kCombine;
+  op.factors.assign(pushes.size(), 1.f);
+  op.pushes = std::move(pushes);
+  op.rule.rule = Aggregation::Rule::kCenteredClip;
+  op.clipper = &clipper;
+  op.workers = std::move(workers);
+  for (const float w : weights) op.value += w;
+  op.weights = std::move(weights);
+  staged_weight_ += op.value;
+  Queue(std::move(op));
+}
+
 void ModelStore::Apply(optim::Optimizer* optimizer, float scale, AppliedFn done) {
   auto verdict = std::make_shared<Verdict>();
   verdict->lanes_left = layout_.count();
@@ -352,7 +368,7 @@ bool ModelStore::Ready(const Op& op, int64_t lane) const {
            (!op.verdict->shared || op.verdict->global_squares.has_value());
   }
   // A push's norm needs all of it.
-  const bool whole = max_norm_ > 0;
+  const bool whole = max_norm_ > 0 || op.clipper != nullptr;
   auto has = [&](const proto::IncomingTensor& push) {
     return push.settled() || (!whole && push.received() >= layout_.end(lane));
   };
@@ -398,7 +414,10 @@ void ModelStore::TakeGlobalSquares(int64_t step, double squares) {
 
 void ModelStore::Bound(Op& op) const {
   op.bounded = true;
-  if (max_norm_ <= 0) return;
+  if (max_norm_ <= 0) {
+    if (op.clipper != nullptr) ClipRound(op);
+    return;
+  }
   auto factor = [this](const proto::IncomingTensor& push) {
     double squares = 0;
     const int64_t params = std::min(push.size(), state_begin_);
@@ -412,9 +431,55 @@ void ModelStore::Bound(Op& op) const {
   if (op.kind == Op::Kind::kCombine) {
     for (size_t k = 0; k < op.pushes.size(); ++k) op.factors[k] = factor(*op.pushes[k]);
   }
+  if (op.clipper != nullptr) ClipRound(op);
+}
+
+void ModelStore::ClipRound(Op& op) const {
+  // The parameters only: module state takes the median (RunCombine).
+  const auto params = static_cast<size_t>(std::min(layout_.size, state_begin_));
+  // One gradient a worker: the weighted mean of its pushes of the round
+  // (A-BSP's chunks, token scheduling's tokens), value by value.
+  std::vector<int64_t> workers;
+  std::vector<std::vector<double>> sums;
+  std::vector<std::vector<double>> weights;
+  for (size_t k = 0; k < op.pushes.size(); ++k) {
+    const auto at = static_cast<size_t>(std::find(workers.begin(), workers.end(), op.workers[k]) -
+                                        workers.begin());
+    if (at == workers.size()) {
+      workers.push_back(op.workers[k]);
+      sums.emplace_back(params, 0.0);
+      weights.emplace_back(params, 0.0);
+    }
+    const double weight = op.weights[k];
+    const double factor = op.factors[k];
+    op.pushes[k]->ForEachIn(0, static_cast<int64_t>(params),
+                            [&](int64_t offset, const proto::IncomingTensor::ConstMap& g) {
+                              for (Eigen::Index i = 0; i < g.size(); ++i) {
+                                const auto to = static_cast<size_t>(offset + i);
+                                sums[at][to] += weight * factor * double{g[i]};
+                                weights[at][to] += weight;
+                              }
+                            });
+  }
+  std::vector<std::vector<float>> values(workers.size());
+  for (size_t w = 0; w < workers.size(); ++w) {
+    values[w].assign(params, std::numeric_limits<float>::quiet_NaN());  // left out
+    for (size_t i = 0; i < params; ++i) {
+      if (weights[w][i] > 0) values[w][i] = static_cast<float>(sums[w][i] / weights[w][i]);
+    }
+  }
+  const std::span<const float> center = op.clipper->Round(workers, values);
+  op.center.assign(center.begin(), center.end());
 }
 
 void ModelStore::RunCombine(const Op& op, int64_t from, int64_t to, bool state) {
+  if (op.clipper != nullptr && !state) {
+    // The round's centre, computed whole by ClipRound.
+    for (int64_t i = from; i < to; ++i) {
+      accumulator_[static_cast<size_t>(i)] += op.value * op.center[static_cast<size_t>(i)];
+    }
+    return;
+  }
   const auto k = op.pushes.size();
   const auto n = static_cast<size_t>(to - from);
   // Row p holds push p's values; NaN marks one left out (the values taken

@@ -23,6 +23,7 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
 #include "server/aggregate.h"
+#include "server/centered_clip.h"
 
 namespace dmlps::server {
 
@@ -69,6 +70,15 @@ class ModelStore {
   // lane runs it once every push holds that lane's floats or is closed.
   void Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pushes,
                std::vector<float> weights, const Aggregation& rule);
+  // The same under centred clipping: acc += W * clipper's Round of the
+  // pushes (those of `workers`, one each; a worker's several pushes count
+  // as one, their mean weighted by `weights`) over the parameters, and W
+  // times their median over the module state. Centred clipping needs every push
+  // whole: a lane runs it only once all of them are complete or closed,
+  // and the first lane to do so runs the round for all. `clipper` outlives
+  // the store's operations.
+  void Combine(std::vector<std::shared_ptr<proto::IncomingTensor>> pushes,
+               std::vector<float> weights, CenteredClip& clipper, std::vector<int64_t> workers);
   // Every push Staged or Combined from now on is first scaled down to L2
   // norm `max_norm` when longer (0: no bound), so that one push moves the
   // model a bounded distance. Its norm needs all of it: a lane then runs
@@ -180,6 +190,13 @@ class ModelStore {
     std::vector<std::shared_ptr<proto::IncomingTensor>> pushes;
     std::vector<float> factors;
     Aggregation rule;
+    // kCombine under centred clipping: the clipper, the pushes' workers,
+    // and the round's centre over the parameters once Bound ran it (a copy:
+    // a lane ahead may run the next round before the others summed this).
+    CenteredClip* clipper = nullptr;
+    std::vector<int64_t> workers;  // one a push, with its weight
+    std::vector<float> weights;
+    std::vector<float> center;
     bool bounded = false;   // kStage, kCombine: the norm bound is taken
     float state_value = 0;  // kStage: the weight of the push's module state (never bounded)
     // kVerify, kApply: the step is computed out of place by the check into
@@ -235,8 +252,11 @@ class ModelStore {
   // Scales a clipped step's gradient by clip_norm_ / norm once every lane has summed.
   void Clip(Verdict& verdict) const;
   // Takes the norm bound into op (kStage: its weight; kCombine: its
-  // factors) once its pushes are complete.
+  // factors) once its pushes are complete, and runs its round of centred
+  // clipping.
   void Bound(Op& op) const;
+  // The centred clipping round of `op`, its pushes bounded.
+  void ClipRound(Op& op) const;
   // kCombine over floats [from, to).
   // `state`: over module state, whose values are never bounded.
   void RunCombine(const Op& op, int64_t from, int64_t to, bool state = false);

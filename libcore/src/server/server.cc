@@ -64,7 +64,10 @@ Status ParameterServer::Setup() {
   }
   StartCoordinator();
   // ValidateConfig checked the rule.
-  const Aggregation aggregation = ParseAggregation(config_.aggregate).value();
+  Aggregation aggregation = ParseAggregation(config_.aggregate).value();
+  // Centred clipping takes the momentum per worker; the step then has none
+  // (ServerOptimizerSettings).
+  if (aggregation.rule == Aggregation::Rule::kCenteredClip) aggregation.momentum = config_.momentum;
   store_->set_max_norm(config_.max_update_norm);
   store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
   if (sharded() && ServerOptimizerSettings(config_).clip_norm > 0) {

@@ -29,11 +29,19 @@ void ModelUpdates::Apply(double scale, bool with_optimizer, int64_t version) {
     // One shard only (ValidateConfig): no orders to pass on.
     std::vector<std::shared_ptr<proto::IncomingTensor>> pushes;
     std::vector<float> weights;
+    std::vector<int64_t> workers;
     for (HeldStage& held : held_) {
       pushes.push_back(std::move(held.gradient));
       weights.push_back(static_cast<float>(held.weight));
+      workers.push_back(held.worker);
     }
-    if (!pushes.empty()) store_.Combine(std::move(pushes), std::move(weights), aggregation_);
+    if (pushes.empty()) {
+      // Nothing to combine.
+    } else if (clipper_ != nullptr) {
+      store_.Combine(std::move(pushes), std::move(weights), *clipper_, std::move(workers));
+    } else {
+      store_.Combine(std::move(pushes), std::move(weights), aggregation_);
+    }
   } else {
     for (HeldStage& held : held_) {
       store_.Stage(std::move(held.gradient), static_cast<float>(held.weight));

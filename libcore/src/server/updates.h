@@ -13,6 +13,7 @@
 #include "dmlps/proto/codec.h"
 #include "dmlps/trace/trace.h"
 #include "server/aggregate.h"
+#include "server/centered_clip.h"
 #include "server/coordinator.h"
 #include "server/model_store.h"
 
@@ -24,7 +25,8 @@ class ModelUpdates {
   // through `shards`; `tracer` (null: none) gets a span per apply. All
   // outlive this. A robust `aggregation` combines each update's pushes by
   // its rule (ModelStore::Combine; one shard only), holding them until the
-  // apply as --deterministic does.
+  // apply as --deterministic does; centred clipping keeps each worker's
+  // momentum and the last centre here.
   ModelUpdates(ModelStore& store, optim::Optimizer& optimizer, ShardCoordinator& shards,
                bool deterministic, trace::TraceWriter* tracer, const Aggregation& aggregation = {})
       : store_(store),
@@ -32,7 +34,11 @@ class ModelUpdates {
         shards_(shards),
         deterministic_(deterministic || aggregation.robust()),
         tracer_(tracer),
-        aggregation_(aggregation) {}
+        aggregation_(aggregation) {
+    if (aggregation.rule == Aggregation::Rule::kCenteredClip) {
+      clipper_ = std::make_unique<CenteredClip>(aggregation);
+    }
+  }
 
   // Adds the push `clock` of `worker` to the next update with `weight`.
   // A null `gradient` (refused) adds nothing.
@@ -61,6 +67,9 @@ class ModelUpdates {
   const bool deterministic_;
   trace::TraceWriter* const tracer_;
   const Aggregation aggregation_;
+  // Centred clipping's momenta and centre, kept from round to round (not
+  // checkpointed: a resumed run starts them again). Null under other rules.
+  std::unique_ptr<CenteredClip> clipper_;
   std::vector<HeldStage> held_;
   int64_t refused_ = 0;
 };

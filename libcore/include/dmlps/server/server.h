@@ -92,9 +92,9 @@ struct ServerConfig {
   // How long a snapshot may wait for the evaluator's answer before it
   // counts as skipped, and the evaluator as gone.
   std::chrono::milliseconds evaluator_timeout{60000};
-  // How a round's pushes make the update: mean | median | trimmed-mean:F
-  // (see server/aggregate.h); the robust rules need a policy that
-  // aggregates rounds and one shard.
+  // How a round's pushes make the update: mean | median | trimmed-mean:F |
+  // cclip:TAU[:ITERS] (see server/aggregate.h); the robust rules need a
+  // policy that aggregates rounds and one shard.
   std::string aggregate = "mean";
   // Each push is scaled down to this L2 norm before it is summed (0: no
   // bound); one shard only.
@@ -116,7 +116,8 @@ inline constexpr int64_t kConnectionHeadroom = 16;
 
 // The optimizer the server steps the model with: config.optimizer with the
 // job's --lr and --momentum, or, under a policy that steps the model with an
-// outer optimizer (localsgd, async-localsgd), that one's.
+// outer optimizer (localsgd, async-localsgd), that one's. Under --aggregate
+// cclip the momentum is 0: the rule keeps --momentum per worker instead.
 optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config);
 
 // Checks a config before anything starts; every problem found, one per line.
