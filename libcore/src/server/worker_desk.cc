@@ -188,7 +188,7 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
 }
 
 bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
-                             const std::string& key) {
+                             std::string key) {
   const std::string who =
       fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid);
   if (hello.evaluator) {

@@ -85,11 +85,11 @@ class WorkerDesk {
   Status HandleNext(std::chrono::milliseconds wait);
   // Answers a worker's Hello (also those the coordinator held until every
   // shard had registered): a Welcome with a rank, or a refusal for good.
-  // `key` is the sender's CURVE key (empty: none): one rank per key, a key
+  // `key` is the sender's CURVE key (empty: none; a copy, since the
+  // endpoint's own changes with the next message): one rank per key, a key
   // joining again from a new connection taking its place. True when it was
   // welcomed.
-  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
-                   const std::string& key);
+  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello, std::string key);
 
   // The driver's replies to the member of `rank` (see sync::DriverEffects);
   // a model reply is ordered of the other shards as well.
