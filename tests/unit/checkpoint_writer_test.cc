@@ -3,6 +3,7 @@
 #include "server/checkpoint_writer.h"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -78,6 +79,38 @@ TEST_CASE("checkpoint writer: writes the newest checkpoint handed to it before i
   broken.Submit(c);
   broken.Finish();
   CHECK(broken.written() == 0);
+}
+
+TEST_CASE("checkpoint writer: waits for the write; one that failed is kept to retry") {
+  const std::string folder = ScratchPath() + ".d";
+  const std::string path = folder + "/x.ckpt";
+  Checkpoint c =
+      MakeCheckpoint({"softmax", "bsp", "sgd"}, 1, sync::PolicyState{3, 3, {}}, 32, 1, {});
+  c.params = std::make_shared<std::vector<float>>(4, 1.f);
+  CheckpointWriter writer(path, /*keep_failed=*/true);
+  CHECK(writer.AwaitWritten());  // nothing submitted
+  CHECK_FALSE(writer.Retry());
+  // Into a folder that is not there yet: the write fails and is kept.
+  writer.Submit(c);
+  CHECK_FALSE(writer.AwaitWritten());
+  CHECK(writer.written() == 0);
+  REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
+  CHECK(writer.Retry());
+  CHECK(writer.AwaitWritten());
+  CHECK(writer.written() == 1);
+  CHECK_FALSE(writer.Retry());
+  Result<Checkpoint> read = ReadCheckpointFile(path);
+  REQUIRE(read.ok());
+  CHECK(read->version == 3);
+  // A newer one replaces the one kept: it is the one worth writing.
+  c.version = 4;
+  writer.Submit(c);
+  CHECK(writer.AwaitWritten());
+  writer.Finish();
+  CHECK(writer.AwaitWritten());  // the thread is gone: no wait
+  CHECK(ReadCheckpointFile(path)->version == 4);
+  std::remove(path.c_str());
+  ::rmdir(folder.c_str());
 }
 
 }  // namespace

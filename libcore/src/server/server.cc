@@ -125,8 +125,10 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
       static_cast<int64_t>(sizeof(float));
   store_.emplace(std::move(params), lane_floats, config_.threads);
   store_->set_state_begin(state_begin);
+  // Sharded, a checkpoint whose write failed is written again before the
+  // next is ordered (MaybeCheckpoint).
   if (!config_.checkpoint.empty())
-    checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
+    checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint, sharded());
   checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
                                config_.checkpoint_every_seconds, report_.resumed_iteration);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
@@ -491,6 +493,17 @@ void ParameterServer::MaybeCheckpoint() {
   // model's update runs as its pushes stream in: until then, wait.
   if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
+  // Sharded: the next one only once this shard's file of the last is on
+  // disk (waiting here for the rest of its write, when checkpoints come
+  // faster than the disk takes them). The other shards keep two files,
+  // their last and the one before: ordered sooner, they would move shard
+  // 0's version out of both, and a kill of shard 0 then would leave no
+  // version all files hold. One whose write failed is written again
+  // instead of this one.
+  if (sharded() && !checkpoints_->AwaitWritten()) {
+    if (checkpoints_->Retry()) checkpoint_schedule_->Taken(iteration, now, 0);
+    return;
+  }
   Checkpoint checkpoint =
       MakeCheckpoint(Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
                      seconds_before_ + Seconds(), optimizer_->State());
