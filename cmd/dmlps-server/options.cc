@@ -61,7 +61,11 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
        {"checkpoint", "Write checkpoints to FILE (atomically; see --checkpoint-every)", "FILE"},
        {"checkpoint-every", "Checkpoint every N iterations, or every T seconds with Ts (e.g. 30s)",
         "N|Ts"},
-       {"resume", "Go on from the checkpoint in FILE; workers reconnect on their own", "FILE"}});
+       {"resume", "Go on from the checkpoint in FILE; workers reconnect on their own", "FILE"},
+       {"rejoin-timeout",
+        "Shard 0: after going back to the last checkpoint (a shard lost), end the run when "
+        "the shards and workers are not all back within SECONDS",
+        "SECONDS", "300"}});
 }
 
 void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defaults) {
@@ -247,6 +251,8 @@ void ReadFaultTolerance(cli::FlagReader& flags, ServerConfig* config) {
   config->min_workers = flags.Int("min-workers", 0, 100000);
   if (flags.Has("checkpoint")) config->checkpoint = flags.String("checkpoint");
   if (flags.Has("resume")) config->resume = flags.String("resume");
+  config->rejoin_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(flags.Real("rejoin-timeout", 0.001, 1e6) * 1000));
   if (flags.Has("checkpoint-every")) {
     if (auto every = cli::ParseCheckpointEvery(flags.String("checkpoint-every")); every.ok()) {
       config->checkpoint_every_iterations = every->iterations;

@@ -50,6 +50,9 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // again with --resume of it, bound to address(), where workers rejoin.
   bool rolled_back() const { return rolled_back_; }
   std::string address() const { return endpoint_.has_value() ? endpoint_->address() : ""; }
+  // This run follows a rollback: the job must be whole again (every shard
+  // registered, every worker ready) within --rejoin-timeout, else it ends.
+  void ExpectRejoin() { rejoining_ = true; }
 
  private:
   // The phases of a run, in order. Setup loads the data and the model,
@@ -181,6 +184,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
   std::optional<ModelUpdates> updates_;       // set with shards_
   bool rolled_back_ = false;                  // see rolled_back()
+  bool rejoining_ = false;                    // see ExpectRejoin()
   // Sharded: shard 0's checkpoint whose version some other shard has not
   // written yet. Shard 0's file only ever holds a version every shard has
   // in its own file (its last or the one before), so that the job can
@@ -191,6 +195,10 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // A shard lost: with a checkpoint to go back to, tells the workers and
   // the other shards to join again and returns true (shard_recovery.cc).
   bool RollBack();
+  // After a rollback, the job was not whole again within --rejoin-timeout:
+  // stops the workers and shards that came back; Unavailable saying who
+  // did not (shard_recovery.cc).
+  Status RejoinTimedOut();
 };
 
 }  // namespace dmlps::server

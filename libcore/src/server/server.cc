@@ -243,6 +243,7 @@ Status ParameterServer::WaitForWorkers() {
   const Clock::time_point begin = Clock::now();
   while (!started_ && !Finished()) {
     DMLPS_RETURN_IF_ERROR(Turn());
+    if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) return RejoinTimedOut();
     const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
     status.Show(desk_->joined() < config_.workers
                     ? fmt::format("waiting for workers: {} of {} joined ({:.0f} s)",

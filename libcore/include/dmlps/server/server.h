@@ -48,6 +48,9 @@ struct ServerConfig {
   int64_t threads = 1;  // threads that sum pushes and apply updates, the event loop's included
   std::chrono::milliseconds heartbeat{1000};        // between heartbeats to the workers
   std::chrono::milliseconds worker_timeout{30000};  // a worker silent this long is lost
+  // Shard 0, after going back to its checkpoint (a shard lost): how long it
+  // waits for every shard and worker to be back before the run ends.
+  std::chrono::milliseconds rejoin_timeout{300000};
   int64_t min_workers = 1;  // fewer live workers than this: training holds until more join
   std::string checkpoint;   // file to checkpoint to; empty: none
   int64_t checkpoint_every_iterations = 0;  // 0: not by iterations
