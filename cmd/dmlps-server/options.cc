@@ -62,6 +62,10 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
        {"checkpoint-every", "Checkpoint every N iterations, or every T seconds with Ts (e.g. 30s)",
         "N|Ts"},
        {"resume", "Go on from the checkpoint in FILE; workers reconnect on their own", "FILE"},
+       {"resume-max-value",
+        "Refuse to resume a checkpoint holding a value beyond +-V, which cannot train (0: no "
+        "bound)",
+        "V", "1e12"},
        {"rejoin-timeout",
         "Shard 0: after going back to the last checkpoint (a shard lost), end the run when "
         "the shards and workers are not all back within SECONDS",
@@ -251,6 +255,7 @@ void ReadFaultTolerance(cli::FlagReader& flags, ServerConfig* config) {
   config->min_workers = flags.Int("min-workers", 0, 100000);
   if (flags.Has("checkpoint")) config->checkpoint = flags.String("checkpoint");
   if (flags.Has("resume")) config->resume = flags.String("resume");
+  config->resume_max_value = flags.Real("resume-max-value", 0, 3.4e38);
   config->rejoin_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.Real("rejoin-timeout", 0.001, 1e6) * 1000));
   if (flags.Has("checkpoint-every")) {

@@ -19,6 +19,7 @@ complete -c $c -l min-workers -x -d 'Hold training while fewer than N workers ar
 complete -c $c -l checkpoint -r -F -d 'Write checkpoints to FILE'
 complete -c $c -l checkpoint-every -x -d 'Checkpoint every N iterations, or T seconds with Ts'
 complete -c $c -l resume -r -F -d 'Go on from the checkpoint in FILE'
+complete -c $c -l resume-max-value -x -d 'Refuse to resume a checkpoint holding a value beyond +-V'
 complete -c $c -l rejoin-timeout -x -d 'Shard 0: end the run when a rollback is not whole within SECONDS'
 complete -c $c -l policy -x -d 'Synchronization policy' -a "bsp\t'Bulk synchronous'
 asp\t'Asynchronous'

@@ -113,5 +113,25 @@ TEST_CASE("checkpoint writer: waits for the write; one that failed is kept to re
   ::rmdir(folder.c_str());
 }
 
+TEST_CASE("checkpoint: values beyond the bound are refused as a model that cannot train") {
+  Checkpoint c = MakeCheckpoint({"softmax", "bsp", "momentum"}, 1, sync::PolicyState{3, 3, {}}, 32,
+                                1, {0.5f, -1e12f, 0.f});
+  c.params = std::make_shared<std::vector<float>>(std::vector<float>{1.f, -1e12f, 3.f});
+  CHECK(CheckTrainable(c, "f", kDefaultResumeMaxValue).ok());  // 1e12 itself is within
+  c.params = std::make_shared<std::vector<float>>(std::vector<float>{1.f, -1e30f, 3.f});
+  const Status params = CheckTrainable(c, "f", kDefaultResumeMaxValue);
+  CHECK(params.code() == StatusCode::kDataLoss);
+  CHECK(params.message() ==
+        "f: parameter 1 is -1e+30, beyond --resume-max-value 1e+12: a model that cannot train");
+  c.params = std::make_shared<std::vector<float>>(3, 1.f);
+  c.optimizer_state[1] = -2e12f;
+  const Status state = CheckTrainable(c, "f", kDefaultResumeMaxValue);
+  CHECK(state.code() == StatusCode::kDataLoss);
+  CHECK(state.message().find("f: optimizer state value 1 is -2") == 0);
+  // 0: no bound.
+  c.params = std::make_shared<std::vector<float>>(3, 3e38f);
+  CHECK(CheckTrainable(c, "f", 0).ok());
+}
+
 }  // namespace
 }  // namespace dmlps::server

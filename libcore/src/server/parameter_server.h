@@ -177,7 +177,9 @@ class ParameterServer : private sync::DriverSink<Gradient> {
 
   std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
   std::optional<CheckpointSchedule> checkpoint_schedule_;
-  double seconds_before_ = 0;  // training time before --resume
+  double seconds_before_ = 0;      // training time before --resume
+  bool resume_evaluated_ = false;  // the first evaluation after --resume came
+  Status unfit_;                   // its loss was not finite: the run ends with this
 
   // Sharded servers (see sharded()).
   std::vector<int64_t> bounds_;               // where the slices begin, plus the end

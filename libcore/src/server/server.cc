@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -210,6 +211,7 @@ Status ParameterServer::Resume(std::vector<float>* params) {
   // Sharded, its file holds shard 0's slice; a file of one server, the whole model.
   DMLPS_RETURN_IF_ERROR(CheckShardOfCheckpoint(checkpoint, source, 0, config_.shard_count, 0,
                                                bounds_[1], bounds_.back()));
+  DMLPS_RETURN_IF_ERROR(CheckTrainable(checkpoint, source, config_.resume_max_value));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   optimizer_->set_steps(checkpoint.optimizer_steps);
   *params = *checkpoint.params;
@@ -262,6 +264,10 @@ Status ParameterServer::Train() {
 Status ParameterServer::Turn() {
   DMLPS_RETURN_IF_ERROR(desk_->HandleNext(kPollSlice));
   CollectEvaluations();
+  if (!unfit_.ok()) {
+    desk_->Stop(unfit_.message());
+    return unfit_;
+  }
   if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
   if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
       !driver_->limit_reached()) {
@@ -334,6 +340,7 @@ Result<RunReport> ParameterServer::Finish() {
   }
   if (remote_ != nullptr) remote_->Stop(reason);
   Summarize();
+  if (!unfit_.ok()) return unfit_;
   return report_;
 }
 
@@ -431,6 +438,20 @@ void ParameterServer::CollectEvaluations() {
   const std::vector<Evaluation> results = evaluator_->TakeResults();
   RecordEvaluations(results, {config_.target_accuracy, config_.target_loss}, start_us_, tsv_,
                     tracer_.get(), &report_);
+  if (!results.empty() && report_.resumed_iteration >= 0 && !resume_evaluated_) {
+    // Within --resume-max-value, a model may still overflow on its way to a
+    // loss: it would not train either, every update refused.
+    resume_evaluated_ = true;
+    const Evaluation& first = results.front();
+    if (!std::isfinite(first.result.loss)) {
+      unfit_ = Status::DataLoss(fmt::format(
+          "{}: the model resumed has a loss of {} on the test set (iteration {}): a model that "
+          "cannot train; training stopped",
+          config_.resume,
+          std::isnan(first.result.loss) ? std::string("NaN") : fmt::format("{}", first.result.loss),
+          first.snapshot.iteration));
+    }
+  }
   // Policies that decide by accuracy (sync-switch) see each result.
   if (!report_.target_reached) {
     for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);

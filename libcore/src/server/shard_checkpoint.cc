@@ -92,6 +92,7 @@ Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string&
   const Checkpoint& saved = *same;
   const bool before = same != resumable_.begin();
   const std::string taken = before ? PreviousCheckpointPath(source) : source;
+  DMLPS_RETURN_IF_ERROR(CheckTrainable(saved, taken, config_.resume_max_value));
   DMLPS_RETURN_IF_ERROR(optimizer->SetState(saved.optimizer_state).WithContext(source));
   optimizer->set_steps(saved.optimizer_steps);
   *slice = *saved.params;

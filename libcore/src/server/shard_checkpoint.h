@@ -38,7 +38,8 @@ class ShardCheckpoints {
   // Shard 0's Welcome came: this shard holds [begin, end) of `model`
   // (ModelSpec::Name()) of `welcome`. With --resume, takes the file of the
   // version shard 0 resumed, checks that it is that slice of that job
-  // (DataLoss), and puts its values in `slice` and its state in
+  // (DataLoss; also when a value is beyond --resume-max-value,
+  // CheckTrainable), and puts its values in `slice` and its state in
   // `optimizer`; without, Config when shard 0 resumed (a fresh slice would
   // not fit its). Resuming the file before the last, with --checkpoint the
   // --resume file, moves it back over the last (IOError when it cannot),

@@ -56,6 +56,9 @@ struct ServerConfig {
   int64_t checkpoint_every_iterations = 0;  // 0: not by iterations
   double checkpoint_every_seconds = 0;      // 0: not by time
   std::string resume;                       // checkpoint to go on from; empty: start afresh
+  // --resume refuses a checkpoint holding a value beyond +-this (0: no
+  // bound; see CheckTrainable).
+  double resume_max_value = 1e12;
   std::string trace;   // trace file ("-": standard output, which then carries no TSV); empty: none
   std::string report;  // when set, the RunReport is written here at the end (see WriteRunReport)
   // Who may connect, and how much a peer may send (see net::BindOptions).
