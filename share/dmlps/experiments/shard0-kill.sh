@@ -3,8 +3,9 @@
 # points, again and again, and checks that every kill leaves a set of files
 # the job resumes from. Each round starts every shard (with --resume of its
 # own file once shard 0 has one) and the workers, waits until training
-# runs, kills shard 0 after a random delay, kills the workers, and lets the
-# other shards end on their own (shard 0 silent: exit 69). The next round's
+# runs, kills shard 0 after a random delay, kills the workers, and stops
+# the other shards with SIGTERM, as an operator would (each first finishes
+# what it is doing, a checkpoint's write included). The next round's
 # start is the check: every shard resumes the version shard 0 resumed, or
 # the round counts as not resumable (its logs are kept under --out, and
 # the next round starts afresh). A checkpoint every iteration keeps
@@ -89,7 +90,7 @@ start_job() {
   [ "$resume" = 1 ] && from=(--resume "$out/ckpt.0")
   "$bin/dmlps-server" --bind 'tcp://127.0.0.1:*' --endpoint-file "$out/endpoint" --shard "0/$shards" \
     --workers "$workers" --policy bsp --model "$model" --batch 16 --eval-every 1000 \
-    --max-seconds 120 --heartbeat-ms 100 --worker-timeout 1 --checkpoint "$out/ckpt.0" \
+    --max-seconds 120 --heartbeat-ms 100 --worker-timeout 3 --checkpoint "$out/ckpt.0" \
     --checkpoint-every "$every" "${from[@]}" 2>"$out/shard-0.log" >/dev/null &
   SHARD_PIDS=($!)
   pids+=($!)
@@ -104,7 +105,7 @@ start_job() {
     from=()
     [ "$resume" = 1 ] && from=(--resume "$out/ckpt.$k")
     "$bin/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$k/$shards" --coordinator "$endpoint" \
-      --heartbeat-ms 100 --worker-timeout 1 --checkpoint "$out/ckpt.$k" "${from[@]}" \
+      --heartbeat-ms 100 --worker-timeout 3 --checkpoint "$out/ckpt.$k" "${from[@]}" \
       2>"$out/shard-$k.log" &
     SHARD_PIDS+=($!)
     pids+=($!)
@@ -131,14 +132,15 @@ await_training() {
   return 1
 }
 
-# stop_job: kills whatever of the job is left (the shards get 10 s to end
-# on their own first).
+# stop_job: kills the workers, stops the shards left (SIGTERM; kill -9
+# after 10 s).
 stop_job() {
   local pid
   for pid in "${WORKER_PIDS[@]}"; do
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
+  for pid in "${SHARD_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for _ in $(seq 100); do
     local running=0
     for pid in "${SHARD_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && running=1; done
