@@ -66,7 +66,15 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
        {"initial",
         "--model external: start from the layout and values in the checkpoint FILE "
         "(dmlps.torch.save_initial writes one from a module), so that no peer chooses them",
-        "FILE"}});
+        "FILE"},
+       {"resume-max-value",
+        "Refuse to resume a checkpoint holding a value beyond +-V, which cannot train (0: no "
+        "bound)",
+        "V", "1e12"},
+       {"rejoin-timeout",
+        "Shard 0: after going back to the last checkpoint (a shard lost), end the run when "
+        "the shards and workers are not all back within SECONDS",
+        "SECONDS", "300"}});
 }
 
 void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defaults) {
@@ -260,6 +268,9 @@ void ReadFaultTolerance(cli::FlagReader& flags, ServerConfig* config) {
   if (flags.Has("checkpoint")) config->checkpoint = flags.String("checkpoint");
   if (flags.Has("resume")) config->resume = flags.String("resume");
   if (flags.Has("initial")) config->initial = flags.String("initial");
+  config->resume_max_value = flags.Real("resume-max-value", 0, 3.4e38);
+  config->rejoin_timeout = std::chrono::milliseconds(
+      static_cast<int64_t>(flags.Real("rejoin-timeout", 0.001, 1e6) * 1000));
   if (flags.Has("checkpoint-every")) {
     if (auto every = cli::ParseCheckpointEvery(flags.String("checkpoint-every")); every.ok()) {
       config->checkpoint_every_iterations = every->iterations;

@@ -229,6 +229,48 @@ write_good_checkpoint() {
   [ -s "$WORK/good.ckpt" ] || fail "no checkpoint written"
 }
 
+# craft_checkpoint IN OUT KEY=VALUE: rewrites one counter of the metadata
+# (or the policy's state, as one value; or, for "momentum", every float of
+# the optimizer's state; for "params", every parameter), then the header's
+# size and the CRC. Python's standard library only: the msgpack it edits is
+# a map of names to scalars.
+craft_checkpoint() {
+  /usr/bin/python3 - "$@" <<'PY'
+import struct, sys, zlib
+src, dst, edit = sys.argv[1:]
+b = open(src, "rb").read()
+magic, fmt, meta_size, n_params, n_state = struct.unpack_from("<8sIIQQ", b, 0)
+meta = b[32:32 + meta_size]
+floats = b[32 + meta_size:len(b) - 4]
+key, value = edit.split("=")
+
+def int_end(at):  # where the msgpack integer at `at` ends
+    t = meta[at]
+    if t < 0x80 or t >= 0xe0: return at + 1
+    return at + 1 + {0xcc: 1, 0xcd: 2, 0xce: 4, 0xcf: 8, 0xd0: 1, 0xd1: 2, 0xd2: 4, 0xd3: 8}[t]
+
+def packed_int(v):
+    return b"\xcf" + struct.pack(">Q", v) if v >= 0 else b"\xd3" + struct.pack(">q", v)
+
+if key == "momentum":
+    floats = floats[:4 * n_params] + struct.pack("<%df" % n_state, *([float(value)] * n_state))
+elif key == "params":
+    floats = struct.pack("<%df" % n_params, *([float(value)] * n_params)) + floats[4 * n_params:]
+else:
+    name = bytes([0xa0 | len(key)]) + key.encode()
+    at = meta.index(name) + len(name)
+    if key == "policy_extra":
+        assert meta[at] & 0xf0 == 0x90, "policy_extra is not a short array"
+        end = at + 1
+        for _ in range(meta[at] & 0x0f): end = int_end(end)
+        meta = meta[:at] + b"\x91" + packed_int(int(value)) + meta[end:]
+    else:
+        meta = meta[:at] + packed_int(int(value)) + meta[int_end(at):]
+body = struct.pack("<8sIIQQ", magic, fmt, len(meta), n_params, n_state) + meta + floats
+open(dst, "wb").write(body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF))
+PY
+}
+
 # finish_cluster TAG SHARDS: waits for the server shards in CLUSTER_SHARDS
 # (120 s each) and then the workers in CLUSTER_WORKERS (30 s each), each to
 # exit 0, and writes TAG.model, the shards' saved slices TAG.0 .. TAG.(S-1)

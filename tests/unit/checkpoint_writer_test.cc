@@ -3,6 +3,7 @@
 #include "server/checkpoint_writer.h"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -78,6 +79,58 @@ TEST_CASE("checkpoint writer: writes the newest checkpoint handed to it before i
   broken.Submit(c);
   broken.Finish();
   CHECK(broken.written() == 0);
+}
+
+TEST_CASE("checkpoint writer: waits for the write; one that failed is kept to retry") {
+  const std::string folder = ScratchPath() + ".d";
+  const std::string path = folder + "/x.ckpt";
+  Checkpoint c =
+      MakeCheckpoint({"softmax", "bsp", "sgd"}, 1, sync::PolicyState{3, 3, {}}, 32, 1, {});
+  c.params = std::make_shared<std::vector<float>>(4, 1.f);
+  CheckpointWriter writer(path, /*keep_failed=*/true);
+  CHECK(writer.AwaitWritten());  // nothing submitted
+  CHECK_FALSE(writer.Retry());
+  // Into a folder that is not there yet: the write fails and is kept.
+  writer.Submit(c);
+  CHECK_FALSE(writer.AwaitWritten());
+  CHECK(writer.written() == 0);
+  REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
+  CHECK(writer.Retry());
+  CHECK(writer.AwaitWritten());
+  CHECK(writer.written() == 1);
+  CHECK_FALSE(writer.Retry());
+  Result<Checkpoint> read = ReadCheckpointFile(path);
+  REQUIRE(read.ok());
+  CHECK(read->version == 3);
+  // A newer one replaces the one kept: it is the one worth writing.
+  c.version = 4;
+  writer.Submit(c);
+  CHECK(writer.AwaitWritten());
+  writer.Finish();
+  CHECK(writer.AwaitWritten());  // the thread is gone: no wait
+  CHECK(ReadCheckpointFile(path)->version == 4);
+  std::remove(path.c_str());
+  ::rmdir(folder.c_str());
+}
+
+TEST_CASE("checkpoint: values beyond the bound are refused as a model that cannot train") {
+  Checkpoint c = MakeCheckpoint({"softmax", "bsp", "momentum"}, 1, sync::PolicyState{3, 3, {}}, 32,
+                                1, {0.5f, -1e12f, 0.f});
+  c.params = std::make_shared<std::vector<float>>(std::vector<float>{1.f, -1e12f, 3.f});
+  CHECK(CheckTrainable(c, "f", kDefaultResumeMaxValue).ok());  // 1e12 itself is within
+  c.params = std::make_shared<std::vector<float>>(std::vector<float>{1.f, -1e30f, 3.f});
+  const Status params = CheckTrainable(c, "f", kDefaultResumeMaxValue);
+  CHECK(params.code() == StatusCode::kDataLoss);
+  CHECK(params.message() ==
+        "f: parameter 1 is -1e+30, beyond --resume-max-value 1e+12: a model that cannot train");
+  c.params = std::make_shared<std::vector<float>>(3, 1.f);
+  c.optimizer_state[1] = -2e12f;
+  const Status state = CheckTrainable(c, "f", kDefaultResumeMaxValue);
+  CHECK(state.code() == StatusCode::kDataLoss);
+  CHECK(state.message().find("f: optimizer state value 1 is -2") == 0);
+  // 0: no bound.
+  c.params = std::make_shared<std::vector<float>>(3, 3e38f);
+  CHECK(CheckTrainable(c, "f", 0).ok());
 }
 
 }  // namespace

@@ -73,5 +73,18 @@ TEST_CASE("file: a failed write keeps the old file and leaves no temporary") {
   CHECK(Entries(dir.path()) == 2);
 }
 
+TEST_CASE("file: a durable rename replaces the target; a failed one leaves both") {
+  TempDir dir;
+  REQUIRE(WriteFileAtomically(dir.File("a"), "new").ok());
+  REQUIRE(WriteFileAtomically(dir.File("b"), "old").ok());
+  REQUIRE(RenameDurably(dir.File("a"), dir.File("b")).ok());
+  CHECK(Slurp(dir.File("b")) == "new");
+  CHECK(Entries(dir.path()) == 1);
+  const Status gone = RenameDurably(dir.File("a"), dir.File("b"));
+  CHECK(gone.code() == StatusCode::kIOError);
+  CHECK(gone.message().find("cannot rename " + dir.File("a")) != std::string::npos);
+  CHECK(Slurp(dir.File("b")) == "new");
+}
+
 }  // namespace
 }  // namespace dmlps

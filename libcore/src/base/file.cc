@@ -91,4 +91,13 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes,
   return options.durable ? SyncFolder(dir) : Status::Ok();
 }
 
+Status RenameDurably(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) {
+    return Status::IOError("cannot rename " + from + " to " + to + ": " + Errno());
+  }
+  std::filesystem::path dir = std::filesystem::path(to).parent_path();
+  if (dir.empty()) dir = ".";
+  return SyncFolder(dir);
+}
+
 }  // namespace dmlps

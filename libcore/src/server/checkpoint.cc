@@ -1,6 +1,7 @@
 #include "dmlps/server/checkpoint.h"
 
 #include <fcntl.h>
+#include <spdlog/fmt/fmt.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -365,6 +366,21 @@ Status CheckShardOfCheckpoint(const Checkpoint& checkpoint, const std::string& s
         ", " + std::to_string(end) + ") of " + std::to_string(model_params));
   }
   return Status::Ok();
+}
+
+Status CheckTrainable(const Checkpoint& checkpoint, const std::string& source, double max_value) {
+  if (max_value <= 0) return Status::Ok();
+  auto beyond = [&](const std::vector<float>& values, const std::string& what) {
+    const auto found = std::find_if(values.begin(), values.end(), [&](float v) {
+      return std::abs(static_cast<double>(v)) > max_value;
+    });
+    if (found == values.end()) return Status::Ok();
+    return Status::DataLoss(
+        fmt::format("{}: {} {} is {:g}, beyond --resume-max-value {:g}: a model that cannot train",
+                    source, what, found - values.begin(), static_cast<double>(*found), max_value));
+  };
+  DMLPS_RETURN_IF_ERROR(beyond(*checkpoint.params, "parameter"));
+  return beyond(checkpoint.optimizer_state, "optimizer state value");
 }
 
 sync::PolicyState SavedPolicyState(const Checkpoint& checkpoint) {

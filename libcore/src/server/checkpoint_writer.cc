@@ -7,7 +7,8 @@
 
 namespace dmlps::server {
 
-CheckpointWriter::CheckpointWriter(std::string path) : path_(std::move(path)) {
+CheckpointWriter::CheckpointWriter(std::string path, bool keep_failed)
+    : path_(std::move(path)), keep_failed_(keep_failed) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -22,10 +23,27 @@ void CheckpointWriter::Submit(Checkpoint checkpoint) {
 void CheckpointWriter::Finish() {
   {
     MutexLock lock(&mutex_);
+    if (!pending_.has_value()) pending_ = std::move(failed_);
+    failed_.reset();
     done_ = true;
     wake_.Signal();
   }
   if (thread_.joinable()) thread_.join();
+}
+
+bool CheckpointWriter::AwaitWritten() {
+  MutexLock lock(&mutex_);
+  while (pending_.has_value() || writing_) idle_.Wait(&mutex_);
+  return !failed_.has_value();
+}
+
+bool CheckpointWriter::Retry() {
+  MutexLock lock(&mutex_);
+  if (!failed_.has_value() || done_) return false;
+  if (!pending_.has_value()) pending_ = std::move(failed_);
+  failed_.reset();
+  wake_.Signal();
+  return true;
 }
 
 int64_t CheckpointWriter::written() const {
@@ -43,11 +61,14 @@ std::optional<Checkpoint> CheckpointWriter::Next() {
   while (!pending_.has_value() && !done_) wake_.Wait(&mutex_);
   std::optional<Checkpoint> next = std::move(pending_);
   pending_.reset();
+  writing_ = next.has_value();
   return next;
 }
 
-void CheckpointWriter::Written(const Checkpoint& checkpoint, const Status& written, double ms) {
+void CheckpointWriter::Written(Checkpoint checkpoint, const Status& written, double ms) {
   MutexLock lock(&mutex_);
+  writing_ = false;
+  idle_.SignalAll();
   if (written.ok()) {
     ++written_;
     write_ms_ += ms;
@@ -56,6 +77,8 @@ void CheckpointWriter::Written(const Checkpoint& checkpoint, const Status& writt
   } else {
     spdlog::error("checkpoint of iteration {} not written, the previous one is kept: {}",
                   checkpoint.iteration, written.message());
+    // A newer one pending replaces it, as it would have before the write.
+    if (keep_failed_ && !done_ && !pending_.has_value()) failed_ = std::move(checkpoint);
   }
 }
 
@@ -65,8 +88,11 @@ void CheckpointWriter::Loop() {
     const Clock::time_point start = Clock::now();
     Status written = WriteCheckpointFile(path_, *checkpoint);
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    Written(*checkpoint, written, ms);
+    Written(std::move(*checkpoint), written, ms);
   }
+  MutexLock lock(&mutex_);
+  stopped_ = true;
+  idle_.SignalAll();
 }
 
 bool CheckpointSchedule::Due(int64_t iteration, Clock::time_point now) const {

@@ -16,8 +16,9 @@ namespace dmlps::server {
 
 class CheckpointWriter {
  public:
-  // Starts the thread that writes to `path` (WriteCheckpointFile).
-  explicit CheckpointWriter(std::string path);
+  // Starts the thread that writes to `path` (WriteCheckpointFile). With
+  // `keep_failed`, a checkpoint whose write failed is kept, for Retry.
+  explicit CheckpointWriter(std::string path, bool keep_failed = false);
   // Writes what is pending first, as Finish does.
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
@@ -27,9 +28,16 @@ class CheckpointWriter {
   // and not yet begun, since only the newest is worth the disk's time.
   // REQUIRES: checkpoint.params set.
   void Submit(Checkpoint checkpoint) EXCLUDES(mutex_);
-  // Writes what is pending and stops the thread. A failed write is logged
-  // and keeps the previous file (WriteCheckpointFile): the run goes on.
+  // Writes what is pending (or kept, once more) and stops the thread. A
+  // failed write is logged and keeps the previous file
+  // (WriteCheckpointFile): the run goes on.
   void Finish() EXCLUDES(mutex_);
+  // Waits until the checkpoints submitted are written, or their write
+  // failed; whether the last is on disk (false: it is kept, for Retry).
+  bool AwaitWritten() EXCLUDES(mutex_);
+  // Writes again the checkpoint kept after its write failed; false when
+  // none is kept.
+  bool Retry() EXCLUDES(mutex_);
   // Checkpoints written so far, and the time their writing took in all.
   int64_t written() const EXCLUDES(mutex_);
   double write_ms() const EXCLUDES(mutex_);
@@ -38,14 +46,20 @@ class CheckpointWriter {
   void Loop();
   // The next checkpoint to write, once there is one; none once finished.
   std::optional<Checkpoint> Next() EXCLUDES(mutex_);
-  // Counts (or logs the failure of) the write of `checkpoint`, which took `ms`.
-  void Written(const Checkpoint& checkpoint, const Status& written, double ms) EXCLUDES(mutex_);
+  // Counts (or logs the failure of, and keeps) the write of `checkpoint`,
+  // which took `ms`.
+  void Written(Checkpoint checkpoint, const Status& written, double ms) EXCLUDES(mutex_);
 
   const std::string path_;
+  const bool keep_failed_;
   mutable Mutex mutex_;
-  CondVar wake_;
+  CondVar wake_;  // for the thread: one pending, or done
+  CondVar idle_;  // for AwaitWritten: none pending or being written
   std::optional<Checkpoint> pending_ GUARDED_BY(mutex_);
+  bool writing_ GUARDED_BY(mutex_) = false;              // the thread holds one
+  std::optional<Checkpoint> failed_ GUARDED_BY(mutex_);  // kept for Retry
   bool done_ GUARDED_BY(mutex_) = false;
+  bool stopped_ GUARDED_BY(mutex_) = false;  // the thread has ended
   int64_t written_ GUARDED_BY(mutex_) = 0;
   double write_ms_ GUARDED_BY(mutex_) = 0;  // summed over the files written
   std::thread thread_;

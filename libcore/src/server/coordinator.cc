@@ -247,6 +247,14 @@ void ShardCoordinator::CheckSilence(Clock::time_point now, std::chrono::millisec
   }
 }
 
+std::vector<int64_t> ShardCoordinator::Missing() const {
+  std::vector<int64_t> missing;
+  for (size_t k = 1; k < peers_.size(); ++k) {
+    if (!peers_[k].has_value() || !peers_[k]->ready) missing.push_back(static_cast<int64_t>(k));
+  }
+  return missing;
+}
+
 bool ShardCoordinator::Written(int64_t version) const {
   return std::all_of(peers_.begin() + 1, peers_.end(), [version](const std::optional<Peer>& p) {
     return p.has_value() && p->written >= version;
@@ -295,6 +303,12 @@ void ShardCoordinator::Stop(const std::string& reason) {
     Status sent = endpoint_.SendMessage(&peer->identity, proto::Stop{reason});
     if (!sent.ok()) spdlog::debug("cannot stop shard at {}: {}", peer->address, sent.ToString());
   }
+  // Workers held until every shard was back: the run ends without them.
+  for (const auto& [worker, hello] : waiting_hellos_) {
+    Status sent = endpoint_.SendMessage(&worker, proto::Stop{reason});
+    if (!sent.ok()) spdlog::debug("cannot stop worker {}: {}", hello.rank, sent.ToString());
+  }
+  waiting_hellos_.clear();
 }
 
 }  // namespace dmlps::server

@@ -65,6 +65,8 @@ class ShardCoordinator {
   // message after the Welcome: it has bound its address with the limits of
   // its slice): workers may be told where all are.
   bool AllRegistered() const { return ready_ == shard_count() - 1; }
+  // The shards beyond 0 not registered and ready yet, in order.
+  std::vector<int64_t> Missing() const;
   // Set once a shard is lost or gave up: the run cannot go on without its
   // slice of the model, and ends with this.
   const Status& fatal() const { return fatal_; }
@@ -121,7 +123,7 @@ class ShardCoordinator {
   // Marks the run lost (fatal) when a shard has been silent for `timeout`.
   void CheckSilence(Clock::time_point now, std::chrono::milliseconds timeout);
   // Sends the orders queued, then Stop with `reason`: the shards save what
-  // those orders left.
+  // those orders left. The workers whose Hellos are held get Stop too.
   void Stop(const std::string& reason);
   // Tells every other shard but the lost one to go back to its last
   // checkpoint and register again (an Error that asks it to rejoin).

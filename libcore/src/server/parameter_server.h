@@ -69,6 +69,9 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // The run's clock, for the run that goes on after a rollback; none
   // before the run started.
   std::optional<RunClock> run_clock() const { return started_ ? run_clock_ : continues_; }
+  // This run follows a rollback: the job must be whole again (every shard
+  // registered, every worker ready) within --rejoin-timeout, else it ends.
+  void ExpectRejoin() { rejoining_ = true; }
 
  private:
   // The phases of a run, in order. Setup loads the data and the model,
@@ -207,13 +210,16 @@ class ParameterServer : private sync::DriverSink<Gradient> {
 
   std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
   std::optional<CheckpointSchedule> checkpoint_schedule_;
-  double seconds_before_ = 0;  // training time before --resume
+  double seconds_before_ = 0;      // training time before --resume
+  bool resume_evaluated_ = false;  // the first evaluation after --resume came
+  Status unfit_;                   // its loss was not finite: the run ends with this
 
   // Sharded servers (see sharded()).
   std::vector<int64_t> bounds_;               // where the slices begin, plus the end
   std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
   std::optional<ModelUpdates> updates_;       // set with shards_
   bool rolled_back_ = false;                  // see rolled_back()
+  bool rejoining_ = false;                    // see ExpectRejoin()
   // Sharded: shard 0's checkpoint whose version some other shard has not
   // written yet. Shard 0's file only ever holds a version every shard has
   // in its own file (its last or the one before), so that the job can
@@ -224,6 +230,10 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // A shard lost: with a checkpoint to go back to, tells the workers and
   // the other shards to join again and returns true (shard_recovery.cc).
   bool RollBack();
+  // After a rollback, the job was not whole again within --rejoin-timeout:
+  // stops the workers and shards that came back; Unavailable saying who
+  // did not (shard_recovery.cc).
+  Status RejoinTimedOut();
 };
 
 }  // namespace dmlps::server

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <utility>
 
@@ -132,8 +133,10 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
       static_cast<int64_t>(sizeof(float));
   store_.emplace(std::move(params), lane_floats, config_.threads);
   store_->set_state_begin(state_begin);
+  // Sharded, a checkpoint whose write failed is written again before the
+  // next is ordered (MaybeCheckpoint).
   if (!config_.checkpoint.empty())
-    checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint);
+    checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint, sharded());
   checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
                                config_.checkpoint_every_seconds, report_.resumed_iteration);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
@@ -224,6 +227,7 @@ Status ParameterServer::Resume(std::vector<float>* params) {
   // Sharded, its file holds shard 0's slice; a file of one server, the whole model.
   DMLPS_RETURN_IF_ERROR(CheckShardOfCheckpoint(checkpoint, source, 0, config_.shard_count, 0,
                                                bounds_[1], bounds_.back()));
+  DMLPS_RETURN_IF_ERROR(CheckTrainable(checkpoint, source, config_.resume_max_value));
   DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
   optimizer_->set_steps(checkpoint.optimizer_steps);
   *params = *checkpoint.params;
@@ -257,6 +261,7 @@ Status ParameterServer::WaitForWorkers() {
   const Clock::time_point begin = Clock::now();
   while (!started_ && !Finished()) {
     DMLPS_RETURN_IF_ERROR(Turn());
+    if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) return RejoinTimedOut();
     const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
     status.Show(desk_->joined() < config_.workers
                     ? fmt::format("waiting for workers: {} of {} joined ({:.0f} s)",
@@ -275,6 +280,10 @@ Status ParameterServer::Train() {
 Status ParameterServer::Turn() {
   DMLPS_RETURN_IF_ERROR(desk_->HandleNext(kPollSlice));
   CollectEvaluations();
+  if (!unfit_.ok()) {
+    desk_->Stop(unfit_.message());
+    return unfit_;
+  }
   if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
   if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
       !driver_->limit_reached()) {
@@ -347,6 +356,7 @@ Result<RunReport> ParameterServer::Finish() {
   }
   if (remote_ != nullptr) remote_->Stop(reason);
   Summarize();
+  if (!unfit_.ok()) return unfit_;
   return report_;
 }
 
@@ -454,6 +464,20 @@ void ParameterServer::CollectEvaluations() {
                         config_.remote_evaluator ? kRemoteConfirmations : 1};
   RecordEvaluations(results, targets, run_clock_.start_us, tsv_, tracer_.get(), &target_progress_,
                     &report_);
+  if (!results.empty() && report_.resumed_iteration >= 0 && !resume_evaluated_) {
+    // Within --resume-max-value, a model may still overflow on its way to a
+    // loss: it would not train either, every update refused.
+    resume_evaluated_ = true;
+    const Evaluation& first = results.front();
+    if (!std::isfinite(first.result.loss)) {
+      unfit_ = Status::DataLoss(fmt::format(
+          "{}: the model resumed has a loss of {} on the test set (iteration {}): a model that "
+          "cannot train; training stopped",
+          config_.resume,
+          std::isnan(first.result.loss) ? std::string("NaN") : fmt::format("{}", first.result.loss),
+          first.snapshot.iteration));
+    }
+  }
   // Policies that decide by accuracy (sync-switch) see each result.
   if (!report_.target_reached) {
     for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);
@@ -517,6 +541,17 @@ void ParameterServer::MaybeCheckpoint() {
   // model's update runs as its pushes stream in: until then, wait.
   if (store_->ApplyPending()) return;
   const Clock::time_point start = Clock::now();
+  // Sharded: the next one only once this shard's file of the last is on
+  // disk (waiting here for the rest of its write, when checkpoints come
+  // faster than the disk takes them). The other shards keep two files,
+  // their last and the one before: ordered sooner, they would move shard
+  // 0's version out of both, and a kill of shard 0 then would leave no
+  // version all files hold. One whose write failed is written again
+  // instead of this one.
+  if (sharded() && !checkpoints_->AwaitWritten()) {
+    if (checkpoints_->Retry()) checkpoint_schedule_->Taken(iteration, now, 0);
+    return;
+  }
   Checkpoint checkpoint = MakeCheckpoint(
       Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
       seconds_before_ + std::chrono::duration<double>(now - start_).count(), optimizer_->State());

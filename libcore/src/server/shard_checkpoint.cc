@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "dmlps/base/file.h"
+
 namespace dmlps::server {
 
 namespace {
@@ -88,13 +90,24 @@ Status ShardCheckpoints::Adopt(const proto::Welcome& welcome, const std::string&
              : ", shard 0 resumed version " + std::to_string(welcome.resume_version)));
   }
   const Checkpoint& saved = *same;
+  const bool before = same != resumable_.begin();
+  const std::string taken = before ? PreviousCheckpointPath(source) : source;
+  DMLPS_RETURN_IF_ERROR(CheckTrainable(saved, taken, config_.resume_max_value));
   DMLPS_RETURN_IF_ERROR(optimizer->SetState(saved.optimizer_state).WithContext(source));
   optimizer->set_steps(saved.optimizer_steps);
   *slice = *saved.params;
   spdlog::info("shard {}: resuming from {}{}: iteration {}, model version {}", config_.shard_index,
-               source, same == resumable_.begin() ? "" : " (the file before it)", saved.iteration,
-               saved.version);
+               source, before ? " (the file before it)" : "", saved.iteration, saved.version);
   resumable_.clear();
+  if (before && config_.checkpoint == config_.resume) {
+    // The last file holds a version shard 0 never wrote, and never will:
+    // the next checkpoint would keep it as the file before, beside a newer
+    // one, and neither would be shard 0's until shard 0 wrote its own.
+    if (Status renamed = RenameDurably(taken, source); !renamed.ok()) {
+      return Status::IOError(renamed.message() + " (the version resumed must be " + source +
+                             "'s before this shard checkpoints)");
+    }
+  }
   return Status::Ok();
 }
 

@@ -3,8 +3,9 @@
 // kCheckpoint, at the model version of shard 0's own checkpoint) and read
 // back by --resume, so that every shard of a job goes on from the same
 // update. Each write keeps the file before it as FILE.prev: shard 0 writes
-// its own file only once every shard has written that version, so one of
-// the two always holds the version shard 0's file does.
+// its own file only once every shard has written that version, and orders
+// the next only once its own is on disk, so one of the two always holds
+// the version shard 0's file does.
 #ifndef DMLPS_SERVER_SHARD_CHECKPOINT_H_
 #define DMLPS_SERVER_SHARD_CHECKPOINT_H_
 
@@ -37,9 +38,12 @@ class ShardCheckpoints {
   // Shard 0's Welcome came: this shard holds [begin, end) of `model`
   // (ModelSpec::Name()) of `welcome`. With --resume, takes the file of the
   // version shard 0 resumed, checks that it is that slice of that job
-  // (DataLoss), and puts its values in `slice` and its state in
+  // (DataLoss; also when a value is beyond --resume-max-value,
+  // CheckTrainable), and puts its values in `slice` and its state in
   // `optimizer`; without, Config when shard 0 resumed (a fresh slice would
-  // not fit its).
+  // not fit its). Resuming the file before the last, with --checkpoint the
+  // --resume file, moves it back over the last (IOError when it cannot),
+  // whose version shard 0 never wrote.
   Status Adopt(const proto::Welcome& welcome, const std::string& model, int64_t begin, int64_t end,
                std::vector<float>* slice, optim::Optimizer* optimizer);
 

@@ -1,9 +1,11 @@
 #include "server/shard_recovery.h"
 
+#include <spdlog/fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "server/parameter_server.h"
 
@@ -33,6 +35,27 @@ bool ParameterServer::RollBack() {
   return true;
 }
 
+Status ParameterServer::RejoinTimedOut() {
+  // Workers are admitted only once every shard is back: name the shards first.
+  std::vector<std::string> shards;
+  for (const int64_t k : shards_->Missing()) shards.push_back(std::to_string(k));
+  std::string who;
+  if (!shards.empty()) {
+    who = fmt::format("server shard{} {} did not join again", shards.size() == 1 ? "" : "s",
+                      fmt::join(shards, ", "));
+  } else if (desk_->joined() < config_.workers) {
+    who = fmt::format("{} of {} workers did not join again", config_.workers - desk_->joined(),
+                      config_.workers);
+  } else {
+    who = "the workers did not load their data";
+  }
+  const std::string why = fmt::format(
+      "the job did not come back within --rejoin-timeout {:g} s of going back to {}: {}",
+      std::chrono::duration<double>(config_.rejoin_timeout).count(), config_.resume, who);
+  desk_->Stop(why);
+  return Status::Unavailable(why);
+}
+
 Result<RunReport> RunRecoverableShardZero(const ServerConfig& config, std::ostream& tsv,
                                           const std::atomic<int>* signal) {
   ServerConfig run = config;
@@ -42,6 +65,7 @@ Result<RunReport> RunRecoverableShardZero(const ServerConfig& config, std::ostre
     std::string address;
     {
       ParameterServer server(run, tsv, signal, clock);
+      if (rollbacks > 0) server.ExpectRejoin();
       Result<RunReport> report = server.Run();
       if (!server.rolled_back()) return report;
       address = server.address();

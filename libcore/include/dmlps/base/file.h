@@ -31,6 +31,11 @@ struct AtomicWriteOptions {
 Status WriteFileAtomically(const std::string& path, std::string_view bytes,
                            const AtomicWriteOptions& options = {});
 
+// Renames `from` over `to` (one file system) and syncs `to`'s folder, so that
+// the rename survives a crash once this returns. IOError on failure, with
+// the files as they were when the rename failed.
+Status RenameDurably(const std::string& from, const std::string& to);
+
 }  // namespace dmlps
 
 #endif  // DMLPS_BASE_FILE_H_

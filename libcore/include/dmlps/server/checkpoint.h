@@ -94,6 +94,20 @@ Status CheckShardOfCheckpoint(const Checkpoint& checkpoint, const std::string& s
                               int64_t index, int64_t count, int64_t begin, int64_t end,
                               int64_t model_params);
 
+// The bound --resume-max-value sets by default. Beyond it a float32's
+// neighbours are more than 2^17 apart, so that no step of a learning rate
+// that trains moves the value; and its square, which norms and second
+// moments take, is within 10^14 of overflowing. No parameter, optimizer
+// state or counted buffer (a float32 count is exact only to 2^24) of a model
+// that trains comes near it.
+inline constexpr double kDefaultResumeMaxValue = 1e12;
+
+// DataLoss naming `source` when a parameter (module state included) or an
+// optimizer state value of `checkpoint` is beyond +-`max_value` (0: no
+// bound): a model that cannot train, whose updates would all be refused
+// or change nothing.
+Status CheckTrainable(const Checkpoint& checkpoint, const std::string& source, double max_value);
+
 // The policy state `checkpoint` saved, for sync::Policy::Restore.
 sync::PolicyState SavedPolicyState(const Checkpoint& checkpoint);
 

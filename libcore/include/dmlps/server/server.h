@@ -49,11 +49,17 @@ struct ServerConfig {
   int64_t threads = 1;  // threads that sum pushes and apply updates, the event loop's included
   std::chrono::milliseconds heartbeat{1000};        // between heartbeats to the workers
   std::chrono::milliseconds worker_timeout{30000};  // a worker silent this long is lost
+  // Shard 0, after going back to its checkpoint (a shard lost): how long it
+  // waits for every shard and worker to be back before the run ends.
+  std::chrono::milliseconds rejoin_timeout{300000};
   int64_t min_workers = 1;  // fewer live workers than this: training holds until more join
   std::string checkpoint;   // file to checkpoint to; empty: none
   int64_t checkpoint_every_iterations = 0;  // 0: not by iterations
   double checkpoint_every_seconds = 0;      // 0: not by time
   std::string resume;                       // checkpoint to go on from; empty: start afresh
+  // --resume refuses a checkpoint holding a value beyond +-this (0: no
+  // bound; see CheckTrainable).
+  double resume_max_value = 1e12;
   std::string trace;   // trace file ("-": standard output, which then carries no TSV); empty: none
   std::string report;  // when set, the RunReport is written here at the end (see WriteRunReport)
   // Who may connect, and how much a peer may send (see net::BindOptions).
