@@ -304,11 +304,10 @@ void ShardCoordinator::Stop(const std::string& reason) {
     if (!sent.ok()) spdlog::debug("cannot stop shard at {}: {}", peer->address, sent.ToString());
   }
   // Workers held until every shard was back: the run ends without them.
-  for (const auto& [worker, hello] : waiting_hellos_) {
-    Status sent = endpoint_.SendMessage(&worker, proto::Stop{reason});
-    if (!sent.ok()) spdlog::debug("cannot stop worker {}: {}", hello.rank, sent.ToString());
+  for (const HelloHold::Held& held : waiting_hellos_.Take()) {
+    Status sent = endpoint_.SendMessage(&held.identity, proto::Stop{reason});
+    if (!sent.ok()) spdlog::debug("cannot stop worker {}: {}", held.hello.rank, sent.ToString());
   }
-  waiting_hellos_.clear();
 }
 
 }  // namespace dmlps::server
