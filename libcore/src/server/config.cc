@@ -100,6 +100,79 @@ void AddStoppingProblems(const ServerConfig& config, std::vector<std::string>* p
   if (config.eval_every < 1) problems->push_back("--eval-every must be at least 1");
 }
 
+// What --checkpoint and --checkpoint-every rule out.
+void AddCheckpointProblems(const ServerConfig& config, std::vector<std::string>* problems) {
+  if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
+      !std::isfinite(config.checkpoint_every_seconds)) {
+    problems->push_back("--checkpoint-every must not be negative");
+  }
+  const bool every = config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0;
+  if (config.shard_index > 0) {
+    // Shards beyond 0 checkpoint when shard 0 orders: all at one version.
+    if (every) {
+      problems->push_back("--checkpoint-every is for shard 0; the other shards checkpoint with it");
+    }
+  } else if (!config.checkpoint.empty() && !every) {
+    problems->push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
+  } else if (config.checkpoint.empty() && every) {
+    problems->push_back("--checkpoint-every needs --checkpoint FILE");
+  }
+}
+
+// What --shard, --coordinator and --advertise rule out.
+void AddShardProblems(const ServerConfig& config, std::vector<std::string>* problems) {
+  if (config.shard_count < 1 || config.shard_count > kMaxShards || config.shard_index < 0 ||
+      config.shard_index >= config.shard_count) {
+    problems->push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
+  } else if (config.shard_index > 0 && config.coordinator.empty()) {
+    problems->push_back("--coordinator must not be empty (the address of shard 0)");
+  } else if (config.shard_index == 0 && !config.coordinator.empty()) {
+    problems->push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
+  }
+  if (config.shard_index == 0 && !config.advertise.empty()) {
+    problems->push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
+  }
+  if (config.shard_count > 1 && sync::UsesOuterOptimizer(config.policy)) {
+    // Shards beyond 0 would need the outer optimizer's settings: not there yet.
+    problems->push_back("--policy " + config.policy.name +
+                        " does not work with sharded servers (--shard) yet");
+  }
+}
+
+// What --aggregate and --max-update-norm rule out.
+void AddAggregationProblems(const ServerConfig& config, std::vector<std::string>* problems) {
+  if (Result<Aggregation> rule = ParseAggregation(config.aggregate); !rule.ok()) {
+    problems->push_back("--aggregate: " + rule.status().message());
+  } else if (rule->robust() && !AggregatesRounds(config.policy.name)) {
+    problems->push_back("--aggregate " + config.aggregate +
+                        " needs a policy that aggregates rounds (bsp, abps, lbbsp, backup, "
+                        "token), not " +
+                        config.policy.name);
+  } else if (rule->robust() && config.policy.name == "backup" && config.policy.backup >= 0 &&
+             config.policy.backup < config.workers && config.workers - config.policy.backup < 3) {
+    // The pushes kept are the first to arrive: a worker that answers at
+    // once is always among them, and of 2 the rule cannot tell who is off.
+    const int64_t kept = config.workers - config.policy.backup;
+    problems->push_back("--aggregate " + config.aggregate + " with --backup " +
+                        std::to_string(config.policy.backup) + " of --workers " +
+                        std::to_string(config.workers) + " keeps only the first " +
+                        std::to_string(kept) + " push" + (kept == 1 ? "" : "es") +
+                        " to arrive each round: a robust rule needs 3 or more (--workers minus "
+                        "--backup)");
+  }
+  if (CenteredClipping(config) && (config.optimizer.algorithm != "sgd" ||
+                                   config.optimizer.nesterov || config.optimizer.dampening != 0)) {
+    problems->push_back("--aggregate " + config.aggregate +
+                        " keeps --momentum per worker as plain SGD momentum: it needs --optimizer "
+                        "sgd, without --nesterov or --dampening");
+  }
+  if (!(config.max_update_norm >= 0)) problems->push_back("--max-update-norm must not be negative");
+  if (config.shard_count > 1 && (config.aggregate != "mean" || config.max_update_norm > 0)) {
+    // Both need every push whole, which sharded servers split.
+    problems->push_back("--aggregate and --max-update-norm do not work with sharded servers");
+  }
+}
+
 }  // namespace
 
 optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config) {
@@ -135,21 +208,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (config.min_workers < 0 || config.min_workers > config.workers) {
     problems.push_back("--min-workers must be in [0, --workers]");
   }
-  if (config.checkpoint_every_iterations < 0 || !(config.checkpoint_every_seconds >= 0) ||
-      !std::isfinite(config.checkpoint_every_seconds)) {
-    problems.push_back("--checkpoint-every must not be negative");
-  }
-  const bool every = config.checkpoint_every_iterations > 0 || config.checkpoint_every_seconds > 0;
-  if (config.shard_index > 0) {
-    // Shards beyond 0 checkpoint when shard 0 orders: all at one version.
-    if (every) {
-      problems.push_back("--checkpoint-every is for shard 0; the other shards checkpoint with it");
-    }
-  } else if (!config.checkpoint.empty() && !every) {
-    problems.push_back("--checkpoint needs --checkpoint-every N (iterations) or Ts (seconds)");
-  } else if (config.checkpoint.empty() && every) {
-    problems.push_back("--checkpoint-every needs --checkpoint FILE");
-  }
+  AddCheckpointProblems(config, &problems);
   if (config.policy.staleness < 0) problems.push_back("--staleness must not be negative");
   if (config.curve_secret.empty() != config.curve_allow.empty()) {
     problems.push_back(
@@ -160,52 +219,8 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (config.max_connections > 0 && config.max_connections < config.workers) {
     problems.push_back("--max-connections must be at least --workers");
   }
-  if (config.shard_count < 1 || config.shard_count > kMaxShards || config.shard_index < 0 ||
-      config.shard_index >= config.shard_count) {
-    problems.push_back("--shard I/S needs 0 <= I < S <= " + std::to_string(kMaxShards));
-  } else if (config.shard_index > 0 && config.coordinator.empty()) {
-    problems.push_back("--coordinator must not be empty (the address of shard 0)");
-  } else if (config.shard_index == 0 && !config.coordinator.empty()) {
-    problems.push_back("--coordinator is for shards 1 and up; shard 0 is the coordinator");
-  }
-  if (config.shard_index == 0 && !config.advertise.empty()) {
-    problems.push_back("--advertise is for shards 1 and up (workers reach shard 0 at --bind)");
-  }
-  if (config.shard_count > 1 && sync::UsesOuterOptimizer(config.policy)) {
-    // Shards beyond 0 would need the outer optimizer's settings: not there yet.
-    problems.push_back("--policy " + config.policy.name +
-                       " does not work with sharded servers (--shard) yet");
-  }
-  if (Result<Aggregation> rule = ParseAggregation(config.aggregate); !rule.ok()) {
-    problems.push_back("--aggregate: " + rule.status().message());
-  } else if (rule->robust() && !AggregatesRounds(config.policy.name)) {
-    problems.push_back("--aggregate " + config.aggregate +
-                       " needs a policy that aggregates rounds (bsp, abps, lbbsp, backup, "
-                       "token), not " +
-                       config.policy.name);
-  } else if (rule->robust() && config.policy.name == "backup" && config.policy.backup >= 0 &&
-             config.policy.backup < config.workers && config.workers - config.policy.backup < 3) {
-    // The pushes kept are the first to arrive: a worker that answers at
-    // once is always among them, and of 2 the rule cannot tell who is off.
-    const int64_t kept = config.workers - config.policy.backup;
-    problems.push_back("--aggregate " + config.aggregate + " with --backup " +
-                       std::to_string(config.policy.backup) + " of --workers " +
-                       std::to_string(config.workers) + " keeps only the first " +
-                       std::to_string(kept) + " push" + (kept == 1 ? "" : "es") +
-                       " to arrive each round: a robust rule needs 3 or more (--workers minus "
-                       "--backup)");
-  }
-  if (CenteredClipping(config) && (config.optimizer.algorithm != "sgd" ||
-                                   config.optimizer.nesterov || config.optimizer.dampening != 0)) {
-    problems.push_back("--aggregate " + config.aggregate +
-                       " keeps --momentum per worker as plain SGD momentum: it needs --optimizer "
-                       "sgd, without --nesterov or --dampening");
-  }
-  if (!(config.max_update_norm >= 0)) problems.push_back("--max-update-norm must not be negative");
-  if (config.shard_count > 1 && (config.aggregate != "mean" || config.max_update_norm > 0)) {
-    // Both need every push whole, which sharded servers split.
-    problems.push_back("--aggregate and --max-update-norm do not work with sharded servers");
-  }
+  AddShardProblems(config, &problems);
+  AddAggregationProblems(config, &problems);
   sync::PolicyConfig probe = config.policy;
   probe.num_workers = std::max<int64_t>(config.workers, 1);
   probe.batch = std::max<int64_t>(config.batch, 1);
