@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 
 namespace dmlps {
 namespace {
@@ -98,6 +99,25 @@ Status RenameDurably(const std::string& from, const std::string& to) {
   std::filesystem::path dir = std::filesystem::path(to).parent_path();
   if (dir.empty()) dir = ".";
   return SyncFolder(dir);
+}
+
+Result<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes,
+                                  const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::NotFound(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::DataLoss(path + ": is a folder, not a " + what);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
+  std::string text(static_cast<size_t>(max_bytes) + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(max_bytes) + 1);
+  if (in.bad()) return Status::IOError(path + ": cannot read");
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (static_cast<int64_t>(text.size()) > max_bytes) {
+    return Status::DataLoss(path + ": too large to be a " + what);
+  }
+  return text;
 }
 
 }  // namespace dmlps

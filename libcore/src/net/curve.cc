@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -27,22 +26,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && blank(s.front())) s.remove_prefix(1);
   while (!s.empty() && blank(s.back())) s.remove_suffix(1);
   return s;
-}
-
-Result<std::string> ReadSmallFile(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return Status::NotFound(path + ": no such file");
-  if (fs::is_directory(path, ec)) return Status::DataLoss(path + ": is a folder, not a key file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
-  std::string text(static_cast<size_t>(kMaxKeyFileBytes) + 1, '\0');
-  in.read(text.data(), kMaxKeyFileBytes + 1);
-  if (in.bad()) return Status::IOError(path + ": cannot read");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (static_cast<std::streamsize>(text.size()) > kMaxKeyFileBytes) {
-    return Status::DataLoss(path + ": too large to be a key file");
-  }
-  return text;
 }
 
 }  // namespace
@@ -111,7 +94,7 @@ Result<CurveKeyPair> ReadSecretKeyFile(const std::string& path) {
     return Status::DataLoss(path + ": a secret key readable by others (mode " + mode +
                             "); make it private: chmod 600 " + path);
   }
-  DMLPS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  DMLPS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, kMaxKeyFileBytes, "key file"));
   DMLPS_ASSIGN_OR_RETURN(std::string secret, ParseKeyText(text, path));
   DMLPS_RETURN_IF_ERROR(RequireCurve());
   char public_key[kZ85KeyLength + 1] = {};
@@ -122,7 +105,7 @@ Result<CurveKeyPair> ReadSecretKeyFile(const std::string& path) {
 }
 
 Result<std::string> ReadPublicKeyFile(const std::string& path) {
-  DMLPS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path));
+  DMLPS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, kMaxKeyFileBytes, "key file"));
   return ParseKeyText(text, path);
 }
 

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "dmlps/base/file.h"
 
@@ -69,25 +68,14 @@ Result<std::string> GenerateSecret() {
 }
 
 Result<std::string> ReadSecretFile(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return Status::NotFound(path + ": no such secret file");
-  if (!fs::is_regular_file(path, ec)) return Status::DataLoss(path + ": not a secret file");
   struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return Status::DataLoss(path + ": a secret readable by others (mode " + mode +
                             "); make it private: chmod 600 " + path);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open: " + std::strerror(errno));
-  std::string text(static_cast<size_t>(kMaxSecretFileBytes) + 1, '\0');
-  in.read(text.data(), kMaxSecretFileBytes + 1);
-  if (in.bad()) return Status::IOError(path + ": cannot read");
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (static_cast<std::streamsize>(text.size()) > kMaxSecretFileBytes) {
-    return Status::DataLoss(path + ": too large to be a secret file");
-  }
+  DMLPS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, kMaxSecretFileBytes, "secret file"));
   return ParseSecretText(text, path);
 }
 

@@ -1,4 +1,5 @@
-// Whole-file writes that a concurrent reader can never see half done.
+// Whole-file writes that a concurrent reader can never see half done, and
+// reads of small files that a hostile one cannot make large.
 #ifndef DMLPS_BASE_FILE_H_
 #define DMLPS_BASE_FILE_H_
 
@@ -35,6 +36,12 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes,
 // the rename survives a crash once this returns. IOError on failure, with
 // the files as they were when the rename failed.
 Status RenameDurably(const std::string& from, const std::string& to);
+
+// The whole of `path`, a small file of the kind `what` names ("key file"):
+// NotFound when missing; DataLoss when a folder or larger than `max_bytes`
+// (never read past them); IOError when unreadable.
+Result<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes,
+                                  const std::string& what);
 
 }  // namespace dmlps
 
