@@ -101,6 +101,17 @@ Status RenameDurably(const std::string& from, const std::string& to) {
   return SyncFolder(dir);
 }
 
+Status RequirePrivateFile(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077) == 0) {
+    return Status::Ok();
+  }
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return Status::DataLoss(path + ": " + what + " readable by others (mode " + mode +
+                          "); make it private: chmod 600 " + path);
+}
+
 Result<std::string> ReadSmallFile(const std::string& path, int64_t max_bytes,
                                   const std::string& what) {
   std::error_code ec;

@@ -1,11 +1,9 @@
 #include "dmlps/net/curve.h"
 
-#include <sys/stat.h>
 #include <zmq.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
@@ -87,13 +85,7 @@ Result<std::string> ParseKeyText(std::string_view text, const std::string& origi
 }
 
 Result<CurveKeyPair> ReadSecretKeyFile(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status::DataLoss(path + ": a secret key readable by others (mode " + mode +
-                            "); make it private: chmod 600 " + path);
-  }
+  DMLPS_RETURN_IF_ERROR(RequirePrivateFile(path, "a secret key"));
   DMLPS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, kMaxKeyFileBytes, "key file"));
   DMLPS_ASSIGN_OR_RETURN(std::string secret, ParseKeyText(text, path));
   DMLPS_RETURN_IF_ERROR(RequireCurve());

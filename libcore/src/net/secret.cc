@@ -1,7 +1,6 @@
 #include "dmlps/net/secret.h"
 
 #include <sys/random.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -68,13 +67,7 @@ Result<std::string> GenerateSecret() {
 }
 
 Result<std::string> ReadSecretFile(const std::string& path) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status::DataLoss(path + ": a secret readable by others (mode " + mode +
-                            "); make it private: chmod 600 " + path);
-  }
+  DMLPS_RETURN_IF_ERROR(RequirePrivateFile(path, "a secret"));
   DMLPS_ASSIGN_OR_RETURN(std::string text, ReadSmallFile(path, kMaxSecretFileBytes, "secret file"));
   return ParseSecretText(text, path);
 }

@@ -37,6 +37,11 @@ Status WriteFileAtomically(const std::string& path, std::string_view bytes,
 // the files as they were when the rename failed.
 Status RenameDurably(const std::string& from, const std::string& to);
 
+// DataLoss when `path`, a regular file holding `what` ("a secret key"),
+// may be read by anyone but its owner (a mode wider than 0600), naming the
+// chmod that fixes it; Ok otherwise (a missing file is the reader's to say).
+Status RequirePrivateFile(const std::string& path, const std::string& what);
+
 // The whole of `path`, a small file of the kind `what` names ("key file"):
 // NotFound when missing; DataLoss when a folder or larger than `max_bytes`
 // (never read past them); IOError when unreadable.
