@@ -27,7 +27,7 @@ struct CoordinatorFixture {
         [this](Snapshot snapshot, bool must) {
           evaluated.push_back({std::move(snapshot), must});
         },
-        [this](const zmq::message_t& identity, const proto::Hello& hello, const std::string&) {
+        [this](const zmq::message_t& identity, const proto::Hello& hello, const net::Sender&) {
           answered.emplace_back(static_cast<const char*>(identity.data()), identity.size());
           CHECK(hello.host == "worker-host");
         });
@@ -80,7 +80,7 @@ TEST_CASE("coordinator: workers wait for every shard to be ready; a shard regist
   CHECK_FALSE(c.AllRegistered());
   proto::Hello worker;
   worker.host = "worker-host";
-  REQUIRE(c.HoldHello(zmq::message_t(std::string("w0")), worker, "").ok());
+  REQUIRE(c.HoldHello(zmq::message_t(std::string("w0")), worker, {}).ok());
   CHECK(c.Holds(zmq::message_t(std::string("w0"))));
   CHECK_FALSE(c.Holds(zmq::message_t(std::string("w1"))));
 
@@ -197,8 +197,8 @@ TEST_CASE("coordinator: a worker's Hello held again from a new socket replaces t
   proto::Hello worker;
   worker.host = "worker-host";
   worker.rank = 1;
-  REQUIRE(c.HoldHello(zmq::message_t(std::string("old")), worker, "").ok());
-  REQUIRE(c.HoldHello(zmq::message_t(std::string("new")), worker, "").ok());
+  REQUIRE(c.HoldHello(zmq::message_t(std::string("old")), worker, {}).ok());
+  REQUIRE(c.HoldHello(zmq::message_t(std::string("new")), worker, {}).ok());
   CHECK_FALSE(c.Holds(zmq::message_t(std::string("old"))));
   REQUIRE(c.Register(zmq::message_t(std::string("s1")), ShardHello(1, 2)).ok());
   proto::Message ready{proto::Heartbeat{1}, {}};
@@ -213,12 +213,12 @@ TEST_CASE("hello hold: one per connection, and no more than its bound") {
   proto::Hello hello;
   hello.host = "h";
   for (int i = 0; i < 1000; ++i) {
-    REQUIRE(hold.Hold(zmq::message_t(std::string("same")), hello, "").ok());
+    REQUIRE(hold.Hold(zmq::message_t(std::string("same")), hello, {}).ok());
   }
   CHECK(hold.size() == 1);
-  REQUIRE(hold.Hold(zmq::message_t(std::string("b")), hello, "").ok());
-  REQUIRE(hold.Hold(zmq::message_t(std::string("c")), hello, "KEY").ok());
-  const Status full = hold.Hold(zmq::message_t(std::string("d")), hello, "");
+  REQUIRE(hold.Hold(zmq::message_t(std::string("b")), hello, {}).ok());
+  REQUIRE(hold.Hold(zmq::message_t(std::string("c")), hello, {"KEY"}).ok());
+  const Status full = hold.Hold(zmq::message_t(std::string("d")), hello, {});
   CHECK(full.code() == StatusCode::kUnavailable);
   CHECK(hold.size() == 3);
   // A bound on bytes too: 64 tensors of 200-character names, twice, pass
@@ -227,14 +227,14 @@ TEST_CASE("hello hold: one per connection, and no more than its bound") {
   proto::Hello large;
   for (int t = 0; t < 64; ++t) large.layout.push_back({std::string(200, 'x'), {4, 4}, false});
   REQUIRE(HelloHold::HeldBytes(large) > 15000);
-  REQUIRE(small.Hold(zmq::message_t(std::string("a")), large, "").ok());
-  CHECK_FALSE(small.Hold(zmq::message_t(std::string("b")), large, "").ok());
+  REQUIRE(small.Hold(zmq::message_t(std::string("a")), large, {}).ok());
+  CHECK_FALSE(small.Hold(zmq::message_t(std::string("b")), large, {}).ok());
   std::vector<HelloHold::Held> taken = small.Take();
   REQUIRE(taken.size() == 1);
   CHECK(small.size() == 0);
   CHECK(small.bytes() == 0);
   // Held keys come back with their Hellos.
-  CHECK(hold.Take().back().key == "KEY");
+  CHECK(hold.Take().back().sender.key == "KEY");
 }
 
 }  // namespace

@@ -181,11 +181,24 @@ TEST_CASE("a running job bounded to its ranks refuses joins beyond them, saying 
 
 TEST_CASE("a member's CURVE key finds its rank; no key finds none") {
   Membership members(2);
-  members.Admit(1, Identity("a"), HelloAsking(1), Clock::now(), "KEY-A");
+  members.Admit(1, Identity("a"), HelloAsking(1), Clock::now(), {"KEY-A"});
   members.Admit(0, Identity("b"), HelloAsking(0), Clock::now());
   CHECK(members.RankOfKey("KEY-A") == 1);
   CHECK(members.RankOfKey("KEY-B") == -1);
   CHECK(members.RankOfKey("") == -1);
+}
+
+TEST_CASE("a closed connection finds the member that joined over it, and no other") {
+  Membership members(3);
+  members.Admit(0, Identity("a"), HelloAsking(0), Clock::now(), {"", 7});
+  members.Admit(2, Identity("b"), HelloAsking(2), Clock::now(), {"", 9});
+  members.Admit(1, Identity("c"), HelloAsking(1), Clock::now());  // connection unknown
+  CHECK(members.RankOfConnection(9) == 2);
+  CHECK(members.RankOfConnection(7) == 0);
+  CHECK(members.RankOfConnection(8) == -1);
+  CHECK(members.RankOfConnection(0) == -1);  // unknown is no one's
+  members.Remove(2);
+  CHECK(members.RankOfConnection(9) == -1);
 }
 
 }  // namespace

@@ -43,9 +43,8 @@ struct DeskFixture {
     store.emplace(std::vector<float>(4, 0.5f), 4);
     coordinator.emplace(
         *pair.server, std::vector<int64_t>{0, 4}, proto::Welcome{}, [](Snapshot, bool) {},
-        [this](const zmq::message_t& identity, const proto::Hello& hello, const std::string& key) {
-          desk->HandleHello(identity, hello, key);
-        });
+        [this](const zmq::message_t& identity, const proto::Hello& hello,
+               const net::Sender& sender) { desk->HandleHello(identity, hello, sender); });
     driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(), sync::DriverOptions{},
                    sink);
     desk.emplace(

@@ -150,6 +150,12 @@ Result<Endpoint> Endpoint::Bind(zmq::context_t& context, const std::string& addr
     if (options.max_queued_messages > 0) {
       socket->set(zmq::sockopt::sndhwm, static_cast<int>(options.max_queued_messages));
     }
+    // A peer whose host vanished (no FIN ever comes) is found out by
+    // ZeroMQ's own heartbeat, which the peer's I/O thread answers however
+    // long its computation: its connection closes and the owner learns of
+    // it (TakeClosedConnections) in kPeerHeartbeatTimeout, not by silence.
+    socket->set(zmq::sockopt::heartbeat_ivl, static_cast<int>(kPeerHeartbeat.count()));
+    socket->set(zmq::sockopt::heartbeat_timeout, static_cast<int>(kPeerHeartbeatTimeout.count()));
     std::unique_ptr<Gatekeeper> gatekeeper;
     if (curve || options.max_connections > 0 || options.max_unread_bytes > 0) {
       if (curve) {
@@ -402,6 +408,14 @@ Status Endpoint::SetSendQueueLimit(int64_t max_queued_messages) {
     return FromZmq(e, "cannot bound the send queue");
   }
   return Status::Ok();
+}
+
+int64_t Endpoint::LastSenderConnection() const {
+  return gatekeeper_ != nullptr && last_source_ >= 0 ? gatekeeper_->SerialOf(last_source_) : 0;
+}
+
+std::vector<int64_t> Endpoint::TakeClosedConnections() {
+  return gatekeeper_ != nullptr ? gatekeeper_->TakeClosed() : std::vector<int64_t>{};
 }
 
 void Endpoint::AdmitSender() {

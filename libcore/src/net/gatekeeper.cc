@@ -120,6 +120,9 @@ void Gatekeeper::Loop() {
         request.push_back(std::move(frame));
         if (!more) break;
       }
+      // The request's own connection numbered first (its ACCEPTED event
+      // was queued before the request, which comes after a handshake).
+      DrainMonitor();
       if (!request.empty()) Answer(request);
     } catch (const zmq::error_t& e) {
       if (e.num() == ETERM) return;
@@ -145,8 +148,14 @@ void Gatekeeper::DrainMonitor() {
       std::memcpy(&value, static_cast<const char*>(event.data()) + 2, sizeof value);
       const int fd = static_cast<int>(value);
       std::lock_guard<std::mutex> lock(mutex_);
-      if (id == ZMQ_EVENT_ACCEPTED) open_[fd] = Connection{Clock::now(), PeerName(fd)};
-      if (id == ZMQ_EVENT_DISCONNECTED) open_.erase(fd);
+      if (id == ZMQ_EVENT_ACCEPTED) {
+        open_[fd] =
+            Connection{.opened = Clock::now(), .peer = PeerName(fd), .serial = ++last_serial_};
+      }
+      if (auto it = open_.find(fd); id == ZMQ_EVENT_DISCONNECTED && it != open_.end()) {
+        NoteClosed(it->second);
+        open_.erase(it);
+      }
     }
   } catch (const zmq::error_t&) {
     // The monitored socket is closing: nothing left to count.
@@ -238,6 +247,25 @@ void Gatekeeper::Admit(int fd) {
   if (it != open_.end()) it->second.admitted = true;
 }
 
+int64_t Gatekeeper::SerialOf(int fd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = open_.find(fd);
+  return it == open_.end() ? 0 : it->second.serial;
+}
+
+std::vector<int64_t> Gatekeeper::TakeClosed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int64_t> closed;
+  closed.swap(closed_);
+  return closed;
+}
+
+void Gatekeeper::NoteClosed(const Connection& connection) {
+  if (!connection.admitted) return;
+  if (closed_.size() >= kClosedKept) closed_.erase(closed_.begin());
+  closed_.push_back(connection.serial);
+}
+
 void Gatekeeper::CheckUnread() {
   last_check_ = Clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
@@ -322,6 +350,7 @@ bool Gatekeeper::EvictOldestPending() {
 
 void Gatekeeper::Drop(int fd, const Connection& connection, const std::string& why) {
   const std::string peer = connection.peer;
+  NoteClosed(connection);
   open_.erase(fd);
   // The descriptor may have closed (and been reused) since it was counted.
   if (peer.empty() || PeerName(fd) != peer) return;

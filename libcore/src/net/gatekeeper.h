@@ -14,6 +14,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 #include <zmq.hpp>
 
 #include "dmlps/base/status.h"
@@ -68,6 +69,12 @@ class Gatekeeper {
   // Marks connection `fd` as one whose peer joined: it is never closed to
   // make room for a new one. Thread-safe.
   void Admit(int fd);
+  // The number of connection `fd`, unique for the handler's life (see
+  // Endpoint::LastSenderConnection); 0 when it is not open. Thread-safe.
+  int64_t SerialOf(int fd);
+  // The numbers of admitted connections that closed since the last call,
+  // oldest first (at most kClosedKept). Thread-safe.
+  std::vector<int64_t> TakeClosed();
   // Replaces the connection limit and the unread bound of the rules (a
   // server shard learns its slice's size after it binds). Thread-safe.
   void SetLimits(int64_t max_connections, int64_t max_unread_bytes) {
@@ -83,7 +90,11 @@ class Gatekeeper {
     int64_t delivered = 0;  // bytes received from it, frames' overhead included
     int64_t received = 0;   // bytes the kernel received on it, at the last check
     bool admitted = false;
+    int64_t serial = 0;  // which connection it is (SerialOf)
   };
+  // Closed connections remembered for TakeClosed at most; beyond, the
+  // oldest are forgotten (their peers are then found out by their silence).
+  static constexpr size_t kClosedKept = 4096;
 
   Gatekeeper(GateRules rules, zmq::socket_t zap, zmq::socket_t monitor);
   void Loop();
@@ -112,12 +123,17 @@ class Gatekeeper {
   // Shuts connection `fd` down (ZeroMQ then closes it and frees what it
   // held) when it is still the one opened from `connection.peer`.
   void Drop(int fd, const Connection& connection, const std::string& why);
+  // Remembers that `connection` closed, when its peer had joined.
+  // REQUIRES: mutex_ held.
+  void NoteClosed(const Connection& connection);
 
   GateRules rules_;
   zmq::socket_t zap_;
   zmq::socket_t monitor_;
   std::mutex mutex_;                // guards open_
   std::map<int, Connection> open_;  // the connections open now, by descriptor
+  int64_t last_serial_ = 0;         // the number of the connection accepted last
+  std::vector<int64_t> closed_;     // admitted connections closed, for TakeClosed
   Clock::time_point last_check_;
   std::set<std::string> logged_;
   std::atomic<int64_t> refused_{0};

@@ -78,14 +78,14 @@ void ShardCoordinator::MarkReady(int64_t shard) {
   ++ready_;
   if (AllRegistered()) {
     for (HelloHold::Held& held : waiting_hellos_.Take()) {
-      welcome_worker_(held.identity, held.hello, held.key);
+      welcome_worker_(held.identity, held.hello, held.sender);
     }
   }
 }
 
 Status ShardCoordinator::HoldHello(const zmq::message_t& identity, const proto::Hello& hello,
-                                   const std::string& key) {
-  return waiting_hellos_.Hold(identity, hello, key);
+                                   const net::Sender& sender) {
+  return waiting_hellos_.Hold(identity, hello, sender);
 }
 
 bool ShardCoordinator::Holds(const zmq::message_t& identity) const {

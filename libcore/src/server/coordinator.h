@@ -39,7 +39,7 @@ class ShardCoordinator {
   using SnapshotSink = std::function<void(Snapshot snapshot, bool must)>;
   // Answers a worker's Hello held until every shard had registered.
   using HelloSink = std::function<void(const zmq::message_t& identity, const proto::Hello& hello,
-                                       const std::string& key)>;
+                                       const net::Sender& sender)>;
 
   // Coordinates the shards of `bounds` (ShardBounds: shards + 1 offsets)
   // over `endpoint`, which must outlive it. `shard_welcome` is what every
@@ -88,7 +88,7 @@ class ShardCoordinator {
   // workers plus kConnectionHeadroom (HelloHold): the caller refuses it.
   // REQUIRES: !AllRegistered().
   Status HoldHello(const zmq::message_t& identity, const proto::Hello& hello,
-                   const std::string& key);
+                   const net::Sender& sender);
   // Whether `identity` is a worker whose Hello is held (it keeps itself alive).
   bool Holds(const zmq::message_t& identity) const;
   // Tells a worker's Welcome where every shard is and what it holds;

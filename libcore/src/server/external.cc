@@ -157,7 +157,7 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
   if (hello->evaluator || hello->shard >= 0 || !net::SecretMatches(hello->secret, secret_)) {
     // An evaluator, a shard (it gets its slice) or a worker without the
     // role: answered once the model is known.
-    if (Status held = held_hellos_.Hold(identity, std::move(*hello), endpoint_->LastSenderKey());
+    if (Status held = held_hellos_.Hold(identity, std::move(*hello), endpoint_->LastSender());
         !held.ok()) {
       return refuse(held.message());
     }
@@ -190,7 +190,7 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
                    ? fmt::format(" and {} floats of module state", model::StateFloats(layout_))
                    : std::string());
   endpoint_->AdmitSender();
-  if (Status held = held_hellos_.Hold(identity, std::move(*hello), endpoint_->LastSenderKey());
+  if (Status held = held_hellos_.Hold(identity, std::move(*hello), endpoint_->LastSender());
       !held.ok()) {
     spdlog::warn("cannot hold the Hello of the worker that announced the model: {}",
                  held.message());
@@ -198,7 +198,7 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
 }
 
 void ParameterServer::AnswerHeldHellos() {
-  for (auto& [identity, hello, key] : held_hellos_.Take()) {
+  for (auto& [identity, hello, sender] : held_hellos_.Take()) {
     proto::Message message{proto::Body(hello), {}};
     if (HandlePeer(identity, message)) continue;
     if (hello.shard >= 0) {
@@ -209,12 +209,12 @@ void ParameterServer::AnswerHeldHellos() {
       }
     } else if (!shards_->AllRegistered()) {
       // Its Welcome names every shard.
-      if (Status held = shards_->HoldHello(identity, hello, key); !held.ok()) {
+      if (Status held = shards_->HoldHello(identity, hello, sender); !held.ok()) {
         Status sent = endpoint_->SendMessage(&identity, proto::Error{held.message(), true, true});
         if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
       }
     } else {
-      desk_->HandleHello(identity, hello, key);
+      desk_->HandleHello(identity, hello, sender);
     }
   }
 }

@@ -16,7 +16,7 @@ int64_t HelloHold::HeldBytes(const proto::Hello& hello) {
   return bytes;
 }
 
-Status HelloHold::Hold(const zmq::message_t& identity, proto::Hello hello, std::string key) {
+Status HelloHold::Hold(const zmq::message_t& identity, proto::Hello hello, net::Sender sender) {
   const std::string id = IdentityKey(identity);
   std::erase_if(held_, [&](const Held& h) {
     const bool same =
@@ -32,7 +32,7 @@ Status HelloHold::Hold(const zmq::message_t& identity, proto::Hello hello, std::
         " Hellos waiting to be answered, the most it holds; try again later");
   }
   bytes_ += bytes;
-  held_.push_back({net::CopyFrame(identity), std::move(hello), std::move(key)});
+  held_.push_back({net::CopyFrame(identity), std::move(hello), std::move(sender)});
   return Status::Ok();
 }
 

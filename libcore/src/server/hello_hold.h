@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "dmlps/base/status.h"
+#include "dmlps/net/endpoint.h"
 #include "dmlps/proto/messages.h"
 
 namespace dmlps::server {
@@ -28,7 +29,7 @@ class HelloHold {
   struct Held {
     zmq::message_t identity;
     proto::Hello hello;
-    std::string key;  // the sender's CURVE key (Endpoint::LastSenderKey); empty: none
+    net::Sender sender;  // its key and connection (Endpoint::LastSender)
   };
 
   // Holds at most `max_hellos` Hellos of at most `max_bytes` together (as
@@ -40,7 +41,7 @@ class HelloHold {
   // connection, or asking for the same rank (a worker that rejoins from a
   // new socket is answered there only). Unavailable, saying why, when the
   // bound leaves no room: the caller refuses the peer.
-  Status Hold(const zmq::message_t& identity, proto::Hello hello, std::string key);
+  Status Hold(const zmq::message_t& identity, proto::Hello hello, net::Sender sender);
   // Whether a Hello from `identity` is held.
   bool Holds(const zmq::message_t& identity) const;
   // Every Hello held, oldest first; none is held after.

@@ -68,13 +68,14 @@ HelloDecision Membership::DecideAssembling(const proto::Hello& hello) const {
 }
 
 void Membership::Admit(int64_t rank, const zmq::message_t& identity, const proto::Hello& hello,
-                       Clock::time_point now, const std::string& key) {
+                       Clock::time_point now, const net::Sender& sender) {
   if (rank >= ranks()) members_.resize(static_cast<size_t>(rank) + 1);
   Member member;
   member.identity = net::CopyFrame(identity);
   member.host = hello.host;
   member.pid = hello.pid;
-  member.key = key;
+  member.key = sender.key;
+  member.connection = sender.connection;
   member.last_seen = now;
   members_[static_cast<size_t>(rank)] = std::move(member);
   rank_of_[IdentityKey(identity)] = rank;
@@ -96,6 +97,16 @@ int64_t Membership::RankOfKey(const std::string& key) const {
   if (key.empty()) return -1;
   for (size_t r = 0; r < members_.size(); ++r) {
     if (members_[r].has_value() && members_[r]->key == key) return static_cast<int64_t>(r);
+  }
+  return -1;
+}
+
+int64_t Membership::RankOfConnection(int64_t connection) const {
+  if (connection == 0) return -1;
+  for (size_t r = 0; r < members_.size(); ++r) {
+    if (members_[r].has_value() && members_[r]->connection == connection) {
+      return static_cast<int64_t>(r);
+    }
   }
   return -1;
 }

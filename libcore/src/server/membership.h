@@ -13,6 +13,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/sync/summary.h"
 #include "server/loop.h"
@@ -35,7 +36,9 @@ struct Member {
   std::string host;
   int64_t pid = 0;
   std::string key;               // its CURVE public key (Z85); empty without CURVE
+  int64_t connection = 0;        // the connection it joined over; 0: unknown
   bool ready = false;            // it pulled once: its data is loaded
+  bool digest_sent = false;      // its first model went with a digest (WorkerDesk::SendModel)
   Clock::time_point last_seen;   // when it was last heard from
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
   sync::WorkerTotals totals;     // what it reported, for the closing summary
@@ -73,10 +76,10 @@ class Membership {
   HelloDecision Decide(const zmq::message_t& identity, const proto::Hello& hello,
                        bool running) const;
   // Makes the sender of `hello` the member of `rank` (a new rank: the ranks
-  // grow to hold it), heard from at `now`, with CURVE key `key` (empty:
-  // none).
+  // grow to hold it), heard from at `now`, over `sender`'s connection with
+  // its CURVE key (empty: none).
   void Admit(int64_t rank, const zmq::message_t& identity, const proto::Hello& hello,
-             Clock::time_point now, const std::string& key = "");
+             Clock::time_point now, const net::Sender& sender = {});
   // Forgets the member of `rank`; its rank is free again.
   void Remove(int64_t rank);
 
@@ -85,6 +88,9 @@ class Membership {
   // The rank of the member whose CURVE key is `key`, or -1 (always for an
   // empty key).
   int64_t RankOfKey(const std::string& key) const;
+  // The rank of the member that joined over connection `connection`
+  // (Endpoint::LastSenderConnection), or -1 (always for 0, unknown).
+  int64_t RankOfConnection(int64_t connection) const;
   bool Has(int64_t rank) const {
     return rank >= 0 && rank < ranks() && members_[static_cast<size_t>(rank)].has_value();
   }

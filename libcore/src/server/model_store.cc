@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include "dmlps/proto/digest.h"
+
 namespace dmlps::server {
 namespace {
 
@@ -677,7 +679,7 @@ Result<bool> TakeChunk(proto::IncomingTensor& push, int64_t index, net::Frames& 
 
 void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::message_t* identity,
                      proto::Model header, const std::string& who,
-                     std::function<void(const Status&)> failed) {
+                     std::function<void(const Status&)> failed, bool digest) {
   const proto::ChunkLayout& layout = store.layout();
   header.num_params = store.size();
   // The identity frame, kept as bytes for the sends to come.
@@ -697,10 +699,20 @@ void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::mess
     spdlog::warn("cannot send the model to {}: {}", who, sent.ToString());
     if (failed) failed(sent);
   };
+  // Digested as it goes out, piece by piece in order (ModelDigest).
+  auto digested = digest ? std::make_shared<proto::ModelDigest>() : nullptr;
+  auto log_digest = [who, version = header.version](const proto::ModelDigest& d) {
+    spdlog::info("sent {} version {} of the model, digest {:016x}", who, version, d.value());
+  };
   if (!layout.streamed()) {
     header.chunks = 0;
     header.chunk_floats = 0;
-    store.Send([send, header](int64_t, zmq::message_t frame) {
+    store.Send([send, header, digested, log_digest](int64_t, zmq::message_t frame) mutable {
+      if (digested) {
+        digested->AddBytes(frame.data(), frame.size());
+        header.digest = digested->value();
+        log_digest(*digested);
+      }
       net::Frames payload;
       payload.push_back(std::move(frame));
       send(header, std::move(payload));
@@ -710,11 +722,20 @@ void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::mess
   header.chunks = layout.count();
   header.chunk_floats = layout.chunk_floats;
   send(header, {});
-  store.Send([send](int64_t index, zmq::message_t frame) {
-    net::Frames payload;
-    payload.push_back(std::move(frame));
-    send(proto::Chunk{index}, std::move(payload));
-  });
+  store.Send(
+      [send, digested, log_digest, last = layout.count() - 1](int64_t index, zmq::message_t frame) {
+        proto::Chunk chunk{index};
+        if (digested) {
+          digested->AddBytes(frame.data(), frame.size());
+          if (index == last) {
+            chunk.digest = digested->value();
+            log_digest(*digested);
+          }
+        }
+        net::Frames payload;
+        payload.push_back(std::move(frame));
+        send(chunk, std::move(payload));
+      });
 }
 
 }  // namespace dmlps::server

@@ -329,10 +329,12 @@ Result<bool> TakeChunk(proto::IncomingTensor& push, int64_t index, net::Frames& 
 // with chunks and chunk_floats set) and follows chunk by chunk in Chunk
 // messages. A failed send is logged as a warning naming `who`, once per
 // reply, and the rest of that reply is not sent; `failed` (if set) then
-// hears why, so that the caller can drop a peer that does not read.
+// hears why, so that the caller can drop a peer that does not read. With
+// `digest` the reply carries the payload's proto::ModelDigest (in the
+// header when whole, else on the last Chunk), logged naming `who`.
 void QueueModelReply(ModelStore& store, net::Endpoint& endpoint, const zmq::message_t* identity,
                      proto::Model header, const std::string& who,
-                     std::function<void(const Status&)> failed = {});
+                     std::function<void(const Status&)> failed = {}, bool digest = false);
 
 }  // namespace dmlps::server
 

@@ -303,6 +303,7 @@ Status ParameterServer::Turn() {
   }
   desk_->CloseStalledStreams();
   desk_->DropUnreading();
+  desk_->LoseClosed();
   shards_->SendOrders();
   CommitCheckpoint();
   if (!shards_->fatal().ok()) {
@@ -438,8 +439,8 @@ void ParameterServer::StartCoordinator() {
   shards_ = std::make_unique<ShardCoordinator>(
       *endpoint_, bounds_, std::move(shard_welcome),
       [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
-      [this](const zmq::message_t& identity, const proto::Hello& hello, const std::string& key) {
-        desk_->HandleHello(identity, hello, key);
+      [this](const zmq::message_t& identity, const proto::Hello& hello, const net::Sender& sender) {
+        desk_->HandleHello(identity, hello, sender);
       });
   if (external_initial_ != nullptr)
     shards_->SetExternalModel(layout_, std::move(external_initial_));

@@ -536,11 +536,13 @@ void ShardServer::RunOrders() {
         }
         proto::Model header;
         header.version = static_cast<int64_t>(order.value);
-        QueueModelReply(*store_, *workers_, &it->second.identity, header,
-                        "worker " + std::to_string(order.worker),
-                        [this, rank = order.worker](const Status& why) {
-                          unreading_.emplace(rank, why.message());
-                        });
+        QueueModelReply(
+            *store_, *workers_, &it->second.identity, header,
+            "worker " + std::to_string(order.worker),
+            [this, rank = order.worker](const Status& why) {
+              unreading_.emplace(rank, why.message());
+            },
+            order.clock == 1);
         break;
       }
       case proto::Order::kForget:

@@ -120,13 +120,12 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
       }
     } else if (!shards_.AllRegistered() && rank < 0) {
       // Its Welcome names every shard: it waits until all are here.
-      if (Status held = shards_.HoldHello(identity, *hello, endpoint_.LastSenderKey());
-          !held.ok()) {
+      if (Status held = shards_.HoldHello(identity, *hello, endpoint_.LastSender()); !held.ok()) {
         Refuse(identity, who, held.message(), true, /*rejoin=*/true);
       } else {
         endpoint_.AdmitSender();
       }
-    } else if (HandleHello(identity, *hello, endpoint_.LastSenderKey())) {
+    } else if (HandleHello(identity, *hello, endpoint_.LastSender())) {
       endpoint_.AdmitSender();
     }
     return;
@@ -166,8 +165,8 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
 }
 
 void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank,
-                       const std::string& key) {
-  members_.Admit(rank, identity, hello, Clock::now(), key);
+                       const net::Sender& sender) {
+  members_.Admit(rank, identity, hello, Clock::now(), sender);
   sync::WorkerInfo info{hello.max_batch};
   // A worker on this host shares its cores with the server and the others
   // here (auto reads the cores they share from that, docs/auto.md).
@@ -188,7 +187,7 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
 }
 
 bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
-                             std::string key) {
+                             const net::Sender& sender) {
   const std::string who =
       fmt::format("peer {} ({}:{})", HexPrefix(identity), hello.host, hello.pid);
   if (hello.evaluator) {
@@ -206,7 +205,7 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
   }
   // One rank per key: a key that holds a rank and joins again from a new
   // connection (a worker restarted) takes its place; the old one is lost.
-  if (const int64_t held = members_.RankOfKey(key);
+  if (const int64_t held = members_.RankOfKey(sender.key);
       held >= 0 && members_.RankOf(identity) != held) {
     LoseWorker(held, "its key joined again from a new connection");
   }
@@ -222,7 +221,7 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
       rank = driver_.AddRank();
       [[fallthrough]];
     case HelloDecision::kAdmit:
-      Admit(identity, hello, rank, key);
+      Admit(identity, hello, rank, sender);
       if (shards_.sharded()) {
         // The other shards admit this worker only with it (see Order kAdmit).
         tickets_[rank] = NewTicket();
@@ -408,12 +407,18 @@ void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
   // a large model streams out chunk by chunk as its updates are applied.
   proto::Model header{reply.version, store_.size(), reply.batch, reply.token};
   header.local_steps = reply.local_steps;
+  // The first model since it joined carries its digest: the worker checks
+  // that it starts from the server's very model.
+  const bool digest = !member.digest_sent;
+  member.digest_sent = true;
   std::string identity(static_cast<const char*>(member.identity.data()), member.identity.size());
-  QueueModelReply(store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank),
-                  [this, rank, identity](const Status& why) {
-                    unreading_.emplace(rank, std::make_pair(identity, why.message()));
-                  });
-  shards_.Order({proto::Order::kReply, rank, 0, static_cast<double>(header.version)});
+  QueueModelReply(
+      store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank),
+      [this, rank, identity](const Status& why) {
+        unreading_.emplace(rank, std::make_pair(identity, why.message()));
+      },
+      digest);
+  shards_.Order({proto::Order::kReply, rank, digest ? 1 : 0, static_cast<double>(header.version)});
 }
 
 void WorkerDesk::SendContinue(int64_t rank, bool download, const sync::Reply& reply) {
@@ -499,6 +504,13 @@ void WorkerDesk::CheckSilence() {
   for (const Membership::Silent& silent : members_.SilentAt(now, options_.worker_timeout)) {
     LoseWorker(silent.rank, fmt::format("silent for {:g} s",
                                         std::chrono::duration<double>(silent.limit).count()));
+  }
+}
+
+void WorkerDesk::LoseClosed() {
+  for (const int64_t connection : endpoint_.TakeClosedConnections()) {
+    const int64_t rank = members_.RankOfConnection(connection);
+    if (rank >= 0) LoseWorker(rank, "its connection closed");
   }
 }
 

@@ -89,7 +89,8 @@ class WorkerDesk {
   // endpoint's own changes with the next message): one rank per key, a key
   // joining again from a new connection taking its place. True when it was
   // welcomed.
-  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello, std::string key);
+  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
+                   const net::Sender& sender);
 
   // The driver's replies to the member of `rank` (see sync::DriverEffects);
   // a model reply is ordered of the other shards as well.
@@ -104,6 +105,9 @@ class WorkerDesk {
   // Loses the members silent for longer than their limit; the coordinator
   // checks the shards.
   void CheckSilence();
+  // Loses at once each member whose connection closed (its process ended):
+  // no one waits for its silence.
+  void LoseClosed();
   // Closes the streamed pushes whose chunks stopped coming (kStreamStall),
   // so that the model's other lanes and replies go on.
   void CloseStalledStreams();
@@ -132,7 +136,7 @@ class WorkerDesk {
   void HandleFrames(net::Frames& frames);
   // Makes the sender of `hello` the member of rank `rank`.
   void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank,
-             const std::string& key);
+             const net::Sender& sender);
   // Tells the member of `rank` what the job is and where the shards are.
   void SendWelcome(const zmq::message_t& identity, int64_t rank);
   void HandlePull(int64_t rank, const proto::Pull& pull);

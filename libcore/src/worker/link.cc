@@ -1,5 +1,7 @@
 #include "worker/link.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 
 #include "dmlps/net/curve.h"
 #include "dmlps/net/secret.h"
+#include "dmlps/proto/digest.h"
 #include "dmlps/trace/trace.h"
 #include "dmlps/worker/model_receiver.h"
 
@@ -410,26 +413,41 @@ int64_t ServerLink::Bound(size_t k) const {
   return welcome_.bounds.empty() ? (k == 0 ? 0 : welcome_.num_params) : welcome_.bounds[k];
 }
 
-Status ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out) {
+Result<uint64_t> ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message,
+                                       std::span<float> out) {
   const auto& header = std::get<proto::Model>(message.body);
   if (header.num_params != static_cast<int64_t>(out.size())) {
     return Status::Protocol("the server sent a model of " + std::to_string(header.num_params) +
                             " parameters, expected " + std::to_string(out.size()));
   }
+  uint64_t digest = header.digest;
   DMLPS_ASSIGN_OR_RETURN(ModelReceiver model, ModelReceiver::Open(message, out));
   // A streamed model: each chunk is copied in as it arrives.
   while (!model.complete()) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message piece,
                            Await(from, {proto::MsgType::kChunk}, config_.server_timeout));
-    if (stop_) return Status::Ok();
+    if (stop_) return uint64_t{0};
+    if (const uint64_t d = std::get<proto::Chunk>(piece.body).digest; d != 0) digest = d;
     DMLPS_RETURN_IF_ERROR(model.Take(piece).WithContext("bad model from the server"));
   }
-  return Status::Ok();
+  if (digest == 0) return digest;
+  proto::ModelDigest received;
+  received.Add(out);
+  if (received.value() != digest) {
+    return Status::DataLoss(fmt::format(
+        "the model received differs from the one the server sent (digest {:016x}, the server's "
+        "{:016x})",
+        received.value(), digest));
+  }
+  return digest;
 }
 
 Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<float> params) {
   const proto::Model header = std::get<proto::Model>(message.body);
-  DMLPS_RETURN_IF_ERROR(TakeSlice(*endpoint_, message, params.subspan(0, Bound(1))));
+  std::vector<uint64_t> digests;
+  DMLPS_ASSIGN_OR_RETURN(const uint64_t first,
+                         TakeSlice(*endpoint_, message, params.subspan(0, Bound(1))));
+  digests.push_back(first);
   // Sharded: the other slices come from their shards, sent as shard 0 sent
   // this one.
   for (size_t k = 1; k <= shards_.size() && !stop_; ++k) {
@@ -442,9 +460,16 @@ Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<fl
                               std::to_string(version) + " of its slice, shard 0 version " +
                               std::to_string(header.version));
     }
-    DMLPS_RETURN_IF_ERROR(TakeSlice(shards_[k - 1], slice,
-                                    params.subspan(static_cast<size_t>(Bound(k)),
-                                                   static_cast<size_t>(Bound(k + 1) - Bound(k)))));
+    DMLPS_ASSIGN_OR_RETURN(const uint64_t d,
+                           TakeSlice(shards_[k - 1], slice,
+                                     params.subspan(static_cast<size_t>(Bound(k)),
+                                                    static_cast<size_t>(Bound(k + 1) - Bound(k)))));
+    digests.push_back(d);
+  }
+  if (!stop_ && std::ranges::any_of(digests, [](uint64_t d) { return d != 0; })) {
+    spdlog::info("version {} of the model came whole: {} {:016x} {} the server's", header.version,
+                 digests.size() == 1 ? "digest" : "digests", fmt::join(digests, " "),
+                 digests.size() == 1 ? "equals" : "equal");
   }
   return header;
 }

@@ -95,7 +95,9 @@ class ServerLink {
   Status PollControl();
   // Copies the model whose header `message` (a Model from shard 0) is into
   // `params`, streamed chunks as they arrive and the other shards' slices
-  // from them; returns shard 0's header. A Stop may cut it short: see
+  // from them; returns shard 0's header. A model that carries digests (the
+  // first since joining) is checked against them: DataLoss when any slice
+  // differs from the one its shard sent. A Stop may cut it short: see
   // stopped().
   Result<proto::Model> TakeModel(proto::Message& message, std::span<float> params);
   // Sleeps `d`, heartbeating meanwhile so that a long emulated delay does
@@ -154,8 +156,9 @@ class ServerLink {
   // Where server shard k's slice of the parameters begins (k = shards: the end).
   int64_t Bound(size_t k) const;
   // Copies a Model message from `from` into `out` (its slice of the model),
-  // its streamed chunks as they arrive.
-  Status TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out);
+  // its streamed chunks as they arrive; returns the digest the slice came
+  // with, once checked (0: none). DataLoss when `out` does not match it.
+  Result<uint64_t> TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out);
   // Says Hello on `to` as rank `rank` (-1: any).
   Status SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, int64_t ticket = 0);
 

@@ -22,6 +22,12 @@ using Frames = std::vector<zmq::message_t>;
 // How long a closing socket may keep trying to deliver what is queued.
 inline constexpr std::chrono::milliseconds kLinger{2000};
 // Frames larger than this are refused by ZeroMQ before they reach us.
+// A bound endpoint pings each connection this often (ZeroMQ's heartbeat),
+// and closes one that sent nothing for kPeerHeartbeatTimeout after a ping:
+// its host vanished. Any message counts, so one frame must not take longer
+// than the timeout to arrive (a 4 MiB chunk needs 0.4 MB/s).
+inline constexpr std::chrono::milliseconds kPeerHeartbeat{1000};
+inline constexpr std::chrono::milliseconds kPeerHeartbeatTimeout{10000};
 inline constexpr int64_t kMaxFrameBytes = int64_t{256} << 20;
 // The message of the Unavailable that Send returns when the peer's send
 // queue is full (it is not reading for now), as opposed to a peer gone.
@@ -65,6 +71,12 @@ struct BindOptions {
 struct ConnectOptions {
   std::string curve_secret;      // this client's secret key (Z85)
   std::string curve_server_key;  // the server's public key (Z85)
+};
+
+// Who sent a message, as far as a guarded endpoint can tell.
+struct Sender {
+  std::string key;         // its connection's CURVE key (LastSenderKey); empty: none
+  int64_t connection = 0;  // its connection's number (LastSenderConnection); 0: unknown
 };
 
 class Endpoint {
@@ -143,6 +155,18 @@ class Endpoint {
   // The CURVE public key (Z85) of the worker connection the message Receive
   // returned last came over; empty without CURVE or from a shard's.
   const std::string& LastSenderKey() const { return last_key_; }
+  // A number naming the connection the message Receive returned last came
+  // over, never given to another connection of this endpoint; 0 on an
+  // unguarded endpoint or when the connection closed already.
+  int64_t LastSenderConnection() const;
+  // The connections of admitted peers (AdmitSender) that closed since the
+  // last call, by LastSenderConnection's number: their peer is gone (its
+  // process ended, or its host or ZeroMQ's heartbeat closed the
+  // connection), so no one need wait for its silence. Empty on an
+  // unguarded endpoint.
+  std::vector<int64_t> TakeClosedConnections();
+  // Both of the above for the message Receive returned last.
+  Sender LastSender() const { return {last_key_, LastSenderConnection()}; }
 
   // Applies a new frame limit and send queue bound (BindOptions::
   // max_frame_bytes, max_queued_messages) to the connections made from now

@@ -29,7 +29,7 @@ namespace dmlps::proto {
 // resume_version of Welcome), version 6 the server's optimizer in shard 0's
 // Welcome to the other shards (optimizer), version 7 the job secret of
 // Hello (roles the operator grants).
-inline constexpr uint32_t kProtocolVersion = 7;
+inline constexpr uint32_t kProtocolVersion = 8;
 
 enum class MsgType : uint8_t {
   kHello = 1,        // worker -> server: wants to join
@@ -148,7 +148,11 @@ struct Model {
   int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
   int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
   int64_t local_steps = 0;   // local-sgd: local steps per push from now on; 0: unchanged
-  MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats, local_steps);
+  // The first model a worker gets after joining: the ModelDigest of the
+  // payload when it came inline (streamed: the last Chunk carries it); 0:
+  // none. The worker checks it.
+  uint64_t digest = 0;
+  MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats, local_steps, digest);
 };
 
 // One step's result. The payload is the mean gradient over `samples` samples
@@ -213,7 +217,8 @@ struct SyncNow {
 // Other messages may come between the pieces.
 struct Chunk {
   int64_t index = 0;
-  MSGPACK_DEFINE_MAP(index);
+  uint64_t digest = 0;  // the last chunk of a Model with a digest: the whole payload's; 0: none
+  MSGPACK_DEFINE_MAP(index, digest);
 };
 
 // One thing shard 0 tells another server shard to do to its slice. Shard 0
@@ -225,7 +230,8 @@ struct Order {
     kDiscard = 2,     // worker's push `clock` contributes nothing: free it
     kApply = 3,       // optimizer step along value * acc; acc = 0
     kApplyDelta = 4,  // slice += value * acc; acc = 0
-    kReply = 5,       // send worker the slice as it stands now (value: the model's version)
+    kReply = 5,       // send worker the slice as it stands now (value: the model's version;
+                      // clock 1: with its digest, the worker's first model since joining)
     kForget = 6,      // the worker is gone: drop its pushes, stages waiting for them skip
     kSnapshot = 7,    // send shard 0 a Slice of the model as it stands now (value: its id)
     kAdmit = 8,       // shard 0 admitted worker (clock: its ticket); carried out on arrival
