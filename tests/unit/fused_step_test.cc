@@ -1,7 +1,7 @@
 // The server's optimizer step checked and computed in one pass, out of
 // place, and taken by swapping buffers: it must end bit for bit where the
 // step taken in place ends, refuse what would overflow as the separate
-// check does (docs/algorithms.md, "Updates that would overflow"), and never
+// check does (docs/algorithms-robustness.md, "Updates that would overflow"), and never
 // write a buffer that a reply still views.
 #include <doctest/doctest.h>
 
