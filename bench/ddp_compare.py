@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""dmlps against PyTorch DistributedDataParallel on one job, in one sitting.
+"""dmlps against PyTorch DistributedDataParallel on one job, in one run.
 
     PYTHONPATH=build/python bench/ddp_compare.py --repeat 5
 

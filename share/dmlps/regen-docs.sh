@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Remakes the measurements that docs/policies.md, simulator.md, transport.md,
-# predictors.md and security.md show: runs each page's commands and keeps
+# predictors.md and security.md show, and the pages beside them
+# (straggler-matrix*.md, simulator-*.md): runs each page's commands and keeps
 # their output under --out, one file per command, for the pages to be
 # brought up to date from. The whole set takes hours on a 2-core machine;
 # name areas to run only some, and --dry-run to list the commands.
@@ -74,9 +75,6 @@ commands() {
       done; done
       echo "$bin/dmlps-bench run --repeat 5"
       echo "$bin/dmlps-bench sim --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"
-      echo "$bin/dmlps-bench run --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --repeat 5"
-      echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --compute-cost 30,20 --jitter 0.4 --repeat 5"
-      echo "$bin/dmlps-bench sim --policies localsgd,async-localsgd,async-localsgd-dylu,dssp --shared-cores 2 --jitter 0.4 --repeat 5"
       echo "$bin/dmlps-bench sim --policies bsp,asp,localsgd,async-localsgd,async-localsgd-dylu,dssp,sync-switch --shared-cores 2 --compute-cost 50,12.4 --jitter 0.4 --repeat 3"
       for seed in 1 2 3 4 5 7; do
         for s in 0 1.5; do

@@ -4,8 +4,8 @@
 # what the run measured: the same order, not blind to the straggler (about
 # a quarter) nor counting it twice. The workers share this host's cores,
 # where the prediction swings with what else the host runs (docs/advise.md,
-# "Accuracy": 0.53-1.55 over fourteen runs on a 2-core VM on 2026-12-05,
-# the measured time steady). The run evaluates nothing: the prediction is
+# "Accuracy": 0.53-1.55 over fourteen runs on a 2-core VM, the measured
+# time steady). The run evaluates nothing: the prediction is
 # of training rounds alone. Also its formats and its errors.
 . "$(dirname "$0")/lib.sh"
 bench=$BIN/dmlps-bench

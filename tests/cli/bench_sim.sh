@@ -69,7 +69,7 @@ cmp -s "$WORK/shared.tsv" "$WORK/sliced.tsv" && fail "time slices changed nothin
 # of 4.4 ms. Without it the workers stay in step, each round's closer
 # first of four that all started together and the other three late; with
 # it the closer, waking, takes a core from one mid-step, and the late
-# pushes per round fall (docs/simulator.md).
+# pushes per round fall (docs/simulator-cores.md).
 wasted_per_round() {
   "$bench" sim --workers 4 --model softmax --batch 256 --slowdown 1 --max-iterations 60 \
     --eval-every 1000 --target 0 --compute-cost 50,17 --policies backup:3 --shared-cores 2 \
@@ -87,7 +87,7 @@ awk -v a="$preempted" 'BEGIN { exit !(a < 2.4) }' ||
 # A credit on wake-up: the closers of a backup round, woken by the new
 # model, run their steps before the late pushes that the round drops get
 # their turn; BSP's rounds, which wait for every push, stay as long
-# (docs/simulator.md). Milliseconds per iteration, backup:3 then BSP.
+# (docs/simulator-cores.md). Milliseconds per iteration, backup:3 then BSP.
 ms_per_iteration() {
   "$bench" sim --workers 4 --model softmax --batch 256 --slowdown 1 --max-iterations 60 \
     --eval-every 1000 --target 0 --compute-cost 50,17 --policies backup:3,bsp --shared-cores 2 \

@@ -2,7 +2,7 @@
 # main job (mlp:128, batch 256, lr 0.1, inner momentum 0.9): the settings
 # DiLoCo's paper gives (outer Nesterov 0.9 at rate 0.7) climbed and then
 # fell here: localsgd with H = 1 to 0.19 after 100 rounds, async-localsgd
-# with H = 8 to 0.65 after 150 iterations (docs/algorithms.md, "Local
+# with H = 8 to 0.65 after 150 iterations (docs/algorithms-local-sgd.md, "Local
 # SGD"). The simulator computes the real gradients; a fixed compute cost
 # makes the run the same every time.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,4 @@
-# docs/algorithms.md, "Local SGD": with one local step, an outer SGD of rate
+# docs/algorithms-local-sgd.md, "Local SGD": with one local step, an outer SGD of rate
 # 1 and no momentum, localsgd trains the model bsp trains on the same seed.
 # Up to float rounding (the workers send θ − (θ − lr·g), which rounds
 # differently from lr·g), so the saved models are compared to a tolerance;

@@ -2,7 +2,7 @@
 # z = 3: each coordinate of the honest gradients' mean, as it estimates them
 # from its own shard, moved by three of their standard deviations. Under BSP
 # the median then keeps mlp:128 on Fashion-MNIST from 0.84; centred clipping
-# with worker momentum (--aggregate cclip) reaches it (docs/algorithms.md,
+# with worker momentum (--aggregate cclip) reaches it (docs/algorithms-robustness.md,
 # "Robust aggregation").
 . "$(dirname "$0")/lib.sh"
 

@@ -1,7 +1,7 @@
 # Under token scheduling a straggler profile's delays come once an
 # iteration, as under the other policies: with --round-robin-ms, in
 # iteration t only the worker of rank t mod N sleeps, however many tokens
-# each worker trains in it (docs/algorithms.md, "Emulating heterogeneity").
+# each worker trains in it (docs/algorithms-stragglers.md, "Emulating heterogeneity").
 . "$(dirname "$0")/lib.sh"
 start_server --workers 4 --policy token --batch 64 --token-size 16 --model softmax \
   --max-iterations 20

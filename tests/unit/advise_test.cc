@@ -87,7 +87,7 @@ TEST_CASE("advise: on shared cores a dropped push still takes a core, after the 
   // cores from those still on a stale step (the kernel's wake-up
   // preemption): backup:2's round, two fresh steps on two cores, is
   // shorter, backup:3's shorter still (measured on two cores: 0.75x and
-  // 0.65x backup:1's, docs/auto.md).
+  // 0.65x backup:1's, docs/simulator-cores.md).
   // Links unlimited, as auto measures a cluster: what the link would save
   // backup:1 on a real one is no part of this.
   // Steps of 2.7 ms on a core, as mlp:128's at batch 256 there.
@@ -187,9 +187,10 @@ TEST_CASE("advise: transient delays cost BSP their expected length; dropping a p
 }
 
 TEST_CASE("advise: under transient delays the default horizon prices the rare rounds") {
-  // As the BSP trace of the thirty-sixth sitting read it (docs/auto-goals.md):
-  // four workers on two shared cores, steps of 7.55 ms at a half share,
-  // every worker paused 50 ms after one step in five. Rounds in which three
+  // A profile as a BSP trace under the delay profile reads it
+  // (docs/advise.md, "How it predicts"): four workers on two shared
+  // cores, steps of 7.55 ms at a half share, every worker paused 50 ms
+  // after one step in five. Rounds in which three
   // or four of them pause are one in 37, and how many a short simulation
   // draws is chance: over seeds 1-10, 100 iterations priced backup:3
   // 1.33-1.93x as fast per iteration as backup:2, 1,000 iterations 1.64x
@@ -331,7 +332,7 @@ TEST_CASE("advise: the efficiency table finds entries and bare names") {
   CHECK_FALSE(table.Find("nonesuch").has_value());
   // The default job's table has backup:2 and backup:3 rows of their own:
   // dropping more pushes a round, each needs more iterations than
-  // backup:1 (docs/advise.md), and is not priced as backup:1.
+  // backup:1 (docs/advise-efficiency.md), and is not priced as backup:1.
   REQUIRE(table.Find("backup:2").has_value());
   CHECK(table.Find("backup:2")->policy == "backup:2");
   REQUIRE(table.Find("backup:3").has_value());

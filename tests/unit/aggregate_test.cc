@@ -1,4 +1,4 @@
-// Robust aggregation (docs/algorithms.md, "Robust aggregation"): the median
+// Robust aggregation (docs/algorithms-robustness.md, "Robust aggregation"): the median
 // or trimmed mean of a round's pushes, coordinate by coordinate, and the
 // norm bound on each push.
 #include "server/aggregate.h"

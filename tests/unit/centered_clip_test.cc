@@ -1,4 +1,4 @@
-// Centred clipping with worker momentum (docs/algorithms.md, "Robust
+// Centred clipping with worker momentum (docs/algorithms-robustness.md, "Robust
 // aggregation"): the rule's parsing, its arithmetic round by round, and the
 // model store combining a round of pushes by it.
 #include "server/centered_clip.h"

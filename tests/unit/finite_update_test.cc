@@ -1,6 +1,6 @@
 // The model never becomes non-finite: a step that would overflow is refused
 // whole, over every lane, and leaves the model and the optimizer's state as
-// they were (docs/algorithms.md, "Updates that would overflow").
+// they were (docs/algorithms-robustness.md, "Updates that would overflow").
 #include <doctest/doctest.h>
 
 #include <cmath>

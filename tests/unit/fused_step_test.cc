@@ -1,7 +1,7 @@
 // The server's optimizer step checked and computed in one pass, out of
 // place, and taken by swapping buffers: it must end bit for bit where the
 // step taken in place ends, refuse what would overflow as the separate
-// check does (docs/algorithms.md, "Updates that would overflow"), and never
+// check does (docs/algorithms-robustness.md, "Updates that would overflow"), and never
 // write a buffer that a reply still views.
 #include <doctest/doctest.h>
 
@@ -73,7 +73,7 @@ TEST_CASE("a step computed out of place ends bit for bit where the step in place
 TEST_CASE("momentum steps flush a velocity decaying into denormals to zero, and only there") {
 #if defined(__SSE__)
   // A velocity at the smallest normal float, a gradient of 0: one step at
-  // μ = 0.5 would make it denormal (slow on x86: docs/simulator.md). The
+  // μ = 0.5 would make it denormal (slow on x86: docs/straggler-matrix-sim.md). The
   // steps flush it; the caller's own arithmetic keeps denormals.
   const float tiny = std::numeric_limits<float>::min();
   const size_t n = 5;

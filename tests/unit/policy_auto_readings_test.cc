@@ -1,4 +1,4 @@
-// What the auto policy's decisions read, as docs/auto.md states it: on
+// What the auto policy's decisions read, as docs/auto-readings.md states it: on
 // shared cores (the host's work at the typical share, a pause as its
 // length, the fewest cores read, a marginal gain seen twice) and under
 // transient delays (one rate for all, delays taking turns, no straggler
@@ -71,10 +71,8 @@ TEST_CASE("auto: on shared cores, jittery even steps' marginal gain waits; apart
 // reads as a slower link. Each step's computing had a core `core_share`
 // of its time. On two shared cores, at 18 ms, a policy that tolerates it
 // (LB-BSP) is predicted some 1.21x as fast as BSP, under kConfirmBelow
-// (docs/auto.md); on cores of their own, at 4 ms, backup:1 some 1.2x.
-// (Before the simulated cores credited a job that wakes, BSP's rounds
-// came out longer: 8 ms gave LB-BSP 1.26x, where it now gives BSP the
-// shortest rounds.) A burst's first 8 steps are read at once, by the
+// (docs/auto.md); on cores of their own, at 4 ms, backup:1 some 1.2x. A
+// burst's first 8 steps are read at once, by the
 // decision the change calls at step 68.
 constexpr double kSharedBurstSendS = 0.018;
 AutoRun BurstRun(int64_t until, double core_share = 0.6, double send_s = kSharedBurstSendS) {
@@ -223,7 +221,7 @@ TEST_CASE("auto: transient delays are no lasting change and do not hold decision
   // Each step of each worker is delayed 50x with probability 0.2, the
   // delay profile's kind: the median of ten steps stays at the level, while
   // their mean log moves by 2x whenever two more of them are delayed
-  // (docs/auto.md: a lasting change is one of the median).
+  // (docs/auto-readings.md: a lasting change is one of the lower quartile).
   const AutoRun run = RunAuto(4, RandomDelays(0.5, 5), 40);
   REQUIRE_FALSE(run.decisions.empty());
   // The first decision once every worker has its warm-up and kMinSteps
@@ -255,7 +253,7 @@ TEST_CASE("auto: a worker delayed in most of its first few steps is no straggler
   // Workers 0-3 are held up in four of the six steps the first decision
   // measures (clocks 2-7, after two of warm-up), as chance has it in one
   // worker in sixty at one delay in five, in four of 256. Their level is
-  // that of their undelayed steps (docs/auto.md): the lower
+  // that of their undelayed steps (docs/auto-readings.md): the lower
   // median of all six would be a delayed one, a straggler 50x slow.
   FirstReadsDelays([](WorkerId w, int64_t step) {
     return w < 4 && (step == 2 || step == 4 || step == 5 || step == 7);
@@ -267,7 +265,7 @@ TEST_CASE("auto: a worker delayed in five of its first six steps is no straggler
   // has it in one worker in 600 at one delay in five, one of 256 in a
   // third of such runs: its own lower quartile is a delayed step. Its one
   // undelayed step, at the others' level, shows what it does undelayed
-  // (docs/auto.md).
+  // (docs/auto-readings.md).
   FirstReadsDelays(
       [](WorkerId w, int64_t step) { return w == 0 && step >= 2 && step <= 7 && step != 4; });
 }
@@ -285,7 +283,7 @@ std::vector<std::string> DelayShares(const Decision& d) {
 TEST_CASE("auto: workers delayed at one rate are read at that rate, not at their few steps'") {
   // Eight workers, each step held up one time in five: on six steps each,
   // chance gives them shares from 0 to 50%, and one rate for all explains
-  // those counts (docs/auto.md): every worker is read at the
+  // those counts (docs/auto-readings.md): every worker is read at the
   // pooled share.
   const AutoRun even = RunAuto(8, RandomDelays(0.5, 5), 10);
   REQUIRE_FALSE(even.decisions.empty());

@@ -236,7 +236,7 @@ TEST_CASE("auto: a steady straggler moves it off bsp, an even cluster keeps it t
   CHECK(slow.decisions.front().predicted.size() == 4);
   CHECK(slow.decisions.front().measured.find("worker-3 steadily") != std::string::npos);
   CHECK(slow.running != "bsp");
-  // What a decision costs (docs/advise.md, "Live") is printed, not asserted:
+  // What a decision costs (docs/advise.md, "Speed") is printed, not asserted:
   // a wall-clock bound fails on a loaded machine whatever the code does.
   double longest_ms = 0;
   for (const Decision& d : slow.decisions) longest_ms = std::max(longest_ms, d.decide_ms);
@@ -348,8 +348,8 @@ TEST_CASE("auto: from three workers it starts under backup:1 by default, and sta
 
 TEST_CASE("auto: where the job's table names a start, it starts there and leaves it once") {
   // The default job's table (mlp:128, batch 256, 4 workers) names
-  // backup:2: every run of auto on that job in two sittings left
-  // backup:1 for backup:2 or backup:3 (docs/auto.md).
+  // backup:2, where auto goes on that job from backup:1 (docs/auto.md,
+  // "The start").
   CHECK(AutoCandidates(4).front() == "backup:2");
   const auto straggler = [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; };
   const AutoRun slow = RunAuto(4, straggler, 20, {.candidates = {}});

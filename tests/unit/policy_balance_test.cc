@@ -1,6 +1,6 @@
 // LB-BSP and the speed predictors behind it: scripted event sequences, and a
 // discrete-event driver in virtual time that plays the worker side of each
-// mode, so that the invariants docs/algorithms.md states ("LB-BSP") are
+// mode, so that the invariants docs/algorithms-stragglers.md states ("LB-BSP") are
 // checked on the schedules a slow worker actually produces.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// Local SGD as docs/algorithms.md states it ("Local SGD", "Asynchronous
+// Local SGD as docs/algorithms-local-sgd.md states it ("Local SGD", "Asynchronous
 // local SGD"): scripted event sequences, the outer optimizers' arithmetic,
 // and workers played in virtual time, one of them 4x slower, with their H
 // local steps as one piece of work per push.
@@ -103,7 +103,7 @@ TEST_CASE("localsgd: with H = 1, outer lr 1 and no outer momentum, a round is a 
     }
   }
   // The math: outer SGD of rate 1 on θ − (θ − lr g) is θ − lr g, BSP's step.
-  // It is the default (docs/algorithms.md, "Local SGD": DiLoCo's Nesterov
+  // It is the default (docs/algorithms-local-sgd.md, "Local SGD": DiLoCo's Nesterov
   // 0.9 at rate 0.7 diverges on top of the inner momentum).
   const ServerOptimizer outer = ServerOptimizerFor(LocalSgdConfig(1), 0.1, 0.9);
   CHECK(outer.lr == 1);
@@ -412,7 +412,7 @@ TEST_CASE("async-localsgd invariants under random speeds and noise, with and wit
 }
 
 TEST_CASE("delayed Nesterov: N plain steps, then the momentum: one Nesterov step on their mean") {
-  // docs/algorithms.md, "Asynchronous local SGD".
+  // docs/algorithms-local-sgd.md, "Asynchronous local SGD".
   const int64_t n = 3;
   auto delayed = optim::MakeOptimizer(0.5, 0.9, true, n, 2).value();
   auto nesterov = optim::MakeOptimizer(0.5, 0.9, true, 1, 2).value();

@@ -1,6 +1,6 @@
 // Workers that leave and join a running job: every policy goes on with the
 // live workers, waits for no one gone, and keeps its invariants
-// (docs/algorithms.md, "Workers leaving and joining" and each model's
+// (docs/algorithms-robustness.md, "Workers leaving and joining" and each model's
 // "Membership"); a saved policy state restores where it stood.
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // Backup workers, WBSP and A-BSP against stragglers: scripted event sequences,
 // and a discrete-event driver in virtual time that plays the worker side of
-// each mode, so that the invariants docs/algorithms.md states ("Backup
+// each mode, so that the invariants docs/algorithms-stragglers.md states ("Backup
 // workers", "WBSP", "A-BSP") are checked on the schedules a slow worker
 // actually produces.
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // Token scheduling: scripted event sequences, and a discrete-event driver in
 // virtual time that plays the worker side, so that the invariants
-// docs/algorithms.md states ("Token scheduling") are checked on the schedules
+// docs/algorithms-stragglers.md states ("Token scheduling") are checked on the schedules
 // a slow worker actually produces.
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // LB-BSP in the simulator when a worker's link is cut: the simulated workers
 // report how long their pushes took to send (PushInfo::comm_s, cycle_s), as
 // dmlps-worker and the server do, so LB-BSP sees a slow link as a slow
-// worker and moves samples off it (docs/algorithms.md, LB-BSP).
+// worker and moves samples off it (docs/algorithms-stragglers.md, "LB-BSP").
 #include <doctest/doctest.h>
 
 #include <string>

@@ -413,7 +413,7 @@ TEST_CASE("sim: a run's limits out of range, or none set, are named as the calle
 }
 
 TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP does") {
-  // docs/algorithms.md, "Local SGD": the same seed gives the same model up to
+  // docs/algorithms-local-sgd.md, "Local SGD": the same seed gives the same model up to
   // float rounding. Not bit for bit: the worker sends θ − (θ − lr·g), which
   // rounds differently from the lr·g the server multiplies out under BSP.
   SimFixture f;

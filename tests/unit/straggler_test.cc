@@ -1,5 +1,5 @@
 // Checks each kind of emulated slowness against its definition in the
-// "Emulating heterogeneity" section of docs/algorithms.md.
+// "Emulating heterogeneity" section of docs/algorithms-stragglers.md.
 #include "dmlps/worker/straggler.h"
 
 #include <doctest/doctest.h>

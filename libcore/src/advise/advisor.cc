@@ -19,22 +19,17 @@ bool Finite(double v) { return std::isfinite(v); }
 
 // Shared cores run as the kernel's scheduler runs them (sim/cpu.h): a job
 // has a whole core for a slice, and one that wakes takes a core from the
-// job furthest into its slice. Four workers of mlp:128 on two cores (2.7
-// ms steps, most of them run without a wait for a core) took per
-// iteration, as fractions of backup:1's, 0.75 under backup:2 and 0.65
-// under backup:3. Cores shared out at once (processor sharing) predicted
-// 0.95 and 0.92: a round that waits for fewer pushes gains nothing there,
-// since the late workers' steps share the cores with the fresh ones'
-// evenly, where in fact the workers that wake up to the new model run
-// first. Slices of 3 ms with that preemption predict 0.83 and 0.73.
+// job furthest into its slice. Cores shared out at once (processor
+// sharing) would have the late workers' steps share the cores with the
+// fresh ones' evenly, so that a round that waits for fewer pushes gains
+// nothing, where on a real host the workers that wake up to the new model
+// run first (docs/simulator-cores.md, "Backup workers").
 constexpr double kSharedSliceS = 0.003;
 // A job that wakes runs its first slice this much longer, as the kernel's
-// fair scheduler credits a task that slept. Without it, on the even
-// cluster of four mlp:128 workers on two cores, backup:1's, backup:2's
-// and backup:3's rounds came out at 13.2, 12.6 and 10.8 ms against 10.6,
-// 8.9 and 7.7 measured (BSP's right, 13.9 against 13.6); with 6 ms, at
-// 13.8, 8.8 and 7.6 (BSP 14.2). Under transient 50 ms delays, 26.3, 14.5
-// and 9.9 against 25.8, 15.5 and 8.5 (docs/simulator.md).
+// fair scheduler credits a task that slept: the workers that close a
+// backup round run their steps through before the late ones, and the
+// simulated rounds come out as long as the measured ones
+// (docs/simulator-cores.md, "A credit on wake-up").
 constexpr double kWakeCreditS = 0.006;
 
 // The q-quantile of `values` (one of them, the lower of two; 0 for none).

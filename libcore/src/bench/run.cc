@@ -25,7 +25,7 @@ std::vector<std::string> RepeatOrder(const std::vector<std::string>& policies, u
   if (!shuffle) return order;
   // Fisher-Yates on a generator of fixed definition (mt19937_64 is one;
   // std::shuffle and the standard distributions are not), so that a
-  // sitting's order is the same wherever it is run again.
+  // repeat's order is the same wherever it is run again.
   std::mt19937_64 random(seed * 0x9E3779B97F4A7C15ULL + static_cast<uint64_t>(repeat));
   for (size_t i = order.size(); i > 1; --i) {
     std::swap(order[i - 1], order[random() % i]);

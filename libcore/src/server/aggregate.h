@@ -1,6 +1,6 @@
 // How the pushes of one round are combined into the server's update: their
 // mean weighted by samples, or a robust rule that one worker sending garbage
-// cannot drag far (docs/algorithms.md, "Robust aggregation"). The
+// cannot drag far (docs/algorithms-robustness.md, "Robust aggregation"). The
 // coordinate-wise rules are here; centred clipping, which keeps state from
 // round to round, is server/centered_clip.h.
 #ifndef DMLPS_SERVER_AGGREGATE_H_

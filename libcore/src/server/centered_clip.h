@@ -1,6 +1,6 @@
 // Centred clipping with worker momentum (Karimireddy, He and Jaggi 2021,
 // "Learning from History for Byzantine Robust Optimization"; see
-// docs/algorithms.md, "Robust aggregation"): each worker's pushes are
+// docs/algorithms-robustness.md, "Robust aggregation"): each worker's pushes are
 // summed over time into its momentum, and the round's update is a centre
 // that starts where the last round's ended and moves towards every
 // momentum by at most the clipping radius over the number of pushes. A

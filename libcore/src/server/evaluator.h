@@ -31,15 +31,13 @@ struct Snapshot {
 // How many snapshots of `params` parameters may wait beyond the one under
 // evaluation before one that is not a `must` is skipped: as many as
 // kQueueBytes hold, at least kMinQueued and at most kMaxQueued. Skipping
-// made the time to a target depend on how fast a policy trains: four
-// workers of mlp:128 on a 2-core host each take a tenth of a second of a
-// core to evaluate, longer than ten iterations of backup:2, and with two
-// waiting at most the evaluator scored one snapshot in two, so that
-// backup:2 and auto first read 0.85 30-80 iterations after the one due
-// (medians 270 and 320 iterations against 240 and 240 when none was
-// skipped; docs/auto-goals-december-5.md). Waiting snapshots delay when
-// the run learns it reached the target (it trains on meanwhile), not the
-// time it reports.
+// makes the time to a target depend on how fast a policy trains: where an
+// evaluation takes longer than the iterations between two snapshots, a
+// faster policy has fewer of its snapshots scored and first reads the
+// target later than the iteration that reached it, and the efficiency
+// tables learned from such runs price it too dear
+// (docs/advise-efficiency.md). Waiting snapshots delay when the run learns
+// it reached the target (it trains on meanwhile), not the time it reports.
 inline constexpr int64_t kQueueBytes = int64_t{64} << 20;
 inline constexpr int64_t kMinQueued = 2;
 inline constexpr int64_t kMaxQueued = 64;

@@ -169,7 +169,7 @@ void WorkerDesk::Admit(const zmq::message_t& identity, const proto::Hello& hello
   members_.Admit(rank, identity, hello, Clock::now(), sender);
   sync::WorkerInfo info{hello.max_batch};
   // A worker on this host shares its cores with the server and the others
-  // here (auto reads the cores they share from that, docs/auto.md).
+  // here (auto reads the cores they share from that, docs/auto-readings.md).
   if (hello.host == net::HostName()) info.host_cores = HostCores();
   // advise reads them from the trace as auto does (SharedCoresAtMost).
   if (tracer_) {

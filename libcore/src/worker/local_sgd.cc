@@ -1,4 +1,4 @@
-// The worker's loop for the local-SGD policies (docs/algorithms.md,
+// The worker's loop for the local-SGD policies (docs/algorithms-local-sgd.md,
 // "Local SGD"): rounds of H local steps whose pseudo-gradient is pushed.
 #include <chrono>
 

@@ -98,10 +98,9 @@ struct Advice {
 // Iterations simulated per candidate unless asked otherwise. Rounds in
 // which several workers are delayed at once are rare (three of four, each
 // delayed one step in five: one round in 37), and a short simulation
-// prices them by chance: on the BSP traces of three sittings under such
-// delays, 100 iterations priced backup:3 1.38-1.60x as fast per iteration
-// as backup:2, 300 and 600 iterations 1.56-1.71x and 1.57-1.68x, and the
-// fixed runs took 1.64x. Elsewhere 100 and 1,000 agree within 4%.
+// prices them by chance; 300 prices them as the fixed runs measure them,
+// and elsewhere 100 and 1,000 agree within 4% (docs/advise.md, "How it
+// predicts").
 inline constexpr int64_t kSimIterations = 300;
 
 struct AdvisorOptions {

@@ -19,10 +19,9 @@ namespace dmlps::proto {
 
 // A tensor larger than this many bytes is streamed, each chunk a message of
 // its own, so that the receiver works on one chunk while the next is on the
-// wire; it is also the largest chunk. 1 MiB measured best for large payloads
-// on a 2-core machine between 128 KiB and 4 MiB (dmlps-bench transport
-// --chunk-bytes): small enough that the server's work on a chunk overlaps the
-// transfer of the next, large enough that the messages' own cost stays small.
+// wire; it is also the largest chunk: small enough that the server's work on
+// a chunk overlaps the transfer of the next, large enough that the messages'
+// own cost stays small (docs/transport.md, "Chunks sized to the payload").
 inline constexpr int64_t kDefaultChunkBytes = 1 << 20;
 // The smallest chunk of a streamed payload, and the fewest chunks one is cut
 // into while its chunks stay above that size: the work on the last chunk,

@@ -45,7 +45,8 @@ inline constexpr NetworkModel kClusterNetwork{10, 50e-6};
 // ZeroMQ over TCP loopback on a host whose cores the workers keep busy, as
 // `dmlps-bench run` has it: the cores copy every message (cores_copy), so
 // traffic slows compute. Fitted to the time per iteration of real runs of
-// the default job on a 2-core VM (a grid over 3-12 Gbit/s and 100-300 µs);
+// the default job on one host (a grid over 3-12 Gbit/s and 100-300 µs;
+// docs/simulator.md, "Against real runs");
 // a push answered by a Continue there takes about 1.7 ms, a push answered by
 // the model behind three other models about 6 ms.
 inline constexpr NetworkModel kLoopbackNetwork{3, 300e-6, true};

@@ -193,7 +193,7 @@ struct PolicyConfig {
   // rate and momentum, Nesterov's unless outer_nesterov is false. The
   // defaults (1, 0: the model moves by the workers' mean move) keep the
   // step the inner SGD's; DiLoCo's 0.7 and 0.9 multiply it by 7 on top of
-  // the inner momentum and diverge (docs/algorithms.md, "Local SGD").
+  // the inner momentum and diverge (docs/algorithms-local-sgd.md, "Local SGD").
   int64_t local_steps = 8;
   double outer_lr = 1;
   double outer_momentum = 0;

@@ -1,5 +1,5 @@
 // Emulated heterogeneity, the ways the papers made a worker slow (see
-// "Emulating heterogeneity" in docs/algorithms.md). Everything here is pure: it
+// "Emulating heterogeneity" in docs/algorithms-stragglers.md). Everything here is pure: it
 // says how long to sleep or how long a send must take, and the worker does
 // the sleeping. Randomness comes from a seeded std::mt19937_64 turned into
 // doubles by our own bit arithmetic, so a seed gives the same delays with any
