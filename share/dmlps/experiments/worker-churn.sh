@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Churn without loss: trains a job to its target without failures, then
+# again while a worker is killed (kill -9) every --every seconds and a new
+# one started in its place at once, as an operator's supervisor would; the
+# runs alternate, so that both see the same machine. Each worker started in
+# a killed one's place must begin from the server's very model: the digest
+# its first model carried (docs/algorithms-robustness.md) equals the one
+# the server logged sending it. Prints a line per run and a summary with
+# the median time to target of each kind and their ratio; exits 1 when a
+# run missed its target or a rejoin's digest differed, 70 when a run could
+# not be run.
+NAME=worker-churn.sh
+SUMMARY='  --runs N         runs of each kind (default 3)
+  --workers W      workers (default 4)
+  --model SPEC     the model (default mlp:512)
+  --policy P       the policy (default bsp)
+  --target A       the test accuracy to reach (default 0.85)
+  --every T        kill a worker every T seconds (default 15)
+  --bin DIR        folder holding dmlps-server and dmlps-worker
+  --out DIR        keep the logs here
+  -- ARGS          passed on to dmlps-server'
+set -euo pipefail
+
+runs=3 workers=4 model=mlp:512 policy=bsp target=0.85 every=15 bin="${DMLPS_BIN:-}" out=""
+server_args=()
+usage() {
+  printf 'usage: %s [--runs N] [--workers W] [--model SPEC] [--policy P] [--target A] [--every T] [--bin DIR] [--out DIR] [-- SERVER-ARGS]\n%s\n' \
+    "$NAME" "$SUMMARY"
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --) shift; server_args=("$@"); break ;;
+    --runs | --workers | --model | --policy | --target | --every | --bin | --out)
+      [ $# -ge 2 ] || { echo "$NAME: error: $1 needs a value" >&2; usage >&2; exit 64; }
+      case "$1" in
+        --runs) runs=$2 ;;
+        --workers) workers=$2 ;;
+        --model) model=$2 ;;
+        --policy) policy=$2 ;;
+        --target) target=$2 ;;
+        --every) every=$2 ;;
+        --bin) bin=$2 ;;
+        --out) out=$2 ;;
+      esac
+      shift 2
+      ;;
+    *) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
+  esac
+done
+count() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "$NAME: error: $1: '$2' is not a count" >&2; exit 64; }; }
+count --runs "$runs"
+count --workers "$workers"
+[ "$workers" -ge 2 ] || { echo "$NAME: error: --workers: churn needs 2 or more" >&2; exit 64; }
+[[ "$every" =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "$every" != 0 ] ||
+  { echo "$NAME: error: --every: '$every' is not seconds" >&2; exit 64; }
+[[ "$target" =~ ^0?\.[0-9]+$ ]] || { echo "$NAME: error: --target: '$target' is not an accuracy in (0, 1)" >&2; exit 64; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+[ -n "$bin" ] || bin="$here/../../../build/cmd"
+for b in dmlps-server dmlps-worker dmlps-keygen; do
+  [ -x "$bin/$b" ] || { echo "$NAME: error: $b not found in $bin; build it or pass --bin DIR" >&2; exit 69; }
+done
+[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-churn.XXXXXX")
+mkdir -p "$out"
+if [ -z "${DMLPS_SECRET_FILE:-}" ]; then
+  "$bin/dmlps-keygen" -q --force --secret "$out/job.secret"
+  export DMLPS_SECRET_FILE="$out/job.secret"
+fi
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+
+children=()
+cleanup() {
+  for pid in "${children[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+# one_run DIR CHURN: one job to the target in DIR; with CHURN 1 a worker is
+# killed every --every seconds, in rank order, and replaced at once. Prints
+# the seconds to target (or "missed"), the rejoins and the digests checked.
+one_run() {
+  local dir=$1 churn=$2 server k victim n=0 started next
+  mkdir -p "$dir"
+  "$bin/dmlps-server" --bind 'tcp://127.0.0.1:*' --endpoint-file "$dir/endpoint" \
+    --workers "$workers" --policy "$policy" --model "$model" --target-accuracy "$target" \
+    --max-seconds 900 "${server_args[@]}" >"$dir/server.tsv" 2>"$dir/server.log" &
+  server=$!
+  children+=("$server")
+  for _ in $(seq 300); do [ -s "$dir/endpoint" ] && break; sleep 0.1; done
+  [ -s "$dir/endpoint" ] || { echo "$NAME: error: the server did not listen (see $dir)" >&2; exit 70; }
+  local endpoint pids=()
+  endpoint=$(cat "$dir/endpoint")
+  for ((k = 0; k < workers; k++)); do
+    "$bin/dmlps-worker" --server "$endpoint" --threads 1 2>"$dir/worker-$k.log" &
+    pids[k]=$!
+    children+=("${pids[k]}")
+  done
+  started=$(date +%s.%N)
+  next=$every
+  while kill -0 "$server" 2>/dev/null; do
+    sleep 0.2
+    [ "$churn" -eq 1 ] || continue
+    if awk -v s="$started" -v now="$(date +%s.%N)" -v e="$next" 'BEGIN { exit !(now - s >= e) }'; then
+      victim=$((n % workers))
+      kill -9 "${pids[victim]}" 2>/dev/null || true
+      n=$((n + 1))
+      "$bin/dmlps-worker" --server "$endpoint" --threads 1 2>"$dir/rejoin-$n.log" &
+      pids[victim]=$!
+      children+=("${pids[victim]}")
+      next=$(awk -v e="$next" -v t="$every" 'BEGIN { print e + t }')
+    fi
+  done
+  wait "$server" || true
+  local seconds checked=0 equal=0 line version digest
+  seconds=$(sed -nE 's/.*reached accuracy [0-9.]+ >= [0-9.]+ after ([0-9.]+) s.*/\1/p' "$dir/server.log")
+  for ((k = 1; k <= n; k++)); do
+    line=$(grep -E "version [0-9]+ of the model came whole" "$dir/rejoin-$k.log" || true)
+    [ -n "$line" ] || continue  # killed or stopped before its first model
+    checked=$((checked + 1))
+    version=$(sed -E 's/.*version ([0-9]+) of the model.*/\1/' <<<"$line")
+    digest=$(sed -E 's/.*digest ([0-9a-f]+) equals.*/\1/' <<<"$line")
+    grep -qE "sent worker [0-9]+ version $version of the model, digest $digest$" "$dir/server.log" &&
+      equal=$((equal + 1))
+  done
+  echo "${seconds:-missed} $n $checked $equal"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+free_times=() churn_times=() failed=0 rejoins=0 checked=0 equal=0
+for ((r = 1; r <= runs; r++)); do
+  read -r s _ _ _ < <(one_run "$out/free-$r" 0)
+  echo "run $r without failures: ${s} s to $target"
+  [ "$s" != missed ] && free_times+=("$s") || failed=1
+  read -r s n c e < <(one_run "$out/churn-$r" 1)
+  echo "run $r with a worker killed every $every s: ${s} s to $target; $n killed and replaced, $c checked their first model, $e digests equal the server's"
+  [ "$s" != missed ] && churn_times+=("$s") || failed=1
+  rejoins=$((rejoins + n)) checked=$((checked + c)) equal=$((equal + e))
+done
+free=$(printf '%s\n' "${free_times[@]}" | median)
+churned=$(printf '%s\n' "${churn_times[@]}" | median)
+ratio=$(awk -v a="$churned" -v b="$free" 'BEGIN { printf "%.2f", a / b }')
+echo "$runs runs each, $workers workers, $model under $policy to $target: median $free s without failures, $churned s with a worker killed every $every s (${ratio}x); $rejoins replaced, $checked checked their first model, $equal digests equal the server's"
+[ "$failed" -eq 0 ] && [ "$checked" -eq "$equal" ] || exit 1
