@@ -31,7 +31,8 @@ int64_t ShardCoordinator::ShardOf(const zmq::message_t& identity) const {
   return it == shard_of_.end() ? -1 : it->second;
 }
 
-Status ShardCoordinator::Register(const zmq::message_t& identity, const proto::Hello& hello) {
+Status ShardCoordinator::Register(const zmq::message_t& identity, const proto::Hello& hello,
+                                  int64_t connection) {
   if (!sharded()) return Status::Config("this server is not sharded (no --shard 0/S)");
   if (!secret_.empty() && !net::SecretMatches(hello.secret, secret_)) {
     return Status::Config("a server shard must present the job secret (--secret)");
@@ -49,6 +50,7 @@ Status ShardCoordinator::Register(const zmq::message_t& identity, const proto::H
   }
   if (hello.address.empty()) return Status::Config("no address for workers to reach it at");
   peer = Peer{net::CopyFrame(identity), hello.address, hello.host, hello.pid, Clock::now()};
+  peer->connection = connection;
   shard_of_[IdentityKey(identity)] = hello.shard;
   ++registered_;
   proto::Welcome welcome = shard_welcome_;
@@ -245,6 +247,17 @@ void ShardCoordinator::CheckSilence(Clock::time_point now, std::chrono::millisec
       lost_ = static_cast<int64_t>(k);
     }
   }
+}
+
+bool ShardCoordinator::LoseClosed(int64_t connection) {
+  for (size_t k = 1; k < peers_.size() && connection != 0; ++k) {
+    if (!peers_[k].has_value() || peers_[k]->connection != connection) continue;
+    fatal_ = Status::Unavailable(
+        fmt::format("server shard {} at {} lost: its connection closed", k, peers_[k]->address));
+    lost_ = static_cast<int64_t>(k);
+    return true;
+  }
+  return false;
 }
 
 std::vector<int64_t> ShardCoordinator::Missing() const {

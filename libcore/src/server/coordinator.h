@@ -82,7 +82,9 @@ class ShardCoordinator {
   // has, answers the worker Hellos held. The reason it cannot (a job not
   // sharded, a shard that does not fit or is taken, no address), to refuse
   // the sender with for good, since a second try would not fit either.
-  Status Register(const zmq::message_t& identity, const proto::Hello& hello);
+  // `connection`: the one it said Hello over (Endpoint::LastSenderConnection).
+  Status Register(const zmq::message_t& identity, const proto::Hello& hello,
+                  int64_t connection = 0);
   // Holds a worker's Hello until every shard has registered: its Welcome
   // names every shard. Unavailable when as many are held as the job has
   // workers plus kConnectionHeadroom (HelloHold): the caller refuses it.
@@ -122,6 +124,9 @@ class ShardCoordinator {
   void SendHeartbeats(int64_t now_us);
   // Marks the run lost (fatal) when a shard has been silent for `timeout`.
   void CheckSilence(Clock::time_point now, std::chrono::milliseconds timeout);
+  // Marks the run lost (fatal) when `connection` is a shard's: its process
+  // ended, no one waits for its silence. False when it is no shard's.
+  bool LoseClosed(int64_t connection);
   // Sends the orders queued, then Stop with `reason`: the shards save what
   // those orders left. The workers whose Hellos are held get Stop too.
   void Stop(const std::string& reason);
@@ -147,6 +152,7 @@ class ShardCoordinator {
     std::string host;
     int64_t pid = 0;
     Clock::time_point last_seen;
+    int64_t connection = 0;             // the one it registered over; 0: unknown
     int64_t written = -1;               // the last checkpoint version it wrote
     bool ready = false;                 // it has sent a message since its Welcome
     std::vector<proto::Order> backlog;  // orders its full send queue did not take yet

@@ -202,7 +202,8 @@ void ParameterServer::AnswerHeldHellos() {
     proto::Message message{proto::Body(hello), {}};
     if (HandlePeer(identity, message)) continue;
     if (hello.shard >= 0) {
-      if (Status registered = shards_->Register(identity, hello); !registered.ok()) {
+      if (Status registered = shards_->Register(identity, hello, sender.connection);
+          !registered.ok()) {
         spdlog::warn("refused {}: {}", ShardName(hello), registered.message());
         Status sent = endpoint_->SendMessage(&identity, proto::Error{registered.message(), true});
         if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());

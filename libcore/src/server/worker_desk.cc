@@ -113,7 +113,9 @@ void WorkerDesk::HandleFrames(net::Frames& frames) {
         // An admitted worker's key is no shard's: shards hold the servers' key pair.
         Refuse(identity, ShardName(*hello),
                "a server shard must connect with the servers' key pair (--curve-secret)", true);
-      } else if (Status registered = shards_.Register(identity, *hello); !registered.ok()) {
+      } else if (Status registered =
+                     shards_.Register(identity, *hello, endpoint_.LastSenderConnection());
+                 !registered.ok()) {
         Refuse(identity, ShardName(*hello), registered.message(), true);
       } else {
         endpoint_.AdmitSender();
@@ -510,7 +512,11 @@ void WorkerDesk::CheckSilence() {
 void WorkerDesk::LoseClosed() {
   for (const int64_t connection : endpoint_.TakeClosedConnections()) {
     const int64_t rank = members_.RankOfConnection(connection);
-    if (rank >= 0) LoseWorker(rank, "its connection closed");
+    if (rank >= 0) {
+      LoseWorker(rank, "its connection closed");
+    } else {
+      shards_.LoseClosed(connection);
+    }
   }
 }
 

@@ -105,8 +105,8 @@ class WorkerDesk {
   // Loses the members silent for longer than their limit; the coordinator
   // checks the shards.
   void CheckSilence();
-  // Loses at once each member whose connection closed (its process ended):
-  // no one waits for its silence.
+  // Loses at once each member, and each shard, whose connection closed
+  // (its process ended): no one waits for its silence.
   void LoseClosed();
   // Closes the streamed pushes whose chunks stopped coming (kStreamStall),
   // so that the model's other lanes and replies go on.
