@@ -49,9 +49,13 @@ class CMakeBuild(build_ext):
         if build is None:
             build = pathlib.Path(self.build_temp).resolve() / "cmake"
             if not (build / "CMakeCache.txt").exists():
+                # No CUDA backend: the module computes nothing on a device
+                # itself (the caller's computation does), and the backend's
+                # libdmlps-cuda.so would stay behind in this build folder.
                 subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build),
                                 "-DCMAKE_BUILD_TYPE=Release", "-DDMLPS_BUILD_TESTS=OFF",
-                                "-DDMLPS_BUILD_MAN=OFF", f"-DPython_EXECUTABLE={sys.executable}",
+                                "-DDMLPS_BUILD_MAN=OFF", "-DDMLPS_WITH_CUDA=OFF",
+                                f"-DPython_EXECUTABLE={sys.executable}",
                                 f"-DPYTHON_EXECUTABLE={sys.executable}"], check=True)
         target = ext.name.split(".")[-1]
         command = ["cmake", "--build", str(build), "--target", target]
