@@ -25,6 +25,8 @@
 #include "dmlps/worker/computation.h"
 #include "dmlps/worker/evaluator_client.h"
 #include "dmlps/worker/worker.h"
+#include "errors.h"
+#include "options.h"
 
 namespace py = pybind11;
 
@@ -134,13 +136,14 @@ Status CallKeeping(const char* what, std::exception_ptr* error, F&& call) {
 class PyComputation : public worker::Computation {
  public:
   PyComputation(int64_t num_samples, int64_t num_params, py::object compute, py::object on_join,
-                py::object local_step, std::exception_ptr* error)
+                py::object local_step, std::exception_ptr* error, std::atomic<bool>* welcomed)
       : num_samples_(num_samples),
         num_params_(num_params),
         compute_(std::move(compute)),
         on_join_(std::move(on_join)),
         local_step_(std::move(local_step)),
-        error_(error) {}
+        error_(error),
+        welcomed_(welcomed) {}
   ~PyComputation() override {
     py::gil_scoped_acquire gil;
     compute_ = py::object();
@@ -164,6 +167,7 @@ class PyComputation : public worker::Computation {
   }
 
   Status Join(const worker::JobInfo& job) override {
+    welcomed_->store(true);
     py::gil_scoped_acquire gil;
     if (num_params_ < 0) num_params_ = job.num_params;  // the server's layout, taken as given
     if (on_join_.is_none()) return Status::Ok();
@@ -206,6 +210,7 @@ class PyComputation : public worker::Computation {
   py::object on_join_;
   py::object local_step_;
   std::exception_ptr* error_;
+  std::atomic<bool>* welcomed_;  // set once the server has welcomed the worker
   LentArray<float> params_;
   LentArray<int64_t> sample_ids_;
   LentArray<float> grad_;
@@ -247,14 +252,16 @@ class InterruptScope {
 
 // Runs `run` (returning a Result) with the GIL released and SIGINT routed
 // to *stop while on the main thread; then raises, in this order, the
-// exception a callback kept in *error, the run's error as RuntimeError, or
+// exception a callback kept in *error, the run's error as its dmlps.Error
+// (RaiseStatus: *welcomed tells a lost server from one never reached), or
 // KeyboardInterrupt when SIGINT ended it. `signal_of` reads the signal
 // from the run's value.
 template <typename T, typename Run, typename SignalOf>
-T RunWithoutGil(std::atomic<int>* stop, std::exception_ptr* error, Run&& run,
-                SignalOf&& signal_of) {
+T RunWithoutGil(std::atomic<int>* stop, std::exception_ptr* error, std::atomic<bool>* welcomed,
+                Run&& run, SignalOf&& signal_of) {
   *error = nullptr;
   stop->store(0);
+  welcomed->store(false);
   py::object threading = py::module_::import("threading");
   const bool main_thread = threading.attr("current_thread")().is(threading.attr("main_thread")());
   Result<T> result = Status::Ok();
@@ -264,7 +271,7 @@ T RunWithoutGil(std::atomic<int>* stop, std::exception_ptr* error, Run&& run,
     result = run();
   }
   if (*error != nullptr) std::rethrow_exception(std::exchange(*error, nullptr));
-  if (!result.ok()) throw std::runtime_error(result.status().message());
+  if (!result.ok()) RaiseStatus(result.status(), welcomed->load());
   if (signal_of(*result) == SIGINT) {
     PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw py::error_already_set();
@@ -304,15 +311,16 @@ class Worker {
     if (!problems.empty()) {
       std::string message;
       for (const std::string& p : problems) message += (message.empty() ? "" : "; ") + p;
-      throw py::value_error(message);
+      RaiseInvalid(message);
     }
   }
 
   py::dict Run() {
     auto computation = std::make_unique<PyComputation>(num_samples_, num_params_, compute_,
-                                                       on_join_, local_step_, &error_);
+                                                       on_join_, local_step_, &error_, &welcomed_);
     const worker::WorkerReport report = RunWithoutGil<worker::WorkerReport>(
-        &stop_, &error_, [&] { return worker::RunWorker(config_, std::move(computation), &stop_); },
+        &stop_, &error_, &welcomed_,
+        [&] { return worker::RunWorker(config_, std::move(computation), &stop_); },
         [](const worker::WorkerReport& r) { return r.signal; });
     return ReportDict(report);
   }
@@ -327,6 +335,7 @@ class Worker {
   py::object on_join_;
   py::object local_step_;
   std::atomic<int> stop_{0};
+  std::atomic<bool> welcomed_{false};
   std::exception_ptr error_;
 };
 
@@ -341,12 +350,12 @@ class Evaluator {
 
   py::dict Run() {
     worker::EvaluatorConfig config = config_;
-    if (!on_join_.is_none()) {
-      config.on_join = [this](const std::string& model, int64_t num_params) {
-        py::gil_scoped_acquire gil;
-        return Call("on_join", [&] { on_join_(model, num_params); });
-      };
-    }
+    config.on_join = [this](const std::string& model, int64_t num_params) {
+      welcomed_.store(true);
+      if (on_join_.is_none()) return Status::Ok();
+      py::gil_scoped_acquire gil;
+      return Call("on_join", [&] { on_join_(model, num_params); });
+    };
     const worker::EvaluateFn evaluate =
         [this](std::span<const float> params) -> Result<model::EvalResult> {
       py::gil_scoped_acquire gil;
@@ -361,7 +370,7 @@ class Evaluator {
       return result;
     };
     const worker::EvaluatorReport report = RunWithoutGil<worker::EvaluatorReport>(
-        &stop_, &error_, [&] { return worker::RunEvaluator(config, evaluate, &stop_); },
+        &stop_, &error_, &welcomed_, [&] { return worker::RunEvaluator(config, evaluate, &stop_); },
         [](const worker::EvaluatorReport& r) { return r.signal; });
     py::dict d;
     d["snapshots"] = report.snapshots;
@@ -383,36 +392,14 @@ class Evaluator {
   py::object on_join_;
   LentArray<float> snapshot_;  // evaluate's params
   std::atomic<int> stop_{0};
+  std::atomic<bool> welcomed_{false};
   std::exception_ptr error_;
 };
 
-worker::EvaluatorConfig MakeEvaluatorConfig(std::string server, const py::kwargs& options) {
-  worker::EvaluatorConfig config;
-  config.server = std::move(server);
-  auto ms = [](const py::handle& v) { return std::chrono::milliseconds(v.cast<int64_t>()); };
-  for (const auto& [key_handle, value] : options) {
-    const std::string key = key_handle.cast<std::string>();
-    if (key == "connect_timeout_ms")
-      config.connect_timeout = ms(value);
-    else if (key == "server_timeout_ms")
-      config.server_timeout = ms(value);
-    else if (key == "heartbeat_ms")
-      config.heartbeat = ms(value);
-    else if (key == "curve_secret")
-      config.curve_secret = value.cast<std::string>();
-    else if (key == "curve_server_key")
-      config.curve_server_key = value.cast<std::string>();
-    else if (key == "secret")
-      config.secret_file = value.cast<std::string>();
-    else
-      throw py::type_error("Evaluator: unknown option '" + key + "'");
-  }
-  return config;
-}
-
+// The value, or the result's status raised as its dmlps.Error.
 template <typename T>
-T ValueOrThrow(Result<T> result) {
-  if (!result.ok()) throw py::value_error(result.status().message());
+T ValueOrRaise(Result<T> result) {
+  if (!result.ok()) RaiseStatus(result.status());
   return std::move(result).value();
 }
 
@@ -440,7 +427,7 @@ py::tuple LoadArrays(F&& load) {
     Result<data::Dataset> loaded = load();
     if (!loaded.ok()) {
       py::gil_scoped_acquire gil;
-      throw py::value_error(loaded.status().message());
+      RaiseStatus(loaded.status());
     }
     dataset = std::move(*loaded);
   }
@@ -450,14 +437,14 @@ py::tuple LoadArrays(F&& load) {
 // The training rows of shard `index` of `count` of a data spelling
 // (data::ParseDataSpec), as (x: n x dim float32, y: n int64).
 py::tuple LoadTrain(const std::string& spelling, int64_t index, int64_t count) {
-  if (count < 1 || index < 0 || index >= count) throw py::value_error("no such shard");
-  const data::DataSpec spec = ValueOrThrow(data::ParseDataSpec(spelling));
+  if (count < 1 || index < 0 || index >= count) RaiseInvalid("no such shard");
+  const data::DataSpec spec = ValueOrRaise(data::ParseDataSpec(spelling));
   return LoadArrays([&] { return data::LoadTrain(spec, data::Shard{index, count}); });
 }
 
 // The test rows of a data spelling, as LoadTrain gives the training rows.
 py::tuple LoadTest(const std::string& spelling) {
-  const data::DataSpec spec = ValueOrThrow(data::ParseDataSpec(spelling));
+  const data::DataSpec spec = ValueOrRaise(data::ParseDataSpec(spelling));
   return LoadArrays([&] { return data::LoadTest(spec); });
 }
 
@@ -469,14 +456,14 @@ py::tuple ModelLossAndGradient(const std::string& name,
                                py::array_t<int64_t, py::array::c_style | py::array::forcecast> y,
                                int64_t classes) {
   if (x.ndim() != 2 || y.ndim() != 1 || x.shape(0) != y.shape(0) || y.shape(0) < 1)
-    throw py::value_error("x must be n x dim and y n labels, n >= 1");
-  model::Model model(ValueOrThrow(model::ParseModelSpec(name, x.shape(1), classes)));
+    RaiseInvalid("x must be n x dim and y n labels, n >= 1");
+  model::Model model(ValueOrRaise(model::ParseModelSpec(name, x.shape(1), classes)));
   if (params.ndim() != 1 || params.shape(0) != model.num_params())
-    throw py::value_error(name + " has " + std::to_string(model.num_params()) + " parameters");
+    RaiseInvalid(name + " has " + std::to_string(model.num_params()) + " parameters");
   Eigen::MatrixXf columns = Eigen::Map<const Eigen::MatrixXf>(x.data(), x.shape(1), x.shape(0));
   std::vector<int32_t> labels(y.data(), y.data() + y.shape(0));
   for (int32_t label : labels) {
-    if (label < 0 || label >= classes) throw py::value_error("a label is outside [0, classes)");
+    if (label < 0 || label >= classes) RaiseInvalid("a label is outside [0, classes)");
   }
   py::array_t<float> grad(model.num_params());
   const double loss = model.LossAndGradient(
@@ -488,7 +475,7 @@ py::tuple ModelLossAndGradient(const std::string& name,
 // A built-in model's initial parameters, as dmlps-server draws them.
 py::array_t<float> ModelInitialize(const std::string& name, int64_t input_dim, int64_t classes,
                                    uint64_t seed) {
-  model::Model model(ValueOrThrow(model::ParseModelSpec(name, input_dim, classes)));
+  model::Model model(ValueOrRaise(model::ParseModelSpec(name, input_dim, classes)));
   py::array_t<float> params(model.num_params());
   model.Initialize(seed, std::span<float>(params.mutable_data(), params.size()));
   return params;
@@ -497,7 +484,7 @@ py::array_t<float> ModelInitialize(const std::string& name, int64_t input_dim, i
 // A checkpoint file as a dict: its model (the slice of a sharded server's
 // shard), layout and counts, checked as dmlps-server --resume checks it.
 py::dict ReadCheckpoint(const std::string& path) {
-  server::Checkpoint checkpoint = ValueOrThrow(server::ReadCheckpointFile(path));
+  server::Checkpoint checkpoint = ValueOrRaise(server::ReadCheckpointFile(path));
   py::dict d;
   const std::vector<float>& values = *checkpoint.params;
   py::array_t<float> params(static_cast<py::ssize_t>(values.size()));
@@ -541,20 +528,20 @@ LayoutOffer MakeLayoutOffer(const py::object& layout, const py::object& values) 
   for (const py::handle& entry : layout) {
     const auto items = entry.cast<py::sequence>();
     if (items.size() != 2 && items.size() != 3) {
-      throw py::value_error("layout: each tensor is (name, shape) or (name, shape, state)");
+      RaiseInvalid("layout: each tensor is (name, shape) or (name, shape, state)");
     }
     model::TensorSpec tensor{items[0].cast<std::string>(), items[1].cast<std::vector<int64_t>>(),
                              items.size() == 3 && items[2].cast<bool>()};
     int64_t size = 1;
     for (int64_t d : tensor.shape) {
       if (d < 1) {
-        throw py::value_error("layout: tensor '" + tensor.name + "' has a dimension below 1");
+        RaiseInvalid("layout: tensor '" + tensor.name + "' has a dimension below 1");
       }
       size *= d;
     }
     if (!tensor.state && !offer.tensors.empty() && offer.tensors.back().state) {
-      throw py::value_error("layout: parameter '" + tensor.name +
-                            "' after module state (state tensors come last)");
+      RaiseInvalid("layout: parameter '" + tensor.name +
+                   "' after module state (state tensors come last)");
     }
     total += size;
     offer.tensors.push_back(std::move(tensor));
@@ -562,8 +549,8 @@ LayoutOffer MakeLayoutOffer(const py::object& layout, const py::object& values) 
   if (!values.is_none()) {
     auto array = values.cast<py::array_t<float, py::array::c_style | py::array::forcecast>>();
     if (array.ndim() != 1 || array.shape(0) != total)
-      throw py::value_error("initial_values must be a flat array of the layout's " +
-                            std::to_string(total) + " floats");
+      RaiseInvalid("initial_values must be a flat array of the layout's " + std::to_string(total) +
+                   " floats");
     offer.values.assign(array.data(), array.data() + total);
   }
   return offer;
@@ -587,8 +574,8 @@ void HandLayoutToConfig(const LayoutOffer& offer, worker::WorkerConfig* config) 
 // the layout and values, as a checkpoint of no run.
 void WriteInitial(const std::string& path, const py::object& layout, const py::object& values) {
   LayoutOffer offer = MakeLayoutOffer(layout, values);
-  if (offer.tensors.empty()) throw py::value_error("write_initial: the layout is empty");
-  if (offer.values.empty()) throw py::value_error("write_initial: no values");
+  if (offer.tensors.empty()) RaiseInvalid("write_initial: the layout is empty");
+  if (offer.values.empty()) RaiseInvalid("write_initial: no values");
   server::Checkpoint checkpoint;
   checkpoint.model = "external";
   checkpoint.policy = "initial";
@@ -596,59 +583,8 @@ void WriteInitial(const std::string& path, const py::object& layout, const py::o
   checkpoint.layout = std::move(offer.tensors);
   checkpoint.params = std::make_shared<const std::vector<float>>(std::move(offer.values));
   if (Status written = server::WriteCheckpointFile(path, checkpoint); !written.ok()) {
-    throw py::value_error(written.message());
+    RaiseStatus(written);
   }
-}
-
-worker::WorkerConfig MakeConfig(const py::kwargs& options) {
-  worker::WorkerConfig config;
-  auto ms = [](const py::handle& v) { return std::chrono::milliseconds(v.cast<int64_t>()); };
-  for (const auto& [key_handle, value] : options) {
-    const std::string key = key_handle.cast<std::string>();
-    worker::StragglerSpec& s = config.straggler;
-    if (key == "rank")
-      config.rank = value.cast<int64_t>();
-    else if (key == "threads")
-      config.threads = value.cast<int64_t>();
-    else if (key == "max_batch")
-      config.max_batch = value.cast<int64_t>();
-    else if (key == "slowdown")
-      s.slowdown = value.cast<double>();
-    else if (key == "slowdown_schedule")
-      s.schedule = ValueOrThrow(worker::ParseSlowdownSchedule(value.cast<std::string>()));
-    else if (key == "delay_prob")
-      s.delay_prob = value.cast<double>();
-    else if (key == "delay_ms")
-      s.delay = ms(value);
-    else if (key == "round_robin_ms")
-      s.round_robin = ms(value);
-    else if (key == "bandwidth_mbps")
-      s.bandwidth_mbps = value.cast<double>();
-    else if (key == "bandwidth_schedule")
-      s.bandwidth_schedule =
-          ValueOrThrow(worker::ParseBandwidthSchedule(value.cast<std::string>()));
-    else if (key == "seed")
-      s.seed = value.cast<uint64_t>();
-    else if (key == "connect_timeout_ms")
-      config.connect_timeout = ms(value);
-    else if (key == "server_timeout_ms")
-      config.server_timeout = ms(value);
-    else if (key == "reconnect_timeout_ms")
-      config.reconnect_timeout = ms(value);
-    else if (key == "heartbeat_ms")
-      config.heartbeat = ms(value);
-    else if (key == "trace")
-      config.trace = value.cast<std::string>();
-    else if (key == "curve_secret")
-      config.curve_secret = value.cast<std::string>();
-    else if (key == "curve_server_key")
-      config.curve_server_key = value.cast<std::string>();
-    else if (key == "secret")
-      config.secret_file = value.cast<std::string>();
-    else
-      throw py::type_error("Worker: unknown option '" + key + "'");
-  }
-  return config;
 }
 
 // The worker logs to standard error, as dmlps-worker does (standard output
@@ -664,93 +600,106 @@ void SetupLogging() {
 void SetLogLevel(const std::string& level) {
   const spdlog::level::level_enum parsed = spdlog::level::from_str(level);
   if (parsed == spdlog::level::off && level != "off") {
-    throw py::value_error("unknown log level '" + level +
-                          "' (trace, debug, info, warning, error, critical, off)");
+    RaiseInvalid("unknown log level '" + level +
+                 "' (trace, debug, info, warning, error, critical, off)");
   }
   spdlog::set_level(parsed);
+}
+
+// Makes dmlps.Worker: its signature, docstring and config from the rows
+// of options.cc.
+void AddWorker(py::module_& m) {
+  const ClassArguments arguments = WorkerArguments();
+  py::class_<Worker> cls(m, "Worker", arguments.doc.c_str());
+  {
+    py::options options;
+    options.disable_function_signatures();  // the class's __signature__ says it
+    cls.def(py::init([](const py::args& args, const py::kwargs& kwargs) {
+              const py::dict bound = BindArguments(
+                  "Worker", py::type::of<Worker>().attr("__signature__"), args, kwargs);
+              worker::WorkerConfig config = MakeWorkerConfig(bound);
+              const py::object layout = bound["layout"];
+              const py::object initial_values = bound["initial_values"];
+              if (!layout.is_none()) {
+                HandLayoutToConfig(MakeLayoutOffer(layout, initial_values), &config);
+              } else if (!initial_values.is_none()) {
+                RaiseInvalid("initial_values needs a layout");
+              }
+              return std::make_unique<Worker>(
+                  std::move(config), IntegerArgument("Worker", bound, "num_samples"),
+                  IntegerArgument("Worker", bound, "num_params"),
+                  CallableArgument("Worker", bound, "compute", true),
+                  CallableArgument("Worker", bound, "on_join", false),
+                  CallableArgument("Worker", bound, "local_step", false));
+            }),
+            "Makes the worker; help(dmlps.Worker) describes the arguments. It joins the "
+            "server when run() is called.");
+    cls.def("run", &Worker::Run,
+            Wrap("run() -> dict: trains until the server stops this worker and returns its "
+                 "report (rank, steps, samples, compute_s, straggle_s, wait_s, comm_s, seconds, "
+                 "stop_reason, reconnects, signal).\n\n"
+                 "Raises what a callback raised; dmlps.UnavailableError when no server answers "
+                 "within connect_timeout_ms; dmlps.RefusedError when the server refuses this "
+                 "worker (its layout, rank or secret); dmlps.ServerLostError when the server "
+                 "goes away for longer than reconnect_timeout_ms; dmlps.ConfigError when this "
+                 "worker does not fit the server's job (another number of parameters); "
+                 "dmlps.ProtocolError when the server speaks another protocol; "
+                 "dmlps.InvalidArgumentError when a callback reshapes an array it must fill "
+                 "in place; KeyboardInterrupt on Ctrl-C.")
+                .c_str());
+    cls.def("stop", &Worker::Stop, "stop(): makes run() return soon (from another thread).");
+  }
+  cls.attr("__signature__") = arguments.signature;
+  cls.attr("__module__") = "dmlps";
+}
+
+// Makes dmlps.Evaluator, as AddWorker makes dmlps.Worker.
+void AddEvaluator(py::module_& m) {
+  const ClassArguments arguments = EvaluatorArguments();
+  py::class_<Evaluator> cls(m, "Evaluator", arguments.doc.c_str());
+  {
+    py::options options;
+    options.disable_function_signatures();
+    cls.def(py::init([](const py::args& args, const py::kwargs& kwargs) {
+              const py::dict bound = BindArguments(
+                  "Evaluator", py::type::of<Evaluator>().attr("__signature__"), args, kwargs);
+              return std::make_unique<Evaluator>(
+                  MakeEvaluatorConfig(bound),
+                  CallableArgument("Evaluator", bound, "evaluate", true),
+                  CallableArgument("Evaluator", bound, "on_join", false));
+            }),
+            "Makes the evaluator; help(dmlps.Evaluator) describes the arguments. It joins "
+            "the server when run() is called.");
+    cls.def("run", &Evaluator::Run,
+            Wrap("run() -> dict: scores snapshots until the server ends the run; returns "
+                 "{'snapshots', 'stop_reason', 'signal'}.\n\n"
+                 "Raises what evaluate or on_join raised; dmlps.UnavailableError when no "
+                 "server answers within connect_timeout_ms; dmlps.RefusedError when the server "
+                 "refuses this evaluator (no --evaluator, no or another job secret); "
+                 "dmlps.ServerLostError when the server is silent for server_timeout_ms; "
+                 "dmlps.InternalError when evaluate returns an accuracy outside [0, 1] or a "
+                 "loss that is negative or not finite; KeyboardInterrupt on Ctrl-C.")
+                .c_str());
+    cls.def("stop", &Evaluator::Stop, "stop(): makes run() return soon (from another thread).");
+  }
+  cls.attr("__signature__") = arguments.signature;
+  cls.attr("__module__") = "dmlps";
 }
 
 }  // namespace
 }  // namespace dmlps::python
 
 PYBIND11_MODULE(_dmlps, m) {
-  using dmlps::python::Worker;
   namespace dp = dmlps::python;
   m.doc() = "dmlps workers whose gradients Python computes (see the dmlps package)";
   m.attr("__version__") = DMLPS_VERSION;
+  dp::AddErrors(m);
   dp::SetupLogging();
   m.def("set_log_level", &dp::SetLogLevel, py::arg("level"),
         "How much the workers log to standard error: trace, debug, info (the default), "
         "warning, error, critical or off");
-  py::class_<Worker>(
-      m, "Worker",
-      "Worker(server, num_samples, compute, num_params=-1, on_join=None, layout=None, "
-      "initial_values=None, local_step=None, **options): joins a dmlps-server and trains as "
-      "dmlps-worker does, each gradient from compute(params, sample_ids, grad): params "
-      "(float32, read-only), sample_ids (int64, read-only) and grad (float32, writable) are "
-      "NumPy arrays of their own; fill grad with the mean gradient over the samples and "
-      "return their mean loss. params is a copy of the worker's model; grad is copied into "
-      "the worker's push when compute returns. An array kept past its call stays valid, "
-      "after run() too, and holds what it held when its call returned: the worker never "
-      "writes into it again, and writing into it changes nothing the worker sends (a later "
-      "call gets other arrays; an array nothing keeps is reused). A model "
-      "with module state (layout entries (name, shape, True), last) reads the server's state "
-      "at the end of params and writes its own at the end of grad. on_join(job) gets the "
-      "server's job as a dict when the worker is welcomed and may return the sample count. "
-      "layout ([(name, shape)] or (name, shape, True) for state) and initial_values are "
-      "announced to a server of --model external, which takes them from the worker presenting "
-      "its job secret (secret=FILE, or $DMLPS_SECRET_FILE's). local_step(params, grad), when "
-      "given, "
-      "takes the local steps of wbsp, localsgd and async-localsgd: called right after compute, "
-      "it moves params (writable; copied back into the worker's local model when it "
-      "returns) as its own optimizer steps them. Options: the flags of "
-      "dmlps-worker(1) as keywords (rank, slowdown, delay_ms, ...).")
-      .def(
-          py::init([](std::string server, int64_t num_samples, py::object compute,
-                      int64_t num_params, py::object on_join, py::object layout,
-                      py::object initial_values, py::object local_step, const py::kwargs& options) {
-            dmlps::worker::WorkerConfig config = dp::MakeConfig(options);
-            config.server = std::move(server);
-            if (!layout.is_none()) {
-              dp::HandLayoutToConfig(dp::MakeLayoutOffer(layout, initial_values), &config);
-            } else if (!initial_values.is_none()) {
-              throw py::value_error("initial_values needs a layout");
-            }
-            return std::make_unique<Worker>(std::move(config), num_samples, num_params,
-                                            std::move(compute), std::move(on_join),
-                                            std::move(local_step));
-          }),
-          py::arg("server"), py::arg("num_samples"), py::arg("compute"), py::arg("num_params") = -1,
-          py::arg("on_join") = py::none(), py::arg("layout") = py::none(),
-          py::arg("initial_values") = py::none(), py::arg("local_step") = py::none())
-      .def("run", &Worker::Run)
-      .def("stop", &Worker::Stop);
-  py::class_<dp::Evaluator>(
-      m, "Evaluator",
-      "Evaluator(server, evaluate, on_join=None, **options): joins a dmlps-server started "
-      "with --evaluator and scores the snapshots it would have scored itself. "
-      "evaluate(params) receives each snapshot as a read-only float32 NumPy array of the "
-      "flat parameter vector (a copy of its own, valid as long as it is kept, after run() "
-      "too) and returns (accuracy, loss); "
-      "on_join(model, num_params) is called once the server has welcomed the evaluator. "
-      "A PyTorch module should be scored in eval() mode (Dropout off, BatchNorm on its "
-      "running statistics): dmlps.torch.evaluator does so, and restores the module's "
-      "modes afterwards. The server grants the role only to an evaluator presenting its job "
-      "secret: secret=FILE, or the file $DMLPS_SECRET_FILE names. Options: "
-      "connect_timeout_ms, server_timeout_ms, heartbeat_ms, curve_secret, curve_server_key, "
-      "secret.")
-      .def(py::init([](std::string server, py::object evaluate, py::object on_join,
-                       const py::kwargs& options) {
-             return std::make_unique<dp::Evaluator>(
-                 dp::MakeEvaluatorConfig(std::move(server), options), std::move(evaluate),
-                 std::move(on_join));
-           }),
-           py::arg("server"), py::arg("evaluate"), py::arg("on_join") = py::none())
-      .def("run", &dp::Evaluator::Run,
-           "Scores snapshots until the server ends the run; returns {'snapshots', "
-           "'stop_reason', 'signal'}; raises what evaluate or on_join raised, "
-           "RuntimeError when the run fails, KeyboardInterrupt on Ctrl-C.")
-      .def("stop", &dp::Evaluator::Stop, "Makes run() return soon (from another thread).");
+  dp::AddWorker(m);
+  dp::AddEvaluator(m);
   m.def("load_train", &dp::LoadTrain, py::arg("data") = "fashion-mnist", py::arg("shard_index") = 0,
         py::arg("shard_count") = 1);
   m.def("load_test", &dp::LoadTest, py::arg("data") = "fashion-mnist");
@@ -766,7 +715,8 @@ PYBIND11_MODULE(_dmlps, m) {
         "module.");
   m.def("read_checkpoint", &dp::ReadCheckpoint, py::arg("path"),
         "read_checkpoint(path) -> dict: a dmlps-server checkpoint file, checked as --resume "
-        "checks it (ValueError naming the file and what is wrong): 'params' (float32, the "
+        "checks it (dmlps.NotFoundError, or dmlps.DataLossError naming the file and what is "
+        "wrong): 'params' (float32, the "
         "flat vector: parameters then module state; a server shard's file holds its slice, "
         "from 'slice_begin' of 'model_params'), 'layout' ([(name, shape, is_state)], empty "
         "for a built-in model), 'model', 'policy', 'optimizer', 'workers', 'iteration', "

@@ -14,6 +14,9 @@ packages="$packages openmpi-bin iproute2"
 # pybind11 and NumPy for the Python module (python/), PyTorch for its torch
 # adapter and tests, a threaded OpenBLAS for NumPy and PyTorch.
 packages="$packages pybind11-dev python3-dev python3-numpy python3-torch libopenblas0-pthread"
+# pip, setuptools, wheel and venv for pip install of the Python package
+# (python/pyproject.toml) and its test.
+packages="$packages python3-pip python3-setuptools python3-wheel python3-venv"
 # PyYAML for the test that reads the Kubernetes manifest in launch/.
 packages="$packages python3-yaml"
 # jq for share/dmlps/experiments/reproduce-all.sh and its test.

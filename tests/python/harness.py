@@ -6,6 +6,8 @@ child killed on exit. A test whose module or PyTorch is missing exits 77
 import atexit
 import os
 import shutil
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -111,6 +113,75 @@ class Server:
         if len(lines) < 2:
             fail("the server evaluated nothing")
         return float(lines[-1].split("\t")[2])
+
+
+def unused_endpoint():
+    """A loopback TCP address nothing listens on (a port the kernel just
+    handed out and took back)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
+
+
+class ForeignServer(threading.Thread):
+    """A peer on a free loopback port that speaks ZeroMQ's wire protocol
+    (ZMTP 3.0, NULL security, as a ROUTER) but another dmlps protocol: it
+    answers the first message of the first peer with a header of protocol
+    version 1. Written with the standard library alone; each socket wait is
+    bounded (10 s)."""
+
+    # msgpack of [1, 2, {}]: version 1, message type 2, an empty body.
+    FOREIGN_HEADER = bytes([0x93, 0x01, 0x02, 0x80])
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(1)
+        self.listener.settimeout(10)
+        self.endpoint = f"tcp://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.answered = False
+
+    @staticmethod
+    def _read(conn, n):
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the peer hung up")
+            data += chunk
+        return data
+
+    def _frame(self, conn):
+        """(flags, body) of the next frame or command."""
+        flags = self._read(conn, 1)[0]
+        size = self._read(conn, 8 if flags & 0x02 else 1)
+        return flags, self._read(conn, int.from_bytes(size, "big"))
+
+    def run(self):
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(10)
+            try:
+                # Greeting: signature, version 3.0, mechanism NULL, not as-server, filler.
+                conn.sendall(b"\xff" + bytes(8) + b"\x7f" + bytes([3, 0]) +
+                             b"NULL".ljust(20, b"\x00") + bytes(32))
+                self._read(conn, 64)
+                ready = b"\x05READY" + b"\x0bSocket-Type" + struct.pack(">I", 6) + b"ROUTER"
+                conn.sendall(bytes([0x04, len(ready)]) + ready)
+                flags, _ = self._frame(conn)
+                while flags & 0x04:  # commands: the peer's READY
+                    flags, _ = self._frame(conn)
+                while flags & 0x01:  # the rest of the peer's first message
+                    flags, _ = self._frame(conn)
+                conn.sendall(bytes([0x00, len(self.FOREIGN_HEADER)]) + self.FOREIGN_HEADER)
+                self.answered = True
+                self._read(conn, 1)  # until the peer hangs up (or 10 s)
+            except OSError:
+                pass
 
 
 class WorkerThread(threading.Thread):

@@ -35,7 +35,7 @@ wrong = harness.torch_workers(server.endpoint, 1, model_hidden=(64,))[0]
 try:
     wrong.run()
     harness.fail("a worker with another layout was admitted")
-except RuntimeError as e:
+except dmlps.RefusedError as e:
     if "layout" not in str(e) or "[128,784]" not in str(e).replace(" ", ""):
         harness.fail(f"the refusal does not name the first difference: {e}")
     refusal = str(e)

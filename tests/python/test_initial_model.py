@@ -63,7 +63,7 @@ other = torch.nn.Sequential(torch.nn.Linear(784, 10))
 try:
     dmlps.torch.worker(server.endpoint, other, loss_fn, x, y).run()
     harness.fail("a worker of another layout was admitted")
-except RuntimeError as e:
+except dmlps.RefusedError as e:
     if "layout is not the external model's" not in str(e):
         harness.fail(f"the refusal does not say why: {e}")
 server.process.kill()

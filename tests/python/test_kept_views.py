@@ -138,6 +138,6 @@ def resizing(params, sample_ids, grad):
 thread = harness.run_workers([dmlps.Worker(server.endpoint, 100, resizing, num_params=7850)],
                              60)[0]
 server.process.kill()
-if not isinstance(thread.error, RuntimeError) or "resized" not in str(thread.error):
+if not isinstance(thread.error, dmlps.InvalidArgumentError) or "resized" not in str(thread.error):
     harness.fail(f"a grad resized in place gave {thread.error!r}")
 print(f"ok: a grad resized in place: {thread.error!r}")

@@ -69,6 +69,31 @@ TEST_CASE("checkpoint: CRC-32 is the IEEE one zlib computes") {
         Crc32(bytes));
 }
 
+// tests/data/format1-initial.ckpt: a file of format 1 as dmlps.write_initial
+// writes it (an external model of 3 tensors, 12 floats (i - 5.5) / 4),
+// kept in the tree so that any change to the writer or to the checksum that
+// would stop existing files from loading fails here.
+TEST_CASE("checkpoint: a format 1 file in the tree still loads, its checksum unchanged") {
+  const std::string path = std::string(DMLPS_TEST_DATA_DIR) + "/format1-initial.ckpt";
+  const std::string bytes = Slurp(path);
+  REQUIRE(bytes.size() == 316);
+  const uint32_t stored = static_cast<uint32_t>(static_cast<unsigned char>(bytes[312])) |
+                          static_cast<uint32_t>(static_cast<unsigned char>(bytes[313])) << 8 |
+                          static_cast<uint32_t>(static_cast<unsigned char>(bytes[314])) << 16 |
+                          static_cast<uint32_t>(static_cast<unsigned char>(bytes[315])) << 24;
+  CHECK(stored == 0xAB64339Eu);
+  CHECK(Crc32(std::string_view(bytes).substr(0, 312)) == stored);
+  Result<Checkpoint> read = ReadCheckpointFile(path);
+  REQUIRE_MESSAGE(read.ok(), read.status().message());
+  CHECK(read->model == "external");
+  CHECK(read->policy == "initial");
+  const std::vector<model::TensorSpec> layout = {
+      {"fc.weight", {3, 2}}, {"fc.bias", {3}}, {"bn.running_mean", {3}, true}};
+  CHECK(read->layout == layout);
+  REQUIRE(read->params->size() == 12);
+  for (size_t i = 0; i < 12; ++i) CHECK((*read->params)[i] == (static_cast<float>(i) - 5.5f) / 4);
+}
+
 TEST_CASE("checkpoint: a file written reads back exactly, and no temporary file stays") {
   TempDir dir;
   const Checkpoint c = Sample();

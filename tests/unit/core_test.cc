@@ -17,6 +17,7 @@ TEST_CASE("statuses map to sysexits codes and carry context") {
   CHECK(ExitCodeFor(Status::DataLoss("x")) == 65);
   CHECK(ExitCodeFor(Status::NotFound("x")) == 66);
   CHECK(ExitCodeFor(Status::Unavailable("x")) == 69);
+  CHECK(ExitCodeFor(Status::Refused("x")) == 69);
   CHECK(ExitCodeFor(Status::Internal("x")) == 70);
   CHECK(ExitCodeFor(Status::IOError("x")) == 74);
   CHECK(ExitCodeFor(Status::Protocol("x")) == 76);

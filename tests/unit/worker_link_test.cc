@@ -151,6 +151,24 @@ TEST_CASE("a link with no server there says where it looked and for how long") {
   CHECK(link.rank() == -1);
 }
 
+TEST_CASE("a link the server refuses says Refused, with the server's reason") {
+  zmq::context_t context;
+  FakeShard server(context);
+  const worker::WorkerConfig config = ConfigFor(server.endpoint.address());
+  std::thread fake([&] {
+    server.AwaitHello();
+    server.Send(proto::Error{"the worker's layout is not the external model's", true});
+  });
+  worker::ServerLink link(config, nullptr);
+  const Status joined = link.Join(0);
+  fake.join();
+  CHECK(joined.code() == StatusCode::kRefused);
+  CHECK(joined.message() ==
+        "the server refused this worker: the worker's layout is not the external model's");
+  CHECK(ExitCodeFor(joined) == 69);  // as dmlps-worker exits for any unavailable server
+  CHECK(link.rank() == -1);
+}
+
 TEST_CASE("a link joins again with the max_batch it joined with") {
   zmq::context_t context;
   FakeShard server(context);

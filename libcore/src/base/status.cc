@@ -29,6 +29,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "configuration error";
     case StatusCode::kInternal:
       return "internal error";
+    case StatusCode::kRefused:
+      return "refused";
   }
   return "unknown";
 }
@@ -44,6 +46,7 @@ int ExitCodeFor(const Status& status) {
     case StatusCode::kNotFound:
       return 66;  // EX_NOINPUT
     case StatusCode::kUnavailable:
+    case StatusCode::kRefused:
       return 69;  // EX_UNAVAILABLE
     case StatusCode::kInternal:
       return 70;  // EX_SOFTWARE

@@ -4,9 +4,9 @@
 #include <spdlog/fmt/fmt.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -48,16 +48,6 @@ struct CheckpointMeta {
                      policy_extra, layout, shard_index, shard_count, slice_begin, model_params,
                      optimizer_steps);
 };
-
-std::array<uint32_t, 256> MakeCrcTable() {
-  std::array<uint32_t, 256> table{};
-  for (uint32_t n = 0; n < 256; ++n) {
-    uint32_t c = n;
-    for (int k = 0; k < 8; ++k) c = (c & 1) != 0 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    table[n] = c;
-  }
-  return table;
-}
 
 void PutU32(std::string* out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -157,10 +147,9 @@ std::string MetaProblem(CheckpointMeta& meta, uint64_t num_params, uint64_t num_
 }  // namespace
 
 uint32_t Crc32(std::string_view bytes, uint32_t crc) {
-  static const std::array<uint32_t, 256> table = MakeCrcTable();
-  uint32_t c = crc ^ 0xFFFFFFFFu;
-  for (char ch : bytes) c = table[(c ^ static_cast<unsigned char>(ch)) & 0xff] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
+  // crc32_z takes a size_t length: a checkpoint may pass 4 GiB.
+  return static_cast<uint32_t>(
+      crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 std::string EncodeCheckpoint(const Checkpoint& checkpoint) {

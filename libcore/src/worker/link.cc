@@ -281,7 +281,7 @@ Status ServerLink::HandleAside(const proto::Message& message) {
     }
     if (error->fatal) {
       refused_ = true;
-      return Status::Unavailable("the server refused this worker: " + error->message);
+      return Status::Refused("the server refused this worker: " + error->message);
     }
     spdlog::warn("the server says: {}", error->message);
   } else if (auto* sync = std::get_if<proto::SyncNow>(&message.body)) {

@@ -66,7 +66,8 @@ class ServerLink {
   Status LoadKeys();
   // Says Hello (offering `max_batch` samples a step), waits for the Welcome
   // and joins the other server shards it names. Unavailable when no server
-  // answers within --connect-timeout, or when the server stops first.
+  // answers within --connect-timeout, or when the server stops first;
+  // Refused when the server refuses this worker (its rank, layout, secret).
   Status Join(int64_t max_batch);
   // Joins the server again after it went away, with the keys and max_batch
   // that Join had, retrying with back-off for --reconnect-timeout;
@@ -89,7 +90,8 @@ class ServerLink {
                   const proto::Body* then = nullptr);
   // Waits for a message of a type in `wants` (or Stop), handling heartbeats,
   // the server's warnings and SyncNow on the way; Unavailable when the
-  // server stays silent for --server-timeout.
+  // server stays silent for --server-timeout, Refused when it refuses this
+  // worker for good.
   Result<proto::Message> Await(std::initializer_list<proto::MsgType> wants);
   // Handles what arrived without blocking: a Stop, a SyncNow, a warning.
   Status PollControl();

@@ -21,6 +21,9 @@ enum class StatusCode {
   kProtocol,         // a peer spoke something other than our protocol
   kConfig,           // settings that contradict each other or the peer's
   kInternal,         // a bug: an invariant of ours did not hold
+  // A peer that answered and said no: to our role, rank, layout or secret.
+  // Exits as kUnavailable does (69): to the caller, the service is not there.
+  kRefused,
 };
 
 class Status {
@@ -39,6 +42,7 @@ class Status {
   static Status Protocol(std::string m) { return {StatusCode::kProtocol, std::move(m)}; }
   static Status Config(std::string m) { return {StatusCode::kConfig, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+  static Status Refused(std::string m) { return {StatusCode::kRefused, std::move(m)}; }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }

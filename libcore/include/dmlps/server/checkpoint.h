@@ -128,7 +128,8 @@ Status WriteCheckpointFile(const std::string& path, const Checkpoint& checkpoint
 // Reads and checks a checkpoint file: NotFound, IOError or DataLoss.
 Result<Checkpoint> ReadCheckpointFile(const std::string& path);
 
-// CRC-32 (IEEE 802.3, reflected, as zlib's crc32) of `bytes`, continuing from `crc`.
+// CRC-32 (IEEE 802.3, reflected) of `bytes`, continuing from `crc`: zlib's
+// crc32, so any zlib (Python's zlib.crc32 too) checks a file's trailer.
 uint32_t Crc32(std::string_view bytes, uint32_t crc = 0);
 
 }  // namespace dmlps::server

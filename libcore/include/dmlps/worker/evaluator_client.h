@@ -48,8 +48,8 @@ struct EvaluatorReport {
 
 // Joins the server of `config` as its evaluator and answers its snapshots
 // with `evaluate` until the server stops it (ok), a signal arrives (nonzero
-// in *signal; reported, not an error), the server refuses it or goes
-// silent (Unavailable), or `evaluate` fails. The snapshots' size is the
+// in *signal; reported, not an error), the server refuses it (Refused) or
+// goes silent (Unavailable), or `evaluate` fails. The snapshots' size is the
 // Welcome's num_params; a snapshot of another size is a protocol error.
 Result<EvaluatorReport> RunEvaluator(const EvaluatorConfig& config, const EvaluateFn& evaluate,
                                      const std::atomic<int>* signal);

@@ -77,7 +77,7 @@ struct WorkerReport {
 // Runs one worker until the server stops it (ok), no server answers within
 // the timeouts (Unavailable; a server that goes away mid-run is retried with
 // back-off for reconnect_timeout, and the worker Hellos again when it is
-// back), the server refuses it, its data is missing or
+// back), the server refuses it (Refused), its data is missing or
 // corrupt, or a signal arrives (nonzero in *signal; reported, not an error).
 Result<WorkerReport> RunWorker(const WorkerConfig& config, const std::atomic<int>* signal);
 
