@@ -6,7 +6,9 @@
 # a killed one's place must begin from the server's very model: the digest
 # its first model carried (docs/algorithms-robustness.md) equals the one
 # the server logged sending it. Prints a line per run and a summary with
-# the median time to target of each kind and their ratio; exits 1 when a
+# the median time to target of each kind, their ratio, and the median of
+# each pair's ratio (a run with churn over the run without just before it,
+# which the machine's other load shifts less); exits 1 when a
 # run missed its target or a rejoin's digest differed, 70 when a run could
 # not be run.
 NAME=worker-churn.sh
@@ -127,7 +129,7 @@ one_run() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-free_times=() churn_times=() failed=0 rejoins=0 checked=0 equal=0
+free_times=() churn_times=() pair_ratios=() failed=0 rejoins=0 checked=0 equal=0
 for ((r = 1; r <= runs; r++)); do
   read -r s _ _ _ < <(one_run "$out/free-$r" 0)
   echo "run $r without failures: ${s} s to $target"
@@ -135,10 +137,14 @@ for ((r = 1; r <= runs; r++)); do
   read -r s n c e < <(one_run "$out/churn-$r" 1)
   echo "run $r with a worker killed every $every s: ${s} s to $target; $n killed and replaced, $c checked their first model, $e digests equal the server's"
   [ "$s" != missed ] && churn_times+=("$s") || failed=1
+  if [ "$s" != missed ] && [ "${#free_times[@]}" -eq "$r" ]; then
+    pair_ratios+=("$(awk -v a="$s" -v b="${free_times[r - 1]}" 'BEGIN { printf "%.3f", a / b }')")
+  fi
   rejoins=$((rejoins + n)) checked=$((checked + c)) equal=$((equal + e))
 done
 free=$(printf '%s\n' "${free_times[@]}" | median)
 churned=$(printf '%s\n' "${churn_times[@]}" | median)
 ratio=$(awk -v a="$churned" -v b="$free" 'BEGIN { printf "%.2f", a / b }')
-echo "$runs runs each, $workers workers, $model under $policy to $target: median $free s without failures, $churned s with a worker killed every $every s (${ratio}x); $rejoins replaced, $checked checked their first model, $equal digests equal the server's"
+paired=$(printf '%s\n' "${pair_ratios[@]}" | median)
+echo "$runs runs each, $workers workers, $model under $policy to $target: median $free s without failures, $churned s with a worker killed every $every s (${ratio}x; paired runs' ratios ${pair_ratios[*]}, median ${paired}x); $rejoins replaced, $checked checked their first model, $equal digests equal the server's"
 [ "$failed" -eq 0 ] && [ "$checked" -eq "$equal" ] || exit 1
