@@ -16,6 +16,7 @@
 #include "dmlps/advise/trace_profile.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/predict/replay.h"
+#include "dmlps/sync/registry.h"
 
 namespace dmlps::sync {
 namespace {
@@ -36,17 +37,12 @@ bool Readable(const PushInfo& push, int64_t samples) {
          !(push.cycle_s > 0 && push.busy_s > kMaxOverCycle * push.cycle_s);
 }
 
-// The policies whose workers run in kSync mode, the only ones a running
-// worker can be switched into.
-constexpr std::string_view kSwitchable[] = {"bsp",   "asp",       "ssp", "backup",
-                                            "lbbsp", "lbbsp-gpu", "dssp"};
-
 // Whether a switch from `running` into `best` gives up tolerance of a
 // straggler: into BSP, whose every round waits for the slowest push,
 // from any other candidate (each of which leaves it behind, or, LB-BSP,
 // rebalances around it).
 bool GivesUpTolerance(std::string_view running, std::string_view best) {
-  return best == "bsp" && running != "bsp";
+  return best == kReferencePolicy && running != kReferencePolicy;
 }
 
 double Median(std::vector<double> values) {
@@ -277,20 +273,11 @@ std::vector<std::string> AutoCandidates(int64_t num_workers, std::string_view mo
 }
 
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch) {
-  bench::Experiment job;
-  job.workers = num_workers;
-  job.batch = batch;
-  const std::string_view name = entry.substr(0, entry.find(':'));
-  if (name == "auto") return Status::InvalidArgument("auto cannot be its own candidate");
-  Result<PolicyConfig> config = bench::PolicyFor(entry, job);
-  if (!config.ok()) return config.status();
-  if (std::find(std::begin(kSwitchable), std::end(kSwitchable), name) == std::end(kSwitchable)) {
-    return Status::InvalidArgument(fmt::format(
-        "auto cannot switch into '{}' live: its workers run in another mode (auto's candidates: "
-        "bsp, asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH])",
-        entry));
-  }
-  return Status::Ok();
+  PolicyConfig config;
+  config.name = "auto";
+  config.num_workers = num_workers;
+  config.batch = batch;
+  return CheckSwitchCandidate(entry, config);
 }
 
 AutoDecider::AutoDecider(int64_t num_workers, Options options)
@@ -751,17 +738,11 @@ void AutoDecider::Switched(std::string_view now_running) {
 
 std::vector<Decision> AutoDecider::TakeDecisions() { return std::exchange(decisions_, {}); }
 
-Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config) {
+std::unique_ptr<Policy> MakeAuto(const PolicyConfig& config) {
   AutoDecider::Options options;
   options.candidates = config.candidates.empty()
                            ? AutoCandidates(config.num_workers, config.model, config.batch)
                            : config.candidates;
-  for (const std::string& c : options.candidates) {
-    if (Status s = CheckAutoCandidate(c, config.num_workers, config.batch); !s.ok()) {
-      return Status::InvalidArgument("--candidates: " + s.message());
-    }
-  }
-  if (config.decide_every < 1) return Status::InvalidArgument("auto decides every 1 or more");
   options.batch = config.batch;
   options.every = config.decide_every;
   options.target = config.target_accuracy;
@@ -793,8 +774,8 @@ Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config) {
     if (!inner.ok()) return Result<std::unique_ptr<Policy>>(inner.status());
     return MakePolicy(*inner);
   };
-  return std::unique_ptr<Policy>(new SwitchingPolicy(
-      n, std::make_unique<AutoDecider>(n, std::move(options)), std::move(make), config.batch));
+  return std::make_unique<SwitchingPolicy>(n, std::make_unique<AutoDecider>(n, std::move(options)),
+                                           std::move(make), config.batch);
 }
 
 }  // namespace dmlps::sync

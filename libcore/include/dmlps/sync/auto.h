@@ -313,9 +313,9 @@ class AutoDecider : public SwitchDecider {
 // target_accuracy, max_iterations, decide_in_background: then
 // advise::kSimIterations simulated a candidate where it reads transient
 // delays, else 40, and the predictions at most kPredictShare of the wall
-// clock beyond kPredictAllowanceMs); InvalidArgument, one line, for a
-// candidate CheckAutoCandidate refuses.
-Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config);
+// clock beyond kPredictAllowanceMs). REQUIRES: CheckPolicy(config) passed
+// (every candidate one CheckAutoCandidate takes).
+std::unique_ptr<Policy> MakeAuto(const PolicyConfig& config);
 
 }  // namespace dmlps::sync
 
