@@ -8,7 +8,7 @@
 #include <optional>
 #include <system_error>
 
-#include "dmlps/sim/run_limits.h"
+#include "dmlps/bench/run_limits.h"
 #include "dmlps/sync/registry.h"
 
 namespace dmlps::bench {
@@ -133,7 +133,7 @@ std::string DescribeExperiment(const Experiment& e) {
 }
 
 // ValidateExperiment speaks of the run's limits as dmlps-bench's flags.
-constexpr sim::RunLimitNames kLimitFlags = {
+constexpr RunLimitNames kLimitFlags = {
     "--target", "--eval-every", "--max-iterations", "--max-seconds",
     "no end to a run: give --target, --max-iterations or --max-seconds"};
 
@@ -162,7 +162,7 @@ std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
   if (!(experiment.momentum >= 0 && experiment.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
-  sim::CheckRunLimits(
+  CheckRunLimits(
       {experiment.target, experiment.eval_every, experiment.max_iterations, experiment.max_seconds},
       kLimitFlags, &problems);
   if (experiment.repeat < 1) problems.push_back("--repeat must be at least 1");

@@ -13,9 +13,9 @@
 #include <memory>
 #include <optional>
 
+#include "dmlps/bench/run_limits.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/server.h"
-#include "dmlps/sim/run_limits.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
 #include "sim/cpu.h"
@@ -560,7 +560,7 @@ void Simulator::Evaluate(bool /*must*/) {
 // ---------------------------------------------------------------- public
 
 // ValidateSimConfig speaks of the run's limits as SimConfig's fields.
-constexpr RunLimitNames kFieldNames = {
+constexpr bench::RunLimitNames kFieldNames = {
     "target", "eval_every", "max_iterations", "max_seconds",
     "no end to a run: give a target, max_iterations or max_seconds"};
 
@@ -600,8 +600,9 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("lr must be positive");
   if (!(config.momentum >= 0 && config.momentum < 1))
     problems.push_back("momentum must be in [0, 1)");
-  CheckRunLimits({config.target, config.eval_every, config.max_iterations, config.max_seconds},
-                 kFieldNames, &problems);
+  bench::CheckRunLimits(
+      {config.target, config.eval_every, config.max_iterations, config.max_seconds}, kFieldNames,
+      &problems);
   if (!(config.network.link_gbps >= 0) || !std::isfinite(config.network.link_gbps)) {
     problems.push_back("link bandwidth must be a finite number of at least 0");
   }
