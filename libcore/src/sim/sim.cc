@@ -17,6 +17,7 @@
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/server.h"
 #include "dmlps/sync/driver.h"
+#include "dmlps/sync/registry.h"
 #include "dmlps/sync/summary.h"
 #include "sim/cpu.h"
 #include "sim/events.h"
@@ -181,7 +182,9 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
 // ---------------------------------------------------------------- setup
 
 Status Simulator::Setup() {
-  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(config_.policy));
+  DMLPS_ASSIGN_OR_RETURN(
+      std::unique_ptr<sync::Policy> policy,
+      config_.make_policy ? config_.make_policy(config_.policy) : sync::MakePolicy(config_.policy));
   driver_.emplace(std::move(policy),
                   sync::DriverOptions{.eval_every = config_.eval_every,
                                       .max_iterations = config_.max_iterations},
@@ -568,8 +571,8 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   std::vector<std::string> problems;
   const int64_t n = config.policy.num_workers;
   if (n < 1) problems.push_back("a run needs at least one worker");
-  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(config.policy); !p.ok()) {
-    problems.push_back("policy: " + p.status().message());
+  if (Status s = sync::CheckPolicy(config.policy); !s.ok()) {
+    problems.push_back("policy: " + s.message());
   }
   if (static_cast<int64_t>(config.stragglers.size()) != n) {
     problems.push_back("straggler profiles for " + std::to_string(config.stragglers.size()) +

@@ -11,7 +11,6 @@
 
 #include "dmlps/predict/predictor.h"
 #include "dmlps/sync/abps.h"
-#include "dmlps/sync/auto.h"
 #include "dmlps/sync/backup.h"
 #include "dmlps/sync/dssp.h"
 #include "dmlps/sync/lbbsp.h"
@@ -344,8 +343,7 @@ const PolicyRow kRows[] = {
            DMLPS_RETURN_IF_ERROR(CheckSwitchCandidates(c));
            return c.decide_every < 1 ? Status::InvalidArgument("auto decides every 1 or more")
                                      : Status::Ok();
-         },
-     .make = MakeAuto},
+         }},  // made above the policies' room: autopolicy::MakePolicy
     // dmlps-bench's entries that run a policy above with a preset.
     {.name = "lbbsp-gpu",
      .help = "lbbsp, batch sizes found numerically",

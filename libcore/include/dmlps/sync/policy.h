@@ -215,17 +215,17 @@ struct PolicyConfig {
   double switch_at = 0.125;
   bool switch_online = false;
   // auto: the policies it may run, as dmlps-bench names them ("ssp:3";
-  // empty: AutoCandidates(num_workers)), and the iterations between its decisions
+  // empty: autopolicy::AutoCandidates), and the iterations between its decisions
   // when no lasting change of speed calls for one sooner.
   std::vector<std::string> candidates{};
   int64_t decide_every = 20;
   // auto: predict on a thread of its own, so that no round waits for a
-  // decision (the server; AutoDecider::Options::background).
+  // decision (the server; autopolicy::AutoDecider::Options::background).
   bool decide_in_background = false;
   double target_accuracy = 0;  // the run's target; 0: none
   int64_t max_iterations = 0;  // the run's limit; 0: none
   // auto: the job's model (model::ModelSpec::Name()), whose efficiency table
-  // it predicts with (advise::BuiltInEfficiency); empty: the default job's.
+  // it predicts with (advise::EfficiencyFor); empty: the default job's.
   std::string model;
 };
 
