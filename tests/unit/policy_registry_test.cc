@@ -226,9 +226,10 @@ TEST_CASE("registry: a policy's server flags read back as its settings") {
 TEST_CASE("registry: a policy flag given for another policy is refused, naming its own") {
   std::vector<std::string> problems;
   ReadServerFlags({"--policy", "bsp", "--staleness", "2", "--local-steps", "4"}, &problems);
-  CHECK(problems == std::vector<std::string>{
-                        "--staleness applies only to --policy ssp",
-                        "--local-steps applies only to --policy localsgd or async-localsgd"});
+  CHECK(problems ==
+        std::vector<std::string>{
+            "--staleness applies only to --policy ssp",
+            "--local-steps applies only to --policy localsgd, fedavg or async-localsgd"});
   ReadServerFlags({"--policy", "lbbsp", "--predictor", "ema", "--arima-order", "1,0,0"}, &problems);
   CHECK(problems == std::vector<std::string>{"--arima-order applies only to --predictor arima"});
   CHECK(MisplacedFlag("momentum-every", "bsp") ==

@@ -13,6 +13,7 @@
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
 #include "dmlps/sync/dssp.h"
+#include "dmlps/sync/fedavg.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/localsgd.h"
 #include "dmlps/sync/syncswitch.h"
@@ -84,7 +85,8 @@ const PolicyFlag kFlags[] = {
      &PolicyConfig::lb_step, 0, 1 << 24},
     {"token-size", "N", "token: samples per token", &PolicyConfig::token_size, 1, 1 << 24, false,
      nullptr, nullptr, Always},
-    {"local-steps", "H", "localsgd, async-localsgd: local steps each worker takes per push (H)",
+    {"local-steps", "H",
+     "localsgd, fedavg, async-localsgd: local steps each worker takes per push (H)",
      &PolicyConfig::local_steps, 1, 1 << 20, false, nullptr, nullptr, Always},
     {"outer-lr", "LR",
      "localsgd, async-localsgd: learning rate of the server's outer SGD on the pseudo-gradients "
@@ -297,6 +299,20 @@ const PolicyRow kRows[] = {
      .check = CheckLocalSgd,
      .make = [](const PolicyConfig& c) -> Made {
        return std::make_unique<LocalSgdPolicy>(c.num_workers);
+     }},
+    {.name = "fedavg",
+     .syntax = "fedavg:H",
+     .help = "federated averaging: localsgd averaging the workers' models",
+     .mode = WorkerMode::kLocalSgd,
+     .traits = {.outer_optimizer = true},
+     .flags = "local-steps",
+     .parse =
+         [](std::string_view p, PolicyConfig* c) {
+           return CountParameter(p, &c->local_steps, "fedavg:H needs a number H");
+         },
+     .check = CheckFedAvg,
+     .make = [](const PolicyConfig& c) -> Made {
+       return std::make_unique<FedAvgPolicy>(c.num_workers);
      }},
     {.name = "async-localsgd",
      .syntax = "async-localsgd:H",
