@@ -7,7 +7,7 @@
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/flags.h"
 #include "dmlps/cli/values.h"
-#include "dmlps/sync/policy.h"
+#include "dmlps/sync/registry.h"
 
 namespace dmlps::bench_cli {
 
@@ -16,12 +16,8 @@ void AddExperimentOptions(cxxopts::Options& options) {
   cli::AddFlags(
       options, "Experiment",
       {{"workers", "Workers per cluster", "N", std::to_string(d.workers)},
-       {"policies",
-        "Policies to compare, comma-separated: bsp, asp, ssp:S, backup:B, wbsp, "
-        "wbsp-overlap, abps, lbbsp, lbbsp:PREDICTOR, lbbsp-gpu, token, localsgd[:H], "
-        "async-localsgd[:H], async-localsgd-dylu[:H], dssp[:LOW:HIGH], "
-        "sync-switch[:FRACTION|:online]",
-        "LIST", "bsp,ssp:3,wbsp,abps,lbbsp"},
+       {"policies", "Policies to compare, comma-separated: " + sync::EntrySyntaxes(), "LIST",
+        "bsp,ssp:3,wbsp,abps,lbbsp"},
        {"slowdown", "Slowdown factor per worker, or one for all (default: the last worker at 4)",
         "K,..."},
        {"slowdown-schedule",
@@ -83,9 +79,9 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
         const Result<sync::PolicyConfig> policy = bench::PolicyFor(entry, e);
         return policy.ok() && sync::TakesMomentumEvery(*policy);
       })) {
-    flags.AddProblem(
-        "--momentum-every applies to asp, ssp, dssp and async-localsgd; --policies "
-        "lists none of them");
+    flags.AddProblem("--momentum-every applies to " +
+                     sync::PoliciesWith(&sync::PolicyTraits::takes_momentum_every) +
+                     "; --policies lists none of them");
   }
   e.target = flags.Real("target", 0, 1);
   e.eval_every = flags.Int("eval-every", 1);

@@ -47,11 +47,15 @@ std::vector<std::string> ReadServerArgs(const std::string& text, const bench::Ex
   std::vector<std::string> args;
   std::istringstream words(text);
   for (std::string word; words >> word;) args.push_back(word);
-  if (e.policies.empty()) return args;
+  // A bad entry is ValidateExperiment's to report.
+  const Result<sync::PolicyConfig> policy =
+      e.policies.empty() ? Result<sync::PolicyConfig>(Status::InvalidArgument("no policy"))
+                         : bench::PolicyFor(e.policies.front(), e);
+  if (!policy.ok()) return args;
   bench::ClusterOptions without = cluster;
   without.server_args.clear();
   const std::vector<std::string> own =
-      bench::ServerCommand(e, e.policies.front(), without, "ENDPOINT", "REPORT");
+      bench::ServerCommand(e, *policy, without, "ENDPOINT", "REPORT");
   for (const std::string& arg : args) {
     const std::string flag = arg.substr(0, arg.find('='));
     if (flag.starts_with("--") && std::find(own.begin(), own.end(), flag) != own.end()) {

@@ -9,12 +9,12 @@
 #include <utility>
 
 #include "dmlps/cli/flags.h"
+#include "dmlps/cli/policy_flags.h"
 #include "dmlps/cli/programs.h"
 #include "dmlps/cli/values.h"
 #include "dmlps/net/secret.h"
-#include "dmlps/predict/predictor.h"
 #include "dmlps/server/server.h"
-#include "dmlps/sync/policy.h"
+#include "dmlps/sync/registry.h"
 
 namespace dmlps::server_cli {
 namespace {
@@ -34,10 +34,7 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "Number of workers; training starts when all have joined (under torchrun, mpirun, "
         "srun, PMI or an indexed Job: the job's size - 1)",
         "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
-       {"policy",
-        "Synchronization policy: bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, "
-        "token, localsgd, async-localsgd, dssp, sync-switch, auto",
-        "NAME", defaults.policy.name},
+       {"policy", "Synchronization policy: " + sync::PolicyNames(), "NAME", defaults.policy.name},
        {"shard",
         "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
         "their orders from it (see --coordinator)",
@@ -75,67 +72,6 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
         "Shard 0: after going back to the last checkpoint (a shard lost), end the run when "
         "the shards and workers are not all back within SECONDS",
         "SECONDS", "300"}});
-}
-
-void AddPolicyOptions(cxxopts::Options& options, const sync::PolicyConfig& defaults) {
-  cli::AddFlags(
-      options, "Policy",
-      {{"staleness", "ssp: clocks a worker may run ahead of the slowest", "S",
-        std::to_string(defaults.staleness)},
-       {"staleness-low", "dssp: the lowest staleness bound a worker is given", "S",
-        std::to_string(defaults.staleness_low)},
-       {"staleness-high",
-        "dssp: the highest staleness bound, given to a worker as fast as fits that many "
-        "more clocks into the slowest's iteration",
-        "S", std::to_string(defaults.staleness_high)},
-       {"switch-at",
-        "sync-switch: run BSP, then ASP once FRACTION of the run is done: of the accuracy "
-        "progress toward --target-accuracy when given, else of --max-iterations",
-        "FRACTION", fmt::format("{}", defaults.switch_at)},
-       {"switch-online",
-        "sync-switch: ASP while a worker's recent iterations take over twice the others' "
-        "median (a transient straggler), BSP otherwise"},
-       {"candidates",
-        "auto: the policies it may switch between, comma-separated as dmlps-bench names them "
-        "(bsp, asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH]); it starts under the "
-        "first (default backup:1,bsp,ssp:3,lbbsp, with backup:2... after bsp where the job's "
-        "efficiency table has their rows, as mlp:128 on 4 workers; on two workers bsp first, "
-        "on one without backup:1)",
-        "LIST"},
-       {"backup", "backup: pushes per iteration not waited for", "B",
-        std::to_string(defaults.backup)},
-       {"chunk", "abps: samples per chunk; workers look for SyncNow between chunks", "N",
-        std::to_string(defaults.chunk)},
-       {"rebalance-every", "lbbsp: iterations between batch-size changes", "N",
-        std::to_string(defaults.rebalance_every)},
-       {"lb-mode", "lbbsp: cpu (batch proportional to predicted speed) or gpu (numerical)", "MODE",
-        defaults.lb_mode},
-       {"predictor", "lbbsp cpu: speed predictor, last, ema, arima or narx", "NAME",
-        defaults.predictor},
-       {"ema-alpha", "lbbsp with --predictor ema: weight of the newest speed", "A", "0.5"},
-       {"arima-order", "lbbsp with --predictor arima: the order P,D,Q", "P,D,Q",
-        cli::FormatArimaOrder(defaults.arima_p, defaults.arima_d, defaults.arima_q)},
-       {"lb-step", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))", "N", "0"},
-       {"token-size", "token: samples per token", "N", std::to_string(defaults.token_size)},
-       {"local-steps", "localsgd, async-localsgd: local steps each worker takes per push (H)", "H",
-        std::to_string(defaults.local_steps)},
-       {"outer-lr",
-        "localsgd, async-localsgd: learning rate of the server's outer SGD on the "
-        "pseudo-gradients (--lr and --momentum then drive the workers' local steps)",
-        "LR", fmt::format("{}", defaults.outer_lr)},
-       {"outer-momentum",
-        "localsgd, async-localsgd: momentum of the outer SGD (Nesterov's unless told)", "M",
-        fmt::format("{}", defaults.outer_momentum)},
-       {"no-outer-nesterov",
-        "localsgd, async-localsgd: heavy-ball outer momentum instead of Nesterov's"},
-       {"dylu",
-        "async-localsgd: Dynamic Local Updates, each worker's local steps scaled to its "
-        "measured speed (the fastest takes H)"},
-       {"momentum-every",
-        "async-localsgd: take the outer momentum once every N pushes, plain steps in between "
-        "(delayed Nesterov; 0: the number of workers); asp, ssp, dssp: take the momentum once "
-        "every N pushes (0: at every push)",
-        "N", "0"}});
 }
 
 void AddOptimizerOptions(cxxopts::Options& options, const optim::OptimizerSettings& defaults) {
@@ -241,7 +177,6 @@ void ReadJob(cli::FlagReader& flags, ServerConfig* config) {
   config->endpoint_file = flags.String("endpoint-file");
   config->workers = flags.Int("workers", 1, 100000);
   config->policy.name = flags.String("policy");
-  config->policy.staleness = flags.Int("staleness", 0, 1000000);
   const cli::TrainingFlags training = cli::ReadTrainingOptions(flags);
   config->model = training.model;
   config->data = training.data;
@@ -298,43 +233,6 @@ void ReadSharding(cli::FlagReader& flags, ServerConfig* config) {
   if (flags.Has("report")) config->report = flags.String("report");
 }
 
-void ReadPolicySettings(cli::FlagReader& flags, sync::PolicyConfig* policy) {
-  policy->backup = flags.Int("backup", 0, 100000);
-  policy->chunk = flags.Int("chunk", 1, 1 << 24);
-  policy->rebalance_every = flags.Int("rebalance-every", 1, 1 << 30);
-  policy->lb_mode = flags.String("lb-mode");
-  policy->predictor = flags.String("predictor");
-  policy->ema_alpha = flags.Real("ema-alpha", 1e-9, 1);
-  predict::PredictorOptions order;
-  if (Status s = predict::ParseArimaOrder(flags.String("arima-order"), &order); s.ok()) {
-    policy->arima_p = order.arima_p;
-    policy->arima_d = order.arima_d;
-    policy->arima_q = order.arima_q;
-  } else {
-    flags.AddProblem("--arima-order: " + s.message());
-  }
-  policy->local_steps = flags.Int("local-steps", 1, 1 << 20);
-  policy->outer_lr = flags.Real("outer-lr", 1e-12, 1e6);
-  policy->outer_momentum = flags.Real("outer-momentum", 0, 0.999999);
-  policy->outer_nesterov = !flags.Has("no-outer-nesterov");
-  policy->staleness_low = flags.Int("staleness-low", 0, 1000000);
-  policy->staleness_high = flags.Int("staleness-high", 0, 1000000);
-  policy->dylu = flags.Has("dylu");
-  policy->switch_at = flags.Real("switch-at", 0, 1);
-  policy->switch_online = flags.Has("switch-online");
-  if (flags.Has("switch-at") && policy->switch_online) {
-    flags.AddProblem("--switch-at and --switch-online exclude each other");
-  }
-  policy->momentum_every = flags.Int("momentum-every", 0, 1 << 20);
-  if (flags.Has("candidates")) {
-    policy->candidates = cli::SplitList(flags.String("candidates"));
-    if (policy->candidates.empty()) flags.AddProblem("--candidates needs at least one policy");
-  }
-  if (flags.Has("arima-order") && policy->predictor != "arima") {
-    flags.AddProblem("--arima-order applies only to --predictor arima");
-  }
-}
-
 void ReadOptimizer(cli::FlagReader& flags, optim::OptimizerSettings* settings) {
   settings->algorithm = flags.String("optimizer");
   if (settings->algorithm != "sgd" && flags.Has("momentum")) {
@@ -377,55 +275,12 @@ void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
   config->max_update_norm = flags.Real("max-update-norm", 0, 1e30);
 }
 
-// A policy flag given for another policy is a mistake worth saying.
-void RefuseOtherPoliciesFlags(cli::FlagReader& flags, const std::string& policy_name) {
-  const std::pair<const char*, const char*> policy_flags[] = {
-      {"staleness", "ssp"},         {"backup", "backup"},     {"chunk", "abps"},
-      {"rebalance-every", "lbbsp"}, {"lb-mode", "lbbsp"},     {"predictor", "lbbsp"},
-      {"ema-alpha", "lbbsp"},       {"arima-order", "lbbsp"}, {"lb-step", "lbbsp"},
-      {"token-size", "token"}};
-  for (const auto& [flag, policy] : policy_flags) {
-    if (flags.Has(flag) && policy_name != policy) {
-      flags.AddProblem(std::string("--") + flag + " applies only to --policy " + policy);
-    }
-  }
-  // The local-SGD policies share theirs.
-  const bool local_sgd = policy_name == "localsgd" || policy_name == "async-localsgd";
-  for (const char* flag : {"local-steps", "outer-lr", "outer-momentum", "no-outer-nesterov"}) {
-    if (flags.Has(flag) && !local_sgd) {
-      flags.AddProblem(std::string("--") + flag +
-                       " applies only to --policy localsgd or async-localsgd");
-    }
-  }
-  for (const char* flag : {"staleness-low", "staleness-high"}) {
-    if (flags.Has(flag) && policy_name != "dssp") {
-      flags.AddProblem(std::string("--") + flag + " applies only to --policy dssp");
-    }
-  }
-  for (const char* flag : {"switch-at", "switch-online"}) {
-    if (flags.Has(flag) && policy_name != "sync-switch") {
-      flags.AddProblem(std::string("--") + flag + " applies only to --policy sync-switch");
-    }
-  }
-  if (flags.Has("candidates") && policy_name != "auto") {
-    flags.AddProblem("--candidates applies only to --policy auto");
-  }
-  if (flags.Has("dylu") && policy_name != "async-localsgd") {
-    flags.AddProblem("--dylu applies only to --policy async-localsgd");
-  }
-  sync::PolicyConfig named;
-  named.name = policy_name;
-  if (flags.Has("momentum-every") && !sync::TakesMomentumEvery(named)) {
-    flags.AddProblem("--momentum-every applies only to --policy async-localsgd, asp, ssp or dssp");
-  }
-}
-
 }  // namespace
 
 void AddServerOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch) {
   const ServerConfig defaults;
   AddClusterOptions(options, launch, defaults);
-  AddPolicyOptions(options, defaults.policy);
+  cli::AddPolicyFlags(options, defaults.policy);
   AddRunOptions(options, defaults);
   cli::AddCommonOptions(options, /*with_trace=*/true);
 }
@@ -435,12 +290,9 @@ cli::Program ReadServerFlags(cli::FlagReader& flags, const launch::LaunchDefault
   ReadJob(flags, &config);
   ReadFaultTolerance(flags, &config);
   ReadSharding(flags, &config);
-  ReadPolicySettings(flags, &config.policy);
   ReadLimits(flags, &config);
   ReadOptimizer(flags, &config.optimizer);
-  config.policy.lb_step = flags.Int("lb-step", 0, 1 << 24);
-  config.policy.token_size = flags.Int("token-size", 1, 1 << 24);
-  RefuseOtherPoliciesFlags(flags, config.policy.name);
+  cli::ReadPolicyFlags(flags, &config.policy);
   flags.AddProblems(launch.problems);
   flags.AddProblems(server::ValidateConfig(config));
   return [config, launcher = launch.launcher] { return cli::RunServerProgram(config, launcher); };

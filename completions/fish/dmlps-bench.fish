@@ -12,7 +12,7 @@ complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a profile -
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a advise -d 'Predict each policy from a run\'s traces; recommend one'
 
 complete -c $c -l workers -x -d 'Workers per cluster'
-complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp lbbsp-gpu token localsgd localsgd:8 async-localsgd async-localsgd-dylu dssp dssp:1:4 sync-switch sync-switch:online auto'
+complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp lbbsp-gpu token localsgd localsgd:8 fedavg fedavg:8 async-localsgd async-localsgd-dylu dssp dssp:1:4 sync-switch sync-switch:online auto'
 complete -c $c -l slowdown -x -d 'Slowdown factor per worker, or one for all'
 complete -c $c -l slowdown-schedule -x -d 'Slowdown by iteration: RANK=I:K,...;...'
 complete -c $c -l delay-ms -x -d 'Fixed delay per step in milliseconds'

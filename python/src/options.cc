@@ -292,7 +292,7 @@ std::vector<Row<worker::WorkerConfig>> WorkerLeadingRows() {
   };
 }
 
-// The straggler emulation's options (docs/algorithms.md, "Emulating
+// The straggler emulation's options (docs/algorithms-stragglers.md, "Emulating
 // heterogeneity"), dmlps-worker's "Straggler emulation" flags.
 void AddStragglerRows(std::vector<Row<worker::WorkerConfig>>* rows) {
   using Config = worker::WorkerConfig;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Remakes the statistical-efficiency table that dmlps-bench advise uses
-# (libcore/src/advise/efficiency.cc), one per model: each policy's
+# Remakes the statistical-efficiency table that dmlps-bench advise and
+# --policy auto use (share/dmlps/efficiency.tsv), one per model: each policy's
 # iterations to the target test accuracy over BSP's, on the default job (4
 # workers, MODEL on Fashion-MNIST, batch 256, lr 0.1; MODEL=mlp:128 and
 # TARGET=0.85 unless given), on an even cluster, with the last worker 4x
@@ -8,8 +8,8 @@
 # probability 0.2, auto-profiles.sh's delay profile). The runs are
 # `dmlps-bench sim`'s, with real gradients on the real data, evaluated
 # every 10 iterations; a run is deterministic, so one per policy, the three
-# profiles side by side. Prints the table's rows as C++ to paste between
-# the EFFICIENCY-TABLE markers. About 8 minutes of two cores. The default
+# profiles side by side. Prints the table's rows, to put in place of its
+# rows in share/dmlps/efficiency.tsv. About 8 minutes of two cores. The default
 # job's rows of bsp, backup:1, ssp:3 and lbbsp come from real runs instead
 # (share/dmlps/experiments/auto-profiles.sh --efficiency); this script
 # gives its other rows (POLICIES=wbsp,abps).
@@ -58,7 +58,7 @@ join -t $'\t' <(rows "$tmp/even.tsv") <(rows "$tmp/straggler.tsv") |
       for (i = 1; i <= n; i++) {
         p = names[i]
         if (even[p] == "" || straggler[p] == "" || delays[p] == "") continue
-        printf "      {\"%s\", %.2f, %.2f, %.2f},  // %s, %s and %s iterations\n", p,
+        printf "row\t%s\t%.2f\t%.2f\t%.2f\t%s, %s and %s iterations\n", p,
                (even[p] + 0) / (even["bsp"] + 0), (straggler[p] + 0) / (straggler["bsp"] + 0),
                (delays[p] + 0) / (delays["bsp"] + 0), even[p], straggler[p], delays[p]
       }

@@ -26,7 +26,7 @@ run 64 dmlps-server --threads two
 run 64 dmlps-server --staleness 2
 grep -q "staleness applies only to --policy ssp" "$WORK/err" || fail "--staleness without ssp accepted"
 run 64 dmlps-server --momentum-every 4
-grep -q "momentum-every applies only to --policy async-localsgd, asp, ssp or dssp" "$WORK/err" ||
+grep -q "momentum-every applies only to --policy asp, ssp, async-localsgd or dssp" "$WORK/err" ||
   fail "--momentum-every with bsp: $(cat "$WORK/err")"
 run 64 dmlps-server --switch-at 0.5
 grep -q "switch-at applies only to --policy sync-switch" "$WORK/err" || fail "--switch-at without sync-switch"

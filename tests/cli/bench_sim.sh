@@ -182,6 +182,6 @@ delayed=$(awk -F '\t' 'NR == 2 && $3 == 1 { print $7 }' "$WORK/delayed.tsv")
   fail "a run missed the target: $(cat "$WORK/every.tsv" "$WORK/delayed.tsv")"
 [ "$delayed" -lt "$every" ] ||
   fail "delayed momentum took $delayed iterations, momentum at every push $every"
-expect_usage "momentum-every applies to asp, ssp, dssp and async-localsgd" --policies bsp,wbsp \
+expect_usage "momentum-every applies to asp, ssp, async-localsgd or dssp" --policies bsp,wbsp \
   --momentum-every 4
 echo "ok"

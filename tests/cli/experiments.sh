@@ -42,9 +42,10 @@ ln -s "$WORK/s1" "$sit/s1"
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$sit" --efficiency >"$WORK/rows" 2>"$WORK/err" ||
   fail "auto-profiles.sh --efficiency exited $?: $(cat "$WORK/err")"
 cat "$WORK/rows"
-grep -q '^      {"bsp", 1.00, 1.00, 1.00},  // 150 (2), 150 (2), 150 (2) iterations' "$WORK/rows" ||
+# Rows of share/dmlps/efficiency.tsv.
+grep -q $'^row\tbsp\t1.00\t1.00\t1.00\t150 (2), 150 (2), 150 (2) iterations' "$WORK/rows" ||
   fail "--efficiency: no bsp row"
-grep -q '^      {"backup:1", 1.15, 1.15, 1.15},  // 172 (2), 172 (2), 172 (2) iterations' "$WORK/rows" ||
+grep -q $'^row\tbackup:1\t1.15\t1.15\t1.15\t172 (2), 172 (2), 172 (2) iterations' "$WORK/rows" ||
   fail "--efficiency: backup:1's row is not the mean of its runs that reached"
 grep -q 'ssp\|auto' "$WORK/rows" && fail "--efficiency: a row for a policy without all three profiles"
 rc=0

@@ -20,6 +20,8 @@ for name in dmlps-server dmlps-worker dmlps-trace dmlps-bench dmlps-predict dmlp
     [ -f "$prefix/share/man/man1/$name.1" ] || fail "no man page for $name"
   fi
 done
+# The efficiency tables auto and advise read, where the binaries find them.
+[ -f "$prefix/share/dmlps/efficiency.tsv" ] || fail "share/dmlps/efficiency.tsv is not installed"
 for script in check-hardening.sh fuzz.sh regen-docs.sh setup-debian.sh launch/dmlps-launch; do
   [ -x "$prefix/share/dmlps/$script" ] || fail "share/dmlps/$script is not installed executable"
 done

@@ -313,16 +313,19 @@ TEST_CASE("advise: a decision for 4 workers takes well under 100 ms of CPU") {
 TEST_CASE("advise: bad profiles and candidates are refused") {
   ClusterProfile p = Even();
   p.workers[2].step_s = 0;
-  CHECK(Advisor().Advise(p, {}).status().code() == StatusCode::kInvalidArgument);
-  CHECK(Advisor().Advise(ClusterProfile{}, {}).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Advisor(fixtures::TableFor()).Advise(p, {}).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(Advisor(fixtures::TableFor()).Advise(ClusterProfile{}, {}).status().code() ==
+        StatusCode::kInvalidArgument);
   AdvisorOptions options;
   options.candidates = {"bsp", "nonesuch"};
-  CHECK(Advisor().Advise(Even(), options).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Advisor(fixtures::TableFor()).Advise(Even(), options).status().code() ==
+        StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("advise: the efficiency table finds entries and bare names") {
-  const EfficiencyTable table = BuiltInEfficiency();
-  CHECK_FALSE(table.provenance.empty());
+  const EfficiencyTable table = fixtures::TableFor();
+  CHECK_FALSE(table.source.empty());
   REQUIRE(table.Find("bsp").has_value());
   CHECK(table.Find("bsp")->even == 1);
   REQUIRE(table.Find("ssp:7").has_value());
@@ -378,7 +381,7 @@ TEST_CASE("advise: transient delays take the efficiency table's delays column") 
   p.link_gbps = 10;
   p.latency_s = 50e-6;
   CHECK(DelayCost(p) == doctest::Approx(0.2 * 0.050 / 248e-6));
-  const EfficiencyTable table = BuiltInEfficiency("softmax", 16, 16);
+  const EfficiencyTable table = fixtures::TableFor("softmax", 16, 16);
   REQUIRE(table.Find("ssp:3").has_value());
   AdvisorOptions options;
   options.candidates = {"bsp", "backup:1", "ssp:3", "lbbsp"};
@@ -393,29 +396,30 @@ TEST_CASE("advise: transient delays take the efficiency table's delays column") 
 
 TEST_CASE("advise: each model and batch has the efficiency table learned nearest it") {
   // The default job's: mlp:128 at batch 256, for any model without a table.
-  for (const EfficiencyTable& t : {BuiltInEfficiency(), BuiltInEfficiency("external", 64),
-                                   BuiltInEfficiency("mlp:64,32", 16)}) {
+  for (const EfficiencyTable& t : {fixtures::TableFor(), fixtures::TableFor("external", 64),
+                                   fixtures::TableFor("mlp:64,32", 16)}) {
     CHECK(t.model == "mlp:128");
     CHECK(t.batch == 256);
   }
-  const EfficiencyTable small = BuiltInEfficiency("softmax", 16);
+  const EfficiencyTable small = fixtures::TableFor("softmax", 16);
   CHECK(small.model == "softmax");
   CHECK(small.batch == 16);
-  CHECK(BuiltInEfficiency("softmax", 200).batch == 256);
-  CHECK(BuiltInEfficiency("softmax", 0).batch == 256);
+  CHECK(fixtures::TableFor("softmax", 200).batch == 256);
+  CHECK(fixtures::TableFor("softmax", 0).batch == 256);
   // ... and of those, the one learned at the number of workers nearest.
   CHECK(small.workers == 4);
-  CHECK(BuiltInEfficiency("softmax", 16, 4).workers == 4);
-  CHECK(BuiltInEfficiency("softmax", 16, 16).workers == 16);
-  CHECK(BuiltInEfficiency("softmax", 16, 32).workers == 16);
-  CHECK(BuiltInEfficiency("softmax", 16, 4096).workers == 256);
-  CHECK(BuiltInEfficiency("softmax", 256, 16).batch == 256);
+  CHECK(fixtures::TableFor("softmax", 16, 4).workers == 4);
+  CHECK(fixtures::TableFor("softmax", 16, 16).workers == 16);
+  CHECK(fixtures::TableFor("softmax", 16, 32).workers == 16);
+  CHECK(fixtures::TableFor("softmax", 16, 4096).workers == 256);
+  CHECK(fixtures::TableFor("softmax", 256, 16).batch == 256);
   // Staleness costs a small batch of a convex model less than a large
   // batch of an MLP (advise-efficiency.sh's runs).
   REQUIRE(small.Find("ssp:3").has_value());
-  CHECK(small.Find("ssp:3")->even < BuiltInEfficiency().Find("ssp:3")->even / 2);
-  for (const EfficiencyTable& t : BuiltInEfficiencies()) {
-    CHECK_FALSE(t.provenance.empty());
+  CHECK(small.Find("ssp:3")->even < fixtures::TableFor().Find("ssp:3")->even / 2);
+  for (const EfficiencyTable& t : fixtures::Tables()) {
+    CHECK_FALSE(t.source.empty());
+    CHECK_FALSE(t.command.empty());
     REQUIRE(t.Find("bsp").has_value());
     CHECK(t.Find("bsp")->even == 1);
   }

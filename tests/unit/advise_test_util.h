@@ -7,10 +7,29 @@
 
 #include <algorithm>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "dmlps/advise/advisor.h"
 
 namespace dmlps::advise::fixtures {
+
+// The installed efficiency tables (share/dmlps/efficiency.tsv, found as the
+// programs find it), read once.
+inline const std::vector<EfficiencyTable>& Tables() {
+  static const std::vector<EfficiencyTable> tables = [] {
+    Result<std::vector<EfficiencyTable>> loaded = LoadEfficiencies();
+    REQUIRE_MESSAGE(loaded.ok(), loaded.status().message());
+    return *loaded;
+  }();
+  return tables;
+}
+
+// The table of a job of `model` at `batch` on `workers` (EfficiencyFor).
+inline EfficiencyTable TableFor(std::string_view model = {}, int64_t batch = 0,
+                                int64_t workers = 0) {
+  return EfficiencyFor(Tables(), model, batch, workers);
+}
 
 // 4 workers of 10 ms steps at batch 256, mlp:128's parameters, loopback-like
 // links.
@@ -32,7 +51,7 @@ inline const Prediction& Find(const Advice& advice, const std::string& policy) {
 }
 
 inline Advice MustAdvise(const ClusterProfile& profile, AdvisorOptions options = {}) {
-  Result<Advice> advice = Advisor().Advise(profile, options);
+  Result<Advice> advice = Advisor(TableFor()).Advise(profile, options);
   REQUIRE(advice.ok());
   for (const Prediction& p : advice->predictions) CHECK_MESSAGE(p.failure.empty(), p.failure);
   return *advice;

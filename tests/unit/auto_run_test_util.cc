@@ -7,6 +7,8 @@
 #include <thread>
 #include <utility>
 
+#include "advise_test_util.h"
+#include "dmlps/auto/auto.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
@@ -36,7 +38,18 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   if (options.every > 0) config.decide_every = options.every;
   if (accuracy) config.target_accuracy = 0.85;
   int64_t next_evaluation = 0;
-  auto policy = MakeJoined(config, WorkerInfo{.host_cores = options.host_cores});
+  const WorkerInfo info{.host_cores = options.host_cores};
+  std::unique_ptr<Policy> policy;
+  if (options.env) {
+    Result<std::unique_ptr<Policy>> made =
+        autopolicy::MakeAuto(config, advise::fixtures::Tables(), options.env);
+    REQUIRE(made.ok());
+    policy = std::move(made).value();
+    Actions ignored;
+    for (WorkerId w = 0; w < n; ++w) policy->WorkerJoined(w, info, &ignored);
+  } else {
+    policy = MakeJoined(config, info);
+  }
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
   REQUIRE(switching != nullptr);
   VirtualTime time;

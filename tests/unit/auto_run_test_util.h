@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "dmlps/auto/env.h"
 #include "dmlps/sync/policy.h"
 #include "dmlps/sync/switching.h"
 
@@ -59,6 +61,8 @@ struct AutoRunOptions {
   // compute_s, samples...): a worker whose clock is broken, or that lies.
   // The server's cycle_s stays what the step took.
   std::function<void(WorkerId, int64_t, PushInfo*)> reported;
+  // The clock and the thread auto predicts on (null: autopolicy::SystemEnv).
+  std::shared_ptr<autopolicy::Env> env;
 };
 
 // Step times of 10 ms, each held up to `held_s` at random one step in

@@ -71,7 +71,8 @@ TEST_CASE("the server is started with --evaluator only for an evaluator command"
   ClusterOptions options;
   options.bin_dir = "/bin";
   auto has_evaluator = [&] {
-    const std::vector<std::string> argv = ServerCommand(e, "bsp", options, "ep", "report");
+    const std::vector<std::string> argv =
+        ServerCommand(e, PolicyFor("bsp", e).value(), options, "ep", "report");
     return std::find(argv.begin(), argv.end(), "--evaluator") != argv.end();
   };
   CHECK_FALSE(has_evaluator());
@@ -84,7 +85,8 @@ TEST_CASE("the server is started with --deterministic only when asked") {
   ClusterOptions options;
   options.bin_dir = "/bin";
   auto has = [&](std::string_view policy) {
-    const std::vector<std::string> argv = ServerCommand(e, policy, options, "ep", "report");
+    const std::vector<std::string> argv =
+        ServerCommand(e, PolicyFor(policy, e).value(), options, "ep", "report");
     return std::find(argv.begin(), argv.end(), "--deterministic") != argv.end();
   };
   CHECK_FALSE(has("bsp"));
@@ -107,17 +109,18 @@ TEST_CASE("dssp and sync-switch rows reach the server as its flags") {
   e.max_iterations = 100;
   ClusterOptions options;
   options.bin_dir = "/bin";
-  std::vector<std::string> argv = ServerCommand(e, "dssp:0:2", options, "ep", "report");
+  std::vector<std::string> argv =
+      ServerCommand(e, PolicyFor("dssp:0:2", e).value(), options, "ep", "report");
   CHECK(HasFlag(argv, "--policy", "dssp"));
   CHECK(HasFlag(argv, "--staleness-low", "0"));
   CHECK(HasFlag(argv, "--staleness-high", "2"));
-  argv = ServerCommand(e, "dssp", options, "ep", "report");
+  argv = ServerCommand(e, PolicyFor("dssp", e).value(), options, "ep", "report");
   CHECK(HasFlag(argv, "--staleness-low", "1"));
   CHECK(HasFlag(argv, "--staleness-high", "4"));
-  argv = ServerCommand(e, "sync-switch:0.5", options, "ep", "report");
+  argv = ServerCommand(e, PolicyFor("sync-switch:0.5", e).value(), options, "ep", "report");
   CHECK(HasFlag(argv, "--policy", "sync-switch"));
   CHECK(HasFlag(argv, "--switch-at", "0.5"));
-  argv = ServerCommand(e, "sync-switch:online", options, "ep", "report");
+  argv = ServerCommand(e, PolicyFor("sync-switch:online", e).value(), options, "ep", "report");
   CHECK(HasFlag(argv, "--switch-online"));
   CHECK_FALSE(HasFlag(argv, "--switch-at"));
   // Rows that cannot be run are refused.

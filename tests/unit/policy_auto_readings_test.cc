@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "auto_run_test_util.h"
-#include "dmlps/sync/auto.h"
+#include "dmlps/auto/auto.h"
 #include "dmlps/sync/policy.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
 namespace {
+
+using autopolicy::AutoDecider;
 
 // BSP's predicted effective time over backup:1's at decision `d`.
 double Backup1Gain(const Decision& d) {

@@ -17,16 +17,24 @@
 #include <string>
 #include <vector>
 
+#include "advise_test_util.h"
 #include "auto_run_test_util.h"
+#include "dmlps/auto/auto.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/predict/replay.h"
-#include "dmlps/sync/auto.h"
 #include "dmlps/sync/policy.h"
 #include "dmlps/sync/switching.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
 namespace {
+
+using advise::fixtures::TableFor;
+using autopolicy::AutoCandidates;
+using autopolicy::AutoDecider;
+using autopolicy::AutoSwitchBar;
+using autopolicy::CheckAutoCandidate;
+using autopolicy::PredictionBudget;
 
 constexpr int64_t kBatch = kAutoBatch;
 
@@ -191,20 +199,20 @@ TEST_CASE("auto: candidates it cannot switch into live are refused in one line")
   PolicyConfig config;
   config.name = "auto";
   config.num_workers = 4;
-  CHECK(MakePolicy(config).ok());
+  CHECK(autopolicy::MakePolicy(config).ok());
   for (const char* bad : {"wbsp", "abps", "token", "localsgd", "auto", "nope", "ssp:x"}) {
     config.candidates = {"bsp", bad};
-    const auto made = MakePolicy(config);
+    const auto made = autopolicy::MakePolicy(config);
     CAPTURE(bad);
     REQUIRE_FALSE(made.ok());
     CHECK(made.status().message().find('\n') == std::string::npos);
   }
   config.candidates = {"wbsp"};
-  CHECK(MakePolicy(config).status().message().find("cannot switch into 'wbsp' live") !=
+  CHECK(autopolicy::MakePolicy(config).status().message().find("cannot switch into 'wbsp' live") !=
         std::string::npos);
   config.num_workers = 1;
   config.candidates = {};
-  CHECK(MakePolicy(config).ok());  // backup:1 left out for one worker
+  CHECK(autopolicy::MakePolicy(config).ok());  // backup:1 left out for one worker
 }
 
 TEST_CASE("auto: default candidates add the backup counts the job's table prices") {
@@ -212,19 +220,22 @@ TEST_CASE("auto: default candidates add the backup counts the job's table prices
   const List base = {"backup:1", "bsp", "ssp:3", "lbbsp"};
   // mlp:128 at batch 256 was learned on 4 workers, backup:2 and backup:3 with rows of their own.
   // It names backup:2 as auto's start on that job: first.
-  CHECK(AutoCandidates(4, "mlp:128", 256) ==
+  CHECK(AutoCandidates(4, TableFor("mlp:128", 256, 4)) ==
         List{"backup:2", "backup:1", "bsp", "backup:3", "ssp:3", "lbbsp"});
-  CHECK(AutoCandidates(4) == AutoCandidates(4, "mlp:128", 256));  // the default job's
+  CHECK(AutoCandidates(4, TableFor({}, 0, 4)) ==
+        AutoCandidates(4, TableFor("mlp:128", 256, 4)));  // the default job's
   // Its table learned on 4 workers says nothing of backup:2 on 8.
-  CHECK(AutoCandidates(8, "mlp:128", 256) == base);
+  CHECK(AutoCandidates(8, TableFor("mlp:128", 256, 8)) == base);
   // The softmax tables have no row for backup:2: it is not a default there.
-  CHECK(AutoCandidates(4, "softmax", 256) == base);
-  CHECK(AutoCandidates(16, "softmax", 16) == base);
-  CHECK(AutoCandidates(256, "softmax", 16) == base);
-  CHECK(AutoCandidates(2, "mlp:128", 256) == List{"bsp", "backup:1", "ssp:3", "lbbsp"});
-  CHECK(AutoCandidates(1, "mlp:128", 256) == List{"bsp", "ssp:3", "lbbsp"});
+  CHECK(AutoCandidates(4, TableFor("softmax", 256, 4)) == base);
+  CHECK(AutoCandidates(16, TableFor("softmax", 16, 16)) == base);
+  CHECK(AutoCandidates(256, TableFor("softmax", 16, 256)) == base);
+  CHECK(AutoCandidates(2, TableFor("mlp:128", 256, 2)) ==
+        List{"bsp", "backup:1", "ssp:3", "lbbsp"});
+  CHECK(AutoCandidates(1, TableFor("mlp:128", 256, 1)) == List{"bsp", "ssp:3", "lbbsp"});
   // Each default is one auto can switch into.
-  for (const std::string& c : AutoCandidates(4)) CHECK(CheckAutoCandidate(c, 4, 256).ok());
+  for (const std::string& c : AutoCandidates(4, TableFor({}, 0, 4)))
+    CHECK(CheckAutoCandidate(c, 4, 256).ok());
 }
 
 TEST_CASE("auto: a steady straggler moves it off bsp, an even cluster keeps it there") {
@@ -350,7 +361,7 @@ TEST_CASE("auto: where the job's table names a start, it starts there and leaves
   // The default job's table (mlp:128, batch 256, 4 workers) names
   // backup:2, where auto goes on that job from backup:1 (docs/auto.md,
   // "The start").
-  CHECK(AutoCandidates(4).front() == "backup:2");
+  CHECK(AutoCandidates(4, TableFor({}, 0, 4)).front() == "backup:2");
   const auto straggler = [](WorkerId w, int64_t) { return w == 3 ? 0.04 : 0.01; };
   const AutoRun slow = RunAuto(4, straggler, 20, {.candidates = {}});
   REQUIRE_FALSE(slow.decisions.empty());

@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "dmlps/auto/auto.h"
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::sync::testing {
@@ -90,7 +91,8 @@ inline Drop OnlyDrop(const Actions& actions) {
 // The policy `config` names, with every worker joined (each with `info`);
 // what the joins did is of no interest.
 inline std::unique_ptr<Policy> MakeJoined(const PolicyConfig& config, const WorkerInfo& info = {}) {
-  Result<std::unique_ptr<Policy>> made = MakePolicy(config);
+  // auto's room makes auto, and every other policy as sync does.
+  Result<std::unique_ptr<Policy>> made = autopolicy::MakePolicy(config);
   REQUIRE(made.ok());
   Actions ignored;
   for (WorkerId w = 0; w < config.num_workers; ++w) (*made)->WorkerJoined(w, info, &ignored);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dmlps/sim/run_limits.h"
+#include "dmlps/bench/run_limits.h"
 #include "sim_test_util.h"
 
 namespace dmlps::sim {
@@ -397,18 +397,18 @@ TEST_CASE("sim: bad settings are refused") {
 }
 
 TEST_CASE("sim: a run's limits out of range, or none set, are named as the caller names them") {
-  const RunLimitNames names = {"--t", "--e", "--i", "--s", "no end"};
+  const bench::RunLimitNames names = {"--t", "--e", "--i", "--s", "no end"};
   std::vector<std::string> problems;
-  CheckRunLimits({.target = 1.5, .eval_every = 0, .max_iterations = -1, .max_seconds = -1}, names,
-                 &problems);
+  bench::CheckRunLimits({.target = 1.5, .eval_every = 0, .max_iterations = -1, .max_seconds = -1},
+                        names, &problems);
   CHECK(problems == std::vector<std::string>{"--t must be in [0, 1]", "--e must be at least 1",
                                              "--i must not be negative",
                                              "--s must not be negative"});
   problems.clear();
-  CheckRunLimits({.target = 0, .eval_every = 5}, names, &problems);
+  bench::CheckRunLimits({.target = 0, .eval_every = 5}, names, &problems);
   CHECK(problems == std::vector<std::string>{"no end"});
   problems.clear();
-  CheckRunLimits({.target = 0.9, .eval_every = 5}, names, &problems);
+  bench::CheckRunLimits({.target = 0.9, .eval_every = 5}, names, &problems);
   CHECK(problems.empty());
 }
 

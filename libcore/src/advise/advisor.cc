@@ -11,6 +11,7 @@
 #include "dmlps/bench/experiment.h"
 #include "dmlps/predict/replay.h"
 #include "dmlps/sim/sim.h"
+#include "dmlps/sync/registry.h"
 
 namespace dmlps::advise {
 namespace {
@@ -400,7 +401,7 @@ Result<Advice> Advisor::Advise(const ClusterProfile& profile, const AdvisorOptio
   for (const Prediction& p : advice.predictions) {
     if (!p.failure.empty()) continue;
     if (best == nullptr || p.effective_s < best->effective_s) best = &p;
-    if (p.policy == "bsp") bsp = &p;
+    if (p.policy == sync::kReferencePolicy) bsp = &p;
   }
   if (best == nullptr) {
     return Status::Internal("no candidate could be simulated: " +

@@ -1,9 +1,18 @@
-// The statistical-efficiency table compiled in, and its look-up.
+// The statistical-efficiency tables: their look-up, and reading them from
+// their file.
 #include "dmlps/advise/efficiency.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
 #include <utility>
+
+#include "dmlps/base/file.h"
 
 namespace dmlps::advise {
 
@@ -43,109 +52,144 @@ double LogDistance(int64_t a, int64_t b) {
   return std::abs(std::log(static_cast<double>(a) / static_cast<double>(b)));
 }
 
+// The first word of *rest (spaces and tabs between words), taken off it.
+std::string_view TakeWord(std::string_view* rest) {
+  const size_t start = rest->find_first_not_of(" \t");
+  if (start == std::string_view::npos) {
+    *rest = {};
+    return {};
+  }
+  const size_t end = std::min(rest->find_first_of(" \t", start), rest->size());
+  const std::string_view word = rest->substr(start, end - start);
+  *rest = rest->substr(end);
+  return word;
+}
+
+// `word` as a number in [min, max], or nothing.
+template <typename T>
+std::optional<T> NumberIn(std::string_view word, T min, T max) {
+  T value{};
+  const auto [end, ec] = std::from_chars(word.data(), word.data() + word.size(), value);
+  if (word.empty() || ec != std::errc() || end != word.data() + word.size() ||
+      !(value >= min && value <= max)) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Reads one line of a table (not "table") into `table`; the problem, or empty.
+std::string ReadTableLine(std::string_view keyword, std::string_view rest, EfficiencyTable* table) {
+  const size_t text_start = std::min(rest.find_first_not_of(" \t"), rest.size());
+  const std::string_view text = rest.substr(text_start);
+  if (keyword == "source" || keyword == "command") {
+    (keyword == "source" ? table->source : table->command) = std::string(text);
+    return {};
+  }
+  if (keyword == "auto-start") {
+    table->auto_start = std::string(TakeWord(&rest));
+    return table->auto_start.empty() ? "auto-start needs a policy" : "";
+  }
+  if (keyword == "straggler-ratio") {
+    const std::optional<double> ratio = NumberIn(TakeWord(&rest), 1.0, 1e6);
+    if (!ratio || *ratio <= 1) return "straggler-ratio needs a number above 1";
+    table->straggler_ratio = *ratio;
+    return {};
+  }
+  if (keyword != "row") return fmt::format("unknown line '{}'", keyword);
+  Efficiency row;
+  row.policy = std::string(TakeWord(&rest));
+  const std::optional<double> even = NumberIn(TakeWord(&rest), 1e-6, 1e6);
+  const std::optional<double> straggler = NumberIn(TakeWord(&rest), 1e-6, 1e6);
+  const std::optional<double> delays = NumberIn(TakeWord(&rest), 0.0, 1e6);
+  if (row.policy.empty() || !even || !straggler || !delays) {
+    return "a row is POLICY EVEN STRAGGLER DELAYS [NOTE], the ratios above 0 (DELAYS 0: none)";
+  }
+  row.even = *even;
+  row.straggler = *straggler;
+  row.delays = *delays;
+  table->rows.push_back(std::move(row));
+  return {};
+}
+
 }  // namespace
 
-std::vector<EfficiencyTable> BuiltInEfficiencies() {
-  std::vector<EfficiencyTable> tables(5);
-  // EFFICIENCY-TABLE-BEGIN mlp:128 256: learned from real runs where there are some
-  // (share/dmlps/experiments/auto-profiles.sh --efficiency over four sittings), else
-  // from the simulator (advise-efficiency.sh: wbsp and abps).
-  tables[0].rows = {
-      {"bsp", 1.00, 1.00, 1.00},       // 197 (12), 206 (12), 210 (12) iterations (runs)
-      {"backup:1", 1.15, 1.12, 1.02},  // 226 (12), 231 (12), 215 (12) iterations (runs)
-      {"backup:2", 1.17, 1.30, 1.22},  // 257 (6), 287 (6), 268 (6) iterations (runs)
-      {"backup:3", 1.75, 1.76, 1.78},  // 385 (6), 387 (6), 392 (6) iterations (runs)
-      {"ssp:3", 14.30, 2.46, 5.03},    // 2812 (12), 506 (12), 1057 (12) iterations (runs)
-      {"wbsp", 3.65, 0.43, 1.09},      // 840, 100 and 250 iterations (simulated)
-      {"abps", 1.00, 1.04, 0.83},      // 230, 240 and 190 iterations (simulated)
-      {"lbbsp", 1.00, 0.98, 1.00},     // 197 (12), 202 (12), 211 (12) iterations (runs)
-  };
-  tables[0].provenance =
-      "bsp, backup:1, ssp:3, lbbsp: real runs, the means of 12 each (4 sittings of "
-      "share/dmlps/experiments/auto-profiles.sh --repeat 3, 2026-11-25 to 11-29; "
-      "auto-profiles.sh --efficiency), 4 workers on one 2-core host, mlp:128 on fashion-mnist, "
-      "batch 256, lr 0.1, target 0.85, evaluated every 10 iterations, even, 1,1,1,4 and delays "
-      "50 ms at 0.2; backup:2, backup:3: two sittings of the same job summing in rank order "
-      "(dmlps-bench run --deterministic, seeds 1-3), every snapshot evaluated (cb3a31e), "
-      "2026-12-05, over BSP's means in them (220 iterations, 6 runs each; auto-profiles.sh "
-      "--efficiency over them); wbsp, abps: share/dmlps/advise-efficiency.sh, "
-      "dmlps-bench sim, the same job (2026-11-25, commit 9e25a5c)";
-  // EFFICIENCY-TABLE-END
-  // auto's runs of this job (the twenty-third and twenty-fourth sittings of
-  // docs/auto-goals-december-5.md, 36 runs over the six profiles) all left
-  // backup:1, for backup:2 (30) or backup:3 (6), at iteration 10-157; until
-  // then their rounds took 1.2-2.7x the time of those after the move.
-  tables[0].auto_start = "backup:2";
-  // EFFICIENCY-TABLE-BEGIN softmax 256: MODEL=softmax TARGET=0.8 advise-efficiency.sh
-  tables[1].model = "softmax";
-  tables[1].rows = {
-      {"bsp", 1.00, 1.00, 1.00},       // 50, 50 and 50 iterations
-      {"backup:1", 1.00, 1.00, 1.40},  // 50, 50 and 70 iterations
-      {"ssp:3", 13.20, 4.80, 2.60},    // 660, 240 and 130 iterations
-      {"wbsp", 14.40, 0.80, 0.40},     // 720, 40 and 20 iterations
-      {"abps", 1.00, 1.00, 1.00},      // 50, 50 and 50 iterations
-      {"lbbsp", 1.00, 1.00, 1.00},     // 50, 50 and 50 iterations
-  };
-  tables[1].provenance =
-      "MODEL=softmax TARGET=0.8 share/dmlps/advise-efficiency.sh: dmlps-bench sim, 4 workers, "
-      "softmax on fashion-mnist, batch 256, lr 0.1, target 0.8, even, 1,1,1,4 and delays 50 ms "
-      "at 0.2; 2026-11-25, commit 9e25a5c";
-  // EFFICIENCY-TABLE-END
-  // EFFICIENCY-TABLE-BEGIN softmax 16: MODEL=softmax TARGET=0.8 advise-efficiency.sh -- --batch 16
-  tables[2].model = "softmax";
-  tables[2].batch = 16;
-  tables[2].rows = {
-      {"bsp", 1.00, 1.00, 1.00},       // 240, 240 and 240 iterations
-      {"backup:1", 1.00, 1.00, 0.96},  // 240, 240 and 230 iterations
-      {"ssp:3", 1.92, 1.12, 1.67},     // 460, 270 and 400 iterations
-      {"wbsp", 2.88, 1.08, 0.29},      // 690, 260 and 70 iterations
-      {"abps", 1.00, 0.75, 0.58},      // 240, 180 and 140 iterations
-      {"lbbsp", 1.00, 0.75, 0.88},     // 240, 180 and 210 iterations
-  };
-  tables[2].provenance =
-      "MODEL=softmax TARGET=0.8 share/dmlps/advise-efficiency.sh -- --batch 16: dmlps-bench sim, "
-      "4 workers, softmax on fashion-mnist, batch 16, lr 0.1, target 0.8, even, 1,1,1,4 and "
-      "delays 50 ms at 0.2; 2026-11-25, commit 9e25a5c";
-  // EFFICIENCY-TABLE-END
-  // EFFICIENCY-TABLE-BEGIN softmax 16, 16 workers: MODEL=softmax TARGET=0.8 WORKERS=16 ...
-  tables[3].model = "softmax";
-  tables[3].batch = 16;
-  tables[3].workers = 16;
-  tables[3].rows = {
-      {"bsp", 1.00, 1.00, 1.00},       // 80, 80 and 80 iterations
-      {"backup:1", 1.00, 1.00, 1.00},  // 80, 80 and 80 iterations
-      {"ssp:3", 6.62, 1.62, 1.25},     // 530, 130 and 100 iterations
-      {"wbsp", 7.50, 6.25, 0.38},      // 600, 500 and 30 iterations
-      {"abps", 1.00, 1.00, 1.00},      // 80, 80 and 80 iterations
-      {"lbbsp", 1.00, 0.62, 1.00},     // 80, 50 and 80 iterations
-  };
-  tables[3].provenance =
-      "MODEL=softmax TARGET=0.8 WORKERS=16 share/dmlps/advise-efficiency.sh -- --batch 16: "
-      "dmlps-bench sim, 16 workers, softmax on fashion-mnist, batch 16, lr 0.1, target 0.8, "
-      "even, the last 4x slow and delays 50 ms at 0.2; 2026-11-25, commit 9e25a5c";
-  // EFFICIENCY-TABLE-END
-  // EFFICIENCY-TABLE-BEGIN softmax 16, 256 workers: POLICIES=bsp,backup:1,ssp:3,lbbsp
-  // MODEL=softmax TARGET=0.8 WORKERS=256 advise-efficiency.sh -- --batch 16 (auto's candidates)
-  tables[4].model = "softmax";
-  tables[4].batch = 16;
-  tables[4].workers = 256;
-  tables[4].rows = {
-      {"bsp", 1.00, 1.00, 1.00},       // 50, 50 and 50 iterations
-      {"backup:1", 1.00, 1.00, 1.00},  // 50, 50 and 50 iterations
-      {"ssp:3", 14.40, 10.80, 1.40},   // 720, 540 and 70 iterations
-      {"lbbsp", 1.00, 1.00, 1.00},     // 50, 50 and 50 iterations
-  };
-  tables[4].provenance =
-      "POLICIES=bsp,backup:1,ssp:3,lbbsp MODEL=softmax TARGET=0.8 WORKERS=256 "
-      "share/dmlps/advise-efficiency.sh -- --batch 16: dmlps-bench sim, 256 workers, softmax on "
-      "fashion-mnist, batch 16, lr 0.1, target 0.8, even, the last 4x slow and delays 50 ms at "
-      "0.2; 2026-11-25, commit 9e25a5c";
-  // EFFICIENCY-TABLE-END
+Result<std::vector<EfficiencyTable>> ParseEfficiencies(std::string_view text,
+                                                       std::string_view origin) {
+  std::vector<EfficiencyTable> tables;
+  int64_t number = 0;
+  while (!text.empty()) {
+    const size_t newline = std::min(text.find('\n'), text.size());
+    std::string_view rest = text.substr(0, newline);
+    text = text.substr(std::min(newline + 1, text.size()));
+    ++number;
+    if (!rest.empty() && rest.back() == '\r') rest.remove_suffix(1);
+    const std::string_view keyword = TakeWord(&rest);
+    if (keyword.empty() || keyword.starts_with('#')) continue;
+    std::string problem;
+    if (keyword == "table") {
+      EfficiencyTable table;
+      table.model = std::string(TakeWord(&rest));
+      const std::optional<int64_t> batch = NumberIn<int64_t>(TakeWord(&rest), 1, int64_t{1} << 40);
+      const std::optional<int64_t> workers =
+          NumberIn<int64_t>(TakeWord(&rest), 1, int64_t{1} << 40);
+      if (table.model.empty() || !batch || !workers || !TakeWord(&rest).empty()) {
+        problem = "a table starts 'table MODEL BATCH WORKERS'";
+      } else {
+        table.batch = *batch;
+        table.workers = *workers;
+        tables.push_back(std::move(table));
+      }
+    } else if (tables.empty()) {
+      problem = fmt::format("'{}' before the first 'table' line", keyword);
+    } else {
+      problem = ReadTableLine(keyword, rest, &tables.back());
+    }
+    if (!problem.empty())
+      return Status::DataLoss(fmt::format("{}:{}: {}", origin, number, problem));
+  }
+  if (tables.empty()) return Status::DataLoss(fmt::format("{}: no efficiency table", origin));
+  for (const EfficiencyTable& t : tables) {
+    if (t.rows.empty()) {
+      return Status::DataLoss(
+          fmt::format("{}: the table of {} {} {} has no row", origin, t.model, t.batch, t.workers));
+    }
+  }
   return tables;
 }
 
-EfficiencyTable BuiltInEfficiency(std::string_view model, int64_t batch, int64_t workers) {
-  std::vector<EfficiencyTable> tables = BuiltInEfficiencies();
+std::vector<std::string> EfficiencyFiles() {
+  if (const char* named = std::getenv("DMLPS_EFFICIENCY"); named != nullptr && *named != '\0') {
+    return {named};
+  }
+  std::vector<std::string> files;
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    files.push_back((exe.parent_path() / DMLPS_EFFICIENCY_RELATIVE).lexically_normal().string());
+  }
+  files.emplace_back(DMLPS_EFFICIENCY_SOURCE);
+  return files;
+}
+
+Result<std::vector<EfficiencyTable>> LoadEfficiencies() {
+  const std::vector<std::string> files = EfficiencyFiles();
+  for (const std::string& file : files) {
+    std::error_code error;
+    if (!std::filesystem::exists(file, error)) continue;
+    // The installed tables are a few kilobytes.
+    DMLPS_ASSIGN_OR_RETURN(std::string text,
+                           ReadSmallFile(file, int64_t{1} << 24, "efficiency tables"));
+    return ParseEfficiencies(text, file);
+  }
+  std::string looked;
+  for (const std::string& file : files) looked += (looked.empty() ? "" : ", ") + file;
+  return Status::NotFound(
+      "no efficiency tables at " + looked +
+      " (share/dmlps/efficiency.tsv comes with dmlps; $DMLPS_EFFICIENCY names another file)");
+}
+
+EfficiencyTable EfficiencyFor(const std::vector<EfficiencyTable>& tables, std::string_view model,
+                              int64_t batch, int64_t workers) {
   const EfficiencyTable* best = nullptr;
   std::pair<double, double> best_distance;
   for (const EfficiencyTable& t : tables) {

@@ -20,7 +20,7 @@
 
 #include "dmlps/base/json.h"
 #include "dmlps/net/secret.h"
-#include "dmlps/sync/policy.h"
+#include "dmlps/sync/registry.h"
 
 namespace dmlps::bench {
 namespace {
@@ -370,54 +370,14 @@ std::string ServerOptimizerRule(const std::vector<std::string>& server_args) {
   return rule;
 }
 
-std::vector<std::string> ServerCommand(const Experiment& e, std::string_view policy_entry,
+std::vector<std::string> ServerCommand(const Experiment& e, const sync::PolicyConfig& policy,
                                        const ClusterOptions& options,
                                        const std::string& endpoint_file,
                                        const std::string& report_file) {
   std::vector<std::string> argv = {(fs::path(options.bin_dir) / "dmlps-server").string(),
                                    "--workers", std::to_string(e.workers)};
-  // PolicyFor has been checked by ValidateExperiment; a bad entry still
-  // gives a command the server refuses with a clear message.
-  Result<sync::PolicyConfig> p = PolicyFor(policy_entry, e);
-  sync::PolicyConfig policy;
-  if (p.ok()) {
-    policy = *p;
-  } else {
-    policy.name = std::string(policy_entry);
-  }
-  argv.insert(argv.end(), {"--policy", policy.name});
-  if (policy.name == "ssp")
-    argv.insert(argv.end(), {"--staleness", std::to_string(policy.staleness)});
-  if (policy.name == "backup") argv.insert(argv.end(), {"--backup", std::to_string(policy.backup)});
-  if (policy.name == "abps") argv.insert(argv.end(), {"--chunk", std::to_string(policy.chunk)});
-  if (policy.name == "token")
-    argv.insert(argv.end(), {"--token-size", std::to_string(policy.token_size)});
-  if (policy.name == "localsgd" || policy.name == "async-localsgd")
-    argv.insert(argv.end(), {"--local-steps", std::to_string(policy.local_steps)});
-  if (policy.dylu) argv.push_back("--dylu");
-  if (sync::TakesMomentumEvery(policy) && policy.momentum_every > 0) {
-    argv.insert(argv.end(), {"--momentum-every", std::to_string(policy.momentum_every)});
-  }
-  if (policy.name == "dssp") {
-    argv.insert(argv.end(), {"--staleness-low", std::to_string(policy.staleness_low),
-                             "--staleness-high", std::to_string(policy.staleness_high)});
-  }
-  if (policy.name == "sync-switch") {
-    if (policy.switch_online) {
-      argv.push_back("--switch-online");
-    } else {
-      argv.insert(argv.end(), {"--switch-at", Number(policy.switch_at)});
-    }
-  }
-  if (policy.name == "auto" && !policy.candidates.empty()) {
-    std::string list;
-    for (const std::string& c : policy.candidates) list += (list.empty() ? "" : ",") + c;
-    argv.insert(argv.end(), {"--candidates", list});
-  }
-  if (policy.name == "lbbsp") {
-    argv.insert(argv.end(), {"--lb-mode", policy.lb_mode});
-    if (policy.lb_mode == "cpu") argv.insert(argv.end(), {"--predictor", policy.predictor});
-  }
+  const std::vector<std::string> policy_flags = sync::PolicyServerFlags(policy);
+  argv.insert(argv.end(), policy_flags.begin(), policy_flags.end());
   argv.insert(argv.end(), {"--model",
                            e.model,
                            "--data",
@@ -637,7 +597,11 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
     result.failure = std::move(why);
     return result;
   };
-  if (Status s = server.Start(ServerCommand(e, policy_entry, options, endpoint_file, report_file),
+  // ValidateExperiment has checked the entry; one that is bad still ends
+  // this run alone, with the reason.
+  Result<sync::PolicyConfig> policy = PolicyFor(policy_entry, e);
+  if (!policy.ok()) return fail(policy.status().message());
+  if (Status s = server.Start(ServerCommand(e, *policy, options, endpoint_file, report_file),
                               server_tsv, server_log, {secret_env});
       !s.ok()) {
     return fail(s.message());

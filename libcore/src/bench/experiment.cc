@@ -8,7 +8,8 @@
 #include <optional>
 #include <system_error>
 
-#include "dmlps/sim/run_limits.h"
+#include "dmlps/bench/run_limits.h"
+#include "dmlps/sync/registry.h"
 
 namespace dmlps::bench {
 namespace {
@@ -69,89 +70,17 @@ Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& e
   config.num_workers = experiment.workers;
   config.batch = experiment.batch;
   config.momentum_every = experiment.momentum_every;
-  const size_t colon = entry.find(':');
-  const std::string_view name = entry.substr(0, colon);
-  const std::string_view parameter =
-      colon == std::string_view::npos ? std::string_view() : entry.substr(colon + 1);
-  const bool has_parameter = colon != std::string_view::npos;
-  config.name = std::string(name);
-  if (name == "ssp" || name == "backup") {
-    if (has_parameter) {
-      const std::optional<int64_t> value = ParseCount(parameter);
-      if (!value) {
-        return Status::InvalidArgument(Quoted(entry) + ": " + std::string(name) +
-                                       ":N needs a whole number N >= 0");
-      }
-      (name == "ssp" ? config.staleness : config.backup) = *value;
-    }
-  } else if (name == "lbbsp-gpu") {
-    config.name = "lbbsp";
-    config.lb_mode = "gpu";
-  } else if (name == "lbbsp" && has_parameter) {
-    // lbbsp:PREDICTOR (cpu mode); MakePolicy below checks the name.
-    config.predictor = std::string(parameter);
-  } else if ((name == "localsgd" || name == "async-localsgd" || name == "async-localsgd-dylu") &&
-             has_parameter) {
-    // NAME:H, H local steps per push; MakePolicy below checks H >= 1.
-    const std::optional<int64_t> value = ParseCount(parameter);
-    if (!value) {
-      return Status::InvalidArgument(Quoted(entry) + ": " + std::string(name) +
-                                     ":H needs a number H");
-    }
-    config.local_steps = *value;
-  } else if (name == "dssp" && has_parameter) {
-    // dssp:LOW:HIGH, the range of the staleness bounds.
-    const size_t second = parameter.find(':');
-    const std::optional<int64_t> low = ParseCount(parameter.substr(0, second));
-    const std::optional<int64_t> high =
-        second == std::string_view::npos ? std::nullopt : ParseCount(parameter.substr(second + 1));
-    if (!low || !high) {
-      return Status::InvalidArgument(Quoted(entry) + ": dssp:LOW:HIGH needs two whole numbers");
-    }
-    config.staleness_low = *low;
-    config.staleness_high = *high;
-  } else if (name == "sync-switch" && has_parameter) {
-    // sync-switch:FRACTION, or sync-switch:online.
-    if (parameter == "online") {
-      config.switch_online = true;
-    } else {
-      const auto [end, ec] =
-          std::from_chars(parameter.data(), parameter.data() + parameter.size(), config.switch_at);
-      if (parameter.empty() || ec != std::errc() || end != parameter.data() + parameter.size()) {
-        return Status::InvalidArgument(Quoted(entry) +
-                                       ": sync-switch:FRACTION needs a number in [0, 1] or "
-                                       "'online'");
-      }
-    }
-  } else if (name == "auto" && has_parameter) {
-    // auto:A+B+..., its candidates (commas separate the rows).
-    size_t start = 0;
-    while (start <= parameter.size()) {
-      const size_t plus = std::min(parameter.find('+', start), parameter.size());
-      config.candidates.emplace_back(parameter.substr(start, plus - start));
-      start = plus + 1;
-    }
-  } else if (has_parameter) {
-    return Status::InvalidArgument(
-        Quoted(entry) +
-        ": only ssp:S, backup:B, dssp:LOW:HIGH, sync-switch:FRACTION|online, lbbsp:PREDICTOR, "
-        "auto:A+B+... and the local-SGD policies' :H take a parameter");
-  }
   // sync-switch places its switch by the run's target or iteration limit.
   config.target_accuracy = experiment.target;
   config.max_iterations = experiment.max_iterations;
   config.model = experiment.model;
   // A quarter of a worker's batch: much smaller and a chunk's or token's
   // message round trip costs more than its compute.
-  if (name == "async-localsgd-dylu") {
-    config.name = "async-localsgd";
-    config.dylu = true;
-  }
   config.chunk = std::max<int64_t>(1, (experiment.batch + 3) / 4);
   config.token_size = config.chunk;
-  if (Result<std::unique_ptr<sync::Policy>> made = sync::MakePolicy(config); !made.ok()) {
-    return Status::InvalidArgument(Quoted(entry) + ": " + made.status().message());
-  }
+  Status s = sync::ApplyEntry(entry, &config);
+  if (s.ok()) s = sync::CheckPolicy(config);
+  if (!s.ok()) return Status::InvalidArgument(Quoted(entry) + ": " + s.message());
   return config;
 }
 
@@ -204,7 +133,7 @@ std::string DescribeExperiment(const Experiment& e) {
 }
 
 // ValidateExperiment speaks of the run's limits as dmlps-bench's flags.
-constexpr sim::RunLimitNames kLimitFlags = {
+constexpr RunLimitNames kLimitFlags = {
     "--target", "--eval-every", "--max-iterations", "--max-seconds",
     "no end to a run: give --target, --max-iterations or --max-seconds"};
 
@@ -233,7 +162,7 @@ std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
   if (!(experiment.momentum >= 0 && experiment.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
-  sim::CheckRunLimits(
+  CheckRunLimits(
       {experiment.target, experiment.eval_every, experiment.max_iterations, experiment.max_seconds},
       kLimitFlags, &problems);
   if (experiment.repeat < 1) problems.push_back("--repeat must be at least 1");

@@ -131,8 +131,10 @@ int RunBenchAdviseProgram(const AdviseConfig& config, bench::Format format) {
   if (!run.ok()) return ReportError(kBenchProgram, run.status());
   LogProfile(run->profile);
   // The efficiency table learned on the traced job's model and batch.
-  const advise::Advisor advisor(advise::BuiltInEfficiency(
-      run->model, run->profile.batch, static_cast<int64_t>(run->profile.workers.size())));
+  Result<std::vector<advise::EfficiencyTable>> tables = advise::LoadEfficiencies();
+  if (!tables.ok()) return ReportError(kBenchProgram, tables.status());
+  const advise::Advisor advisor(advise::EfficiencyFor(
+      *tables, run->model, run->profile.batch, static_cast<int64_t>(run->profile.workers.size())));
   const double target = config.target >= 0 ? config.target : run->target;
   advise::AdvisorOptions options;
   options.candidates = config.candidates;

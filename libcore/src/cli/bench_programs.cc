@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "dmlps/auto/auto.h"
 #include "dmlps/cli/cli.h"
 #include "dmlps/cli/status_line.h"
 
@@ -118,6 +119,7 @@ int RunBenchSimProgram(const bench::Experiment& experiment, sim::SimOptions opti
       status.Show(ProgressText(label, p) + " (virtual)");
     };
   }
+  options.make_policy = autopolicy::MakePolicy;
   Result<std::vector<bench::RunResult>> runs = sim::SimulateExperiment(experiment, options);
   status.Clear();
   if (!runs.ok()) return ReportError(kBenchProgram, runs.status());

@@ -8,6 +8,7 @@
 #include <optional>
 #include <sstream>
 
+#include "dmlps/auto/auto.h"
 #include "dmlps/base/file.h"
 #include "dmlps/cli/cli.h"
 #include "dmlps/data/dataset.h"
@@ -36,8 +37,9 @@ const std::atomic<int>* StartUnderLauncher(const launch::Launcher& launcher) {
 
 }  // namespace
 
-int RunServerProgram(const server::ServerConfig& config, const launch::Launcher& launcher) {
+int RunServerProgram(server::ServerConfig config, const launch::Launcher& launcher) {
   const std::atomic<int>* signal = StartUnderLauncher(launcher);
+  config.make_policy = autopolicy::MakePolicy;
   // With the trace on standard output, the evaluations are in it, not in a TSV.
   std::ostringstream no_tsv;
   std::ostream& tsv = config.trace == "-" ? static_cast<std::ostream&>(no_tsv) : std::cout;

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "dmlps/sync/registry.h"
+
 namespace dmlps::server {
 
 namespace {
@@ -75,8 +77,8 @@ Result<Aggregation> ParseAggregation(std::string_view text) {
 }
 
 bool AggregatesRounds(std::string_view policy) {
-  return policy == "bsp" || policy == "abps" || policy == "lbbsp" || policy == "backup" ||
-         policy == "token";
+  const sync::PolicyRow* row = sync::FindPolicyRow(policy);
+  return row != nullptr && row->runs.empty() && row->traits.aggregates_rounds;
 }
 
 float AggregateValues(std::span<float> values, const Aggregation& rule) {

@@ -37,7 +37,8 @@ struct Aggregation {
 Result<Aggregation> ParseAggregation(std::string_view text);
 
 // The policies whose updates combine a round of pushes, the only ones a
-// robust rule applies to (the others apply each push on its own).
+// robust rule applies to (the others apply each push on its own):
+// sync::PolicyTraits::aggregates_rounds.
 bool AggregatesRounds(std::string_view policy);
 
 // The value `rule` makes of one coordinate's values (reordered in place):

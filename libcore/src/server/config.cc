@@ -7,6 +7,7 @@
 
 #include "dmlps/data/dataset.h"
 #include "dmlps/server/server.h"
+#include "dmlps/sync/registry.h"
 #include "server/aggregate.h"
 #include "server/shard.h"
 
@@ -139,20 +140,27 @@ void AddShardProblems(const ServerConfig& config, std::vector<std::string>* prob
   }
 }
 
+// The pushes a round's update keeps under config's policy (sync::PushesKept).
+int64_t KeptPerRound(const ServerConfig& config) {
+  sync::PolicyConfig sized = config.policy;
+  sized.num_workers = config.workers;
+  return sync::PushesKept(sized);
+}
+
 // What --aggregate and --max-update-norm rule out.
 void AddAggregationProblems(const ServerConfig& config, std::vector<std::string>* problems) {
   if (Result<Aggregation> rule = ParseAggregation(config.aggregate); !rule.ok()) {
     problems->push_back("--aggregate: " + rule.status().message());
   } else if (rule->robust() && !AggregatesRounds(config.policy.name)) {
     problems->push_back("--aggregate " + config.aggregate +
-                        " needs a policy that aggregates rounds (bsp, abps, lbbsp, backup, "
-                        "token), not " +
+                        " needs a policy that aggregates rounds (" +
+                        sync::PoliciesWith(&sync::PolicyTraits::aggregates_rounds) + "), not " +
                         config.policy.name);
-  } else if (rule->robust() && config.policy.name == "backup" && config.policy.backup >= 0 &&
-             config.policy.backup < config.workers && config.workers - config.policy.backup < 3) {
+  } else if (const int64_t kept = KeptPerRound(config);
+             rule->robust() && kept >= 1 && kept < config.workers && kept < 3) {
     // The pushes kept are the first to arrive: a worker that answers at
     // once is always among them, and of 2 the rule cannot tell who is off.
-    const int64_t kept = config.workers - config.policy.backup;
+    // Backup workers are the policy that keeps fewer than all.
     problems->push_back("--aggregate " + config.aggregate + " with --backup " +
                         std::to_string(config.policy.backup) + " of --workers " +
                         std::to_string(config.workers) + " keeps only the first " +
@@ -227,9 +235,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   probe.target_accuracy = config.target_accuracy;
   probe.max_iterations = config.max_iterations;
   probe.model = config.model;
-  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(probe); !p.ok()) {
-    problems.push_back("--policy: " + p.status().message());
-  }
+  if (Status s = sync::CheckPolicy(probe); !s.ok()) problems.push_back("--policy: " + s.message());
   if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
     problems.push_back("--data: " + d.status().message());
   }

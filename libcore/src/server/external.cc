@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "dmlps/net/secret.h"
+#include "dmlps/sync/registry.h"
 #include "server/coordinator.h"
 #include "server/listen_options.h"
 #include "server/parameter_server.h"
@@ -176,7 +177,8 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
   if (!values->AllFinite()) return refuse("the initial values hold NaN or infinity");
   // wbsp-overlap's workers push sums of local deltas, which a buffer's
   // value is not.
-  if (model::StateFloats(hello->layout) > 0 && config_.policy.name.starts_with("wbsp-overlap")) {
+  if (model::StateFloats(hello->layout) > 0 &&
+      sync::ModeOf(config_.policy.name) == sync::WorkerMode::kLocalOverlap) {
     return refuse(
         "policy wbsp-overlap cannot carry module state (buffers) yet: its workers push sums of "
         "deltas; use wbsp or another policy");

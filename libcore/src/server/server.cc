@@ -162,7 +162,9 @@ Status ParameterServer::SetUpPolicy() {
   policy_config.model = config_.model;
   // auto: no round waits for a decision's predictions.
   policy_config.decide_in_background = true;
-  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
+  DMLPS_ASSIGN_OR_RETURN(
+      std::unique_ptr<sync::Policy> policy,
+      config_.make_policy ? config_.make_policy(policy_config) : sync::MakePolicy(policy_config));
   driver_.emplace(std::move(policy),
                   sync::DriverOptions{.eval_every = config_.eval_every,
                                       .max_iterations = config_.max_iterations,

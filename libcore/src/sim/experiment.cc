@@ -103,6 +103,7 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       config.cpu_wake_credit_s = options.cpu_wake_credit_s;
       config.threads = options.threads;
       config.shards = options.shards;
+      config.make_policy = options.make_policy;
       if (options.show) {
         const std::string label = fmt::format("[{}/{}] {} run {}/{}", runs.size() + 1, total, entry,
                                               repeat, experiment.repeat);

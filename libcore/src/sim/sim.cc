@@ -13,10 +13,11 @@
 #include <memory>
 #include <optional>
 
+#include "dmlps/bench/run_limits.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/server.h"
-#include "dmlps/sim/run_limits.h"
 #include "dmlps/sync/driver.h"
+#include "dmlps/sync/registry.h"
 #include "dmlps/sync/summary.h"
 #include "sim/cpu.h"
 #include "sim/events.h"
@@ -181,7 +182,9 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
 // ---------------------------------------------------------------- setup
 
 Status Simulator::Setup() {
-  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(config_.policy));
+  DMLPS_ASSIGN_OR_RETURN(
+      std::unique_ptr<sync::Policy> policy,
+      config_.make_policy ? config_.make_policy(config_.policy) : sync::MakePolicy(config_.policy));
   driver_.emplace(std::move(policy),
                   sync::DriverOptions{.eval_every = config_.eval_every,
                                       .max_iterations = config_.max_iterations},
@@ -560,7 +563,7 @@ void Simulator::Evaluate(bool /*must*/) {
 // ---------------------------------------------------------------- public
 
 // ValidateSimConfig speaks of the run's limits as SimConfig's fields.
-constexpr RunLimitNames kFieldNames = {
+constexpr bench::RunLimitNames kFieldNames = {
     "target", "eval_every", "max_iterations", "max_seconds",
     "no end to a run: give a target, max_iterations or max_seconds"};
 
@@ -568,8 +571,8 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   std::vector<std::string> problems;
   const int64_t n = config.policy.num_workers;
   if (n < 1) problems.push_back("a run needs at least one worker");
-  if (Result<std::unique_ptr<sync::Policy>> p = sync::MakePolicy(config.policy); !p.ok()) {
-    problems.push_back("policy: " + p.status().message());
+  if (Status s = sync::CheckPolicy(config.policy); !s.ok()) {
+    problems.push_back("policy: " + s.message());
   }
   if (static_cast<int64_t>(config.stragglers.size()) != n) {
     problems.push_back("straggler profiles for " + std::to_string(config.stragglers.size()) +
@@ -600,8 +603,9 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("lr must be positive");
   if (!(config.momentum >= 0 && config.momentum < 1))
     problems.push_back("momentum must be in [0, 1)");
-  CheckRunLimits({config.target, config.eval_every, config.max_iterations, config.max_seconds},
-                 kFieldNames, &problems);
+  bench::CheckRunLimits(
+      {config.target, config.eval_every, config.max_iterations, config.max_seconds}, kFieldNames,
+      &problems);
   if (!(config.network.link_gbps >= 0) || !std::isfinite(config.network.link_gbps)) {
     problems.push_back("link bandwidth must be a finite number of at least 0");
   }

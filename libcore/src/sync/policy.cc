@@ -3,17 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "dmlps/predict/predictor.h"
-#include "dmlps/sync/abps.h"
-#include "dmlps/sync/auto.h"
-#include "dmlps/sync/backup.h"
-#include "dmlps/sync/dssp.h"
-#include "dmlps/sync/lbbsp.h"
-#include "dmlps/sync/localsgd.h"
-#include "dmlps/sync/syncswitch.h"
-#include "dmlps/sync/token.h"
-#include "dmlps/sync/wbsp.h"
-
 namespace dmlps::sync {
 
 std::string_view WorkerModeName(WorkerMode mode) {
@@ -246,103 +235,6 @@ bool SspPolicy::MayStart(WorkerId w) const {
   return staleness_ < 0 || clock(w) - MinClock() <= staleness_;
 }
 
-Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {
-  using Made = std::unique_ptr<Policy>;
-  const int64_t n = config.num_workers;
-  if (n < 1) return Status::InvalidArgument("a run needs at least one worker");
-  if (config.batch < 1) return Status::InvalidArgument("the batch must be at least 1 sample");
-  const std::string& name = config.name;
-  if (TakesMomentumEvery(config) && config.momentum_every < 0) {
-    return Status::InvalidArgument(name + " needs --momentum-every of 0 or more");
-  }
-  if (name == "bsp") return Made(new BspPolicy(n));
-  if (name == "asp") return Made(new SspPolicy(n, -1));
-  if (name == "ssp") {
-    if (config.staleness < 0) return Status::InvalidArgument("ssp needs a staleness of 0 or more");
-    return Made(new SspPolicy(n, config.staleness));
-  }
-  if (name == "backup") {
-    if (config.backup < 0 || config.backup >= n) {
-      return Status::InvalidArgument("backup needs 0 <= backup workers < workers (" +
-                                     std::to_string(config.backup) + " of " + std::to_string(n) +
-                                     ")");
-    }
-    return Made(new BackupPolicy(n, config.backup));
-  }
-  if (name == "wbsp") return Made(new WbspPolicy(n, false));
-  if (name == "wbsp-overlap") return Made(new WbspPolicy(n, true));
-  if (name == "abps") {
-    if (config.chunk < 1 || config.chunk > config.batch) {
-      return Status::InvalidArgument("abps needs a chunk of 1 to " + std::to_string(config.batch) +
-                                     " samples (the batch), not " + std::to_string(config.chunk));
-    }
-    return Made(new AbpsPolicy(n));
-  }
-  if (name == "lbbsp") {
-    if (config.rebalance_every < 1) {
-      return Status::InvalidArgument("lbbsp needs --rebalance-every of at least 1");
-    }
-    if (config.lb_mode != "cpu" && config.lb_mode != "gpu") {
-      return Status::InvalidArgument("unknown lbbsp mode '" + config.lb_mode + "' (cpu or gpu)");
-    }
-    if (config.lb_step < 0) return Status::InvalidArgument("lbbsp needs a step of 0 or more");
-    Result<std::unique_ptr<predict::SpeedPredictor>> predictor =
-        predict::MakePredictor(config.predictor, PredictorOptionsFor(config));
-    if (!predictor.ok()) return predictor.status();
-    return Made(new LbBspPolicy(config));
-  }
-  if (name == "token") {
-    if (config.token_size < 1 || config.token_size > config.batch * n) {
-      return Status::InvalidArgument("token needs a token size of 1 to " +
-                                     std::to_string(config.batch * n) +
-                                     " samples (the global batch)");
-    }
-    return Made(new TokenPolicy(n, config.batch, config.token_size));
-  }
-  if (UsesOuterOptimizer(config)) {
-    if (config.local_steps < 1) {
-      return Status::InvalidArgument(name + " needs at least 1 local step");
-    }
-    if (!(config.outer_lr > 0) || !(config.outer_momentum >= 0 && config.outer_momentum < 1)) {
-      return Status::InvalidArgument(
-          name + " needs an outer learning rate > 0 and an outer momentum in [0, 1)");
-    }
-  }
-  if (name == "localsgd") return Made(new LocalSgdPolicy(n));
-  if (name == "dssp") {
-    if (config.staleness_low < 0 || config.staleness_high < config.staleness_low) {
-      return Status::InvalidArgument("dssp needs 0 <= --staleness-low <= --staleness-high");
-    }
-    return Made(new DsspPolicy(n, config.staleness_low, config.staleness_high));
-  }
-  if (name == "sync-switch") return MakeSyncSwitch(config);
-  if (name == "auto") return MakeAuto(config);
-  if (name == "async-localsgd") {
-    return Made(new AsyncLocalSgdPolicy(n, config.local_steps, config.dylu));
-  }
-  return Status::InvalidArgument("unknown policy '" + name + "' (expected one of " +
-                                 std::string(PolicyNames()) + ")");
-}
-
-std::string_view PolicyNames() {
-  return "bsp, asp, ssp, backup, wbsp, wbsp-overlap, abps, lbbsp, token, localsgd, "
-         "async-localsgd, dssp, sync-switch, auto";
-}
-
-bool UsesOuterOptimizer(const PolicyConfig& config) {
-  return config.name == "localsgd" || config.name == "async-localsgd";
-}
-
-bool TakesMomentumEvery(const PolicyConfig& config) {
-  return config.name == "async-localsgd" || config.name == "asp" || config.name == "ssp" ||
-         config.name == "dssp";
-}
-
-bool AnswersEachPush(std::string_view name) {
-  const std::string_view kind = name.substr(0, name.find(':'));
-  return kind == "asp" || kind == "ssp" || kind == "dssp" || kind == "async-localsgd";
-}
-
 ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double momentum) {
   if (!UsesOuterOptimizer(config)) {
     // Pushes applied on arrival each step the momentum unless told to take
@@ -352,7 +244,7 @@ ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double
   }
   // Asynchronous pushes take the momentum once per momentum_every of them.
   int64_t every = 1;
-  if (config.name == "async-localsgd") {
+  if (TakesMomentumEvery(config)) {
     every = config.momentum_every > 0 ? config.momentum_every : config.num_workers;
   }
   return {config.outer_lr, config.outer_momentum, config.outer_nesterov, every};

@@ -17,10 +17,11 @@ std::string OfflineSwitch::Name() const { return fmt::format("sync-switch:{}", f
 std::optional<SwitchRequest> OfflineSwitch::AfterPush(const SwitchContext& context, WorkerId /*w*/,
                                                       const PushInfo& /*push*/) {
   // With a target, the accuracy decides (AfterEvaluation).
-  if (target_ > 0 || context.running != "bsp") return std::nullopt;
+  if (target_ > 0 || context.running != kSyncSwitchFirst) return std::nullopt;
   const double at = std::ceil(fraction_ * static_cast<double>(max_iterations_));
   if (static_cast<double>(context.iteration) < at) return std::nullopt;
-  return SwitchRequest{"asp", "iterations done", static_cast<double>(context.iteration), at};
+  return SwitchRequest{std::string(kSyncSwitchSecond), "iterations done",
+                       static_cast<double>(context.iteration), at};
 }
 
 std::optional<SwitchRequest> OfflineSwitch::AfterEvaluation(const SwitchContext& context,
@@ -30,12 +31,12 @@ std::optional<SwitchRequest> OfflineSwitch::AfterEvaluation(const SwitchContext&
     first_accuracy_ = accuracy;
     if (fraction_ > 0) return std::nullopt;
   }
-  if (context.running != "bsp") return std::nullopt;
+  if (context.running != kSyncSwitchFirst) return std::nullopt;
   // Progress toward the target; a target at or below the start is reached.
   const double span = target_ - *first_accuracy_;
   const double progress = span <= 0 ? 1.0 : (accuracy - *first_accuracy_) / span;
   if (progress < fraction_) return std::nullopt;
-  return SwitchRequest{"asp", "accuracy progress", progress, fraction_};
+  return SwitchRequest{std::string(kSyncSwitchSecond), "accuracy progress", progress, fraction_};
 }
 
 OnlineSwitch::OnlineSwitch(int64_t num_workers) : recent_(num_workers) {}
@@ -75,17 +76,18 @@ std::optional<SwitchRequest> OnlineSwitch::AfterPush(const SwitchContext& contex
     if (ratio > kFactor) {
       straggler_ = w;
       last_seen_iteration_ = context.iteration;
-      if (context.running == "bsp") {
-        return SwitchRequest{"asp", fmt::format("worker {} straggles", w), ratio, kFactor};
+      if (context.running == kSyncSwitchFirst) {
+        return SwitchRequest{std::string(kSyncSwitchSecond), fmt::format("worker {} straggles", w),
+                             ratio, kFactor};
       }
     } else if (w == straggler_) {
       straggler_ = -1;  // back in step; calm from here on
       last_seen_iteration_ = context.iteration;
     }
   }
-  if (context.running == "asp" && straggler_ < 0 &&
+  if (context.running == kSyncSwitchSecond && straggler_ < 0 &&
       context.iteration - last_seen_iteration_ >= kCalmIterations) {
-    return SwitchRequest{"bsp", "no straggler",
+    return SwitchRequest{std::string(kSyncSwitchFirst), "no straggler",
                          static_cast<double>(context.iteration - last_seen_iteration_),
                          static_cast<double>(kCalmIterations)};
   }
@@ -97,19 +99,23 @@ void OnlineSwitch::WorkerGone(WorkerId w) {
   if (w == straggler_) straggler_ = -1;
 }
 
-Result<std::unique_ptr<Policy>> MakeSyncSwitch(const PolicyConfig& config) {
+Status CheckSyncSwitch(const PolicyConfig& config) {
   if (!(config.switch_at >= 0 && config.switch_at <= 1)) {
     return Status::InvalidArgument("sync-switch needs --switch-at in [0, 1]");
   }
+  if (!config.switch_online && config.target_accuracy <= 0 && config.max_iterations <= 0) {
+    return Status::InvalidArgument(
+        "sync-switch places --switch-at by the target accuracy or the iteration limit: give "
+        "--target-accuracy or --max-iterations (or --switch-online)");
+  }
+  return Status::Ok();
+}
+
+std::unique_ptr<Policy> MakeSyncSwitch(const PolicyConfig& config) {
   std::unique_ptr<SwitchDecider> decider;
   if (config.switch_online) {
     decider = std::make_unique<OnlineSwitch>(config.num_workers);
   } else {
-    if (config.target_accuracy <= 0 && config.max_iterations <= 0) {
-      return Status::InvalidArgument(
-          "sync-switch places --switch-at by the target accuracy or the iteration limit: give "
-          "--target-accuracy or --max-iterations (or --switch-online)");
-    }
     decider = std::make_unique<OfflineSwitch>(config.switch_at, config.target_accuracy,
                                               config.max_iterations);
   }
@@ -119,8 +125,7 @@ Result<std::unique_ptr<Policy>> MakeSyncSwitch(const PolicyConfig& config) {
     inner.num_workers = n;
     return MakePolicy(inner);
   };
-  return std::unique_ptr<Policy>(
-      new SwitchingPolicy(config.num_workers, std::move(decider), std::move(make)));
+  return std::make_unique<SwitchingPolicy>(config.num_workers, std::move(decider), std::move(make));
 }
 
 }  // namespace dmlps::sync

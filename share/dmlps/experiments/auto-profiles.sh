@@ -49,8 +49,8 @@
 # total below every fixed total. A sitting's chance of passing, from the
 # runs alone, where one sitting is one draw of it.
 # With --efficiency, no runs: the statistical-efficiency rows that the real
-# runs under --out give (every sitting below it, links followed), as C++ for
-# libcore/src/advise/efficiency.cc: per fixed policy its mean iterations to
+# runs under --out give (every sitting below it, links followed), as rows of
+# share/dmlps/efficiency.tsv: per fixed policy its mean iterations to
 # the target over BSP's in the profiles none, slow and delay (the table's
 # even, straggler and delays columns).
 NAME=auto-profiles.sh
@@ -522,10 +522,10 @@ efficiency_rows() {
         for (c = 1; c <= 3; c++) {
           m = mean(p, col[c])
           if (!m) { line = ""; break }
-          line = line sprintf("%s%.2f", c > 1 ? ", " : "", m / mean("bsp", col[c]))
+          line = line sprintf("\t%.2f", m / mean("bsp", col[c]))
           runs = runs sprintf("%s%.0f (%d)", c > 1 ? ", " : "", m, count[p SUBSEP col[c]])
         }
-        if (line != "") printf "      {\"%s\", %s},  // %s iterations (runs)\n", p, line, runs
+        if (line != "") printf "row\t%s%s\t%s iterations (runs)\n", p, line, runs
         runs = ""
       }
     }'

@@ -125,7 +125,7 @@ inline constexpr double kPreferBspWithin = 0.05;
 // simulation per candidate for 4 workers.
 class Advisor {
  public:
-  explicit Advisor(EfficiencyTable table = BuiltInEfficiency()) : table_(std::move(table)) {}
+  explicit Advisor(EfficiencyTable table) : table_(std::move(table)) {}
 
   // InvalidArgument for a bad profile or a candidate that names no policy.
   // A candidate whose simulation fails gets its failure and is not ranked;

@@ -1,10 +1,10 @@
 // Statistical efficiency: how many iterations each policy needs to reach a
 // target accuracy, relative to BSP on the same job. Time per iteration is
 // what the simulator predicts; this is the other half of time to target.
-// The built-in tables were learned from simulated runs of the built-in models
-// with real gradients, one per model and batch (staleness costs a convex
-// softmax less than an MLP, and a small batch less than a large one);
-// share/dmlps/advise-efficiency.sh remakes them.
+// The tables are data (share/dmlps/efficiency.tsv, installed with the
+// programs), one per model, batch and number of workers, each with where
+// its numbers came from and the command that remakes them
+// (docs/advise-efficiency.md).
 #ifndef DMLPS_ADVISE_EFFICIENCY_H_
 #define DMLPS_ADVISE_EFFICIENCY_H_
 
@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "dmlps/base/status.h"
 
 namespace dmlps::advise {
 
@@ -34,7 +36,8 @@ struct EfficiencyTable {
   std::string model = "mlp:128";  // the model it was learned on (model::ModelSpec::Name())
   int64_t batch = 256;            // ... and the per-worker batch
   int64_t workers = 4;            // ... and the number of workers
-  std::string provenance;         // the command, job and commit that measured it
+  std::string source;             // where its numbers came from
+  std::string command;            // the command that prints its rows
   // How much slower than the others the straggler of the straggler column was.
   double straggler_ratio = 4;
   // Where auto starts on this job, on as many workers, when the runs that
@@ -62,18 +65,29 @@ double EfficiencyAt(const Efficiency& row, double ratio, double straggler_ratio)
 double EfficiencyUnder(const Efficiency& row, double ratio, double delay_cost,
                        double straggler_ratio);
 
-// Every table compiled in (efficiency.cc), with its provenance.
-std::vector<EfficiencyTable> BuiltInEfficiencies();
+// Parses the tables file's text (format 1, described at the top of
+// share/dmlps/efficiency.tsv); DataLoss naming `origin` and the line for
+// anything it cannot read, or for no table at all.
+Result<std::vector<EfficiencyTable>> ParseEfficiencies(std::string_view text,
+                                                       std::string_view origin);
+// Where the tables are read from, in order: $DMLPS_EFFICIENCY when set
+// (alone: a file named there must be there), else share/dmlps/efficiency.tsv
+// beside the installed programs, else the one of the source tree they
+// were built from (a build not installed, and its tests).
+std::vector<std::string> EfficiencyFiles();
+// The tables of the first of EfficiencyFiles that exists; NotFound naming
+// every place looked in when none does, DataLoss for one it cannot read.
+Result<std::vector<EfficiencyTable>> LoadEfficiencies();
 
-// The table compiled in for a job of `model` ("mlp:64", "softmax") at
-// `batch` samples per worker on `workers` workers: of the tables learned on
-// a model of its kind (the name before any ':', so "mlp:64" takes
-// mlp:128's), the one learned at the batch nearest in ratio (0: the
-// largest), and of those the one learned at the number of workers nearest
-// in ratio (0: the first, 4 workers); a model with none ("external",
-// empty) takes the default job's, mlp:128 at batch 256.
-EfficiencyTable BuiltInEfficiency(std::string_view model = {}, int64_t batch = 0,
-                                  int64_t workers = 0);
+// Of `tables` (not empty), the one for a job of `model` ("mlp:64",
+// "softmax") at `batch` samples per worker on `workers` workers: of the
+// tables learned on a model of its kind (the name before any ':', so
+// "mlp:64" takes mlp:128's), the one learned at the batch nearest in ratio
+// (0: the largest), and of those the one learned at the number of workers
+// nearest in ratio (0: the first); a model with none ("external", empty)
+// takes the first table, the default job's.
+EfficiencyTable EfficiencyFor(const std::vector<EfficiencyTable>& tables,
+                              std::string_view model = {}, int64_t batch = 0, int64_t workers = 0);
 
 // A worker is a steady straggler, for the reason given, when its step
 // takes this many times the fastest worker's or more.

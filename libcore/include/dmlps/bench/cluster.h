@@ -61,10 +61,11 @@ struct Progress {
 std::string ServerOptimizerRule(const std::vector<std::string>& server_args);
 
 // The command lines (program first) of the server and of each worker for one
-// run of `policy_entry`, with `endpoint_file` and `report_file` as the
-// server's --endpoint-file and --report. Workers get "ENDPOINT" as their
+// run of `policy` (PolicyFor's), with `endpoint_file` and `report_file` as
+// the server's --endpoint-file and --report. Workers get "ENDPOINT" as their
 // --server, to be replaced by the bound address.
-std::vector<std::string> ServerCommand(const Experiment& experiment, std::string_view policy_entry,
+std::vector<std::string> ServerCommand(const Experiment& experiment,
+                                       const sync::PolicyConfig& policy,
                                        const ClusterOptions& options,
                                        const std::string& endpoint_file,
                                        const std::string& report_file);

@@ -29,7 +29,7 @@ Status WriteRunReportFile(const server::RunReport& report, const std::string& pa
 // Exit: 0; 1 when a target was set and missed; 128+N on signal N; else the
 // code of the error. REQUIRES: config checked by server::ValidateConfig,
 // logging set up.
-int RunServerProgram(const server::ServerConfig& config, const launch::Launcher& launcher);
+int RunServerProgram(server::ServerConfig config, const launch::Launcher& launcher);
 
 // Trains until the server says stop or a signal stops it. Exit: 0; 128+N
 // on signal N; else the code of the error (69 when no server answers).

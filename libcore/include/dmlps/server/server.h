@@ -107,6 +107,9 @@ struct ServerConfig {
   double max_update_norm = 0;
   // Data declaring more features than this is refused (data::DataSpec).
   int64_t max_features = int64_t{1} << 26;
+  // Makes the policy (empty: sync::MakePolicy, which leaves auto to the
+  // programs: dmlps-server passes autopolicy::MakePolicy).
+  sync::PolicyFactory make_policy;
 };
 
 // Where the slices of a model of `num_params` floats over `shards` server

@@ -104,6 +104,9 @@ struct EvalPoint;
 
 struct SimConfig {
   sync::PolicyConfig policy;  // its num_workers and batch are the run's
+  // Makes the policy (empty: sync::MakePolicy, which leaves auto to the
+  // programs: dmlps-bench passes autopolicy::MakePolicy).
+  sync::PolicyFactory make_policy;
   model::ModelSpec model;
   double lr = 0.1;
   double momentum = 0.9;
@@ -241,11 +244,12 @@ struct SimOptions {
   std::vector<Noise> noise;       // one per worker, or empty
   std::optional<CostModel> cost;  // empty: calibrate at start
   int64_t shared_cores = 0;
-  double cpu_slice_s = 0;          // SimConfig::cpu_slice_s
-  bool cpu_wake_preempts = false;  // SimConfig::cpu_wake_preempts
-  double cpu_wake_credit_s = 0;    // SimConfig::cpu_wake_credit_s
-  int64_t threads = 1;             // SimConfig::threads
-  int64_t shards = 1;              // SimConfig::shards
+  double cpu_slice_s = 0;           // SimConfig::cpu_slice_s
+  bool cpu_wake_preempts = false;   // SimConfig::cpu_wake_preempts
+  double cpu_wake_credit_s = 0;     // SimConfig::cpu_wake_credit_s
+  int64_t threads = 1;              // SimConfig::threads
+  int64_t shards = 1;               // SimConfig::shards
+  sync::PolicyFactory make_policy;  // SimConfig::make_policy
   // Live progress, as bench::ExperimentOptions::show: the run's label
   // ("[2/10] bsp run 1/2") and, at each evaluation, the wall time the run
   // has taken, its virtual time, iteration and accuracy. Null: none.

@@ -6,6 +6,7 @@
 #define DMLPS_SYNC_POLICY_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -171,8 +172,7 @@ struct PolicyState {
 };
 
 struct PolicyConfig {
-  // bsp | asp | ssp | backup | wbsp | wbsp-overlap | abps | lbbsp | token |
-  // localsgd | async-localsgd | dssp | sync-switch | auto
+  // A policy's row in sync/registry.h (PolicyNames()).
   std::string name = "bsp";
   int64_t num_workers = 1;
   int64_t batch = 64;             // per-worker batch; the global batch B is batch * num_workers
@@ -215,17 +215,17 @@ struct PolicyConfig {
   double switch_at = 0.125;
   bool switch_online = false;
   // auto: the policies it may run, as dmlps-bench names them ("ssp:3";
-  // empty: AutoCandidates(num_workers)), and the iterations between its decisions
+  // empty: autopolicy::AutoCandidates), and the iterations between its decisions
   // when no lasting change of speed calls for one sooner.
   std::vector<std::string> candidates{};
   int64_t decide_every = 20;
   // auto: predict on a thread of its own, so that no round waits for a
-  // decision (the server; AutoDecider::Options::background).
+  // decision (the server; autopolicy::AutoDecider::Options::background).
   bool decide_in_background = false;
   double target_accuracy = 0;  // the run's target; 0: none
   int64_t max_iterations = 0;  // the run's limit; 0: none
   // auto: the job's model (model::ModelSpec::Name()), whose efficiency table
-  // it predicts with (advise::BuiltInEfficiency); empty: the default job's.
+  // it predicts with (advise::EfficiencyFor); empty: the default job's.
   std::string model;
 };
 
@@ -244,7 +244,8 @@ struct ServerOptimizer {
 };
 ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double momentum);
 // Whether `config`'s policy takes PolicyConfig::momentum_every: async-localsgd
-// and the policies that apply each push on arrival (asp, ssp, dssp).
+// and the policies that apply each push on arrival (asp, ssp, dssp); its
+// row's PolicyTraits (sync/registry.h).
 bool TakesMomentumEvery(const PolicyConfig& config);
 // Whether the policy `name` ("ssp:3", or "ssp") answers each push on its
 // own (asp, ssp, dssp, async-localsgd) rather than broadcasting the model
@@ -439,12 +440,16 @@ class SspPolicy : public Policy {
   int64_t released_at_min_clock_ = -1;
 };
 
-// Builds the policy `config` names; InvalidArgument for an unknown name or
-// settings that do not fit it (e.g. backup >= num_workers).
+// Builds the policy `config` names (its row in sync/registry.h);
+// InvalidArgument for an unknown name, settings that do not fit it (e.g.
+// backup >= num_workers), or a policy made above the policies' room (auto),
+// which a PolicyFactory of the program that runs it makes.
 Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config);
 
-// The names MakePolicy accepts, for help texts.
-std::string_view PolicyNames();
+// Makes the policy a config names: MakePolicy, or a factory that also knows
+// the policies made above the policies' room (autopolicy::MakePolicy). The
+// server and the simulator are given one; empty: MakePolicy.
+using PolicyFactory = std::function<Result<std::unique_ptr<Policy>>(const PolicyConfig&)>;
 
 }  // namespace dmlps::sync
 

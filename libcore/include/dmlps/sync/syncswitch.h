@@ -9,11 +9,17 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "dmlps/sync/switching.h"
 
 namespace dmlps::sync {
+
+// The two policies Sync-Switch runs: the first, synchronous, and the
+// second, asynchronous, that it switches to (and, online, back from).
+inline constexpr std::string_view kSyncSwitchFirst = "bsp";
+inline constexpr std::string_view kSyncSwitchSecond = "asp";
 
 // Offline: BSP first, then ASP for the rest of the run once `fraction` of
 // it is done. With a target accuracy, "done" is the accuracy progress
@@ -25,7 +31,7 @@ class OfflineSwitch : public SwitchDecider {
   // REQUIRES: fraction in [0, 1]; target > 0 or max_iterations > 0.
   OfflineSwitch(double fraction, double target, int64_t max_iterations);
   std::string Name() const override;
-  std::string Initial() const override { return "bsp"; }
+  std::string Initial() const override { return std::string(kSyncSwitchFirst); }
   std::optional<SwitchRequest> AfterPush(const SwitchContext& context, WorkerId w,
                                          const PushInfo& push) override;
   std::optional<SwitchRequest> AfterEvaluation(const SwitchContext& context,
@@ -53,7 +59,7 @@ class OnlineSwitch : public SwitchDecider {
 
   explicit OnlineSwitch(int64_t num_workers);
   std::string Name() const override { return "sync-switch:online"; }
-  std::string Initial() const override { return "bsp"; }
+  std::string Initial() const override { return std::string(kSyncSwitchFirst); }
   std::optional<SwitchRequest> AfterPush(const SwitchContext& context, WorkerId w,
                                          const PushInfo& push) override;
   std::optional<SwitchRequest> AfterEvaluation(const SwitchContext& context,
@@ -74,10 +80,12 @@ class OnlineSwitch : public SwitchDecider {
   int64_t last_seen_iteration_ = 0;         // when a straggler was last seen
 };
 
+// The settings sync-switch refuses: a switch_at outside [0, 1], or one it
+// cannot place (no target_accuracy nor max_iterations, and not online).
+Status CheckSyncSwitch(const PolicyConfig& config);
 // The sync-switch policy `config` asks for (switch_at, switch_online,
-// target_accuracy, max_iterations); InvalidArgument when it cannot place
-// the switch.
-Result<std::unique_ptr<Policy>> MakeSyncSwitch(const PolicyConfig& config);
+// target_accuracy, max_iterations). REQUIRES: CheckSyncSwitch passed.
+std::unique_ptr<Policy> MakeSyncSwitch(const PolicyConfig& config);
 
 }  // namespace dmlps::sync
 

@@ -1,8 +1,8 @@
-#include "dmlps/sim/run_limits.h"
+#include "dmlps/bench/run_limits.h"
 
 #include <cmath>
 
-namespace dmlps::sim {
+namespace dmlps::bench {
 
 void CheckRunLimits(const RunLimits& limits, const RunLimitNames& names,
                     std::vector<std::string>* problems) {
@@ -20,4 +20,4 @@ void CheckRunLimits(const RunLimits& limits, const RunLimitNames& names,
   }
 }
 
-}  // namespace dmlps::sim
+}  // namespace dmlps::bench

@@ -1,15 +1,15 @@
 // When a run ends: at a target accuracy, or at an iteration or time limit.
-// A simulated run (SimConfig) and a benchmark's experiment (bench::Experiment)
+// A simulated run (sim::SimConfig) and a benchmark's experiment (Experiment)
 // take the same limits and check them alike; only their names differ.
-#ifndef DMLPS_SIM_RUN_LIMITS_H_
-#define DMLPS_SIM_RUN_LIMITS_H_
+#ifndef DMLPS_BENCH_RUN_LIMITS_H_
+#define DMLPS_BENCH_RUN_LIMITS_H_
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace dmlps::sim {
+namespace dmlps::bench {
 
 struct RunLimits {
   double target = 0;           // accuracy in [0, 1]; 0: no target
@@ -33,6 +33,6 @@ struct RunLimitNames {
 void CheckRunLimits(const RunLimits& limits, const RunLimitNames& names,
                     std::vector<std::string>* problems);
 
-}  // namespace dmlps::sim
+}  // namespace dmlps::bench
 
-#endif  // DMLPS_SIM_RUN_LIMITS_H_
+#endif  // DMLPS_BENCH_RUN_LIMITS_H_

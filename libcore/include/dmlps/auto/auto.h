@@ -2,15 +2,17 @@
 // workers live (the times every push carries) and asks the advise engine
 // (advise::Advisor) at round boundaries whether another candidate policy
 // would reach the target sooner, switching only when the predicted saving
-// over the rest of the run pays for the switch (docs/auto.md).
-#ifndef DMLPS_SYNC_AUTO_H_
-#define DMLPS_SYNC_AUTO_H_
+// over the rest of the run pays for the switch (docs/auto.md). It sits
+// above the policies, the simulator and advise: the programs that run
+// policies make it through MakePolicy below, their sync::PolicyFactory.
+#ifndef DMLPS_AUTO_AUTO_H_
+#define DMLPS_AUTO_AUTO_H_
 
 #include <array>
-#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,31 +20,45 @@
 #include <vector>
 
 #include "dmlps/advise/advisor.h"
+#include "dmlps/advise/efficiency.h"
+#include "dmlps/auto/env.h"
 #include "dmlps/sync/switching.h"
 
-namespace dmlps::sync {
+namespace dmlps::autopolicy {
 
-// The candidates auto runs when none are given: those of advise's default
-// list that it can switch into live (workers in kSync mode) and that fit
-// `num_workers` (backup:1 needs two), backup:1 first from three workers,
-// else bsp (auto starts under the first); and backup:B for 2 <= B <
-// `num_workers` where the efficiency table of the job (`model`, `batch`:
-// advise::BuiltInEfficiency) was learned on `num_workers` and has a row
-// of backup:B's own (mlp:128 on 4 workers: backup:2 and backup:3).
-std::vector<std::string> AutoCandidates(int64_t num_workers, std::string_view model = "",
-                                        int64_t batch = 0);
+using sync::Decision;
+using sync::Policy;
+using sync::PolicyConfig;
+using sync::PushInfo;
+using sync::SwitchContext;
+using sync::SwitchRequest;
+using sync::WorkerId;
+using sync::WorkerInfo;
+
+// auto's name, its row's in sync/registry.h.
+inline constexpr std::string_view kAutoPolicy = "auto";
+
+// The candidates auto runs when none are given (docs/auto.md,
+// "Candidates" and "The start"): those of advise's default list that it
+// can switch into live and that fit `num_workers` (backup:1 needs two),
+// backup:1 first from three workers, else bsp; after bsp, backup:B for
+// 2 <= B < `num_workers` where `table` (the job's) was learned on
+// `num_workers` and has a row of backup:B's own; and the table's
+// auto_start first where it names one of them.
+std::vector<std::string> AutoCandidates(int64_t num_workers, const advise::EfficiencyTable& table);
 
 // Whether auto can run `entry` ("ssp:3", as dmlps-bench names policies):
 // InvalidArgument, one line, for one that names no policy or whose workers
 // run in another mode (wbsp, abps, token, the local-SGD policies), since a
-// worker learns its mode once, when it joins.
+// worker learns its mode once, when it joins (sync::CheckSwitchCandidate).
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch);
 
 // The speedup a switch from `running` into `to` must be predicted:
-// 1 / (1 - AutoDecider::kMinGain), or AutoDecider::kIntoBsp into BSP from
-// another policy, times AutoDecider::kReturnBar to the power `returns`: the
-// how-manieth return this switch would be, counting it, where it goes back
-// into a policy the run left before on shared cores (0 where it does not).
+// 1 / (1 - AutoDecider::kMinGain), or AutoDecider::kIntoBsp into the
+// reference policy from another, times AutoDecider::kReturnBar to the
+// power `returns`: the how-manieth return this switch would be, counting
+// it, where it goes back into a policy the run left before on shared cores
+// (0 where it does not). docs/auto.md, "How it decides".
 double AutoSwitchBar(std::string_view running, std::string_view to, int returns);
 
 // How much of the wall clock auto's predictions may take where they take
@@ -67,67 +83,53 @@ class PredictionBudget {
   double spent_ms_ = 0;
 };
 
-// Decides for SwitchingPolicy. Per worker it keeps the recent time per
-// sample of computing (busy_s / batch) and the time each step spends
-// beyond it (the server's cycle, else the worker's sending time), and
-// watches its computing and sending per sample for a lasting change of level (as
-// predict::FindLastingChanges, on lower quartiles so that transient delays
-// are none; a spike is not one). It decides at the
-// first round boundary once every live worker has kMinSteps measured
-// steps, then every `every` iterations, and sooner (but kMinGap after the
-// last decision) once a lasting change has kMinSteps steps behind it. A decision builds a cluster
-// profile from the steps since each worker's last lasting change (level: the median of the steps
-// under kDelayFactor times their lower quartile, or their fastest where that alone is at the
-// cluster's level; delays: steps at advise's kDelayFactor times it or more, one rate for all
-// where the workers' counts are what one rate would give; whether they take turns by the workers'
-// clocks, advise::RotatingDelay), has the Advisor predict every candidate, takes its
-// recommendation, and switches when that is predicted kMinGain faster than the policy running
-// (kIntoBsp times as fast for one into BSP from another candidate) and the time saved over the rest
-// of the run (the BSP-equivalent iterations left, from the accuracy's progress toward the target
-// but at least `every` and at least as many as done so far, and where a floor speaks the progress
-// that many iterations of the policy switched to make, the floor / its efficiency; else the
-// iteration limit, else as many as done so far, at least kMinRemaining) exceeds kPayback times the
-// switch's cost (the drain: the slowest worker's step plus one iteration of the new policy). After
-// the first decision, and at it on shared cores (advise::SharedCores) or on a reading of transient
-// delays from under kFewDelays delayed steps, a switch predicted under kConfirmBelow times as fast
-// is made only when the next decision, kMinGap iterations on, chooses it again for the same kind
-// of cause (advise::FeatureKind). In the background (Options::background) the predictions are made
-// on a thread of their own from what the boundary read, and the first round boundary after they
-// are in chooses; no other decision starts meanwhile, nor one beyond Options::predict_share of the
-// wall clock (PredictionBudget): a decision due then waits for the first boundary it allows.
+// Decides for SwitchingPolicy (docs/auto.md, "When it decides" and "How it
+// decides"). Per worker it keeps the last kWindow measured steps: time per
+// sample of computing, the time beyond it, the share of it that had a
+// core, and lasting changes of speed (predict::FindLastingChanges on lower
+// quartiles, so that transient delays are none). It decides at the first
+// round boundary once every live worker has kMinSteps measured steps since
+// its last lasting change, then every Options::every iterations, and
+// sooner, but kMinGap after the last decision, once a lasting change has
+// kMinSteps steps behind it. A decision builds a cluster profile
+// (docs/auto-readings.md), has the Advisor predict every candidate, and
+// switches to its recommendation when that clears AutoSwitchBar and the
+// time saved over the rest of the run (Remaining) exceeds kPayback times
+// the switch's cost (the slowest worker's step plus one iteration of the
+// new policy); a gain under kConfirmBelow waits, after the first decision
+// (or at it on shared cores or on few delayed steps), until one of the next
+// two decisions chooses it again for the same kind of cause. In the
+// background (Options::background) the predictions run on the Env's
+// thread and the first round boundary after they are in chooses; no other
+// decision starts meanwhile, nor beyond PredictionBudget.
 //
 // A worker whose last kMinSteps pushes, or more, report a step time it
-// cannot read (none, not a number, no samples, or over ten times what the
-// server saw the step take: a broken clock, or a lie) is left out of the
-// profile, its decisions saying so, rather than holding them all back; the
-// first time, a warning says why.
-//
-// On shared cores (once a decision read them so, for the rest of the run,
-// and at the fewest cores read so far, at most the server host's where
-// every live worker runs there, or more workers than its cores run there;
-// there a lasting change of speed takes the reading then: ReadCores) a
-// switch back into a policy the run left before must be predicted
-// kReturnBar times the bar it would otherwise need, and every further
-// return kReturnBar times more than the last: a host whose load keeps
-// changing moves the run back and forth less and less often.
-class AutoDecider : public SwitchDecider {
+// cannot read (Readable) is left out of the profile, its decisions saying
+// so, rather than holding them all back; the first time, a warning says
+// why. On shared cores (once a decision read them so, for the rest of the
+// run, at the fewest read: ReadCores) a switch back into a policy the run
+// left before must clear kReturnBar times the bar, each further return
+// kReturnBar times more (docs/auto-readings.md, "Shared cores").
+class AutoDecider : public sync::SwitchDecider {
  public:
   static constexpr int64_t kMinSteps = 6;
   static constexpr int64_t kWindow = 30;  // steps kept per worker
+  // A switch must be predicted 1 / (1 - kMinGain) times as fast: a gain
+  // the predictions can tell apart.
   static constexpr double kMinGain = 0.05;
+  // The time a switch saves over the rest of the run must exceed its cost
+  // this many times.
   static constexpr double kPayback = 2;
+  // BSP-equivalent iterations left, at least, where neither a target nor
+  // an iteration limit says (Remaining).
   static constexpr double kMinRemaining = 50;
-  // A switch predicted under this many times as fast as the policy running
-  // waits for the next decision (kMinGap on) to choose it again, but at the
-  // first decision on cores of the workers' own (unless it reads few delays).
+  // Under this predicted speedup a switch waits to be chosen again
+  // (docs/auto.md, "How it decides": two readings of three).
   static constexpr double kConfirmBelow = 1.5;
-  // A switch from any other candidate into BSP must be predicted this many
-  // times as fast: it gives up tolerance of a straggler, and one that comes
-  // later costs what the moves away and back cost. Four workers, the last
-  // turning 4x slow at iteration 150 of about 210: a run under BSP that
-  // moved to backup:1 took 1.15-1.3x backup:1's time from the start; on
-  // their even cluster backup:1 takes 1.07x BSP's (medians of eight
-  // sittings, docs/auto-goals.md).
+  // The speedup a switch into the reference policy (BSP) from another
+  // candidate must be predicted: it gives up tolerance of a straggler,
+  // which one coming later costs again (docs/auto.md, "How it decides":
+  // into BSP).
   static constexpr double kIntoBsp = 1.25;
   // Iterations at least between two decisions, however many lasting
   // changes come (on a busy host the level of many workers moves often).
@@ -137,37 +139,28 @@ class AutoDecider : public SwitchDecider {
   // relative error is then about a tenth or more.
   static constexpr int64_t kFewDelays = 100;
   // On shared cores, what a switch back into a policy left before must be
-  // predicted beyond its bar: the predictions' error there. Four workers
-  // on two cores: backup:2's time per iteration predicted 0.83x
-  // backup:1's, measured 0.75x; backup:3's 0.73x, measured 0.65x; and
-  // from one decision to the next the predictions moved by 10-20%,
-  // enough to go back and forth between two policies within a few
-  // percent of each other, each move a drain.
+  // predicted beyond its bar: the predictions' error there (docs/auto.md,
+  // "How it decides": back into a policy left before).
   static constexpr double kReturnBar = 1.25;
   // In the background, the share of the run's wall clock the predictions
-  // may take (PredictionBudget), beyond a first kPredictAllowanceMs. Four
-  // workers on two cores under transient delays: at advise's 300
-  // simulated iterations a decision took 20-25 ms, every 10-20 iterations
-  // of 8-10 ms, 330-823 ms a run of 2.5-5.9 s (172-200 ms within the
-  // budget, the move off backup:2 at the same iterations), and auto's
-  // iterations under backup:3 took 1.068x the fixed policy's before and
-  // 1.018x within it (means of 25 and 22 runs paired by seed, standard
-  // errors 0.024 and 0.016; docs/auto.md).
-  // At 40, where no delays are read, a run's decisions took 45-140 ms.
+  // may take (PredictionBudget), beyond a first kPredictAllowanceMs
+  // (docs/auto.md, "Where it predicts").
   static constexpr double kPredictShare = 0.02;
   static constexpr double kPredictAllowanceMs = 100;
 
   struct Options {
-    std::vector<std::string> candidates;  // non-empty; checked by MakeAuto; starts under the first
-    int64_t batch = 64;                   // the job's per-worker batch
-    int64_t every = 20;                   // iterations between decisions
-    double target = 0;                    // the run's target accuracy (0: none)
-    int64_t max_iterations = 0;           // the run's limit (0: none)
-    int64_t sim_iterations = 40;          // simulated per candidate per decision
+    std::vector<std::string>
+        candidates;                 // non-empty and checked (MakeAuto); starts under the first
+    advise::EfficiencyTable table;  // the job's (advise::EfficiencyFor)
+    int64_t batch = 64;             // the job's per-worker batch
+    int64_t every = 20;             // iterations between decisions
+    double target = 0;              // the run's target accuracy (0: none)
+    int64_t max_iterations = 0;     // the run's limit (0: none)
+    int64_t sim_iterations = 40;    // simulated per candidate per decision
     // ... where the profile reads transient delays (advise::ReadsDelays),
     // whose rare rounds (several workers late at once) 40 misses.
     int64_t delays_sim_iterations = 40;
-    // Predict on a thread of its own (the server's): the push that takes a
+    // Predict on the Env's thread (the server's): the push that takes a
     // decision goes on at once, and the first round boundary after the
     // predictions are in chooses. Off, a decision is whole within its push
     // (the simulator and the tests: deterministic).
@@ -175,11 +168,11 @@ class AutoDecider : public SwitchDecider {
     // The share of the wall clock the predictions may take, beyond a
     // first kPredictAllowanceMs (PredictionBudget; 0: no bound).
     double predict_share = 0;
-    std::string model;  // the job's: the efficiency table's (empty: default)
+    std::shared_ptr<Env> env = SystemEnv();  // the clock and the thread it predicts on
   };
 
   AutoDecider(int64_t num_workers, Options options);
-  std::string Name() const override { return "auto"; }
+  std::string Name() const override { return std::string(kAutoPolicy); }
   std::string Initial() const override;
   std::optional<SwitchRequest> AfterPush(const SwitchContext& context, WorkerId w,
                                          const PushInfo& push) override;
@@ -236,10 +229,16 @@ class AutoDecider : public SwitchDecider {
   int64_t ServerHostCores(const Policy& policy, int64_t* live = nullptr) const;
   // ServerHostCores where the live workers outnumber them; else 0.
   int64_t CrowdedCores(const Policy& policy) const;
-  // Predictions made on a thread of their own (Options::background), and
-  // what the decision read to ask for them.
+  // The Advisor's answer to one decision, and what it took, ms.
+  struct Predicted {
+    Result<advise::Advice> advice = Status::Internal("not predicted");
+    double ms = 0;
+  };
+  // Predictions made on the Env's thread (Options::background), and what
+  // the decision read to ask for them.
   struct InFlight {
-    std::future<std::pair<Result<advise::Advice>, double>> advice;  // and what it took, ms
+    std::future<void> done;
+    std::shared_ptr<Predicted> predicted;  // written by the Env's thread until `done`
     advise::ClusterProfile profile;
     int64_t delayed = 0;
     Decision decision;  // what the decision read and predicted left
@@ -259,22 +258,20 @@ class AutoDecider : public SwitchDecider {
                                       const advise::Advice& advice, Decision* d);
   // Whether a switch into `policy` goes back to one left before, on shared cores.
   bool Returns(std::string_view policy) const;
-  // The speedup a switch into `policy` must be predicted: kMinGain, or
-  // kIntoBsp into BSP, times kReturnBar once more for each return made so
-  // far where this one Returns.
+  // The speedup a switch into `policy` must be predicted (AutoSwitchBar).
   double Bar(std::string_view policy) const;
-  // BSP-equivalent iterations predicted left in the run.
+  // BSP-equivalent iterations predicted left in the run (docs/auto.md,
+  // "The iterations left").
   double Remaining(int64_t iteration) const;
   // What the accuracy's progress alone says is left (Remaining before its
   // floor); none without a target and an evaluation above the first.
   std::optional<double> ProgressLeft() const;
   // The BSP-equivalent iterations a switch into a policy of `efficiency`
-  // is paid over: `remaining`, unless that is one of Remaining's floors
-  // (`every`, or the iterations done so far, above what the accuracy's
-  // progress says), then the progress the policy switched to makes in that
-  // many of its own iterations, and for a policy of stale gradients
-  // (`stale`: AnswersEachPush) that needs more iterations than the running
-  // one no more than ProgressLeft.
+  // is paid over: `remaining`, unless that is one of Remaining's floors,
+  // then the progress the policy switched to makes in that many of its own
+  // iterations, and for a policy of stale gradients (`stale`:
+  // sync::AnswersEachPush) that needs more iterations than the running one
+  // no more than ProgressLeft (docs/auto.md, "The iterations left").
   double SwitchHorizon(double remaining, double efficiency, bool stale) const;
 
   Options options_;
@@ -303,20 +300,30 @@ class AutoDecider : public SwitchDecider {
   std::optional<double> first_accuracy_;
   double last_accuracy_ = 0;
   PredictionBudget budget_;
-  // The run's first push, where the budget's clock starts.
-  std::optional<std::chrono::steady_clock::time_point> first_push_;
+  // The Env's time of the run's first push, where the budget's clock starts.
+  std::optional<double> first_push_ms_;
   // Last: destroyed first, waiting for the predictions that use advisor_.
   std::optional<InFlight> in_flight_;
 };
 
-// The auto policy `config` asks for (candidates, decide_every, batch, num_workers,
-// target_accuracy, max_iterations, decide_in_background: then
+// The auto policy `config` asks for (candidates, decide_every, batch,
+// num_workers, target_accuracy, max_iterations, decide_in_background: then
 // advise::kSimIterations simulated a candidate where it reads transient
 // delays, else 40, and the predictions at most kPredictShare of the wall
-// clock beyond kPredictAllowanceMs); InvalidArgument, one line, for a
-// candidate CheckAutoCandidate refuses.
-Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config);
+// clock beyond kPredictAllowanceMs), predicting with the job's table of
+// `tables` (advise::EfficiencyFor on config.model, batch and workers),
+// on `env`. InvalidArgument, one line, for settings sync::CheckPolicy
+// refuses.
+Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config,
+                                         const std::vector<advise::EfficiencyTable>& tables,
+                                         std::shared_ptr<Env> env = SystemEnv());
 
-}  // namespace dmlps::sync
+// Every policy `config` names: auto (MakeAuto with the installed tables,
+// advise::LoadEfficiencies, on SystemEnv: NotFound when they are missing),
+// else sync::MakePolicy. The sync::PolicyFactory of the programs that run
+// policies: the server and the simulator.
+Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config);
 
-#endif  // DMLPS_SYNC_AUTO_H_
+}  // namespace dmlps::autopolicy
+
+#endif  // DMLPS_AUTO_AUTO_H_

@@ -1,0 +1,30 @@
+// Federated averaging (McMahan et al., "Communication-Efficient Learning of
+// Deep Networks from Decentralized Data", AISTATS 2017), every worker taking
+// part in every round: local SGD whose server replaces the model by the
+// workers' sample-weighted mean, with no outer optimizer of its own
+// (docs/algorithms-local-sgd.md, "FedAvg").
+#ifndef DMLPS_SYNC_FEDAVG_H_
+#define DMLPS_SYNC_FEDAVG_H_
+
+#include <string>
+
+#include "dmlps/sync/localsgd.h"
+
+namespace dmlps::sync {
+
+// LocalSgdPolicy with the outer optimizer fixed at plain averaging: SGD of
+// learning rate 1 without momentum on the mean pseudo-gradient, so that a
+// round's model is the mean of the workers' copies.
+class FedAvgPolicy : public LocalSgdPolicy {
+ public:
+  explicit FedAvgPolicy(int64_t num_workers) : LocalSgdPolicy(num_workers) {}
+  std::string Name() const override { return "fedavg"; }
+};
+
+// The settings fedavg refuses: fewer than 1 local step, or an outer
+// optimizer other than plain averaging (outer_lr 1, outer_momentum 0).
+Status CheckFedAvg(const PolicyConfig& config);
+
+}  // namespace dmlps::sync
+
+#endif  // DMLPS_SYNC_FEDAVG_H_

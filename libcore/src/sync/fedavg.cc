@@ -1,0 +1,15 @@
+#include "dmlps/sync/fedavg.h"
+
+namespace dmlps::sync {
+
+Status CheckFedAvg(const PolicyConfig& config) {
+  if (config.local_steps < 1) return Status::InvalidArgument("fedavg needs at least 1 local step");
+  if (config.outer_lr != 1 || config.outer_momentum != 0) {
+    return Status::InvalidArgument(
+        "fedavg averages the workers' models: its outer learning rate is 1 and it has no outer "
+        "momentum (localsgd takes others)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace dmlps::sync
