@@ -54,3 +54,17 @@ expect_exit 1 "$SERVER_RC" "dmlps-server with the median under ALIE"
 median_best=$(tail -n +2 "$WORK/server.tsv" | cut -f 3 | sort -g | tail -n 1)
 echo "ok: cclip:2 reached $cclip_acc at iteration $cclip_iter;" \
   "the median's best in as many iterations: $median_best"
+
+# share/dmlps/experiments/robust-attacks.sh, shrunk to a target no run
+# reaches in 20 iterations: one row per attack, every run counted as not
+# reached (the slowest), no ratio.
+script="${DMLPS_SOURCE_DIR:?}/share/dmlps/experiments/robust-attacks.sh"
+"$script" --bin "$BIN" --test-bin "$TEST_BIN" --repeat 1 --attacks honest,signflip \
+  --target 0.99 --max-iterations 20 --out "$WORK/attacks" >"$WORK/attacks.tsv" \
+  2>"$WORK/attacks.log" || fail "robust-attacks.sh exited $?: $(cat "$WORK/attacks.log")"
+expect_tsv "$WORK/attacks.tsv" $'attack\truns\treached\titerations_median\tratio\titerations' 2
+for attack in honest signflip; do
+  grep -qx "$attack"$'\t1\t0\tinf\t-\t-' "$WORK/attacks.tsv" || fail "no $attack row of a run that missed"
+done
+[ -s "$WORK/attacks/signflip-seed1/attacker.out" ] || fail "the attacker did not run"
+grep -q "^iterations"$'\t'"20$" "$WORK/attacks/honest-seed1/report" || fail "the honest run did not stop at 20"
