@@ -13,7 +13,7 @@
 NAME=robust-attacks.sh
 SUMMARY='  --repeat R          runs per attack, seeds 1..R (default 3)
   --workers N         workers, one of them the attacker (default 4)
-  --aggregate RULE    the rule (default cclip:2)
+  --aggregate RULE    the rule (default cclip:auto)
   --norm B            --max-update-norm of every run, the sign flips'"'"' norm (default 10)
   --target A          the target accuracy (default 0.84)
   --max-iterations N  a run stops here if it has not reached the target (default 2000)
@@ -24,7 +24,7 @@ SUMMARY='  --repeat R          runs per attack, seeds 1..R (default 3)
   -- ARGS             passed on to every dmlps-server'
 set -euo pipefail
 
-repeat=3 workers=4 rule=cclip:2 norm=10 target=0.84 max_iterations=2000
+repeat=3 workers=4 rule=cclip:auto norm=10 target=0.84 max_iterations=2000
 attacks=honest,alie:1,alie:3,signflip bin="${DMLPS_BIN:-}" test_bin="" out="" extra=()
 usage() {
   printf 'usage: %s [--repeat R] [--workers N] [--aggregate RULE] [--norm B] [--target A] [--max-iterations N] [--attacks LIST] [--bin DIR] [--test-bin DIR] [--out DIR] [-- SERVER-ARGS]\n%s\n' \
