@@ -162,7 +162,8 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
        {"aggregate",
         "How a round's pushes make the update: mean (weighted by samples), median or "
         "trimmed-mean:F (per coordinate; F of the values at each end left out), or "
-        "cclip:TAU[:ITERS] (centred clipping of each worker's --momentum to radius TAU, ITERS "
+        "cclip:TAU[:ITERS] (centred clipping of each worker's --momentum to radius TAU, or auto: "
+        "mixed with the nearest ones and a radius the round sets; ITERS "
         "steps a round, default 10); the robust rules need a policy that aggregates rounds "
         "(bsp, abps, lbbsp, token, backup keeping 3 or more pushes)",
         "RULE", defaults.aggregate},

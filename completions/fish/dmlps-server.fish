@@ -93,7 +93,7 @@ complete -c $c -l curve-allow -x -a '(__fish_complete_directories)' -d 'Admit on
 complete -c $c -l max-message-bytes -x -d 'Refuse messages larger than BYTES'
 complete -c $c -l max-connections -x -d 'Refuse connections beyond N open at once'
 complete -c $c -l max-features -x -d 'Refuse data declaring more features than N'
-complete -c $c -l aggregate -x -a 'mean median trimmed-mean:0.25 cclip:2' -d 'How a round of pushes makes the update'
+complete -c $c -l aggregate -x -a 'mean median trimmed-mean:0.25 cclip:2 cclip:auto' -d 'How a round of pushes makes the update'
 complete -c $c -l max-update-norm -x -d 'Scale each push down to this L2 norm'
 
 __dmlps_complete_common $c 'Print the options and exit'

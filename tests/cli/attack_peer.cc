@@ -34,6 +34,14 @@
 //                   gradient, which still makes a new model) for SECONDS
 //                   without ever reading a reply; prints how many Pulls it
 //                   sent.
+//   noread-external ADDR SECONDS MODEL
+//                   as noread, to a server of --model external, but only
+//                   pulls (the workers training meanwhile make each reply a
+//                   new model), so that what piles up is the server's send
+//                   queue alone: its Hello announces the layout of the
+//                   built-in MODEL for Fashion-MNIST (784 inputs, 10
+//                   classes), without values, as a worker without the job
+//                   secret does.
 //   noread-shard ADDR SECONDS
 //                   joins server shard 0 at ADDR as a worker and server
 //                   shard 1 with the ticket shard 0 gave it, then pulls and
@@ -75,6 +83,8 @@
 #include <variant>
 #include <vector>
 
+#include "dmlps/model/layout.h"
+#include "dmlps/model/model.h"
 #include "dmlps/proto/codec.h"
 
 namespace {
@@ -328,15 +338,16 @@ void SendZeroPush(void* socket, int64_t clock, int64_t count) {
   (void)zmq_send(socket, gradient.data(), gradient.size() * sizeof(float), ZMQ_DONTWAIT);
 }
 
-int NoRead(void* context, const std::string& address, int seconds) {
+// Joins with `hello`, then pulls (and pushes, with `push`) for `seconds`
+// without reading.
+int NoRead(void* context, const std::string& address, int seconds, const proto::Hello& hello,
+           bool push) {
   void* socket = Dealer(context, "");
   if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
   // Small kernel buffers, so that the replies pile up at the server.
   const int rcvbuf = 4096;
   zmq_setsockopt(socket, ZMQ_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  if (!SendBody(socket, proto::Hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}})) {
-    return Fail("cannot send Hello");
-  }
+  if (!SendBody(socket, hello)) return Fail("cannot send Hello");
   // The Welcome is the one message it reads: it tells the model's size.
   zmq_pollitem_t item = {socket, 0, ZMQ_POLLIN, 0};
   if (zmq_poll(&item, 1, 10000) != 1) return Fail("no Welcome within 10 s");
@@ -356,14 +367,27 @@ int NoRead(void* context, const std::string& address, int seconds) {
   const auto end = Clock::now() + std::chrono::seconds(seconds);
   for (int64_t clock = 0; Clock::now() < end; ++clock) {
     // Each pull earns a model; each push (small but valid) changes it, so
-    // that no two replies share their payload.
-    if (SendBody(socket, proto::Pull{clock})) ++pulls;
+    // that no two replies share their payload (without pushes, the
+    // workers' pushes change it).
+    // Without pushes its clock stays 0: every pull is for clock 0.
+    if (SendBody(socket, proto::Pull{push ? clock : 0})) ++pulls;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    SendZeroPush(socket, clock, n);
+    if (push) SendZeroPush(socket, clock, n);
   }
   std::printf("sent %lld pulls, read no reply\n", static_cast<long long>(pulls));
   zmq_close(socket);
   return 0;
+}
+
+// noread, announcing the layout of the built-in `model` for Fashion-MNIST.
+int NoReadExternal(void* context, const std::string& address, int seconds,
+                   const std::string& model) {
+  dmlps::Result<dmlps::model::ModelSpec> spec = dmlps::model::ParseModelSpec(model, 784, 10);
+  if (!spec.ok()) return Fail(spec.status().message());
+  proto::Hello hello;
+  hello.host = "attack-peer";
+  hello.layout = dmlps::model::LayoutOf(*spec);
+  return NoRead(context, address, seconds, hello, false);
 }
 
 // Awaits a Welcome on `socket` for up to 10 s.
@@ -513,23 +537,26 @@ int Forge(void* context, const std::string& address, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
   if (argc != 4 &&
-      !(argc == 5 && (std::string(argv[1]) == "idle" || std::string(argv[1]) == "churn"))) {
+      !(argc == 5 && (mode == "idle" || mode == "churn" || mode == "noread-external"))) {
     std::fprintf(stderr,
                  "usage: dmlps-attack-peer "
                  "squat|stream|noread|noread-shard|claim|evaluator|hellos|forge ADDR N | "
-                 "idle|churn ADDR N S\n");
+                 "idle|churn ADDR N S | noread-external ADDR S MODEL\n");
     return 64;
   }
   void* context = zmq_ctx_new();
-  const std::string mode = argv[1];
   const int n = std::atoi(argv[3]);
   int rc = 64;
   if (mode == "idle") rc = Idle(context, argv[2], n, std::atoi(argv[4]));
   if (mode == "churn") rc = Churn(context, argv[2], n, std::atoi(argv[4]));
   if (mode == "squat") rc = Squat(context, argv[2], n);
   if (mode == "stream") rc = Stream(argv[2], n);
-  if (mode == "noread") rc = NoRead(context, argv[2], n);
+  if (mode == "noread") {
+    rc = NoRead(context, argv[2], n, proto::Hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}}, true);
+  }
+  if (mode == "noread-external") rc = NoReadExternal(context, argv[2], n, argv[4]);
   if (mode == "noread-shard") rc = NoReadShard(context, argv[2], n);
   if (mode == "claim") rc = Claim(context, argv[2], n);
   if (mode == "evaluator") rc = FakeEvaluator(context, argv[2], n);

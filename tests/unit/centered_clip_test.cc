@@ -46,8 +46,16 @@ TEST_CASE("--aggregate parses cclip:TAU[:ITERS]") {
     CAPTURE(bad);
     CHECK_FALSE(server::ParseAggregation(bad).ok());
   }
-  CHECK(server::ParseAggregation("cclip:0").status().message().find("radius TAU > 0") !=
+  CHECK(server::ParseAggregation("cclip:0").status().message().find("radius TAU > 0 or auto") !=
         std::string::npos);
+  Result<Aggregation> adaptive = server::ParseAggregation("cclip:auto:5");
+  REQUIRE(adaptive.ok());
+  CHECK(adaptive->adaptive);
+  CHECK(adaptive->iterations == 5);
+  CHECK(server::ParseAggregation("cclip:auto")->iterations == 10);
+  CHECK_FALSE(server::ParseAggregation("cclip:auto:0").ok());
+  CHECK_FALSE(server::ParseAggregation("cclip:Auto").ok());
+  CHECK_FALSE(plain->adaptive);
   CHECK(server::ParseAggregation("cclip:1:0").status().message().find("ITERS in [1, 100]") !=
         std::string::npos);
 }
@@ -97,6 +105,50 @@ TEST_CASE("one worker far out moves the centre at most the radius over the pushe
   (void)wide.Round(workers, values);
   const std::vector<std::vector<float>> near{{1.f}, {2.f}, {3.f}, {6.f}};
   CHECK(wide.Round(workers, near)[0] == doctest::Approx(3.0));
+}
+
+Aggregation Adaptive(double momentum, int64_t iterations) {
+  Aggregation rule = Clip(0, momentum, iterations);
+  rule.adaptive = true;
+  return rule;
+}
+
+TEST_CASE("cclip:auto: one worker far out of four moves the centre not at all") {
+  // Mixed, the three near ones are each the mean of the three (the far one
+  // is no one's nearest but its own); the far one's mix is far too. The
+  // radius is the third nearest mix's distance: the near ones' own, which
+  // the steps shrink to nothing, and the far one's pull with it.
+  CenteredClip clip(Adaptive(0, 30));
+  const std::vector<int64_t> workers{0, 1, 2, 3};
+  const std::vector<std::vector<float>> values{{0.f, 0.f}, {3.f, 0.f}, {0.f, 3.f}, {1e6f, -1e6f}};
+  const std::span<const float> v = clip.Round(workers, values);
+  CHECK(v[0] == doctest::Approx(1.0).epsilon(1e-4));
+  CHECK(v[1] == doctest::Approx(1.0).epsilon(1e-4));
+  // A fixed radius of the same spread keeps a pull of at least radius / 3
+  // towards the far one.
+  CenteredClip fixed(Clip(3, 0, 30));
+  const std::span<const float> w = fixed.Round(workers, values);
+  CHECK(std::hypot(w[0] - 1.0, w[1] - 1.0) >= 1.0);
+  CHECK(w[0] > 1.f);
+  CHECK(w[1] < 1.f);
+}
+
+TEST_CASE("cclip:auto: without a worker far out the centre is near the momenta's mean") {
+  // Four at the corners of a square around (1, 1): each mixes with its two
+  // neighbours, the four mixes stand alike around the same centre.
+  CenteredClip clip(Adaptive(0, 30));
+  const std::vector<int64_t> workers{0, 1, 2, 3};
+  const std::vector<std::vector<float>> values{{0.f, 0.f}, {2.f, 0.f}, {2.f, 2.f}, {0.f, 2.f}};
+  const std::span<const float> v = clip.Round(workers, values);
+  CHECK(v[0] == doctest::Approx(1.0).epsilon(1e-4));
+  CHECK(v[1] == doctest::Approx(1.0).epsilon(1e-4));
+  // Two workers: each mix is the pair's mean, so is the centre.
+  CenteredClip pair(Adaptive(0, 1));
+  const std::vector<int64_t> two{4, 5};
+  const std::span<const float> p =
+      pair.Round(two, std::vector<std::vector<float>>{{1.f, 0.f}, {3.f, 4.f}});
+  CHECK(p[0] == doctest::Approx(2.0));
+  CHECK(p[1] == doctest::Approx(2.0));
 }
 
 TEST_CASE("a value left out leaves the worker's momentum there as it was") {

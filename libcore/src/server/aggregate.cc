@@ -22,18 +22,22 @@ std::optional<double> Number(std::string_view text) {
   return value;
 }
 
-// "TAU[:ITERS]", what follows "cclip:".
+// "TAU[:ITERS]", what follows "cclip:"; TAU "auto": adaptive.
 Result<Aggregation> ParseCenteredClip(std::string_view text) {
   Aggregation out;
   out.rule = Aggregation::Rule::kCenteredClip;
   const size_t colon = text.find(':');
   const std::string_view radius_text = text.substr(0, colon);
-  const std::optional<double> radius = Number(radius_text);
-  if (!radius || !(*radius > 0)) {
-    return Status::InvalidArgument("cclip:TAU needs a clipping radius TAU > 0, not '" +
-                                   std::string(radius_text) + "'");
+  if (radius_text == "auto") {
+    out.adaptive = true;
+  } else {
+    const std::optional<double> radius = Number(radius_text);
+    if (!radius || !(*radius > 0)) {
+      return Status::InvalidArgument("cclip:TAU needs a clipping radius TAU > 0 or auto, not '" +
+                                     std::string(radius_text) + "'");
+    }
+    out.radius = *radius;
   }
-  out.radius = *radius;
   if (colon != std::string_view::npos) {
     const std::string_view iterations_text = text.substr(colon + 1);
     const std::optional<double> iterations = Number(iterations_text);

@@ -21,10 +21,13 @@ struct Aggregation {
   // kTrimmedMean: the fraction of the values at each end left out, in
   // [0, 0.5).
   double trim = 0;
-  // kCenteredClip: the clipping radius (> 0), the clipping iterations a
-  // round (>= 1), and each worker's momentum (in [0, 1); the server's
-  // --momentum, which then moves from its step to the workers).
+  // kCenteredClip: the clipping radius (> 0; 0 with `adaptive`), the
+  // clipping iterations a round (>= 1), and each worker's momentum (in
+  // [0, 1); the server's --momentum, which then moves from its step to the
+  // workers). `adaptive` ("cclip:auto"): the momenta are first mixed with
+  // their nearest neighbours and the round sets the radius (CenteredClip).
   double radius = 0;
+  bool adaptive = false;
   int64_t iterations = 10;
   double momentum = 0;
 
@@ -32,8 +35,8 @@ struct Aggregation {
 };
 
 // Parses --aggregate: "mean", "median", "trimmed-mean:F" with F in
-// [0, 0.5), or "cclip:TAU[:ITERS]" with TAU > 0 and ITERS in [1, 100]
-// (default 10). InvalidArgument with the reason otherwise.
+// [0, 0.5), or "cclip:TAU[:ITERS]" with TAU > 0 or "auto" and ITERS in
+// [1, 100] (default 10). InvalidArgument with the reason otherwise.
 Result<Aggregation> ParseAggregation(std::string_view text);
 
 // The policies whose updates combine a round of pushes, the only ones a

@@ -22,6 +22,15 @@ std::string ParameterServer::ModelName() const {
 }
 
 bool ParameterServer::HandlePeer(const zmq::message_t& identity, proto::Message& message) {
+  // ZeroMQ gives a connection the send queue bound its listener had when it
+  // bound, which for an external model was what the largest message needs:
+  // setting the bound again applies it to every open connection, the new
+  // peer's included, before any reply to its Hello is queued.
+  if (queue_limit_ > 0 && std::holds_alternative<proto::Hello>(message.body)) {
+    if (Status limited = endpoint_->SetSendQueueLimit(queue_limit_); !limited.ok()) {
+      spdlog::warn("cannot bound the send queue of a new peer: {}", limited.message());
+    }
+  }
   return remote_ != nullptr && remote_->Handle(identity, message);
 }
 
@@ -131,7 +140,8 @@ Status ParameterServer::LimitToModel(int64_t num_params) {
       config_.max_connections > 0 ? config_.max_connections
                                   : config_.workers + kConnectionHeadroom + config_.shard_count - 1,
       4 * max_bytes + kUnreadHeadroom));
-  return endpoint_->SetSendQueueLimit(MaxQueuedMessages(model_bytes));
+  queue_limit_ = MaxQueuedMessages(model_bytes);
+  return endpoint_->SetSendQueueLimit(queue_limit_);
 }
 
 void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>* params) {

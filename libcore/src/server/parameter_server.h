@@ -101,12 +101,17 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // --initial: sets layout_ and *params from the file.
   Status ReadInitialModel(std::vector<float>* params);
   // Once an external model's size is known: each peer's unread bytes and
-  // send queue bounded as a built-in model's are (SetServerLimits).
+  // send queue bounded as a built-in model's are (SetServerLimits). The
+  // queue bound reaches the connections open now; HandlePeer gives it to
+  // those opened later.
   Status LimitToModel(int64_t num_params);
   // Once the model is set up: answers the Hellos held while the layout was
   // awaited (the first worker's, an evaluator's, the other server shards').
   void AnswerHeldHellos();
   // Hands the messages a peer other than a worker sent to the evaluator.
+  // Every message from a peer without a rank comes here first: on an
+  // external server, a Hello first gives its connection the model's send
+  // queue bound (LimitToModel).
   bool HandlePeer(const zmq::message_t& identity, proto::Message& message);
   bool external() const { return config_.model == kExternalModel; }
   std::string ModelName() const;
@@ -189,6 +194,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // handled once the model is set up.
   HelloHold held_hellos_;
   int64_t endpoint_max_bytes_ = 0;  // external: the largest message taken
+  int64_t queue_limit_ = 0;         // external, once the model is known: LimitToModel's
   // External and sharded: the whole initial model, for the other shards'
   // Welcomes (shard 0's store keeps only its slice). Null otherwise.
   std::shared_ptr<const std::vector<float>> external_initial_;
