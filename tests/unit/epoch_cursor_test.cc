@@ -50,5 +50,24 @@ TEST_CASE("each epoch is a new order") {
   CHECK(first == second);
 }
 
+TEST_CASE("skipping n samples goes on where taking them would, across epochs") {
+  // A worker taking a lost one's rank skips what that one processed
+  // (docs/algorithms-robustness.md, workers leaving and joining).
+  for (const int64_t n : {int64_t{0}, int64_t{1}, int64_t{96}, int64_t{97}, int64_t{250}}) {
+    CAPTURE(n);
+    EpochCursor taken(97, 5);
+    EpochCursor skipped(97, 5);
+    std::vector<int64_t> indices;
+    taken.Take(n, &indices);
+    skipped.Skip(n);
+    CHECK(skipped.epoch() == taken.epoch());
+    std::vector<int64_t> after_take;
+    std::vector<int64_t> after_skip;
+    taken.Take(150, &after_take);
+    skipped.Take(150, &after_skip);
+    CHECK(after_take == after_skip);
+  }
+}
+
 }  // namespace
 }  // namespace dmlps::worker

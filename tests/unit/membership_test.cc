@@ -201,5 +201,19 @@ TEST_CASE("a closed connection finds the member that joined over it, and no othe
   CHECK(members.RankOfConnection(9) == -1);
 }
 
+TEST_CASE("a rank's samples add up over the members that held it, for the next one") {
+  Membership members(2);
+  CHECK(members.SamplesBefore(1) == 0);
+  members.Admit(1, Identity("a"), HelloAsking(1), Clock::now());
+  members.at(1).totals.samples = 640;
+  members.Remove(1);
+  CHECK(members.SamplesBefore(1) == 640);
+  members.Admit(1, Identity("b"), HelloAsking(1), Clock::now());
+  members.at(1).totals.samples = 64;
+  members.Remove(1);
+  CHECK(members.SamplesBefore(1) == 704);
+  CHECK(members.SamplesBefore(0) == 0);
+}
+
 }  // namespace
 }  // namespace dmlps::server

@@ -83,6 +83,7 @@ void Membership::Admit(int64_t rank, const zmq::message_t& identity, const proto
 }
 
 void Membership::Remove(int64_t rank) {
+  samples_before_[rank] += at(rank).totals.samples;
   rank_of_.erase(IdentityKey(at(rank).identity));
   members_[static_cast<size_t>(rank)].reset();
   --joined_;

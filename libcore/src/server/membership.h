@@ -82,6 +82,12 @@ class Membership {
              Clock::time_point now, const net::Sender& sender = {});
   // Forgets the member of `rank`; its rank is free again.
   void Remove(int64_t rank);
+  // The samples the members of `rank` that were removed processed, all
+  // together (Member::totals): where a new member of the rank goes on.
+  int64_t SamplesBefore(int64_t rank) const {
+    auto it = samples_before_.find(rank);
+    return it == samples_before_.end() ? 0 : it->second;
+  }
 
   // The rank of the member `identity`, or -1 when it is none.
   int64_t RankOf(const zmq::message_t& identity) const;
@@ -127,6 +133,7 @@ class Membership {
   const std::string why_bounded_;
   std::vector<std::optional<Member>> members_;  // by rank
   std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
+  std::map<int64_t, int64_t> samples_before_;   // rank -> SamplesBefore
   int64_t joined_ = 0;
 };
 

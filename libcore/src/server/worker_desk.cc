@@ -58,6 +58,10 @@ WorkerDesk::WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint
       members_(options.workers, options.max_ranks, options.why_bounded) {}
 
 Status WorkerDesk::HandleNext(milliseconds wait) {
+  // A worker killed and started again at once: its old connection's loss
+  // comes before the new one's Hello, which then takes the freed rank (and
+  // its data).
+  LoseClosed();
   Result<bool> got = endpoint_.Receive(&frames_, wait);
   if (!got.ok()) return got.status();
   if (*got) HandleFrames(frames_);
@@ -241,6 +245,7 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
 
 void WorkerDesk::SendWelcome(const zmq::message_t& identity, int64_t rank) {
   proto::Welcome welcome = welcome_(rank);
+  welcome.samples_done = members_.SamplesBefore(rank);
   shards_.DescribeShards(&welcome);
   if (auto ticket = tickets_.find(rank); ticket != tickets_.end()) welcome.ticket = ticket->second;
   Status sent = endpoint_.SendMessage(&identity, welcome);

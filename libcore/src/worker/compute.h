@@ -51,6 +51,9 @@ class StepComputer {
   // `busy` may be empty. REQUIRES: computation.num_samples() >= 1.
   StepComputer(Computation& computation, uint64_t seed, StragglerProfile straggler,
                trace::TraceWriter* tracer, Pause pause, Busy busy = {});
+  // Goes on from where `samples` samples in that order leave off (a worker
+  // that takes a lost one's rank: Welcome::samples_done).
+  void SkipSamples(int64_t samples) { cursor_.Skip(samples); }
 
   // Which iteration a computation's emulated slowness follows, and whether
   // it is the first part of the worker's work in that iteration: the later

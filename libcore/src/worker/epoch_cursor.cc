@@ -22,4 +22,17 @@ void EpochCursor::Take(int64_t n, std::vector<int64_t>* indices) {
   }
 }
 
+void EpochCursor::Skip(int64_t n) {
+  while (n > 0) {
+    if (next_ == order_.size()) {
+      std::shuffle(order_.begin(), order_.end(), rng_);
+      next_ = 0;
+      ++epoch_;
+    }
+    const auto step = std::min<int64_t>(n, static_cast<int64_t>(order_.size() - next_));
+    next_ += static_cast<size_t>(step);
+    n -= step;
+  }
+}
+
 }  // namespace dmlps::worker

@@ -229,6 +229,13 @@ Status WorkerRunner::Setup() {
       computation, seed, StragglerProfile(straggler, welcome.rank, welcome.num_workers),
       tracer_.get(), [this](std::chrono::microseconds d) { return link_.Pause(d); },
       [this](int delta) { link_.SetBusy(delta); });
+  if (welcome.samples_done > 0) {
+    computer_->SkipSamples(welcome.samples_done);
+    spdlog::info(
+        "worker {} goes on through its data after the {} samples its rank's earlier "
+        "workers processed",
+        welcome.rank, welcome.samples_done);
+  }
   spdlog::info("worker {} of {}: policy {} ({} steps), model {} with {} samples, batch {}",
                welcome.rank, welcome.num_workers, welcome.policy, welcome.mode, description_,
                computation.num_samples(), welcome.batch);

@@ -130,9 +130,14 @@ struct Welcome {
   // current values there, not a gradient or a delta, and a local step
   // leaves them to the computation. 0: none.
   int64_t num_state = 0;
+  // The samples the rank's earlier workers processed: a worker that takes
+  // a lost one's rank goes on through the same data order from there
+  // rather than repeating its start.
+  int64_t samples_done = 0;
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
-                     bounds, ticket, resume_version, layout, local_steps, optimizer, num_state);
+                     bounds, ticket, resume_version, layout, local_steps, optimizer, num_state,
+                     samples_done);
 };
 
 struct Pull {

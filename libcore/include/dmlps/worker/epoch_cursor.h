@@ -21,6 +21,8 @@ class EpochCursor {
   // Replaces *indices with the next n indices, crossing into a newly
   // shuffled epoch when this one runs out.
   void Take(int64_t n, std::vector<int64_t>* indices);
+  // Passes over the next n indices as Take would hand them out.
+  void Skip(int64_t n);
   // Completed epochs so far.
   int64_t epoch() const { return epoch_; }
 
