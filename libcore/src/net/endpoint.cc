@@ -414,6 +414,10 @@ int64_t Endpoint::LastSenderConnection() const {
   return gatekeeper_ != nullptr && last_source_ >= 0 ? gatekeeper_->SerialOf(last_source_) : 0;
 }
 
+bool Endpoint::ConnectionClosed(int64_t connection) const {
+  return gatekeeper_ != nullptr && connection != 0 && gatekeeper_->PeerClosed(connection);
+}
+
 std::vector<int64_t> Endpoint::TakeClosedConnections() {
   return gatekeeper_ != nullptr ? gatekeeper_->TakeClosed() : std::vector<int64_t>{};
 }

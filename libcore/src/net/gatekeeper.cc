@@ -253,6 +253,22 @@ int64_t Gatekeeper::SerialOf(int fd) {
   return it == open_.end() ? 0 : it->second.serial;
 }
 
+bool Gatekeeper::PeerClosed(int64_t serial) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [fd, connection] : open_) {
+    if (connection.serial != serial) continue;
+    tcp_info info{};
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return false;
+    // The kernel's TCP states (include/net/tcp_states.h): TIME_WAIT 6,
+    // CLOSE 7, CLOSE_WAIT 8, LAST_ACK 9, CLOSING 11; <linux/tcp.h> does not
+    // name them.
+    const int state = info.tcpi_state;
+    return state == 6 || state == 7 || state == 8 || state == 9 || state == 11;
+  }
+  return serial != 0 && serial <= last_serial_;  // numbered, and no longer open
+}
+
 std::vector<int64_t> Gatekeeper::TakeClosed() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int64_t> closed;

@@ -75,6 +75,11 @@ class Gatekeeper {
   // The numbers of admitted connections that closed since the last call,
   // oldest first (at most kClosedKept). Thread-safe.
   std::vector<int64_t> TakeClosed();
+  // Whether the connection numbered `serial` is closed or its peer has
+  // closed it, as the kernel tells before ZeroMQ's events do (TCP's
+  // CLOSE_WAIT and later states); false for a live one, or one that is
+  // not TCP. Thread-safe.
+  bool PeerClosed(int64_t serial);
   // Replaces the connection limit and the unread bound of the rules (a
   // server shard learns its slice's size after it binds). Thread-safe.
   void SetLimits(int64_t max_connections, int64_t max_unread_bytes) {

@@ -215,6 +215,16 @@ bool WorkerDesk::HandleHello(const zmq::message_t& identity, const proto::Hello&
       held >= 0 && members_.RankOf(identity) != held) {
     LoseWorker(held, "its key joined again from a new connection");
   }
+  // A worker started again at once: its old connection may be closing
+  // still, unseen by the loop; it is lost now, so that the new one takes
+  // its rank (and data) rather than a new one.
+  if (training() && members_.RankOf(identity) < 0) {
+    std::vector<int64_t> closing;
+    members_.ForEach([&](int64_t rank, const Member& m) {
+      if (endpoint_.ConnectionClosed(m.connection)) closing.push_back(rank);
+    });
+    for (const int64_t rank : closing) LoseWorker(rank, "its connection closed");
+  }
   const HelloDecision decision = members_.Decide(identity, hello, training());
   int64_t rank = decision.rank;
   switch (decision.kind) {

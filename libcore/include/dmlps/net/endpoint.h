@@ -165,6 +165,11 @@ class Endpoint {
   // connection), so no one need wait for its silence. Empty on an
   // unguarded endpoint.
   std::vector<int64_t> TakeClosedConnections();
+  // Whether connection `connection` (LastSenderConnection) is closed or
+  // closing at its peer's end, as the kernel tells at once: a Hello from a
+  // worker started again may come before the old connection's loss is
+  // among TakeClosedConnections. False on an unguarded endpoint.
+  bool ConnectionClosed(int64_t connection) const;
   // Both of the above for the message Receive returned last.
   Sender LastSender() const { return {last_key_, LastSenderConnection()}; }
 
