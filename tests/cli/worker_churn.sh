@@ -2,7 +2,8 @@
 # joining): a worker killed with kill -9 is lost as soon as its connection
 # closes, not after --worker-timeout of silence, and the worker started in
 # its place begins from the server's very model, checked by the digest the
-# first model after joining carries. Run on one server and on two shards,
+# first model after joining carries; it takes the lost one's rank and
+# goes on through that rank's data. Run on one server and on two shards,
 # with a model large enough that replies stream in chunks.
 . "$(dirname "$0")/lib.sh"
 
@@ -19,6 +20,9 @@ churn() {
   kill -9 "$victim"
   # Lost for its closed connection: the 60 s of silence never pass.
   wait_log "$WORK/server.log" "lost worker [0-9]+ \(.*:$victim\): its connection closed" 10
+  local lost_rank
+  lost_rank=$(sed -nE "s/.*lost worker ([0-9]+) \(.*:$victim\): its connection closed.*/\1/p" \
+    "$WORK/server.log")
   start_worker "$tag-w3" --threads 1
   pid=$WORKER_PID
   wait_for "$SERVER_PID" 120
@@ -34,6 +38,11 @@ churn() {
   version=$(sed -E 's/.*version ([0-9]+) of the model.*/\1/' <<<"$line")
   digests=$(sed -E 's/.*digests? ([0-9a-f ]+) equals? the server.*/\1/' <<<"$line")
   [ "$version" -gt 0 ] || fail "$tag: the worker joined at version $version, not a trained model"
+  # It took the lost worker's rank, and goes on through that rank's data.
+  grep -qE "worker $lost_rank of 3:" "$WORK/$tag-w3.log" ||
+    fail "$tag: the new worker did not take rank $lost_rank: $(grep ' of 3:' "$WORK/$tag-w3.log")"
+  grep -qE "worker $lost_rank goes on through its data after the [1-9][0-9]* samples" \
+    "$WORK/$tag-w3.log" || fail "$tag: the new worker began its rank's data afresh"
   [ "$(wc -w <<<"$digests")" -eq "${shards:-1}" ] || fail "$tag: digests '$digests'"
   local k=0 log
   for d in $digests; do
