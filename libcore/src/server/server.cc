@@ -305,7 +305,6 @@ Status ParameterServer::Turn() {
   }
   desk_->CloseStalledStreams();
   desk_->DropUnreading();
-  desk_->LoseClosed();
   shards_->SendOrders();
   CommitCheckpoint();
   if (!shards_->fatal().ok()) {
