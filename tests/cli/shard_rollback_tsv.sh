@@ -55,13 +55,21 @@ done
 tsv=$WORK/server.tsv
 [ "$(grep -c '^seconds' "$tsv")" -eq 1 ] || fail "the TSV repeats its header: $(grep -n '^seconds' "$tsv")"
 [ "$(head -n 1 "$tsv")" = $'seconds\titeration\taccuracy\tloss' ] || fail "the TSV's first line is no header"
-# The seconds never go back; the iterations do, or repeat, at each
-# rollback's evaluation of the checkpoint it went back to.
+# The seconds never go back. Each rollback evaluates the checkpoint it went
+# back to: its iteration has a line, and the iterations go back or repeat
+# only there (when the checkpoint is the iteration the run had reached and
+# had not yet scored, the line comes once).
 awk -F '\t' 'NR > 2 && $1 + 0 < last { print "line " NR ": " $1 " s after " last " s"; bad = 1 }
              NR > 1 { last = $1 + 0 } END { exit bad }' "$tsv" ||
   fail "the TSV's seconds go back: $(cat "$tsv")"
-awk -F '\t' 'NR > 2 && $2 + 0 <= last { back++ } NR > 1 { last = $2 + 0 } END { exit back < 2 }' "$tsv" ||
-  fail "the TSV does not show two rollbacks' iterations: $(cat "$tsv")"
+resumed_at=$(sed -n 's/.*training goes on from iteration \([0-9]*\).*/\1/p' "$WORK/server.log" | tr '\n' ' ')
+[ "$(wc -w <<<"$resumed_at")" -eq 2 ] || fail "the log names $(wc -w <<<"$resumed_at") iterations to go on from: $resumed_at"
+awk -F '\t' -v resumed="$resumed_at" '
+  BEGIN { n = split(resumed, r, " "); for (i = 1; i <= n; i++) want[r[i]] = 1 }
+  NR > 2 && $2 + 0 <= last && !($2 in want) { print "line " NR ": iteration " $2 " after " last; bad = 1 }
+  NR > 1 { last = $2 + 0; seen[$2] = 1 }
+  END { for (k in want) if (!(k in seen)) { print "no line for iteration " k; bad = 1 }; exit bad }' "$tsv" ||
+  fail "the TSV's iterations do not show the rollbacks to iterations $resumed_at: $(cat "$tsv")"
 [ "$(report_value "$WORK/report" target_reached)" = 1 ] || fail "target not reached"
 last_line=$(tail -n 1 "$tsv")
 to_target=$(report_value "$WORK/report" seconds_to_target)
