@@ -86,8 +86,8 @@ int Run(const Options& o) {
   net.Initialize(o.seed, params);
   sync::PolicyConfig policy;
   policy.name = "asp";
-  policy.num_workers = o.workers;
-  policy.batch = o.batch;
+  policy.job.workers = o.workers;
+  policy.job.batch = o.batch;
   const sync::ServerOptimizer step = sync::ServerOptimizerFor(policy, o.lr, o.momentum);
   auto optimizer = optim::MakeOptimizer(step.lr, step.momentum, step.nesterov, step.momentum_every,
                                         net.num_params());

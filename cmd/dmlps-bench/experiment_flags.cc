@@ -15,7 +15,7 @@ void AddExperimentOptions(cxxopts::Options& options) {
   const bench::Experiment d;
   cli::AddFlags(
       options, "Experiment",
-      {{"workers", "Workers per cluster", "N", std::to_string(d.workers)},
+      {{"workers", "Workers per cluster", "N", std::to_string(d.job.workers)},
        {"policies", "Policies to compare, comma-separated: " + sync::EntrySyntaxes(), "LIST",
         "bsp,ssp:3,wbsp,abps,lbbsp"},
        {"slowdown", "Slowdown factor per worker, or one for all (default: the last worker at 4)",
@@ -40,8 +40,8 @@ void AddExperimentOptions(cxxopts::Options& options) {
         "Bandwidth cap by iteration for some workers: "
         "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100",
         "SPEC"}});
-  cli::AddTrainingOptions(options, "Experiment", {d.model, d.data, d.batch, d.lr, d.momentum},
-                          true);
+  cli::AddTrainingOptions(options, "Experiment",
+                          {d.job.model, d.job.data, d.job.batch, d.job.lr, d.job.momentum}, true);
   cli::AddFlags(
       options, "Experiment",
       {{"momentum-every",
@@ -51,7 +51,7 @@ void AddExperimentOptions(cxxopts::Options& options) {
        {"target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
         "ACC", "0.85"},
        {"eval-every", "Iterations between evaluations: the granularity of the time to target", "N",
-        std::to_string(d.eval_every)},
+        std::to_string(d.job.eval_every)},
        {"max-iterations", "End a run after N iterations (0: no limit)", "N", "0"},
        {"max-seconds", "End a run that has not reached the target after SECONDS of training",
         "SECONDS", "300"},
@@ -61,17 +61,17 @@ void AddExperimentOptions(cxxopts::Options& options) {
 
 bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   bench::Experiment e;
-  e.workers = flags.Int("workers", 1, 100000);
+  e.job.workers = flags.Int("workers", 1, 100000);
   e.policies = cli::SplitList(flags.String("policies"), ',');
   for (const std::string& p : e.policies) {
     if (p.empty()) flags.AddProblem("--policies: an empty entry");
   }
   const cli::TrainingFlags training = cli::ReadTrainingOptions(flags);
-  e.model = training.model;
-  e.data = training.data;
-  e.batch = training.batch;
-  e.lr = training.lr;
-  e.momentum = training.momentum;
+  e.job.model = training.model;
+  e.job.data = training.data;
+  e.job.batch = training.batch;
+  e.job.lr = training.lr;
+  e.job.momentum = training.momentum;
   e.momentum_every = flags.Int("momentum-every", 0, 1 << 20);
   if (flags.Has("momentum-every") &&
       std::none_of(e.policies.begin(), e.policies.end(), [&e](const std::string& entry) {
@@ -83,13 +83,13 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
                      sync::PoliciesWith(&sync::PolicyTraits::takes_momentum_every) +
                      "; --policies lists none of them");
   }
-  e.target = flags.Real("target", 0, 1);
-  e.eval_every = flags.Int("eval-every", 1);
-  e.max_iterations = flags.Int("max-iterations", 0);
-  e.max_seconds = flags.Real("max-seconds", 0);
+  e.job.target_accuracy = flags.Real("target", 0, 1);
+  e.job.eval_every = flags.Int("eval-every", 1);
+  e.job.max_iterations = flags.Int("max-iterations", 0);
+  e.job.max_seconds = flags.Real("max-seconds", 0);
   e.repeat = flags.Int("repeat", 1, 10000);
-  e.seed = static_cast<uint64_t>(flags.Int("seed", 0));
-  const int64_t n = std::max<int64_t>(e.workers, 1);
+  e.job.seed = static_cast<uint64_t>(flags.Int("seed", 0));
+  const int64_t n = std::max<int64_t>(e.job.workers, 1);
 
   e.stragglers.assign(static_cast<size_t>(n), worker::StragglerSpec{});
   auto per_worker = [&](const std::string& flag, auto apply) {
@@ -119,7 +119,7 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   const int64_t round_robin_ms = flags.Int("round-robin-ms", 0, 86400000);
   for (worker::StragglerSpec& s : e.stragglers) {
     s.round_robin = std::chrono::milliseconds(round_robin_ms);
-    s.seed = e.seed;
+    s.seed = e.job.seed;
   }
   // RANK=I:V,...[;RANK=...]: a schedule for each worker named.
   auto schedules = [&](const std::string& flag, auto parse, auto member) {

@@ -25,14 +25,14 @@ std::vector<std::string> CheckCommands(const bench::Experiment& e,
       !cluster.evaluator_command.empty()) {
     problems.push_back("--evaluator-command: an empty command");
   }
-  if (e.model != "external") return problems;
+  if (e.job.model != "external") return problems;
   if (cluster.worker_command.empty()) {
     problems.push_back(
         "--model external needs --worker-command: dmlps-worker announces no model of its own");
   }
-  if ((e.target > 0 || cluster.target_loss > 0) && cluster.evaluator_command.empty()) {
+  if ((e.job.target_accuracy > 0 || cluster.target_loss > 0) && cluster.evaluator_command.empty()) {
     problems.push_back(
-        std::string(e.target > 0 ? "--target" : "--target-loss") +
+        std::string(e.job.target_accuracy > 0 ? "--target" : "--target-loss") +
         " with --model external needs --evaluator-command: the server cannot score a model it "
         "does not know (or give --target 0 and --max-iterations or --max-seconds)");
   }
@@ -123,7 +123,7 @@ cli::Program ReadRunFlags(cli::FlagReader& flags) {
   if (flags.Has("target-loss")) {
     options.cluster.target_loss = flags.Real("target-loss", 1e-30, 1e30);
     // A loss target alone: the accuracy target's default does not apply.
-    if (!flags.Has("target")) experiment.target = 0;
+    if (!flags.Has("target")) experiment.job.target_accuracy = 0;
   }
   if (flags.Has("server-args")) {
     std::vector<std::string> problems;

@@ -83,8 +83,8 @@ void AddSimOptions(cxxopts::Options& options) {
 cli::Program ReadSimFlags(cli::FlagReader& flags) {
   bench::Experiment experiment = ReadExperiment(flags);
   const bench::Format format = ReadFormat(flags);
-  const int64_t n = std::max<int64_t>(experiment.workers, 1);
-  if (experiment.model == "external") {
+  const int64_t n = std::max<int64_t>(experiment.job.workers, 1);
+  if (experiment.job.model == "external") {
     flags.AddProblem(
         "--model external: the simulator needs a model it knows (run takes one with "
         "--worker-command)");

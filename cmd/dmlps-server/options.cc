@@ -33,7 +33,7 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
        {"workers",
         "Number of workers; training starts when all have joined (under torchrun, mpirun, "
         "srun, PMI or an indexed Job: the job's size - 1)",
-        "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.workers)},
+        "N", std::to_string(launch.workers > 0 ? launch.workers : defaults.job.workers)},
        {"policy", "Synchronization policy: " + sync::PolicyNames(), "NAME", defaults.policy.name},
        {"shard",
         "Hold slice I of S of the parameters; shard 0 runs the policy, the others take "
@@ -102,13 +102,13 @@ void AddOptimizerOptions(cxxopts::Options& options, const optim::OptimizerSettin
 }
 
 void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
-  cli::AddTrainingOptions(
-      options, "Training",
-      {defaults.model, defaults.data, defaults.batch, defaults.lr, defaults.momentum},
-      /*external_model=*/true);
+  cli::AddTrainingOptions(options, "Training",
+                          {defaults.job.model, defaults.job.data, defaults.job.batch,
+                           defaults.job.lr, defaults.job.momentum},
+                          /*external_model=*/true);
   cli::AddFlags(options, "Training",
                 {{"seed", "Seed for the initial model and the workers' sampling", "N",
-                  std::to_string(defaults.seed)},
+                  std::to_string(defaults.job.seed)},
                  {"threads", "Threads that sum pushes and apply updates (1..256)", "N",
                   std::to_string(defaults.threads)}});
   AddOptimizerOptions(options, defaults.optimizer);
@@ -123,7 +123,7 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
        {"max-iterations", "Stop after this many iterations (0: no limit)", "N", "0"},
        {"max-seconds", "Stop after this many seconds of training (0: no limit)", "SECONDS", "0"},
        {"eval-every", "Iterations between evaluations on the test set", "N",
-        std::to_string(defaults.eval_every)},
+        std::to_string(defaults.job.eval_every)},
        {"evaluator",
         "Send snapshots to an evaluator process (dmlps-worker --evaluator) instead of "
         "evaluating them here; training starts once it has joined"},
@@ -176,21 +176,21 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
 void ReadJob(cli::FlagReader& flags, ServerConfig* config) {
   config->bind = flags.String("bind");
   config->endpoint_file = flags.String("endpoint-file");
-  config->workers = flags.Int("workers", 1, 100000);
+  config->job.workers = flags.Int("workers", 1, 100000);
   config->policy.name = flags.String("policy");
   const cli::TrainingFlags training = cli::ReadTrainingOptions(flags);
-  config->model = training.model;
-  config->data = training.data;
-  config->batch = training.batch;
-  config->lr = training.lr;
-  config->momentum = training.momentum;
-  config->seed = static_cast<uint64_t>(flags.Int("seed", 0));
+  config->job.model = training.model;
+  config->job.data = training.data;
+  config->job.batch = training.batch;
+  config->job.lr = training.lr;
+  config->job.momentum = training.momentum;
+  config->job.seed = static_cast<uint64_t>(flags.Int("seed", 0));
   config->threads = flags.Int("threads", 1, 256);
-  config->target_accuracy = flags.Real("target-accuracy", 0, 1);
-  config->target_loss = flags.Real("target-loss", 0, 1e30);
-  config->max_iterations = flags.Int("max-iterations", 0);
-  config->max_seconds = flags.Real("max-seconds", 0);
-  config->eval_every = flags.Int("eval-every", 1);
+  config->job.target_accuracy = flags.Real("target-accuracy", 0, 1);
+  config->job.target_loss = flags.Real("target-loss", 0, 1e30);
+  config->job.max_iterations = flags.Int("max-iterations", 0);
+  config->job.max_seconds = flags.Real("max-seconds", 0);
+  config->job.eval_every = flags.Int("eval-every", 1);
   config->remote_evaluator = flags.Has("evaluator");
   config->evaluator_timeout = std::chrono::milliseconds(
       static_cast<int64_t>(flags.Real("evaluator-timeout", 0.001, 1e6) * 1000));

@@ -21,12 +21,12 @@ std::string Value(const std::vector<std::string>& env, const std::string& name) 
 
 Experiment TwoWorkers() {
   Experiment e;
-  e.workers = 2;
+  e.job.workers = 2;
   e.stragglers.assign(2, worker::StragglerSpec{});
   e.stragglers[1].slowdown = 4;
   e.stragglers[1].delay = std::chrono::milliseconds(5);
   e.stragglers[1].schedule = {{0, 1}, {150, 4}};
-  e.seed = 7;
+  e.job.seed = 7;
   return e;
 }
 
@@ -106,7 +106,7 @@ bool HasFlag(const std::vector<std::string>& argv, const std::string& flag,
 
 TEST_CASE("dssp and sync-switch rows reach the server as its flags") {
   Experiment e = TwoWorkers();
-  e.max_iterations = 100;
+  e.job.max_iterations = 100;
   ClusterOptions options;
   options.bin_dir = "/bin";
   std::vector<std::string> argv =
@@ -128,8 +128,8 @@ TEST_CASE("dssp and sync-switch rows reach the server as its flags") {
   CHECK_FALSE(PolicyFor("dssp:3:1", e).ok());
   CHECK_FALSE(PolicyFor("sync-switch:soon", e).ok());
   CHECK_FALSE(PolicyFor("sync-switch:1.5", e).ok());
-  e.max_iterations = 0;
-  e.target = 0;
+  e.job.max_iterations = 0;
+  e.job.target_accuracy = 0;
   CHECK_FALSE(PolicyFor("sync-switch", e).ok());  // nothing to place the switch by
   CHECK(PolicyFor("sync-switch:online", e).ok());
 }

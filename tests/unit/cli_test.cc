@@ -160,11 +160,11 @@ TEST_CASE("An experiment's title says its job, its stragglers and its end") {
   CHECK(bench::DescribeExperiment(e) ==
         "4 workers, mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1,1,1,4, target 0.85, "
         "1 run each");
-  e.workers = 4096;
+  e.job.workers = 4096;
   e.stragglers.assign(4096, worker::StragglerSpec{});
   e.stragglers.back().slowdown = 2.5;
-  e.target = 0;
-  e.max_iterations = 300;
+  e.job.target_accuracy = 0;
+  e.job.max_iterations = 300;
   e.repeat = 3;
   CHECK(bench::DescribeExperiment(e) ==
         "4096 workers, mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1 (x4095),2.5, no "

@@ -72,12 +72,12 @@ TEST_CASE("SGD and momentum take exactly the steps their formulas give") {
 TEST_CASE("configs are validated with every problem reported") {
   server::ServerConfig server;
   CHECK(server::ValidateConfig(server).empty());
-  server.workers = 0;
-  server.batch = 0;
-  server.momentum = 1.5;
+  server.job.workers = 0;
+  server.job.batch = 0;
+  server.job.momentum = 1.5;
   server.policy.name = "bogus";
-  server.model = "mlp:";
-  server.data = "csv:x";
+  server.job.model = "mlp:";
+  server.job.data = "csv:x";
   std::vector<std::string> problems = server::ValidateConfig(server);
   CHECK(problems.size() >= 6);
 

@@ -66,10 +66,10 @@ class ScriptedDecider : public SwitchDecider {
 
 InnerPolicyMaker Maker() {
   return [](std::string_view name, int64_t n) -> Result<std::unique_ptr<Policy>> {
-    bench::Experiment job;
-    job.workers = n;
-    job.batch = kBatch;
-    Result<PolicyConfig> config = bench::PolicyFor(name, job);
+    bench::Experiment experiment;
+    experiment.job.workers = n;
+    experiment.job.batch = kBatch;
+    Result<PolicyConfig> config = bench::PolicyFor(name, experiment);
     if (!config.ok()) return config.status();
     return MakePolicy(*config);
   };
@@ -198,7 +198,7 @@ TEST_CASE("auto: backup's round in progress is finished before a switch") {
 TEST_CASE("auto: candidates it cannot switch into live are refused in one line") {
   PolicyConfig config;
   config.name = "auto";
-  config.num_workers = 4;
+  config.job.workers = 4;
   CHECK(autopolicy::MakePolicy(config).ok());
   for (const char* bad : {"wbsp", "abps", "token", "localsgd", "auto", "nope", "ssp:x"}) {
     config.candidates = {"bsp", bad};
@@ -210,7 +210,7 @@ TEST_CASE("auto: candidates it cannot switch into live are refused in one line")
   config.candidates = {"wbsp"};
   CHECK(autopolicy::MakePolicy(config).status().message().find("cannot switch into 'wbsp' live") !=
         std::string::npos);
-  config.num_workers = 1;
+  config.job.workers = 1;
   config.candidates = {};
   CHECK(autopolicy::MakePolicy(config).ok());  // backup:1 left out for one worker
 }

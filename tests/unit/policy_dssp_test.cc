@@ -17,7 +17,7 @@ namespace {
 PolicyConfig DsspConfig(int64_t n, int64_t low, int64_t high) {
   PolicyConfig config;
   config.name = "dssp";
-  config.num_workers = n;
+  config.job.workers = n;
   config.staleness_low = low;
   config.staleness_high = high;
   return config;

@@ -15,7 +15,7 @@ namespace {
 PolicyConfig FedAvgConfig(int64_t n, int64_t local_steps = 4) {
   PolicyConfig config;
   REQUIRE(ApplyEntry("fedavg:" + std::to_string(local_steps), &config).ok());
-  config.num_workers = n;
+  config.job.workers = n;
   return config;
 }
 

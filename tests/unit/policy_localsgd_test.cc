@@ -21,7 +21,7 @@ namespace {
 PolicyConfig LocalSgdConfig(int64_t n, int64_t local_steps = 4) {
   PolicyConfig config;
   config.name = "localsgd";
-  config.num_workers = n;
+  config.job.workers = n;
   config.local_steps = local_steps;
   return config;
 }

@@ -18,7 +18,7 @@ namespace {
 
 std::unique_ptr<Policy> MakeMember(const std::string& name, int64_t n) {
   return MakeJoined(
-      PolicyConfig{.name = name, .num_workers = n, .batch = 32, .staleness = 1, .backup = 1});
+      PolicyConfig{.name = name, .job = {.workers = n, .batch = 32}, .staleness = 1, .backup = 1});
 }
 
 TEST_CASE("membership: BSP's barrier shrinks when a worker that has not pushed is lost") {
@@ -151,7 +151,8 @@ TEST_CASE("membership: WBSP's round closes without the lost worker, scaled by th
 }
 
 TEST_CASE("membership: A-BSP's SyncNow goes to the live workers only") {
-  auto abps = MakeJoined(PolicyConfig{.name = "abps", .num_workers = 4, .batch = 32, .chunk = 8});
+  auto abps =
+      MakeJoined(PolicyConfig{.name = "abps", .job = {.workers = 4, .batch = 32}, .chunk = 8});
   Actions a;
   abps->WorkerLeft(2, &a);
   abps->PushArrived(0, {0, 0, 32, true}, &a);
@@ -165,7 +166,7 @@ TEST_CASE("membership: A-BSP's SyncNow goes to the live workers only") {
 }
 
 TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or joins") {
-  PolicyConfig config{.name = "lbbsp", .num_workers = 4, .batch = 30};
+  PolicyConfig config{.name = "lbbsp", .job = {.workers = 4, .batch = 30}};
   auto policy = MakeJoined(config);
   auto* lb = dynamic_cast<LbBspPolicy*>(policy.get());
   REQUIRE(lb != nullptr);
@@ -201,8 +202,8 @@ TEST_CASE("membership: LB-BSP splits B over the live workers when one leaves or 
 }
 
 TEST_CASE("membership: tokens a lost worker held are re-issued to the waiting workers") {
-  auto policy =
-      MakeJoined(PolicyConfig{.name = "token", .num_workers = 3, .batch = 16, .token_size = 16});
+  auto policy = MakeJoined(
+      PolicyConfig{.name = "token", .job = {.workers = 3, .batch = 16}, .token_size = 16});
   auto* token = dynamic_cast<TokenPolicy*>(policy.get());
   REQUIRE(token->tokens_per_iteration() == 3);
   CHECK(Count<Grant>(PullEach(token, 3)) == 3);
@@ -241,7 +242,7 @@ struct MembershipDriver {
     REQUIRE(made.ok());
     policy = std::move(made).value();
     Actions a;
-    for (WorkerId w = 0; w < config.num_workers; ++w) {
+    for (WorkerId w = 0; w < config.job.workers; ++w) {
       policy->WorkerJoined(w, &a);
       workers[w] = Worker{};
     }
@@ -292,7 +293,7 @@ struct MembershipDriver {
       ++left;
       return true;
     }
-    if (roll < 0.04 && policy->live_workers() < config.num_workers + 2) {
+    if (roll < 0.04 && policy->live_workers() < config.job.workers + 2) {
       WorkerId w = -1;
       for (WorkerId r = 0; r < policy->num_workers() && w < 0; ++r) {
         if (!policy->joined(r)) w = r;
@@ -315,8 +316,8 @@ struct MembershipDriver {
       w.phase = Phase::kWaiting;
       policy->PullRequested(id, &a);
     } else {
-      PushInfo push{w.clock, w.base, config.batch, true};
-      push.batch = config.batch;
+      PushInfo push{w.clock, w.base, config.job.batch, true};
+      push.batch = config.job.batch;
       push.busy_s = 0.01 * static_cast<double>(1 + id % 3);
       ++w.clock;
       // Sync modes pull with the push; local modes wait for the answer.
@@ -343,8 +344,7 @@ TEST_CASE("membership: every policy goes on through random losses and joins") {
       CAPTURE(name);
       CAPTURE(seed);
       PolicyConfig config{.name = name,
-                          .num_workers = 4,
-                          .batch = 16,
+                          .job = {.workers = 4, .batch = 16},
                           .staleness = 2,
                           .backup = 1,
                           .chunk = 4,
@@ -365,7 +365,7 @@ TEST_CASE("membership: every policy goes on through random losses and joins") {
 
 TEST_CASE(
     "membership: a saved policy state restores the version, the iteration and LB-BSP's split") {
-  PolicyConfig config{.name = "lbbsp", .num_workers = 3, .batch = 20, .rebalance_every = 1};
+  PolicyConfig config{.name = "lbbsp", .job = {.workers = 3, .batch = 20}, .rebalance_every = 1};
   auto policy = MakeJoined(config);
   Actions a;
   for (int64_t round = 0; round < 3; ++round) {
@@ -399,7 +399,7 @@ TEST_CASE(
 
   // A split of another cluster size is ignored.
   PolicyConfig bigger = config;
-  bigger.num_workers = 4;
+  bigger.job.workers = 4;
   Result<std::unique_ptr<Policy>> other = MakePolicy(bigger);
   REQUIRE(other.ok());
   (*other)->Restore(state);
@@ -414,7 +414,7 @@ TEST_CASE(
     for (WorkerId w = 0; w < 2; ++w) ssp->PushArrived(w, {c, 0, 1, true}, &a);
   }
   Result<std::unique_ptr<Policy>> ssp2 =
-      MakePolicy({.name = "ssp", .num_workers = 2, .staleness = 1});
+      MakePolicy({.name = "ssp", .job = {.workers = 2}, .staleness = 1});
   REQUIRE(ssp2.ok());
   (*ssp2)->Restore(ssp->Save());
   (*ssp2)->WorkerJoined(0, &a);

@@ -31,12 +31,12 @@ std::vector<std::string> FlagsOf(const PolicyRow& row) {
 
 // The settings dmlps-bench gives the entry `entry` on a job of 4 workers.
 PolicyConfig EntryConfig(std::string_view entry, int64_t momentum_every = 0) {
-  bench::Experiment job;
-  job.workers = 4;
-  job.batch = 64;
-  job.target = 0.8;
-  job.momentum_every = momentum_every;
-  Result<PolicyConfig> config = bench::PolicyFor(entry, job);
+  bench::Experiment experiment;
+  experiment.job.workers = 4;
+  experiment.job.batch = 64;
+  experiment.job.target_accuracy = 0.8;
+  experiment.momentum_every = momentum_every;
+  Result<PolicyConfig> config = bench::PolicyFor(entry, experiment);
   REQUIRE_MESSAGE(config.ok(), entry);
   return *config;
 }

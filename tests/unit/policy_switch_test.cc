@@ -23,16 +23,16 @@ namespace {
 PolicyConfig SwitchConfig(int64_t n, double at, int64_t max_iterations) {
   PolicyConfig config;
   config.name = "sync-switch";
-  config.num_workers = n;
+  config.job.workers = n;
   config.switch_at = at;
-  config.max_iterations = max_iterations;
+  config.job.max_iterations = max_iterations;
   return config;
 }
 
 PolicyConfig OnlineConfig(int64_t n) {
   PolicyConfig config;
   config.name = "sync-switch";
-  config.num_workers = n;
+  config.job.workers = n;
   config.switch_online = true;
   return config;
 }
@@ -44,7 +44,7 @@ TEST_CASE("sync-switch: names, and the settings MakePolicy refuses") {
   CHECK_FALSE(MakePolicy(SwitchConfig(2, 0.25, 0)).ok());
   CHECK_FALSE(MakePolicy(SwitchConfig(2, 1.5, 100)).ok());
   PolicyConfig by_target = SwitchConfig(2, 0.5, 0);
-  by_target.target_accuracy = 0.8;
+  by_target.job.target_accuracy = 0.8;
   CHECK(MakePolicy(by_target).ok());
 }
 
@@ -136,7 +136,7 @@ TEST_CASE("sync-switch: BSP's answers before the switch, ASP's after it") {
   const int64_t n = 3;
   auto policy = MakeJoined(SwitchConfig(n, 0.5, 8));
   PolicyConfig plain;
-  plain.num_workers = n;
+  plain.job.workers = n;
   plain.name = "bsp";
   auto bsp = MakeJoined(plain);
   plain.name = "asp";
@@ -218,7 +218,7 @@ TEST_CASE("sync-switch: the switch waits for a round in progress and starts ASP 
 
 TEST_CASE("sync-switch: a switch decided mid-round lets the round finish first") {
   PolicyConfig config = SwitchConfig(3, 0.5, 0);
-  config.target_accuracy = 0.9;
+  config.job.target_accuracy = 0.9;
   auto policy = MakeJoined(config);
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
   PullEach(policy.get(), 3);
@@ -337,7 +337,7 @@ TEST_CASE("sync-switch: a switch into a policy the maker cannot make releases th
     if (name != "bsp") return Result<std::unique_ptr<Policy>>(Status::InvalidArgument("unknown"));
     PolicyConfig config;
     config.name = "bsp";
-    config.num_workers = n;
+    config.job.workers = n;
     return MakePolicy(config);
   };
   SwitchingPolicy policy(2, std::make_unique<AskForTheUnknown>(), make);

@@ -23,7 +23,7 @@ bool RepliesTo(const Actions& actions, WorkerId w) {
 }
 
 std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t staleness = 3) {
-  return MakeJoined({.name = name, .num_workers = n, .staleness = staleness});
+  return MakeJoined({.name = name, .job = {.workers = n}, .staleness = staleness});
 }
 
 // Plays workers against a policy through a driver, the way the server does:
@@ -33,7 +33,7 @@ std::unique_ptr<Policy> Make(const std::string& name, int64_t n, int64_t stalene
 class Cluster : private ScriptedCluster<int64_t> {
  public:
   Cluster(const std::string& name, int64_t n, uint64_t seed, int64_t staleness = 3)
-      : ScriptedCluster({.name = name, .num_workers = n, .staleness = staleness}),
+      : ScriptedCluster({.name = name, .job = {.workers = n}, .staleness = staleness}),
         state(n),
         rng_(seed) {
     for (WorkerId w = 0; w < n; ++w) driver_->Attach(w, {});
@@ -259,7 +259,7 @@ TEST_CASE("ASP, SSP and DSSP take the server's momentum once every --momentum-ev
   // updates are rounds, take no such setting.
   for (const char* name : {"asp", "ssp", "dssp"}) {
     CAPTURE(name);
-    PolicyConfig config{.name = name, .num_workers = 4, .staleness = 3};
+    PolicyConfig config{.name = name, .job = {.workers = 4}, .staleness = 3};
     CHECK(TakesMomentumEvery(config));
     CHECK(ServerOptimizerFor(config, 0.1, 0.9).momentum_every == 1);
     config.momentum_every = 4;
@@ -276,7 +276,7 @@ TEST_CASE("ASP, SSP and DSSP take the server's momentum once every --momentum-ev
   }
   for (const char* name : {"bsp", "backup", "lbbsp", "wbsp"}) {
     CAPTURE(name);
-    PolicyConfig config{.name = name, .num_workers = 4};
+    PolicyConfig config{.name = name, .job = {.workers = 4}};
     config.momentum_every = 4;
     CHECK_FALSE(TakesMomentumEvery(config));
     CHECK(ServerOptimizerFor(config, 0.1, 0.9).momentum_every == 1);
@@ -284,10 +284,10 @@ TEST_CASE("ASP, SSP and DSSP take the server's momentum once every --momentum-ev
 }
 
 TEST_CASE("MakePolicy refuses unknown names and impossible settings") {
-  CHECK_FALSE(MakePolicy({.name = "wbsp2", .num_workers = 4}).ok());
-  CHECK_FALSE(MakePolicy({.name = "bsp", .num_workers = 0}).ok());
-  CHECK_FALSE(MakePolicy({.name = "ssp", .num_workers = 4, .staleness = -1}).ok());
-  Result<std::unique_ptr<Policy>> p = MakePolicy({.name = "nope", .num_workers = 4});
+  CHECK_FALSE(MakePolicy({.name = "wbsp2", .job = {.workers = 4}}).ok());
+  CHECK_FALSE(MakePolicy({.name = "bsp", .job = {.workers = 0}}).ok());
+  CHECK_FALSE(MakePolicy({.name = "ssp", .job = {.workers = 4}, .staleness = -1}).ok());
+  Result<std::unique_ptr<Policy>> p = MakePolicy({.name = "nope", .job = {.workers = 4}});
   REQUIRE_FALSE(p.ok());
   CHECK(p.status().message().find("bsp") != std::string::npos);
 }

@@ -95,7 +95,7 @@ inline std::unique_ptr<Policy> MakeJoined(const PolicyConfig& config, const Work
   Result<std::unique_ptr<Policy>> made = autopolicy::MakePolicy(config);
   REQUIRE(made.ok());
   Actions ignored;
-  for (WorkerId w = 0; w < config.num_workers; ++w) (*made)->WorkerJoined(w, info, &ignored);
+  for (WorkerId w = 0; w < config.job.workers; ++w) (*made)->WorkerJoined(w, info, &ignored);
   return std::move(made).value();
 }
 

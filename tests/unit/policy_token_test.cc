@@ -26,7 +26,7 @@ class TokenCluster : private ScriptedCluster<int, TokenPolicy> {
  public:
   TokenCluster(int64_t n, int64_t batch, int64_t token_size, StepTime step_time)
       : ScriptedCluster(
-            {.name = "token", .num_workers = n, .batch = batch, .token_size = token_size}),
+            {.name = "token", .job = {.workers = n, .batch = batch}, .token_size = token_size}),
         step_time_(std::move(step_time)),
         global_batch_(batch * n),
         token_size_(token_size),
@@ -164,7 +164,7 @@ TEST_CASE(
   CHECK(GrantedToken(a, 1) == 3);
   CHECK(GrantedToken(a, 2) == 6);
 
-  PolicyConfig config{.name = "token", .num_workers = 2, .batch = 8, .token_size = 0};
+  PolicyConfig config{.name = "token", .job = {.workers = 2, .batch = 8}, .token_size = 0};
   CHECK_FALSE(MakePolicy(config).ok());
   config.token_size = 17;
   CHECK_FALSE(MakePolicy(config).ok());

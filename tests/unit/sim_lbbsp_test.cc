@@ -27,13 +27,13 @@ struct LbbspFixture {
     SimConfig c;
     c.policy.name = policy;
     c.policy.lb_mode = mode;
-    c.policy.num_workers = 4;
-    c.policy.batch = 32;
+    c.job.workers = 4;
+    c.job.batch = 32;
     c.model = *model::ParseModelSpec("softmax", 4, 2);
     c.payload_params = 25000;
-    c.lr = 0.5;
-    c.momentum = 0.5;
-    c.eval_every = 1000;
+    c.job.lr = 0.5;
+    c.job.momentum = 0.5;
+    c.job.eval_every = 1000;
     c.stragglers.assign(4, worker::StragglerSpec{});
     c.stragglers[3].bandwidth_schedule = {{kCut, 200}};
     c.cost = CostModel::Linear(0.5e-3, 0.1e-3);
@@ -45,7 +45,7 @@ struct LbbspFixture {
   }
 
   SimReport Run(SimConfig config, int64_t iterations) const {
-    config.max_iterations = iterations;
+    config.job.max_iterations = iterations;
     Result<SimReport> report = Simulate(config, train, test);
     REQUIRE_MESSAGE(report.ok(), report.status().ToString());
     REQUIRE_MESSAGE(report->failure.empty(), report->failure);

@@ -24,15 +24,15 @@ struct SimFixture {
                    double latency_ms) const {
     SimConfig c;
     c.policy.name = policy;
-    c.policy.num_workers = static_cast<int64_t>(slowdown.size());
-    c.policy.batch = 8;
+    c.job.workers = static_cast<int64_t>(slowdown.size());
+    c.job.batch = 8;
     c.policy.chunk = 2;
     c.policy.token_size = 2;
     c.model = *model::ParseModelSpec("softmax", 4, 2);
-    c.lr = 0.5;
-    c.momentum = 0.5;
-    c.eval_every = 1000;
-    c.max_iterations = 10;
+    c.job.lr = 0.5;
+    c.job.momentum = 0.5;
+    c.job.eval_every = 1000;
+    c.job.max_iterations = 10;
     for (double k : slowdown) {
       worker::StragglerSpec s;
       s.slowdown = k;
@@ -88,8 +88,8 @@ TEST_CASE(
 TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
   SimFixture f;
   SimConfig c = f.Config("asp", {1, 2}, 10, 0);
-  c.max_iterations = 0;
-  c.max_seconds = 1.005;
+  c.job.max_iterations = 0;
+  c.job.max_seconds = 1.005;
   const SimReport r = f.Run(c);
   // 100 steps/s and 50 steps/s, nobody waiting.
   CHECK(r.workers[0].steps == 100);
@@ -101,8 +101,8 @@ TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
 TEST_CASE("sim: staleness per push: none under BSP; under ASP what the others applied meanwhile") {
   SimFixture f;
   SimConfig c = f.Config("asp", {1, 4}, 10, 0);
-  c.max_iterations = 0;
-  c.max_seconds = 1.005;
+  c.job.max_iterations = 0;
+  c.job.max_seconds = 1.005;
   const SimReport asp = f.Run(c);
   // In the slow worker's 40 ms step the fast one pushes 4 times; in the fast
   // one's 10 ms step the slow one pushes a quarter of the time.
@@ -187,9 +187,9 @@ TEST_CASE("sim: on shared cores with cores_copy, messages are CPU work that slow
   c.shared_cores = 1;
   c.network.link_gbps = (40 + 96) * 8 / 1e9 / 1e-3;  // a push or a model: 1 ms of copying
   c.network.cores_copy = true;
-  c.max_iterations = 10;
+  c.job.max_iterations = 10;
   const double ten = f.Run(c).seconds;
-  c.max_iterations = 20;
+  c.job.max_iterations = 20;
   const double twenty = f.Run(c).seconds;
   // One core does everything, each pair at once at half speed: the two
   // steps (2 x 10 ms), the two pushes (2 x 1 ms), the two pulls queued
@@ -198,9 +198,9 @@ TEST_CASE("sim: on shared cores with cores_copy, messages are CPU work that slow
         doctest::Approx(0.020 + 0.002 + 2 * 0.096 / 0.136 * 1e-3 + 0.002).epsilon(1e-6));
   // On wires of their own the copies would cost the core nothing.
   c.network.cores_copy = false;
-  c.max_iterations = 10;
+  c.job.max_iterations = 10;
   const double wired = f.Run(c).seconds;
-  c.max_iterations = 20;
+  c.job.max_iterations = 20;
   CHECK((f.Run(c).seconds - wired) / 10 < 0.0245);
 }
 
@@ -208,8 +208,8 @@ TEST_CASE("sim: the same seed gives the same run; another noise seed another one
   SimFixture f;
   SimConfig c = f.Config("ssp", {1, 1, 1, 3}, 10, 1);
   c.policy.staleness = 2;
-  c.max_iterations = 30;
-  c.eval_every = 5;
+  c.job.max_iterations = 30;
+  c.job.eval_every = 5;
   c.noise.assign(4, Noise{0.5, 3});
   for (worker::StragglerSpec& s : c.stragglers) {
     s.delay_prob = 0.2;
@@ -231,8 +231,8 @@ TEST_CASE("sim: the threads computing the gradients change nothing in the result
     CAPTURE(policy);
     SimConfig c = f.Config(policy, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3}, 10, 1);
     c.policy.backup = 1;
-    c.eval_every = 2;
-    c.max_iterations = 20;
+    c.job.eval_every = 2;
+    c.job.max_iterations = 20;
     c.noise.assign(12, Noise{0.3, 0});
     const SimReport one = f.Run(c);
     c.threads = 2;
@@ -257,7 +257,7 @@ TEST_CASE("sim: sharded, each shard's link carries its slice and the math is the
   SimConfig c = f.Config("bsp", std::vector<double>(64, 1), 0.1, 0.01);
   c.model = *model::ParseModelSpec("mlp:512", 4, 2);
   c.network.link_gbps = 1;
-  c.eval_every = 5;
+  c.job.eval_every = 5;
   const SimReport one = f.Run(c);
   CHECK(one.seconds / 10 > 64 * 115e-6);
   c.shards = 1;
@@ -302,10 +302,10 @@ TEST_CASE("sim: the gradients are real: every policy learns the separable proble
                              "token", "localsgd", "async-localsgd"}) {
     CAPTURE(policy);
     SimConfig c = f.Config(policy, {1, 1, 1, 4}, 10, 1);
-    c.max_iterations = 0;
-    c.max_seconds = 60;
-    c.target = 0.9;
-    c.eval_every = 5;
+    c.job.max_iterations = 0;
+    c.job.max_seconds = 60;
+    c.job.target_accuracy = 0.9;
+    c.job.eval_every = 5;
     const SimReport r = f.Run(c);
     CHECK(r.reached);
     CHECK(r.curve.front().accuracy < 0.9);
@@ -325,7 +325,7 @@ TEST_CASE("sim: token: a round-robin straggler sleeps once an iteration, not onc
   SimFixture f;
   SimConfig c = f.Config("token", {1, 1, 1, 1}, 1, 0);
   for (worker::StragglerSpec& s : c.stragglers) s.round_robin = std::chrono::milliseconds(40);
-  c.max_iterations = 20;
+  c.job.max_iterations = 20;
   const SimReport r = f.Run(c);
   for (const WorkerStats& w : r.workers) {
     CHECK(w.steps > 20);  // tokens
@@ -340,8 +340,7 @@ TEST_CASE(
   // 4x worker's 40 ms step and two 1 ms messages.
   SimFixture f;
   SimConfig c = f.Config("sync-switch", {1, 1, 1, 4}, 10, 1);
-  c.max_iterations = 20;
-  c.policy.max_iterations = 20;
+  c.job.max_iterations = 20;
   c.policy.switch_at = 0.5;
   const SimReport r = f.Run(c);
   REQUIRE(r.switches.size() == 2);
@@ -382,7 +381,7 @@ TEST_CASE("sim: bad settings are refused") {
   c.shards = 0;
   CHECK_FALSE(ValidateSimConfig(c).empty());
   c = f.Config("bsp", {1, 1}, 10, 1);
-  c.max_iterations = 0;
+  c.job.max_iterations = 0;
   CHECK(ValidateSimConfig(c) ==
         std::vector<std::string>{"no end to a run: give a target, max_iterations or max_seconds"});
   c = f.Config("bsp", {1, 1}, 10, 1);
@@ -418,9 +417,9 @@ TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP do
   // rounds differently from the lr·g the server multiplies out under BSP.
   SimFixture f;
   SimConfig bsp = f.Config("bsp", {1, 1, 1, 4}, 10, 1);
-  bsp.momentum = 0;
-  bsp.max_iterations = 40;
-  bsp.eval_every = 5;
+  bsp.job.momentum = 0;
+  bsp.job.max_iterations = 40;
+  bsp.job.eval_every = 5;
   SimConfig local = bsp;
   local.policy.name = "localsgd";
   local.policy.local_steps = 1;
@@ -447,7 +446,7 @@ TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round")
   SimFixture f;
   SimConfig c = f.Config("localsgd", {1, 1, 1, 4}, 10, 1);
   c.policy.local_steps = 4;
-  c.max_iterations = 10;
+  c.job.max_iterations = 10;
   const SimReport r = f.Run(c);
   // A round: the straggler's 4 steps of 40 ms, its push and the model back.
   CHECK(r.seconds == doctest::Approx(10 * (4 * 0.040 + 0.002)).epsilon(0.01));
@@ -462,7 +461,7 @@ TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round")
   // what BSP sends in the same 40 steps, one push each.
   CHECK(r.bytes_per_worker > 10 * 4 * 10);
   SimConfig bsp = f.Config("bsp", {1, 1, 1, 4}, 10, 1);
-  bsp.max_iterations = 40;
+  bsp.job.max_iterations = 40;
   CHECK(f.Run(bsp).bytes_per_worker == doctest::Approx(4 * r.bytes_per_worker).epsilon(0.15));
 }
 
@@ -470,7 +469,7 @@ TEST_CASE("sim: async-localsgd with DyLU: the 4x slower worker takes H/4 steps p
   SimFixture f;
   SimConfig c = f.Config("async-localsgd", {1, 1, 1, 4}, 10, 1);
   c.policy.local_steps = 8;
-  c.max_iterations = 60;
+  c.job.max_iterations = 60;
   const SimReport plain = f.Run(c);
   // Without DyLU every push is 8 steps: the slow worker pushes a quarter as often.
   CHECK(plain.workers[3].samples == plain.workers[3].steps * 8 * 8);

@@ -29,12 +29,12 @@ TEST_CASE("sim: a timing-only simulation times a run as the full one does") {
     CAPTURE(policy);
     SimConfig c;
     c.policy.name = policy;
-    c.policy.num_workers = 4;
-    c.policy.batch = 16;
+    c.job.workers = 4;
+    c.job.batch = 16;
     c.policy.chunk = 4;
     c.model = *model::ParseModelSpec("mlp:32", 8, 3);
-    c.max_iterations = 40;
-    c.eval_every = 20;
+    c.job.max_iterations = 40;
+    c.job.eval_every = 20;
     for (double k : {1.0, 1.0, 1.0, 3.0}) {
       worker::StragglerSpec spec;
       spec.slowdown = k;

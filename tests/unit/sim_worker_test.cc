@@ -64,10 +64,9 @@ struct SimWorkerFixture {
   explicit SimWorkerFixture(sync::WorkerMode mode, double slowdown = 1) {
     worker::StragglerSpec spec;
     spec.slowdown = slowdown;
-    config.policy = sync::PolicyConfig{.num_workers = 2, .batch = 4, .chunk = 2, .token_size = 2};
+    config.job = {.workers = 2, .batch = 4, .lr = 0.5, .momentum = 0.5};
+    config.policy = sync::PolicyConfig{.chunk = 2, .token_size = 2};
     config.model = *model::ParseModelSpec("softmax", 4, 2);
-    config.lr = 0.5;
-    config.momentum = 0.5;
     config.stragglers = {spec, spec};
     config.cost = CostModel::Linear(1e-3, 1e-3);
     config.cost.param_s = 1e-6;

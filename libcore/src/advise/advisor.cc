@@ -81,9 +81,11 @@ sim::SimConfig ConfigFor(const ClusterProfile& profile, const sync::PolicyConfig
                          const AdvisorOptions& options) {
   sim::SimConfig config;
   config.policy = policy;
-  config.max_iterations = options.iterations;
-  config.eval_every = std::max<int64_t>(options.iterations, 1);
-  config.seed = options.seed;
+  config.job.workers = policy.job.workers;
+  config.job.batch = policy.job.batch;
+  config.job.max_iterations = options.iterations;
+  config.job.eval_every = std::max<int64_t>(options.iterations, 1);
+  config.job.seed = options.seed;
   const double fastest = FastestStep(profile);
   double work = fastest;
   if (const int64_t cores = SharedCores(profile); cores > 0) {
@@ -383,12 +385,12 @@ Result<Advice> Advisor::Advise(const ClusterProfile& profile, const AdvisorOptio
   if (options.iterations < 1) return Status::InvalidArgument("simulate at least one iteration");
   const std::vector<std::string> candidates =
       options.candidates.empty() ? DefaultCandidates(profile) : options.candidates;
-  bench::Experiment job;
-  job.workers = static_cast<int64_t>(profile.workers.size());
-  job.batch = profile.batch;
+  bench::Experiment experiment;
+  experiment.job.workers = static_cast<int64_t>(profile.workers.size());
+  experiment.job.batch = profile.batch;
   std::vector<sync::PolicyConfig> policies;
   for (const std::string& c : candidates) {
-    DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(c, job));
+    DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(c, experiment));
     policies.push_back(policy);
   }
 

@@ -48,8 +48,8 @@ std::vector<std::string> AutoCandidates(int64_t num_workers, const advise::Effic
 Status CheckAutoCandidate(std::string_view entry, int64_t num_workers, int64_t batch) {
   PolicyConfig config;
   config.name = std::string(kAutoPolicy);
-  config.num_workers = num_workers;
-  config.batch = batch;
+  config.job.workers = num_workers;
+  config.job.batch = batch;
   return sync::CheckSwitchCandidate(entry, config);
 }
 
@@ -65,13 +65,14 @@ Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config,
   DMLPS_RETURN_IF_ERROR(sync::CheckPolicy(config));
   if (tables.empty()) return Status::InvalidArgument("auto needs an efficiency table");
   AutoDecider::Options options;
-  options.table = advise::EfficiencyFor(tables, config.model, config.batch, config.num_workers);
-  options.candidates = config.candidates.empty() ? AutoCandidates(config.num_workers, options.table)
+  options.table =
+      advise::EfficiencyFor(tables, config.job.model, config.job.batch, config.job.workers);
+  options.candidates = config.candidates.empty() ? AutoCandidates(config.job.workers, options.table)
                                                  : config.candidates;
-  options.batch = config.batch;
+  options.batch = config.job.batch;
   options.every = config.decide_every;
-  options.target = config.target_accuracy;
-  options.max_iterations = config.max_iterations;
+  options.target = config.job.target_accuracy;
+  options.max_iterations = config.job.max_iterations;
   options.env = std::move(env);
   // In the push a decision holds up the rounds, and 40 simulated
   // iterations are what it can afford; in the background none waits, and
@@ -82,19 +83,17 @@ Result<std::unique_ptr<Policy>> MakeAuto(const PolicyConfig& config,
     options.delays_sim_iterations = advise::kSimIterations;
     options.predict_share = AutoDecider::kPredictShare;
   }
-  const int64_t n = config.num_workers;
+  const int64_t n = config.job.workers;
   sync::InnerPolicyMaker make = [config](std::string_view name, int64_t workers) {
-    bench::Experiment job;
-    job.workers = workers;
-    job.batch = config.batch;
-    job.target = config.target_accuracy;
-    job.max_iterations = config.max_iterations;
-    Result<PolicyConfig> inner = bench::PolicyFor(name, job);
+    bench::Experiment experiment;
+    experiment.job = config.job;
+    experiment.job.workers = workers;
+    Result<PolicyConfig> inner = bench::PolicyFor(name, experiment);
     if (!inner.ok()) return Result<std::unique_ptr<Policy>>(inner.status());
     return sync::MakePolicy(*inner);
   };
   return std::unique_ptr<Policy>(std::make_unique<sync::SwitchingPolicy>(
-      n, std::make_unique<AutoDecider>(n, std::move(options)), std::move(make), config.batch));
+      n, std::make_unique<AutoDecider>(n, std::move(options)), std::move(make), config.job.batch));
 }
 
 Result<std::unique_ptr<Policy>> MakePolicy(const PolicyConfig& config) {

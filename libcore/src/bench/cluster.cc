@@ -242,7 +242,7 @@ class Clients {
       }
     }
     const bool own = !options_.worker_command.empty();
-    for (int64_t r = 0; r < e_.workers; ++r) {
+    for (int64_t r = 0; r < e_.job.workers; ++r) {
       workers_.push_back(std::make_unique<Child>());
       if (own) workers_.back()->set_own_group();
       const std::string log = WorkerLog(r);
@@ -260,8 +260,9 @@ class Clients {
     const std::string log = (dir_ / "evaluator.log").string();
     return evaluator_->Start(
         {"/bin/sh", "-c", options_.evaluator_command}, log, log,
-        {"DMLPS_SERVER=" + endpoint, "DMLPS_MODEL=" + e_.model, "DMLPS_DATA=" + e_.data,
-         "DMLPS_SEED=" + std::to_string(e_.seed), "DMLPS_BIN=" + options_.bin_dir, secret_env_});
+        {"DMLPS_SERVER=" + endpoint, "DMLPS_MODEL=" + e_.job.model, "DMLPS_DATA=" + e_.job.data,
+         "DMLPS_SEED=" + std::to_string(e_.job.seed), "DMLPS_BIN=" + options_.bin_dir,
+         secret_env_});
   }
 
   // Why the run cannot go on: a client exited with an error, or every
@@ -375,21 +376,21 @@ std::vector<std::string> ServerCommand(const Experiment& e, const sync::PolicyCo
                                        const std::string& endpoint_file,
                                        const std::string& report_file) {
   std::vector<std::string> argv = {(fs::path(options.bin_dir) / "dmlps-server").string(),
-                                   "--workers", std::to_string(e.workers)};
+                                   "--workers", std::to_string(e.job.workers)};
   const std::vector<std::string> policy_flags = sync::PolicyServerFlags(policy);
   argv.insert(argv.end(), policy_flags.begin(), policy_flags.end());
   argv.insert(argv.end(), {"--model",
-                           e.model,
+                           e.job.model,
                            "--data",
-                           e.data,
+                           e.job.data,
                            "--batch",
-                           std::to_string(e.batch),
+                           std::to_string(e.job.batch),
                            "--lr",
-                           Number(e.lr),
+                           Number(e.job.lr),
                            "--eval-every",
-                           std::to_string(e.eval_every),
+                           std::to_string(e.job.eval_every),
                            "--seed",
-                           std::to_string(e.seed),
+                           std::to_string(e.job.seed),
                            "--bind",
                            "tcp://127.0.0.1:*",
                            "--endpoint-file",
@@ -397,17 +398,17 @@ std::vector<std::string> ServerCommand(const Experiment& e, const sync::PolicyCo
                            "--report",
                            report_file,
                            "--target-accuracy",
-                           Number(e.target),
+                           Number(e.job.target_accuracy),
                            "--max-iterations",
-                           std::to_string(e.max_iterations),
+                           std::to_string(e.job.max_iterations),
                            "--max-seconds",
-                           Number(e.max_seconds)});
+                           Number(e.job.max_seconds)});
   if (!options.trace_dir.empty()) {
     argv.insert(argv.end(), {"--trace", (fs::path(options.trace_dir) / "server.trace").string()});
   }
   // --momentum is SGD's: a server told to use Adam takes its --betas.
   if (ServerOptimizerRule(options.server_args) == "sgd") {
-    argv.insert(argv.end(), {"--momentum", Number(e.momentum)});
+    argv.insert(argv.end(), {"--momentum", Number(e.job.momentum)});
   }
   if (!options.evaluator_command.empty()) argv.push_back("--evaluator");
   if (options.deterministic) argv.push_back("--deterministic");
@@ -447,7 +448,7 @@ std::vector<std::string> WorkerCommand(const Experiment& e, int64_t rank,
                                    "--rank",
                                    std::to_string(rank),
                                    "--data",
-                                   e.data,
+                                   e.job.data,
                                    "--threads",
                                    std::to_string(options.threads)};
   const std::vector<std::string> straggler = StragglerFlags(e, rank);
@@ -465,7 +466,8 @@ std::vector<std::string> WorkerEnvironment(const Experiment& e, int64_t rank,
   // worker would have them, the flags without their leading "--", dashes
   // turned into underscores; numbers as numbers, schedules as text.
   std::ostringstream json;
-  json << "{\"rank\": " << rank << ", \"threads\": " << options.threads << ", \"seed\": " << e.seed;
+  json << "{\"rank\": " << rank << ", \"threads\": " << options.threads
+       << ", \"seed\": " << e.job.seed;
   std::vector<std::string> env;
   for (size_t i = 0; i + 1 < flags.size(); i += 2) {
     flag_text += (flag_text.empty() ? "" : " ") + flags[i] + " " + flags[i + 1];
@@ -494,12 +496,13 @@ std::vector<std::string> WorkerEnvironment(const Experiment& e, int64_t rank,
   const worker::StragglerSpec& s = e.stragglers[static_cast<size_t>(rank)];
   if (s.schedule.empty()) env.push_back("DMLPS_SLOWDOWN_SCHEDULE=");
   if (s.bandwidth_schedule.empty()) env.push_back("DMLPS_BANDWIDTH_SCHEDULE=");
-  env.insert(env.end(), {"DMLPS_SERVER=" + endpoint, "DMLPS_RANK=" + std::to_string(rank),
-                         "DMLPS_WORKERS=" + std::to_string(e.workers), "DMLPS_MODEL=" + e.model,
-                         "DMLPS_DATA=" + e.data, "DMLPS_THREADS=" + std::to_string(options.threads),
-                         "DMLPS_SEED=" + std::to_string(e.seed), "DMLPS_BIN=" + options.bin_dir,
-                         "DMLPS_TRACE=" + trace, "DMLPS_WORKER_FLAGS=" + flag_text,
-                         "DMLPS_WORKER_OPTIONS=" + json.str()});
+  env.insert(env.end(),
+             {"DMLPS_SERVER=" + endpoint, "DMLPS_RANK=" + std::to_string(rank),
+              "DMLPS_WORKERS=" + std::to_string(e.job.workers), "DMLPS_MODEL=" + e.job.model,
+              "DMLPS_DATA=" + e.job.data, "DMLPS_THREADS=" + std::to_string(options.threads),
+              "DMLPS_SEED=" + std::to_string(e.job.seed), "DMLPS_BIN=" + options.bin_dir,
+              "DMLPS_TRACE=" + trace, "DMLPS_WORKER_FLAGS=" + flag_text,
+              "DMLPS_WORKER_OPTIONS=" + json.str()});
   return env;
 }
 
@@ -574,9 +577,9 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
   const Clock::time_point begin = Clock::now();
   const Clock::time_point deadline =
       begin + options.slack +
-      (e.max_seconds > 0 ? std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(e.max_seconds))
-                         : std::chrono::hours(24 * 365));
+      (e.job.max_seconds > 0 ? std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(e.job.max_seconds))
+                             : std::chrono::hours(24 * 365));
   // The run's own job secret, which its evaluator and shards present.
   const std::string secret_file = (dir / "secret").string();
   Result<std::string> secret = net::GenerateSecret();
@@ -640,7 +643,8 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
     return fail(WhyExited("the server", code, server_log) + "; " + report.status().message());
   RunResult read = *report;
   // Without a target, a run that ran to its limits did what was asked.
-  if (e.target == 0 && options.target_loss == 0 && read.failure.empty()) read.reached = true;
+  if (e.job.target_accuracy == 0 && options.target_loss == 0 && read.failure.empty())
+    read.reached = true;
   read.policy = result.policy;
   read.repeat = repeat;
   return read;

@@ -67,16 +67,12 @@ std::string JoinFactors(const std::vector<worker::StragglerSpec>& specs) {
 
 Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& experiment) {
   sync::PolicyConfig config;
-  config.num_workers = experiment.workers;
-  config.batch = experiment.batch;
-  config.momentum_every = experiment.momentum_every;
   // sync-switch places its switch by the run's target or iteration limit.
-  config.target_accuracy = experiment.target;
-  config.max_iterations = experiment.max_iterations;
-  config.model = experiment.model;
+  config.job = experiment.job;
+  config.momentum_every = experiment.momentum_every;
   // A quarter of a worker's batch: much smaller and a chunk's or token's
   // message round trip costs more than its compute.
-  config.chunk = std::max<int64_t>(1, (experiment.batch + 3) / 4);
+  config.chunk = std::max<int64_t>(1, (experiment.job.batch + 3) / 4);
   config.token_size = config.chunk;
   Status s = sync::ApplyEntry(entry, &config);
   if (s.ok()) s = sync::CheckPolicy(config);
@@ -119,15 +115,17 @@ Result<std::pair<int64_t, std::string>> ParseRankEntry(std::string_view entry, i
 }
 
 std::string DescribeExperiment(const Experiment& e) {
-  std::string text = fmt::format("{} workers, {}, {}, batch {}, lr {}, slowdown {}", e.workers,
-                                 e.model, e.data, e.batch, e.lr, JoinFactors(e.stragglers));
+  std::string text =
+      fmt::format("{} workers, {}, {}, batch {}, lr {}, slowdown {}", e.job.workers, e.job.model,
+                  e.job.data, e.job.batch, e.job.lr, JoinFactors(e.stragglers));
   if (e.momentum_every > 0) text += fmt::format(", momentum every {} pushes", e.momentum_every);
-  if (e.target > 0) {
-    text += fmt::format(", target {}", e.target);
+  if (e.job.target_accuracy > 0) {
+    text += fmt::format(", target {}", e.job.target_accuracy);
   } else {
     text += ", no target (times are to the end of each run)";
   }
-  if (e.max_iterations > 0) text += fmt::format(", at most {} iterations", e.max_iterations);
+  if (e.job.max_iterations > 0)
+    text += fmt::format(", at most {} iterations", e.job.max_iterations);
   text += fmt::format(", {} run{} each", e.repeat, e.repeat == 1 ? "" : "s");
   return text;
 }
@@ -139,32 +137,32 @@ constexpr RunLimitNames kLimitFlags = {
 
 std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
   std::vector<std::string> problems;
-  if (experiment.workers < 1) problems.push_back("--workers must be at least 1");
+  if (experiment.job.workers < 1) problems.push_back("--workers must be at least 1");
   if (experiment.policies.empty()) problems.push_back("--policies: no policy given");
   for (const std::string& entry : experiment.policies) {
-    if (experiment.workers < 1 || experiment.batch < 1) break;
+    if (experiment.job.workers < 1 || experiment.job.batch < 1) break;
     if (Result<sync::PolicyConfig> p = PolicyFor(entry, experiment); !p.ok()) {
       problems.push_back("--policies: " + p.status().message());
     }
   }
-  if (static_cast<int64_t>(experiment.stragglers.size()) != experiment.workers) {
+  if (static_cast<int64_t>(experiment.stragglers.size()) != experiment.job.workers) {
     problems.push_back("straggler profiles for " + std::to_string(experiment.stragglers.size()) +
-                       " workers, not " + std::to_string(experiment.workers));
+                       " workers, not " + std::to_string(experiment.job.workers));
   }
   for (size_t r = 0; r < experiment.stragglers.size(); ++r) {
     for (const std::string& p : worker::ValidateStragglerSpec(experiment.stragglers[r])) {
       problems.push_back("worker " + std::to_string(r) + ": " + p);
     }
   }
-  if (experiment.batch < 1) problems.push_back("--batch must be at least 1");
-  if (!(experiment.lr > 0) || !std::isfinite(experiment.lr))
+  if (experiment.job.batch < 1) problems.push_back("--batch must be at least 1");
+  if (!(experiment.job.lr > 0) || !std::isfinite(experiment.job.lr))
     problems.push_back("--lr must be positive");
-  if (!(experiment.momentum >= 0 && experiment.momentum < 1)) {
+  if (!(experiment.job.momentum >= 0 && experiment.job.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
-  CheckRunLimits(
-      {experiment.target, experiment.eval_every, experiment.max_iterations, experiment.max_seconds},
-      kLimitFlags, &problems);
+  CheckRunLimits({experiment.job.target_accuracy, experiment.job.eval_every,
+                  experiment.job.max_iterations, experiment.job.max_seconds},
+                 kLimitFlags, &problems);
   if (experiment.repeat < 1) problems.push_back("--repeat must be at least 1");
   return problems;
 }

@@ -52,11 +52,11 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
   for (int64_t rep = 1; rep <= experiment.repeat && signal->load() == 0; ++rep) {
     Experiment e = experiment;
     if (options.seed_per_repeat) {
-      e.seed = experiment.seed + static_cast<uint64_t>(rep - 1);
-      for (worker::StragglerSpec& s : e.stragglers) s.seed = e.seed;
+      e.job.seed = experiment.job.seed + static_cast<uint64_t>(rep - 1);
+      for (worker::StragglerSpec& s : e.stragglers) s.seed = e.job.seed;
     }
     const std::vector<std::string> order =
-        RepeatOrder(experiment.policies, experiment.seed, rep, options.shuffle);
+        RepeatOrder(experiment.policies, experiment.job.seed, rep, options.shuffle);
     if (options.shuffle) {
       std::string listed;
       for (const std::string& policy : order) listed += (listed.empty() ? "" : ", ") + policy;
@@ -71,14 +71,14 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
           options.trace_dir.empty() ? "" : (fs::path(options.trace_dir) / folder).string();
       std::string label =
           fmt::format("[{}/{}] {} run {}/{}", done, total, policy, rep, experiment.repeat);
-      if (options.seed_per_repeat) label += fmt::format(" (seed {})", e.seed);
+      if (options.seed_per_repeat) label += fmt::format(" (seed {})", e.job.seed);
       if (!options.show) spdlog::info("{} ...", label);
       auto show = [&](const Progress& p) {
         if (options.show) options.show(label, p);
       };
       RunResult r = RunCluster(e, policy, rep, cluster, signal, show);
       if (options.clear) options.clear();
-      spdlog::info("{}: {}", label, DescribeOutcome(r, experiment.target > 0));
+      spdlog::info("{}: {}", label, DescribeOutcome(r, experiment.job.target_accuracy > 0));
       runs.push_back(std::move(r));
     }
   }

@@ -45,8 +45,8 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
   Status Run(const std::atomic<bool>& quit) {
     sync::PolicyConfig policy_config;
     policy_config.name = "bsp";
-    policy_config.num_workers = workers_;
-    policy_config.batch = 1;
+    policy_config.job.workers = workers_;
+    policy_config.job.batch = 1;
     DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
     driver_.emplace(std::move(policy), sync::DriverOptions{}, static_cast<Sink&>(*this));
     DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(kLearningRate, 0, store_.size()));

@@ -51,7 +51,7 @@ int RunServerProgram(server::ServerConfig config, const launch::Launcher& launch
     }
   }
   if (report->signal != 0) return ExitCodeForSignal(report->signal);
-  if ((config.target_accuracy > 0 || config.target_loss > 0) && !report->target_reached) {
+  if ((config.job.target_accuracy > 0 || config.job.target_loss > 0) && !report->target_reached) {
     return kExitRunFailed;
   }
   return 0;

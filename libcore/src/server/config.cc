@@ -24,12 +24,12 @@ bool CenteredClipping(const ServerConfig& config) {
 
 // What an external model (the server does not compute it) rules out.
 void AddExternalProblems(const ServerConfig& config, std::vector<std::string>* problems) {
-  if (config.target_accuracy > 0 && !config.remote_evaluator) {
+  if (config.job.target_accuracy > 0 && !config.remote_evaluator) {
     problems->push_back(
         "--target-accuracy with --model external needs --evaluator: the server cannot compute "
         "an external model's accuracy, an evaluator process must");
   }
-  if (config.target_loss > 0 && !config.remote_evaluator) {
+  if (config.job.target_loss > 0 && !config.remote_evaluator) {
     problems->push_back(
         "--target-loss with --model external needs --evaluator: the server cannot compute "
         "an external model's loss, an evaluator process must");
@@ -46,13 +46,13 @@ void AddRoleProblems(const ServerConfig& config, std::vector<std::string>* probl
         "--evaluator needs --secret FILE (or DMLPS_SECRET_FILE; dmlps-keygen --secret FILE makes "
         "one): the evaluator must present it, so that no other peer takes its role");
   }
-  if (config.model == kExternalModel && config.shard_index == 0 && !secret &&
+  if (config.job.model == kExternalModel && config.shard_index == 0 && !secret &&
       config.initial.empty() && config.resume.empty()) {
     problems->push_back(
         "--model external needs --initial FILE (the layout and values to start from) or --secret "
         "FILE for the worker that announces them, so that no peer chooses the model");
   }
-  if (!config.initial.empty() && config.model != kExternalModel) {
+  if (!config.initial.empty() && config.job.model != kExternalModel) {
     problems->push_back("--initial is for --model external");
   }
   if (!config.initial.empty() && !config.resume.empty()) {
@@ -70,8 +70,8 @@ void AddOptimizerProblems(const ServerConfig& config, std::vector<std::string>* 
   // The outer optimizer's own settings are the policy's to check.
   optim::OptimizerSettings settings = config.optimizer;
   if (!sync::UsesOuterOptimizer(config.policy)) settings = ServerOptimizerSettings(config);
-  settings.lr = config.lr;
-  settings.momentum = settings.algorithm == "sgd" ? config.momentum : 0;
+  settings.lr = config.job.lr;
+  settings.momentum = settings.algorithm == "sgd" ? config.job.momentum : 0;
   for (std::string& problem : optim::SettingsProblems(settings)) {
     if (std::find(problems->begin(), problems->end(), problem) == problems->end()) {
       problems->push_back(std::move(problem));
@@ -88,17 +88,17 @@ void AddOptimizerProblems(const ServerConfig& config, std::vector<std::string>* 
 
 // What the targets and limits rule out.
 void AddStoppingProblems(const ServerConfig& config, std::vector<std::string>* problems) {
-  if (!(config.target_accuracy >= 0 && config.target_accuracy <= 1)) {
+  if (!(config.job.target_accuracy >= 0 && config.job.target_accuracy <= 1)) {
     problems->push_back("--target-accuracy must be in [0, 1]");
   }
-  if (!(config.target_loss >= 0) || !std::isfinite(config.target_loss)) {
+  if (!(config.job.target_loss >= 0) || !std::isfinite(config.job.target_loss)) {
     problems->push_back("--target-loss must be a finite number >= 0");
   }
-  if (config.max_iterations < 0) problems->push_back("--max-iterations must not be negative");
-  if (!(config.max_seconds >= 0) || !std::isfinite(config.max_seconds)) {
+  if (config.job.max_iterations < 0) problems->push_back("--max-iterations must not be negative");
+  if (!(config.job.max_seconds >= 0) || !std::isfinite(config.job.max_seconds)) {
     problems->push_back("--max-seconds must not be negative");
   }
-  if (config.eval_every < 1) problems->push_back("--eval-every must be at least 1");
+  if (config.job.eval_every < 1) problems->push_back("--eval-every must be at least 1");
 }
 
 // What --checkpoint and --checkpoint-every rule out.
@@ -142,9 +142,7 @@ void AddShardProblems(const ServerConfig& config, std::vector<std::string>* prob
 
 // The pushes a round's update keeps under config's policy (sync::PushesKept).
 int64_t KeptPerRound(const ServerConfig& config) {
-  sync::PolicyConfig sized = config.policy;
-  sized.num_workers = config.workers;
-  return sync::PushesKept(sized);
+  return sync::PushesKept(sync::WithJob(config.policy, config.job));
 }
 
 // What --aggregate and --max-update-norm rule out.
@@ -157,13 +155,13 @@ void AddAggregationProblems(const ServerConfig& config, std::vector<std::string>
                         sync::PoliciesWith(&sync::PolicyTraits::aggregates_rounds) + "), not " +
                         config.policy.name);
   } else if (const int64_t kept = KeptPerRound(config);
-             rule->robust() && kept >= 1 && kept < config.workers && kept < 3) {
+             rule->robust() && kept >= 1 && kept < config.job.workers && kept < 3) {
     // The pushes kept are the first to arrive: a worker that answers at
     // once is always among them, and of 2 the rule cannot tell who is off.
     // Backup workers are the policy that keeps fewer than all.
     problems->push_back("--aggregate " + config.aggregate + " with --backup " +
                         std::to_string(config.policy.backup) + " of --workers " +
-                        std::to_string(config.workers) + " keeps only the first " +
+                        std::to_string(config.job.workers) + " keeps only the first " +
                         std::to_string(kept) + " push" + (kept == 1 ? "" : "es") +
                         " to arrive each round: a robust rule needs 3 or more (--workers minus "
                         "--backup)");
@@ -186,7 +184,7 @@ void AddAggregationProblems(const ServerConfig& config, std::vector<std::string>
 optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config) {
   optim::OptimizerSettings settings = config.optimizer;
   const sync::ServerOptimizer step =
-      sync::ServerOptimizerFor(config.policy, config.lr, config.momentum);
+      sync::ServerOptimizerFor(config.policy, config.job.lr, config.job.momentum);
   settings.lr = step.lr;
   // --momentum is SGD's; Adam's moments are --betas.
   settings.momentum =
@@ -199,10 +197,11 @@ optim::OptimizerSettings ServerOptimizerSettings(const ServerConfig& config) {
 
 std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   std::vector<std::string> problems;
-  if (config.workers < 1) problems.push_back("--workers must be at least 1");
-  if (config.batch < 1) problems.push_back("--batch must be at least 1");
-  if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("--lr must be positive");
-  if (!(config.momentum >= 0 && config.momentum < 1)) {
+  if (config.job.workers < 1) problems.push_back("--workers must be at least 1");
+  if (config.job.batch < 1) problems.push_back("--batch must be at least 1");
+  if (!(config.job.lr > 0) || !std::isfinite(config.job.lr))
+    problems.push_back("--lr must be positive");
+  if (!(config.job.momentum >= 0 && config.job.momentum < 1)) {
     problems.push_back("--momentum must be in [0, 1)");
   }
   AddOptimizerProblems(config, &problems);
@@ -213,7 +212,7 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   if (config.worker_timeout <= config.heartbeat) {
     problems.push_back("--worker-timeout must be longer than --heartbeat-ms");
   }
-  if (config.min_workers < 0 || config.min_workers > config.workers) {
+  if (config.min_workers < 0 || config.min_workers > config.job.workers) {
     problems.push_back("--min-workers must be in [0, --workers]");
   }
   AddCheckpointProblems(config, &problems);
@@ -224,26 +223,23 @@ std::vector<std::string> ValidateConfig(const ServerConfig& config) {
   }
   if (config.max_message_bytes < 0) problems.push_back("--max-message-bytes must not be negative");
   if (config.max_connections < 0) problems.push_back("--max-connections must not be negative");
-  if (config.max_connections > 0 && config.max_connections < config.workers) {
+  if (config.max_connections > 0 && config.max_connections < config.job.workers) {
     problems.push_back("--max-connections must be at least --workers");
   }
   AddShardProblems(config, &problems);
   AddAggregationProblems(config, &problems);
-  sync::PolicyConfig probe = config.policy;
-  probe.num_workers = std::max<int64_t>(config.workers, 1);
-  probe.batch = std::max<int64_t>(config.batch, 1);
-  probe.target_accuracy = config.target_accuracy;
-  probe.max_iterations = config.max_iterations;
-  probe.model = config.model;
+  sync::PolicyConfig probe = sync::WithJob(config.policy, config.job);
+  probe.job.workers = std::max<int64_t>(config.job.workers, 1);
+  probe.job.batch = std::max<int64_t>(config.job.batch, 1);
   if (Status s = sync::CheckPolicy(probe); !s.ok()) problems.push_back("--policy: " + s.message());
-  if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
+  if (Result<data::DataSpec> d = data::ParseDataSpec(config.job.data); !d.ok()) {
     problems.push_back("--data: " + d.status().message());
   }
   // 16 inputs, a 4x4 image, fit every kind of model; the data's own shape is
   // checked once it is loaded.
-  if (config.model == kExternalModel) {
+  if (config.job.model == kExternalModel) {
     AddExternalProblems(config, &problems);
-  } else if (Result<model::ModelSpec> m = model::ParseModelSpec(config.model, 16, 2); !m.ok()) {
+  } else if (Result<model::ModelSpec> m = model::ParseModelSpec(config.job.model, 16, 2); !m.ok()) {
     problems.push_back("--model: " + m.status().message());
   }
   if (config.evaluator_timeout.count() < 1) {

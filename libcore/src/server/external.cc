@@ -99,7 +99,7 @@ Status ParameterServer::BindExternal(net::BindOptions bind_options) {
     bind_options.max_connections =
         config_.max_connections > 0
             ? config_.max_connections
-            : config_.workers + kConnectionHeadroom + config_.shard_count - 1;
+            : config_.job.workers + kConnectionHeadroom + config_.shard_count - 1;
   }
   DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                          net::Endpoint::Bind(context_, config_.bind, bind_options));
@@ -137,8 +137,9 @@ Status ParameterServer::LimitToModel(int64_t num_params) {
   const int64_t max_bytes =
       config_.max_message_bytes > 0 ? config_.max_message_bytes : model_bytes + kMessageHeadroom;
   DMLPS_RETURN_IF_ERROR(endpoint_->SetConnectionLimits(
-      config_.max_connections > 0 ? config_.max_connections
-                                  : config_.workers + kConnectionHeadroom + config_.shard_count - 1,
+      config_.max_connections > 0
+          ? config_.max_connections
+          : config_.job.workers + kConnectionHeadroom + config_.shard_count - 1,
       4 * max_bytes + kUnreadHeadroom));
   queue_limit_ = MaxQueuedMessages(model_bytes);
   return endpoint_->SetSendQueueLimit(queue_limit_);

@@ -55,9 +55,9 @@ Status SetServerLimits(const ServerConfig& config, const std::vector<int64_t>& b
       config.max_message_bytes > 0 ? config.max_message_bytes : model_bytes + kMessageHeadroom;
   options->max_queued_messages = MaxQueuedMessages(model_bytes);
   options->max_unread_bytes = 4 * options->max_frame_bytes + kUnreadHeadroom;
-  options->max_connections = config.max_connections > 0
-                                 ? config.max_connections
-                                 : config.workers + kConnectionHeadroom + config.shard_count - 1;
+  options->max_connections = config.max_connections > 0 ? config.max_connections
+                                                        : config.job.workers + kConnectionHeadroom +
+                                                              config.shard_count - 1;
   return Status::Ok();
 }
 

@@ -57,7 +57,8 @@ class ParameterServer : private sync::DriverSink<Gradient> {
       : config_(config),
         tsv_(tsv),
         signal_(signal),
-        held_hellos_(config.workers + kConnectionHeadroom + config.shard_count, kMaxHeldHelloBytes),
+        held_hellos_(config.job.workers + kConnectionHeadroom + config.shard_count,
+                     kMaxHeldHelloBytes),
         continues_(continues) {}
 
   Result<RunReport> Run();
@@ -113,7 +114,7 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   // external server, a Hello first gives its connection the model's send
   // queue bound (LimitToModel).
   bool HandlePeer(const zmq::message_t& identity, proto::Message& message);
-  bool external() const { return config_.model == kExternalModel; }
+  bool external() const { return config_.job.model == kExternalModel; }
   std::string ModelName() const;
   Status SetUpPolicy();
   // Sets up desk_, once the endpoint, the coordinator and the store are.

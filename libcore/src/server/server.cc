@@ -34,10 +34,10 @@ Status ParameterServer::Setup() {
     if (layout_.empty()) return Status::Ok();  // a signal came first
     bind_options.max_frame_bytes = endpoint_max_bytes_;
   } else {
-    DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
+    DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.job.data));
     data_spec.max_features = config_.max_features;
     DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
-    if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
+    if (test_set.rows() == 0) return Status::DataLoss(config_.job.data + ": the test set is empty");
     DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
     if (!config_.remote_evaluator) {
       evaluator_ = std::make_unique<Evaluator>(*spec_, std::move(test_set));
@@ -68,7 +68,8 @@ Status ParameterServer::Setup() {
   Aggregation aggregation = ParseAggregation(config_.aggregate).value();
   // Centred clipping takes the momentum per worker; the step then has none
   // (ServerOptimizerSettings).
-  if (aggregation.rule == Aggregation::Rule::kCenteredClip) aggregation.momentum = config_.momentum;
+  if (aggregation.rule == Aggregation::Rule::kCenteredClip)
+    aggregation.momentum = config_.job.momentum;
   store_->set_max_norm(config_.max_update_norm);
   store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
   if (sharded() && ServerOptimizerSettings(config_).clip_norm > 0) {
@@ -81,8 +82,8 @@ Status ParameterServer::Setup() {
   updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
                    aggregation);
   SetUpDesk(bind_options.max_frame_bytes);
-  spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
-               config_.workers == 1 ? "" : "s",
+  spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(),
+               config_.job.workers, config_.job.workers == 1 ? "" : "s",
                config_.remote_evaluator ? " and the evaluator" : "");
   if (!config_.endpoint_file.empty() && !external()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
@@ -93,13 +94,13 @@ Status ParameterServer::Setup() {
 }
 
 Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
-  DMLPS_ASSIGN_OR_RETURN(
-      model::ModelSpec spec,
-      model::ParseModelSpec(config_.model, test_set.dim, std::max<int64_t>(test_set.classes, 2)));
+  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
+                         model::ParseModelSpec(config_.job.model, test_set.dim,
+                                               std::max<int64_t>(test_set.classes, 2)));
   spec_ = spec;
   model::Model model(spec);
   std::vector<float> params(model.num_params(), 0.f);
-  model.Initialize(config_.seed, params);
+  model.Initialize(config_.job.seed, params);
   return SetUpParams(std::move(params),
                      fmt::format("{} on {} test samples", spec.Name(), test_set.rows()),
                      model.num_params());
@@ -153,21 +154,15 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
 }
 
 Status ParameterServer::SetUpPolicy() {
-  sync::PolicyConfig policy_config = config_.policy;
-  policy_config.num_workers = config_.workers;
-  policy_config.batch = config_.batch;
-  // sync-switch places its switch by the run's target or iteration limit.
-  policy_config.target_accuracy = config_.target_accuracy;
-  policy_config.max_iterations = config_.max_iterations;
-  policy_config.model = config_.model;
+  sync::PolicyConfig policy_config = sync::WithJob(config_.policy, config_.job);
   // auto: no round waits for a decision's predictions.
   policy_config.decide_in_background = true;
   DMLPS_ASSIGN_OR_RETURN(
       std::unique_ptr<sync::Policy> policy,
       config_.make_policy ? config_.make_policy(policy_config) : sync::MakePolicy(policy_config));
   driver_.emplace(std::move(policy),
-                  sync::DriverOptions{.eval_every = config_.eval_every,
-                                      .max_iterations = config_.max_iterations,
+                  sync::DriverOptions{.eval_every = config_.job.eval_every,
+                                      .max_iterations = config_.job.max_iterations,
                                       .min_workers = config_.min_workers},
                   static_cast<sync::DriverSink<Gradient>&>(*this));
   policy_ = &driver_->policy();
@@ -182,14 +177,14 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
   const bool robust = ParseAggregation(config_.aggregate).value().robust();
   desk_.emplace(
       WorkerDeskOptions{
-          .workers = config_.workers,
+          .workers = config_.job.workers,
           .worker_timeout = config_.worker_timeout,
           .max_message_bytes = max_message_bytes,
           .layout = layout_,
           .peer = [this](const zmq::message_t& identity,
                          proto::Message& message) { return HandlePeer(identity, message); },
           .max_push_samples = MaxPushSamples(config_, policy_->mode()),
-          .max_ranks = robust ? config_.workers : kMaxRanks,
+          .max_ranks = robust ? config_.job.workers : kMaxRanks,
           .why_bounded = robust ? "all --workers; under --aggregate " + config_.aggregate +
                                       " no more may join (the rule's share of bad workers)"
                                 : "the most it takes"},
@@ -265,11 +260,11 @@ Status ParameterServer::WaitForWorkers() {
     DMLPS_RETURN_IF_ERROR(Turn());
     if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) return RejoinTimedOut();
     const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
-    status.Show(desk_->joined() < config_.workers
+    status.Show(desk_->joined() < config_.job.workers
                     ? fmt::format("waiting for workers: {} of {} joined ({:.0f} s)",
-                                  desk_->joined(), config_.workers, waited)
+                                  desk_->joined(), config_.job.workers, waited)
                     : fmt::format("all {} workers joined, loading their data ({:.0f} s)",
-                                  config_.workers, waited));
+                                  config_.job.workers, waited));
   }
   return Status::Ok();
 }
@@ -287,9 +282,9 @@ Status ParameterServer::Turn() {
     return unfit_;
   }
   if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
-  if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
+  if (started_ && config_.job.max_seconds > 0 && Seconds() >= config_.job.max_seconds &&
       !driver_->limit_reached()) {
-    spdlog::info("time limit of {} s reached", config_.max_seconds);
+    spdlog::info("time limit of {} s reached", config_.job.max_seconds);
     driver_->EndRun();
   }
   if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
@@ -319,10 +314,10 @@ Result<RunReport> ParameterServer::Finish() {
   report_.seconds = Seconds();
   report_.iterations = driver_->iteration();
   // Workers print it: the target the run had.
-  const std::string reached = config_.target_accuracy > 0 && config_.target_loss > 0
+  const std::string reached = config_.job.target_accuracy > 0 && config_.job.target_loss > 0
                                   ? "target accuracy and loss reached"
-                              : config_.target_loss > 0 ? "target loss reached"
-                                                        : "target accuracy reached";
+                              : config_.job.target_loss > 0 ? "target loss reached"
+                                                            : "target accuracy reached";
   const std::string reason = report_.target_reached ? reached
                              : report_.signal != 0  ? "server interrupted"
                                                     : "limit reached";
@@ -382,7 +377,7 @@ void ParameterServer::Summarize() {
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
   report_.bytes_per_worker = summary.bytes_sent_mean;
-  LogRunSummary(report_, policy_->Name(), {config_.target_accuracy, config_.target_loss},
+  LogRunSummary(report_, policy_->Name(), {config_.job.target_accuracy, config_.job.target_loss},
                 evaluator_->skipped(), driver_->dropped_pushes());
 }
 
@@ -394,11 +389,11 @@ void ParameterServer::Start() {
   if (tracer_) {
     tracer_->Instant("run", "start", start_us_,
                      {{"policy", policy_->Name()},
-                      {"model", config_.model},
-                      {"workers", config_.workers},
-                      {"target", config_.target_accuracy}});
+                      {"model", config_.job.model},
+                      {"workers", config_.job.workers},
+                      {"target", config_.job.target_accuracy}});
   }
-  spdlog::info("all {} workers ready; training {}", config_.workers,
+  spdlog::info("all {} workers ready; training {}", config_.job.workers,
                report_.resumed_iteration >= 0
                    ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
                    : std::string("starts"));
@@ -409,7 +404,7 @@ void ParameterServer::Start() {
 }
 
 void ParameterServer::LimitReached() {
-  spdlog::info("iteration limit of {} reached", config_.max_iterations);
+  spdlog::info("iteration limit of {} reached", config_.job.max_iterations);
 }
 
 void ParameterServer::SubmitSnapshot(bool must) {
@@ -434,7 +429,7 @@ void ParameterServer::SubmitSnapshot(bool must) {
 
 void ParameterServer::StartCoordinator() {
   proto::Welcome shard_welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
-  shard_welcome.num_workers = config_.workers;
+  shard_welcome.num_workers = config_.job.workers;
   // The other shards must resume their slices of this same version.
   shard_welcome.resume_version = report_.resumed_iteration >= 0 ? policy_->version() : -1;
   shards_ = std::make_unique<ShardCoordinator>(
@@ -462,7 +457,7 @@ void ParameterServer::CollectEvaluations() {
   const std::vector<Evaluation> results = evaluator_->TakeResults();
   // An evaluator process's report cannot be checked here: the target
   // counts once the next evaluation meets it too.
-  const Targets targets{config_.target_accuracy, config_.target_loss,
+  const Targets targets{config_.job.target_accuracy, config_.job.target_loss,
                         config_.remote_evaluator ? kRemoteConfirmations : 1};
   RecordEvaluations(results, targets, run_clock_.start_us, tsv_, tracer_.get(), &target_progress_,
                     &report_);
@@ -555,7 +550,7 @@ void ParameterServer::MaybeCheckpoint() {
     return;
   }
   Checkpoint checkpoint = MakeCheckpoint(
-      Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
+      Identity(), config_.job.workers, policy_->Save(), driver_->samples_applied(),
       seconds_before_ + std::chrono::duration<double>(now - start_).count(), optimizer_->State());
   checkpoint.optimizer_steps = optimizer_->steps();
   checkpoint.layout = layout_;

@@ -40,20 +40,20 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
   }
   // One core per simulated computation, as each dmlps-worker has.
   Eigen::setNbThreads(1);
-  DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(experiment.data));
-  spdlog::info("loading {}", experiment.data);
+  DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(experiment.job.data));
+  spdlog::info("loading {}", experiment.job.data);
   DMLPS_ASSIGN_OR_RETURN(data::Dataset test, data::LoadTest(data_spec));
   DMLPS_ASSIGN_OR_RETURN(data::Dataset train, data::LoadTrain(data_spec, {0, 1}));
-  if (test.rows() == 0) return Status::DataLoss(experiment.data + ": the test set is empty");
+  if (test.rows() == 0) return Status::DataLoss(experiment.job.data + ": the test set is empty");
   DMLPS_ASSIGN_OR_RETURN(
       model::ModelSpec spec,
-      model::ParseModelSpec(experiment.model, test.dim, std::max<int64_t>(test.classes, 2)));
+      model::ParseModelSpec(experiment.job.model, test.dim, std::max<int64_t>(test.classes, 2)));
   DMLPS_RETURN_IF_ERROR(train.ConformTo(spec.input_dim, spec.classes)
-                            .WithContext(experiment.data + " does not fit the model"));
-  if (train.rows() < experiment.workers) {
-    return Status::InvalidArgument(std::to_string(experiment.workers) + " workers but only " +
+                            .WithContext(experiment.job.data + " does not fit the model"));
+  if (train.rows() < experiment.job.workers) {
+    return Status::InvalidArgument(std::to_string(experiment.job.workers) + " workers but only " +
                                    std::to_string(train.rows()) + " training samples in " +
-                                   experiment.data);
+                                   experiment.job.data);
   }
 
   CostModel cost;
@@ -61,9 +61,9 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
     cost = *options.cost;
   } else {
     spdlog::info("calibrating: timing real steps of {} around batch {}", spec.Name(),
-                 experiment.batch);
-    DMLPS_ASSIGN_OR_RETURN(cost,
-                           Calibrate(spec, train, test, experiment.batch, options.shared_cores));
+                 experiment.job.batch);
+    DMLPS_ASSIGN_OR_RETURN(
+        cost, Calibrate(spec, train, test, experiment.job.batch, options.shared_cores));
   }
   for (const StepCost& s : cost.steps) {
     spdlog::info("step of {:5} samples: {:9.3f} ms alone, {:9.3f} ms on shared cores", s.samples,
@@ -81,15 +81,9 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
     for (const std::string& entry : experiment.policies) {
       DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(entry, experiment));
       SimConfig config;
+      config.job = experiment.job;
       config.policy = policy;
       config.model = spec;
-      config.lr = experiment.lr;
-      config.momentum = experiment.momentum;
-      config.target = experiment.target;
-      config.eval_every = experiment.eval_every;
-      config.max_iterations = experiment.max_iterations;
-      config.max_seconds = experiment.max_seconds;
-      config.seed = experiment.seed;
       // The first run draws its delays as a real cluster's workers would;
       // later ones draw afresh.
       config.noise_seed = static_cast<uint64_t>(repeat - 1);
@@ -116,12 +110,12 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
         };
       }
       spdlog::info("simulating {} ({}/{}) with {} workers", entry, repeat, experiment.repeat,
-                   experiment.workers);
+                   experiment.job.workers);
       DMLPS_ASSIGN_OR_RETURN(SimReport report, Simulate(config, train, test));
       bench::RunResult run = ToRunResult(report, entry, repeat);
       // As dmlps-bench run counts them: with no target, a run that ended
       // normally counts, to its limit.
-      if (experiment.target == 0 && run.failure.empty()) run.reached = true;
+      if (experiment.job.target_accuracy == 0 && run.failure.empty()) run.reached = true;
       for (const SimDecision& d : report.decisions) {
         if (!spdlog::should_log(spdlog::level::debug)) break;
         spdlog::debug("{} ({}/{}): at {:.3f} virtual s, {}", entry, repeat, experiment.repeat,

@@ -30,10 +30,10 @@ Result<SimReport> SimulateTiming(SimConfig config, int64_t num_params) {
   // as its (payload_params).
   config.cost.param_s *= static_cast<double>(num_params) / static_cast<double>(stand_in);
   config.payload_params = num_params;
-  config.target = 0;
+  config.job.target_accuracy = 0;
   config.math = false;
   // One sample for every worker's shard; a step's samples wrap around it.
-  const data::Dataset train = StandInData(std::max<int64_t>(config.policy.num_workers, 1));
+  const data::Dataset train = StandInData(std::max<int64_t>(config.job.workers, 1));
   const data::Dataset test = StandInData(2);
   return Simulate(config, train, test);
 }

@@ -30,7 +30,7 @@ double Uniform(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) *
 
 // As dmlps-worker seeds its sampling and its delays (whose own seed is 0).
 uint64_t WorkerSeed(const SimConfig& config, int64_t rank) {
-  return config.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(rank);
+  return config.job.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(rank);
 }
 
 // What config.noise_seed mixes into a worker's delays and noise.
@@ -41,7 +41,7 @@ uint64_t NoiseMix(const SimConfig& config) {
 worker::StragglerProfile MakeStraggler(const SimConfig& config, int64_t rank) {
   worker::StragglerSpec spec = config.stragglers[static_cast<size_t>(rank)];
   spec.seed = WorkerSeed(config, rank) ^ NoiseMix(config);
-  return worker::StragglerProfile(spec, rank, config.policy.num_workers);
+  return worker::StragglerProfile(spec, rank, config.job.workers);
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ SimWorker::SimWorker(const SimConfig& config, WorkerMode mode, int64_t rank,
       shard_first_(shard.first),
       cursor_(shard.second - shard.first, WorkerSeed(config, rank)),
       straggler_(MakeStraggler(config, rank)),
-      batch_(config.policy.batch) {
+      batch_(config.job.batch) {
   if (!config.noise.empty()) noise_ = config.noise[static_cast<size_t>(rank)];
   if (noise_.jitter > 0 || noise_.heavy_tail > 0) {
     rng_ = std::make_unique<std::mt19937_64>(
@@ -143,7 +143,7 @@ void SimWorker::AddPush(Samples samples, float weight, std::span<float> acc_span
       break;
     case WorkerMode::kLocal:
       // The step's delta, params_after - params_before = -lr * velocity.
-      acc -= (weight * static_cast<float>(config_.lr)) * ConstVec(velocity_.data(), n);
+      acc -= (weight * static_cast<float>(config_.job.lr)) * ConstVec(velocity_.data(), n);
       break;
     case WorkerMode::kLocalOverlap:
       acc += weight * ConstVec(in_flight_.data(), n);
@@ -376,12 +376,12 @@ void SimWorker::OnUpdateDone() {
   // The step's math: its gradient on the local model, then the local step.
   TakeSamples(step_samples_);
   math_.LocalGradient(params_);
-  const auto lr = static_cast<float>(config_.lr);
+  const auto lr = static_cast<float>(config_.job.lr);
   const auto n = static_cast<Eigen::Index>(num_params_);
   {
     const FlushDenormals flush;
     optim::LocalMomentumStep(params_, velocity_, math_.grad, lr,
-                             static_cast<float>(config_.momentum));
+                             static_cast<float>(config_.job.momentum));
     // Overlap: the step moved the model by -lr * velocity; hand it over.
     if (mode_ == WorkerMode::kLocalOverlap) {
       Vec(pending_.data(), n) -= lr * ConstVec(velocity_.data(), n);

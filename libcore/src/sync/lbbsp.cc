@@ -28,15 +28,15 @@ predict::PredictorOptions PredictorOptionsFor(const PolicyConfig& config) {
 }
 
 LbBspPolicy::LbBspPolicy(const PolicyConfig& config)
-    : BspPolicy(config.num_workers),
+    : BspPolicy(config.job.workers),
       config_(config),
-      global_batch_(config.batch * config.num_workers),
-      batch_(config.num_workers),
-      cap_(config.num_workers, 0),
-      window_time_(config.num_workers, 0),
-      window_steps_(config.num_workers, 0),
+      global_batch_(config.job.batch * config.job.workers),
+      batch_(config.job.workers),
+      cap_(config.job.workers, 0),
+      window_time_(config.job.workers, 0),
+      window_steps_(config.job.workers, 0),
       window_(config.rebalance_every) {
-  const int64_t n = config.num_workers;
+  const int64_t n = config.job.workers;
   for (WorkerId w = 0; w < n; ++w) {
     batch_[w] = global_batch_ / n + (w < global_batch_ % n ? 1 : 0);
   }

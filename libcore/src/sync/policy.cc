@@ -245,7 +245,7 @@ ServerOptimizer ServerOptimizerFor(const PolicyConfig& config, double lr, double
   // Asynchronous pushes take the momentum once per momentum_every of them.
   int64_t every = 1;
   if (TakesMomentumEvery(config)) {
-    every = config.momentum_every > 0 ? config.momentum_every : config.num_workers;
+    every = config.momentum_every > 0 ? config.momentum_every : config.job.workers;
   }
   return {config.outer_lr, config.outer_momentum, config.outer_nesterov, every};
 }

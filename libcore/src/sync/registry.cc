@@ -188,14 +188,14 @@ const PolicyRow kRows[] = {
      .help = "bulk synchronous",
      .traits = kRoundsSwitchable,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<BspPolicy>(c.num_workers);
+       return std::make_unique<BspPolicy>(c.job.workers);
      }},
     {.name = "asp",
      .help = "asynchronous",
      .traits = kEachPush,
      .flags = "momentum-every",
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<SspPolicy>(c.num_workers, -1);
+       return std::make_unique<SspPolicy>(c.job.workers, -1);
      }},
     {.name = "ssp",
      .syntax = "ssp:S",
@@ -212,7 +212,7 @@ const PolicyRow kRows[] = {
                                   : Status::Ok();
          },
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<SspPolicy>(c.num_workers, c.staleness);
+       return std::make_unique<SspPolicy>(c.job.workers, c.staleness);
      }},
     {.name = "backup",
      .syntax = "backup:B",
@@ -225,25 +225,25 @@ const PolicyRow kRows[] = {
          },
      .check =
          [](const PolicyConfig& c) {
-           if (c.backup >= 0 && c.backup < c.num_workers) return Status::Ok();
+           if (c.backup >= 0 && c.backup < c.job.workers) return Status::Ok();
            return Status::InvalidArgument(fmt::format(
-               "backup needs 0 <= backup workers < workers ({} of {})", c.backup, c.num_workers));
+               "backup needs 0 <= backup workers < workers ({} of {})", c.backup, c.job.workers));
          },
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<BackupPolicy>(c.num_workers, c.backup);
+       return std::make_unique<BackupPolicy>(c.job.workers, c.backup);
      },
-     .kept = [](const PolicyConfig& c) { return c.num_workers - c.backup; }},
+     .kept = [](const PolicyConfig& c) { return c.job.workers - c.backup; }},
     {.name = "wbsp",
      .help = "worker-busy synchronous",
      .mode = WorkerMode::kLocal,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<WbspPolicy>(c.num_workers, false);
+       return std::make_unique<WbspPolicy>(c.job.workers, false);
      }},
     {.name = "wbsp-overlap",
      .help = "wbsp, compute and communication overlapped",
      .mode = WorkerMode::kLocalOverlap,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<WbspPolicy>(c.num_workers, true);
+       return std::make_unique<WbspPolicy>(c.job.workers, true);
      }},
     {.name = "abps",
      .help = "aggressive synchronization with partial processing",
@@ -252,12 +252,12 @@ const PolicyRow kRows[] = {
      .flags = "chunk",
      .check =
          [](const PolicyConfig& c) {
-           if (c.chunk >= 1 && c.chunk <= c.batch) return Status::Ok();
+           if (c.chunk >= 1 && c.chunk <= c.job.batch) return Status::Ok();
            return Status::InvalidArgument(fmt::format(
-               "abps needs a chunk of 1 to {} samples (the batch), not {}", c.batch, c.chunk));
+               "abps needs a chunk of 1 to {} samples (the batch), not {}", c.job.batch, c.chunk));
          },
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<AbpsPolicy>(c.num_workers);
+       return std::make_unique<AbpsPolicy>(c.job.workers);
      }},
     {.name = "lbbsp",
      .syntax = "lbbsp:PREDICTOR",
@@ -278,13 +278,14 @@ const PolicyRow kRows[] = {
      .flags = "token-size",
      .check =
          [](const PolicyConfig& c) {
-           if (c.token_size >= 1 && c.token_size <= c.batch * c.num_workers) return Status::Ok();
+           if (c.token_size >= 1 && c.token_size <= c.job.batch * c.job.workers)
+             return Status::Ok();
            return Status::InvalidArgument(
                fmt::format("token needs a token size of 1 to {} samples (the global batch)",
-                           c.batch * c.num_workers));
+                           c.job.batch * c.job.workers));
          },
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<TokenPolicy>(c.num_workers, c.batch, c.token_size);
+       return std::make_unique<TokenPolicy>(c.job.workers, c.job.batch, c.token_size);
      }},
     {.name = "localsgd",
      .syntax = "localsgd:H",
@@ -298,7 +299,7 @@ const PolicyRow kRows[] = {
          },
      .check = CheckLocalSgd,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<LocalSgdPolicy>(c.num_workers);
+       return std::make_unique<LocalSgdPolicy>(c.job.workers);
      }},
     {.name = "fedavg",
      .syntax = "fedavg:H",
@@ -312,7 +313,7 @@ const PolicyRow kRows[] = {
          },
      .check = CheckFedAvg,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<FedAvgPolicy>(c.num_workers);
+       return std::make_unique<FedAvgPolicy>(c.job.workers);
      }},
     {.name = "async-localsgd",
      .syntax = "async-localsgd:H",
@@ -326,7 +327,7 @@ const PolicyRow kRows[] = {
          },
      .check = CheckLocalSgd,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<AsyncLocalSgdPolicy>(c.num_workers, c.local_steps, c.dylu);
+       return std::make_unique<AsyncLocalSgdPolicy>(c.job.workers, c.local_steps, c.dylu);
      }},
     {.name = "dssp",
      .syntax = "dssp:LOW:HIGH",
@@ -340,7 +341,7 @@ const PolicyRow kRows[] = {
            return Status::InvalidArgument("dssp needs 0 <= --staleness-low <= --staleness-high");
          },
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<DsspPolicy>(c.num_workers, c.staleness_low, c.staleness_high);
+       return std::make_unique<DsspPolicy>(c.job.workers, c.staleness_low, c.staleness_high);
      }},
     {.name = "sync-switch",
      .syntax = "sync-switch:FRACTION|online",
@@ -411,9 +412,9 @@ Status CheckSwitchCandidate(std::string_view entry, const PolicyConfig& config) 
     return Status::InvalidArgument(config.name + " cannot be its own candidate");
   }
   PolicyConfig inner;
-  inner.num_workers = config.num_workers;
-  inner.batch = config.batch;
-  inner.chunk = std::max<int64_t>(1, (config.batch + 3) / 4);
+  inner.job.workers = config.job.workers;
+  inner.job.batch = config.job.batch;
+  inner.chunk = std::max<int64_t>(1, (config.job.batch + 3) / 4);
   inner.token_size = inner.chunk;
   Status s = ApplyEntry(entry, &inner);
   if (s.ok()) s = CheckPolicy(inner);
@@ -485,8 +486,8 @@ Status ApplyEntry(std::string_view entry, PolicyConfig* config) {
 }
 
 Status CheckPolicy(const PolicyConfig& config) {
-  if (config.num_workers < 1) return Status::InvalidArgument("a run needs at least one worker");
-  if (config.batch < 1) return Status::InvalidArgument("the batch must be at least 1 sample");
+  if (config.job.workers < 1) return Status::InvalidArgument("a run needs at least one worker");
+  if (config.job.batch < 1) return Status::InvalidArgument("the batch must be at least 1 sample");
   const PolicyRow* row = FindPolicyRow(config.name);
   if (row == nullptr || !row->runs.empty()) {
     return Status::InvalidArgument("unknown policy '" + config.name + "' (expected one of " +
@@ -519,7 +520,7 @@ std::string PoliciesWith(bool PolicyTraits::*trait) {
 
 int64_t PushesKept(const PolicyConfig& config) {
   const PolicyRow* row = PolicyRowOf(config.name);
-  return row != nullptr && row->kept != nullptr ? row->kept(config) : config.num_workers;
+  return row != nullptr && row->kept != nullptr ? row->kept(config) : config.job.workers;
 }
 
 WorkerMode ModeOf(std::string_view entry) {

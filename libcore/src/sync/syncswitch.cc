@@ -103,7 +103,7 @@ Status CheckSyncSwitch(const PolicyConfig& config) {
   if (!(config.switch_at >= 0 && config.switch_at <= 1)) {
     return Status::InvalidArgument("sync-switch needs --switch-at in [0, 1]");
   }
-  if (!config.switch_online && config.target_accuracy <= 0 && config.max_iterations <= 0) {
+  if (!config.switch_online && config.job.target_accuracy <= 0 && config.job.max_iterations <= 0) {
     return Status::InvalidArgument(
         "sync-switch places --switch-at by the target accuracy or the iteration limit: give "
         "--target-accuracy or --max-iterations (or --switch-online)");
@@ -114,18 +114,18 @@ Status CheckSyncSwitch(const PolicyConfig& config) {
 std::unique_ptr<Policy> MakeSyncSwitch(const PolicyConfig& config) {
   std::unique_ptr<SwitchDecider> decider;
   if (config.switch_online) {
-    decider = std::make_unique<OnlineSwitch>(config.num_workers);
+    decider = std::make_unique<OnlineSwitch>(config.job.workers);
   } else {
-    decider = std::make_unique<OfflineSwitch>(config.switch_at, config.target_accuracy,
-                                              config.max_iterations);
+    decider = std::make_unique<OfflineSwitch>(config.switch_at, config.job.target_accuracy,
+                                              config.job.max_iterations);
   }
   InnerPolicyMaker make = [config](std::string_view name, int64_t n) {
     PolicyConfig inner = config;
     inner.name = std::string(name);
-    inner.num_workers = n;
+    inner.job.workers = n;
     return MakePolicy(inner);
   };
-  return std::make_unique<SwitchingPolicy>(config.num_workers, std::move(decider), std::move(make));
+  return std::make_unique<SwitchingPolicy>(config.job.workers, std::move(decider), std::move(make));
 }
 
 }  // namespace dmlps::sync

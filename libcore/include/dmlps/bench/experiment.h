@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmlps/base/job.h"
 #include "dmlps/base/status.h"
 #include "dmlps/sync/policy.h"
 #include "dmlps/worker/straggler.h"
@@ -16,7 +17,11 @@
 namespace dmlps::bench {
 
 struct Experiment {
-  int64_t workers = 4;
+  // The job every policy runs. Samples per worker step: 256 makes a step
+  // long enough (about 3 ms) that computing, not messaging, dominates, as in
+  // the papers' settings. A run that has not reached the target by
+  // max_seconds has missed it.
+  JobSpec job{.workers = 4, .batch = 256, .lr = 0.1, .target_accuracy = 0.85, .max_seconds = 300};
   // As the user listed them: bsp, asp, ssp:S, backup:B, wbsp, wbsp-overlap,
   // abps, lbbsp, lbbsp:PREDICTOR (last, ema, arima, narx), lbbsp-gpu, token,
   // localsgd, localsgd:H (H local steps per push), async-localsgd[:H],
@@ -25,22 +30,10 @@ struct Experiment {
   std::vector<std::string> policies = {"bsp", "ssp:3", "wbsp", "abps", "lbbsp"};
   // One per worker (rank order), as the flags give them.
   std::vector<worker::StragglerSpec> stragglers;
-  std::string model = "mlp:128";
-  std::string data = "fashion-mnist";
-  // Samples per worker step: 256 makes a step long enough (about 3 ms) that
-  // computing, not messaging, dominates, as in the papers' settings.
-  int64_t batch = 256;
-  double lr = 0.1;
-  double momentum = 0.9;
   // asp, ssp, dssp, async-localsgd: pushes per momentum step
   // (sync::PolicyConfig::momentum_every; 0: each policy's default).
   int64_t momentum_every = 0;
-  double target = 0.85;        // 0: no target, run to the limits
-  int64_t eval_every = 50;     // iterations between evaluations
-  int64_t max_iterations = 0;  // 0: no limit
-  double max_seconds = 300;    // a run that has not reached the target by then has missed it
   int64_t repeat = 1;
-  uint64_t seed = 1;
 };
 
 // The server's policy settings for one entry of Experiment::policies, with

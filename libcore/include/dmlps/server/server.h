@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dmlps/base/job.h"
 #include "dmlps/base/status.h"
 #include "dmlps/model/model.h"
 #include "dmlps/optim/settings.h"
@@ -26,26 +27,14 @@ inline constexpr std::string_view kExternalModel = "external";
 struct ServerConfig {
   std::string bind = "tcp://127.0.0.1:5555";
   std::string endpoint_file;  // when set, the bound address is written here once listening
-  int64_t workers = 1;
+  // The job; its target and limits end the run. Its workers, batch, target
+  // and iteration limit reach the policy with it (policy.job is set from it).
+  JobSpec job;
   sync::PolicyConfig policy;
-  std::string model = "mlp:128";  // or kExternalModel
-  std::string data = "fashion-mnist";
-  int64_t batch = 64;  // samples per worker step (lbbsp: the mean; B = batch * workers)
-  double lr = 0.05;
-  double momentum = 0.9;
   // The rest of the server's optimizer: rule, weight decay, groups,
   // clipping, schedule (see optim::OptimizerSettings). Its lr and momentum
-  // are not read: those above are (see ServerOptimizerSettings).
+  // are not read: the job's are (see ServerOptimizerSettings).
   optim::OptimizerSettings optimizer;
-  double target_accuracy = 0;  // 0: no target
-  // 0: no target; else the run is done at the first evaluation whose mean
-  // loss is at most this (and whose accuracy reaches target_accuracy, when
-  // that is set too): for models whose quality is a loss or perplexity.
-  double target_loss = 0;
-  int64_t max_iterations = 0;  // 0: no limit
-  double max_seconds = 0;      // 0: no limit
-  int64_t eval_every = 50;     // iterations between evaluations
-  uint64_t seed = 1;
   int64_t threads = 1;  // threads that sum pushes and apply updates, the event loop's included
   std::chrono::milliseconds heartbeat{1000};        // between heartbeats to the workers
   std::chrono::milliseconds worker_timeout{30000};  // a worker silent this long is lost

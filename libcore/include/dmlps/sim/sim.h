@@ -103,19 +103,19 @@ struct Noise {
 struct EvalPoint;
 
 struct SimConfig {
-  sync::PolicyConfig policy;  // its num_workers and batch are the run's
+  // The job: its workers, batch, rate, target, limits (max_seconds in
+  // virtual time) and seed (the model, sampling and delays, as the server's
+  // --seed). Its model names the one `model` holds; its data is not read
+  // (the caller passes the data).
+  JobSpec job{.lr = 0.1};
+  // The policy's own parameters; its job is set from `job`.
+  sync::PolicyConfig policy;
   // Makes the policy (empty: sync::MakePolicy, which leaves auto to the
   // programs: dmlps-bench passes autopolicy::MakePolicy).
   sync::PolicyFactory make_policy;
+  // job.model resolved against the data's shape (model::ParseModelSpec).
   model::ModelSpec model;
-  double lr = 0.1;
-  double momentum = 0.9;
-  double target = 0;           // 0: no target
-  int64_t eval_every = 50;     // iterations between evaluations
-  int64_t max_iterations = 0;  // 0: no limit
-  double max_seconds = 0;      // virtual; 0: no limit
-  uint64_t seed = 1;           // model, sampling and delays, as the server's --seed
-  uint64_t noise_seed = 0;     // mixed into delays and noise (a repeat's number); 0: as a real run
+  uint64_t noise_seed = 0;  // mixed into delays and noise (a repeat's number); 0: as a real run
   std::vector<worker::StragglerSpec> stragglers;  // one per worker, rank order
   std::vector<Noise> noise;                       // one per worker, or empty: none
   NetworkModel network;

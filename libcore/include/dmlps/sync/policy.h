@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "dmlps/base/job.h"
 #include "dmlps/base/status.h"
 
 namespace dmlps::sync {
@@ -174,8 +175,10 @@ struct PolicyState {
 struct PolicyConfig {
   // A policy's row in sync/registry.h (PolicyNames()).
   std::string name = "bsp";
-  int64_t num_workers = 1;
-  int64_t batch = 64;             // per-worker batch; the global batch B is batch * num_workers
+  // The job the policy runs: its workers, their batch (lbbsp: the mean;
+  // the global batch B is batch * workers), and the target and iteration
+  // limit sync-switch places its switch by; auto predicts for its model.
+  JobSpec job;
   int64_t staleness = 3;          // ssp: clocks a worker may run ahead of the slowest
   int64_t backup = 1;             // backup: pushes per iteration not waited for
   int64_t chunk = 16;             // abps: samples per chunk
@@ -222,17 +225,19 @@ struct PolicyConfig {
   // auto: predict on a thread of its own, so that no round waits for a
   // decision (the server; autopolicy::AutoDecider::Options::background).
   bool decide_in_background = false;
-  double target_accuracy = 0;  // the run's target; 0: none
-  int64_t max_iterations = 0;  // the run's limit; 0: none
-  // auto: the job's model (model::ModelSpec::Name()), whose efficiency table
-  // it predicts with (advise::EfficiencyFor); empty: the default job's.
-  std::string model;
 };
 
 // Whether the server steps the model with the outer optimizer of `config`
 // (outer_lr, outer_momentum, outer_nesterov) rather than with the job's
 // --lr and --momentum, which then drive the workers' local steps.
 bool UsesOuterOptimizer(const PolicyConfig& config);
+
+// `policy` running `job`: how a configuration that holds both (the
+// server's, the simulator's) hands its job to the policy, whole.
+inline PolicyConfig WithJob(PolicyConfig policy, const JobSpec& job) {
+  policy.job = job;
+  return policy;
+}
 
 // The settings of the optimizer the server steps the model with: the job's
 // learning rate and momentum, or the outer optimizer's (UsesOuterOptimizer).
