@@ -20,6 +20,80 @@ cat "$WORK/table"
 for policy in bsp abps ssp:3 asp; do
   grep -q "^$policy"$'\t1\t1\t' "$WORK/table" || fail "no finished $policy row"
 done
+stats="$dir/stats.py"
+# table FILE RUN...: a table as dmlps-bench writes it with --format json,
+# its runs POLICY=SECONDS[@ITERATIONS] (100 iterations unless given), a
+# SECONDS of "-" a run that missed the target.
+table() {
+  local file=$1 run value seconds iterations reached sep=""
+  shift
+  mkdir -p "$(dirname "$file")"
+  {
+    printf '{"title":"made by the test","policies":[],"runs":['
+    for run in "$@"; do
+      value=${run#*=} iterations=100 reached=true
+      seconds=${value%%@*}
+      [[ $value == *@* ]] && iterations=${value#*@}
+      [ "$seconds" = - ] && reached=false seconds=0.5
+      printf '%s{"policy":"%s","repeat":1,"reached":%s,"seconds":%s,"iterations":%s,"failure":null}' \
+        "$sep" "${run%%=*}" "$reached" "$seconds" "$iterations"
+      sep=,
+    done
+    printf ']}\n'
+  } >"$file"
+}
+
+# stats.py medians: each policy's median, a missed run the slowest, and a
+# bootstrap interval of it that holds the median; the same seed draws the
+# same interval, and a lower level's lies within a higher one's.
+table "$WORK/m.json" bsp=7 bsp=2 bsp=9 bsp=1 bsp=5 bsp=3 bsp=8 bsp=4 bsp=6 \
+  backup:1=2 backup:1=- backup:1=1 auto=- auto=-
+"$stats" medians --seed 7 "$WORK/m.json" >"$WORK/medians" || fail "stats.py medians exited $?"
+cat "$WORK/medians"
+read -r _ runs reached median low dash high < <(grep '^bsp ' "$WORK/medians")
+[ "$runs $reached $median $dash" = "9 9 5 -" ] || fail "medians: bsp is not 9 runs, median 5"
+awk -v l="$low" -v h="$high" 'BEGIN { exit !(1 <= l && l <= 5 && 5 <= h && h <= 9 && l < h) }' ||
+  fail "medians: bsp's interval $low-$high does not hold its median 5 within its runs"
+grep -qE '^backup:1 +3 +2 +2 ' "$WORK/medians" || fail "medians: a missed run is not the slowest"
+grep -qE '^auto +2 +0 +- ' "$WORK/medians" || fail "medians: no median where every run missed"
+"$stats" medians --seed 7 "$WORK/m.json" | cmp -s - "$WORK/medians" || fail "medians: a seed draws afresh"
+read -r _ _ _ _ inner_low _ inner_high < <("$stats" medians --seed 7 --level 0.5 "$WORK/m.json" | grep '^bsp ')
+awk -v l="$low" -v h="$high" -v a="$inner_low" -v b="$inner_high" 'BEGIN { exit !(l <= a && b <= h) }' ||
+  fail "medians: the 50% interval $inner_low-$inner_high is not within the 95% one $low-$high"
+# stats.py median: of numbers on stdin, "-" the slowest.
+[ "$(printf '3\n-\n1\n' | "$stats" median)" = 3 ] || fail "median: not 3 of 1, 3 and a missed run"
+[ "$(printf '150\n151\n' | "$stats" median)" = 150.5 ] || fail "median: not the mean of the middle two"
+[ "$(printf '%s' '' | "$stats" median)" = - ] || fail "median: not - of nothing"
+# stats.py summary --choice: the policy auto ran most, from its runs' ran_under.
+mkdir -p "$WORK/c"
+printf '%s\n' '{"runs":[' \
+  '{"policy":"bsp","reached":true,"seconds":2,"iterations":100,"failure":null},' \
+  '{"policy":"backup:1","reached":true,"seconds":3,"iterations":90,"failure":null},' \
+  '{"policy":"auto","reached":true,"seconds":2.1,"iterations":50,"failure":null,' \
+  '"ran_under":[{"policy":"backup:1","iterations":30},{"policy":"bsp","iterations":20}]},' \
+  '{"policy":"auto","reached":true,"seconds":2.1,"iterations":40,"failure":null,' \
+  '"ran_under":[{"policy":"backup:1","iterations":5},{"policy":"bsp","iterations":35}]}]}' \
+  >"$WORK/c/sim-4-none.json"
+"$stats" summary --profiles none --policies bsp,backup:1 --choice "$WORK/c/sim-4-{profile}.json" \
+  >"$WORK/choice" || fail "stats.py summary --choice exited $?"
+cat "$WORK/choice"
+grep -qE '^none +2 +3 +bsp +2 +2.1 +1.05 +yes +bsp +2 +yes$' "$WORK/choice" ||
+  fail "summary --choice: auto ran bsp most (55 iterations to 35)"
+grep -q '^auto chose the best or one within 5% of it in 1 of 1 cases$' "$WORK/choice" ||
+  fail "summary --choice: no count of right choices"
+# Refusals: not JSON (65), no table (66), a bad flag (64).
+echo '{"runs": [' >"$WORK/bad.json"
+for case in "65 medians $WORK/bad.json" "66 medians $WORK/none.json" "64 medians --draws 0 $WORK/m.json" \
+  "64 summary --profiles none $WORK/c/sim-4-{profile}.json"; do
+  read -r want args <<<"$case"
+  rc=0
+  # shellcheck disable=SC2086  # the case's words
+  "$stats" $args >/dev/null 2>"$WORK/err" || rc=$?
+  expect_exit "$want" "$rc" "stats.py $args"
+  [ "$(wc -l <"$WORK/err")" -eq 1 ] && grep -q '^stats.py: error: ' "$WORK/err" ||
+    fail "stats.py $args: not a one-line error: $(cat "$WORK/err")"
+done
+
 # auto-profiles.sh --efficiency: each policy's mean iterations to the
 # target over BSP's, per profile, from the reports of real runs (made
 # here: two sittings, one of them behind a link); runs that did not reach
