@@ -67,38 +67,26 @@ SUMMARY='  --policies LIST  the fixed policies (default auto'"'"'s candidates: r
   --oracle         no runs: what knowing the best policy scores, sitting against sitting
   --draws N        no runs: how often N sittings drawn from the runs under --out pass
   --efficiency     no runs: efficiency rows from the real runs under --out'
-USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--sim N,...] [--workers N] [--advise N] [--summary] [--pooled] [--oracle] [--draws N] [--efficiency]'
-policies=
-profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise="" only_summary=""
-efficiency="" pooled="" oracle="" draws=""
-handle_option() {
-  case "$1" in
-    --summary) only_summary=1 SHIFT=1; return 0 ;;
-    --pooled) pooled=1 SHIFT=1; return 0 ;;
-    --oracle) oracle=1 SHIFT=1; return 0 ;;
-    --efficiency) efficiency=1 SHIFT=1; return 0 ;;
-  esac
-  [ $# -ge 2 ] || return 1
-  case "$1" in
-    --policies) policies=$2 ;;
-    --profiles) profiles=$2 ;;
-    --sim) sim=$2 ;;
-    --workers) workers=$2 ;;
-    --advise) advise=$2 ;;
-    --draws)
-      [[ $2 =~ ^[1-9][0-9]{0,5}$ ]] || {
-        echo "$NAME: error: --draws: '$2' is not a count from 1 to 999999" >&2
-        exit 64
-      }
-      draws=$2
-      ;;
-    *) return 1 ;;
-  esac
-  SHIFT=2
-}
 . "$(dirname "$0")/common.sh"
+policies="" profiles=none,slow,turn-slow,round-robin,delay,bandwidth sim="" workers=4 advise=""
+only_summary="" efficiency="" pooled="" oracle="" draws=""
+option --policies LIST policies
+option --profiles LIST profiles
+option --sim N,... sim
+option --workers N workers
+option --advise N advise
+option --summary "" only_summary
+option --pooled "" pooled
+option --oracle "" oracle
+option --draws N draws
+option --efficiency "" efficiency
+check_options() {
+  [ -z "$draws" ] || [[ $draws =~ ^[1-9][0-9]{0,5}$ ]] ||
+    die 64 "--draws: '$draws' is not a count from 1 to 999999"
+}
+bench_script "$@"
 if [ -z "$policies" ]; then
-  # As sync::AutoCandidates: backup counts beyond 1 where the job's
+  # As auto's candidates (docs/auto.md, "Candidates"): backup counts beyond 1 where the job's
   # efficiency table has rows of their own (the default job on 4 workers).
   if [ -n "$sim" ]; then policies=bsp,backup:1,ssp:3,lbbsp; else
     policies=bsp,backup:1,backup:2,backup:3,ssp:3,lbbsp
@@ -116,7 +104,7 @@ profile_args() {
     round-robin) args=(--slowdown 1 --round-robin-ms 20) ;;
     delay) args=(--slowdown 1 --delay-ms 50 --delay-prob 0.2) ;;
     bandwidth) args=(--slowdown 1 --bandwidth-schedule "$last=150:200") ;;
-    *) echo "$NAME: error: --profiles: unknown profile '$1'" >&2; exit 64 ;;
+    *) die 64 "--profiles: unknown profile '$1'" ;;
   esac
 }
 for profile in "${profile_list[@]}"; do profile_args "$profile" 2; done
