@@ -35,6 +35,14 @@ struct RunResult {
   std::string failure;          // why the run failed (empty: it ran to its end)
 };
 
+// How one run goes while it lasts (measured or simulated), for a progress line.
+struct Progress {
+  double elapsed_s = 0;  // wall time since the run started
+  double seconds = 0;    // training time of the newest evaluation
+  int64_t iteration = 0;
+  double accuracy = -1;  // -1: no evaluation yet
+};
+
 // The median, min and max of one column over the runs counted.
 struct Spread {
   double median = 0;

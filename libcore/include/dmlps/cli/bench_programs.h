@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "dmlps/advise/advisor.h"
+#include "dmlps/bench/cluster/run.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/profile.h"
 #include "dmlps/bench/report.h"
-#include "dmlps/bench/run.h"
 #include "dmlps/bench/transport.h"
 #include "dmlps/sim/sim.h"
 

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
-#include "dmlps/bench/cluster.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/report.h"
 #include "dmlps/data/dataset.h"
