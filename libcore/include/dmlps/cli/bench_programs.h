@@ -14,7 +14,7 @@
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/profile.h"
 #include "dmlps/bench/report.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 #include "dmlps/sim/sim.h"
 
 namespace dmlps::cli {
