@@ -95,23 +95,16 @@ for case in "65 medians $WORK/bad.json" "66 medians $WORK/none.json" "64 medians
 done
 
 # auto-profiles.sh --efficiency: each policy's mean iterations to the
-# target over BSP's, per profile, from the reports of real runs (made
-# here: two sittings, one of them behind a link); runs that did not reach
-# the target do not count, and a policy missing a profile gets no row.
-report() {  # DIR REACHED ITERATIONS
-  mkdir -p "$1"
-  printf 'target_reached\t%s\niterations_to_target\t%s\n' "$2" "$3" >"$1/report.tsv"
-}
+# target over BSP's, per profile, from the real tables of every sitting
+# under --out (two here, one behind a link); runs that did not reach the
+# target do not count, and a policy missing a profile gets no row.
 sit="$WORK/sittings"
 for profile in none slow delay; do
-  report "$WORK/s1/run-4-$profile/bsp-1" 1 200
-  report "$sit/s2/run-4-$profile/bsp-1" 1 100
-  report "$WORK/s1/run-4-$profile/backup-1-1" 1 230
-  report "$sit/s2/run-4-$profile/backup-1-1" 1 115
-  report "$sit/s2/run-4-$profile/backup-1-2" 0 3000
-  report "$sit/s2/run-4-$profile/auto-1" 1 10
+  table "$WORK/s1/run-4-$profile.json" bsp=1@200 backup:1=1@230
+  more=()
+  [ "$profile" = none ] && more=(ssp:3=1@1500)
+  table "$sit/s2/run-4-$profile.json" bsp=1@100 backup:1=1@115 backup:1=-@3000 auto=1@10 "${more[@]}"
 done
-report "$sit/s2/run-4-none/ssp-3-1" 1 1500
 ln -s "$WORK/s1" "$sit/s1"
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$sit" --efficiency >"$WORK/rows" 2>"$WORK/err" ||
   fail "auto-profiles.sh --efficiency exited $?: $(cat "$WORK/err")"
@@ -131,32 +124,17 @@ grep -q "no real runs" "$WORK/err" || fail "--efficiency without runs: $(cat "$W
 # sittings pooled (one behind a link): each policy's median over all its
 # runs, a run that missed the target the slowest; a profile without runs
 # is refused.
-timed() {  # DIR REACHED SECONDS
-  mkdir -p "$1"
-  printf 'target_reached\t%s\niterations_to_target\t100\nseconds_to_target\t%s\n' "$2" "$3" \
-    >"$1/report.tsv"
-}
 pool="$WORK/pool"
-timed "$pool/a/run-4-none/bsp-1" 1 2.0
-timed "$pool/a/run-4-none/backup-1-1" 1 1.0
-timed "$pool/a/run-4-none/auto-1" 1 2.0
-timed "$WORK/b/run-4-none/bsp-1" 1 4.0
-timed "$WORK/b/run-4-none/bsp-2" 1 3.0
-timed "$WORK/b/run-4-none/backup-1-1" 1 5.0
-timed "$WORK/b/run-4-none/backup-1-2" 0 0.5
-timed "$WORK/b/run-4-none/auto-1" 1 3.2
-timed "$WORK/b/run-4-none/auto-2" 1 3.4
-timed "$pool/a/run-4-slow/bsp-1" 1 6.0
-timed "$WORK/b/run-4-slow/bsp-1" 1 6.0
-timed "$pool/a/run-4-slow/backup-1-1" 1 2.0
-timed "$WORK/b/run-4-slow/backup-1-1" 1 2.4
-timed "$pool/a/run-4-slow/auto-1" 1 2.6
+table "$pool/a/run-4-none.json" bsp=2.0 backup:1=1.0 auto=2.0
+table "$WORK/b/run-4-none.json" bsp=4.0 bsp=3.0 backup:1=5.0 backup:1=- auto=3.2 auto=3.4
+table "$pool/a/run-4-slow.json" bsp=6.0 backup:1=2.0 auto=2.6
+table "$WORK/b/run-4-slow.json" bsp=6.0 backup:1=2.4
 ln -s "$WORK/b" "$pool/b"
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$pool" --pooled --profiles none,slow \
   --policies bsp,backup:1 >"$WORK/pooled" 2>"$WORK/err" ||
   fail "auto-profiles.sh --pooled exited $?: $(cat "$WORK/err")"
 cat "$WORK/pooled"
-grep -q '^== pooled: 14 runs under' "$WORK/pooled" || fail "--pooled: not every run counted"
+grep -q '^== pooled: 14 runs in 4 tables$' "$WORK/pooled" || fail "--pooled: not every run counted"
 grep -qE '^none +3 +5 +bsp +3 +3.2 +1.07 +yes$' "$WORK/pooled" ||
   fail "--pooled: none is not the medians of every sitting's runs"
 grep -qE '^slow +6 +2.2 +backup:1 +2.2 +2.6 +1.18 +NO$' "$WORK/pooled" ||
@@ -168,37 +146,28 @@ rc=0
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$pool" --pooled --profiles none,delay \
   --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?
 expect_exit 66 "$rc" "auto-profiles.sh --pooled without a profile's runs"
-grep -q "no real run of profile delay" "$WORK/err" || fail "--pooled without delay: $(cat "$WORK/err")"
+grep -q "no run of profile delay" "$WORK/err" || fail "--pooled without delay: $(cat "$WORK/err")"
 
 # auto-profiles.sh --oracle: the policy of each profile's lowest mean
 # median, its medians from one sitting against another's fixed medians,
-# every ordered pair; auto's own score per sitting; --pooled's folder and a
-# sitting short of a profile are no sittings; one sitting is refused.
-table() {  # FILE POLICY=SECONDS...
-  local file=$1 entry
-  shift
-  mkdir -p "$(dirname "$file")"
-  printf 'policy\truns\treached\tseconds_median\n' >"$file"
-  for entry in "$@"; do printf '%s\t3\t3\t%s\n' "${entry%%=*}" "${entry#*=}" >>"$file"; done
-}
-sittings="$WORK/sittings"
-table "$sittings/a/run-4-none.tsv" bsp=2.0 backup:1=3.0 auto=2.1
-table "$sittings/a/run-4-slow.tsv" bsp=6.0 backup:1=2.0 auto=2.1
-table "$sittings/b/run-4-none.tsv" bsp=2.4 backup:1=2.2 auto=2.9
-table "$sittings/b/run-4-slow.tsv" bsp=6.0 backup:1=2.5 auto=2.4
-table "$sittings/pooled/run-4-none.tsv" bsp=1.0 backup:1=1.0 auto=1.0
-table "$sittings/pooled/run-4-slow.tsv" bsp=1.0 backup:1=1.0 auto=1.0
-table "$sittings/short/run-4-none.tsv" bsp=1.0 backup:1=1.0 auto=1.0
+# every ordered pair; auto's own score per sitting; a sitting short of a
+# profile is no sitting; one sitting is refused.
+sittings="$WORK/oracle"
+table "$sittings/a/run-4-none.json" bsp=2.0 backup:1=3.0 auto=2.1
+table "$sittings/a/run-4-slow.json" bsp=6.0 backup:1=2.0 auto=2.1
+table "$sittings/b/run-4-none.json" bsp=2.4 backup:1=2.2 auto=2.9
+table "$sittings/b/run-4-slow.json" bsp=6.0 backup:1=2.5 auto=2.4
+table "$sittings/short/run-4-none.json" bsp=1.0 backup:1=1.0 auto=1.0
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$sittings" --oracle --profiles none,slow \
-  --policies bsp,backup:1 >"$WORK/oracle" 2>"$WORK/err" ||
+  --policies bsp,backup:1 >"$WORK/oracle.txt" 2>"$WORK/err" ||
   fail "auto-profiles.sh --oracle exited $?: $(cat "$WORK/err")"
-cat "$WORK/oracle"
-grep -q '^== oracle: 2 sittings under .*, 2 ordered pairs$' "$WORK/oracle" ||
+cat "$WORK/oracle.txt"
+grep -q '^== oracle: 2 sittings, 2 ordered pairs$' "$WORK/oracle.txt" ||
   fail "--oracle: not the two whole sittings"
-grep -qE '^none +bsp +1/2 +1/2$' "$WORK/oracle" || fail "--oracle: none"
-grep -qE '^slow +backup:1 +1/2 +2/2$' "$WORK/oracle" || fail "--oracle: slow"
-grep -qE '^all at once +1/2 +1/2$' "$WORK/oracle" || fail "--oracle: all at once"
-grep -qE '^total below every +2/2 +1/2$' "$WORK/oracle" || fail "--oracle: the totals"
+grep -qE '^none +bsp +1/2 +1/2$' "$WORK/oracle.txt" || fail "--oracle: none"
+grep -qE '^slow +backup:1 +1/2 +2/2$' "$WORK/oracle.txt" || fail "--oracle: slow"
+grep -qE '^all at once +1/2 +1/2$' "$WORK/oracle.txt" || fail "--oracle: all at once"
+grep -qE '^total below every +2/2 +1/2$' "$WORK/oracle.txt" || fail "--oracle: the totals"
 rc=0
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$sittings/a" --oracle --profiles none,slow \
   --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?
@@ -209,35 +178,22 @@ grep -q "needs two sittings or more" "$WORK/err" || fail "--oracle with one sitt
 # profile (one missed, counted the slowest) makes the shares exact; fewer
 # than three runs of a policy, or a count that is not one, is refused.
 drawn="$WORK/drawn"
-runs() {  # PROFILE POLICY-DIR SECONDS...: one run each (- missed the target)
-  local profile=$1 policy=$2 k=0 seconds
-  shift 2
-  for seconds in "$@"; do
-    k=$((k + 1))
-    if [ "$seconds" = - ]; then
-      timed "$drawn/s/run-4-$profile/$policy-$k" 0 0.1
-    else
-      timed "$drawn/s/run-4-$profile/$policy-$k" 1 "$seconds"
-    fi
-  done
-}
-runs none bsp 2.0 2.0 2.0
-runs none backup-1 3.0 3.0 3.0 -
-runs none auto 2.1 2.1 2.1
-runs slow bsp 6.0 6.0 6.0
-runs slow backup-1 2.0 2.0 2.0
-runs slow auto 2.4 2.4 2.4 2.4
+table "$drawn/s/run-4-none.json" bsp=2.0 bsp=2.0 bsp=2.0 backup:1=3.0 backup:1=3.0 backup:1=3.0 \
+  backup:1=- auto=2.1 auto=2.1 auto=2.1
+table "$drawn/s/run-4-slow.json" bsp=6.0 bsp=6.0 bsp=6.0 backup:1=2.0 backup:1=2.0 backup:1=2.0 \
+  auto=2.4 auto=2.4 auto=2.4 auto=2.4
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$drawn" --draws 200 --profiles none,slow \
   --policies bsp,backup:1 >"$WORK/draws" 2>"$WORK/err" ||
   fail "auto-profiles.sh --draws exited $?: $(cat "$WORK/err")"
 cat "$WORK/draws"
-grep -q '^== draws: 200 sittings drawn from 20 runs under' "$WORK/draws" || fail "--draws: not every run"
+grep -q '^== draws: 200 sittings drawn from 20 runs' "$WORK/draws" || fail "--draws: not every run"
 grep -q '^perfect chooser: none bsp, slow backup:1$' "$WORK/draws" || fail "--draws: the perfect picks"
 grep -qE '^auto +1.00 +0.00 +0.00 +1.00 +0.00$' "$WORK/draws" || fail "--draws: auto's shares"
 grep -qE '^perfect +1.00 +1.00 +1.00 +1.00 +1.00$' "$WORK/draws" || fail "--draws: the perfect chooser's"
 grep -qE '^bsp +1.00 +0.00 +0.00 +0.00 +0.00$' "$WORK/draws" || fail "--draws: bsp's"
 grep -qE '^backup:1 +0.00 +1.00 +0.00 +0.00 +0.00$' "$WORK/draws" || fail "--draws: backup:1's"
-rm -r "$drawn/s/run-4-slow/auto-3" "$drawn/s/run-4-slow/auto-4"
+table "$drawn/s/run-4-slow.json" bsp=6.0 bsp=6.0 bsp=6.0 backup:1=2.0 backup:1=2.0 backup:1=2.0 \
+  auto=2.4 auto=2.4
 rc=0
 "$dir/auto-profiles.sh" --bin "$BIN" --out "$drawn" --draws 10 --profiles none,slow \
   --policies bsp,backup:1 >/dev/null 2>"$WORK/err" || rc=$?

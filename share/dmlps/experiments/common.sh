@@ -161,3 +161,18 @@ bench() {
   "$bin/dmlps-bench" run --repeat "$repeat" --bin "$bin" "$@" "${extra[@]}"
   echo
 }
+
+# keep FILE COMMAND...: COMMAND's output into FILE, once it has succeeded
+# (a failure leaves FILE as it was and exits with COMMAND's status), and on
+# stdout.
+keep() {
+  local file=$1 status=0
+  shift
+  "$@" >"$file.part" || status=$?
+  if [ "$status" -ne 0 ]; then
+    rm -f "$file.part"
+    exit "$status"
+  fi
+  mv "$file.part" "$file"
+  cat "$file"
+}

@@ -91,11 +91,15 @@ def read_json(path):
         raise Failure(65, f"{path}: not JSON: {e}") from e
 
 
-def read_table(path):
-    """The runs of one dmlps-bench --format json table."""
+def read_table(path, listed=None):
+    """The runs of one dmlps-bench --format json table; the policies its
+    rows list, in their order, are appended to `listed` if given."""
     data = read_json(path)
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list):
         raise Failure(65, f"{path}: no \"runs\": not dmlps-bench run's or sim's JSON")
+    if listed is not None:
+        listed.extend(row.get("policy") for row in data.get("policies") or []
+                      if isinstance(row, dict) and isinstance(row.get("policy"), str))
     return [read_run(entry, path) for entry in data["runs"]]
 
 
@@ -109,14 +113,16 @@ def read_sitting(template, profiles):
 
 
 def pooled_runs(templates, profiles):
-    """{profile: runs} over every table of the templates that exists."""
-    pooled = {}
+    """{profile: runs} over every table of the templates that exists, and
+    how many tables that is."""
+    pooled, tables = {}, 0
     for p in profiles:
         paths = [table_path(t, p) for t in templates if os.path.isfile(table_path(t, p))]
         if not paths:
             raise Failure(66, f"no run of profile {p} in the tables given")
         pooled[p] = [run for path in paths for run in read_table(path)]
-    return pooled
+        tables += len(paths)
+    return pooled, tables
 
 
 def times(runs, policy):
@@ -181,8 +187,10 @@ def cmd_median(args):
 
 def cmd_medians(args):
     rng = random.Random(args.seed)
-    runs = [run for path in args.tables for run in read_table(path)]
-    policies = list(dict.fromkeys(r.policy for r in runs))
+    listed = []
+    runs = [run for path in args.tables for run in read_table(path, listed)]
+    # As the tables list them (--policies), then any other the runs name.
+    policies = list(dict.fromkeys(listed + [r.policy for r in runs]))
     interval = f"{args.level:.0%} interval"
     print(f"{'policy':<14} {'runs':>5} {'reached':>8} {'median':>9} {interval:>19}")
     for p in policies:
@@ -230,7 +238,8 @@ def write_summary(profiles, fixed, medians, choices=None):
         within = within and ok
         ratio = f"{a / bt:.2f}" if a < INF and bt < INF else "-"
         line = f"{k:<12}" + "".join(f" {show(m.get(p, INF)):>9}" for p in fixed)
-        line += f" {best or '-':<9} {show(bt):>9} {show(a):>9} {ratio:>6} {'yes' if ok else 'NO':>4}"
+        verdict = "yes" if ok else "NO"
+        line += f" {best or '-':<9} {show(bt):>9} {show(a):>9} {ratio:>6} {verdict:>4}"
         if choices is not None:
             c = choices[k]
             ct = m.get(c, INF)
@@ -271,9 +280,9 @@ def cmd_summary(args):
 
 
 def cmd_pooled(args):
-    pooled = pooled_runs(args.tables, args.profiles)
+    pooled, tables = pooled_runs(args.tables, args.profiles)
     count = sum(len(runs) for runs in pooled.values())
-    print(f"== pooled: {count} runs in the tables of {len(args.tables)} sittings")
+    print(f"== pooled: {count} runs in {tables} tables")
     medians = {k: {p: median_pooled(runs, p) for p in args.policies + [AUTO]}
                for k, runs in pooled.items()}
     write_summary(args.profiles, args.policies, medians)
@@ -326,7 +335,7 @@ def cmd_oracle(args):
 
 
 def cmd_draws(args):
-    pooled = pooled_runs(args.tables, args.profiles)
+    pooled, _ = pooled_runs(args.tables, args.profiles)
     fixed, profiles = args.policies, args.profiles
     pool = {(k, p): times(pooled[k], p) for k in profiles for p in [AUTO] + fixed}
     for (k, p), values in pool.items():
@@ -377,7 +386,7 @@ EFFICIENCY_PROFILES = ["none", "slow", "delay"]  # the columns even, straggler, 
 
 
 def cmd_efficiency(args):
-    pooled = pooled_runs(args.tables, EFFICIENCY_PROFILES)
+    pooled, _ = pooled_runs(args.tables, EFFICIENCY_PROFILES)
 
     def reached(p, k):
         return [r.iterations for r in pooled[k] if r.policy == p and r.reached]
