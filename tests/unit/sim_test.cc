@@ -319,6 +319,28 @@ TEST_CASE("sim: the gradients are real: every policy learns the separable proble
   }
 }
 
+TEST_CASE("sim: a switching run's row lists the policies it ran, each to the next switch done") {
+  SimReport r;
+  r.iterations = 50;
+  r.started_under = "bsp";
+  sync::Switch to_asp{.from = "bsp", .to = "asp", .iteration = 10, .done = true};
+  sync::Switch decided{.from = "asp", .to = "bsp", .iteration = 25, .done = false};
+  sync::Switch back{.from = "asp", .to = "bsp", .iteration = 30, .done = true};
+  sync::Switch late{.from = "bsp", .to = "asp", .iteration = 60, .done = true};
+  r.switches = {{1, to_asp}, {2, decided}, {3, back}, {4, late}};
+  const bench::RunResult row = ToRunResult(r, "auto", 1);
+  REQUIRE(row.ran_under.size() == 3);
+  CHECK(row.ran_under[0].policy == "bsp");
+  CHECK(row.ran_under[0].iterations == 10);
+  CHECK(row.ran_under[1].policy == "asp");
+  CHECK(row.ran_under[1].iterations == 20);
+  CHECK(row.ran_under[2].policy == "bsp");
+  CHECK(row.ran_under[2].iterations == 20);
+  r.started_under.clear();
+  r.switches.clear();
+  CHECK(ToRunResult(r, "bsp", 1).ran_under.empty());
+}
+
 TEST_CASE("sim: token: a round-robin straggler sleeps once an iteration, not once a token") {
   // 16 tokens an iteration (batch 8, tokens of 2, 4 workers): each worker
   // trains several, but in iteration t only rank t mod 4 sleeps, once.
