@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "model_test_util.h"
@@ -22,7 +23,20 @@ constexpr int64_t kDim = 12;
 constexpr int64_t kClasses = 3;
 constexpr int64_t kRows = 40;
 
-data::Dataset MakeData(std::mt19937_64& rng) { return RandomDataset(kRows, kDim, kClasses, rng); }
+// Random data drawn from `seed`, a model of `name` on them, and the
+// generator to draw models and samples from next.
+struct GradientJob {
+  GradientJob(uint64_t seed, const std::string& name)
+      : rng(seed),
+        data(RandomDataset(kRows, kDim, kClasses, rng)),
+        spec(MustParse(name, kDim, kClasses)),
+        params(model::Model(spec).num_params()) {}
+
+  std::mt19937_64 rng;
+  data::Dataset data;
+  model::ModelSpec spec;
+  int64_t params;
+};
 
 // The gradient one model computes alone, the reference.
 std::vector<float> Direct(const model::ModelSpec& spec, const data::Dataset& data,
@@ -57,10 +71,8 @@ Push RandomPush(int64_t w, std::shared_ptr<const std::vector<float>> model, int 
 }
 
 TEST_CASE("sim push gradients: the same on any number of threads, taken in any order") {
-  std::mt19937_64 rng(7);
-  const data::Dataset data = MakeData(rng);
-  const model::ModelSpec spec = MustParse("mlp:5", kDim, kClasses);
-  const int64_t params = model::Model(spec).num_params();
+  GradientJob job(7, "mlp:5");
+  auto& [rng, data, spec, params] = job;
   constexpr int64_t kWorkers = 24;
   std::vector<Push> first;
   std::vector<Push> second;
@@ -98,10 +110,8 @@ TEST_CASE("sim push gradients: the same on any number of threads, taken in any o
 }
 
 TEST_CASE("sim push gradients: softmax's rows in place, the same bits on any number of threads") {
-  std::mt19937_64 rng(5);
-  const data::Dataset data = MakeData(rng);
-  const model::ModelSpec spec = MustParse("softmax", kDim, kClasses);
-  const int64_t params = model::Model(spec).num_params();
+  GradientJob job(5, "softmax");
+  auto& [rng, data, spec, params] = job;
   constexpr int64_t kWorkers = 10;
   // Two model versions, each shared by half the workers, as a round's pushes are.
   const std::vector<std::shared_ptr<const std::vector<float>>> models = {RandomModel(params, rng),

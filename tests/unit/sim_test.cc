@@ -48,6 +48,15 @@ struct SimFixture {
     return Run(c);
   }
 
+  // `policy` on three workers and one 4x slower, steps of 10 ms, 1 ms each
+  // way, `local_steps` a push, for `iterations` iterations.
+  SimConfig OneSlow(const std::string& policy, int64_t local_steps, int64_t iterations) const {
+    SimConfig c = Config(policy, {1, 1, 1, 4}, 10, 1);
+    c.policy.local_steps = local_steps;
+    c.max_iterations = iterations;
+    return c;
+  }
+
   SimReport Run(const SimConfig& config) const {
     Result<SimReport> report = Simulate(config, train, test);
     REQUIRE_MESSAGE(report.ok(), report.status().ToString());
@@ -440,10 +449,7 @@ TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP do
 
 TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round") {
   SimFixture f;
-  SimConfig c = f.Config("localsgd", {1, 1, 1, 4}, 10, 1);
-  c.policy.local_steps = 4;
-  c.max_iterations = 10;
-  const SimReport r = f.Run(c);
+  const SimReport r = f.Run(f.OneSlow("localsgd", 4, 10));
   // A round: the straggler's 4 steps of 40 ms, its push and the model back.
   CHECK(r.seconds == doctest::Approx(10 * (4 * 0.040 + 0.002)).epsilon(0.01));
   for (const WorkerStats& w : r.workers) {
@@ -463,9 +469,7 @@ TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round")
 
 TEST_CASE("sim: async-localsgd with DyLU: the 4x slower worker takes H/4 steps per push") {
   SimFixture f;
-  SimConfig c = f.Config("async-localsgd", {1, 1, 1, 4}, 10, 1);
-  c.policy.local_steps = 8;
-  c.max_iterations = 60;
+  SimConfig c = f.OneSlow("async-localsgd", 8, 60);
   const SimReport plain = f.Run(c);
   // Without DyLU every push is 8 steps: the slow worker pushes a quarter as often.
   CHECK(plain.workers[3].samples == plain.workers[3].steps * 8 * 8);
