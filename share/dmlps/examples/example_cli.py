@@ -49,6 +49,15 @@ def parse(p):
     return args
 
 
+def evaluator_setup(p, what="test samples"):
+    """The arguments of an evaluator's parser ``p`` with --samples added
+    (parse); PyTorch on one thread, the server's evaluations being the
+    evaluator's only work."""
+    args = parse(add_samples_flag(p, what))
+    torch.set_num_threads(1)
+    return args
+
+
 def first_samples(args, x, y):
     """x and y cut to the first args.samples rows (all when 0)."""
     return (x[:args.samples], y[:args.samples]) if args.samples else (x, y)
@@ -62,6 +71,16 @@ def worker_options(args=None):
         options["slowdown"] = args.slowdown
     torch.set_num_threads(options.get("threads", 1))
     return options
+
+
+def worker_setup(description):
+    """A worker's arguments (parser, add_worker_flags) and its dmlps.Worker
+    keywords (worker_options); seeds PyTorch with --seed, for the initial
+    model."""
+    args = parse(add_worker_flags(parser(description)))
+    options = worker_options(args)
+    torch.manual_seed(args.seed)
+    return args, options
 
 
 def run_worker(worker, options):

@@ -18,9 +18,8 @@ import example_cli  # noqa: E402  (the examples' shared command lines, in the fo
 
 
 def main():
-    args = example_cli.parse(example_cli.add_samples_flag(
-        example_cli.parser("a PyTorch evaluator for dmlps-bench run")))
-    torch.set_num_threads(1)
+    args = example_cli.evaluator_setup(
+        example_cli.parser("a PyTorch evaluator for dmlps-bench run"))
     x, y = example_cli.first_samples(args, *dmlps.load_test(args.data))
     evaluator = dmlps.torch.evaluator(args.server, dmlps.torch.mlp(784, [128], 10),
                                       torch.nn.CrossEntropyLoss(), torch.from_numpy(x),

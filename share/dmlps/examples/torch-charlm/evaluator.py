@@ -27,8 +27,7 @@ def main():
     parser = example_cli.parser(
         f"a PyTorch evaluator for the {job.NAME} character-level transformer", data=False)
     parser.add_argument("--corpus", default=job.CORPUS, help="the fortunes files' folder")
-    args = example_cli.parse(example_cli.add_samples_flag(parser, "validation sequences"))
-    torch.set_num_threads(1)
+    args = example_cli.evaluator_setup(parser, "validation sequences")
     try:
         x, y = example_cli.first_samples(args, *job.test_data(args.corpus))
     except FileNotFoundError as e:

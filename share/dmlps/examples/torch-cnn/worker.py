@@ -20,10 +20,7 @@ import example_cli  # noqa: E402  (the examples' shared command lines, in the fo
 
 
 def main():
-    args = example_cli.add_worker_flags(
-        example_cli.parser("a dmlps worker training a PyTorch CNN")).parse_args()
-    options = example_cli.worker_options(args)
-    torch.manual_seed(args.seed)
+    args, options = example_cli.worker_setup("a dmlps worker training a PyTorch CNN")
     x, y = dmlps.load_train(args.data)
     worker = dmlps.torch.worker(args.server, cnn(), torch.nn.CrossEntropyLoss(),
                                 torch.from_numpy(x), torch.from_numpy(y), **options)

@@ -12,8 +12,6 @@ connect timeout. --samples N scores the first N test samples only."""
 import os
 import sys
 
-import torch
-
 import dmlps.torch
 import job
 
@@ -22,9 +20,7 @@ import example_cli  # noqa: E402  (the examples' shared command lines, in the fo
 
 
 def main():
-    args = example_cli.parse(example_cli.add_samples_flag(
-        example_cli.parser("a PyTorch evaluator for the ResNet")))
-    torch.set_num_threads(1)
+    args = example_cli.evaluator_setup(example_cli.parser("a PyTorch evaluator for the ResNet"))
     x, y = example_cli.first_samples(args, *job.test_data(args.data))
     evaluator = dmlps.torch.evaluator(args.server, job.model(), job.loss_fn(), x, y,
                                       connect_timeout_ms=120000)

@@ -12,8 +12,6 @@ dmlps.Worker's keywords), and flags given here win over them."""
 import os
 import sys
 
-import torch
-
 import dmlps.torch
 import job
 
@@ -22,10 +20,7 @@ import example_cli  # noqa: E402  (the examples' shared command lines, in the fo
 
 
 def main():
-    args = example_cli.add_worker_flags(
-        example_cli.parser("a dmlps worker training a PyTorch ResNet")).parse_args()
-    options = example_cli.worker_options(args)
-    torch.manual_seed(args.seed)
+    args, options = example_cli.worker_setup("a dmlps worker training a PyTorch ResNet")
     x, y = job.train_data(args.data)
     worker = dmlps.torch.worker(args.server, job.model(), job.loss_fn(), x, y, **options)
     example_cli.run_worker(worker, options)
