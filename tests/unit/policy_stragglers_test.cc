@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
@@ -494,6 +495,33 @@ struct ChunkedRun {
   int64_t max_chunks_after_sync = 0;
 };
 
+// The round in progress of RunChunked: who pushed how many samples, who was
+// told to stop.
+struct ChunkedRound {
+  explicit ChunkedRound(int64_t n) : pushed(n, false), samples(n, 0), told(n, 0) {}
+
+  bool none_pushed() const { return std::none_of(pushed.begin(), pushed.end(), std::identity{}); }
+  // The round closed with `apply` at `now`: every worker pushed, and the
+  // update is the mean over the round's samples. Recorded in `run`; the
+  // next round begins.
+  void Closed(const effect::Applied& apply, double now, ChunkedRun* run) {
+    CHECK(apply.with_optimizer);
+    CHECK(std::all_of(pushed.begin(), pushed.end(), std::identity{}));
+    const int64_t total = std::accumulate(samples.begin(), samples.end(), int64_t{0});
+    CHECK(apply.scale == doctest::Approx(1.0 / static_cast<double>(total)));
+    run->apply_times.push_back(now);
+    run->samples.push_back(samples);
+    run->sync_nows.push_back(std::accumulate(told.begin(), told.end(), int64_t{0}));
+    std::fill(pushed.begin(), pushed.end(), false);
+    std::fill(samples.begin(), samples.end(), 0);
+    std::fill(told.begin(), told.end(), 0);
+  }
+
+  std::vector<bool> pushed;
+  std::vector<int64_t> samples;
+  std::vector<int64_t> told;  // SyncNows received
+};
+
 // Plays kChunked workers through the driver: pull (held until the round
 // may start), process the batch chunk by chunk, look for SyncNow between
 // chunks, push the samples processed. With `expect_sync` false the policy
@@ -511,28 +539,14 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
   std::vector<int64_t> processed(n, 0);
   std::vector<int64_t> sync_round(n, -1);  // round of the last SyncNow received
   std::vector<int64_t> chunks_after_sync(n, 0);
-  std::vector<bool> pushed(n, false);  // in the current round
-  std::vector<int64_t> round_samples(n, 0);
-  std::vector<int64_t> told(n, 0);  // SyncNows received in the current round
+  ChunkedRound current(n);
   VirtualTime time;
   int64_t version = 0;  // as the applies seen so far count it
 
   const auto play = [&](const Effects& effects) {
     for (const Effect& e : effects) {
       if (const auto* apply = std::get_if<effect::Applied>(&e)) {
-        CHECK(apply->with_optimizer);
-        CHECK(std::all_of(pushed.begin(), pushed.end(), [](bool p) { return p; }));
-        int64_t total = 0;
-        for (int64_t s : round_samples) total += s;
-        CHECK(apply->scale == doctest::Approx(1.0 / static_cast<double>(total)));
-        run.apply_times.push_back(time.now());
-        run.samples.push_back(round_samples);
-        int64_t sync_nows = 0;
-        for (int64_t t : told) sync_nows += t;
-        run.sync_nows.push_back(sync_nows);
-        std::fill(pushed.begin(), pushed.end(), false);
-        std::fill(round_samples.begin(), round_samples.end(), 0);
-        std::fill(told.begin(), told.end(), 0);
+        current.Closed(*apply, time.now(), &run);
         ++version;
       } else if (const auto* sent = std::get_if<effect::ModelSent>(&e)) {
         const WorkerId u = sent->worker;
@@ -545,8 +559,8 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
       } else if (const auto* sync_now = std::get_if<effect::SyncNowSent>(&e)) {
         const WorkerId u = sync_now->worker;
         CHECK(sync_now->round == clock[u]);  // the round the worker is in
-        CHECK_FALSE(pushed[u]);
-        CHECK(++told[u] == 1);  // once per worker per round
+        CHECK_FALSE(current.pushed[u]);
+        CHECK(++current.told[u] == 1);  // once per worker per round
         sync_round[u] = sync_now->round;
       } else {
         CHECK(std::holds_alternative<effect::Staged>(e));
@@ -575,9 +589,8 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
     const int64_t version_before = policy.version();
     const int64_t round = policy.iteration();
     REQUIRE(clock[w] == round);
-    const bool first = std::none_of(pushed.begin(), pushed.end(), [](bool p) { return p; });
     std::vector<WorkerId> expected;
-    if (first && expect_sync) {
+    if (current.none_pushed() && expect_sync) {
       for (WorkerId u = 0; u < n; ++u) {
         if (u != w) expected.push_back(u);
       }
@@ -585,8 +598,8 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
     const PushInfo push{clock[w], base[w], processed[w], true};
     ++clock[w];
     base[w] = -1;
-    pushed[w] = true;
-    round_samples[w] = push.samples;
+    current.pushed[w] = true;
+    current.samples[w] = push.samples;
     driven.Push(w, push);
     const Effects effects = driven.Take();
     CHECK(Count<effect::Dropped>(effects) == 0);
