@@ -23,12 +23,7 @@ namespace dmlps::sync::testing {
 namespace {
 
 PolicyConfig LbConfig(int64_t n, int64_t batch, const std::string& mode = "cpu") {
-  PolicyConfig config;
-  config.name = "lbbsp";
-  config.num_workers = n;
-  config.batch = batch;
-  config.lb_mode = mode;
-  return config;
+  return {.name = "lbbsp", .num_workers = n, .batch = batch, .lb_mode = mode};
 }
 
 // Plays the workers of an LB-BSP run through a policy driver: pull, take the
