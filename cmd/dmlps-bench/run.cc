@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cmd/dmlps-bench/commands.h"
+#include "dmlps/bench/cluster/commands.h"
 #include "dmlps/cli/bench_programs.h"
 
 namespace dmlps::bench_cli {

@@ -105,6 +105,17 @@ void* Dealer(void* context, const std::string& id) {
   return socket;
 }
 
+// An anonymous DEALER connected to `address`; null when it cannot connect.
+void* Connected(void* context, const std::string& address) {
+  void* socket = Dealer(context, "");
+  if (zmq_connect(socket, address.c_str()) == 0) return socket;
+  zmq_close(socket);
+  return nullptr;
+}
+
+// The Hello of this peer asking for rank `rank` (-1: any).
+proto::Hello PeerHello(int64_t rank = -1) { return {rank, "attack-peer", 0, 1, 0, -1, 0, {}}; }
+
 // The ids a ROUTER numbers its anonymous peers with: a zero byte, then a
 // big-endian counter that starts at a value drawn from rand().
 std::string AutoId(uint32_t counter) {
@@ -130,8 +141,8 @@ int Squat(void* context, const std::string& address, int n) {
     sockets.push_back(socket);
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  void* anonymous = Dealer(context, "");
-  if (zmq_connect(anonymous, address.c_str()) != 0) return Fail("cannot connect");
+  void* anonymous = Connected(context, address);
+  if (anonymous == nullptr) return Fail("cannot connect");
   sockets.push_back(anonymous);
   std::this_thread::sleep_for(std::chrono::seconds(3));
   for (void* s : sockets) zmq_close(s);
@@ -300,9 +311,9 @@ bool ReceiveFrames(void* socket, int ms, std::vector<zmq::message_t>* frames) {
 }
 
 int Claim(void* context, const std::string& address, int rank) {
-  void* socket = Dealer(context, "");
-  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
-  if (!SendBody(socket, proto::Hello{rank, "attack-peer", 0, 1, 0, -1, 0, {}})) {
+  void* socket = Connected(context, address);
+  if (socket == nullptr) return Fail("cannot connect");
+  if (!SendBody(socket, PeerHello(rank))) {
     return Fail("cannot send Hello");
   }
   std::string outcome = "no answer";
@@ -342,8 +353,8 @@ void SendZeroPush(void* socket, int64_t clock, int64_t count) {
 // without reading.
 int NoRead(void* context, const std::string& address, int seconds, const proto::Hello& hello,
            bool push) {
-  void* socket = Dealer(context, "");
-  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
+  void* socket = Connected(context, address);
+  if (socket == nullptr) return Fail("cannot connect");
   // Small kernel buffers, so that the replies pile up at the server.
   const int rcvbuf = 4096;
   zmq_setsockopt(socket, ZMQ_RCVBUF, &rcvbuf, sizeof rcvbuf);
@@ -407,8 +418,8 @@ dmlps::Result<proto::Welcome> AwaitWelcome(void* socket) {
 }
 
 int NoReadShard(void* context, const std::string& address, int seconds) {
-  void* shard0 = Dealer(context, "");
-  if (zmq_connect(shard0, address.c_str()) != 0) return Fail("cannot connect");
+  void* shard0 = Connected(context, address);
+  if (shard0 == nullptr) return Fail("cannot connect");
   proto::Hello hello;
   hello.host = "attack-peer";
   if (!SendBody(shard0, hello)) return Fail("cannot send Hello");
@@ -445,9 +456,9 @@ int NoReadShard(void* context, const std::string& address, int seconds) {
 }
 
 int FakeEvaluator(void* context, const std::string& address, int seconds) {
-  void* socket = Dealer(context, "");
-  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
-  proto::Hello hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}};
+  void* socket = Connected(context, address);
+  if (socket == nullptr) return Fail("cannot connect");
+  proto::Hello hello = PeerHello();
   hello.evaluator = true;
   if (!SendBody(socket, hello)) return Fail("cannot send Hello");
   std::string outcome = "no answer";
@@ -471,9 +482,9 @@ int FakeEvaluator(void* context, const std::string& address, int seconds) {
 }
 
 int HelloFlood(void* context, const std::string& address, int seconds) {
-  void* socket = Dealer(context, "");
-  if (zmq_connect(socket, address.c_str()) != 0) return Fail("cannot connect");
-  proto::Hello hello{-1, "attack-peer", 0, 1, 0, -1, 0, {}};
+  void* socket = Connected(context, address);
+  if (socket == nullptr) return Fail("cannot connect");
+  proto::Hello hello = PeerHello();
   for (int t = 0; t < 64; ++t) {
     hello.layout.push_back({std::to_string(t) + std::string(200, 'x'), {4, 4}, false});
   }

@@ -49,6 +49,20 @@ assert times[0] != times[1], times
 PY
 fi
 
+# JSON's ran_under: sync-switch runs BSP, then ASP, the two spans adding
+# up to the run's iterations; a policy that does not switch lists none.
+"$bench" sim "${tiny[@]}" --target 0 --max-iterations 40 --policies bsp,sync-switch:0.5 \
+  --format json >"$WORK/switch.json" 2>/dev/null || fail "sync-switch --format json exited $?"
+/usr/bin/python3 - "$WORK/switch.json" <<'PY' || fail "ran_under: $(cat "$WORK/switch.json")"
+import json, sys
+bsp, switch = json.load(open(sys.argv[1]))["runs"]
+assert bsp["ran_under"] == [], bsp
+spans = switch["ran_under"]
+assert [s["policy"] for s in spans] == ["bsp", "asp"], spans
+assert all(s["iterations"] > 0 for s in spans), spans
+assert sum(s["iterations"] for s in spans) == switch["iterations"] == 40, (spans, switch)
+PY
+
 # The table form has a title and a header.
 "$bench" sim "${tiny[@]}" --policies bsp >"$WORK/table.txt" 2>/dev/null ||
   fail "table format exited $?"

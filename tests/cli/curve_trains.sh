@@ -43,10 +43,7 @@ grep -q "refused a message" "$WORK/server.log" && fail "a refused worker's messa
 # The listed worker trains, and the server's key may also be given inline.
 server_key=$(grep -v '^#' "$WORK/server.pub")
 start_worker w0 --curve-secret "$WORK/allowed/w0.key" --curve-server-key "$server_key"
-w0=$WORKER_PID
-wait_for "$SERVER_PID" 300
-expect_exit 0 "$RC" "dmlps-server"
-wait_for "$w0" 30
-expect_exit 0 "$RC" "the allowed worker"
+wait_ok 300 "dmlps-server" "$SERVER_PID"
+wait_ok 30 "the allowed worker" "$WORKER_PID"
 grep -q "reached accuracy" "$WORK/server.log" || fail "the target was not reached"
 echo "ok: refused 4 intruders, trained to $(last_accuracy) over CURVE"

@@ -12,11 +12,8 @@ grep -q "needs --evaluator: the server cannot compute an external model's accura
 start_server --workers 1 --model external --policy bsp --max-iterations 100 \
   --checkpoint "$WORK/run.ckpt" --checkpoint-every 20
 start_worker w0 --model softmax --announce-layout
-w0=$WORKER_PID
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "dmlps-server"
-wait_for "$w0" 30
-expect_exit 0 "$RC" "dmlps-worker"
+wait_ok 60 "dmlps-server" "$SERVER_PID"
+wait_ok 30 "dmlps-worker" "$WORKER_PID"
 grep -q "this run logs no accuracy" "$WORK/server.log" || fail "no word on the missing evaluator"
 [ "$(wc -l <"$WORK/server.tsv")" -eq 1 ] || fail "evaluations without an evaluator"
 grep -q "checkpoint of iteration 100 written" "$WORK/server.log" || fail "no final checkpoint"
@@ -37,11 +34,8 @@ wait_log "$WORK/server.log" "resuming from $WORK/run.ckpt: iteration 100" 30
 grep -qF "tensor 0 'fc0.weight': shape [16,784], the model has [10,784]" "$WORK/mismatch.log" ||
   fail "the refusal does not name the first difference from the checkpoint's layout"
 start_worker w1 --model softmax --announce-layout
-w1=$WORKER_PID
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "resumed dmlps-server"
-wait_for "$w1" 30
-expect_exit 0 "$RC" "dmlps-worker after resume"
+wait_ok 60 "resumed dmlps-server" "$SERVER_PID"
+wait_ok 30 "dmlps-worker after resume" "$WORKER_PID"
 [ "$(report_value "$WORK/report" resumed_iteration)" = 100 ] || fail "resumed_iteration"
 [ "$(report_value "$WORK/report" iterations)" = 200 ] || fail "the resumed run did not go on"
 
@@ -49,9 +43,8 @@ expect_exit 0 "$RC" "dmlps-worker after resume"
 start_server --workers 1 --model softmax --max-iterations 20 --checkpoint "$WORK/soft.ckpt" \
   --checkpoint-every 10
 start_worker w2 --model softmax
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "softmax dmlps-server"
-wait_for "$WORKER_PID" 30
+wait_ok 60 "softmax dmlps-server" "$SERVER_PID"
+wait_ok 30 "softmax dmlps-worker" "$WORKER_PID"
 "$BIN/dmlps-server" --model external --resume "$WORK/soft.ckpt" 2>"$WORK/soft.log" && RC=0 ||
   RC=$?
 [ "$RC" -ne 0 ] || fail "an external run resumed a softmax checkpoint"

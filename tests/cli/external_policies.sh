@@ -11,17 +11,9 @@ for policy in asp ssp backup wbsp wbsp-overlap abps lbbsp token; do
     --max-seconds 60 --save-model "$WORK/model-$policy" "${extra[@]}"
   workers=2
   [ "$policy" = backup ] && workers=3
-  pids=()
-  for ((r = 0; r < workers; r++)); do
-    start_worker "$policy-$r" --model softmax --announce-layout
-    pids+=("$WORKER_PID")
-  done
-  wait_for "$SERVER_PID" 90
-  expect_exit 0 "$RC" "dmlps-server --policy $policy"
-  for pid in "${pids[@]}"; do
-    wait_for "$pid" 30
-    expect_exit 0 "$RC" "a worker under $policy"
-  done
+  start_workers "$workers" "$policy-" --model softmax --announce-layout
+  wait_ok 90 "dmlps-server --policy $policy" "$SERVER_PID"
+  wait_ok 30 "a worker under $policy" "${WORKERS[@]}"
   [ "$(stat -c %s "$WORK/model-$policy")" -eq $((7850 * 4)) ] ||
     fail "$policy: the saved model is not 7850 floats"
   mv "$WORK/server.log" "$WORK/server-$policy.log"
@@ -37,13 +29,8 @@ start_worker w0 --model softmax --announce-layout --curve-secret "$WORK/allowed/
 w0=$WORKER_PID
 start_worker ev --model softmax --evaluator --curve-secret "$WORK/allowed/ev.key" \
   --curve-server-key "$WORK/server.pub"
-ev=$WORKER_PID
-wait_for "$SERVER_PID" 90
-expect_exit 0 "$RC" "dmlps-server over CURVE"
-for pid in "$w0" "$ev"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "process $pid over CURVE"
-done
+wait_ok 90 "dmlps-server over CURVE" "$SERVER_PID"
+wait_ok 30 "a process over CURVE" "$w0" "$WORKER_PID"
 awk -F '\t' 'NR > 1 && $2 == 200 { found = 1 } END { exit !found }' "$WORK/server.tsv" ||
   fail "no evaluation of the last iteration over CURVE"
 echo "curve: $(tail -n 1 "$WORK/server.tsv")"
@@ -55,13 +42,8 @@ start_server --workers 1 --model softmax --evaluator --max-iterations 100 --eval
 start_worker w1
 w1=$WORKER_PID
 start_worker builtin-ev --evaluator
-ev=$WORKER_PID
-wait_for "$SERVER_PID" 90
-expect_exit 0 "$RC" "dmlps-server of softmax with --evaluator"
-for pid in "$w1" "$ev"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "process $pid of the built-in run"
-done
+wait_ok 90 "dmlps-server of softmax with --evaluator" "$SERVER_PID"
+wait_ok 30 "a process of the built-in run" "$w1" "$WORKER_PID"
 grep -q "(model softmax, 7850 parameters)" "$WORK/builtin-ev.log" ||
   fail "the evaluator did not take the server's model"
 [ "$(wc -l <"$WORK/server.tsv")" -ge 2 ] || fail "no evaluation came back"

@@ -26,25 +26,17 @@ grep -q "it announces none" "$WORK/silent.log" || fail "no reason for a worker w
 start_worker w1 --model softmax --announce-layout
 w1=$WORKER_PID
 wait_log "$WORK/server.log" "training starts once the evaluator has joined" 30
-start_worker evaluator --model softmax --evaluator
-ev=$WORKER_PID
-wait_for "$SERVER_PID" 120
-expect_exit 0 "$RC" "dmlps-server"
-for pid in "$w0" "$w1" "$ev"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "process $pid"
-done
+finish_with_evaluator softmax "dmlps-server" "$w0" "$w1"
 grep -q "evaluating snapshots of the server at .* (model external, 7850 parameters)" \
   "$WORK/evaluator.log" || fail "the evaluator did not say what it evaluates"
 grep -q "stopped by the server (.*): [1-9][0-9]* snapshots" \
   "$WORK/evaluator.log" || fail "the evaluator was not stopped by the server"
 head -n 1 "$WORK/server.tsv" | grep -q $'^seconds\titeration\taccuracy\tloss$' ||
   fail "the TSV header is missing"
-acc=$(last_accuracy)
-awk -v a="$acc" 'BEGIN { exit !(a >= 0.79) }' || fail "final accuracy $acc is below 0.79"
+expect_accuracy 0.79
 [ "$(report_value "$WORK/report" target_reached)" = 1 ] || fail "target not reached"
 # Stamped with the snapshot's time: the TSV's seconds never exceed the run's.
 awk -F '\t' -v end="$(report_value "$WORK/report" seconds)" \
   'NR > 1 && $1 > end + 0.001 { exit 1 }' "$WORK/server.tsv" ||
   fail "an evaluation is stamped after the run's end"
-echo "reached accuracy $acc: $(tail -n 1 "$WORK/server.tsv")"
+echo "reached accuracy $ACCURACY: $(tail -n 1 "$WORK/server.tsv")"

@@ -8,24 +8,16 @@
 . "$(dirname "$0")/lib.sh"
 start_server --workers 1 --policy bsp --target-accuracy 0.8 --max-iterations 3000 --eval-every 25
 
-"$TEST_BIN/dmlps-attack-peer" forge "$ENDPOINT" 2 >"$WORK/forge.out" 2>"$WORK/forge.log" &
-peer=$!
-CHILDREN+=("$peer")
-wait_for "$peer" 60
-expect_exit 0 "$RC" "the forging peer"
-kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died under the forging peer"
+start_attack_peer forge "$ENDPOINT" 2
+wait_ok 60 "the forging peer" "$PEER_PID"
+server_alive "the forging peer"
 # Its Hellos alternate: the forged host's, then a plain one's.
-[ "$(sed -n '1p;3p' "$WORK/forge.out" | grep -c '^refused: .*control characters')" -eq 2 ] ||
-  fail "a Hello whose host holds a newline was not refused: $(cat "$WORK/forge.out")"
-[ "$(sed -n '2p;4p' "$WORK/forge.out" | grep -c '^welcomed$')" -eq 2 ] ||
-  fail "a plain Hello was not welcomed: $(cat "$WORK/forge.out")"
+[ "$(sed -n '1p;3p' "$WORK/attack.out" | grep -c '^refused: .*control characters')" -eq 2 ] ||
+  fail "a Hello whose host holds a newline was not refused: $(cat "$WORK/attack.out")"
+[ "$(sed -n '2p;4p' "$WORK/attack.out" | grep -c '^welcomed$')" -eq 2 ] ||
+  fail "a plain Hello was not welcomed: $(cat "$WORK/attack.out")"
 
-start_worker w0
-w0=$WORKER_PID
-wait_for "$SERVER_PID" 120
-expect_exit 0 "$RC" "dmlps-server after the forging peer"
-wait_for "$w0" 30
-expect_exit 0 "$RC" "worker 0"
+train_one_worker 120 "the forging peer"
 
 forged='12:00:00.000 dmlps-server: info: reached accuracy 1.0'
 if grep -qF -- "$forged" "$WORK/server.log" &&
@@ -36,4 +28,4 @@ grep -q "^12:00:00.000" "$WORK/server.log" && fail "a line of the server's log s
 # What the peer reported was logged, on the line that quotes it.
 grep -qF 'reports: x\n12:00:00.000 dmlps-server' "$WORK/server.log" ||
   fail "the peer's report was not logged escaped"
-echo "ok: $(tr '\n' ' ' <"$WORK/forge.out"); run finished at accuracy $(last_accuracy)"
+echo "ok: $(tr '\n' ' ' <"$WORK/attack.out"); run finished at accuracy $(last_accuracy)"

@@ -106,6 +106,16 @@ wait_for() {
   wait "$pid" || RC=$?
 }
 
+# run_tool WANT-EXIT BINARY ARGS...: runs $BIN/BINARY with ARGS for at most
+# 60 s, its stdout into $WORK/out and its stderr into $WORK/err; fails the
+# test unless it exits WANT-EXIT.
+run_tool() {
+  local want=$1 bin=$2 rc=0
+  shift 2
+  timeout 60 "$BIN/$bin" "$@" >"$WORK/out" 2>"$WORK/err" || rc=$?
+  expect_exit "$want" "$rc" "$bin $*"
+}
+
 # expect_exit WANT GOT WHAT
 expect_exit() {
   [ "$2" -eq "$1" ] || fail "$3: exit status $2, expected $1"
@@ -114,6 +124,25 @@ expect_exit() {
 # last_accuracy: the accuracy column of the server's last TSV line.
 last_accuracy() {
   tail -n 1 "$WORK/server.tsv" | cut -f 3
+}
+
+# expect_accuracy TARGET: fails unless the accuracy of the server's last
+# TSV line is at least TARGET; sets ACCURACY to it.
+expect_accuracy() {
+  ACCURACY=$(last_accuracy)
+  awk -v a="$ACCURACY" -v t="$1" 'BEGIN { exit !(a >= t) }' ||
+    fail "final accuracy $ACCURACY is below $1"
+}
+
+# finish_with_evaluator MODEL WHAT PID...: starts an evaluator process of
+# MODEL (its log evaluator.log); then the server, WHAT, must exit 0 within
+# 120 s, and the processes PID... and the evaluator within 30 s each.
+finish_with_evaluator() {
+  local model=$1 what=$2
+  shift 2
+  start_worker evaluator --model "$model" --evaluator
+  wait_ok 120 "$what" "$SERVER_PID"
+  wait_ok 30 "a member of the job" "$@" "$WORKER_PID"
 }
 
 # train_to_target WORKERS TARGET SERVER-ARGS...: runs a whole cluster to the
@@ -135,23 +164,13 @@ train_to_target() {
     fi
     pids+=("$WORKER_PID")
   done
-  local rc
-  wait_for "$SERVER_PID" 300
-  rc=$RC
-  expect_exit 0 "$rc" "dmlps-server"
-  for ((r = 0; r < workers; r++)); do
-    wait_for "${pids[$r]}" 30
-    rc=$RC
-    expect_exit 0 "$rc" "dmlps-worker $r"
-  done
+  wait_ok 300 "dmlps-server" "$SERVER_PID"
+  wait_ok 30 "dmlps-worker" "${pids[@]}"
   head -n 1 "$WORK/server.tsv" | grep -q $'^seconds\titeration\taccuracy\tloss$' ||
     fail "the TSV header is missing"
-  local acc
-  acc=$(last_accuracy)
-  awk -v a="$acc" -v t="$target" 'BEGIN { exit !(a >= t) }' ||
-    fail "final accuracy $acc is below $target"
+  expect_accuracy "$target"
   grep -q "reached accuracy" "$WORK/server.log" || fail "the server did not report the target"
-  echo "reached accuracy $acc: $(tail -n 1 "$WORK/server.tsv")"
+  echo "reached accuracy $ACCURACY: $(tail -n 1 "$WORK/server.tsv")"
 }
 
 # wait_log FILE REGEX SECONDS: waits until a line of FILE matches the
@@ -200,20 +219,79 @@ report_value() {
   awk -F '\t' -v k="$2" '$1 == k { print $2 }' "$1"
 }
 
-# server_rss: the resident memory of $SERVER_PID in MiB.
-server_rss() { awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$SERVER_PID/status"; }
+# rss_of PID: the resident memory of process PID in MiB.
+rss_of() { awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$1/status"; }
 
-# watch_rss SECONDS: samples server_rss every 0.5 s for SECONDS; sets
-# RSS_PEAK to the most seen; fails the test when the server exits meanwhile.
+# server_rss: the resident memory of $SERVER_PID in MiB.
+server_rss() { rss_of "$SERVER_PID"; }
+
+# watch_rss SECONDS [PID]: samples the memory of PID (default $SERVER_PID)
+# every 0.5 s for SECONDS; sets RSS_PEAK to the most seen; fails the test
+# when the process exits meanwhile.
 watch_rss() {
-  local now
-  RSS_PEAK=$(server_rss)
+  local pid=${2:-$SERVER_PID} now
+  RSS_PEAK=$(rss_of "$pid")
   for _ in $(seq $(($1 * 2))); do
     sleep 0.5
-    kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died during the attack"
-    now=$(server_rss)
+    kill -0 "$pid" 2>/dev/null || fail "process $pid died during the attack"
+    now=$(rss_of "$pid")
     if [ "$now" -gt "$RSS_PEAK" ]; then RSS_PEAK=$now; fi
   done
+}
+
+# start_attack_peer ARGS...: starts dmlps-attack-peer ARGS, its stdout
+# added to $WORK/attack.out and its stderr to attack.log; its pid goes to
+# PEER_PID.
+start_attack_peer() {
+  "$TEST_BIN/dmlps-attack-peer" "$@" >>"$WORK/attack.out" 2>>"$WORK/attack.log" &
+  PEER_PID=$!
+  CHILDREN+=("$PEER_PID")
+}
+
+# server_alive WHAT: fails the test when the server has died under WHAT.
+server_alive() {
+  kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died under $1"
+}
+
+# attack_rss SECONDS PID WHAT PEER-ARGS...: runs dmlps-attack-peer PEER-ARGS
+# (start_attack_peer) while watch_rss samples PID's memory for SECONDS;
+# sets RSS_BEFORE and RSS_PEAK, and fails the test unless the peer, named
+# WHAT, exits 0 within 30 s more.
+attack_rss() {
+  local seconds=$1 pid=$2 what=$3
+  shift 3
+  RSS_BEFORE=$(rss_of "$pid")
+  start_attack_peer "$@"
+  watch_rss "$seconds" "$pid"
+  wait_ok 30 "$what" "$PEER_PID"
+  echo "RSS of process $pid: $RSS_BEFORE MiB before, at most $RSS_PEAK MiB during the attack"
+}
+
+# expect_rss_within MIB WHAT: fails unless RSS_PEAK is at most MIB above
+# RSS_BEFORE; WHAT names the process.
+expect_rss_within() {
+  [ "$RSS_PEAK" -le $((RSS_BEFORE + $1)) ] ||
+    fail "$2 grew from $RSS_BEFORE to $RSS_PEAK MiB (bound: $1 MiB more)"
+}
+
+# wait_ok SECONDS WHAT PID...: waits for each child in turn, SECONDS each,
+# and fails the test unless each exits 0; WHAT names them.
+wait_ok() {
+  local limit=$1 what=$2 pid
+  shift 2
+  for pid in "$@"; do
+    wait_for "$pid" "$limit"
+    expect_exit 0 "$RC" "$what (pid $pid)"
+  done
+}
+
+# train_one_worker SECONDS WHAT: a worker joins the server's running job,
+# which must then end with exit status 0 within SECONDS, and the worker's
+# within 30 s more; WHAT says after what, in messages.
+train_one_worker() {
+  start_worker w0
+  wait_ok "$1" "dmlps-server after $2" "$SERVER_PID"
+  wait_ok 30 "worker 0 after $2" "$WORKER_PID"
 }
 
 # write_good_checkpoint ITERATIONS: a softmax run of one worker writes a
@@ -290,12 +368,109 @@ finish_cluster() {
 }
 
 # start_shard INDEX COUNT ARGS...: starts shard INDEX of COUNT against shard
-# 0 at $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log.
+# 0 at $ENDPOINT; its pid goes to SHARD_PID, its log to shard-INDEX.log (or
+# $SHARD_LOG.log when SHARD_LOG is set).
 start_shard() {
   local index=$1 count=$2
   shift 2
   "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$index/$count" \
-    --coordinator "$ENDPOINT" "$@" 2>"$WORK/shard-$index.log" &
+    --coordinator "$ENDPOINT" "$@" 2>"$WORK/${SHARD_LOG:-shard-$index}.log" &
   SHARD_PID=$!
   CHILDREN+=("$SHARD_PID")
+}
+
+# start_workers N PREFIX ARGS...: starts N workers, PREFIX0 .. PREFIX(N-1)
+# (their logs PREFIXr.log), each with ARGS; their pids go to WORKERS.
+start_workers() {
+  local n=$1 prefix=$2 r
+  shift 2
+  WORKERS=()
+  for ((r = 0; r < n; r++)); do
+    start_worker "$prefix$r" "$@"
+    WORKERS+=("$WORKER_PID")
+  done
+}
+
+# attacked_run SECONDS ATTACKER SERVER-ARGS...: a server for 4 workers (BSP,
+# mlp:128) with SERVER-ARGS; ATTACKER, a command line of a program in
+# $TEST_BIN in which @ stands for the server's address (its output in
+# attacker.out, its log attacker.log); then 3 workers, worker-0..2. Waits
+# SECONDS for the server and sets SERVER_RC to its exit status, then 30 s
+# for each of the others, which must exit 0; sets ITERATION to the last
+# evaluation's.
+attacked_run() {
+  local seconds=$1 attacker
+  shift
+  local line=$1
+  shift
+  start_server --workers 4 --policy bsp --model mlp:128 "$@"
+  read -r -a attacker <<<"${line//@/$ENDPOINT}"
+  "$TEST_BIN/${attacker[0]}" "${attacker[@]:1}" >"$WORK/attacker.out" 2>"$WORK/attacker.log" &
+  local pids=("$!")
+  CHILDREN+=("$!")
+  start_workers 3 worker-
+  wait_for "$SERVER_PID" "$seconds"
+  SERVER_RC=$RC
+  wait_ok 30 "the attacker, then the workers" "${pids[@]}" "${WORKERS[@]}"
+  ITERATION=$(tail -n 1 "$WORK/server.tsv" | cut -f 2)
+}
+
+# start_checkpointing_shards SECONDS WORKER-ARGS...: a job of 2 shards that
+# goes on through a lost shard 1: shard 0 (BSP, softmax to 0.8, at most
+# SECONDS, a checkpoint every 10 iterations to ckpt.0, its report in
+# $WORK/report), shard 1 with SHARD1_ARGS (its checkpoint ckpt.1: the flags
+# to start it again with) and 3 workers w0..w2 with WORKER-ARGS, all
+# noticing a lost peer within 2 s; sets SHARD_PID and WORKERS.
+SHARD1_ARGS=(--heartbeat-ms 100 --worker-timeout 2 --checkpoint "$WORK/ckpt.1")
+start_checkpointing_shards() {
+  local seconds=$1
+  shift
+  start_server --shard 0/2 --workers 3 --policy bsp --model softmax --batch 32 --lr 0.02 \
+    --eval-every 10 --target-accuracy 0.8 --max-iterations 3000 --max-seconds "$seconds" \
+    --heartbeat-ms 100 --worker-timeout 2 --checkpoint "$WORK/ckpt.0" --checkpoint-every 10 \
+    --report "$WORK/report"
+  start_shard 1 2 "${SHARD1_ARGS[@]}"
+  start_workers 3 w --heartbeat-ms 100 --server-timeout 10 --reconnect-timeout 40 "$@"
+}
+
+# cluster_ckpt_flags TAG CKPT K: sets CKPT_FLAGS to shard K's checkpoint
+# flags in run_cluster (which see).
+cluster_ckpt_flags() {
+  local tag=$1 ckpt=$2 k=$3
+  CKPT_FLAGS=()
+  [ "$ckpt" = none ] && return
+  CKPT_FLAGS=(--checkpoint "$WORK/$tag.ckpt.$k")
+  [ "$k" = 0 ] && CKPT_FLAGS+=(--checkpoint-every "${EVERY:-10}")
+  [ "$ckpt" = resume ] && CKPT_FLAGS+=(--resume "$WORK/$tag.ckpt.$k")
+  return 0
+}
+
+# run_cluster SHARDS WORKERS TAG CKPT SERVER-ARGS...: shard 0 (with
+# SERVER-ARGS), SHARDS - 1 more shards (logs TAG-shard-K.log) and WORKERS
+# workers (TAG-worker-R, --rank R, each with CLUSTER_WORKER_ARGS) to the
+# end, every one exiting 0 (finish_cluster). Shard K saves its slice to
+# TAG.K; TAG.model is the whole model and TAG.tsv shard 0's TSV. CKPT:
+# none; save (shard K checkpoints to TAG.ckpt.K, shard 0 every ${EVERY:-10}
+# iterations); resume (the same, going on from TAG.ckpt.K).
+CLUSTER_WORKER_ARGS=()
+run_cluster() {
+  local shards=$1 workers=$2 tag=$3 ckpt=$4 k r
+  shift 4
+  cluster_ckpt_flags "$tag" "$ckpt" 0
+  start_server --shard "0/$shards" --workers "$workers" --save-model "$WORK/$tag.0" \
+    "${CKPT_FLAGS[@]}" "$@"
+  CLUSTER_SHARDS=("$SERVER_PID")
+  for ((k = 1; k < shards; k++)); do
+    cluster_ckpt_flags "$tag" "$ckpt" "$k"
+    SHARD_LOG=$tag-shard-$k start_shard "$k" "$shards" --save-model "$WORK/$tag.$k" \
+      "${CKPT_FLAGS[@]}"
+    CLUSTER_SHARDS+=("$SHARD_PID")
+  done
+  CLUSTER_WORKERS=()
+  for ((r = 0; r < workers; r++)); do
+    start_worker "$tag-worker-$r" --rank "$r" "${CLUSTER_WORKER_ARGS[@]}"
+    CLUSTER_WORKERS+=("$WORKER_PID")
+  done
+  finish_cluster "$tag" "$shards"
+  cp "$WORK/server.tsv" "$WORK/$tag.tsv"
 }

@@ -14,26 +14,8 @@ server_refuses "max-update-norm" --max-update-norm -1
 [ -d /usr/share/datasets/fashion-mnist ] || { echo "skip: no Fashion-MNIST"; exit 77; }
 
 # garbage_run ARGS...: a server for 4 workers with ARGS, 3 real workers and
-# the garbage one; waits for all of them.
-garbage_run() {
-  start_server --workers 4 --policy bsp --model mlp:128 "$@"
-  "$TEST_BIN/dmlps-hostile-worker" garbage "$ENDPOINT" 280 \
-    >"$WORK/hostile.out" 2>"$WORK/hostile.log" &
-  local hostile=$! pids=()
-  CHILDREN+=("$hostile")
-  for r in 0 1 2; do
-    start_worker "worker-$r"
-    pids+=("$WORKER_PID")
-  done
-  wait_for "$SERVER_PID" 300
-  SERVER_RC=$RC
-  wait_for "$hostile" 30
-  expect_exit 0 "$RC" "garbage worker (was it stopped?)"
-  for pid in "${pids[@]}"; do
-    wait_for "$pid" 30
-    expect_exit 0 "$RC" "dmlps-worker"
-  done
-}
+# the garbage one, which the server must stop; waits for all of them.
+garbage_run() { attacked_run 300 "dmlps-hostile-worker garbage @ 280" "$@"; }
 
 start=$SECONDS
 garbage_run --aggregate median --target-accuracy 0.84 --max-iterations 4000 --eval-every 25
@@ -41,7 +23,7 @@ expect_exit 0 "$SERVER_RC" "dmlps-server with --aggregate median"
 grep -q "reached accuracy" "$WORK/server.log" || fail "median: the target was not reached"
 median_acc=$(last_accuracy)
 median_s=$((SECONDS - start))
-median_iter=$(tail -n 1 "$WORK/server.tsv" | cut -f 2)
+median_iter=$ITERATION
 
 # The attack is real: with the mean, the same worker and as many
 # iterations as the median needed, the target is not reached (the server

@@ -23,26 +23,11 @@ server_refuses "do not work with sharded servers" --aggregate cclip:1 --shard 0/
 # (dmlps-byzantine-worker); waits for all of them and sets SERVER_RC and
 # ITERATION, the last evaluation's. Each run's server log is kept.
 attack_run() {
-  local attack=$1 iterations=$2 pids=() pid
+  local attack=$1 iterations=$2
   shift 2
   [ -f "$WORK/server.log" ] && mv "$WORK/server.log" "$WORK/server-$(date +%s%N).log"
-  start_server --workers 4 --policy bsp --model mlp:128 --target-accuracy 0.84 \
+  attacked_run 120 "dmlps-byzantine-worker $attack @" --target-accuracy 0.84 \
     --max-iterations "$iterations" --eval-every 10 "$@"
-  "$TEST_BIN/dmlps-byzantine-worker" "$attack" "$ENDPOINT" >"$WORK/attacker.out" \
-    2>"$WORK/attacker.log" &
-  pids+=("$!")
-  CHILDREN+=("$!")
-  for r in 0 1 2; do
-    start_worker "worker-$r"
-    pids+=("$WORKER_PID")
-  done
-  wait_for "$SERVER_PID" 120
-  SERVER_RC=$RC
-  for pid in "${pids[@]}"; do
-    wait_for "$pid" 30
-    expect_exit 0 "$RC" "worker (pid $pid)"
-  done
-  ITERATION=$(tail -n 1 "$WORK/server.tsv" | cut -f 2)
 }
 
 # Four honest workers reach 0.84 in about 300 iterations here; with the

@@ -31,18 +31,8 @@ start_server --workers 2 --model softmax --policy bsp --batch 32 --lr 0.02 --eva
 "$ATTACK" evaluator "$ENDPOINT" 5 >"$WORK/fake.out" || fail "the attack peer failed"
 grep -q "^refused: the evaluator role needs the job secret" "$WORK/fake.out" ||
   fail "the fake evaluator was not refused: $(cat "$WORK/fake.out")"
-start_worker w0 --model softmax
-w0=$WORKER_PID
-start_worker w1 --model softmax
-w1=$WORKER_PID
-start_worker evaluator --model softmax --evaluator
-ev=$WORKER_PID
-wait_for "$SERVER_PID" 120
-expect_exit 0 "$RC" "dmlps-server"
-for pid in "$w0" "$w1" "$ev"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "process $pid"
-done
+start_workers 2 w --model softmax
+finish_with_evaluator softmax "dmlps-server" "${WORKERS[@]}"
 grep -q "refused an evaluator (.*): the evaluator role needs the job secret" "$WORK/server.log" ||
   fail "the server did not log the refusal"
 [ "$(report_value "$WORK/report" target_reached)" = 1 ] || fail "target not reached"
@@ -67,12 +57,8 @@ grep -q "announced the external model" "$WORK/server.log" &&
   fail "a worker without the secret announced the model"
 start_worker announcer --model softmax --announce-layout
 announcer=$WORKER_PID
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "dmlps-server of the external model"
-for pid in "$plain" "$announcer"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "worker $pid"
-done
+wait_ok 60 "dmlps-server of the external model" "$SERVER_PID"
+wait_ok 30 "worker" "$plain" "$announcer"
 grep -qE ":$announcer announced the external model" "$WORK/server.log" ||
   fail "the model was not the announcer's: $(grep announced "$WORK/server.log")"
 
@@ -93,10 +79,7 @@ wait_for "$SERVER_PID" 30
 mv "$WORK/server.log" "$WORK/flood-server.log"
 start_server --workers 2 --model softmax --policy bsp --aggregate median --batch 32 \
   --max-iterations 400 --max-seconds 60
-start_worker r0 --model softmax
-r0=$WORKER_PID
-start_worker r1 --model softmax
-r1=$WORKER_PID
+start_workers 2 r --model softmax
 wait_log "$WORK/server.log" "all 2 workers ready; training starts" 30
 rc=0
 "$BIN/dmlps-worker" --server "$ENDPOINT" --model softmax --connect-timeout 20 \

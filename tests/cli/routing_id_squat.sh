@@ -6,24 +6,16 @@
 start_server --workers 1 --policy asp --target-accuracy 0.80 --max-iterations 3000 \
   --eval-every 25 --max-connections 40
 
-"$TEST_BIN/dmlps-attack-peer" squat "$ENDPOINT" 32 >"$WORK/squat.out" 2>"$WORK/squat.log" &
-peer=$!
-CHILDREN+=("$peer")
-wait_for "$peer" 30
-expect_exit 0 "$RC" "squatting peer"
-kill -0 "$SERVER_PID" 2>/dev/null || fail "the server died under the squatting peer"
+start_attack_peer squat "$ENDPOINT" 32
+wait_ok 30 "squatting peer" "$PEER_PID"
+server_alive "the squatting peer"
 
-"$TEST_BIN/dmlps-attack-peer" squat "$ENDPOINT" 8 >>"$WORK/squat.out" 2>>"$WORK/squat.log" &
-peer=$!
-CHILDREN+=("$peer")
+start_attack_peer squat "$ENDPOINT" 8
 sleep 0.3
 start_worker w0
 w0=$WORKER_PID
-wait_for "$peer" 30
-expect_exit 0 "$RC" "squatting peer"
+wait_ok 30 "squatting peer" "$PEER_PID"
 # Aborted (134) when a worker joining among squatted ids kills it.
-wait_for "$SERVER_PID" 300
-expect_exit 0 "$RC" "dmlps-server after the squatting peer"
-wait_for "$w0" 30
-expect_exit 0 "$RC" "worker 0"
-echo "ok: $(tr '\n' ' ' <"$WORK/squat.out"); run finished at accuracy $(last_accuracy)"
+wait_ok 300 "dmlps-server after the squatting peer" "$SERVER_PID"
+wait_ok 30 "worker 0" "$w0"
+echo "ok: $(tr '\n' ' ' <"$WORK/attack.out"); run finished at accuracy $(last_accuracy)"

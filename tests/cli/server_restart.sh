@@ -8,10 +8,7 @@ args=(--workers 2 --policy bsp --model softmax --batch 32 --lr 0.02 --target-acc
       --worker-timeout 5 --checkpoint "$WORK/run.ckpt" --checkpoint-every 20)
 start_server "${args[@]}"
 wargs=(--heartbeat-ms 200 --server-timeout 1 --reconnect-timeout 30 --delay-ms 3)
-start_worker w0 "${wargs[@]}"
-w0=$WORKER_PID
-start_worker w1 "${wargs[@]}"
-w1=$WORKER_PID
+start_workers 2 w "${wargs[@]}"
 wait_log "$WORK/server.log" "checkpoint of iteration [1-9][0-9]* written" 60
 wait_iteration 70 60
 kill -9 "$SERVER_PID"
@@ -24,12 +21,8 @@ killed_at=$(tail -n 1 "$WORK/server.tsv" | cut -f 2)
 
 # Back on the same address, from the checkpoint.
 restart_server "${args[@]}" --resume "$WORK/run.ckpt" --report "$WORK/report"
-wait_for "$SERVER_PID" 120
-expect_exit 0 "$RC" "resumed dmlps-server"
-for w in "$w0" "$w1"; do
-  wait_for "$w" 30
-  expect_exit 0 "$RC" "worker $w"
-done
+wait_ok 120 "resumed dmlps-server" "$SERVER_PID"
+wait_ok 30 "worker" "${WORKERS[@]}"
 # The kill may land after a checkpoint's rename but before its log line, so
 # the file can hold a later iteration than the last one logged.
 resumed=$(sed -n "s|.*resuming from $WORK/run.ckpt: iteration \([0-9]*\),.*|\1|p" "$WORK/server.log")

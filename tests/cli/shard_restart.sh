@@ -7,19 +7,8 @@
 # minus the one resumed from) and the accuracy reached.
 . "$(dirname "$0")/lib.sh"
 
-shard1=(--heartbeat-ms 100 --worker-timeout 2 --checkpoint "$WORK/ckpt.1")
-
-start_server --shard 0/2 --workers 3 --policy bsp --model softmax --batch 32 --lr 0.02 \
-  --eval-every 10 --target-accuracy 0.8 --max-iterations 3000 --max-seconds 50 \
-  --heartbeat-ms 100 --worker-timeout 2 --checkpoint "$WORK/ckpt.0" --checkpoint-every 10 \
-  --report "$WORK/report"
-start_shard 1 2 "${shard1[@]}"
+start_checkpointing_shards 50
 shard=$SHARD_PID
-workers=()
-for r in 0 1 2; do
-  start_worker "w$r" --heartbeat-ms 100 --server-timeout 10 --reconnect-timeout 40
-  workers+=("$WORKER_PID")
-done
 wait_log "$WORK/shard-1.log" "checkpoint of iteration [1-9][0-9]* written" 30
 wait_iteration 20 30
 kill -9 "$shard"
@@ -29,14 +18,9 @@ wait_log "$WORK/server.log" "goes back to its last checkpoint" 10
 killed_at=$(sed -n 's/.* at iteration \([0-9]*\); the job goes back.*/\1/p' "$WORK/server.log")
 [ -n "$killed_at" ] || fail "shard 0 did not say which iteration it had reached"
 mv "$WORK/shard-1.log" "$WORK/shard-1-killed.log"
-start_shard 1 2 "${shard1[@]}" --resume "$WORK/ckpt.1"
-shard=$SHARD_PID
-wait_for "$SERVER_PID" 45
-expect_exit 0 "$RC" "dmlps-server --shard 0/2 after shard 1 came back"
-for pid in "$shard" "${workers[@]}"; do
-  wait_for "$pid" 20
-  expect_exit 0 "$RC" "a member of the job (pid $pid)"
-done
+start_shard 1 2 "${SHARD1_ARGS[@]}" --resume "$WORK/ckpt.1"
+wait_ok 45 "dmlps-server --shard 0/2 after shard 1 came back" "$SERVER_PID"
+wait_ok 20 "a member of the job" "$SHARD_PID" "${WORKERS[@]}"
 resumed=$(sed -n "s|.*resuming from $WORK/ckpt.0: iteration \([0-9]*\),.*|\1|p" "$WORK/server.log")
 [ -n "$resumed" ] || fail "shard 0 did not go back to its checkpoint"
 grep -qE "resuming from $WORK/ckpt.1( \(the file before it\))?: iteration $resumed," \

@@ -8,18 +8,7 @@
 # line that reached the target.
 . "$(dirname "$0")/lib.sh"
 
-shard1=(--heartbeat-ms 100 --worker-timeout 2 --checkpoint "$WORK/ckpt.1")
-
-start_server --shard 0/2 --workers 3 --policy bsp --model softmax --batch 32 --lr 0.02 \
-  --eval-every 10 --target-accuracy 0.8 --max-iterations 3000 --max-seconds 100 \
-  --heartbeat-ms 100 --worker-timeout 2 --checkpoint "$WORK/ckpt.0" --checkpoint-every 10 \
-  --report "$WORK/report"
-start_shard 1 2 "${shard1[@]}"
-workers=()
-for r in 0 1 2; do
-  start_worker "w$r" --heartbeat-ms 100 --server-timeout 10 --reconnect-timeout 40 --delay-ms 5
-  workers+=("$WORKER_PID")
-done
+start_checkpointing_shards 100 --delay-ms 5
 
 # lose_shard_1 N FROM: once the run is at iteration FROM + 20 and shard 1
 # wrote a checkpoint, kills shard 1; waits for shard 0's N-th rollback and
@@ -37,18 +26,14 @@ lose_shard_1() {
   [ "$(grep -c "goes back to its last checkpoint" "$WORK/server.log")" -ge "$n" ] ||
     fail "shard 0 did not go back after shard 1's loss number $n"
   mv "$WORK/shard-1.log" "$WORK/shard-1-killed-$n.log"
-  start_shard 1 2 "${shard1[@]}" --resume "$WORK/ckpt.1"
+  start_shard 1 2 "${SHARD1_ARGS[@]}" --resume "$WORK/ckpt.1"
 }
 lose_shard_1 1 0
 wait_log "$WORK/server.log" "training goes on from iteration" 30
 resumed=$(sed -n 's/.*training goes on from iteration \([0-9]*\).*/\1/p' "$WORK/server.log" | tail -n 1)
 lose_shard_1 2 "$resumed"
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "dmlps-server --shard 0/2 after two rollbacks"
-for pid in "$SHARD_PID" "${workers[@]}"; do
-  wait_for "$pid" 20
-  expect_exit 0 "$RC" "a member of the job (pid $pid)"
-done
+wait_ok 60 "dmlps-server --shard 0/2 after two rollbacks" "$SERVER_PID"
+wait_ok 20 "a member of the job" "$SHARD_PID" "${WORKERS[@]}"
 [ "$(grep -c "rollback [12]: shard 0 starts again" "$WORK/server.log")" -eq 2 ] ||
   fail "shard 0 did not start again twice"
 

@@ -6,48 +6,23 @@
 # another shard, shard count or version is refused with one line (exit 65).
 . "$(dirname "$0")/lib.sh"
 
-# cluster SHARDS TAG RESUME SERVER-ARGS...: shard 0, SHARDS - 1 more, each
-# checkpointing to TAG.ckpt.K (and resuming from it when RESUME is 1), and 3
-# workers, to the end; TAG.model is the whole model saved. A checkpoint
-# every EVERY iterations (default 10).
-cluster() {
-  local shards=$1 tag=$2 resume=$3
-  shift 3
-  local from=()
-  [ "$resume" = 1 ] && from=(--resume "$WORK/$tag.ckpt.0")
-  start_server --shard "0/$shards" --workers 3 --save-model "$WORK/$tag.0" \
-    --checkpoint "$WORK/$tag.ckpt.0" --checkpoint-every "${EVERY:-10}" "${from[@]}" "$@"
-  CLUSTER_SHARDS=("$SERVER_PID")
-  for ((k = 1; k < shards; k++)); do
-    from=()
-    [ "$resume" = 1 ] && from=(--resume "$WORK/$tag.ckpt.$k")
-    start_shard "$k" "$shards" --save-model "$WORK/$tag.$k" --checkpoint "$WORK/$tag.ckpt.$k" \
-      "${from[@]}"
-    CLUSTER_SHARDS+=("$SHARD_PID")
-  done
-  CLUSTER_WORKERS=()
-  for r in 0 1 2; do
-    start_worker "$tag-worker-$r" --rank "$r"
-    CLUSTER_WORKERS+=("$WORKER_PID")
-  done
-  finish_cluster "$tag" "$shards"
-}
-
+# run_cluster (lib.sh): 3 workers; each shard checkpoints (save) or goes on
+# from its checkpoint (resume).
 same=(--policy bsp --model mlp:32 --batch 32 --seed 11 --eval-every 10 --deterministic)
 # 25 iterations, checkpoints at 10 and 20; then 20 more from iteration 20.
-cluster 1 one 0 "${same[@]}" --max-iterations 25
-cluster 1 one 1 "${same[@]}" --max-iterations 40
+run_cluster 1 3 one save "${same[@]}" --max-iterations 25
+run_cluster 1 3 one resume "${same[@]}" --max-iterations 40
 grep -q "resuming from $WORK/one.ckpt.0: iteration 20," "$WORK/server.log" ||
   fail "1 shard did not resume from iteration 20: $(grep resum "$WORK/server.log")"
-cluster 2 two 0 "${same[@]}" --max-iterations 25
-grep -q "checkpoint of iteration 20 written to $WORK/two.ckpt.1" "$WORK/shard-1.log" ||
+run_cluster 2 3 two save "${same[@]}" --max-iterations 25
+grep -q "checkpoint of iteration 20 written to $WORK/two.ckpt.1" "$WORK/two-shard-1.log" ||
   fail "shard 1 did not write its checkpoint of iteration 20"
 cp "$WORK/two.ckpt.1" "$WORK/two.ckpt.1.at20"
-cluster 2 two 1 "${same[@]}" --max-iterations 40
+run_cluster 2 3 two resume "${same[@]}" --max-iterations 40
 grep -q "resuming from $WORK/two.ckpt.0: iteration 20," "$WORK/server.log" ||
   fail "shard 0 did not resume from iteration 20"
-grep -q "resuming from $WORK/two.ckpt.1: iteration 20, model version" "$WORK/shard-1.log" ||
-  fail "shard 1 did not resume from iteration 20: $(cat "$WORK/shard-1.log")"
+grep -q "resuming from $WORK/two.ckpt.1: iteration 20, model version" "$WORK/two-shard-1.log" ||
+  fail "shard 1 did not resume from iteration 20: $(cat "$WORK/two-shard-1.log")"
 grep -q "training goes on from iteration 20" "$WORK/server.log" || fail "training did not go on"
 params=$((784 * 32 + 32 + 32 * 10 + 10))
 [ "$(stat -c %s "$WORK/one.model")" -eq $((params * 4)) ] || fail "one.model is not $params floats"
@@ -58,10 +33,10 @@ echo "resumed from iteration 20: 1 shard and 2 shards end with the same $params 
 # A checkpoint every iteration of a model whose slices are sent in chunks:
 # a shard's checkpoint waits for the replies still streaming, and writes its
 # file when they are out (it used to write through a dead stack frame then).
-EVERY=1 cluster 2 big 0 --policy bsp --model mlp:1024 --batch 32 --seed 3 --eval-every 100 \
+EVERY=1 run_cluster 2 3 big save --policy bsp --model mlp:1024 --batch 32 --seed 3 --eval-every 100 \
   --max-iterations 80
 # One at the end of each iteration before the limit: 79.
-written=$(grep -c "checkpoint of iteration .* written to $WORK/big.ckpt.1" "$WORK/shard-1.log")
+written=$(grep -c "checkpoint of iteration .* written to $WORK/big.ckpt.1" "$WORK/big-shard-1.log")
 [ "$written" -eq 79 ] || fail "shard 1 wrote $written checkpoints, not 79"
 grep -q "checkpoint of iteration 79 written to $WORK/big.ckpt.0" "$WORK/server.log" ||
   fail "shard 0 did not write its checkpoint of iteration 79"

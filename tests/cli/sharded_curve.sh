@@ -54,13 +54,8 @@ grep -qF "refused a connection from key $stranger_key" "$WORK/shard-1.log" ||
 start_worker w0 --curve-secret "$WORK/allowed/w0.key" --curve-server-key "$WORK/server.pub"
 w0=$WORKER_PID
 start_worker w1 --curve-secret "$WORK/allowed/w1.key" --curve-server-key "$WORK/server.pub"
-w1=$WORKER_PID
-wait_for "$SERVER_PID" 300
-expect_exit 0 "$RC" "shard 0"
+wait_ok 300 "shard 0" "$SERVER_PID"
 grep -q "reached accuracy" "$WORK/server.log" || fail "the target was not reached"
-for pid in "$shard" "$w0" "$w1"; do
-  wait_for "$pid" 60
-  expect_exit 0 "$RC" "a member of the CURVE cluster (pid $pid)"
-done
+wait_ok 60 "a member of the CURVE cluster" "$shard" "$w0" "$WORKER_PID"
 grep -q "connected to 2 server shards" "$WORK/w0.log" || fail "worker 0 did not use both shards"
 echo "ok: 2 shards over CURVE trained to $(last_accuracy); 2 shards and 2 workers refused"

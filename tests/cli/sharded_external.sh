@@ -8,43 +8,11 @@
 # and 2 shards again end with the same model bit for bit.
 . "$(dirname "$0")/lib.sh"
 
-# cluster SHARDS TAG CKPT SERVER-ARGS...: shard 0, SHARDS - 1 more and 2
-# workers announcing softmax, to the end; TAG.model is the whole model
-# saved. CKPT: none; save (every shard checkpoints to TAG.ckpt.K, every 10
-# iterations); resume (the same, from TAG.ckpt.K).
-cluster() {
-  local shards=$1 tag=$2 ckpt=$3
-  shift 3
-  # ckpt_args K: shard K's checkpoint flags.
-  ckpt_args() {
-    [ "$ckpt" = none ] && return
-    printf '%s\n' --checkpoint "$WORK/$tag.ckpt.$1"
-    [ "$1" = 0 ] && printf '%s\n' --checkpoint-every 10
-    [ "$ckpt" = resume ] && printf '%s\n' --resume "$WORK/$tag.ckpt.$1"
-  }
-  local flags
-  mapfile -t flags < <(ckpt_args 0)
-  start_server --shard "0/$shards" --workers 2 --model external --save-model "$WORK/$tag.0" \
-    "${flags[@]}" "$@"
-  CLUSTER_SHARDS=("$SERVER_PID")
-  for ((k = 1; k < shards; k++)); do
-    mapfile -t flags < <(ckpt_args "$k")
-    "$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard "$k/$shards" --coordinator "$ENDPOINT" \
-      --save-model "$WORK/$tag.$k" "${flags[@]}" 2>"$WORK/$tag-shard-$k.log" &
-    CLUSTER_SHARDS+=($!)
-    CHILDREN+=($!)
-  done
-  CLUSTER_WORKERS=()
-  for r in 0 1; do
-    start_worker "$tag-worker-$r" --rank "$r" --model softmax --announce-layout
-    CLUSTER_WORKERS+=("$WORKER_PID")
-  done
-  finish_cluster "$tag" "$shards"
-}
-
-same=(--policy bsp --batch 32 --lr 0.02 --seed 7 --max-iterations 30 --deterministic)
-cluster 1 one none "${same[@]}"
-cluster 2 two none "${same[@]}"
+# run_cluster (lib.sh): 2 workers announcing softmax.
+CLUSTER_WORKER_ARGS=(--model softmax --announce-layout)
+same=(--model external --policy bsp --batch 32 --lr 0.02 --seed 7 --max-iterations 30 --deterministic)
+run_cluster 1 2 one none "${same[@]}"
+run_cluster 2 2 two none "${same[@]}"
 [ "$(stat -c %s "$WORK/one.model")" -eq $((7850 * 4)) ] || fail "one.model is not 7850 floats"
 grep -q "model external, 2 tensors, parameters \[3925, 7850) of 7850" "$WORK/two-shard-1.log" ||
   fail "shard 1 does not hold the second half of the external model: $(cat "$WORK/two-shard-1.log")"
@@ -54,10 +22,10 @@ echo "1 shard and 2 shards of an external model: the same 7850 parameters bit fo
 
 # Checkpointed: 25 iterations (checkpoints at 10 and 20), then every shard
 # resumed from its own file to 40; the layout comes from the checkpoints.
-cluster 1 onec save "${same[@]/30/25}"
-cluster 1 onec resume "${same[@]/30/40}"
-cluster 2 twoc save "${same[@]/30/25}"
-cluster 2 twoc resume "${same[@]/30/40}"
+run_cluster 1 2 onec save "${same[@]/30/25}"
+run_cluster 1 2 onec resume "${same[@]/30/40}"
+run_cluster 2 2 twoc save "${same[@]/30/25}"
+run_cluster 2 2 twoc resume "${same[@]/30/40}"
 grep -q "resuming from $WORK/twoc.ckpt.1: iteration 20, model version" "$WORK/twoc-shard-1.log" ||
   fail "shard 1 did not resume from iteration 20: $(cat "$WORK/twoc-shard-1.log")"
 cmp "$WORK/onec.model" "$WORK/twoc.model" ||
@@ -68,24 +36,11 @@ echo "resumed from iteration 20: 1 shard and 2 shards of an external model end t
 # To a target, scored by an evaluator process.
 start_server --shard 0/2 --workers 2 --model external --evaluator --policy bsp --batch 32 \
   --lr 0.02 --target-accuracy 0.79 --eval-every 10 --max-iterations 20000 --max-seconds 100
-"$BIN/dmlps-server" --bind 'tcp://127.0.0.1:*' --shard 1/2 --coordinator "$ENDPOINT" \
-  2>"$WORK/shard-1.log" &
-shard=$!
-CHILDREN+=("$shard")
-start_worker w0 --model softmax --announce-layout
-w0=$WORKER_PID
-start_worker w1 --model softmax --announce-layout
-w1=$WORKER_PID
+start_shard 1 2
+shard=$SHARD_PID
+start_workers 2 w --model softmax --announce-layout
 wait_log "$WORK/server.log" "training starts once the evaluator has joined" 30
-start_worker evaluator --model softmax --evaluator
-ev=$WORKER_PID
-wait_for "$SERVER_PID" 120
-expect_exit 0 "$RC" "shard 0 of the external model"
-for pid in "$shard" "$w0" "$w1" "$ev"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "process $pid"
-done
+finish_with_evaluator softmax "shard 0 of the external model" "$shard" "${WORKERS[@]}"
 grep -q "connected to 2 server shards" "$WORK/w0.log" || fail "worker 0 did not use both shards"
-acc=$(last_accuracy)
-awk -v a="$acc" 'BEGIN { exit !(a >= 0.79) }' || fail "final accuracy $acc is below 0.79"
-echo "2 shards, external model: reached accuracy $acc: $(tail -n 1 "$WORK/server.tsv")"
+expect_accuracy 0.79
+echo "2 shards, external model: reached accuracy $ACCURACY: $(tail -n 1 "$WORK/server.tsv")"

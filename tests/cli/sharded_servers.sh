@@ -6,34 +6,14 @@
 # error instead of a hang, a lost worker does not stop the shards.
 . "$(dirname "$0")/lib.sh"
 
-# cluster SHARDS TAG SERVER-ARGS...: shard 0, SHARDS - 1 more and 3 workers,
-# to the end; each shard saves its slice, TAG.model is the whole model.
-cluster() {
-  local shards=$1 tag=$2
-  shift 2
-  start_server --shard "0/$shards" --workers 3 --save-model "$WORK/$tag.0" "$@"
-  CLUSTER_SHARDS=("$SERVER_PID")
-  for ((k = 1; k < shards; k++)); do
-    start_shard "$k" "$shards" --save-model "$WORK/$tag.$k"
-    CLUSTER_SHARDS+=("$SHARD_PID")
-  done
-  CLUSTER_WORKERS=()
-  for r in 0 1 2; do
-    start_worker "$tag-worker-$r" --rank "$r"
-    CLUSTER_WORKERS+=("$WORKER_PID")
-  done
-  finish_cluster "$tag" "$shards"
-  cp "$WORK/server.tsv" "$WORK/$tag.tsv"
-}
-
 # --- Bit for bit: 1 shard against 3.
 same=(--policy bsp --model mlp:32 --batch 32 --seed 11 --max-iterations 40 --eval-every 20
       --deterministic)
-cluster 1 one "${same[@]}"
-cluster 3 three "${same[@]}"
+run_cluster 1 3 one none "${same[@]}"
+run_cluster 3 3 three none "${same[@]}"
 params=$((784 * 32 + 32 + 32 * 10 + 10))
 [ "$(stat -c %s "$WORK/one.model")" -eq $((params * 4)) ] || fail "one.model is not $params floats"
-grep -q "parameters \[8484, 16967)" "$WORK/shard-1.log" ||
+grep -q "parameters \[8484, 16967)" "$WORK/three-shard-1.log" ||
   fail "shard 1 does not hold the second third of the parameters"
 cmp "$WORK/one.model" "$WORK/three.model" ||
   fail "1 shard and 3 shards ended with different models"
@@ -50,10 +30,7 @@ start_server --shard 0/2 --workers 2 --policy bsp --model mlp:512 --target-accur
   --max-iterations 2000 --eval-every 25
 start_shard 1 2 --endpoint-file "$WORK/shard1.endpoint"
 shard=$SHARD_PID
-start_worker w0
-w0=$WORKER_PID
-start_worker w1
-w1=$WORKER_PID
+start_workers 2 w
 # A peer sending garbage to shard 1 mid-run gets Errors; training goes on.
 for _ in $(seq 100); do [ -s "$WORK/shard1.endpoint" ] && break; sleep 0.1; done
 wait_iteration 25 120
@@ -61,12 +38,8 @@ RC=0
 "$TEST_BIN/dmlps-test-peer" garbage "$(cat "$WORK/shard1.endpoint")" >"$WORK/peer.out" \
   2>"$WORK/peer.log" || RC=$?
 expect_exit 0 "$RC" "dmlps-test-peer garbage against shard 1"
-wait_for "$SERVER_PID" 240
-expect_exit 0 "$RC" "dmlps-server --shard 0/2 to 0.8"
-for pid in "$shard" "$w0" "$w1"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "a member of the 2-shard cluster"
-done
+wait_ok 240 "dmlps-server --shard 0/2 to 0.8" "$SERVER_PID"
+wait_ok 30 "a member of the 2-shard cluster" "$shard" "${WORKERS[@]}"
 echo "2 shards, mlp:512: $(tail -n 1 "$WORK/server.tsv")"
 
 # --- A worker lost mid-run: shard 0 forgets it, every shard goes on with the
@@ -82,13 +55,9 @@ for r in 0 1 2; do
 done
 wait_iteration 50 60
 kill -9 "${pids[2]}"
-wait_for "$SERVER_PID" 60
-expect_exit 0 "$RC" "dmlps-server --shard 0/2 after losing worker 2"
+wait_ok 60 "dmlps-server --shard 0/2 after losing worker 2" "$SERVER_PID"
 grep -q "lost worker 2" "$WORK/server.log" || fail "shard 0 did not lose worker 2"
-for pid in "$shard" "${pids[0]}" "${pids[1]}"; do
-  wait_for "$pid" 30
-  expect_exit 0 "$RC" "a member of the cluster that lost a worker"
-done
+wait_ok 30 "a member of the cluster that lost a worker" "$shard" "${pids[0]}" "${pids[1]}"
 echo "2 shards, a worker lost: $(tail -n 1 "$WORK/server.tsv")"
 
 # --- Usage errors.

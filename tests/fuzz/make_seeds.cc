@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../unit/message_test_util.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/checkpoint.h"
 #include "dmlps/trace/trace.h"
@@ -75,32 +76,11 @@ std::vector<std::pair<std::string, std::string>> CodecSeeds() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
 
-  // Fields set by name: messages.h may grow fields without breaking this.
-  const proto::Hello hello{.host = "node-1", .pid = 4242, .threads = 4, .max_batch = 512};
-  const proto::Welcome welcome{.rank = 2,
-                               .num_workers = 4,
-                               .model = "mlp:128",
-                               .policy = "wbsp",
-                               .batch = 64,
-                               .input_dim = 784,
-                               .classes = 10,
-                               .num_params = 101770,
-                               .shard_index = 2,
-                               .shard_count = 4,
-                               .seed = 7,
-                               .mode = "local",
-                               .lr = 0.1,
-                               .momentum = 0.9};
+  // The messages codec_test.cc round-trips.
+  const proto::Hello hello = testing::SampleHello();
+  const proto::Welcome welcome = testing::SampleWelcome();
   const proto::Model model{.version = 3, .num_params = 6};
-  const proto::Push push{.clock = 5,
-                         .base_version = 4,
-                         .batch = 64,
-                         .samples = 64,
-                         .num_params = 5,
-                         .loss = 0.75,
-                         .compute_us = 1200,
-                         .cpu = 1.5,
-                         .memory_bytes = 1 << 20};
+  const proto::Push push = testing::SamplePush();
   proto::Push streamed = push;
   streamed.num_params = 10;
   streamed.chunks = 3;

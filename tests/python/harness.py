@@ -217,6 +217,48 @@ def run_workers(workers, seconds):
     return threads
 
 
+def train(server, workers, seconds, what="a worker"):
+    """Runs the workers against ``server`` (run_workers, ``seconds``); fails
+    the test unless the server then exits 0 within 30 s and no worker,
+    named ``what`` in the message, raised. Returns the threads."""
+    threads = run_workers(workers, seconds)
+    if server.wait(30) != 0:
+        fail(f"dmlps-server failed under {what}")
+    for t in threads:
+        if t.error is not None:
+            fail(f"{what} raised {t.error!r}")
+    return threads
+
+
+# The examples' folder: share/dmlps/examples.
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "share", "dmlps",
+                        "examples")
+
+
+def start_script(args, name, python=sys.executable):
+    """Starts ``python args...``, its stdout piped and its stderr written to
+    WORK/name.log; killed on exit."""
+    log = open(os.path.join(WORK, f"{name}.log"), "w")
+    child = subprocess.Popen([python, *args], stdout=subprocess.PIPE, stderr=log, text=True)
+    _children.append(child)
+    return child
+
+
+def finish_scripts(children, what="an example process"):
+    """Waits for each child (30 s each); fails the test unless every one
+    exits 0. Returns their outputs, in order."""
+    outputs = []
+    for child in children:
+        try:
+            out, _ = child.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            fail(f"{what} did not exit")
+        if child.returncode != 0:
+            fail(f"{what} exited {child.returncode}: {out!r}")
+        outputs.append(out)
+    return outputs
+
+
 def torch_workers(endpoint, count, model_hidden=(128,), options=None, seed=0):
     """``count`` workers training PyTorch MLPs with the layout of the
     server's mlp:H (softmax for no hidden layer) on Fashion-MNIST; worker i

@@ -7,12 +7,8 @@ import harness
 server = harness.Server("--workers", "2", "--policy", "bsp", "--model", "mlp:128",
                         "--target-accuracy", "0.84", "--max-iterations", "4000",
                         "--eval-every", "25")
-threads = harness.run_workers(harness.torch_workers(server.endpoint, 2), 240)
-if server.wait(30) != 0:
-    harness.fail("dmlps-server failed")
+threads = harness.train(server, harness.torch_workers(server.endpoint, 2), 240)
 for t in threads:
-    if t.error is not None:
-        harness.fail(f"a worker raised {t.error!r}")
     if t.report["stop_reason"] != "target accuracy reached" or t.report["steps"] < 1:
         harness.fail(f"unexpected report {t.report}")
 accuracy = server.last_accuracy()

@@ -18,8 +18,7 @@ import sys
 
 import harness
 
-here = os.path.dirname(os.path.abspath(__file__))
-example = os.path.join(here, "..", "..", "share", "dmlps", "examples", "torch-charlm")
+example = os.path.join(harness.EXAMPLES, "torch-charlm")
 worker_py = os.path.join(example, "worker.py")
 evaluator_py = os.path.join(example, "evaluator.py")
 sys.path.insert(0, example)
@@ -31,12 +30,8 @@ if not os.path.isdir(job.CORPUS):
 
 
 def start(args, name):
-    log = open(os.path.join(harness.WORK, f"{name}.log"), "w")
     # -X faulthandler: a child sent SIGABRT writes its Python stack to its log.
-    child = subprocess.Popen([sys.executable, "-X", "faulthandler", *args],
-                             stdout=subprocess.PIPE, stderr=log, text=True)
-    harness._children.append(child)
-    return child
+    return harness.start_script(["-X", "faulthandler", *args], name)
 
 
 def losses(server):
@@ -67,13 +62,7 @@ def train(name, policy_flags, worker_flags, seconds):
         harness.fail(f"{name}: dmlps-server still running after {seconds} s")
     if status != 0:
         harness.fail(f"{name}: dmlps-server exited {status}")
-    for child in children:
-        try:
-            out, _ = child.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            harness.fail(f"{name}: an example process did not exit")
-        if child.returncode != 0:
-            harness.fail(f"{name}: an example process exited {child.returncode}: {out!r}")
+    harness.finish_scripts(children, f"{name}: an example process")
     seen = losses(server)
     if len(seen) < 2:
         harness.fail(f"{name}: {len(seen)} evaluations")

@@ -35,12 +35,7 @@ server = harness.Server("--model", "external", "--initial", initial, "--workers"
                         "--policy", "bsp", "--lr", "1e-30", "--momentum", "0",
                         "--max-iterations", "3", "--save-model", saved)
 workers = [dmlps.torch.worker(server.endpoint, network(2 + k), loss_fn, x, y) for k in range(2)]
-threads = harness.run_workers(workers, 120)
-if server.wait(30) != 0:
-    harness.fail("dmlps-server failed")
-for t in threads:
-    if t.error is not None:
-        harness.fail(f"a worker raised {t.error!r}")
+harness.train(server, workers, 120)
 got = np.fromfile(saved, dtype="<f4")
 weights = sum(p.numel() for p in network(1).parameters())
 if got.shape != want.shape:

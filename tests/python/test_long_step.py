@@ -42,12 +42,7 @@ report = os.path.join(harness.WORK, "report")
 server = harness.Server("--workers", "2", "--max-iterations", "3", "--report", report, *common)
 workers = [dmlps.Worker(server.endpoint, 100, slow_compute, num_params=PARAMS, heartbeat_ms=100)
            for _ in range(2)]
-threads = harness.run_workers(workers, 60)
-if server.wait(30) != 0:
-    harness.fail("dmlps-server failed with slow workers")
-for t in threads:
-    if t.error is not None:
-        harness.fail(f"a slow worker raised {t.error!r}")
+for t in harness.train(server, workers, 60, "a slow worker"):
     if t.report["steps"] < 2:
         harness.fail(f"a slow worker made too few steps: {t.report}")
 with open(report) as f:

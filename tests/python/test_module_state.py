@@ -80,12 +80,7 @@ server = harness.Server("--model", "external", "--evaluator", "--workers", "2", 
                         save, name="trained")
 workers = [dmlps.torch.worker(server.endpoint, network(0), loss_fn, x, y) for _ in range(2)]
 evaluator = dmlps.torch.evaluator(server.endpoint, network(5), loss_fn, x_test, y_test)
-threads = harness.run_workers(workers + [evaluator], 180)
-if server.wait(30) != 0:
-    harness.fail("dmlps-server failed")
-for t in threads:
-    if t.error is not None:
-        harness.fail(f"a worker or the evaluator raised {t.error!r}")
+threads = harness.train(server, workers + [evaluator], 180, "a worker or the evaluator")
 reported = server.last_accuracy()
 fresh = network(9)
 computation = dmlps.torch.TorchComputation(fresh, loss_fn, x_test, y_test)

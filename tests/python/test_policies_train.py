@@ -31,12 +31,7 @@ for policy, flags in POLICIES.items():
                             "--target-accuracy", "0.70", "--max-iterations", "1500",
                             "--eval-every", "10", name=policy)
     workers = harness.torch_workers(server.endpoint, 2, options={1: {"slowdown": 4}})
-    threads = harness.run_workers(workers, 60)
-    if server.wait(30) != 0:
-        harness.fail(f"{policy}: dmlps-server failed")
-    for t in threads:
-        if t.error is not None:
-            harness.fail(f"{policy}: a worker raised {t.error!r}")
+    threads = harness.train(server, workers, 60, f"{policy}: a worker")
     if "reached accuracy" not in server.log_text():
         harness.fail(f"{policy}: the target was not reached")
     if threads[1].report["straggle_s"] <= 0:

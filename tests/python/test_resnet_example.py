@@ -12,7 +12,6 @@ the BatchNorm weights and every bias."""
 import fnmatch
 import os
 import re
-import subprocess
 import sys
 
 import harness
@@ -21,8 +20,7 @@ import torch
 
 import dmlps.torch
 
-here = os.path.dirname(os.path.abspath(__file__))
-example = os.path.join(here, "..", "..", "share", "dmlps", "examples", "torch-resnet")
+example = os.path.join(harness.EXAMPLES, "torch-resnet")
 sys.path.insert(0, example)
 import job  # noqa: E402
 
@@ -67,14 +65,6 @@ def check_recipe():
     return module
 
 
-def start(args, name):
-    log = open(os.path.join(harness.WORK, f"{name}.log"), "w")
-    child = subprocess.Popen(["/usr/bin/python3", *args], stdout=subprocess.PIPE, stderr=log,
-                             text=True)
-    harness._children.append(child)
-    return child
-
-
 def main():
     module = check_recipe()
     state_floats = sum(b.numel() for b in module.buffers())
@@ -85,18 +75,14 @@ def main():
                             "--max-iterations", str(STEPS), "--eval-every", "30",
                             *job.server_flags(STEPS))
     worker_py = os.path.join(example, "worker.py")
-    children = [start([worker_py, server.endpoint], "worker-0"),
-                start([worker_py, server.endpoint], "worker-1"),
-                start([os.path.join(example, "evaluator.py"), server.endpoint], "evaluator")]
+    python = "/usr/bin/python3"
+    children = [harness.start_script([worker_py, server.endpoint], "worker-0", python),
+                harness.start_script([worker_py, server.endpoint], "worker-1", python),
+                harness.start_script([os.path.join(example, "evaluator.py"), server.endpoint],
+                                     "evaluator", python)]
     if server.wait(120) != 0:
         harness.fail("dmlps-server failed")
-    for child in children:
-        try:
-            out, _ = child.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            harness.fail("an example process did not exit")
-        if child.returncode != 0:
-            harness.fail(f"an example process exited {child.returncode}: {out!r}")
+    harness.finish_scripts(children)
 
     log = server.log_text()
     if "optimizer: adamw" not in log:

@@ -12,37 +12,20 @@ import sys
 
 import harness
 
-here = os.path.dirname(os.path.abspath(__file__))
-example = os.path.join(here, "..", "..", "share", "dmlps", "examples", "torch-cnn")
+example = os.path.join(harness.EXAMPLES, "torch-cnn")
 worker_py = os.path.join(example, "worker.py")
 evaluator_py = os.path.join(example, "evaluator.py")
-
-
-def start(args, name):
-    log = open(os.path.join(harness.WORK, f"{name}.log"), "w")
-    child = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=log, text=True)
-    harness._children.append(child)
-    return child
-
 
 # By hand, as README.md shows it.
 server = harness.Server("--model", "external", "--evaluator", "--workers", "2", "--policy", "backup",
                         "--lr", "0.05", "--target-accuracy", "0.70", "--max-seconds", "60",
                         "--eval-every", "20")
-children = [start([worker_py, server.endpoint], "worker-0"),
-            start([worker_py, server.endpoint, "--slowdown", "4"], "worker-1"),
-            start([evaluator_py, server.endpoint], "evaluator")]
+children = [harness.start_script([worker_py, server.endpoint], "worker-0"),
+            harness.start_script([worker_py, server.endpoint, "--slowdown", "4"], "worker-1"),
+            harness.start_script([evaluator_py, server.endpoint], "evaluator")]
 if server.wait(120) != 0:
     harness.fail("dmlps-server failed")
-outputs = []
-for child in children:
-    try:
-        out, _ = child.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        harness.fail("an example process did not exit")
-    if child.returncode != 0:
-        harness.fail(f"an example process exited {child.returncode}: {out!r}")
-    outputs.append(out)
+outputs = harness.finish_scripts(children)
 if not all("target accuracy reached" in out for out in outputs[:2]):
     harness.fail(f"the workers did not stop at the target: {outputs}")
 if "slowdown 4" not in outputs[1] or "snapshots" not in outputs[2]:

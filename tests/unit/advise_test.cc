@@ -18,6 +18,7 @@
 namespace dmlps::advise {
 namespace {
 
+using fixtures::DelayEvery;
 using fixtures::Even;
 using fixtures::Find;
 using fixtures::MustAdvise;
@@ -202,9 +203,8 @@ TEST_CASE("advise: under transient delays the default horizon prices the rare ro
     w.step_s = 0.00755;
     w.jitter = 0.1;
     w.core_share = 0.5;
-    w.delay_prob = 0.2;
-    w.delay_s = 0.050;
   }
+  DelayEvery(0.2, 0.050, &p);
   AdvisorOptions options;
   options.candidates = {"backup:2", "backup:3"};
   const auto ratio = [](const Advice& a) {
@@ -225,10 +225,7 @@ TEST_CASE("advise: under transient delays the default horizon prices the rare ro
 
 TEST_CASE("advise: delays on every worker read as on every worker, on some as how many") {
   ClusterProfile p = Even();
-  for (WorkerProfile& w : p.workers) {
-    w.delay_prob = 0.2;
-    w.delay_s = 0.050;
-  }
+  DelayEvery(0.2, 0.050, &p);
   p.workers[3].delay_prob = 0.24;
   CHECK(DescribeProfile(p).find("transient delays on every worker (21% of steps, +50 ms)") !=
         std::string::npos);
@@ -372,10 +369,7 @@ TEST_CASE("advise: transient delays take the efficiency table's delays column") 
   // (advise-efficiency.sh at 16 workers): it is the one to run.
   ClusterProfile p;
   p.workers.assign(16, WorkerProfile{.step_s = 248e-6, .jitter = 0.05});
-  for (WorkerProfile& w : p.workers) {
-    w.delay_prob = 0.2;
-    w.delay_s = 0.050;
-  }
+  DelayEvery(0.2, 0.050, &p);
   p.batch = 16;
   p.num_params = 7850;
   p.link_gbps = 10;

@@ -43,6 +43,14 @@ inline ClusterProfile Even() {
   return p;
 }
 
+// Every worker of `p` held up `delay_s` on a share `prob` of its steps.
+inline void DelayEvery(double prob, double delay_s, ClusterProfile* p) {
+  for (WorkerProfile& w : p->workers) {
+    w.delay_prob = prob;
+    w.delay_s = delay_s;
+  }
+}
+
 inline const Prediction& Find(const Advice& advice, const std::string& policy) {
   auto it = std::find_if(advice.predictions.begin(), advice.predictions.end(),
                          [&](const Prediction& p) { return p.policy == policy; });

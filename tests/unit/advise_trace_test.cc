@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "advise_test_util.h"
@@ -58,6 +59,13 @@ void AddStep(std::vector<trace::Record>* records, const std::string& node, int64
   records->push_back(Span(node, "comm", "push", sent - push, push,
                           {{"clock", clock}, {"bytes", int64_t{407080}}}));
   records->push_back(Span(node, "wait", "pull", sent, t + cycle - sent, {{"clock", clock}}));
+}
+
+// What MeasureRun reads from `records`; fails the test when it cannot.
+MeasuredRun MustMeasure(const std::vector<trace::Record>& records) {
+  Result<MeasuredRun> run = MeasureRun(records);
+  REQUIRE_MESSAGE(run.ok(), run.status().message());
+  return std::move(run).value();
 }
 
 // A BSP run of 100 iterations: worker-3 4x slow (10 ms steps, 30 ms
@@ -114,9 +122,8 @@ std::vector<trace::Record> DelayedRun() {
 }
 
 TEST_CASE("advise: under delays each worker reads its rate, and the link its undelayed rounds") {
-  Result<MeasuredRun> run = MeasureRun(DelayedRun());
-  REQUIRE(run.ok());
-  const ClusterProfile& p = run->profile;
+  const MeasuredRun run = MustMeasure(DelayedRun());
+  const ClusterProfile& p = run.profile;
   REQUIRE(p.workers.size() == 4);
   for (const WorkerProfile& w : p.workers) {
     CHECK(w.delay_prob == doctest::Approx(0.2).epsilon(0.1));
@@ -129,13 +136,12 @@ TEST_CASE("advise: under delays each worker reads its rate, and the link its und
 }
 
 TEST_CASE("advise: a run's traces give each worker's steady pace, delays and the model's size") {
-  Result<MeasuredRun> run = MeasureRun(GeneratedRun());
-  REQUIRE(run.ok());
-  const ClusterProfile& p = run->profile;
-  CHECK(run->policy == "bsp");
-  CHECK(run->IterationSeconds() == doctest::Approx(0.045));
-  CHECK(run->IterationsTo(0.8) == 80);
-  CHECK(run->IterationsTo(0.99) == 0);
+  const MeasuredRun run = MustMeasure(GeneratedRun());
+  const ClusterProfile& p = run.profile;
+  CHECK(run.policy == "bsp");
+  CHECK(run.IterationSeconds() == doctest::Approx(0.045));
+  CHECK(run.IterationsTo(0.8) == 80);
+  CHECK(run.IterationsTo(0.99) == 0);
   CHECK(p.batch == 256);
   CHECK(p.num_params == 101770);
   REQUIRE(p.workers.size() == 4);
@@ -165,10 +171,9 @@ TEST_CASE("advise: traced waits for a core give each worker's core share") {
       r.args.emplace_back("run_wait_us", r.node == "worker-2" ? int64_t{2500} : int64_t{5000});
     }
   }
-  Result<MeasuredRun> run = MeasureRun(records);
-  REQUIRE(run.ok());
-  REQUIRE(run->profile.workers.size() == 4);
-  const ClusterProfile& p = run->profile;
+  const MeasuredRun run = MustMeasure(records);
+  REQUIRE(run.profile.workers.size() == 4);
+  const ClusterProfile& p = run.profile;
   CHECK(p.workers[0].core_share == doctest::Approx(0.5));
   CHECK(p.workers[2].core_share == doctest::Approx(0.75));
   CHECK(SharedCores(p) == 2);
@@ -185,10 +190,9 @@ TEST_CASE("advise: traced waits for a core give each worker's core share") {
   // The same work every step: no jitter.
   CHECK(p.workers[0].jitter == 0);
   // Untimed (older traces): a core each.
-  Result<MeasuredRun> plain = MeasureRun(GeneratedRun());
-  REQUIRE(plain.ok());
-  CHECK(plain->profile.workers[0].core_share == 1);
-  CHECK(SharedCores(plain->profile) == 0);
+  const MeasuredRun plain = MustMeasure(GeneratedRun());
+  CHECK(plain.profile.workers[0].core_share == 1);
+  CHECK(SharedCores(plain.profile) == 0);
 }
 
 TEST_CASE("advise: on shared cores a step's pause counts as its length, not as a factor") {
@@ -234,9 +238,7 @@ TEST_CASE("advise: workers all on the server's host share at most its cores, as 
           Instant("worker admitted", 1,
                   {{"worker", static_cast<int64_t>(w)}, {"host_cores", host_cores[w]}}));
     }
-    Result<MeasuredRun> run = MeasureRun(records);
-    REQUIRE(run.ok());
-    return *run;
+    return MustMeasure(records);
   };
   MeasuredRun on_host = traced({2, 2, 2, 2});
   CHECK(on_host.host_cores == 2);
@@ -257,9 +259,8 @@ TEST_CASE("advise: workers all on the server's host share at most its cores, as 
     crafted.push_back(Instant("worker admitted", 1, {{"worker", bad}, {"host_cores", bad}}));
     crafted.push_back(Instant("worker admitted", 1, {{"worker", int64_t{0}}, {"host_cores", bad}}));
   }
-  Result<MeasuredRun> run = MeasureRun(crafted);
-  REQUIRE(run.ok());
-  CHECK(run->host_cores == 0);
+  const MeasuredRun run = MustMeasure(crafted);
+  CHECK(run.host_cores == 0);
 }
 
 // A BSP run of 100 iterations of 10 ms steps on 4 workers where, in each
@@ -281,9 +282,8 @@ std::vector<trace::Record> RotatingRun(bool independent) {
 }
 
 TEST_CASE("advise: delays taking turns are simulated so; backup, dropping the delayed, wins") {
-  Result<MeasuredRun> run = MeasureRun(RotatingRun(false));
-  REQUIRE(run.ok());
-  const ClusterProfile& p = run->profile;
+  const MeasuredRun run = MustMeasure(RotatingRun(false));
+  const ClusterProfile& p = run.profile;
   for (const WorkerProfile& w : p.workers) {
     CHECK(w.step_s == doctest::Approx(0.010).epsilon(0.05));
     CHECK(w.delay_prob == doctest::Approx(0.25).epsilon(0.1));
@@ -301,10 +301,9 @@ TEST_CASE("advise: delays taking turns are simulated so; backup, dropping the de
   CHECK(advice.recommended == "backup:1");
 
   // The same share of delays at no pattern: each worker's own.
-  Result<MeasuredRun> scattered = MeasureRun(RotatingRun(true));
-  REQUIRE(scattered.ok());
-  CHECK(scattered->profile.rotation_s == 0);
-  for (const WorkerProfile& w : scattered->profile.workers) CHECK(w.delay_prob > 0.1);
+  const MeasuredRun scattered = MustMeasure(RotatingRun(true));
+  CHECK(scattered.profile.rotation_s == 0);
+  for (const WorkerProfile& w : scattered.profile.workers) CHECK(w.delay_prob > 0.1);
 }
 
 TEST_CASE("advise: delays take turns only when each worker's fall on a turn of its own") {
@@ -376,9 +375,8 @@ std::vector<trace::Record> SlowSendsFrom150(bool waited_for_core) {
 }
 
 TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then on") {
-  Result<MeasuredRun> run = MeasureRun(SlowSendsFrom150(false));
-  REQUIRE(run.ok());
-  const ClusterProfile& p = run->profile;
+  const MeasuredRun run = MustMeasure(SlowSendsFrom150(false));
+  const ClusterProfile& p = run.profile;
   REQUIRE(p.workers.size() == 4);
   CHECK(p.workers[0].step_s == doctest::Approx(0.010).epsilon(0.05));
   // Its level now: the step and the 18.5 ms its pushes take beyond the others'.
@@ -392,9 +390,8 @@ TEST_CASE("advise: a link capped mid-run makes its worker a straggler from then 
 
 TEST_CASE("advise: a push held back waiting for a core is no slower link") {
   // The host's contention, not worker-3's link: it stays as fast as the others.
-  Result<MeasuredRun> run = MeasureRun(SlowSendsFrom150(true));
-  REQUIRE(run.ok());
-  const ClusterProfile& p = run->profile;
+  const MeasuredRun run = MustMeasure(SlowSendsFrom150(true));
+  const ClusterProfile& p = run.profile;
   REQUIRE(p.workers.size() == 4);
   CHECK(p.workers[3].step_s == doctest::Approx(p.workers[0].step_s).epsilon(0.05));
   CHECK_FALSE(HasSteadyStraggler(p));

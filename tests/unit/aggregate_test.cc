@@ -15,6 +15,8 @@
 namespace dmlps {
 namespace {
 
+using testing::ChunkComes;
+using testing::StreamedTensor;
 using testing::WholeTensor;
 
 TEST_CASE("--aggregate parses mean, median and trimmed-mean:F with F in [0, 0.5)") {
@@ -100,21 +102,13 @@ TEST_CASE("each push is scaled down to the norm bound before it is used") {
 TEST_CASE("a streamed push under a norm bound waits until it is whole") {
   server::ModelStore store(std::vector<float>(4, 0.f), 2, 1);
   store.set_max_norm(1.0);
-  Result<proto::IncomingTensor> opened = proto::IncomingTensor::Open(4, 2, 2, {});
-  REQUIRE(opened.ok());
-  auto push = std::make_shared<proto::IncomingTensor>(std::move(opened).value());
+  auto push = StreamedTensor(4, 2, 2);
   store.Stage(push, 1.f);
   store.Apply(nullptr, 1.f);
-  const std::vector<float> first{0.f, 0.f};
-  const std::vector<float> second{0.f, 2.f};
-  net::Frames frames;
-  frames.emplace_back(first.data(), 2 * sizeof(float));
-  REQUIRE(server::TakeChunk(*push, 0, frames).ok());
+  ChunkComes(*push, 0, {0.f, 0.f});
   store.Advance();
   CHECK(store.pending() > 0);  // the norm is not known yet
-  net::Frames more;
-  more.emplace_back(second.data(), 2 * sizeof(float));
-  REQUIRE(server::TakeChunk(*push, 1, more).ok());
+  ChunkComes(*push, 1, {0.f, 2.f});
   store.Advance();
   CHECK(store.pending() == 0);
   CHECK(store.Params() == std::vector<float>{0.f, 0.f, 0.f, 1.f});

@@ -6,9 +6,12 @@
 #include <random>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include "advise_test_util.h"
 #include "dmlps/auto/auto.h"
+#include "dmlps/sync/driver.h"
+#include "driver_test_util.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
@@ -30,28 +33,24 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   const bool background = options.background;
   PolicyConfig config;
   config.name = "auto";
-  config.job.model = options.model;
+  config.model = options.model;
   config.candidates = options.candidates;
-  config.job.workers = n;
-  config.job.batch = kAutoBatch;
+  config.num_workers = n;
+  config.batch = kAutoBatch;
   config.decide_in_background = background;
   if (options.every > 0) config.decide_every = options.every;
-  if (accuracy) config.job.target_accuracy = 0.85;
-  int64_t next_evaluation = 0;
-  const WorkerInfo info{.host_cores = options.host_cores};
-  std::unique_ptr<Policy> policy;
-  if (options.env) {
+  if (accuracy) config.target_accuracy = 0.85;
+  const auto make = [&]() -> std::unique_ptr<Policy> {
     Result<std::unique_ptr<Policy>> made =
-        autopolicy::MakeAuto(config, advise::fixtures::Tables(), options.env);
+        options.env ? autopolicy::MakeAuto(config, advise::fixtures::Tables(), options.env)
+                    : autopolicy::MakePolicy(config);
     REQUIRE(made.ok());
-    policy = std::move(made).value();
-    Actions ignored;
-    for (WorkerId w = 0; w < n; ++w) policy->WorkerJoined(w, info, &ignored);
-  } else {
-    policy = MakeJoined(config, info);
-  }
-  auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
-  REQUIRE(switching != nullptr);
+    return std::move(made).value();
+  };
+  // The server's evaluations: every 10 iterations when there is an accuracy.
+  DrivenPolicy driven(make(), DriverOptions{.eval_every = accuracy ? 10 : 0},
+                      WorkerInfo{.host_cores = options.host_cores});
+  const SwitchingPolicy& switching = driven.policy_as<SwitchingPolicy>();
   VirtualTime time;
   std::vector<int64_t> clock(n, 0);
   std::vector<int64_t> base(n, 0);
@@ -59,20 +58,30 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   std::vector<double> paused(n, 0);
   std::vector<int64_t> batch(n, kAutoBatch);
   AutoRun run;
-  auto carry_out = [&](const Actions& actions) {
-    for (const Action& a : actions) {
-      if (const auto* d = std::get_if<Decision>(&a)) run.decisions.push_back(*d);
-      if (const auto* s = std::get_if<Switch>(&a)) run.switches.push_back(*s);
-      if (const auto* b = std::get_if<SetBatch>(&a)) batch[b->worker] = b->samples;
-      if (!Is<ReplyModel>(a)) continue;
-      const WorkerId w = WorkerOf(a);
-      base[w] = policy->version();
-      took[w] = step_s(w, clock[w]) * static_cast<double>(batch[w]) / kAutoBatch;
-      paused[w] = pause_s ? pause_s(w, clock[w]) : 0;
-      time.Start(w, took[w] + paused[w] + (send_s ? send_s(w, clock[w]) : 0));
+  // Plays `effects`; an evaluation asked for is answered at once, at the
+  // accuracy of the iteration reached, and what the answer does is played.
+  const auto play = [&](Effects effects) {
+    for (; !effects.empty(); effects = driven.Take()) {
+      int64_t asked = 0;
+      for (const Effect& e : effects) {
+        if (const auto* d = std::get_if<effect::Decided>(&e)) run.decisions.push_back(d->decision);
+        if (const auto* s = std::get_if<effect::Switched>(&e)) run.switches.push_back(s->change);
+        if (std::holds_alternative<effect::EvaluationAsked>(e)) ++asked;
+        const auto* sent = std::get_if<effect::ModelSent>(&e);
+        if (sent == nullptr) continue;
+        const WorkerId w = sent->worker;
+        if (sent->reply.batch > 0) batch[w] = sent->reply.batch;
+        base[w] = sent->reply.version;
+        took[w] = step_s(w, clock[w]) * static_cast<double>(batch[w]) / kAutoBatch;
+        paused[w] = pause_s ? pause_s(w, clock[w]) : 0;
+        time.Start(w, took[w] + paused[w] + (send_s ? send_s(w, clock[w]) : 0));
+      }
+      for (; accuracy && asked > 0; --asked) {
+        driven.driver.Evaluated(accuracy(driven.driver.iteration()));
+      }
     }
   };
-  carry_out(PullEach(policy.get(), n));
+  play(driven.StartPulled());
   // In the background the run goes on past `until` (up to 60 s of wall
   // clock) until a switch is done: an instrumented build predicts slowly.
   const auto started = std::chrono::steady_clock::now();
@@ -92,15 +101,11 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
     if (options.reported) options.reported(w, clock[w], &push);
     ++clock[w];
     if (background) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    Actions actions = PushActions(policy.get(), w, push);
-    policy->PullRequested(w, &actions);
-    if (accuracy && policy->version() >= next_evaluation) {
-      policy->EvaluationSeen(accuracy(policy->version()), &actions);
-      next_evaluation += 10;
-    }
-    carry_out(actions);
+    driven.Push(w, push);
+    driven.driver.Pull(w);
+    play(driven.Take());
   }
-  run.running = switching->running();
+  run.running = switching.running();
   return run;
 }
 

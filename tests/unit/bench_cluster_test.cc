@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dmlps/bench/cluster.h"
+#include "dmlps/bench/cluster/commands.h"
 
 namespace dmlps::bench {
 namespace {

@@ -18,6 +18,8 @@ namespace {
 
 using server::Aggregation;
 using server::CenteredClip;
+using testing::ChunkComes;
+using testing::StreamedTensor;
 using testing::WholeTensor;
 
 Aggregation Clip(double radius, double momentum, int64_t iterations) {
@@ -195,21 +197,14 @@ TEST_CASE("the store combines a round by centred clipping, its state by the medi
 TEST_CASE("centred clipping waits for a streamed push to be whole") {
   server::ModelStore store(std::vector<float>(4, 0.f), 2, 1);
   CenteredClip clip(Clip(100, 0, 1));
-  Result<proto::IncomingTensor> opened = proto::IncomingTensor::Open(4, 2, 2, {});
-  REQUIRE(opened.ok());
-  auto push = std::make_shared<proto::IncomingTensor>(std::move(opened).value());
+  auto push = StreamedTensor(4, 2, 2);
   store.Combine({push, WholeTensor({1.f, 1.f, 1.f, 1.f})}, {1.f, 1.f}, clip, {0, 1});
   store.Apply(nullptr, 0.5f);
-  const std::vector<float> first{3.f, 3.f};
-  net::Frames frames;
-  frames.emplace_back(first.data(), 2 * sizeof(float));
-  REQUIRE(server::TakeChunk(*push, 0, frames).ok());
+  ChunkComes(*push, 0, {3.f, 3.f});
   store.Advance();
   CHECK(store.pending() > 0);  // the round needs all of every push
   CHECK(clip.workers() == 0);
-  net::Frames more;
-  more.emplace_back(first.data(), 2 * sizeof(float));
-  REQUIRE(server::TakeChunk(*push, 1, more).ok());
+  ChunkComes(*push, 1, {3.f, 3.f});
   store.Advance();
   CHECK(store.pending() == 0);
   CHECK(store.Params() == std::vector<float>{2.f, 2.f, 2.f, 2.f});

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "dmlps/bench/cluster/run.h"
 #include "dmlps/bench/experiment.h"
-#include "dmlps/bench/run.h"
 #include "dmlps/cli/programs.h"
 #include "dmlps/cli/subcommands.h"
 #include "dmlps/cli/values.h"

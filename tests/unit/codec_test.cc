@@ -15,6 +15,7 @@
 
 #include "dmlps/base/msgpack_double.h"
 #include "dmlps/net/endpoint.h"
+#include "message_test_util.h"
 #include "net_test_util.h"
 
 namespace dmlps::proto {
@@ -35,56 +36,45 @@ std::string PackRaw(const std::function<void(msgpack::packer<msgpack::sbuffer>&)
 Result<Body> Decode(const std::string& bytes) { return DecodeHeader(bytes.data(), bytes.size()); }
 
 TEST_CASE("every message type survives a round trip") {
-  const Push push{.clock = 7,
-                  .base_version = 6,
-                  .batch = 64,
-                  .samples = 60,
-                  .num_params = 101770,
-                  .loss = 0.25,
-                  .compute_us = 1234,
-                  .straggle_us = 3702,
-                  .wait_us = 55};
+  Push push = testing::SamplePush();
+  push.straggle_us = 3702;
+  push.wait_us = 55;
   Result<Body> got = Decode(Encoded(push));
   REQUIRE(got.ok());
   const Push& p = std::get<Push>(*got);
-  CHECK(p.clock == 7);
-  CHECK(p.base_version == 6);
-  CHECK(p.samples == 60);
-  CHECK(p.num_params == 101770);
-  CHECK(p.loss == 0.25);
+  CHECK(p.clock == push.clock);
+  CHECK(p.base_version == push.base_version);
+  CHECK(p.samples == push.samples);
+  CHECK(p.num_params == push.num_params);
+  CHECK(p.loss == push.loss);
+  CHECK(p.compute_us == push.compute_us);
+  CHECK(p.cpu == push.cpu);
+  CHECK(p.memory_bytes == push.memory_bytes);
   CHECK(p.straggle_us == 3702);
   CHECK(p.wait_us == 55);
 
   // Every field set, the strings and lists too.
-  const Welcome welcome{.rank = 3,
-                        .num_workers = 4,
-                        .model = "mlp:128",
-                        .policy = "ssp:3",
-                        .batch = 32,
-                        .input_dim = 784,
-                        .classes = 10,
-                        .num_params = 101770,
-                        .shard_index = 3,
-                        .shard_count = 4,
-                        .seed = std::numeric_limits<uint64_t>::max(),
-                        .mode = "chunked",
-                        .chunk = 16,
-                        .token_size = 8,
-                        .lr = 0.1,
-                        .momentum = 0.9,
-                        .servers = {"tcp://a:5555", "tcp://b:5556"},
-                        .bounds = {0, 50000, 101770}};
+  Welcome welcome = testing::SampleWelcome();
+  welcome.seed = std::numeric_limits<uint64_t>::max();
+  welcome.mode = "chunked";
+  welcome.chunk = 16;
+  welcome.token_size = 8;
+  welcome.servers = {"tcp://a:5555", "tcp://b:5556"};
+  welcome.bounds = {0, 50000, 101770};
   got = Decode(Encoded(welcome));
   REQUIRE(got.ok());
   const Welcome& w = std::get<Welcome>(*got);
-  CHECK(w.rank == 3);
-  CHECK(w.model == "mlp:128");
-  CHECK(w.policy == "ssp:3");
+  CHECK(w.rank == welcome.rank);
+  CHECK(w.model == welcome.model);
+  CHECK(w.policy == welcome.policy);
+  CHECK(w.shard_index == welcome.shard_index);
+  CHECK(w.shard_count == welcome.shard_count);
+  CHECK(w.lr == welcome.lr);
+  CHECK(w.momentum == welcome.momentum);
   CHECK(w.seed == std::numeric_limits<uint64_t>::max());
-  CHECK(w.shard_count == 4);
   CHECK(w.mode == "chunked");
   CHECK(w.chunk == 16);
-  CHECK(w.momentum == 0.9);
+  CHECK(w.token_size == 8);
   CHECK(w.servers == welcome.servers);
   CHECK(w.bounds == welcome.bounds);
 

@@ -159,14 +159,42 @@ Result<bool> ReceiveWithin(Endpoint& endpoint, Frames* frames, milliseconds limi
   return false;
 }
 
+// A CURVE server's options: it holds `server`'s key pair and admits the
+// holder of `allowed`'s.
+BindOptions CurveServer(const CurveKeyPair& server, const CurveKeyPair& allowed) {
+  BindOptions options;
+  options.curve_secret = server.secret_key;
+  options.allowed_keys = {allowed.public_key};
+  return options;
+}
+
+// A client joins `server` and sends a heartbeat, which the server takes
+// and admits: a peer that joined.
+Endpoint Admitted(zmq::context_t& context, Endpoint& server, int64_t heartbeat, Frames* frames) {
+  Endpoint client = Endpoint::Connect(context, server.address()).value();
+  REQUIRE(client.SendMessage(nullptr, proto::Heartbeat{heartbeat}).ok());
+  REQUIRE(ReceiveWithin(server, frames, milliseconds(5000)).value());
+  server.AdmitSender();
+  return client;
+}
+
+// A client connecting to `server` beyond its limit is refused at the
+// handshake, and its heartbeat never reaches the server; returns why.
+Status Refused(zmq::context_t& context, Endpoint& server, Frames* frames) {
+  Endpoint late = Endpoint::Connect(context, server.address()).value();
+  (void)late.SendMessage(nullptr, proto::Heartbeat{99});
+  Result<bool> refused = ReceiveWithin(late, frames, milliseconds(5000));
+  CHECK(refused.status().code() == StatusCode::kUnavailable);
+  CHECK_FALSE(ReceiveWithin(server, frames, milliseconds(300)).value());
+  return refused.status();
+}
+
 TEST_CASE("a CURVE server admits listed keys only, never any key") {
   const CurveKeyPair server = GenerateKeyPair().value();
   const CurveKeyPair allowed = GenerateKeyPair().value();
   const CurveKeyPair stranger = GenerateKeyPair().value();
   zmq::context_t server_context;
-  BindOptions options;
-  options.curve_secret = server.secret_key;
-  options.allowed_keys = {allowed.public_key};
+  const BindOptions options = CurveServer(server, allowed);
   Result<Endpoint> bound = Endpoint::Bind(server_context, "tcp://127.0.0.1:*", options);
   REQUIRE(bound.ok());
   const std::string address = bound->address();
@@ -220,19 +248,10 @@ TEST_CASE("connections beyond the limit are refused at the handshake") {
   zmq::context_t client_context;
   std::vector<Endpoint> clients;
   Frames frames;
-  for (int i = 0; i < 2; ++i) {
-    clients.push_back(Endpoint::Connect(client_context, server.address()).value());
-    REQUIRE(clients.back().SendMessage(nullptr, proto::Heartbeat{i}).ok());
-    REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
-    // Admitted: never closed to make room for a newcomer.
-    server.AdmitSender();
-  }
-  Endpoint third = Endpoint::Connect(client_context, server.address()).value();
-  (void)third.SendMessage(nullptr, proto::Heartbeat{3});
-  Result<bool> refused = ReceiveWithin(third, &frames, milliseconds(5000));
-  CHECK(refused.status().code() == StatusCode::kUnavailable);
-  CHECK(refused.status().message().find("too many connections") != std::string::npos);
-  CHECK_FALSE(ReceiveWithin(server, &frames, milliseconds(300)).value());
+  // Admitted: never closed to make room for a newcomer.
+  for (int i = 0; i < 2; ++i) clients.push_back(Admitted(client_context, server, i, &frames));
+  CHECK(Refused(client_context, server, &frames).message().find("too many connections") !=
+        std::string::npos);
   CHECK(server.refused_connections() >= 1);
 
   // A connection that closes makes room for the next.
@@ -321,25 +340,16 @@ TEST_CASE("connection limits set after binding apply to the connections to come"
   CHECK(server.SetConnectionLimits(-1, 0).code() == StatusCode::kInvalidArgument);
   REQUIRE(server.SetConnectionLimits(1, 1 << 20).ok());
   zmq::context_t client_context;
-  Endpoint first = Endpoint::Connect(client_context, server.address()).value();
   Frames frames;
-  REQUIRE(first.SendMessage(nullptr, proto::Heartbeat{1}).ok());
-  REQUIRE(ReceiveWithin(server, &frames, milliseconds(5000)).value());
-  server.AdmitSender();
-  Endpoint second = Endpoint::Connect(client_context, server.address()).value();
-  (void)second.SendMessage(nullptr, proto::Heartbeat{2});
-  Result<bool> refused = ReceiveWithin(second, &frames, milliseconds(5000));
-  CHECK(refused.status().code() == StatusCode::kUnavailable);
-  CHECK_FALSE(ReceiveWithin(server, &frames, milliseconds(300)).value());
+  Endpoint first = Admitted(client_context, server, 1, &frames);
+  Refused(client_context, server, &frames);
 }
 
 TEST_CASE("the servers' own key is admitted as a shard's, and marked so") {
   const CurveKeyPair server = GenerateKeyPair().value();
   const CurveKeyPair worker = GenerateKeyPair().value();
   zmq::context_t server_context;
-  BindOptions options;
-  options.curve_secret = server.secret_key;
-  options.allowed_keys = {worker.public_key};
+  BindOptions options = CurveServer(server, worker);
   options.shard_key = server.public_key;
   Endpoint bound = Endpoint::Bind(server_context, "tcp://127.0.0.1:*", options).value();
   zmq::context_t client_context;

@@ -1,4 +1,4 @@
-// The policy driver against a sink that records what it is asked to do:
+// The policy driver against the sink that records what it is asked to do:
 // replies held while training holds, clock offsets of late joiners, drops,
 // evaluations and the iteration limit.
 #include "dmlps/sync/driver.h"
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dmlps/sync/summary.h"
+#include "driver_test_util.h"
 
 namespace doctest {
 // Effect lists print one effect a line when a check fails.
@@ -25,69 +26,14 @@ struct StringMaker<std::vector<std::string>> {
 namespace dmlps::sync {
 namespace {
 
-// Writes each effect as a line: "model 1 v2 b0 t-1", "stage 0 c3 p7 x1", ...
-// A push's payload is an int the test picks.
-class RecordingSink : public DriverSink<int> {
- public:
-  void Stage(const HandledPush<int>& push, double weight) override {
-    Add("stage " + std::to_string(push.worker) + " c" + std::to_string(push.clock) + " p" +
-        std::to_string(push.payload) + " x" + Number(weight));
-  }
-  void Apply(double scale, bool with_optimizer) override {
-    Add(std::string(with_optimizer ? "apply " : "delta ") + Number(scale));
-  }
-  void SendModel(WorkerId w, const Reply& reply) override {
-    Add("model " + std::to_string(w) + Fields(reply));
-  }
-  void SendContinue(WorkerId w, bool download, const Reply& reply) override {
-    Add("continue " + std::to_string(w) + (download ? " download" : "") + Fields(reply));
-  }
-  void SendSyncNow(WorkerId w, int64_t round) override {
-    Add("syncnow " + std::to_string(w) + " r" + std::to_string(round));
-  }
-  void Dropped(WorkerId w, const Drop& drop) override {
-    Add("drop " + std::to_string(w) + (drop.late ? " late" : " error"));
-  }
-  void Evaluate(bool must) override { Add(must ? "eval must" : "eval"); }
-  void LimitReached() override { Add("limit"); }
-  void IterationAdvanced() override { ++advanced; }
-  void HoldChanged(bool holding, int64_t live) override {
-    Add((holding ? "hold " : "go on ") + std::to_string(live));
-  }
-
-  // The lines since the last call.
-  std::vector<std::string> Take() {
-    std::vector<std::string> taken;
-    taken.swap(lines);
-    return taken;
-  }
-
-  std::vector<std::string> lines;
-  int64_t advanced = 0;
-
- private:
-  void Add(std::string line) { lines.push_back(std::move(line)); }
-  static std::string Number(double x) {
-    std::string s = std::to_string(x);
-    s.erase(s.find_last_not_of('0') + 1);
-    if (s.back() == '.') s.pop_back();
-    return s;
-  }
-  static std::string Fields(const Reply& reply) {
-    return " v" + std::to_string(reply.version) + " b" + std::to_string(reply.batch) + " t" +
-           std::to_string(reply.token);
-  }
-};
-
 using Lines = std::vector<std::string>;
 
 // A driver of `config`'s policy with workers 0..n-1 attached and started,
 // each having pulled once.
-struct Scripted {
-  explicit Scripted(PolicyConfig config, DriverOptions options = {})
-      : driver(std::move(MakePolicy(config)).value(), options, sink) {
-    for (WorkerId w = 0; w < config.job.workers; ++w) driver.Attach(w, {});
-    for (WorkerId w = 0; w < config.job.workers; ++w) driver.Pull(w);
+struct Scripted : testing::DrivenPolicy {
+  explicit Scripted(const PolicyConfig& config, const DriverOptions& options = {})
+      : DrivenPolicy(config, options) {
+    for (WorkerId w = 0; w < config.num_workers; ++w) driver.Pull(w);
     driver.Start();
   }
 
@@ -99,33 +45,26 @@ struct Scripted {
     info.clock = clock;
     info.base_version = base_version >= 0 ? base_version : driver.policy().version();
     info.samples = samples;
-    const PushOutcome outcome = driver.Push(w, info, payload);
-    driver.Advance();
-    return outcome;
+    return DrivenPolicy::Push(w, info, payload);
   }
 
-  RecordingSink sink;
-  PolicyDriver<int> driver;
+  // The effects since the last call, a line each.
+  Lines Take() { return testing::Describe(DrivenPolicy::Take()); }
 };
 
-PolicyConfig Config(const std::string& name, int64_t n) {
-  PolicyConfig config;
-  config.name = name;
-  config.job.workers = n;
-  return config;
-}
+PolicyConfig Config(const std::string& name, int64_t n) { return {.name = name, .job = {.workers = n}}; }
 
 TEST_CASE("driver: Start joins every attached worker, answers the pulls and evaluates") {
   Scripted s(Config("bsp", 2));
   CHECK(s.driver.started());
   CHECK(s.driver.live_workers() == 2);
-  CHECK(s.sink.Take() == Lines{"model 0 v0 b0 t-1", "model 1 v0 b0 t-1", "eval must"});
+  CHECK(s.Take() == Lines{"model 0 v0 b0 t-1", "model 1 v0 b0 t-1", "eval must"});
   CHECK_FALSE(s.driver.pull_pending(0));
 }
 
 TEST_CASE("driver: a push is staged with its payload and the worker's own clock") {
   Scripted s(Config("bsp", 2));
-  s.sink.Take();
+  s.Take();
   PushOutcome first = s.Push(0, 0, 10, /*payload=*/7);
   CHECK(first.staged);
   CHECK_FALSE(first.dropped);
@@ -134,15 +73,15 @@ TEST_CASE("driver: a push is staged with its payload and the worker's own clock"
   CHECK(s.driver.pull_pending(0));  // held until the round closes
   s.Push(1, 0, 30, 8);
   s.driver.Pull(1);
-  CHECK(s.sink.Take() == Lines{"stage 0 c0 p7 x10", "stage 1 c0 p8 x30", "apply 0.025",
-                               "model 0 v1 b0 t-1", "model 1 v1 b0 t-1"});
+  CHECK(s.Take() == Lines{"stage 0 c0 p7 x10", "stage 1 c0 p8 x30", "apply 0.025",
+                          "model 0 v1 b0 t-1", "model 1 v1 b0 t-1"});
   CHECK(s.driver.samples_applied() == 40);
-  CHECK(s.sink.advanced == 1);
+  CHECK(s.sink.advanced() == 1);
 }
 
 TEST_CASE("driver: drops count as wasted samples and reach the sink, late or not") {
   Scripted s(Config("backup", 3));  // backup 1: two pushes close a round
-  s.sink.Take();
+  s.Take();
   s.Push(0, 0, 10);
   s.Push(1, 0, 20);
   const PushOutcome late = s.Push(2, 0, 30, 0, /*base_version=*/0);
@@ -152,7 +91,7 @@ TEST_CASE("driver: drops count as wasted samples and reach the sink, late or not
   // A push for a clock the worker is not at is the worker's error.
   const PushOutcome wrong = s.Push(2, 5, 40);
   CHECK(wrong.dropped);
-  const Lines lines = s.sink.Take();
+  const Lines lines = s.Take();
   CHECK(lines.at(lines.size() - 2) == "drop 2 late");
   CHECK(lines.back() == "drop 2 error");
   CHECK(s.driver.dropped_pushes() == 2);
@@ -162,12 +101,12 @@ TEST_CASE("driver: drops count as wasted samples and reach the sink, late or not
 
 TEST_CASE("driver: evaluations every eval_every iterations, then the limit once") {
   Scripted s(Config("asp", 1), DriverOptions{.eval_every = 3, .max_iterations = 7});
-  CHECK(s.sink.Take() == Lines{"model 0 v0 b0 t-1", "eval must"});
+  CHECK(s.Take() == Lines{"model 0 v0 b0 t-1", "eval must"});
   Lines evals;
   for (int64_t c = 0; c < 9; ++c) {
     s.Push(0, c, 1);
     s.driver.Pull(0);
-    for (const std::string& line : s.sink.Take()) {
+    for (const std::string& line : s.Take()) {
       if (line.starts_with("eval") || line == "limit") {
         evals.push_back(std::to_string(c + 1) + " " + line);
       }
@@ -177,15 +116,15 @@ TEST_CASE("driver: evaluations every eval_every iterations, then the limit once"
   CHECK(s.driver.limit_reached());
   CHECK(s.driver.iteration() == 9);
   CHECK_FALSE(s.driver.EndRun());  // ended already: no second last evaluation
-  CHECK(s.sink.Take().empty());
+  CHECK(s.Take().empty());
 }
 
 TEST_CASE("driver: EndRun evaluates once and ends the run") {
   Scripted s(Config("asp", 2));
-  s.sink.Take();
+  s.Take();
   CHECK(s.driver.EndRun());
   CHECK_FALSE(s.driver.EndRun());
-  CHECK(s.sink.Take() == Lines{"eval must"});
+  CHECK(s.Take() == Lines{"eval must"});
   CHECK(s.driver.limit_reached());
 }
 
@@ -193,20 +132,20 @@ TEST_CASE("driver: replies held while training holds go out in order when it goe
   Scripted s(Config("asp", 3), DriverOptions{.min_workers = 3});
   s.Push(0, 0, 1);
   s.Push(1, 0, 1);
-  s.sink.Take();
+  s.Take();
   s.driver.Lose(2);
   CHECK(s.driver.holding());
-  CHECK(s.sink.Take() == Lines{"hold 2"});
+  CHECK(s.Take() == Lines{"hold 2"});
   s.driver.Pull(1);
   s.driver.Pull(0);
-  CHECK(s.sink.Take().empty());  // ASP would answer at once: held
-  s.Push(0, 1, 1);               // a push in flight still counts
-  CHECK(s.sink.Take() == Lines{"stage 0 c1 p0 x1", "apply 0.5"});
+  CHECK(s.Take().empty());  // ASP would answer at once: held
+  s.Push(0, 1, 1);          // a push in flight still counts
+  CHECK(s.Take() == Lines{"stage 0 c1 p0 x1", "apply 0.5"});
   s.driver.Attach(2, {});
   s.driver.Join(2, 0);
   CHECK_FALSE(s.driver.holding());
   // The version is the one at the release, as for a reply sent then.
-  CHECK(s.sink.Take() == Lines{"go on 3", "model 1 v3 b0 t-1", "model 0 v3 b0 t-1"});
+  CHECK(s.Take() == Lines{"go on 3", "model 1 v3 b0 t-1", "model 0 v3 b0 t-1"});
   CHECK_FALSE(s.driver.pull_pending(0));
   CHECK_FALSE(s.driver.pull_pending(1));
 }
@@ -219,19 +158,19 @@ TEST_CASE("driver: a worker lost while its reply is held gets nothing") {
   s.driver.Pull(1);
   s.driver.Pull(0);
   s.driver.Lose(1);
-  s.sink.Take();
+  s.Take();
   for (WorkerId w : {1, 2}) {
     s.driver.Attach(w, {});
     s.driver.Join(w, 0);
   }
   // Worker 1's pull went with it; the newcomer on rank 1 has not pulled.
-  CHECK(s.sink.Take() == Lines{"go on 3", "model 0 v2 b0 t-1"});
+  CHECK(s.Take() == Lines{"go on 3", "model 0 v2 b0 t-1"});
   CHECK_FALSE(s.driver.pull_pending(1));
 }
 
 TEST_CASE("driver: a late joiner's clock is offset; SyncNow goes out in its own count") {
   PolicyConfig config = Config("abps", 2);
-  config.job.batch = 16;
+  config.batch = 16;
   config.chunk = 4;
   Scripted s(config);
   for (int64_t round = 0; round < 3; ++round) {
@@ -247,29 +186,29 @@ TEST_CASE("driver: a late joiner's clock is offset; SyncNow goes out in its own 
   s.driver.Pull(1);
   CHECK(s.driver.worker_clock(1) == 0);
   CHECK(s.driver.policy().clock(1) == 3);
-  s.sink.Take();
+  s.Take();
   s.Push(0, 3, 16, 1);
-  CHECK(s.sink.Take() == Lines{"stage 0 c3 p1 x16", "syncnow 1 r0"});
+  CHECK(s.Take() == Lines{"stage 0 c3 p1 x16", "syncnow 1 r0"});
   const PushOutcome joined = s.Push(1, 0, 8, 2);
   CHECK_FALSE(joined.dropped);
-  CHECK(s.sink.lines.front() == "stage 1 c0 p2 x8");
+  CHECK(s.Take().front() == "stage 1 c0 p2 x8");
   CHECK(s.driver.worker_clock(1) == 1);
   CHECK(s.driver.iteration() == 4);
 }
 
 TEST_CASE("driver: the batch and token set travel with the next reply, once") {
   PolicyConfig config = Config("token", 2);
-  config.job.batch = 8;
+  config.batch = 8;
   config.token_size = 4;  // worker 0 owns tokens 0 and 1, worker 1 tokens 2 and 3
   Scripted token(config);
-  CHECK(token.sink.Take() == Lines{"model 0 v0 b0 t0", "model 1 v0 b0 t2", "eval must"});
+  CHECK(token.Take() == Lines{"model 0 v0 b0 t0", "model 1 v0 b0 t2", "eval must"});
   token.Push(1, 0, 4);
-  CHECK(token.sink.Take() == Lines{"stage 1 c0 p0 x4", "continue 1 v0 b0 t3"});
+  CHECK(token.Take() == Lines{"stage 1 c0 p0 x4", "continue 1 v0 b0 t3"});
 
   config.name = "lbbsp";
-  config.job.batch = 16;
+  config.batch = 16;
   Scripted lb(config);
-  CHECK(lb.sink.Take() == Lines{"model 0 v0 b16 t-1", "model 1 v0 b16 t-1", "eval must"});
+  CHECK(lb.Take() == Lines{"model 0 v0 b16 t-1", "model 1 v0 b16 t-1", "eval must"});
 }
 
 TEST_CASE("summary: ratios over workers that stepped, capped at 1") {

@@ -15,6 +15,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "advise_test_util.h"
@@ -24,6 +25,7 @@
 #include "dmlps/predict/replay.h"
 #include "dmlps/sync/policy.h"
 #include "dmlps/sync/switching.h"
+#include "driver_test_util.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
@@ -81,13 +83,15 @@ struct AutoPlayed {
   int64_t applies = 0;
 };
 
-// Plays n sync-mode workers against `policy` in virtual time until `until`,
-// checking at every step what a switch promises: when it is done nothing is
-// staged and no worker computes; the pulls it answers get one version; every
-// update holds only pushes computed on a model of the policy running (base
-// version at or after the switch); a batch an inner policy set is reset.
-AutoPlayed Play(SwitchingPolicy* policy, int64_t n, const std::vector<double>& step_s,
-                double until) {
+// Plays sync-mode workers against `driven`'s SwitchingPolicy in virtual
+// time until `until`, checking at every step what a switch promises: when
+// it is done nothing is staged and no worker computes; the pulls it answers
+// get one version; every update holds only pushes computed on a model of
+// the policy running (base version at or after the switch); a batch an
+// inner policy set is reset. A push's payload is its base version.
+AutoPlayed Play(DrivenPolicy* driven, const std::vector<double>& step_s, double until) {
+  const auto* policy = &driven->policy_as<SwitchingPolicy>();
+  const int64_t n = driven->num_workers();
   VirtualTime time;
   std::vector<int64_t> clock(n, 0);
   std::vector<int64_t> base(n, 0);
@@ -96,33 +100,32 @@ AutoPlayed Play(SwitchingPolicy* policy, int64_t n, const std::vector<double>& s
   std::vector<int64_t> staged;  // base versions of the pushes staged
   int64_t switched_at = 0;      // version when the running policy started
   AutoPlayed played;
-  auto carry_out = [&](const Actions& actions, WorkerId pusher) {
+  const auto play = [&](const Effects& effects) {
     std::optional<int64_t> released;
-    for (const Action& a : actions) {
-      if (const auto* s = std::get_if<Switch>(&a); s != nullptr && s->done) {
+    for (const Effect& e : effects) {
+      if (const auto* s = std::get_if<effect::Switched>(&e); s != nullptr && s->change.done) {
         for (WorkerId w = 0; w < n; ++w) CHECK_FALSE(computing[w]);
         CHECK(staged.empty());
-        played.ran.push_back(s->to);
+        played.ran.push_back(s->change.to);
         switched_at = policy->version();
         released = policy->version();
-      } else if (Is<Stage>(a)) {
-        staged.push_back(base[pusher]);
-      } else if (Is<Apply>(a) || Is<ApplyDelta>(a)) {
+      } else if (const auto* stage = std::get_if<effect::Staged>(&e)) {
+        staged.push_back(stage->payload);
+      } else if (std::holds_alternative<effect::Applied>(e)) {
         ++played.applies;
         for (const int64_t v : staged) CHECK(v >= switched_at);
         staged.clear();
-      } else if (const auto* b = std::get_if<SetBatch>(&a)) {
-        batch[b->worker] = b->samples;
-      } else if (Is<ReplyModel>(a)) {
-        const WorkerId w = WorkerOf(a);
-        if (released) CHECK(policy->version() == *released);
-        base[w] = policy->version();
+      } else if (const auto* sent = std::get_if<effect::ModelSent>(&e)) {
+        const WorkerId w = sent->worker;
+        if (released) CHECK(sent->reply.version == *released);
+        if (sent->reply.batch > 0) batch[w] = sent->reply.batch;
+        base[w] = sent->reply.version;
         computing[w] = true;
         time.Start(w, step_s[w] * static_cast<double>(batch[w]) / kBatch);
       }
     }
   };
-  carry_out(PullEach(policy, n), -1);
+  play(driven->StartPulled());
   while (time.Due(until)) {
     const WorkerId w = time.Next();
     computing[w] = false;
@@ -131,9 +134,9 @@ AutoPlayed Play(SwitchingPolicy* policy, int64_t n, const std::vector<double>& s
     push.busy_s = step_s[w] * static_cast<double>(batch[w]) / kBatch;
     push.cycle_s = push.busy_s;
     ++clock[w];
-    Actions actions = PushActions(policy, w, push);
-    policy->PullRequested(w, &actions);
-    carry_out(actions, w);
+    driven->Push(w, push, push.base_version);
+    driven->driver.Pull(w);
+    play(driven->Take());
   }
   // Whatever ran last, every policy that runs in kSync mode had its batch back.
   if (policy->running() != "lbbsp") {
@@ -157,10 +160,9 @@ TEST_CASE("auto: a switch from and to every candidate leaves one model and no mi
     std::mt19937_64 rng(seed);
     const int64_t n = 3 + static_cast<int64_t>(seed % 3);
     const std::vector<double> step_s = RandomStepSeconds(rng, n);  // the last one 4x slower
-    SwitchingPolicy policy(n, std::make_unique<ScriptedDecider>(order, 3 * n), Maker(), kBatch);
-    Actions ignored;
-    for (WorkerId w = 0; w < n; ++w) policy.WorkerJoined(w, &ignored);
-    const AutoPlayed played = Play(&policy, n, step_s, 1000);
+    DrivenPolicy driven(std::make_unique<SwitchingPolicy>(
+        n, std::make_unique<ScriptedDecider>(order, 3 * n), Maker(), kBatch));
+    const AutoPlayed played = Play(&driven, step_s, 1000);
     CAPTURE(seed);
     REQUIRE(played.ran.size() == order.size() - 1);
     for (size_t i = 0; i + 1 < order.size(); ++i) CHECK(played.ran[i] == order[i + 1]);

@@ -23,12 +23,7 @@ namespace dmlps::sync::testing {
 namespace {
 
 PolicyConfig LbConfig(int64_t n, int64_t batch, const std::string& mode = "cpu") {
-  PolicyConfig config;
-  config.name = "lbbsp";
-  config.job.workers = n;
-  config.job.batch = batch;
-  config.lb_mode = mode;
-  return config;
+  return {.name = "lbbsp", .job = {.workers = n, .batch = batch}, .lb_mode = mode};
 }
 
 // Plays the workers of an LB-BSP run through a policy driver: pull, take the
@@ -38,12 +33,12 @@ class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
  public:
   LbCluster(const PolicyConfig& config, StepTime step_time, std::vector<int64_t> caps = {})
       : ScriptedCluster(config), step_time_(std::move(step_time)), caps_(std::move(caps)) {
-    const int64_t n = config.job.workers;
+    const int64_t n = config.num_workers;
     caps_.resize(n, 0);
     workers_.resize(n);
     busy_.resize(n);
     batches_.resize(n);
-    expected_sum_ = config.job.batch * n;
+    expected_sum_ = config.batch * n;
     int64_t cap_sum = 0;
     bool all_capped = true;
     for (int64_t cap : caps_) {

@@ -9,18 +9,14 @@
 
 #include "dmlps/sync/dssp.h"
 #include "dmlps/sync/policy.h"
+#include "driver_test_util.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
 namespace {
 
 PolicyConfig DsspConfig(int64_t n, int64_t low, int64_t high) {
-  PolicyConfig config;
-  config.name = "dssp";
-  config.job.workers = n;
-  config.staleness_low = low;
-  config.staleness_high = high;
-  return config;
+  return {.name = "dssp", .job = {.workers = n}, .staleness_low = low, .staleness_high = high};
 }
 
 TEST_CASE("dssp: Name, and the ranges MakePolicy refuses") {
@@ -97,41 +93,47 @@ TEST_CASE("dssp: with low == high it answers as ssp does") {
   }
 }
 
-// Plays n workers against a policy in virtual time (sync mode: pull, step,
-// push with the next pull); returns the seconds the workers spent held.
-// Checks that no worker starts more than `high` clocks ahead of the slowest
-// and none is held while at most `low` ahead.
+// Plays n workers against a policy through the driver in virtual time
+// (sync mode: pull, step, push, pull); returns the seconds the workers
+// spent held. Checks that no worker starts more than `high` clocks ahead
+// of the slowest and none is held while at most `low` ahead.
 double PlaySsp(const PolicyConfig& config, const std::vector<double>& step_s, int64_t low,
                int64_t high, double until) {
   const auto n = static_cast<int64_t>(step_s.size());
-  auto policy = MakeJoined(config);
+  DrivenPolicy driven(config);
+  const Policy& policy = driven.policy();
+  driven.driver.Start();
+  driven.Take();  // the first evaluation
   VirtualTime time;
   std::vector<int64_t> clock(n, 0);
   std::vector<double> held_since(n, -1);
   double held = 0;
-  auto carry_out = [&](const Actions& actions) {
-    for (const Action& a : actions) {
-      const WorkerId w = WorkerOf(a);
-      if (Is<Hold>(a)) {
-        CHECK(clock[w] - policy->MinClock() > low);
-        held_since[w] = time.now();
-      } else if (Is<ReplyModel>(a)) {
-        CHECK(clock[w] - policy->MinClock() <= high);
-        if (held_since[w] >= 0) held += time.now() - held_since[w];
-        held_since[w] = -1;
-        time.Start(w, step_s[w]);
-      }
+  const auto play = [&](const Effects& effects) {
+    for (const effect::ModelSent& sent : All<effect::ModelSent>(effects)) {
+      const WorkerId w = sent.worker;
+      CHECK(clock[w] - policy.MinClock() <= high);
+      if (held_since[w] >= 0) held += time.now() - held_since[w];
+      held_since[w] = -1;
+      time.Start(w, step_s[w]);
     }
   };
-  carry_out(PullEach(policy.get(), n));
+  const auto pull = [&](WorkerId w) {
+    driven.driver.Pull(w);
+    if (driven.driver.pull_pending(w)) {  // held
+      CHECK(clock[w] - policy.MinClock() > low);
+      held_since[w] = time.now();
+    }
+    play(driven.Take());
+  };
+  for (WorkerId w = 0; w < n; ++w) pull(w);
   while (time.Due(until)) {
     const WorkerId w = time.Next();
     PushInfo push{clock[w], 0, 8, true};
     push.cycle_s = step_s[w];
     ++clock[w];
-    Actions actions = PushActions(policy.get(), w, push);
-    policy->PullRequested(w, &actions);
-    carry_out(actions);
+    driven.Push(w, push);
+    play(driven.Take());
+    pull(w);
   }
   return held;
 }

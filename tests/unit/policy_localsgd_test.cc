@@ -8,22 +8,20 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/sync/localsgd.h"
 #include "dmlps/sync/policy.h"
+#include "driver_test_util.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
 namespace {
 
 PolicyConfig LocalSgdConfig(int64_t n, int64_t local_steps = 4) {
-  PolicyConfig config;
-  config.name = "localsgd";
-  config.job.workers = n;
-  config.local_steps = local_steps;
-  return config;
+  return {.name = "localsgd", .job = {.workers = n}, .local_steps = local_steps};
 }
 
 TEST_CASE("localsgd: Name, mode, the outer optimizer, and the settings MakePolicy refuses") {
@@ -149,7 +147,10 @@ struct LocalSgdRun {
 LocalSgdRun PlayLocalSgd(const std::vector<double>& step_s, int64_t h, int64_t rounds,
                          uint64_t seed, double unusable_fraction = 0) {
   const auto n = static_cast<int64_t>(step_s.size());
-  auto policy = MakeJoined(LocalSgdConfig(n, h));
+  DrivenPolicy driven(LocalSgdConfig(n, h));
+  const Policy& policy = driven.policy();
+  driven.driver.Start();
+  driven.Take();  // the first evaluation
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> noise(0.8, 1.2), coin(0, 1);
   VirtualTime time;
@@ -159,49 +160,53 @@ LocalSgdRun PlayLocalSgd(const std::vector<double>& step_s, int64_t h, int64_t r
   std::vector<double> pushed_at(n, 0);
   std::vector<bool> staged_in_round(n, false);
   int64_t staged = 0, usable_in_round = 0;
-  auto carry_out = [&](const Actions& actions) {
-    int64_t version = policy->version() - Count<Apply>(actions);
-    for (const Action& a : actions) {
-      if (const auto* stage = std::get_if<Stage>(&a)) {
+  int64_t version = 0;  // as the applies seen so far count it
+  const auto play = [&](const Effects& effects) {
+    CheckPlainRoundEffects(effects);
+    CHECK(Count<effect::Dropped>(effects) == 0);
+    for (const Effect& e : effects) {
+      if (const auto* stage = std::get_if<effect::Staged>(&e)) {
         CHECK_FALSE(staged_in_round[stage->worker]);  // one per worker per round
         staged_in_round[stage->worker] = true;
         ++staged;
-      } else if (Is<Apply>(a)) {
+      } else if (std::holds_alternative<effect::Applied>(e)) {
         CHECK(staged == usable_in_round);
         CHECK(staged > 0);
         staged = 0;
         usable_in_round = 0;
         staged_in_round.assign(static_cast<size_t>(n), false);
         ++version;
-      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
-        const WorkerId w = reply->worker;
+      } else if (const auto* sent = std::get_if<effect::ModelSent>(&e)) {
+        const WorkerId w = sent->worker;
         REQUIRE(base[w] == -1);
-        CHECK(clock[w] == policy->MinClock());  // round clock[w] is the one open
+        CHECK(clock[w] == policy.MinClock());  // round clock[w] is the one open
+        CHECK(sent->reply.version == version);
         base[w] = version;
         run.waited[w] += time.now() - pushed_at[w];
         time.Start(w, static_cast<double>(h) * step_s[w] * noise(rng));
-      } else if (!Is<Hold>(a)) {
-        FAIL("localsgd emitted an action its workers do not expect");
       }
     }
   };
-  carry_out(PullEach(policy.get(), n));
-  while (policy->iteration() < rounds) {
+  for (WorkerId w = 0; w < n; ++w) {
+    driven.driver.Pull(w);
+    play(driven.Take());
+  }
+  while (policy.iteration() < rounds) {
     REQUIRE_FALSE(time.empty());
     const WorkerId w = time.Next();
-    const int64_t version_before = policy->version();
+    const int64_t version_before = policy.version();
     CHECK(base[w] == version_before);  // a round's model is not changed under it
     PushInfo push{clock[w], base[w], 8 * h, coin(rng) >= unusable_fraction};
     if (push.usable) ++usable_in_round;
     ++clock[w];
     base[w] = -1;
     pushed_at[w] = time.now();
-    Actions actions = PushActions(policy.get(), w, push);
-    CHECK(Count<Drop>(actions) == 0);
-    policy->PullRequested(w, &actions);
-    carry_out(actions);
+    driven.Push(w, push);
+    driven.driver.Pull(w);
+    play(driven.Take());
   }
-  run.rounds = policy->iteration();
+  CHECK(version == policy.version());
+  run.rounds = policy.iteration();
   run.seconds = time.now();
   return run;
 }
@@ -336,31 +341,34 @@ struct AsyncRun {
 AsyncRun PlayAsync(const std::vector<double>& step_s, int64_t h, bool dylu, double until,
                    uint64_t seed) {
   const auto n = static_cast<int64_t>(step_s.size());
-  auto policy = MakeJoined(AsyncConfig(n, h, dylu));
+  DrivenPolicy driven(AsyncConfig(n, h, dylu));
+  driven.driver.Start();
+  driven.Take();  // the first evaluation
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> noise(0.9, 1.1), coin(0, 1);
   VirtualTime time;
   AsyncRun run{std::vector<int64_t>(n, 0), std::vector<int64_t>(n, 0), std::vector<int64_t>(n, h)};
   std::vector<int64_t> base(n, 0), clock(n, 0), next_steps(n, h);
-  auto carry_out = [&](const Actions& actions, bool usable) {
-    CHECK(Count<Hold>(actions) == 0);
-    CHECK(Count<Apply>(actions) == (usable ? 1 : 0));
-    for (const Action& a : actions) {
-      if (const auto* apply = std::get_if<Apply>(&a)) {
-        CHECK(apply->scale == doctest::Approx(1.0 / static_cast<double>(n)));
-      } else if (const auto* set = std::get_if<SetLocalSteps>(&a)) {
-        CHECK(set->steps >= 1);
-        CHECK(set->steps <= h);
-        next_steps[set->worker] = set->steps;
-      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
-        const WorkerId w = reply->worker;
-        base[w] = policy->version();
-        run.last_local_steps[w] = next_steps[w];
-        time.Start(w, static_cast<double>(next_steps[w]) * step_s[w] * noise(rng));
-      }
+  // Worker w pulls: answered at once, never held, with the local steps it
+  // takes next when they change.
+  const auto pull = [&](WorkerId w) {
+    driven.driver.Pull(w);
+    const Effects pulled = driven.Take();
+    REQUIRE(pulled.size() == 1);
+    const auto* sent = std::get_if<effect::ModelSent>(&pulled[0]);
+    REQUIRE(sent != nullptr);
+    REQUIRE(sent->worker == w);
+    const int64_t steps = sent->reply.local_steps;
+    if (steps != 0) {
+      CHECK(steps >= 1);
+      CHECK(steps <= h);
+      next_steps[w] = steps;
     }
+    base[w] = sent->reply.version;
+    run.last_local_steps[w] = next_steps[w];
+    time.Start(w, static_cast<double>(next_steps[w]) * step_s[w] * noise(rng));
   };
-  carry_out(PullEach(policy.get(), n), false);
+  for (WorkerId w = 0; w < n; ++w) pull(w);
   while (time.Due(until)) {
     const WorkerId w = time.Next();
     const int64_t steps = run.last_local_steps[w];
@@ -369,10 +377,17 @@ AsyncRun PlayAsync(const std::vector<double>& step_s, int64_t h, bool dylu, doub
     ++clock[w];
     ++run.pushes[w];
     run.steps[w] += steps;
-    Actions actions = PushActions(policy.get(), w, push);
-    CHECK(Count<Drop>(actions) == 0);
-    policy->PullRequested(w, &actions);
-    carry_out(actions, push.usable);
+    driven.Push(w, push);
+    const Effects pushed = driven.Take();
+    CHECK(Count<effect::Dropped>(pushed) == 0);
+    CHECK(Count<effect::ModelSent>(pushed) == 0);
+    const std::vector<effect::Applied> applied = All<effect::Applied>(pushed);
+    REQUIRE(applied.size() == (push.usable ? 1U : 0U));
+    for (const effect::Applied& apply : applied) {
+      CHECK(apply.with_optimizer);
+      CHECK(apply.scale == doctest::Approx(1.0 / static_cast<double>(n)));
+    }
+    pull(w);
   }
   return run;
 }

@@ -8,32 +8,32 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "dmlps/sync/abps.h"
 #include "dmlps/sync/backup.h"
 #include "dmlps/sync/policy.h"
 #include "dmlps/sync/wbsp.h"
+#include "driver_test_util.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
 namespace {
 
-PolicyConfig Config(const std::string& name, int64_t n) {
-  PolicyConfig config;
-  config.name = name;
-  config.job.workers = n;
-  return config;
+PolicyConfig Config(const std::string& name, int64_t n) { return {.name = name, .job = {.workers = n}}; }
+
+PolicyConfig BackupConfig(int64_t n, int64_t backup) {
+  return {.name = "backup", .job = {.workers = n}, .backup = backup};
 }
 
 std::unique_ptr<Policy> MakeBackup(int64_t n, int64_t backup) {
-  PolicyConfig config = Config("backup", n);
-  config.backup = backup;
-  return MakeJoined(config);
+  return MakeJoined(BackupConfig(n, backup));
 }
 
 // How long worker w's step (or chunk) takes when it starts at `now`.
@@ -54,12 +54,15 @@ struct BackupRun {
 
 int64_t BackupSamples(WorkerId w) { return 10 + w; }
 
-// Plays kSync workers against backup:b: pull, compute one step, push, pull
-// again. Checks every event: a push is dropped iff it was computed on a
-// version older than the model's, and each apply aggregates exactly N - b
-// pushes, weighted by their samples.
+// Plays kSync workers against backup:b through the driver: pull, compute one
+// step, push, pull again. Checks every event: a push is dropped iff it was
+// computed on a version older than the model's, and each apply aggregates
+// exactly N - b pushes, weighted by their samples.
 BackupRun RunBackup(int64_t n, int64_t b, const StepTimeAt& step_time, double until) {
-  auto policy = MakeBackup(n, b);
+  DrivenPolicy driven(BackupConfig(n, b));
+  const Policy& policy = driven.policy();
+  driven.driver.Start();
+  driven.Take();  // the first evaluation
   BackupRun run;
   run.pushes.assign(n, 0);
   run.dropped.assign(n, 0);
@@ -68,71 +71,77 @@ BackupRun RunBackup(int64_t n, int64_t b, const StepTimeAt& step_time, double un
   VirtualTime time;
   int64_t staged_pushes = 0;
   int64_t staged_samples = 0;
+  int64_t version = 0;  // as the applies seen so far count it
 
-  auto carry_out = [&](const Actions& actions, int64_t version) {
-    for (const Action& a : actions) {
-      if (const auto* stage = std::get_if<Stage>(&a)) {
+  const auto play = [&](const Effects& effects) {
+    CheckPlainRoundEffects(effects);
+    for (const Effect& e : effects) {
+      if (const auto* stage = std::get_if<effect::Staged>(&e)) {
         ++staged_pushes;
         staged_samples += static_cast<int64_t>(stage->weight);
-      } else if (const auto* apply = std::get_if<Apply>(&a)) {
+      } else if (const auto* apply = std::get_if<effect::Applied>(&e)) {
         CHECK(staged_pushes == n - b);
         CHECK(apply->scale == doctest::Approx(1.0 / static_cast<double>(staged_samples)));
         staged_pushes = 0;
         staged_samples = 0;
         ++version;
         ++run.applies;
-      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
-        REQUIRE(base[reply->worker] == -1);
-        base[reply->worker] = version;
-        time.Start(reply->worker, step_time(reply->worker, time.now()));
-      } else if (Is<Hold>(a)) {
-        CHECK(base[WorkerOf(a)] == -1);
-      } else if (!Is<Drop>(a)) {
-        FAIL("backup emitted an action a sync worker does not expect");
+      } else if (const auto* sent = std::get_if<effect::ModelSent>(&e)) {
+        REQUIRE(base[sent->worker] == -1);
+        CHECK(sent->reply.version == version);
+        base[sent->worker] = version;
+        time.Start(sent->worker, step_time(sent->worker, time.now()));
       }
     }
-    CHECK(version == policy->version());
+    CHECK(version == policy.version());
   };
 
   for (WorkerId w = 0; w < n; ++w) {
-    Actions actions;
-    policy->PullRequested(w, &actions);
-    CHECK(actions.size() == 1);
-    carry_out(actions, policy->version());
+    driven.driver.Pull(w);
+    const Effects pulled = driven.Take();
+    CHECK(Describe(pulled) ==
+          std::vector<std::string>{"model " + std::to_string(w) + " v0 b0 t-1"});
+    play(pulled);
   }
   while (time.Due(until)) {
     const WorkerId w = time.Next();
-    const int64_t version_before = policy->version();
+    const int64_t version_before = policy.version();
     const PushInfo push{clock[w], base[w], BackupSamples(w), true};
     ++clock[w];
     base[w] = -1;
     ++run.pushes[w];
-    Actions actions;
-    policy->PushArrived(w, push, &actions);
-    CHECK(policy->clock(w) == clock[w]);  // counted, used or not
+    const PushOutcome outcome = driven.Push(w, push);
+    const Effects pushed = driven.Take();
+    CHECK(policy.clock(w) == clock[w]);  // counted, used or not
     const bool late = push.base_version < version_before;
+    CHECK(outcome.dropped == late);
     if (late) {
-      REQUIRE(actions.size() == 1);
-      CHECK(Is<Drop>(actions[0]));
-      CHECK(WorkerOf(actions[0]) == w);
-      CHECK(std::get<Drop>(actions[0]).reason.find("late") != std::string::npos);
-      CHECK(std::get<Drop>(actions[0]).late);  // expected by the policy: wasted work, not an error
+      REQUIRE(pushed.size() == 1);
+      const std::vector<effect::Dropped> drops = All<effect::Dropped>(pushed, w);
+      REQUIRE(drops.size() == 1);
+      CHECK(drops[0].drop.reason.find("late") != std::string::npos);
+      CHECK(drops[0].drop.late);  // expected by the policy: wasted work, not an error
       ++run.dropped[w];
       run.wasted_samples += push.samples;
     } else {
       CHECK(push.base_version == version_before);  // on time means on the current model
-      CHECK(Count<Drop>(actions) == 0);
-      REQUIRE(CountFor<Stage>(actions, w) == 1);
-      CHECK(Find<Stage>(actions)->weight == static_cast<double>(push.samples));
+      CHECK(Count<effect::Dropped>(pushed) == 0);
+      const std::vector<effect::Staged> staged = All<effect::Staged>(pushed, w);
+      REQUIRE(staged.size() == 1);
+      CHECK(staged[0].weight == static_cast<double>(push.samples));
     }
-    carry_out(actions, version_before);
-    Actions pull;
-    policy->PullRequested(w, &pull);
+    play(pushed);
+    driven.driver.Pull(w);
+    const Effects pulled = driven.Take();
     // A late worker starts again on the newest model at once.
-    if (late) CHECK(CountFor<ReplyModel>(pull, w) == 1);
-    carry_out(pull, policy->version());
+    if (late) CHECK(Count<effect::ModelSent>(pulled, w) == 1);
+    play(pulled);
+    // Only a worker that waits for the model is held.
+    for (WorkerId u = 0; u < n; ++u) {
+      if (driven.driver.pull_pending(u)) CHECK(base[u] == -1);
+    }
   }
-  CHECK(policy->iteration() == run.applies);
+  CHECK(policy.iteration() == run.applies);
   return run;
 }
 
@@ -486,64 +495,90 @@ struct ChunkedRun {
   int64_t max_chunks_after_sync = 0;
 };
 
-// Plays kChunked workers: pull (held until the round may start), process the
-// batch chunk by chunk, look for SyncNow between chunks, push the samples
-// processed. With `expect_sync` false the policy must never send SyncNow (bsp
-// as the baseline).
+// The round in progress of RunChunked: who pushed how many samples, who was
+// told to stop.
+struct ChunkedRound {
+  explicit ChunkedRound(int64_t n) : pushed(n, false), samples(n, 0), told(n, 0) {}
+
+  bool none_pushed() const { return std::none_of(pushed.begin(), pushed.end(), std::identity{}); }
+  // The round closed with `apply` at `now`: every worker pushed, and the
+  // update is the mean over the round's samples. Recorded in `run`; the
+  // next round begins.
+  void Closed(const effect::Applied& apply, double now, ChunkedRun* run) {
+    CHECK(apply.with_optimizer);
+    CHECK(std::all_of(pushed.begin(), pushed.end(), std::identity{}));
+    const int64_t total = std::accumulate(samples.begin(), samples.end(), int64_t{0});
+    CHECK(apply.scale == doctest::Approx(1.0 / static_cast<double>(total)));
+    run->apply_times.push_back(now);
+    run->samples.push_back(samples);
+    run->sync_nows.push_back(std::accumulate(told.begin(), told.end(), int64_t{0}));
+    std::fill(pushed.begin(), pushed.end(), false);
+    std::fill(samples.begin(), samples.end(), 0);
+    std::fill(told.begin(), told.end(), 0);
+  }
+
+  std::vector<bool> pushed;
+  std::vector<int64_t> samples;
+  std::vector<int64_t> told;  // SyncNows received
+};
+
+// Plays kChunked workers through the driver: pull (held until the round
+// may start), process the batch chunk by chunk, look for SyncNow between
+// chunks, push the samples processed. With `expect_sync` false the policy
+// must never send SyncNow (bsp as the baseline).
 ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, double until,
                       bool expect_sync) {
-  auto policy = MakeJoined(config);
-  const int64_t n = config.job.workers;
+  DrivenPolicy driven(config);
+  const Policy& policy = driven.policy();
+  driven.driver.Start();
+  driven.Take();  // the first evaluation
+  const int64_t n = config.num_workers;
   ChunkedRun run;
   std::vector<int64_t> base(n, -1);  // -1 while waiting for the model
   std::vector<int64_t> clock(n, 0);  // pushes done, = the round the worker is in
   std::vector<int64_t> processed(n, 0);
   std::vector<int64_t> sync_round(n, -1);  // round of the last SyncNow received
   std::vector<int64_t> chunks_after_sync(n, 0);
-  std::vector<bool> pushed(n, false);  // in the current round
-  std::vector<int64_t> round_samples(n, 0);
-  std::vector<int64_t> told(n, 0);  // SyncNows received in the current round
+  ChunkedRound current(n);
   VirtualTime time;
+  int64_t version = 0;  // as the applies seen so far count it
 
-  auto carry_out = [&](const Actions& actions, int64_t version) {
-    for (const Action& a : actions) {
-      if (Is<Apply>(a)) {
-        CHECK(std::all_of(pushed.begin(), pushed.end(), [](bool p) { return p; }));
-        int64_t total = 0;
-        for (int64_t s : round_samples) total += s;
-        CHECK(std::get<Apply>(a).scale == doctest::Approx(1.0 / static_cast<double>(total)));
-        run.apply_times.push_back(time.now());
-        run.samples.push_back(round_samples);
-        int64_t sync_nows = 0;
-        for (int64_t t : told) sync_nows += t;
-        run.sync_nows.push_back(sync_nows);
-        std::fill(pushed.begin(), pushed.end(), false);
-        std::fill(round_samples.begin(), round_samples.end(), 0);
-        std::fill(told.begin(), told.end(), 0);
+  const auto play = [&](const Effects& effects) {
+    for (const Effect& e : effects) {
+      if (const auto* apply = std::get_if<effect::Applied>(&e)) {
+        current.Closed(*apply, time.now(), &run);
         ++version;
-      } else if (const auto* reply = std::get_if<ReplyModel>(&a)) {
-        const WorkerId u = reply->worker;
+      } else if (const auto* sent = std::get_if<effect::ModelSent>(&e)) {
+        const WorkerId u = sent->worker;
         REQUIRE(base[u] == -1);
+        CHECK(sent->reply.version == version);
         base[u] = version;
         processed[u] = 0;
         chunks_after_sync[u] = 0;
         time.Start(u, chunk_time(u, time.now()));
+      } else if (const auto* sync_now = std::get_if<effect::SyncNowSent>(&e)) {
+        const WorkerId u = sync_now->worker;
+        CHECK(sync_now->round == clock[u]);  // the round the worker is in
+        CHECK_FALSE(current.pushed[u]);
+        CHECK(++current.told[u] == 1);  // once per worker per round
+        sync_round[u] = sync_now->round;
+      } else {
+        CHECK(std::holds_alternative<effect::Staged>(e));
       }
     }
-    CHECK(version == policy->version());
+    CHECK(version == policy.version());
   };
 
   for (WorkerId w = 0; w < n; ++w) {
-    Actions actions;
-    policy->PullRequested(w, &actions);
-    carry_out(actions, policy->version());
+    driven.driver.Pull(w);
+    play(driven.Take());
   }
   while (time.Due(until)) {
     const WorkerId w = time.Next();
-    processed[w] = std::min(config.job.batch, processed[w] + config.chunk);
+    processed[w] = std::min(config.batch, processed[w] + config.chunk);
     const bool stop = sync_round[w] == clock[w];
     if (stop) ++chunks_after_sync[w];
-    if (processed[w] < config.job.batch && !stop) {
+    if (processed[w] < config.batch && !stop) {
       time.Start(w, chunk_time(w, time.now()));
       continue;
     }
@@ -551,12 +586,11 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
     CHECK(chunks_after_sync[w] <= 1);
     run.max_chunks_after_sync = std::max(run.max_chunks_after_sync, chunks_after_sync[w]);
 
-    const int64_t version_before = policy->version();
-    const int64_t round = policy->iteration();
+    const int64_t version_before = policy.version();
+    const int64_t round = policy.iteration();
     REQUIRE(clock[w] == round);
-    const bool first = std::none_of(pushed.begin(), pushed.end(), [](bool p) { return p; });
     std::vector<WorkerId> expected;
-    if (first && expect_sync) {
+    if (current.none_pushed() && expect_sync) {
       for (WorkerId u = 0; u < n; ++u) {
         if (u != w) expected.push_back(u);
       }
@@ -564,40 +598,35 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
     const PushInfo push{clock[w], base[w], processed[w], true};
     ++clock[w];
     base[w] = -1;
-    pushed[w] = true;
-    round_samples[w] = push.samples;
-    Actions actions;
-    policy->PushArrived(w, push, &actions);
-    CHECK(Count<Drop>(actions) == 0);
-    REQUIRE(CountFor<Stage>(actions, w) == 1);
-    CHECK(Find<Stage>(actions)->weight == static_cast<double>(push.samples));
+    current.pushed[w] = true;
+    current.samples[w] = push.samples;
+    driven.Push(w, push);
+    const Effects effects = driven.Take();
+    CHECK(Count<effect::Dropped>(effects) == 0);
+    const std::vector<effect::Staged> staged = All<effect::Staged>(effects, w);
+    REQUIRE(staged.size() == 1);
+    CHECK(staged[0].weight == static_cast<double>(push.samples));
     CHECK(push.base_version == version_before);  // the BSP invariant at Stage
 
     std::vector<WorkerId> got;
-    for (const Action& a : actions) {
-      const auto* sync_now = std::get_if<SyncNow>(&a);
-      if (sync_now == nullptr) continue;
-      CHECK(sync_now->round == round);
-      CHECK(sync_now->worker != w);
-      CHECK_FALSE(pushed[sync_now->worker]);
-      CHECK(++told[sync_now->worker] == 1);  // once per worker per round
-      sync_round[sync_now->worker] = sync_now->round;
-      got.push_back(sync_now->worker);
+    for (const effect::SyncNowSent& sync_now : All<effect::SyncNowSent>(effects)) {
+      CHECK(sync_now.round == round);
+      CHECK(sync_now.worker != w);
+      got.push_back(sync_now.worker);
     }
     std::sort(got.begin(), got.end());
     CHECK(got == expected);
-    carry_out(actions, version_before);
-    Actions pull;
-    policy->PullRequested(w, &pull);
-    carry_out(pull, policy->version());
+    play(effects);
+    driven.driver.Pull(w);
+    play(driven.Take());
   }
-  CHECK(policy->iteration() == static_cast<int64_t>(run.apply_times.size()));
+  CHECK(policy.iteration() == static_cast<int64_t>(run.apply_times.size()));
   return run;
 }
 
 PolicyConfig ChunkedConfig(const std::string& name) {
   PolicyConfig config = Config(name, 4);
-  config.job.batch = 128;
+  config.batch = 128;
   config.chunk = 16;  // 8 chunks per batch
   return config;
 }
@@ -607,7 +636,7 @@ TEST_CASE("abps: Name and mode") {
   CHECK(abps->Name() == "abps");
   CHECK(abps->mode() == WorkerMode::kChunked);
   PolicyConfig config = Config("abps", 2);
-  config.chunk = config.job.batch + 1;
+  config.chunk = config.batch + 1;
   CHECK_FALSE(MakePolicy(config).ok());
 }
 
@@ -679,10 +708,10 @@ TEST_CASE("abps driver: with a 4x straggler a round takes about the fast workers
     // The fast batch plus at most the straggler's chunk in progress.
     CHECK(round_time <= 8 + 4);
     CHECK(round_time < 32);
-    for (WorkerId w = 0; w < 3; ++w) CHECK(run.samples[r][w] == config.job.batch);
+    for (WorkerId w = 0; w < 3; ++w) CHECK(run.samples[r][w] == config.batch);
     CHECK(run.samples[r][3] > 0);
-    CHECK(run.samples[r][3] < config.job.batch);  // the straggler stopped early
-    CHECK(run.sync_nows[r] == 3);                 // everyone but the first pusher
+    CHECK(run.samples[r][3] < config.batch);  // the straggler stopped early
+    CHECK(run.sync_nows[r] == 3);             // everyone but the first pusher
   }
   CHECK(run.max_chunks_after_sync == 1);
 }
@@ -710,7 +739,7 @@ TEST_CASE("abps driver: the stopping set changes with the straggler, invariants 
   std::set<WorkerId> stopped_early;
   for (const std::vector<int64_t>& samples : run.samples) {
     for (WorkerId w = 0; w < 4; ++w) {
-      if (samples[w] < config.job.batch) stopped_early.insert(w);
+      if (samples[w] < config.batch) stopped_early.insert(w);
     }
   }
   CHECK(stopped_early.size() == 4);

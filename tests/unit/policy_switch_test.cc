@@ -10,31 +10,25 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "dmlps/sync/policy.h"
 #include "dmlps/sync/switching.h"
 #include "dmlps/sync/syncswitch.h"
+#include "driver_test_util.h"
 #include "policy_test_util.h"
 
 namespace dmlps::sync::testing {
 namespace {
 
 PolicyConfig SwitchConfig(int64_t n, double at, int64_t max_iterations) {
-  PolicyConfig config;
-  config.name = "sync-switch";
-  config.job.workers = n;
-  config.switch_at = at;
-  config.job.max_iterations = max_iterations;
-  return config;
+  return {
+      .name = "sync-switch", .job = {.workers = n, .max_iterations = max_iterations}, .switch_at = at};
 }
 
 PolicyConfig OnlineConfig(int64_t n) {
-  PolicyConfig config;
-  config.name = "sync-switch";
-  config.job.workers = n;
-  config.switch_online = true;
-  return config;
+  return {.name = "sync-switch", .job = {.workers = n}, .switch_online = true};
 }
 
 TEST_CASE("sync-switch: names, and the settings MakePolicy refuses") {
@@ -44,7 +38,7 @@ TEST_CASE("sync-switch: names, and the settings MakePolicy refuses") {
   CHECK_FALSE(MakePolicy(SwitchConfig(2, 0.25, 0)).ok());
   CHECK_FALSE(MakePolicy(SwitchConfig(2, 1.5, 100)).ok());
   PolicyConfig by_target = SwitchConfig(2, 0.5, 0);
-  by_target.job.target_accuracy = 0.8;
+  by_target.target_accuracy = 0.8;
   CHECK(MakePolicy(by_target).ok());
 }
 
@@ -56,17 +50,17 @@ struct SwitchPlayed {
   int64_t pushes = 0;
 };
 
-// Plays n workers (sync mode: pull, step, push, pull) against `policy` in
-// virtual time until `until`; step_s(w, now) is worker w's next step.
-// Checks on the way what holds under every switch: when a switch is done no
-// worker is computing and every pull it releases gets one version; under
-// BSP (not draining) each update follows exactly one push per live worker;
-// under ASP (not draining) no pull is held and each push is one update at
-// 1/N.
-SwitchPlayed Play(Policy* policy, int64_t n, const std::function<double(WorkerId, double)>& step_s,
+// Plays the workers of `driven`'s SwitchingPolicy (sync mode: pull, step,
+// push, pull) in virtual time until `until`; step_s(w, now) is worker w's
+// next step. Checks on the way what holds under every switch: when a switch
+// is done no worker is computing and every pull it releases gets one
+// version; under BSP (not draining) each update follows exactly one push
+// per live worker; under ASP (not draining) every pull is answered at once
+// and each push is one update at 1/N.
+SwitchPlayed Play(DrivenPolicy* driven, const std::function<double(WorkerId, double)>& step_s,
                   double until) {
-  auto* switching = dynamic_cast<SwitchingPolicy*>(policy);
-  REQUIRE(switching != nullptr);
+  const auto* switching = &driven->policy_as<SwitchingPolicy>();
+  const int64_t n = driven->num_workers();
   VirtualTime time;
   std::vector<int64_t> clock(n, 0);
   std::vector<int64_t> base(n, 0);
@@ -74,30 +68,30 @@ SwitchPlayed Play(Policy* policy, int64_t n, const std::function<double(WorkerId
   std::vector<bool> computing(n, false);
   int64_t pushes_in_round = 0;
   SwitchPlayed played;
-  auto carry_out = [&](const Actions& actions) {
+  const auto play = [&](const Effects& effects) {
     std::optional<int64_t> released_version;
-    for (const Action& a : actions) {
-      if (const auto* s = std::get_if<Switch>(&a)) {
-        played.switches.push_back(*s);
+    for (const Effect& e : effects) {
+      if (const auto* s = std::get_if<effect::Switched>(&e)) {
+        played.switches.push_back(s->change);
         played.switch_times.push_back(time.now());
-        if (s->done) {
+        if (s->change.done) {
           for (WorkerId w = 0; w < n; ++w) CHECK_FALSE(computing[w]);
-          released_version = policy->version();
+          released_version = switching->version();
           pushes_in_round = 0;
         }
-      } else if (Is<ReplyModel>(a)) {
-        const WorkerId w = WorkerOf(a);
-        if (released_version) CHECK(policy->version() == *released_version);
-        base[w] = policy->version();
+      } else if (const auto* sent = std::get_if<effect::ModelSent>(&e)) {
+        const WorkerId w = sent->worker;
+        if (released_version) CHECK(sent->reply.version == *released_version);
+        base[w] = sent->reply.version;
         computing[w] = true;
         took[w] = step_s(w, time.now());
         time.Start(w, took[w]);
-      } else if (Is<Drop>(a)) {
+      } else if (std::holds_alternative<effect::Dropped>(e)) {
         ++played.drops;
       }
     }
   };
-  carry_out(PullEach(policy, n));
+  play(driven->StartPulled());
   while (time.Due(until)) {
     const WorkerId w = time.Next();
     computing[w] = false;
@@ -107,24 +101,26 @@ SwitchPlayed Play(Policy* policy, int64_t n, const std::function<double(WorkerId
     ++played.pushes;
     const std::string running = switching->running();
     const bool draining = switching->switching();
-    Actions actions = PushActions(policy, w, push);
+    driven->Push(w, push);
+    Effects effects = driven->Take();
+    const std::vector<effect::Applied> applied = All<effect::Applied>(effects);
     const bool steady = !draining && !switching->switching();
     if (running == "asp" && steady) {
-      REQUIRE(Count<Apply>(actions) == 1);
-      CHECK(std::get<Apply>(actions[IndexOf<Apply>(actions)]).scale ==
-            doctest::Approx(1.0 / static_cast<double>(n)));
+      REQUIRE(applied.size() == 1);
+      CHECK(applied[0].with_optimizer);
+      CHECK(applied[0].scale == doctest::Approx(1.0 / static_cast<double>(n)));
     } else if (running == "bsp") {
       ++pushes_in_round;
-      if (steady) CHECK(Count<Apply>(actions) == (pushes_in_round == n ? 1 : 0));
-      if (Count<Apply>(actions) > 0) pushes_in_round = 0;
+      if (steady) CHECK(applied.size() == (pushes_in_round == n ? 1U : 0U));
+      if (!applied.empty()) pushes_in_round = 0;
     }
-    Actions pulled;
-    policy->PullRequested(w, &pulled);
+    driven->driver.Pull(w);
+    const Effects pulled = driven->Take();
     if (!switching->switching() && switching->running() == "asp" && running == "asp") {
-      CHECK(Count<Hold>(pulled) == 0);
+      CHECK(Count<effect::ModelSent>(pulled, w) == 1);
     }
-    actions.insert(actions.end(), pulled.begin(), pulled.end());
-    carry_out(actions);
+    effects.insert(effects.end(), pulled.begin(), pulled.end());
+    play(effects);
   }
   return played;
 }
@@ -136,7 +132,7 @@ TEST_CASE("sync-switch: BSP's answers before the switch, ASP's after it") {
   const int64_t n = 3;
   auto policy = MakeJoined(SwitchConfig(n, 0.5, 8));
   PolicyConfig plain;
-  plain.job.workers = n;
+  plain.num_workers = n;
   plain.name = "bsp";
   auto bsp = MakeJoined(plain);
   plain.name = "asp";
@@ -218,7 +214,7 @@ TEST_CASE("sync-switch: the switch waits for a round in progress and starts ASP 
 
 TEST_CASE("sync-switch: a switch decided mid-round lets the round finish first") {
   PolicyConfig config = SwitchConfig(3, 0.5, 0);
-  config.job.target_accuracy = 0.9;
+  config.target_accuracy = 0.9;
   auto policy = MakeJoined(config);
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
   PullEach(policy.get(), 3);
@@ -248,9 +244,9 @@ TEST_CASE("sync-switch: a switch decided mid-round lets the round finish first")
 
 TEST_CASE("sync-switch: an ASP to BSP switch waits for pushes in flight, then one model") {
   // The online mode: worker 3 slow for a while, then in step again.
-  auto policy = MakeJoined(OnlineConfig(4));
+  DrivenPolicy driven(OnlineConfig(4));
   auto step = [](WorkerId w, double now) { return w == 3 && now > 0.2 && now < 0.6 ? 0.04 : 0.01; };
-  const SwitchPlayed played = Play(policy.get(), 4, step, 3.0);
+  const SwitchPlayed played = Play(&driven, step, 3.0);
   CHECK(played.drops == 0);
   std::vector<std::string> done;
   for (const Switch& s : played.switches) {
@@ -262,17 +258,17 @@ TEST_CASE("sync-switch: an ASP to BSP switch waits for pushes in flight, then on
   // The first switch follows the delay; the switch back comes after it ended.
   CHECK(played.switch_times.front() > 0.2);
   CHECK(played.switch_times.back() > 0.6);
-  CHECK(dynamic_cast<SwitchingPolicy*>(policy.get())->running() == "bsp");
+  CHECK(driven.policy_as<SwitchingPolicy>().running() == "bsp");
 }
 
 TEST_CASE("sync-switch: online mode stays under ASP while a straggler stays slow") {
-  auto policy = MakeJoined(OnlineConfig(4));
+  DrivenPolicy driven(OnlineConfig(4));
   auto step = [](WorkerId w, double /*now*/) { return w == 3 ? 0.04 : 0.01; };
-  const SwitchPlayed played = Play(policy.get(), 4, step, 3.0);
+  const SwitchPlayed played = Play(&driven, step, 3.0);
   int64_t done = 0;
   for (const Switch& s : played.switches) done += s.done ? 1 : 0;
   CHECK(done == 1);
-  CHECK(dynamic_cast<SwitchingPolicy*>(policy.get())->running() == "asp");
+  CHECK(driven.policy_as<SwitchingPolicy>().running() == "asp");
 }
 
 TEST_CASE("sync-switch invariants under random speeds") {
@@ -280,18 +276,18 @@ TEST_CASE("sync-switch invariants under random speeds") {
     std::mt19937_64 rng(seed);
     const int64_t n = 2 + static_cast<int64_t>(seed % 4);
     const std::vector<double> step_s = RandomStepSeconds(rng, n);
-    auto offline = MakeJoined(SwitchConfig(n, 0.25, 200));
+    DrivenPolicy offline(SwitchConfig(n, 0.25, 200));
     const SwitchPlayed a = Play(
-        offline.get(), n, [&](WorkerId w, double) { return step_s[w]; }, 10);
+        &offline, [&](WorkerId w, double) { return step_s[w]; }, 10);
     CHECK(a.drops == 0);
     REQUIRE(a.switches.size() == 2);  // decided, done
     CHECK(a.switches[1].to == "asp");
     // Delays now and then on a random worker, as --delay-prob plays them.
-    auto online = MakeJoined(OnlineConfig(n));
+    DrivenPolicy online(OnlineConfig(n));
     std::mt19937_64 delays(seed);
     const SwitchPlayed b = Play(
-        online.get(), n,
-        [&](WorkerId w, double) { return step_s[w] + (delays() % 50 == 0 ? 0.2 : 0.0); }, 5);
+        &online, [&](WorkerId w, double) { return step_s[w] + (delays() % 50 == 0 ? 0.2 : 0.0); },
+        5);
     CHECK(b.drops == 0);
   }
 }
@@ -337,7 +333,7 @@ TEST_CASE("sync-switch: a switch into a policy the maker cannot make releases th
     if (name != "bsp") return Result<std::unique_ptr<Policy>>(Status::InvalidArgument("unknown"));
     PolicyConfig config;
     config.name = "bsp";
-    config.job.workers = n;
+    config.num_workers = n;
     return MakePolicy(config);
   };
   SwitchingPolicy policy(2, std::make_unique<AskForTheUnknown>(), make);

@@ -32,8 +32,10 @@ inline std::vector<double> RandomStepSeconds(std::mt19937_64& rng, int64_t n) {
   return step_s;
 }
 
-// The worker an action addresses; -1 for Apply and ApplyDelta, which address none.
-inline WorkerId WorkerOf(const Action& action) {
+// The worker an action (or a driver's effect, driver_test_util.h)
+// addresses; -1 for those that address none (Apply, ApplyDelta).
+template <typename... Alternatives>
+WorkerId WorkerOf(const std::variant<Alternatives...>& action) {
   return std::visit(
       [](const auto& a) -> WorkerId {
         if constexpr (requires { a.worker; }) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "model_test_util.h"
@@ -22,7 +23,20 @@ constexpr int64_t kDim = 12;
 constexpr int64_t kClasses = 3;
 constexpr int64_t kRows = 40;
 
-data::Dataset MakeData(std::mt19937_64& rng) { return RandomDataset(kRows, kDim, kClasses, rng); }
+// Random data drawn from `seed`, a model of `name` on them, and the
+// generator to draw models and samples from next.
+struct GradientJob {
+  GradientJob(uint64_t seed, const std::string& name)
+      : rng(seed),
+        data(RandomDataset(kRows, kDim, kClasses, rng)),
+        spec(MustParse(name, kDim, kClasses)),
+        params(model::Model(spec).num_params()) {}
+
+  std::mt19937_64 rng;
+  data::Dataset data;
+  model::ModelSpec spec;
+  int64_t params;
+};
 
 // The gradient one model computes alone, the reference.
 std::vector<float> Direct(const model::ModelSpec& spec, const data::Dataset& data,
@@ -42,24 +56,30 @@ struct Push {
   std::vector<int64_t> samples;
 };
 
-TEST_CASE("sim push gradients: the same on any number of threads, taken in any order") {
-  std::mt19937_64 rng(7);
-  const data::Dataset data = MakeData(rng);
-  const model::ModelSpec spec = MustParse("mlp:5", kDim, kClasses);
-  const int64_t params = model::Model(spec).num_params();
-  constexpr int64_t kWorkers = 24;
+// A model of `params` random values.
+std::shared_ptr<const std::vector<float>> RandomModel(int64_t params, std::mt19937_64& rng) {
+  return std::make_shared<const std::vector<float>>(RandomVector<float>(params, 0.5f, rng));
+}
+
+// Worker w's push on `model` of `count` samples drawn from the data's rows.
+Push RandomPush(int64_t w, std::shared_ptr<const std::vector<float>> model, int count,
+                std::mt19937_64& rng) {
+  Push push{w, std::move(model), {}};
   std::uniform_int_distribution<int64_t> row(0, kRows - 1);
-  auto make_push = [&](int64_t w) {
-    Push push;
-    push.worker = w;
-    push.model = std::make_shared<const std::vector<float>>(RandomVector<float>(params, 0.5f, rng));
-    for (int i = 0; i < 6; ++i) push.samples.push_back(row(rng));
-    return push;
-  };
+  for (int i = 0; i < count; ++i) push.samples.push_back(row(rng));
+  return push;
+}
+
+TEST_CASE("sim push gradients: the same on any number of threads, taken in any order") {
+  GradientJob job(7, "mlp:5");
+  auto& [rng, data, spec, params] = job;
+  constexpr int64_t kWorkers = 24;
   std::vector<Push> first;
   std::vector<Push> second;
-  for (int64_t w = 0; w < kWorkers; ++w) first.push_back(make_push(w));
-  for (int64_t w = 0; w < kWorkers; ++w) second.push_back(make_push(w));
+  for (int64_t w = 0; w < kWorkers; ++w)
+    first.push_back(RandomPush(w, RandomModel(params, rng), 6, rng));
+  for (int64_t w = 0; w < kWorkers; ++w)
+    second.push_back(RandomPush(w, RandomModel(params, rng), 6, rng));
 
   for (int64_t threads : {1, 2, 4}) {
     CAPTURE(threads);
@@ -90,21 +110,15 @@ TEST_CASE("sim push gradients: the same on any number of threads, taken in any o
 }
 
 TEST_CASE("sim push gradients: softmax's rows in place, the same bits on any number of threads") {
-  std::mt19937_64 rng(5);
-  const data::Dataset data = MakeData(rng);
-  const model::ModelSpec spec = MustParse("softmax", kDim, kClasses);
-  const int64_t params = model::Model(spec).num_params();
+  GradientJob job(5, "softmax");
+  auto& [rng, data, spec, params] = job;
   constexpr int64_t kWorkers = 10;
-  std::uniform_int_distribution<int64_t> row(0, kRows - 1);
   // Two model versions, each shared by half the workers, as a round's pushes are.
-  const std::vector<std::shared_ptr<const std::vector<float>>> models = {
-      std::make_shared<const std::vector<float>>(RandomVector<float>(params, 0.5f, rng)),
-      std::make_shared<const std::vector<float>>(RandomVector<float>(params, 0.5f, rng))};
+  const std::vector<std::shared_ptr<const std::vector<float>>> models = {RandomModel(params, rng),
+                                                                         RandomModel(params, rng)};
   std::vector<Push> pushes;
   for (int64_t w = 0; w < kWorkers; ++w) {
-    Push push{w, models[static_cast<size_t>(w % 2)], {}};
-    for (int i = 0; i < 7; ++i) push.samples.push_back(row(rng));
-    pushes.push_back(push);
+    pushes.push_back(RandomPush(w, models[static_cast<size_t>(w % 2)], 7, rng));
   }
   std::vector<std::vector<float>> first_run;
   for (int64_t threads : {1, 2, 4}) {

@@ -24,23 +24,15 @@ struct LbbspFixture {
   // unlimited links; from iteration kCut worker 3 sends at 200 Mb/s, so its
   // push takes 4 ms, about a step.
   SimConfig Config(const std::string& policy, const std::string& mode) const {
-    SimConfig c;
-    c.policy.name = policy;
+    SimConfig c = SimJob(policy, 4, 32);
     c.policy.lb_mode = mode;
-    c.job.workers = 4;
-    c.job.batch = 32;
-    c.model = *model::ParseModelSpec("softmax", 4, 2);
     c.payload_params = 25000;
     c.job.lr = 0.5;
     c.job.momentum = 0.5;
     c.job.eval_every = 1000;
     c.stragglers.assign(4, worker::StragglerSpec{});
     c.stragglers[3].bandwidth_schedule = {{kCut, 200}};
-    c.cost = CostModel::Linear(0.5e-3, 0.1e-3);
-    c.cost.param_s = 0;
-    c.cost.message_s = 0;
-    c.network.link_gbps = 0;
-    c.network.latency_s = 50e-6;
+    OnlyStepsAndLatency(0.5e-3, 0.1e-3, 50e-6, &c);
     return c;
   }
 

@@ -95,6 +95,12 @@ struct Cpu {
       : cpu(cores, {slice, wake_preempts, wake_credit},
             [this](double time, uint64_t generation) { ticks.emplace_back(time, generation); }) {}
 
+  // The last tick asked for falls at `at`: takes it; the jobs done then.
+  std::vector<int64_t> TickAt(double at) {
+    CHECK(ticks.back().first == doctest::Approx(at));
+    return cpu.OnTick(at, ticks.back().second);
+  }
+
   std::vector<std::pair<double, uint64_t>> ticks;
   SimCpu cpu;
 };
@@ -139,13 +145,10 @@ TEST_CASE("sim cpu: time slices give one job a whole core, in turn") {
   CHECK(c.ticks[1].first == doctest::Approx(1.0));
   CHECK(c.cpu.OnTick(1.0, c.ticks[1].second).empty());
   // Then job 11 for a slice; job 10 waits with 0.5 s left.
-  CHECK(c.ticks.back().first == doctest::Approx(2.0));
-  CHECK(c.cpu.OnTick(2.0, c.ticks.back().second).empty());
+  CHECK(c.TickAt(2.0).empty());
   // Job 10 finishes its half second, then job 11 its own.
-  CHECK(c.ticks.back().first == doctest::Approx(2.5));
-  CHECK(c.cpu.OnTick(2.5, c.ticks.back().second) == std::vector<int64_t>{10});
-  CHECK(c.ticks.back().first == doctest::Approx(3.0));
-  CHECK(c.cpu.OnTick(3.0, c.ticks.back().second) == std::vector<int64_t>{11});
+  CHECK(c.TickAt(2.5) == std::vector<int64_t>{10});
+  CHECK(c.TickAt(3.0) == std::vector<int64_t>{11});
 }
 
 TEST_CASE("sim cpu: a job that starts waits ahead of one whose slice ended") {
@@ -154,11 +157,9 @@ TEST_CASE("sim cpu: a job that starts waits ahead of one whose slice ended") {
   c.cpu.Start(0, 2, 3.0, 1.0);
   CHECK(c.cpu.OnTick(1.0, c.ticks.back().second).empty());  // 1 waits, 2 runs
   c.cpu.Start(1.5, 3, 0.25, 1.0);                           // wakes while 2 runs
-  CHECK(c.ticks.back().first == doctest::Approx(2.0));      // 2's slice still ends at 2
-  CHECK(c.cpu.OnTick(2.0, c.ticks.back().second).empty());
+  CHECK(c.TickAt(2.0).empty());                             // 2's slice still ends at 2
   // Job 3 goes before job 1, which has waited longer: done at 2.25.
-  CHECK(c.ticks.back().first == doctest::Approx(2.25));
-  CHECK(c.cpu.OnTick(2.25, c.ticks.back().second) == std::vector<int64_t>{3});
+  CHECK(c.TickAt(2.25) == std::vector<int64_t>{3});
 }
 
 TEST_CASE("sim cpu: preempting on wake-up, a job that starts takes a core at once") {
@@ -169,8 +170,7 @@ TEST_CASE("sim cpu: preempting on wake-up, a job that starts takes a core at onc
   c.cpu.Start(0.5, 3, 0.25, 1.0);
   // Job 1, furthest into its slice, gave its core to job 3: done at 0.75,
   // not after a slice ended (1 s) as without preemption.
-  CHECK(c.ticks.back().first == doctest::Approx(0.75));
-  CHECK(c.cpu.OnTick(0.75, c.ticks.back().second) == std::vector<int64_t>{3});
+  CHECK(c.TickAt(0.75) == std::vector<int64_t>{3});
   // Job 1 takes the core back ahead of any other waiting; it did 0.5 s of
   // its 3, and its new slice ends at 1.75, job 2's at 1.25.
   CHECK(c.ticks.back().first == doctest::Approx(1.25));
@@ -179,17 +179,14 @@ TEST_CASE("sim cpu: preempting on wake-up, a job that starts takes a core at onc
   d.cpu.Start(0, 1, 3.0, 1.0);
   d.cpu.Start(0.25, 2, 3.0, 1.0);
   d.cpu.Start(0.5, 3, 0.25, 1.0);
-  CHECK(d.ticks.back().first == doctest::Approx(1.0));
-  CHECK(d.cpu.OnTick(1.0, d.ticks.back().second).empty());
-  CHECK(d.ticks.back().first == doctest::Approx(1.25));
-  CHECK(d.cpu.OnTick(1.25, d.ticks.back().second) == std::vector<int64_t>{3});
+  CHECK(d.TickAt(1.0).empty());
+  CHECK(d.TickAt(1.25) == std::vector<int64_t>{3});
   // A job with no work is done at once and preempts none: job 1 keeps
   // its slice, which ends at 1 s, not 1.5.
   Cpu e(1, 1.0, true);
   e.cpu.Start(0, 1, 3.0, 1.0);
   e.cpu.Start(0.5, 2, 0.0, 1.0);
-  CHECK(e.ticks.back().first == doctest::Approx(0.5));
-  CHECK(e.cpu.OnTick(0.5, e.ticks.back().second) == std::vector<int64_t>{2});
+  CHECK(e.TickAt(0.5) == std::vector<int64_t>{2});
   CHECK(e.ticks.back().first == doctest::Approx(1.0));
 }
 
@@ -199,16 +196,12 @@ TEST_CASE("sim cpu: a wake-up credit lengthens a started job's first slice, not 
   Cpu c(1, 1.0, false, 2.0);
   c.cpu.Start(0, 1, 5.0, 1.0);
   c.cpu.Start(0.5, 2, 1.5, 1.0);
-  CHECK(c.ticks.back().first == doctest::Approx(3.0));
-  CHECK(c.cpu.OnTick(3.0, c.ticks.back().second).empty());
+  CHECK(c.TickAt(3.0).empty());
   // Job 2 started too: its first slice is 3 s, room for its 1.5.
-  CHECK(c.ticks.back().first == doctest::Approx(4.5));
-  CHECK(c.cpu.OnTick(4.5, c.ticks.back().second) == std::vector<int64_t>{2});
+  CHECK(c.TickAt(4.5) == std::vector<int64_t>{2});
   // Job 1 was preempted, not started: a plain slice, 1 s of its 2 left.
-  CHECK(c.ticks.back().first == doctest::Approx(5.5));
-  CHECK(c.cpu.OnTick(5.5, c.ticks.back().second).empty());
-  CHECK(c.ticks.back().first == doctest::Approx(6.5));
-  CHECK(c.cpu.OnTick(6.5, c.ticks.back().second) == std::vector<int64_t>{1});
+  CHECK(c.TickAt(5.5).empty());
+  CHECK(c.TickAt(6.5) == std::vector<int64_t>{1});
   // Without the credit job 2 takes the core when job 1's first second ends.
   Cpu d(1, 1.0);
   d.cpu.Start(0, 1, 5.0, 1.0);
@@ -221,8 +214,7 @@ TEST_CASE("sim cpu: a wake-up credit lengthens a started job's first slice, not 
   e.cpu.Start(0, 1, 5.0, 1.0);
   e.cpu.Start(0.25, 2, 5.0, 1.0);
   e.cpu.Start(0.5, 3, 0.25, 1.0);
-  CHECK(e.ticks.back().first == doctest::Approx(0.75));
-  CHECK(e.cpu.OnTick(0.75, e.ticks.back().second) == std::vector<int64_t>{3});
+  CHECK(e.TickAt(0.75) == std::vector<int64_t>{3});
   // Job 1 back on the freed core with a plain slice, ending at 1.75;
   // job 2's first slice ends at 3.25.
   CHECK(e.ticks.back().first == doctest::Approx(1.75));
@@ -235,22 +227,17 @@ TEST_CASE("sim cpu: with time slices, jobs on two cores go at their shared speed
   CHECK(c.ticks.back().first == doctest::Approx(0.5));
   c.cpu.Start(0.25, 2, 0.5, 0.5);
   // Both run, each at half speed: job 1's remaining 0.25 s takes 0.5 s.
-  CHECK(c.ticks.back().first == doctest::Approx(0.75));
-  CHECK(c.cpu.OnTick(0.75, c.ticks.back().second) == std::vector<int64_t>{1});
+  CHECK(c.TickAt(0.75) == std::vector<int64_t>{1});
   // Job 2 did 0.25 s of work, then alone finishes the rest at full speed.
-  CHECK(c.ticks.back().first == doctest::Approx(1.0));
-  CHECK(c.cpu.OnTick(1.0, c.ticks.back().second) == std::vector<int64_t>{2});
+  CHECK(c.TickAt(1.0) == std::vector<int64_t>{2});
   // A job with no work is done at once, even waiting for a core.
   Cpu d(1, 1.0);
   d.cpu.Start(0, 1, 2.0, 1.0);
   d.cpu.Start(0, 2, 0.0, 1.0);
-  CHECK(d.ticks.back().first == doctest::Approx(0.0));
-  CHECK(d.cpu.OnTick(0.0, d.ticks.back().second) == std::vector<int64_t>{2});
+  CHECK(d.TickAt(0.0) == std::vector<int64_t>{2});
   // Alone, job 1 keeps its core when its slice ends.
-  CHECK(d.ticks.back().first == doctest::Approx(1.0));
-  CHECK(d.cpu.OnTick(1.0, d.ticks.back().second).empty());
-  CHECK(d.ticks.back().first == doctest::Approx(2.0));
-  CHECK(d.cpu.OnTick(2.0, d.ticks.back().second) == std::vector<int64_t>{1});
+  CHECK(d.TickAt(1.0).empty());
+  CHECK(d.TickAt(2.0) == std::vector<int64_t>{1});
 }
 
 }  // namespace

@@ -22,13 +22,9 @@ struct SimFixture {
   // slowdown, messages `latency_ms` apart, nothing else costing time.
   SimConfig Config(const std::string& policy, const std::vector<double>& slowdown, double step_ms,
                    double latency_ms) const {
-    SimConfig c;
-    c.policy.name = policy;
-    c.job.workers = static_cast<int64_t>(slowdown.size());
-    c.job.batch = 8;
+    SimConfig c = SimJob(policy, static_cast<int64_t>(slowdown.size()), 8);
     c.policy.chunk = 2;
     c.policy.token_size = 2;
-    c.model = *model::ParseModelSpec("softmax", 4, 2);
     c.job.lr = 0.5;
     c.job.momentum = 0.5;
     c.job.eval_every = 1000;
@@ -39,11 +35,25 @@ struct SimFixture {
       c.stragglers.push_back(s);
     }
     // The whole step costs step_ms, whatever its size.
-    c.cost = CostModel::Linear(step_ms * 1e-3, 0);
-    c.cost.param_s = 0;
-    c.cost.message_s = 0;
-    c.network.link_gbps = 0;
-    c.network.latency_s = latency_ms * 1e-3;
+    OnlyStepsAndLatency(step_ms * 1e-3, 0, latency_ms * 1e-3, &c);
+    return c;
+  }
+
+  // ASP on workers of the given slowdowns for 1.005 virtual seconds, steps
+  // of 10 ms, no latency.
+  SimReport RunAsp(const std::vector<double>& slowdown) const {
+    SimConfig c = Config("asp", slowdown, 10, 0);
+    c.job.max_iterations = 0;
+    c.job.max_seconds = 1.005;
+    return Run(c);
+  }
+
+  // `policy` on three workers and one 4x slower, steps of 10 ms, 1 ms each
+  // way, `local_steps` a push, for `iterations` iterations.
+  SimConfig OneSlow(const std::string& policy, int64_t local_steps, int64_t iterations) const {
+    SimConfig c = Config(policy, {1, 1, 1, 4}, 10, 1);
+    c.policy.local_steps = local_steps;
+    c.job.max_iterations = iterations;
     return c;
   }
 
@@ -87,10 +97,7 @@ TEST_CASE(
 
 TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
   SimFixture f;
-  SimConfig c = f.Config("asp", {1, 2}, 10, 0);
-  c.job.max_iterations = 0;
-  c.job.max_seconds = 1.005;
-  const SimReport r = f.Run(c);
+  const SimReport r = f.RunAsp({1, 2});
   // 100 steps/s and 50 steps/s, nobody waiting.
   CHECK(r.workers[0].steps == 100);
   CHECK(r.workers[1].steps == 50);
@@ -100,10 +107,7 @@ TEST_CASE("sim: ASP throughput is the sum of the workers' rates") {
 
 TEST_CASE("sim: staleness per push: none under BSP; under ASP what the others applied meanwhile") {
   SimFixture f;
-  SimConfig c = f.Config("asp", {1, 4}, 10, 0);
-  c.job.max_iterations = 0;
-  c.job.max_seconds = 1.005;
-  const SimReport asp = f.Run(c);
+  const SimReport asp = f.RunAsp({1, 4});
   // In the slow worker's 40 ms step the fast one pushes 4 times; in the fast
   // one's 10 ms step the slow one pushes a quarter of the time.
   REQUIRE(asp.workers[1].steps > 0);
@@ -319,6 +323,28 @@ TEST_CASE("sim: the gradients are real: every policy learns the separable proble
   }
 }
 
+TEST_CASE("sim: a switching run's row lists the policies it ran, each to the next switch done") {
+  SimReport r;
+  r.iterations = 50;
+  r.started_under = "bsp";
+  sync::Switch to_asp{.from = "bsp", .to = "asp", .iteration = 10, .done = true};
+  sync::Switch decided{.from = "asp", .to = "bsp", .iteration = 25, .done = false};
+  sync::Switch back{.from = "asp", .to = "bsp", .iteration = 30, .done = true};
+  sync::Switch late{.from = "bsp", .to = "asp", .iteration = 60, .done = true};
+  r.switches = {{1, to_asp}, {2, decided}, {3, back}, {4, late}};
+  const bench::RunResult row = ToRunResult(r, "auto", 1);
+  REQUIRE(row.ran_under.size() == 3);
+  CHECK(row.ran_under[0].policy == "bsp");
+  CHECK(row.ran_under[0].iterations == 10);
+  CHECK(row.ran_under[1].policy == "asp");
+  CHECK(row.ran_under[1].iterations == 20);
+  CHECK(row.ran_under[2].policy == "bsp");
+  CHECK(row.ran_under[2].iterations == 20);
+  r.started_under.clear();
+  r.switches.clear();
+  CHECK(ToRunResult(r, "bsp", 1).ran_under.empty());
+}
+
 TEST_CASE("sim: token: a round-robin straggler sleeps once an iteration, not once a token") {
   // 16 tokens an iteration (batch 8, tokens of 2, 4 workers): each worker
   // trains several, but in iteration t only rank t mod 4 sleeps, once.
@@ -341,6 +367,7 @@ TEST_CASE(
   SimFixture f;
   SimConfig c = f.Config("sync-switch", {1, 1, 1, 4}, 10, 1);
   c.job.max_iterations = 20;
+  c.policy.job.max_iterations = 20;
   c.policy.switch_at = 0.5;
   const SimReport r = f.Run(c);
   REQUIRE(r.switches.size() == 2);
@@ -444,10 +471,7 @@ TEST_CASE("sim: localsgd with H = 1, outer lr 1 and no momentum trains as BSP do
 
 TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round") {
   SimFixture f;
-  SimConfig c = f.Config("localsgd", {1, 1, 1, 4}, 10, 1);
-  c.policy.local_steps = 4;
-  c.job.max_iterations = 10;
-  const SimReport r = f.Run(c);
+  const SimReport r = f.Run(f.OneSlow("localsgd", 4, 10));
   // A round: the straggler's 4 steps of 40 ms, its push and the model back.
   CHECK(r.seconds == doctest::Approx(10 * (4 * 0.040 + 0.002)).epsilon(0.01));
   for (const WorkerStats& w : r.workers) {
@@ -467,9 +491,7 @@ TEST_CASE("sim: localsgd prices H local steps, one push and one pull per round")
 
 TEST_CASE("sim: async-localsgd with DyLU: the 4x slower worker takes H/4 steps per push") {
   SimFixture f;
-  SimConfig c = f.Config("async-localsgd", {1, 1, 1, 4}, 10, 1);
-  c.policy.local_steps = 8;
-  c.job.max_iterations = 60;
+  SimConfig c = f.OneSlow("async-localsgd", 8, 60);
   const SimReport plain = f.Run(c);
   // Without DyLU every push is 8 steps: the slow worker pushes a quarter as often.
   CHECK(plain.workers[3].samples == plain.workers[3].steps * 8 * 8);

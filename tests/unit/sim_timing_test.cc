@@ -9,6 +9,7 @@
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/sim/sim.h"
+#include "sim_test_util.h"
 
 namespace dmlps::sim {
 namespace {
@@ -27,12 +28,8 @@ TEST_CASE("sim: a timing-only simulation times a run as the full one does") {
   test.labels.assign(train.labels.begin(), train.labels.begin() + 64);
   for (const char* policy : {"bsp", "abps", "wbsp", "ssp", "lbbsp", "asp", "backup", "localsgd"}) {
     CAPTURE(policy);
-    SimConfig c;
-    c.policy.name = policy;
-    c.job.workers = 4;
-    c.job.batch = 16;
+    SimConfig c = SimJob(policy, 4, 16, "mlp:32", 8, 3);
     c.policy.chunk = 4;
-    c.model = *model::ParseModelSpec("mlp:32", 8, 3);
     c.job.max_iterations = 40;
     c.job.eval_every = 20;
     for (double k : {1.0, 1.0, 1.0, 3.0}) {

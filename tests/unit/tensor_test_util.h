@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dmlps/proto/codec.h"
+#include "server/model_store.h"
 
 namespace dmlps::testing {
 
@@ -21,6 +22,25 @@ inline std::shared_ptr<proto::IncomingTensor> WholeTensor(const std::vector<floa
       proto::IncomingTensor::Open(static_cast<int64_t>(values.size()), 0, 0, std::move(frames));
   REQUIRE(opened.ok());
   return std::make_shared<proto::IncomingTensor>(std::move(opened).value());
+}
+
+// A push of `size` floats streamed in `chunks` chunks of `chunk_floats`,
+// none of which has come yet; fails the test when it cannot be opened.
+inline std::shared_ptr<proto::IncomingTensor> StreamedTensor(int64_t size, int64_t chunks,
+                                                             int64_t chunk_floats) {
+  Result<proto::IncomingTensor> opened =
+      proto::IncomingTensor::Open(size, chunks, chunk_floats, {});
+  REQUIRE(opened.ok());
+  return std::make_shared<proto::IncomingTensor>(std::move(opened).value());
+}
+
+// Chunk `index` of the streamed `push` comes, holding `values` (in one
+// frame); fails the test when the push refuses it.
+inline void ChunkComes(proto::IncomingTensor& push, int64_t index,
+                       const std::vector<float>& values) {
+  net::Frames frames;
+  frames.emplace_back(values.data(), values.size() * sizeof(float));
+  REQUIRE(server::TakeChunk(push, index, frames).ok());
 }
 
 // Whether `a` and `b` hold the same floats bit for bit (NaNs and signed

@@ -112,7 +112,13 @@ void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>&
         << ",\"bytes_per_worker\":" << JsonNumber(r.bytes_per_worker)
         << ",\"accuracy\":" << JsonNumber(r.accuracy) << ",\"failure\":";
     WriteJsonStringOrNull(r.failure, out);
-    out << "}";
+    out << ",\"ran_under\":[";
+    for (size_t s = 0; s < r.ran_under.size(); ++s) {
+      out << (s ? "," : "") << "{\"policy\":";
+      WriteJsonString(r.ran_under[s].policy, out);
+      out << ",\"iterations\":" << r.ran_under[s].iterations << "}";
+    }
+    out << "]}";
   }
   out << "]}\n";
 }

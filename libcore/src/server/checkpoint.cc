@@ -27,27 +27,32 @@ constexpr uint32_t kMaxMeta = 16 << 20;
 // Training seconds beyond any run (about 30,000 years).
 constexpr double kMaxSeconds = 1e12;
 
-struct CheckpointMeta {
-  std::string model;
-  std::string policy;
-  std::string optimizer;
-  int64_t workers = 0;
-  int64_t iteration = -1;
-  int64_t version = -1;
-  int64_t samples = -1;
-  double seconds = -1;
-  std::vector<int64_t> policy_extra;
-  std::vector<model::TensorSpec> layout;  // absent in checkpoints of built-in models
-  // Absent in files of one server: shard 0 of 1, the whole model.
-  int64_t shard_index = 0;
-  int64_t shard_count = 1;
-  int64_t slice_begin = 0;
-  int64_t model_params = 0;
-  int64_t optimizer_steps = 0;  // absent in files written before it was kept: 0
-  MSGPACK_DEFINE_MAP(model, policy, optimizer, workers, iteration, version, samples, seconds,
-                     policy_extra, layout, shard_index, shard_count, slice_begin, model_params,
-                     optimizer_steps);
-};
+// The metadata: every field of checkpoint `c` (const to write it) but its
+// floats, a msgpack map by the fields' names in this order. The
+// layout is absent in checkpoints of built-in models; the shard and slice
+// in files of one server (shard 0 of 1, the whole model); optimizer_steps
+// in files written before it was kept (0).
+template <typename C>
+auto MetaMap(C& c) {
+  return msgpack::type::make_define_map(
+      "model", c.model, "policy", c.policy, "optimizer", c.optimizer, "workers", c.workers,
+      "iteration", c.iteration, "version", c.version, "samples", c.samples, "seconds", c.seconds,
+      "policy_extra", c.policy_extra, "layout", c.layout, "shard_index", c.shard_index,
+      "shard_count", c.shard_count, "slice_begin", c.slice_begin, "model_params", c.model_params,
+      "optimizer_steps", c.optimizer_steps);
+}
+
+// A checkpoint to read metadata into: the counts every file holds start
+// out of range, so that MetaProblem refuses a file that lacks one.
+Checkpoint Unread() {
+  Checkpoint checkpoint;
+  checkpoint.workers = 0;
+  checkpoint.iteration = -1;
+  checkpoint.version = -1;
+  checkpoint.samples = -1;
+  checkpoint.seconds = -1;
+  return checkpoint;
+}
 
 void PutU32(std::string* out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -82,7 +87,7 @@ std::string Errno() { return std::strerror(errno); }
 // What is wrong with a checkpoint's metadata, for a file of `num_params`
 // parameters and `num_state` floats of optimizer state; empty when it fits
 // (then a slice's model_params is set, the whole model's when it was 0).
-std::string MetaProblem(CheckpointMeta& meta, uint64_t num_params, uint64_t num_state) {
+std::string MetaProblem(Checkpoint& meta, uint64_t num_params, uint64_t num_state) {
   if (meta.model.empty() || meta.policy.empty() || meta.optimizer.empty()) {
     return std::string("the metadata lacks the model, policy or optimizer");
   }
@@ -153,17 +158,8 @@ uint32_t Crc32(std::string_view bytes, uint32_t crc) {
 }
 
 std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
-  CheckpointMeta meta{checkpoint.model,   checkpoint.policy,    checkpoint.optimizer,
-                      checkpoint.workers, checkpoint.iteration, checkpoint.version,
-                      checkpoint.samples, checkpoint.seconds,   checkpoint.policy_extra};
-  meta.layout = checkpoint.layout;
-  meta.shard_index = checkpoint.shard_index;
-  meta.shard_count = checkpoint.shard_count;
-  meta.slice_begin = checkpoint.slice_begin;
-  meta.model_params = checkpoint.model_params;
-  meta.optimizer_steps = checkpoint.optimizer_steps;
   PackBuffer packed;
-  msgpack::pack(packed, meta);
+  msgpack::pack(packed, MetaMap(checkpoint));
   const std::vector<float>& params = *checkpoint.params;
   std::string out;
   out.reserve(kFixedHeader + packed.size() +
@@ -220,7 +216,7 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
   if (Crc32(bytes.substr(0, crc_at)) != stored_crc)
     return bad("checksum mismatch (corrupt checkpoint)");
 
-  CheckpointMeta meta;
+  Checkpoint checkpoint = Unread();
   try {
     size_t offset = 0;
     msgpack::object_handle handle = msgpack::unpack(
@@ -229,29 +225,13 @@ Result<Checkpoint> DecodeCheckpoint(std::string_view bytes, const std::string& s
                               /*ext=*/0, /*depth=*/4));
     if (offset != meta_size) return bad("trailing bytes after the metadata");
     if (handle.get().type != msgpack::type::MAP) return bad("the metadata is not a map");
-    handle.get().convert(meta);
+    MetaMap(checkpoint).msgpack_unpack(handle.get());
   } catch (const std::exception& e) {
     return bad(std::string("unreadable metadata: ") + e.what());
   }
-  if (std::string problem = MetaProblem(meta, num_params, num_state); !problem.empty()) {
+  if (std::string problem = MetaProblem(checkpoint, num_params, num_state); !problem.empty()) {
     return bad(problem);
   }
-  Checkpoint checkpoint;
-  checkpoint.model = std::move(meta.model);
-  checkpoint.policy = std::move(meta.policy);
-  checkpoint.optimizer = std::move(meta.optimizer);
-  checkpoint.workers = meta.workers;
-  checkpoint.iteration = meta.iteration;
-  checkpoint.version = meta.version;
-  checkpoint.samples = meta.samples;
-  checkpoint.seconds = meta.seconds;
-  checkpoint.policy_extra = std::move(meta.policy_extra);
-  checkpoint.layout = std::move(meta.layout);
-  checkpoint.shard_index = meta.shard_index;
-  checkpoint.shard_count = meta.shard_count;
-  checkpoint.slice_begin = meta.slice_begin;
-  checkpoint.model_params = meta.model_params;
-  checkpoint.optimizer_steps = meta.optimizer_steps;
   const size_t params_at = kFixedHeader + meta_size;
   auto params = std::make_shared<std::vector<float>>(GetFloats(bytes, params_at, num_params));
   checkpoint.optimizer_state = GetFloats(bytes, params_at + num_params * sizeof(float), num_state);
@@ -302,18 +282,16 @@ Result<Checkpoint> ReadCheckpointFile(const std::string& path) {
 Checkpoint MakeCheckpoint(const CheckpointIdentity& identity, int64_t workers,
                           const sync::PolicyState& state, int64_t samples, double seconds,
                           std::vector<float> optimizer_state) {
-  Checkpoint checkpoint;
-  checkpoint.model = identity.model;
-  checkpoint.policy = identity.policy;
-  checkpoint.optimizer = identity.optimizer;
-  checkpoint.workers = workers;
-  checkpoint.iteration = state.iteration;
-  checkpoint.version = state.version;
-  checkpoint.policy_extra = state.extra;
-  checkpoint.samples = samples;
-  checkpoint.seconds = seconds;
-  checkpoint.optimizer_state = std::move(optimizer_state);
-  return checkpoint;
+  return Checkpoint{.model = identity.model,
+                    .policy = identity.policy,
+                    .optimizer = identity.optimizer,
+                    .workers = workers,
+                    .iteration = state.iteration,
+                    .version = state.version,
+                    .samples = samples,
+                    .seconds = seconds,
+                    .policy_extra = state.extra,
+                    .optimizer_state = std::move(optimizer_state)};
 }
 
 Status CheckResumable(const Checkpoint& checkpoint, const std::string& source,

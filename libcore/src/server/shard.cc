@@ -1,7 +1,6 @@
 #include "server/shard.h"
 
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -10,22 +9,23 @@
 #include <deque>
 #include <map>
 #include <optional>
-#include <set>
 #include <utility>
 
 #include "dmlps/base/file.h"
 #include "dmlps/model/model.h"
 #include "dmlps/net/endpoint.h"
-#include "dmlps/net/secret.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
-#include "dmlps/trace/trace.h"
 #include "server/intake.h"
 #include "server/listen_options.h"
 #include "server/loop.h"
 #include "server/model_store.h"
 #include "server/shard_checkpoint.h"
+#include "server/shard_listener.h"
+#include "server/shard_pushes.h"
 #include "server/shard_slice.h"
+#include "server/shard_uplink.h"
+#include "server/shard_workers.h"
 
 namespace dmlps::server {
 
@@ -63,26 +63,13 @@ using std::chrono::milliseconds;
 // A Stage order whose push has not come for this long is skipped (the worker
 // died between sending to shard 0 and to this shard): its slice is left out.
 constexpr milliseconds kPushStall = kStreamStall;
-// A worker's Hello waits this long for shard 0's word that it admitted
-// that worker (its Order kAdmit may come after the Hello)...
-constexpr milliseconds kHelloWait{10000};
-// ... and so many Hellos at most wait at once; beyond, the oldest is refused.
-constexpr size_t kMaxHeldHellos = 256;
-// Pushes of one worker that shard 0 has not ordered yet, at most: a worker
-// waits for its reply before its next push, so more is a peer gone rogue.
-constexpr int64_t kMaxUnorderedPushes = 16;
 
-std::string Key(const zmq::message_t& identity) { return IdentityKey(identity); }
-
-// A worker as this shard knows it: where to send its slice of the model.
-struct Pusher {
-  zmq::message_t identity;
-};
-
+// The shard's event loop: shard 0's orders carried out on the slice, in the
+// order given, with the pushes they name as these come (shard.h).
 class ShardServer {
  public:
   ShardServer(const ServerConfig& config, const std::atomic<int>* signal)
-      : config_(config), signal_(signal) {}
+      : config_(config), signal_(signal), uplink_(config, name_) {}
 
   Result<RunReport> Run();
   // Shard 0 lost another shard and asked this one to go back to its last
@@ -96,15 +83,6 @@ class ShardServer {
   Status TakeSlice(const proto::Welcome& welcome, InitialSlice initial);
   Status Serve();
   void HandleWorker(net::Frames& frames);
-  // A worker's Hello: welcomed when its ticket is the one shard 0 gave it,
-  // else held until shard 0 says (Admit) or kHelloWait passes.
-  void HandleHello(const zmq::message_t& identity, const proto::Hello& hello);
-  void Join(const zmq::message_t& identity, const proto::Hello& hello);
-  // Shard 0 admitted worker `rank` with `ticket`: the Hellos held for it
-  // are welcomed or refused.
-  void Admit(int64_t rank, int64_t ticket);
-  // Refuses the Hellos held longer than kHelloWait.
-  void ExpireHeld();
   Status HandleCoordinator(net::Frames& frames);
   void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
   void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
@@ -117,8 +95,6 @@ class ShardServer {
   // Forgets the workers whose send queue was full: they do not read their
   // replies, and the queue bound is all this shard holds for them.
   void DropUnreading();
-  void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
-              bool fatal, bool rejoin = false);
   // Drops the unfinished push of worker `rank`: what is missing is left out.
   void Abandon(int64_t rank, const std::string& why);
   bool Interrupted() const { return signal_ != nullptr && signal_->load() != 0; }
@@ -128,117 +104,51 @@ class ShardServer {
   const std::string name_ = "shard " + std::to_string(config_.shard_index);
 
   zmq::context_t context_;
-  std::optional<net::Endpoint> workers_;      // the ROUTER workers push to
-  std::optional<net::Endpoint> coordinator_;  // the DEALER to shard 0
+  std::optional<ShardListener> listener_;
+  ShardUplink uplink_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<ModelStore> store_;
   std::unique_ptr<ShardCheckpoints> checkpoints_;  // --checkpoint, --resume
   int64_t begin_ = 0;                              // this slice in the flat parameter vector
   int64_t size_ = 0;
-  int64_t max_bytes_ = 0;  // the most a worker's message may carry
 
-  std::map<int64_t, Pusher> pushers_;   // by rank
-  std::map<int64_t, int64_t> tickets_;  // by rank: its admission's ticket (Order kAdmit)
-  struct HeldHello {
-    zmq::message_t identity;
-    proto::Hello hello;
-    Clock::time_point since;
-  };
-  std::deque<HeldHello> held_;                  // Hellos whose ticket shard 0 has not confirmed yet
-  PushStreams streams_;                         // the pushes whose chunks are coming, by rank
-  std::map<std::string, int64_t> rank_of_;      // identity bytes -> rank
-  using PushKey = std::pair<int64_t, int64_t>;  // rank, the worker's clock
-  std::map<PushKey, std::shared_ptr<proto::IncomingTensor>> pushes_;  // not ordered yet
-  std::set<PushKey> discarded_;  // discarded before they arrived
-  std::set<int64_t> forgotten_;  // ranks lost, not joined again
+  std::optional<ShardWorkers> workers_;  // once the slice is known
+  std::optional<ShardPushes> pushes_;
   std::deque<proto::Order> orders_;
   std::map<int64_t, std::string> unreading_;  // by rank: why a reply could not be queued
   Clock::time_point waiting_since_;  // when the first order began to wait; epoch: it does not
 
-  Clock::time_point coordinator_seen_;
-  Clock::time_point last_heartbeat_;
   bool stopped_ = false;
   bool draining_done_ = false;
   bool rolled_back_ = false;
   std::string stop_reason_;
   int64_t staged_ = 0;
   int64_t skipped_ = 0;
-  int64_t refusals_ = 0;
   RunReport report_;
 };
-
-void ShardServer::Refuse(const zmq::message_t& identity, const std::string& who,
-                         const std::string& why, bool fatal, bool rejoin) {
-  if (++refusals_ <= kLoudRefusals) {
-    spdlog::warn("{}: refused {}: {}", name_, who, why);
-  } else {
-    spdlog::debug("{}: refused {}: {}", name_, who, why);
-  }
-  Status sent = workers_->SendMessage(&identity, proto::Error{why, fatal, rejoin});
-  if (!sent.ok()) spdlog::debug("cannot tell {}: {}", who, sent.ToString());
-}
 
 Status ShardServer::Register() {
   DMLPS_ASSIGN_OR_RETURN(net::BindOptions bind_options, ReadServerKeys(config_));
   DMLPS_ASSIGN_OR_RETURN(net::ConnectOptions link_options, ReadShardLinkKeys(config_));
-  if (config_.max_message_bytes > 0) bind_options.max_frame_bytes = config_.max_message_bytes;
-  bind_options.max_connections = config_.max_connections;
-  // The slice's size is not known yet: the unread bound follows the frame
-  // limit (the default one, or --max-message-bytes), as on shard 0.
-  bind_options.max_unread_bytes = 4 * bind_options.max_frame_bytes + kUnreadHeadroom;
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint workers,
-                         net::Endpoint::Bind(context_, config_.bind, bind_options));
-  workers_.emplace(std::move(workers));
+  DMLPS_ASSIGN_OR_RETURN(ShardListener listener,
+                         ShardListener::Bind(context_, config_, std::move(bind_options)));
+  listener_.emplace(std::move(listener));
+  const std::string address = listener_->endpoint().address();
   if (!config_.endpoint_file.empty()) {
-    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, workers_->address()));
+    DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, address));
   }
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint coordinator,
-                         net::Endpoint::Connect(context_, config_.coordinator, link_options));
-  coordinator_.emplace(std::move(coordinator));
-  proto::Hello hello;
-  if (!config_.secret_file.empty()) {
-    // Without CURVE, shard 0 admits a shard that presents it.
-    DMLPS_ASSIGN_OR_RETURN(hello.secret, net::ReadSecretFile(config_.secret_file));
-  }
-  hello.host = net::HostName();
-  hello.pid = getpid();
-  hello.shard = config_.shard_index;
-  hello.shards = config_.shard_count;
-  hello.address = config_.advertise.empty() ? workers_->address() : config_.advertise;
-  DMLPS_RETURN_IF_ERROR(coordinator_->SendMessage(nullptr, hello));
+  DMLPS_RETURN_IF_ERROR(uplink_.Register(context_, link_options,
+                                         config_.advertise.empty() ? address : config_.advertise));
   spdlog::info("{} of {}: listening on {}, registering with shard 0 at {}", name_,
-               config_.shard_count, workers_->address(), config_.coordinator);
-
-  // Shard 0 answers once its data is loaded: as long as a worker may wait.
-  const Clock::time_point deadline = Clock::now() + config_.worker_timeout;
-  net::Frames frames;
-  while (true) {
-    if (Interrupted()) return Status::Ok();
-    if (Clock::now() >= deadline) {
-      return Status::Unavailable(
-          "no answer from shard 0 at " + config_.coordinator + " for " +
-          fmt::format("{:g}", std::chrono::duration<double>(config_.worker_timeout).count()) +
-          " s");
-    }
-    DMLPS_ASSIGN_OR_RETURN(bool got, coordinator_->Receive(&frames, kPollSlice));
-    if (!got) continue;
-    DMLPS_ASSIGN_OR_RETURN(proto::Message message, proto::DecodeMessage(frames, 0));
-    if (auto* error = std::get_if<proto::Error>(&message.body)) {
-      if (error->fatal) return Status::Unavailable("shard 0 refused this shard: " + error->message);
-      spdlog::warn("shard 0 says: {}", error->message);
-      continue;
-    }
-    if (auto* stop = std::get_if<proto::Stop>(&message.body)) {
-      return Status::Unavailable("shard 0 stopped before this shard joined: " + stop->reason);
-    }
-    auto* welcome = std::get_if<proto::Welcome>(&message.body);
-    if (welcome == nullptr) continue;  // heartbeats
-
-    DMLPS_ASSIGN_OR_RETURN(
-        InitialSlice initial,
-        TakeInitialSlice(*welcome, message.payload, config_.shard_index, config_.shard_count));
-    return TakeSlice(*welcome, std::move(initial));
-  }
+               config_.shard_count, address, config_.coordinator);
+  DMLPS_ASSIGN_OR_RETURN(std::optional<proto::Message> welcomed,
+                         uplink_.AwaitWelcome([this] { return Interrupted(); }));
+  if (!welcomed.has_value()) return Status::Ok();
+  const auto& welcome = std::get<proto::Welcome>(welcomed->body);
+  DMLPS_ASSIGN_OR_RETURN(
+      InitialSlice initial,
+      TakeInitialSlice(welcome, welcomed->payload, config_.shard_index, config_.shard_count));
+  return TakeSlice(welcome, std::move(initial));
 }
 
 Status ShardServer::TakeSlice(const proto::Welcome& welcome, InitialSlice initial) {
@@ -264,59 +174,52 @@ Status ShardServer::TakeSlice(const proto::Welcome& welcome, InitialSlice initia
     store_->set_clip_norm(welcome.optimizer.clip_norm);
     store_->set_shared_norm([this](int64_t step, double squares) {
       const proto::Order report{proto::Order::kNorm, -1, step, squares};
-      if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{report}}); !sent.ok()) {
+      if (Status sent = uplink_.Send(proto::Orders{{report}}); !sent.ok()) {
         spdlog::warn("{}: cannot send shard 0 the norm of step {}: {}", name_, step,
                      sent.message());
       }
     });
   }
-  max_bytes_ = config_.max_message_bytes > 0
-                   ? config_.max_message_bytes
-                   : size_ * static_cast<int64_t>(sizeof(float)) + kMessageHeadroom;
-  // The connection limits shard 0 has, now that the slice and the
-  // workers are known (messages over max_bytes_ are refused as they come).
-  DMLPS_RETURN_IF_ERROR(workers_->SetConnectionLimits(
-      config_.max_connections > 0 ? config_.max_connections
-                                  : welcome.num_workers + kConnectionHeadroom,
-      4 * max_bytes_ + kUnreadHeadroom));
-  // And its frame limit and send queue, which ZeroMQ takes at bind time:
-  // bound again, before any worker learns this address from shard 0.
-  DMLPS_RETURN_IF_ERROR(
-      workers_->Rebind(max_bytes_, MaxQueuedMessages(size_ * static_cast<int64_t>(sizeof(float)))));
+  // Before any worker learns this address from shard 0.
+  DMLPS_RETURN_IF_ERROR(listener_->Fit(size_, welcome.num_workers));
   spdlog::info("{}: model {}, parameters [{}, {}) of {}, {} (policy {} on shard 0)", name_,
                initial.model, begin_, begin_ + size_, initial.num_params, optimizer_->Name(),
                welcome.policy);
+  workers_.emplace(listener_->endpoint(), name_, size_, config_.shard_index, config_.shard_count,
+                   [this](int64_t rank) {
+                     if (pushes_->streaming(rank)) Abandon(rank, "it joined again");
+                   });
+  pushes_.emplace(size_);
   // Ready: shard 0 tells the workers this address only now (a connection
   // the old listener took would have closed with it).
-  DMLPS_RETURN_IF_ERROR(coordinator_->SendMessage(nullptr, proto::Heartbeat{trace::NowMicros()}));
-  coordinator_seen_ = Clock::now();
-  return Status::Ok();
+  return uplink_.Ready();
 }
 
 void ShardServer::HandleWorker(net::Frames& frames) {
   if (frames.size() < 2) return;
   zmq::message_t identity = net::CopyFrame(frames[0]);
-  auto it = rank_of_.find(Key(identity));
-  const int64_t rank = it == rank_of_.end() ? -1 : it->second;
+  const int64_t rank = workers_->RankOf(identity);
   const std::string who = SenderName(rank, "a peer");
-  Result<proto::Message> message = DecodeBounded(frames, max_bytes_);
+  Result<proto::Message> message = DecodeBounded(frames, listener_->max_bytes());
   if (!message.ok()) {
-    Refuse(identity, who, message.status().message(), rank < 0);
+    workers_->Refuse(identity, who, message.status().message(), rank < 0);
     return;
   }
   proto::Body& body = message->body;
   if (auto* hello = std::get_if<proto::Hello>(&body)) {
     // A worker shard 0 admitted, under the rank it got there.
     if (hello->rank < 0 || hello->shard >= 0) {
-      Refuse(identity, who, "only workers that joined shard 0 (with their rank) push here", true);
+      workers_->Refuse(identity, who,
+                       "only workers that joined shard 0 (with their rank) push here", true);
       return;
     }
-    HandleHello(identity, *hello);
+    workers_->HandleHello(identity, *hello);
     return;
   }
   if (rank < 0) {
-    Refuse(identity, who, std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello",
-           true, /*rejoin=*/true);
+    workers_->Refuse(identity, who,
+                     std::string(proto::MsgTypeName(proto::TypeOf(body))) + " before Hello", true,
+                     /*rejoin=*/true);
     return;
   }
   if (auto* push = std::get_if<proto::Push>(&body)) {
@@ -326,122 +229,41 @@ void ShardServer::HandleWorker(net::Frames& frames) {
   } else if (auto* error = std::get_if<proto::Error>(&body)) {
     spdlog::debug("{}: worker {} says: {}", name_, rank, error->message);
   } else if (!std::holds_alternative<proto::Heartbeat>(body)) {
-    Refuse(identity, who,
-           "a worker may send a shard beyond 0 only its pushes, not " +
-               std::string(proto::MsgTypeName(proto::TypeOf(body))),
-           false);
+    workers_->Refuse(identity, who,
+                     "a worker may send a shard beyond 0 only its pushes, not " +
+                         std::string(proto::MsgTypeName(proto::TypeOf(body))),
+                     false);
   }
-}
-
-void ShardServer::HandleHello(const zmq::message_t& identity, const proto::Hello& hello) {
-  auto known = tickets_.find(hello.rank);
-  if (known != tickets_.end() && hello.ticket != 0 && known->second == hello.ticket) {
-    workers_->AdmitSender();
-    Join(identity, hello);
-    return;
-  }
-  // Shard 0's word may still be on its way (or a newer admission's).
-  if (held_.size() >= kMaxHeldHellos) {
-    Refuse(held_.front().identity, "a peer", "too many workers waiting to join; try again", true);
-    held_.pop_front();
-  }
-  held_.push_back({net::CopyFrame(identity), hello, Clock::now()});
-}
-
-void ShardServer::Admit(int64_t rank, int64_t ticket) {
-  tickets_[rank] = ticket;
-  std::vector<HeldHello> ready;
-  std::erase_if(held_, [&](HeldHello& held) {
-    if (held.hello.rank != rank) return false;
-    ready.push_back(std::move(held));
-    return true;
-  });
-  for (HeldHello& held : ready) {
-    if (held.hello.ticket != 0 && held.hello.ticket == ticket) {
-      Join(held.identity, held.hello);
-    } else {
-      Refuse(held.identity, "a peer claiming rank " + std::to_string(rank),
-             "shard 0 did not admit it as worker " + std::to_string(rank), true);
-    }
-  }
-}
-
-void ShardServer::ExpireHeld() {
-  const Clock::time_point now = Clock::now();
-  while (!held_.empty() && now - held_.front().since >= kHelloWait) {
-    const HeldHello& held = held_.front();
-    Refuse(held.identity, "a peer claiming rank " + std::to_string(held.hello.rank),
-           "shard 0 has not admitted it as worker " + std::to_string(held.hello.rank), true);
-    held_.pop_front();
-  }
-}
-
-void ShardServer::Join(const zmq::message_t& identity, const proto::Hello& hello) {
-  if (auto old = pushers_.find(hello.rank); old != pushers_.end()) {
-    // The same rank from a new socket: a worker that joined again.
-    rank_of_.erase(Key(old->second.identity));
-    if (streams_.open(hello.rank)) Abandon(hello.rank, "it joined again");
-  }
-  pushers_[hello.rank].identity = net::CopyFrame(identity);
-  forgotten_.erase(hello.rank);
-  rank_of_[Key(identity)] = hello.rank;
-  proto::Welcome welcome;
-  welcome.rank = hello.rank;
-  welcome.num_params = size_;
-  welcome.shard_index = config_.shard_index;
-  welcome.shard_count = config_.shard_count;
-  if (Status sent = workers_->SendMessage(&identity, welcome); !sent.ok()) {
-    spdlog::warn("{}: cannot welcome worker {}: {}", name_, hello.rank, sent.ToString());
-  }
-  spdlog::debug("{}: worker {} ({}:{}) connected", name_, hello.rank, hello.host, hello.pid);
 }
 
 void ShardServer::HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload) {
   const std::string who = "worker " + std::to_string(rank);
-  // Pushes wait here only for shard 0's orders; a worker far ahead of them
-  // would make this shard hold them all.
-  const auto first = pushes_.lower_bound({rank, INT64_MIN});
-  const auto last = pushes_.lower_bound({rank + 1, INT64_MIN});
-  if (std::distance(first, last) >= kMaxUnorderedPushes) {
-    Refuse(pushers_[rank].identity, who,
-           "push " + std::to_string(push.clock) + ": more than " +
-               std::to_string(kMaxUnorderedPushes) +
-               " pushes that shard 0 has not ordered; this one is dropped",
-           false);
+  if (pushes_->Full(rank)) {
+    workers_->Refuse(rank, who,
+                     "push " + std::to_string(push.clock) + ": more than " +
+                         std::to_string(ShardPushes::kMaxUnordered) +
+                         " pushes that shard 0 has not ordered; this one is dropped");
     return;
   }
-  if (streams_.open(rank)) Abandon(rank, "broken off by its next push");
-  OpenedPush opened = OpenPush(push, size_, "this shard's slice", payload);
-  std::shared_ptr<proto::IncomingTensor> tensor = std::move(opened.tensor);
-  if (opened.fault == OpenedPush::kSize || opened.fault == OpenedPush::kLayout) {
-    // A push this shard cannot take still gets its orders: as one that
-    // carries nothing, so that the orders naming it go on.
-    tensor = std::make_shared<proto::IncomingTensor>(
-        std::move(proto::IncomingTensor::Open(size_, 1, std::max<int64_t>(size_, 1), {})).value());
-    tensor->Close();
-    Refuse(pushers_[rank].identity, who, opened.why + "; this slice of it is left out", false);
-  } else if (opened.fault == OpenedPush::kNonFinite) {
-    tensor->Exclude(0, tensor->size());
-    Refuse(pushers_[rank].identity, who,
-           "gradient slice contains NaN or infinite values; this slice of it is left out", false);
+  if (pushes_->streaming(rank)) Abandon(rank, "broken off by its next push");
+  // A push this shard cannot take still gets its orders, and is refused.
+  if (std::string refusal = pushes_->Take(rank, push, payload); !refusal.empty()) {
+    workers_->Refuse(rank, who, refusal);
   }
-  streams_.Follow(rank, tensor, push.clock);
-  const PushKey key{rank, push.clock};
-  if (discarded_.erase(key) == 0) pushes_[key] = std::move(tensor);
   RunOrders();
 }
 
 void ShardServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload) {
-  const PushStreams::Taken taken = streams_.Take(rank, chunk.index, payload);
+  const PushStreams::Taken taken = pushes_->TakeChunk(rank, chunk.index, payload);
   const std::string who = "worker " + std::to_string(rank);
   switch (taken.verdict) {
     case PushStreams::Verdict::kTaken:
       break;
     case PushStreams::Verdict::kNonFinite:
-      Refuse(pushers_[rank].identity, who, taken.why + "; it is left out", false);
+      workers_->Refuse(rank, who, taken.why + "; it is left out");
       break;
     case PushStreams::Verdict::kNoStream:
-      Refuse(pushers_[rank].identity, who, taken.why, false);
+      workers_->Refuse(rank, who, taken.why);
       return;
     case PushStreams::Verdict::kBroken:
       Abandon(rank, taken.error.message());
@@ -451,11 +273,10 @@ void ShardServer::HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Fram
 }
 
 void ShardServer::Abandon(int64_t rank, const std::string& why) {
-  Refuse(pushers_[rank].identity, "a worker",
-         "push " + std::to_string(streams_.clock(rank)) + ": " + why +
-             "; the rest of its slice is left out",
-         false);
-  streams_.Close(rank);
+  workers_->Refuse(rank, "a worker",
+                   "push " + std::to_string(pushes_->clock(rank)) + ": " + why +
+                       "; the rest of its slice is left out");
+  pushes_->Close(rank);
   store_->Advance();
 }
 
@@ -469,25 +290,21 @@ void ShardServer::Forget(int64_t w) {
   // Its pushes here stay: shard 0 may still order them (--deterministic
   // stages a round's pushes at its end). A push shard 0 never got stays
   // until the rank pushes again under the same clock.
-  forgotten_.insert(w);
-  std::erase_if(discarded_, [w](const PushKey& key) { return key.first == w; });
-  if (auto it = pushers_.find(w); it != pushers_.end()) {
-    if (streams_.Close(w)) store_->Advance();
-    rank_of_.erase(Key(it->second.identity));
-    pushers_.erase(it);
-  }
+  pushes_->Forget(w);
+  if (workers_->connected(w) && pushes_->Close(w)) store_->Advance();
+  workers_->Forget(w);
 }
 
 void ShardServer::DropUnreading() {
   std::map<int64_t, std::string> unreading;
   unreading.swap(unreading_);
   for (const auto& [rank, why] : unreading) {
-    if (!pushers_.contains(rank)) continue;
+    if (!workers_->connected(rank)) continue;
     const std::string what =
         "dropped worker " + std::to_string(rank) + ": it does not read its replies (" + why + ")";
     spdlog::warn("{}: {}", name_, what);
     Forget(rank);
-    (void)coordinator_->SendMessage(nullptr, proto::Error{what, false});
+    (void)uplink_.Send(proto::Error{what, false});
   }
 }
 
@@ -496,12 +313,12 @@ void ShardServer::RunOrders() {
     const proto::Order order = orders_.front();
     switch (order.kind) {
       case proto::Order::kStage: {
-        auto it = pushes_.find({order.worker, order.clock});
-        if (it == pushes_.end()) {
+        std::shared_ptr<proto::IncomingTensor> push = pushes_->Claim(order.worker, order.clock);
+        if (push == nullptr) {
           const Clock::time_point now = Clock::now();
           if (waiting_since_ == Clock::time_point{}) waiting_since_ = now;
           // A push of a worker gone will not come.
-          if (!forgotten_.contains(order.worker) && !ForgottenLater(order.worker)) {
+          if (!workers_->forgotten(order.worker) && !ForgottenLater(order.worker)) {
             if (now - waiting_since_ < kPushStall && !draining_done_) return;  // on its way
             spdlog::warn("{}: push {} of worker {} never came; its slice is left out", name_,
                          order.clock, order.worker);
@@ -509,15 +326,12 @@ void ShardServer::RunOrders() {
           ++skipped_;
           break;
         }
-        store_->Stage(it->second, static_cast<float>(order.value));
-        pushes_.erase(it);
+        store_->Stage(std::move(push), static_cast<float>(order.value));
         ++staged_;
         break;
       }
       case proto::Order::kDiscard:
-        if (pushes_.erase({order.worker, order.clock}) == 0) {
-          discarded_.insert({order.worker, order.clock});
-        }
+        pushes_->Discard(order.worker, order.clock);
         break;
       case proto::Order::kApply:
         store_->Apply(optimizer_.get(), static_cast<float>(order.value));
@@ -526,10 +340,9 @@ void ShardServer::RunOrders() {
         store_->Apply(nullptr, static_cast<float>(order.value));
         break;
       case proto::Order::kReply: {
-        auto it = pushers_.find(order.worker);
-        if (it == pushers_.end()) {
+        if (!workers_->connected(order.worker)) {
           // Dropped here for not reading its replies, it may still be shard 0's.
-          if (forgotten_.contains(order.worker)) break;
+          if (workers_->forgotten(order.worker)) break;
           spdlog::warn("{}: no connection from worker {} to send its slice of the model to", name_,
                        order.worker);
           break;
@@ -537,7 +350,7 @@ void ShardServer::RunOrders() {
         proto::Model header;
         header.version = static_cast<int64_t>(order.value);
         QueueModelReply(
-            *store_, *workers_, &it->second.identity, header,
+            *store_, listener_->endpoint(), &workers_->identity(order.worker), header,
             "worker " + std::to_string(order.worker),
             [this, rank = order.worker](const Status& why) {
               unreading_.emplace(rank, why.message());
@@ -553,8 +366,7 @@ void ShardServer::RunOrders() {
         if (store_->ApplyPending()) return;
         // Shard 0 writes its own file of this version once every shard has.
         checkpoints_->Take(order, *store_, *optimizer_, [this, order] {
-          if (Status sent = coordinator_->SendMessage(nullptr, proto::Orders{{order}});
-              !sent.ok()) {
+          if (Status sent = uplink_.Send(proto::Orders{{order}}); !sent.ok()) {
             spdlog::warn("{}: cannot tell shard 0 of checkpoint {}: {}", name_, order.clock,
                          sent.ToString());
           }
@@ -566,8 +378,7 @@ void ShardServer::RunOrders() {
           net::Frames payload;
           const auto count = static_cast<int64_t>(values->size());
           if (count > 0) proto::AppendRange(std::move(values), 0, count, &payload);
-          Status sent =
-              coordinator_->SendMessage(nullptr, proto::Slice{id, count}, std::move(payload));
+          Status sent = uplink_.Send(proto::Slice{id, count}, std::move(payload));
           if (!sent.ok())
             spdlog::warn("{}: cannot send snapshot {}: {}", name_, id, sent.ToString());
         });
@@ -586,13 +397,13 @@ Status ShardServer::HandleCoordinator(net::Frames& frames) {
   Result<proto::Message> decoded = proto::DecodeMessage(frames, 0);
   if (!decoded.ok()) return decoded.status().WithContext("bad message from shard 0");
   proto::Message& message = *decoded;
-  coordinator_seen_ = Clock::now();
+  uplink_.Heard();
   if (auto* orders = std::get_if<proto::Orders>(&message.body)) {
     for (const proto::Order& order : orders->orders) {
       // An admission waits for nothing: a worker's Hello may wait for it;
       // nor does a clipped step's norm, which a step queued waits for.
       if (order.kind == proto::Order::kAdmit) {
-        Admit(order.worker, order.clock);
+        workers_->Admit(order.worker, order.clock);
       } else if (order.kind == proto::Order::kClip) {
         if (store_.has_value()) store_->TakeGlobalSquares(order.clock, order.value);
       } else {
@@ -612,9 +423,8 @@ Status ShardServer::HandleCoordinator(net::Frames& frames) {
 }
 
 Status ShardServer::Serve() {
-  std::array<net::Endpoint*, 2> sockets{&*coordinator_, &*workers_};
+  std::array<net::Endpoint*, 2> sockets{&uplink_.endpoint(), &listener_->endpoint()};
   net::Frames frames;
-  last_heartbeat_ = Clock::now();
   while (!stopped_) {
     if (Interrupted()) {
       report_.signal = signal_->load();
@@ -624,38 +434,29 @@ Status ShardServer::Serve() {
     if (ready >= 0) {
       // Orders first: they free what pushes wait on.
       while (!stopped_) {
-        DMLPS_ASSIGN_OR_RETURN(bool got, coordinator_->Receive(&frames, milliseconds(0)));
+        DMLPS_ASSIGN_OR_RETURN(bool got, uplink_.endpoint().Receive(&frames, milliseconds(0)));
         if (!got) break;
         DMLPS_RETURN_IF_ERROR(HandleCoordinator(frames));
       }
       for (int i = 0; i < 256; ++i) {
-        DMLPS_ASSIGN_OR_RETURN(bool got, workers_->Receive(&frames, milliseconds(0)));
+        DMLPS_ASSIGN_OR_RETURN(bool got, listener_->endpoint().Receive(&frames, milliseconds(0)));
         if (!got) break;
         HandleWorker(frames);
       }
     }
     RunOrders();
     DropUnreading();
-    ExpireHeld();
+    workers_->ExpireHeld();
     const Clock::time_point now = Clock::now();
-    if (now - last_heartbeat_ >= config_.heartbeat) {
-      last_heartbeat_ = now;
-      Status sent = coordinator_->SendMessage(nullptr, proto::Heartbeat{trace::NowMicros()});
-      if (!sent.ok()) spdlog::debug("{}: heartbeat to shard 0 failed: {}", name_, sent.ToString());
-    }
-    if (now - coordinator_seen_ >= config_.worker_timeout) {
-      return Status::Unavailable(
-          fmt::format("shard 0 at {} silent for {:g} s", config_.coordinator,
-                      std::chrono::duration<double>(config_.worker_timeout).count()));
-    }
-    for (const int64_t rank : streams_.StalledAt(now, kPushStall)) {
+    DMLPS_RETURN_IF_ERROR(uplink_.Tick(now));
+    for (const int64_t rank : pushes_->StalledAt(now, kPushStall)) {
       Abandon(rank, "no chunk for " + std::to_string(kPushStall.count() / 1000) + " s");
     }
   }
   // The last orders may name pushes still arriving: take them, for a while.
   const Clock::time_point deadline = Clock::now() + kDrainLimit;
   while ((!orders_.empty() || store_->ApplyPending()) && Clock::now() < deadline) {
-    DMLPS_ASSIGN_OR_RETURN(bool got, workers_->Receive(&frames, kPollSlice));
+    DMLPS_ASSIGN_OR_RETURN(bool got, listener_->endpoint().Receive(&frames, kPollSlice));
     if (got) HandleWorker(frames);
     RunOrders();
   }
@@ -668,9 +469,7 @@ Result<RunReport> ShardServer::Run() {
   DMLPS_ASSIGN_OR_RETURN(checkpoints_, ShardCheckpoints::Open(config_));
   if (Status registered = Register(); !registered.ok()) {
     // Shard 0 waits for every shard: it should know this one will not come.
-    if (coordinator_.has_value()) {
-      (void)coordinator_->SendMessage(nullptr, proto::Error{registered.message(), true});
-    }
+    if (uplink_.connected()) (void)uplink_.Send(proto::Error{registered.message(), true});
     return registered;
   }
   if (Interrupted()) {
@@ -682,7 +481,7 @@ Result<RunReport> ShardServer::Run() {
   if (!served.ok() || report_.signal != 0) {
     // Shard 0 cannot go on without this slice: it should know at once.
     const std::string why = report_.signal != 0 ? name_ + " interrupted" : served.message();
-    (void)coordinator_->SendMessage(nullptr, proto::Error{why, true});
+    (void)uplink_.Send(proto::Error{why, true});
     DMLPS_RETURN_IF_ERROR(served);
     return report_;
   }

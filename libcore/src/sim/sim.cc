@@ -19,6 +19,7 @@
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/registry.h"
 #include "dmlps/sync/summary.h"
+#include "dmlps/sync/switching.h"
 #include "sim/cpu.h"
 #include "sim/events.h"
 #include "sim/message.h"
@@ -191,6 +192,9 @@ Status Simulator::Setup() {
                                       .max_iterations = config_.job.max_iterations},
                   static_cast<sync::DriverSink<Samples>&>(*this));
   policy_ = &driver_->policy();
+  if (const auto* switching = dynamic_cast<const sync::SwitchingPolicy*>(policy_)) {
+    report_.started_under = switching->running();
+  }
   bytes_sent_.assign(static_cast<size_t>(n_), 0);
   staleness_sum_.assign(static_cast<size_t>(n_), 0);
   num_params_ = math_.model.num_params();
@@ -674,6 +678,27 @@ Result<SimReport> Simulate(const SimConfig& config, const data::Dataset& train,
   return simulator.Run();
 }
 
+namespace {
+
+// The policies a switching run ran, in turn, from its start to `end`: each
+// up to the next switch done (a span of no iterations left out).
+std::vector<bench::PolicySpan> RanUnder(const SimReport& report, int64_t end) {
+  std::vector<bench::PolicySpan> spans;
+  if (report.started_under.empty()) return spans;
+  std::string running = report.started_under;
+  int64_t from = 0;
+  for (const SimSwitch& s : report.switches) {
+    if (!s.change.done || s.change.iteration > end) continue;
+    if (s.change.iteration > from) spans.push_back({running, s.change.iteration - from});
+    running = s.change.to;
+    from = s.change.iteration;
+  }
+  if (end > from) spans.push_back({running, end - from});
+  return spans;
+}
+
+}  // namespace
+
 bench::RunResult ToRunResult(const SimReport& report, const std::string& policy, int64_t repeat) {
   bench::RunResult r;
   r.policy = policy;
@@ -689,6 +714,7 @@ bench::RunResult ToRunResult(const SimReport& report, const std::string& policy,
   r.wasted_samples = report.wasted_samples;
   r.accuracy = report.curve.empty() ? 0 : report.curve.back().accuracy;
   r.failure = report.failure;
+  r.ran_under = RanUnder(report, r.iterations);
   return r;
 }
 

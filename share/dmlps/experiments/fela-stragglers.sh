@@ -6,16 +6,11 @@
 NAME=fela-stragglers.sh
 SUMMARY='  --delay-ms D  the straggler'"'"'s sleep (default 20)
   --prob P      probability per step in the probabilistic setting (default 0.1)'
-USAGE_EXTRA=' [--delay-ms D] [--prob P]'
-delay=20 prob=0.1
-handle_option() {
-  case "$1" in
-    --delay-ms) delay=$2; SHIFT=2 ;;
-    --prob) prob=$2; SHIFT=2 ;;
-    *) return 1 ;;
-  esac
-}
 . "$(dirname "$0")/common.sh"
+delay=20 prob=0.1
+option --delay-ms D delay
+option --prob P prob
+bench_script "$@"
 policies=bsp,backup:1,ssp:3,token
 bench "round-robin: in iteration t, worker t mod 4 sleeps $delay ms" \
   --workers 4 --slowdown 1 --round-robin-ms "$delay" --policies "$policies" --out "$out/round-robin"

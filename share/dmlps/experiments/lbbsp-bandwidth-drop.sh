@@ -15,17 +15,12 @@ NAME=lbbsp-bandwidth-drop.sh
 SUMMARY='  --mbps M      the slow link, megabits/s (default 500: a push of mlp:128 then takes 6.5 ms)
   --at I        the iteration of the drop (default 150)
   --sim N       simulate N workers instead of real runs (no traces)'
-USAGE_EXTRA=' [--mbps M] [--at I] [--sim N]'
-mbps=500 at=150 sim=""
-handle_option() {
-  case "$1" in
-    --mbps) mbps=$2; SHIFT=2 ;;
-    --at) at=$2; SHIFT=2 ;;
-    --sim) sim=$2; SHIFT=2 ;;
-    *) return 1 ;;
-  esac
-}
 . "$(dirname "$0")/common.sh"
+mbps=500 at=150 sim=""
+option --mbps M mbps
+option --at I at
+option --sim N sim
+bench_script "$@"
 if [ -n "$sim" ]; then
   for its in $((at + 250)) "$at"; do
     echo "== sim, $sim workers, to iteration $its: worker $((sim - 1))'s link at $mbps Mb/s from iteration $at"

@@ -18,31 +18,23 @@ SUMMARY='  --rows LIST   of wbsp, wbsp-sim, abps, lbbsp, lbbsp-overhead, lbbsp-s
   --quick       smoke size: a few iterations without a target, to check the script
   --md FILE     the markdown tables (default: OUT/reproducing.md)
   --tsv FILE    the TSV (default: OUT/reproducing.tsv)'
-USAGE_EXTRA=' [--rows LIST] [--quick] [--md FILE] [--tsv FILE]'
-rows=wbsp,wbsp-sim,abps,lbbsp,lbbsp-overhead,lbbsp-sim,narx,fela,fela-sim quick=0 md="" tsv=""
-handle_option() {
-  case "$1" in
-    --quick) quick=1; SHIFT=1; return 0 ;;
-    --rows | --md | --tsv) [ $# -ge 2 ] || return 1 ;;
-    *) return 1 ;;
-  esac
-  case "$1" in
-    --rows) rows=$2 ;;
-    --md) md=$2 ;;
-    --tsv) tsv=$2 ;;
-  esac
-  SHIFT=2
-}
 . "$(dirname "$0")/common.sh"
-command -v jq >/dev/null || { echo "$NAME: error: jq is not installed (apt-get install jq)" >&2; exit 69; }
-IFS=, read -r -a row_list <<<"$rows"
-for row in "${row_list[@]}"; do
-  case "$row" in
-    wbsp | wbsp-sim | abps | lbbsp | lbbsp-overhead | lbbsp-sim | narx | fela | fela-sim) ;;
-    *) echo "$NAME: error: --rows: unknown row '$row' (wbsp, wbsp-sim, abps, lbbsp, lbbsp-overhead, lbbsp-sim, narx, fela, fela-sim)" >&2
-       exit 64 ;;
-  esac
-done
+rows=wbsp,wbsp-sim,abps,lbbsp,lbbsp-overhead,lbbsp-sim,narx,fela,fela-sim quick=0 md="" tsv=""
+option --rows LIST rows
+option --quick "" quick
+option --md FILE md
+option --tsv FILE tsv
+check_options() {
+  IFS=, read -r -a row_list <<<"$rows"
+  for row in "${row_list[@]}"; do
+    case "$row" in
+      wbsp | wbsp-sim | abps | lbbsp | lbbsp-overhead | lbbsp-sim | narx | fela | fela-sim) ;;
+      *) die 64 "--rows: unknown row '$row' (wbsp, wbsp-sim, abps, lbbsp, lbbsp-overhead, lbbsp-sim, narx, fela, fela-sim)" ;;
+    esac
+  done
+}
+bench_script "$@"
+command -v jq >/dev/null || die 69 "jq is not installed (apt-get install jq)"
 [ -n "$md" ] || md="$out/reproducing.md"
 [ -n "$tsv" ] || tsv="$out/reproducing.tsv"
 # Smoke size: every run a few iterations long, no target.
@@ -249,20 +241,27 @@ readapt() {
     "$s" "$v"
 }
 
+# faster_than_bsp PAPER JSON SETTING WHAT: LB-BSP's claim of time saved
+# over BSP, for each of its modes in the table JSON; WHAT ends the metric.
+faster_than_bsp() {
+  local paper=$1 json=$2 setting=$3 what=$4 policy label s
+  for policy in lbbsp lbbsp-gpu; do
+    label=$policy
+    [ "$policy" = lbbsp ] && label="lbbsp (cpu mode)"
+    s=$(saved "$json" "$policy" bsp)
+    claim "$paper" "up to 54% faster than BSP" "$setting" "$label: % less time $what" "$s" \
+      "$(verdict "$s" 0 54)"
+  done
+}
+
 # row_lbbsp_steady PAPER: LB-BSP against BSP to the target accuracy with a
 # steady straggler (one worker 4x slow), as in a heterogeneous cluster.
 row_lbbsp_steady() {
-  local json s
+  local json
   experiment lbbsp-steady straggler-matrix.sh --profiles slow --policies bsp,lbbsp,lbbsp-gpu
   json=$(section "$out/lbbsp-steady.txt" "run, 4 workers, profile slow")
-  s=$(saved "$json" lbbsp bsp)
-  claim "$1" "up to 54% faster than BSP" "heterogeneous workers, time to train" \
-    "lbbsp (cpu mode): % less time to 0.85 than bsp, one worker 4x slow" "$s" \
-    "$(verdict "$s" 0 54)"
-  s=$(saved "$json" lbbsp-gpu bsp)
-  claim "$1" "up to 54% faster than BSP" "heterogeneous workers, time to train" \
-    "lbbsp-gpu: % less time to 0.85 than bsp, one worker 4x slow" "$s" \
-    "$(verdict "$s" 0 54)"
+  faster_than_bsp "$1" "$json" "heterogeneous workers, time to train" \
+    "to 0.85 than bsp, one worker 4x slow"
 }
 
 row_lbbsp() {
@@ -272,14 +271,8 @@ row_lbbsp() {
   local lbbsp_command=$COMMAND
   json=$(section "$out/lbbsp.txt" "4 workers")
   table "$paper"
-  s=$(saved "$json" lbbsp bsp)
-  claim "$paper" "up to 54% faster than BSP" "a worker's bandwidth cut at iteration 150" \
-    "lbbsp (cpu mode): % less time than bsp for the same iterations" "$s" \
-    "$(verdict "$s" 0 54)"
-  s=$(saved "$json" lbbsp-gpu bsp)
-  claim "$paper" "up to 54% faster than BSP" "a worker's bandwidth cut at iteration 150" \
-    "lbbsp-gpu: % less time than bsp for the same iterations" "$s" \
-    "$(verdict "$s" 0 54)"
+  faster_than_bsp "$paper" "$json" "a worker's bandwidth cut at iteration 150" \
+    "than bsp for the same iterations"
   row_lbbsp_steady "$paper"
   COMMAND=$lbbsp_command
   readapt lbbsp-gpu "$paper"

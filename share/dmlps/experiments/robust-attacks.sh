@@ -22,72 +22,38 @@ SUMMARY='  --repeat R          runs per attack, seeds 1..R (default 3)
   --test-bin DIR      folder holding dmlps-byzantine-worker (default DIR/../tests)
   --out DIR           keep the logs and reports here
   -- ARGS             passed on to every dmlps-server'
-set -euo pipefail
-
+. "$(dirname "$0")/common.sh"
 repeat=3 workers=4 rule=cclip:auto norm=10 target=0.84 max_iterations=2000
-attacks=honest,alie:1,alie:3,signflip bin="${DMLPS_BIN:-}" test_bin="" out="" extra=()
-usage() {
-  printf 'usage: %s [--repeat R] [--workers N] [--aggregate RULE] [--norm B] [--target A] [--max-iterations N] [--attacks LIST] [--bin DIR] [--test-bin DIR] [--out DIR] [-- SERVER-ARGS]\n%s\n' \
-    "$NAME" "$SUMMARY"
-}
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -h | --help) usage; exit 0 ;;
-    --) shift; extra=("$@"); break ;;
-    --repeat | --workers | --aggregate | --norm | --target | --max-iterations | --attacks | --bin | --test-bin | --out)
-      [ $# -ge 2 ] || { echo "$NAME: error: $1 needs a value" >&2; usage >&2; exit 64; }
-      case "$1" in
-        --repeat) repeat=$2 ;;
-        --workers) workers=$2 ;;
-        --aggregate) rule=$2 ;;
-        --norm) norm=$2 ;;
-        --target) target=$2 ;;
-        --max-iterations) max_iterations=$2 ;;
-        --attacks) attacks=$2 ;;
-        --bin) bin=$2 ;;
-        --test-bin) test_bin=$2 ;;
-        --out) out=$2 ;;
-      esac
-      shift 2
-      ;;
-    *) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
-  esac
-done
-count() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "$NAME: error: $1: '$2' is not a count" >&2; exit 64; }; }
-count --repeat "$repeat"
-count --workers "$workers"
-[ "$workers" -ge 2 ] || { echo "$NAME: error: --workers: an attacker needs an honest worker beside it" >&2; exit 64; }
-count --max-iterations "$max_iterations"
-[[ "$norm" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "$NAME: error: --norm: '$norm' is not a norm" >&2; exit 64; }
-IFS=, read -r -a attack_list <<<"$attacks"
-for attack in "${attack_list[@]}"; do
-  [[ "$attack" =~ ^(honest|signflip|alie:[0-9]+(\.[0-9]+)?)$ ]] ||
-    { echo "$NAME: error: --attacks: unknown attack '$attack'" >&2; exit 64; }
-done
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [ -z "$bin" ]; then
-  for candidate in "$here/../../../build/cmd" "$(dirname "$(command -v dmlps-server 2>/dev/null || echo /nonexistent/x)")"; do
-    if [ -x "$candidate/dmlps-server" ]; then bin=$candidate; break; fi
+attacks=honest,alie:1,alie:3,signflip test_bin=""
+option --repeat R repeat
+option --workers N workers
+option --aggregate RULE rule
+option --norm B norm
+option --target A target
+option --max-iterations N max_iterations
+option --attacks LIST attacks
+option --bin DIR bin
+option --test-bin DIR test_bin
+option --out DIR out
+REST=SERVER-ARGS
+check_options() {
+  count --repeat "$repeat"
+  count --workers "$workers"
+  [ "$workers" -ge 2 ] || die 64 "--workers: an attacker needs an honest worker beside it"
+  count --max-iterations "$max_iterations"
+  decimal --norm "$norm" "a norm"
+  IFS=, read -r -a attack_list <<<"$attacks"
+  for attack in "${attack_list[@]}"; do
+    [[ "$attack" =~ ^(honest|signflip|alie:[0-9]+(\.[0-9]+)?)$ ]] || die 64 "--attacks: unknown attack '$attack'"
   done
-fi
-if [ -z "$bin" ] || [ ! -x "$bin/dmlps-server" ] || [ ! -x "$bin/dmlps-worker" ]; then
-  echo "$NAME: error: dmlps-server or dmlps-worker not found; build them or pass --bin DIR" >&2
-  exit 69
-fi
-[ -n "$test_bin" ] || test_bin="$bin/../tests"
-if [ ! -x "$test_bin/dmlps-byzantine-worker" ]; then
-  echo "$NAME: error: dmlps-byzantine-worker not found in $test_bin (a test binary: build the tests or pass --test-bin DIR)" >&2
-  exit 69
-fi
-[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-robust-attacks.XXXXXX")
-mkdir -p "$out"
-
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
 }
-trap cleanup EXIT
+parse_options "$@"
+find_bin dmlps-server dmlps-worker
+[ -n "$test_bin" ] || test_bin="$bin/../tests"
+[ -x "$test_bin/dmlps-byzantine-worker" ] ||
+  die 69 "dmlps-byzantine-worker not found in $test_bin (a test binary: build the tests or pass --test-bin DIR)"
+make_out robust-attacks
+kill_children_on_exit
 
 # run ATTACK SEED DIR: one job to the target; its --report in DIR/report.
 run() {
@@ -100,13 +66,8 @@ run() {
     --max-update-norm "$norm" --report "$dir/report" "${extra[@]}" \
     >"$dir/server.tsv" 2>"$dir/server.log" &
   server=$!
-  pids=("$server")
-  for _ in $(seq 300); do
-    [ -s "$dir/endpoint" ] && break
-    kill -0 "$server" 2>/dev/null || break
-    sleep 0.1
-  done
-  [ -s "$dir/endpoint" ] || { echo "$NAME: error: the server did not listen (see $dir/server.log)" >&2; exit 70; }
+  children=("$server")
+  await_endpoint "$dir/endpoint" "$server" || die 70 "the server did not listen (see $dir/server.log)"
   local endpoint rank
   endpoint=$(cat "$dir/endpoint")
   # Rank 0 joins first, alone: the attacker, or an honest worker. A rank
@@ -119,17 +80,16 @@ run() {
   else
     "$bin/dmlps-worker" --server "$endpoint" 2>"$dir/worker-0.log" &
   fi
-  pids+=("$!")
+  children+=("$!")
   for _ in $(seq 300); do
     grep -q "worker 0 joined" "$dir/server.log" && break
     kill -0 "$server" 2>/dev/null || break
     sleep 0.1
   done
-  grep -q "worker 0 joined" "$dir/server.log" ||
-    { echo "$NAME: error: the first worker did not join (see $dir)" >&2; exit 70; }
+  grep -q "worker 0 joined" "$dir/server.log" || die 70 "the first worker did not join (see $dir)"
   for ((rank = 1; rank < workers; rank++)); do
     "$bin/dmlps-worker" --server "$endpoint" 2>"$dir/worker-$rank.log" &
-    pids+=("$!")
+    children+=("$!")
   done
   # The server stops at the target or at --max-iterations; its workers
   # then within seconds. Every wait is bounded.
@@ -139,12 +99,12 @@ run() {
     waited=$((waited + 1))
   done
   sleep 1
-  for pid in "${pids[@]}"; do
+  for pid in "${children[@]}"; do
     for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
-  pids=()
+  children=()
 }
 
 # iterations DIR: the iterations to the target, or "-".
@@ -165,8 +125,7 @@ for attack in "${attack_list[@]}"; do
     [ "$n" = - ] || reached=$((reached + 1))
   done
   # A run that missed the target is slower than any that reached it.
-  median=$(printf '%s\n' "${list[@]}" | sed "s/^-$/inf/" | sort -g | awk '{ v[NR] = $1 }
-    END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; print m }')
+  median=$(printf '%s\n' "${list[@]}" | "$stats" median)
   [ "$attack" = honest ] && honest_median=$median
   ratio=$(awk -v m="$median" -v h="$honest_median" \
     'BEGIN { if (h == "" || h == "inf" || m == "inf") print "-"; else printf "%.2f", m / h }')

@@ -11,28 +11,22 @@ SUMMARY='  --shards LIST       shard counts, each 2 to 64 (default 2,4)
   --policies LIST     policies, as dmlps-bench names them (default bsp,abps,lbbsp)
   --compute-cost A,C  the simulated step: A + C*batch microseconds (default 50,12.4)
   -- ARGS             passed on to dmlps-bench run and sim (e.g. --workers 8)'
-USAGE_EXTRA=' [--shards LIST] [--policies LIST] [--compute-cost A,C]'
-shard_list=2,4 policies=bsp,abps,lbbsp cost=50,12.4
-handle_option() {
-  [ $# -ge 2 ] || return 1
-  case "$1" in
-    --shards) shard_list=$2 ;;
-    --policies) policies=$2 ;;
-    --compute-cost) cost=$2 ;;
-    *) return 1 ;;
-  esac
-  SHIFT=2
-}
 . "$(dirname "$0")/common.sh"
-
-IFS=, read -r -a shard_counts <<<"$shard_list"
-for s in "${shard_counts[@]}"; do
-  if ! [[ "$s" =~ ^[1-9][0-9]*$ ]] || [ "$s" -lt 2 ] || [ "$s" -gt 64 ]; then
-    echo "$NAME: error: --shards: '$s' is not a count from 2 to 64" >&2
-    exit 64
-  fi
-done
-[[ "$cost" =~ ^[0-9.]+,[0-9.]+$ ]] || { echo "$NAME: error: --compute-cost: '$cost' is not A,C" >&2; exit 64; }
+shard_list=2,4 policies=bsp,abps,lbbsp cost=50,12.4
+option --shards LIST shard_list
+option --policies LIST policies
+option --compute-cost A,C cost
+REST=DMLPS-BENCH-OPTIONS
+check_options() {
+  IFS=, read -r -a shard_counts <<<"$shard_list"
+  for s in "${shard_counts[@]}"; do
+    if ! [[ "$s" =~ ^[1-9][0-9]*$ ]] || [ "$s" -lt 2 ] || [ "$s" -gt 64 ]; then
+      die 64 "--shards: '$s' is not a count from 2 to 64"
+    fi
+  done
+  [[ "$cost" =~ ^[0-9.]+,[0-9.]+$ ]] || die 64 "--compute-cost: '$cost' is not A,C"
+}
+bench_script "$@"
 
 for s in "${shard_counts[@]}"; do
   echo "== real, $s shards"

@@ -10,21 +10,21 @@ NAME=shard-message-cost.sh
 SUMMARY='  --workers W   workers (default 32)
   --shards S    server shards (default 2)
   --short N, --long N  iterations of the two runs (default 200 and 1000)'
-USAGE_EXTRA=' [--workers W] [--shards S] [--short N] [--long N]'
-workers=32 shards=2 short=200 long=1000
-handle_option() {
-  case "$1" in
-    --workers) workers=$2 ;;
-    --shards) shards=$2 ;;
-    --short) short=$2 ;;
-    --long) long=$2 ;;
-    *) return 1 ;;
-  esac
-  SHIFT=2
-}
 . "$(dirname "$0")/common.sh"
-[ "$shards" -ge 2 ] || { echo "$NAME: error: --shards must be 2 or more" >&2; exit 64; }
-[ "$long" -gt "$short" ] || { echo "$NAME: error: --long must exceed --short" >&2; exit 64; }
+workers=32 shards=2 short=200 long=1000
+option --workers W workers
+option --shards S shards
+option --short N short
+option --long N long
+REST=SERVER-ARGS
+check_options() {
+  local v
+  for v in workers:"$workers" shards:"$shards" short:"$short" long:"$long"; do count "--${v%%:*}" "${v#*:}"; done
+  [ "$shards" -ge 2 ] || die 64 "--shards must be 2 or more"
+  [ "$long" -gt "$short" ] || die 64 "--long must exceed --short"
+}
+bench_script "$@"
+find_bin dmlps-server dmlps-worker
 
 # cpu_of ITERATIONS: runs the cluster; prints shard 0's and shard 1's CPU seconds.
 cpu_of() {
@@ -35,8 +35,7 @@ cpu_of() {
     --model softmax --batch 1 --max-iterations "$iterations" --eval-every 1000000 \
     "${extra[@]}" >"$dir/server.tsv" 2>"$dir/server.log" &
   server=$!
-  for _ in $(seq 300); do [ -s "$dir/endpoint" ] && break; sleep 0.1; done
-  [ -s "$dir/endpoint" ] || { kill "$server"; echo "$NAME: error: shard 0 did not start" >&2; exit 70; }
+  await_endpoint "$dir/endpoint" "$server" || { kill "$server"; die 70 "shard 0 did not start"; }
   for ((k = 1; k < shards; k++)); do
     /usr/bin/time -f '%U %S' -o "$dir/time$k" "$bin/dmlps-server" --bind 'tcp://127.0.0.1:*' \
       --shard "$k/$shards" --coordinator "$(cat "$dir/endpoint")" 2>"$dir/shard-$k.log" &

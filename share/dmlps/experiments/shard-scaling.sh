@@ -22,46 +22,36 @@ SUMMARY='  --shards LIST   shard counts to compare, 1 first (default 1,2,4)
   --timeout S     seconds a run may take before it fails (default 600)
   --format F      markdown or tsv (default markdown)
   -- ARGS         passed on to shard 0'"'"'s dmlps-server (after the above)'
-USAGE_EXTRA=' [--shards LIST] [--workers N] [--rate RATE] [--model SPEC] [--batch B] [--iterations N] [--timeout S] [--format F]'
+. "$(dirname "$0")/common.sh"
 shard_list=1,2,4 workers=8 rate=200mbit model=mlp:512 batch=8 iterations=40 timeout=600
 format=markdown
-handle_option() {
-  [ $# -ge 2 ] || return 1
-  case "$1" in
-    --shards) shard_list=$2 ;;
-    --workers) workers=$2 ;;
-    --rate) rate=$2 ;;
-    --model) model=$2 ;;
-    --batch) batch=$2 ;;
-    --iterations) iterations=$2 ;;
-    --timeout) timeout=$2 ;;
-    --format) format=$2 ;;
-    *) return 1 ;;
-  esac
-  SHIFT=2
+option --shards LIST shard_list
+option --workers N workers
+option --rate RATE rate
+option --model SPEC model
+option --batch B batch
+option --iterations N iterations
+option --timeout S timeout
+option --format F format
+REST=SERVER-ARGS
+check_options() {
+  IFS=, read -r -a shard_counts <<<"$shard_list"
+  max_shards=0
+  for s in "${shard_counts[@]}"; do
+    [[ "$s" =~ ^[1-9][0-9]*$ ]] && [ "$s" -le 64 ] || die 64 "--shards: '$s' is not a count from 1 to 64"
+    if [ "$s" -gt "$max_shards" ]; then max_shards=$s; fi
+  done
+  [ "${shard_counts[0]:-}" = 1 ] || die 64 "--shards must start with 1 (the speed-up is over 1 shard)"
+  local v
+  for v in workers:"$workers" batch:"$batch" iterations:"$iterations" timeout:"$timeout" repeat:"$repeat"; do
+    count "--${v%%:*}" "${v#*:}"
+  done
+  [ "$workers" -le 200 ] || die 64 "--workers: at most 200 (one host each)"
+  [[ "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmgKMG]?(bit|bps)$ ]] || die 64 "--rate: '$rate' is not a tc rate (e.g. 200mbit)"
+  case "$format" in markdown | tsv) ;; *) die 64 "--format: '$format' is not markdown or tsv" ;; esac
 }
-. "$(dirname "$0")/common.sh"
-
-usage_error() {
-  echo "$NAME: error: $*" >&2
-  exit 64
-}
-IFS=, read -r -a shard_counts <<<"$shard_list"
-max_shards=0
-for s in "${shard_counts[@]}"; do
-  [[ "$s" =~ ^[1-9][0-9]*$ ]] && [ "$s" -le 64 ] || usage_error "--shards: '$s' is not a count from 1 to 64"
-  if [ "$s" -gt "$max_shards" ]; then max_shards=$s; fi
-done
-[ "${shard_counts[0]:-}" = 1 ] || usage_error "--shards must start with 1 (the speed-up is over 1 shard)"
-for v in workers:"$workers" batch:"$batch" iterations:"$iterations" timeout:"$timeout" repeat:"$repeat"; do
-  [[ "${v#*:}" =~ ^[1-9][0-9]*$ ]] || usage_error "--${v%%:*}: '${v#*:}' is not a positive whole number"
-done
-[ "$workers" -le 200 ] || usage_error "--workers: at most 200 (one host each)"
-[[ "$rate" =~ ^[0-9]+(\.[0-9]+)?[kmgKMG]?(bit|bps)$ ]] || usage_error "--rate: '$rate' is not a tc rate (e.g. 200mbit)"
-case "$format" in markdown | tsv) ;; *) usage_error "--format: '$format' is not markdown or tsv" ;; esac
-for tool in dmlps-server dmlps-worker; do
-  [ -x "$bin/$tool" ] || { echo "$NAME: error: $bin/$tool not found" >&2; exit 69; }
-done
+bench_script "$@"
+find_bin dmlps-server dmlps-worker
 
 unavailable() {
   echo "$NAME: cannot run here: $*" >&2

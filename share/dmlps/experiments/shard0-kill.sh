@@ -22,62 +22,31 @@ SUMMARY='  --kills N        kills of shard 0 (default 100)
   --seed N         seeds the random delays (default: the time)
   --bin DIR        folder holding dmlps-server and dmlps-worker
   --out DIR        keep the files and logs here'
-set -euo pipefail
-
-kills=100 shards=2 workers=2 model=mlp:128 every=1 max_delay=2 seed="" bin="${DMLPS_BIN:-}" out=""
-usage() {
-  printf 'usage: %s [--kills N] [--shards S] [--workers W] [--model SPEC] [--every N] [--max-delay T] [--seed N] [--bin DIR] [--out DIR]\n%s\n' \
-    "$NAME" "$SUMMARY"
+. "$(dirname "$0")/common.sh"
+kills=100 shards=2 workers=2 model=mlp:128 every=1 max_delay=2 seed=""
+option --kills N kills
+option --shards S shards
+option --workers W workers
+option --model SPEC model
+option --every N every
+option --max-delay T max_delay
+option --seed N seed
+option --bin DIR bin
+option --out DIR out
+check_options() {
+  count --kills "$kills"
+  count --shards "$shards"
+  count --workers "$workers"
+  count --every "$every"
+  [ "$shards" -ge 2 ] || die 64 "--shards: a job of one server has no shard 0 to lose"
+  decimal --max-delay "$max_delay" seconds
+  [ -z "$seed" ] || count --seed "$seed"
 }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -h | --help) usage; exit 0 ;;
-    --kills | --shards | --workers | --model | --every | --max-delay | --seed | --bin | --out)
-      [ $# -ge 2 ] || { echo "$NAME: error: $1 needs a value" >&2; usage >&2; exit 64; }
-      case "$1" in
-        --kills) kills=$2 ;;
-        --shards) shards=$2 ;;
-        --workers) workers=$2 ;;
-        --model) model=$2 ;;
-        --every) every=$2 ;;
-        --max-delay) max_delay=$2 ;;
-        --seed) seed=$2 ;;
-        --bin) bin=$2 ;;
-        --out) out=$2 ;;
-      esac
-      shift 2
-      ;;
-    *) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
-  esac
-done
-count() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "$NAME: error: $1: '$2' is not a count" >&2; exit 64; }; }
-count --kills "$kills"
-count --shards "$shards"
-count --workers "$workers"
-count --every "$every"
-[ "$shards" -ge 2 ] || { echo "$NAME: error: --shards: a job of one server has no shard 0 to lose" >&2; exit 64; }
-[[ "$max_delay" =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "$NAME: error: --max-delay: '$max_delay' is not seconds" >&2; exit 64; }
-[ -z "$seed" ] || count --seed "$seed"
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-if [ -z "$bin" ]; then
-  for candidate in "$here/../../../build/cmd" "$(dirname "$(command -v dmlps-server 2>/dev/null || echo /nonexistent/x)")"; do
-    if [ -x "$candidate/dmlps-server" ]; then bin=$candidate; break; fi
-  done
-fi
-if [ -z "$bin" ] || [ ! -x "$bin/dmlps-server" ] || [ ! -x "$bin/dmlps-worker" ]; then
-  echo "$NAME: error: dmlps-server or dmlps-worker not found; build them or pass --bin DIR" >&2
-  exit 69
-fi
-[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-shard0-kill.XXXXXX")
-mkdir -p "$out"
+parse_options "$@"
+find_bin dmlps-server dmlps-worker
+make_out shard0-kill
 RANDOM=${seed:-$(date +%s)}
-
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
+kill_children_on_exit
 
 # start_job: shard 0, the other shards and the workers, each shard resuming
 # its own file when shard 0 has one; sets SHARD_PIDS and WORKER_PIDS.
@@ -93,13 +62,8 @@ start_job() {
     --max-seconds 120 --heartbeat-ms 100 --worker-timeout 3 --checkpoint "$out/ckpt.0" \
     --checkpoint-every "$every" "${from[@]}" 2>"$out/shard-0.log" >/dev/null &
   SHARD_PIDS=($!)
-  pids+=($!)
-  for _ in $(seq 300); do
-    [ -s "$out/endpoint" ] && break
-    kill -0 "${SHARD_PIDS[0]}" 2>/dev/null || return 1
-    sleep 0.1
-  done
-  [ -s "$out/endpoint" ] || return 1
+  children+=($!)
+  await_endpoint "$out/endpoint" "${SHARD_PIDS[0]}" || return 1
   endpoint=$(cat "$out/endpoint")
   for ((k = 1; k < shards; k++)); do
     from=()
@@ -108,13 +72,13 @@ start_job() {
       --heartbeat-ms 100 --worker-timeout 3 --checkpoint "$out/ckpt.$k" "${from[@]}" \
       2>"$out/shard-$k.log" &
     SHARD_PIDS+=($!)
-    pids+=($!)
+    children+=($!)
   done
   for ((k = 0; k < workers; k++)); do
     "$bin/dmlps-worker" --server "$endpoint" --heartbeat-ms 100 --server-timeout 5 \
       --reconnect-timeout 0 2>"$out/worker-$k.log" &
     WORKER_PIDS+=($!)
-    pids+=($!)
+    children+=($!)
   done
 }
 
@@ -151,7 +115,7 @@ stop_job() {
     kill -9 "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
   done
-  pids=()
+  children=()
 }
 
 # why_not: the first error line of the shards' logs.

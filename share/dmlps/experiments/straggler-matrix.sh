@@ -12,24 +12,17 @@ SUMMARY='  --policies LIST  the policies (default: every one, old and new)
   --prob P         ... with this probability per step (default 0.2)
   --sim N,...      instead of real runs, simulate at these worker counts
   --workers N      real workers (default 4)'
-USAGE_EXTRA=' [--policies LIST] [--profiles LIST] [--rr-ms D] [--delay-ms D] [--prob P] [--sim N,...] [--workers N]'
+. "$(dirname "$0")/common.sh"
 policies=bsp,asp,ssp:3,dssp,backup:1,wbsp,wbsp-overlap,abps,lbbsp,lbbsp-gpu,token,localsgd,async-localsgd,async-localsgd-dylu,sync-switch
 profiles=none,slow,round-robin,delay rr=20 delay=50 prob=0.2 sim="" workers=4
-handle_option() {
-  [ $# -ge 2 ] || return 1
-  case "$1" in
-    --policies) policies=$2 ;;
-    --profiles) profiles=$2 ;;
-    --rr-ms) rr=$2 ;;
-    --delay-ms) delay=$2 ;;
-    --prob) prob=$2 ;;
-    --sim) sim=$2 ;;
-    --workers) workers=$2 ;;
-    *) return 1 ;;
-  esac
-  SHIFT=2
-}
-. "$(dirname "$0")/common.sh"
+option --policies LIST policies
+option --profiles LIST profiles
+option --rr-ms D rr
+option --delay-ms D delay
+option --prob P prob
+option --sim N,... sim
+option --workers N workers
+bench_script "$@"
 
 # matrix MODE N: one table per profile, MODE run or sim, N workers.
 matrix() {
@@ -41,8 +34,7 @@ matrix() {
       slow) args=(--slowdown "$(last_slow "$n")") ;;
       round-robin) args=(--slowdown 1 --round-robin-ms "$rr") ;;
       delay) args=(--slowdown 1 --delay-ms "$delay" --delay-prob "$prob") ;;
-      *) echo "$NAME: error: --profiles: unknown profile '$profile' (none, slow, round-robin, delay)" >&2
-         exit 64 ;;
+      *) die 64 "--profiles: unknown profile '$profile' (none, slow, round-robin, delay)" ;;
     esac
     echo "== $mode, $n workers, profile $profile: ${args[*]}"
     if [ "$mode" = run ]; then

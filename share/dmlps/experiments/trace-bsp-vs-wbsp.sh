@@ -5,11 +5,11 @@
 # and their time-to-accuracy curves into --out (SVG).
 NAME=trace-bsp-vs-wbsp.sh
 SUMMARY='  --window S    seconds of each run the Gantt chart shows (default 1)'
-USAGE_EXTRA=' [--window S]'
-window=1
-handle_option() { [ "$1" = --window ] && window=$2 && SHIFT=2; }
 . "$(dirname "$0")/common.sh"
-command -v gnuplot >/dev/null || { echo "$NAME: error: gnuplot is not installed (apt-get install gnuplot-nox)" >&2; exit 69; }
+window=1
+option --window S window
+bench_script "$@"
+command -v gnuplot >/dev/null || die 69 "gnuplot is not installed (apt-get install gnuplot-nox)"
 repeat=1
 bench "4 workers, the last one 4x slow, traced" \
   --workers 4 --slowdown 1,1,1,4 --policies bsp,wbsp --eval-every 10 --max-seconds 120 \

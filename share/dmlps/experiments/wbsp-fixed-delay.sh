@@ -7,16 +7,11 @@
 NAME=wbsp-fixed-delay.sh
 SUMMARY='  --delay-ms D  the odd workers'"'"' delay per step (default 10; a step takes about 3 ms)
   --sim N       simulate N workers instead of real runs'
-USAGE_EXTRA=' [--delay-ms D] [--sim N]'
-delay=10 sim=""
-handle_option() {
-  case "$1" in
-    --delay-ms) delay=$2; SHIFT=2 ;;
-    --sim) sim=$2; SHIFT=2 ;;
-    *) return 1 ;;
-  esac
-}
 . "$(dirname "$0")/common.sh"
+delay=10 sim=""
+option --delay-ms D delay
+option --sim N sim
+bench_script "$@"
 if [ -n "$sim" ]; then
   delays=""
   for ((i = 0; i < sim; i++)); do delays+="$( ((i % 2)) && echo "$delay" || echo 0),"; done

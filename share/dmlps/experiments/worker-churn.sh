@@ -21,61 +21,31 @@ SUMMARY='  --runs N         runs of each kind (default 3)
   --bin DIR        folder holding dmlps-server and dmlps-worker
   --out DIR        keep the logs here
   -- ARGS          passed on to dmlps-server'
-set -euo pipefail
-
-runs=3 workers=4 model=mlp:512 policy=bsp target=0.85 every=15 bin="${DMLPS_BIN:-}" out=""
-server_args=()
-usage() {
-  printf 'usage: %s [--runs N] [--workers W] [--model SPEC] [--policy P] [--target A] [--every T] [--bin DIR] [--out DIR] [-- SERVER-ARGS]\n%s\n' \
-    "$NAME" "$SUMMARY"
+. "$(dirname "$0")/common.sh"
+runs=3 workers=4 model=mlp:512 policy=bsp target=0.85 every=15
+option --runs N runs
+option --workers W workers
+option --model SPEC model
+option --policy P policy
+option --target A target
+option --every T every
+option --bin DIR bin
+option --out DIR out
+REST=SERVER-ARGS
+check_options() {
+  count --runs "$runs"
+  count --workers "$workers"
+  [ "$workers" -ge 2 ] || die 64 "--workers: churn needs 2 or more"
+  decimal --every "$every" seconds
+  [ "$every" != 0 ] || die 64 "--every: '$every' is not seconds"
+  [[ "$target" =~ ^0?\.[0-9]+$ ]] || die 64 "--target: '$target' is not an accuracy in (0, 1)"
 }
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -h | --help) usage; exit 0 ;;
-    --) shift; server_args=("$@"); break ;;
-    --runs | --workers | --model | --policy | --target | --every | --bin | --out)
-      [ $# -ge 2 ] || { echo "$NAME: error: $1 needs a value" >&2; usage >&2; exit 64; }
-      case "$1" in
-        --runs) runs=$2 ;;
-        --workers) workers=$2 ;;
-        --model) model=$2 ;;
-        --policy) policy=$2 ;;
-        --target) target=$2 ;;
-        --every) every=$2 ;;
-        --bin) bin=$2 ;;
-        --out) out=$2 ;;
-      esac
-      shift 2
-      ;;
-    *) echo "$NAME: error: unknown option '$1'" >&2; usage >&2; exit 64 ;;
-  esac
-done
-count() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || { echo "$NAME: error: $1: '$2' is not a count" >&2; exit 64; }; }
-count --runs "$runs"
-count --workers "$workers"
-[ "$workers" -ge 2 ] || { echo "$NAME: error: --workers: churn needs 2 or more" >&2; exit 64; }
-[[ "$every" =~ ^[0-9]+(\.[0-9]+)?$ ]] && [ "$every" != 0 ] ||
-  { echo "$NAME: error: --every: '$every' is not seconds" >&2; exit 64; }
-[[ "$target" =~ ^0?\.[0-9]+$ ]] || { echo "$NAME: error: --target: '$target' is not an accuracy in (0, 1)" >&2; exit 64; }
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-[ -n "$bin" ] || bin="$here/../../../build/cmd"
-for b in dmlps-server dmlps-worker dmlps-keygen; do
-  [ -x "$bin/$b" ] || { echo "$NAME: error: $b not found in $bin; build it or pass --bin DIR" >&2; exit 69; }
-done
-[ -n "$out" ] || out=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-churn.XXXXXX")
-mkdir -p "$out"
-if [ -z "${DMLPS_SECRET_FILE:-}" ]; then
-  "$bin/dmlps-keygen" -q --force --secret "$out/job.secret"
-  export DMLPS_SECRET_FILE="$out/job.secret"
-fi
+parse_options "$@"
+find_bin dmlps-server dmlps-worker dmlps-keygen
+make_out churn
+job_secret
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-
-children=()
-cleanup() {
-  for pid in "${children[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT
+kill_children_on_exit
 
 # one_run DIR CHURN: one job to the target in DIR; with CHURN 1 a worker is
 # killed every --every seconds, in rank order, and replaced at once. Prints
@@ -85,11 +55,10 @@ one_run() {
   mkdir -p "$dir"
   "$bin/dmlps-server" --bind 'tcp://127.0.0.1:*' --endpoint-file "$dir/endpoint" \
     --workers "$workers" --policy "$policy" --model "$model" --target-accuracy "$target" \
-    --max-seconds 900 "${server_args[@]}" >"$dir/server.tsv" 2>"$dir/server.log" &
+    --max-seconds 900 "${extra[@]}" >"$dir/server.tsv" 2>"$dir/server.log" &
   server=$!
   children+=("$server")
-  for _ in $(seq 300); do [ -s "$dir/endpoint" ] && break; sleep 0.1; done
-  [ -s "$dir/endpoint" ] || { echo "$NAME: error: the server did not listen (see $dir)" >&2; exit 70; }
+  await_endpoint "$dir/endpoint" "$server" || die 70 "the server did not listen (see $dir)"
   local endpoint pids=()
   endpoint=$(cat "$dir/endpoint")
   for ((k = 0; k < workers; k++)); do
@@ -127,7 +96,7 @@ one_run() {
   echo "${seconds:-missed} $n $checked $equal"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { "$stats" median; }
 
 free_times=() churn_times=() pair_ratios=() failed=0 rejoins=0 checked=0 equal=0
 for ((r = 1; r <= runs; r++)); do
@@ -144,7 +113,7 @@ for ((r = 1; r <= runs; r++)); do
 done
 free=$(printf '%s\n' "${free_times[@]}" | median)
 churned=$(printf '%s\n' "${churn_times[@]}" | median)
-ratio=$(awk -v a="$churned" -v b="$free" 'BEGIN { printf "%.2f", a / b }')
+ratio=$(awk -v a="$churned" -v b="$free" 'BEGIN { if (a == "-" || b == "-") print "-"; else printf "%.2f", a / b }')
 paired=$(printf '%s\n' "${pair_ratios[@]}" | median)
 echo "$runs runs each, $workers workers, $model under $policy to $target: median $free s without failures, $churned s with a worker killed every $every s (${ratio}x; paired runs' ratios ${pair_ratios[*]}, median ${paired}x); $rejoins replaced, $checked checked their first model, $equal digests equal the server's"
 [ "$failed" -eq 0 ] && [ "$checked" -eq "$equal" ] || exit 1

@@ -16,6 +16,12 @@
 
 namespace dmlps::bench {
 
+// A stretch of a run under one policy: its global iterations.
+struct PolicySpan {
+  std::string policy;  // as MakePolicy names it, e.g. "backup:1"
+  int64_t iterations = 0;
+};
+
 // One run of one policy, measured (run) or simulated (sim).
 struct RunResult {
   std::string policy;  // the entry as listed, e.g. "ssp:3"
@@ -33,6 +39,17 @@ struct RunResult {
   double bytes_per_worker = 0;  // mean over workers of what each sent the server
   double accuracy = 0;          // test accuracy of the last evaluated snapshot
   std::string failure;          // why the run failed (empty: it ran to its end)
+  // A policy that switches (sync-switch, auto), simulated: the policies it
+  // ran, in turn, up to the end counted above. Empty otherwise.
+  std::vector<PolicySpan> ran_under;
+};
+
+// How one run goes while it lasts (measured or simulated), for a progress line.
+struct Progress {
+  double elapsed_s = 0;  // wall time since the run started
+  double seconds = 0;    // training time of the newest evaluation
+  int64_t iteration = 0;
+  double accuracy = -1;  // -1: no evaluation yet
 };
 
 // The median, min and max of one column over the runs counted.

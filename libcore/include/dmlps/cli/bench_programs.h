@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "dmlps/advise/advisor.h"
+#include "dmlps/bench/cluster/run.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/profile.h"
 #include "dmlps/bench/report.h"
-#include "dmlps/bench/run.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 #include "dmlps/sim/sim.h"
 
 namespace dmlps::cli {

@@ -7,7 +7,7 @@
 //   12  4  M, bytes of the metadata
 //   16  8  P, parameters
 //   24  8  S, floats of optimizer state (0, P or 2P)
-//   32  M  metadata: a msgpack map (CheckpointMeta)
+//   32  M  metadata: a msgpack map of the fields below but the floats
 //   ..  4P parameters, float32
 //   ..  4S optimizer state, float32
 //   end 4  CRC-32 (IEEE 802.3) of every byte before it

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
-#include "dmlps/bench/cluster.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/report.h"
 #include "dmlps/data/dataset.h"
@@ -212,6 +211,7 @@ struct SimReport {
   std::vector<EvalPoint> curve;
   std::vector<WorkerStats> workers;
   std::vector<SimSwitch> switches;     // decided and done, in order
+  std::string started_under;           // a switching policy's first policy; empty for others
   std::vector<SimDecision> decisions;  // auto's, in order
   int64_t events = 0;                  // events simulated
   double wall_seconds = 0;             // real time the simulation took

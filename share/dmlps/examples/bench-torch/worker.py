@@ -13,27 +13,27 @@ evaluates the model itself; with --model external the first worker's
 layout and initial values become the model and evaluator.py scores it.
 """
 
-import json
 import os
+import sys
 
 import torch
 
 import dmlps
 import dmlps.torch
 
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+import example_cli  # noqa: E402  (the examples' shared command lines, in the folder above)
+
 
 def main():
-    options = json.loads(os.environ["DMLPS_WORKER_OPTIONS"])
-    torch.set_num_threads(options.get("threads", 1))
+    options = example_cli.worker_options()
     # The same initial model in every run, so the policies start alike.
     torch.manual_seed(int(os.environ.get("DMLPS_SEED", "1")))
     x, y = dmlps.load_train(os.environ.get("DMLPS_DATA", "fashion-mnist"))
     module = dmlps.torch.mlp(784, [128], 10)
     worker = dmlps.torch.worker(os.environ["DMLPS_SERVER"], module, torch.nn.CrossEntropyLoss(),
                                 torch.from_numpy(x), torch.from_numpy(y), **options)
-    report = worker.run()
-    print(f"rank {options['rank']} (slowdown {options['slowdown']}): {report['steps']} steps, "
-          f"{report['samples']} samples: {report['stop_reason']}")
+    example_cli.run_worker(worker, options)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ evaluator once the first worker has announced the model, which can take a
 while on a busy machine (loading the data): hence the long connect
 timeout."""
 
-import argparse
 import os
+import sys
 
 import torch
 
@@ -17,20 +17,18 @@ import dmlps
 import dmlps.torch
 from model import cnn
 
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+import example_cli  # noqa: E402  (the examples' shared command lines, in the folder above)
+
 
 def main():
-    parser = argparse.ArgumentParser(description="a PyTorch evaluator for the CNN")
-    parser.add_argument("server", nargs="?", default=os.environ.get("DMLPS_SERVER",
-                                                                   "tcp://127.0.0.1:5555"))
-    parser.add_argument("--data", default=os.environ.get("DMLPS_DATA", "fashion-mnist"))
-    args = parser.parse_args()
+    args = example_cli.parse(example_cli.parser("a PyTorch evaluator for the CNN"))
     torch.set_num_threads(1)
     x, y = dmlps.load_test(args.data)
     evaluator = dmlps.torch.evaluator(args.server, cnn(), torch.nn.CrossEntropyLoss(),
                                       torch.from_numpy(x), torch.from_numpy(y),
                                       connect_timeout_ms=120000)
-    report = evaluator.run()
-    print(f"{report['snapshots']} snapshots: {report['stop_reason']}")
+    example_cli.run_evaluator(evaluator)
 
 
 if __name__ == "__main__":

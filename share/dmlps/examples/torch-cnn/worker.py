@@ -6,9 +6,8 @@ set, the seed and this worker's straggler profile come from the bench's
 DMLPS_* variables (DMLPS_WORKER_OPTIONS: dmlps.Worker's keywords), and
 flags given here win over them."""
 
-import argparse
-import json
 import os
+import sys
 
 import torch
 
@@ -16,30 +15,16 @@ import dmlps
 import dmlps.torch
 from model import cnn
 
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+import example_cli  # noqa: E402  (the examples' shared command lines, in the folder above)
+
 
 def main():
-    parser = argparse.ArgumentParser(description="a dmlps worker training a PyTorch CNN")
-    parser.add_argument("server", nargs="?", default=os.environ.get("DMLPS_SERVER",
-                                                                   "tcp://127.0.0.1:5555"))
-    parser.add_argument("--data", default=os.environ.get("DMLPS_DATA", "fashion-mnist"))
-    parser.add_argument("--slowdown", type=float,
-                        help="straggle: sleep (K-1) times each step's compute time")
-    parser.add_argument("--seed", type=int, default=int(os.environ.get("DMLPS_SEED", "1")),
-                        help="seed of the initial model (the first worker's becomes the server's)")
-    args = parser.parse_args()
-
-    options = json.loads(os.environ.get("DMLPS_WORKER_OPTIONS", "{}"))
-    if args.slowdown is not None:
-        options["slowdown"] = args.slowdown
-    torch.set_num_threads(options.get("threads", 1))
-    torch.manual_seed(args.seed)
+    args, options = example_cli.worker_setup("a dmlps worker training a PyTorch CNN")
     x, y = dmlps.load_train(args.data)
     worker = dmlps.torch.worker(args.server, cnn(), torch.nn.CrossEntropyLoss(),
                                 torch.from_numpy(x), torch.from_numpy(y), **options)
-    report = worker.run()
-    who = f"rank {options['rank']} " if "rank" in options else ""
-    print(f"{who}(slowdown {options.get('slowdown', 1):g}): {report['steps']} steps, "
-          f"{report['samples']} samples, {report['seconds']:.1f} s: {report['stop_reason']}")
+    example_cli.run_worker(worker, options)
 
 
 if __name__ == "__main__":

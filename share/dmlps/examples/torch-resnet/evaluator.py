@@ -9,34 +9,22 @@ server answers an evaluator once the first worker has announced the model,
 which can take a while on a busy machine (loading the data): hence the long
 connect timeout. --samples N scores the first N test samples only."""
 
-import argparse
 import os
 import sys
-
-import torch
 
 import dmlps.torch
 import job
 
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+import example_cli  # noqa: E402  (the examples' shared command lines, in the folder above)
+
 
 def main():
-    parser = argparse.ArgumentParser(description="a PyTorch evaluator for the ResNet")
-    parser.add_argument("server", nargs="?", default=os.environ.get("DMLPS_SERVER",
-                                                                   "tcp://127.0.0.1:5555"))
-    parser.add_argument("--data", default=os.environ.get("DMLPS_DATA", "fashion-mnist"))
-    parser.add_argument("--samples", type=int, default=0,
-                        help="score the first N test samples only (0: all)")
-    args = parser.parse_args()
-    if args.samples < 0:
-        sys.exit(f"evaluator.py: error: --samples must be at least 0, got {args.samples}")
-    torch.set_num_threads(1)
-    x, y = job.test_data(args.data)
-    if args.samples:
-        x, y = x[:args.samples], y[:args.samples]
+    args = example_cli.evaluator_setup(example_cli.parser("a PyTorch evaluator for the ResNet"))
+    x, y = example_cli.first_samples(args, *job.test_data(args.data))
     evaluator = dmlps.torch.evaluator(args.server, job.model(), job.loss_fn(), x, y,
                                       connect_timeout_ms=120000)
-    report = evaluator.run()
-    print(f"{report['snapshots']} snapshots: {report['stop_reason']}")
+    example_cli.run_evaluator(evaluator)
 
 
 if __name__ == "__main__":

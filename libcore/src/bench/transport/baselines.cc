@@ -1,4 +1,4 @@
-#include "bench/transport_baselines.h"
+#include "bench/transport/baselines.h"
 
 #include <spdlog/fmt/fmt.h>
 

@@ -1,5 +1,7 @@
 // The report of dmlps-bench transport: the ratios and goals worked out from
 // the rows' medians, and the rows written as a table, TSV or JSON.
+#include "dmlps/bench/report.h"
+
 #include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
@@ -7,11 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/transport_support.h"
+#include "bench/transport/support.h"
 #include "dmlps/base/json.h"
 #include "dmlps/base/output_format.h"
-#include "dmlps/bench/report.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 
 namespace dmlps::bench {
 namespace {

@@ -1,5 +1,5 @@
 // A bench worker's side of the dmlps round trips, as dmlps-worker does it,
-// against the bench servers that transport.cc runs.
+// against the bench servers that dmlps.cc runs.
 #ifndef DMLPS_BENCH_TRANSPORT_WORKER_H_
 #define DMLPS_BENCH_TRANSPORT_WORKER_H_
 
@@ -8,9 +8,9 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "bench/transport_support.h"
+#include "bench/transport/support.h"
 #include "dmlps/base/status.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 #include "dmlps/net/endpoint.h"
 
 namespace dmlps::bench {

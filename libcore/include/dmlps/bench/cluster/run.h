@@ -1,7 +1,7 @@
 // dmlps-bench run: an experiment on real clusters on this host, one per
 // policy and repeat, beside sim::SimulateExperiment, which simulates it.
-#ifndef DMLPS_BENCH_RUN_H_
-#define DMLPS_BENCH_RUN_H_
+#ifndef DMLPS_BENCH_CLUSTER_RUN_H_
+#define DMLPS_BENCH_CLUSTER_RUN_H_
 
 #include <atomic>
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dmlps/bench/cluster.h"
+#include "dmlps/bench/cluster/cluster.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/report.h"
 
@@ -58,4 +58,4 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
 
 }  // namespace dmlps::bench
 
-#endif  // DMLPS_BENCH_RUN_H_
+#endif  // DMLPS_BENCH_CLUSTER_RUN_H_

@@ -1,8 +1,10 @@
 // The dmlps side of dmlps-bench transport: the bench server, which runs as
 // dmlps-server does, and the round trips between bench servers and bench
-// workers (see transport_worker.cc). The rest of the bench: the baselines
-// in transport_baselines.cc, the plan and turns of the measurements in
-// transport_run.cc, the report in transport_report.cc.
+// workers (see worker.cc). The rest of the bench: the baselines
+// in baselines.cc, the plan and turns of the measurements in
+// run.cc, the report in report.cc.
+#include "bench/transport/dmlps.h"
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -11,8 +13,7 @@
 #include <variant>
 #include <zmq.hpp>
 
-#include "bench/transport_dmlps.h"
-#include "bench/transport_worker.h"
+#include "bench/transport/worker.h"
 #include "dmlps/net/curve.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/optim/optimizer.h"

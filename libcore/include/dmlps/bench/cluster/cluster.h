@@ -1,7 +1,7 @@
 // Runs one real cluster on this host: a dmlps-server and its dmlps-workers as
 // separate processes (the binaries a user runs), talking over loopback.
-#ifndef DMLPS_BENCH_CLUSTER_H_
-#define DMLPS_BENCH_CLUSTER_H_
+#ifndef DMLPS_BENCH_CLUSTER_CLUSTER_H_
+#define DMLPS_BENCH_CLUSTER_CLUSTER_H_
 
 #include <atomic>
 #include <chrono>
@@ -49,46 +49,6 @@ struct ClusterOptions {
   double target_loss = 0;
 };
 
-// What a running cluster shows, for a progress line.
-struct Progress {
-  double elapsed_s = 0;  // wall time since the processes started
-  double seconds = 0;    // training time of the newest evaluation
-  int64_t iteration = 0;
-  double accuracy = -1;  // -1: no evaluation yet
-};
-
-// The rule --optimizer names in a server's extra flags: "sgd" when none does.
-std::string ServerOptimizerRule(const std::vector<std::string>& server_args);
-
-// The command lines (program first) of the server and of each worker for one
-// run of `policy` (PolicyFor's), with `endpoint_file` and `report_file` as
-// the server's --endpoint-file and --report. Workers get "ENDPOINT" as their
-// --server, to be replaced by the bound address.
-std::vector<std::string> ServerCommand(const Experiment& experiment,
-                                       const sync::PolicyConfig& policy,
-                                       const ClusterOptions& options,
-                                       const std::string& endpoint_file,
-                                       const std::string& report_file);
-std::vector<std::string> WorkerCommand(const Experiment& experiment, int64_t rank,
-                                       const ClusterOptions& options, const std::string& endpoint);
-
-// The straggler flags dmlps-worker gets for worker `rank` (--slowdown K
-// --delay-ms D ... and any schedules), as one argument each.
-std::vector<std::string> StragglerFlags(const Experiment& experiment, int64_t rank);
-
-// The variables ("NAME=VALUE") a worker command gets on top of this
-// process's environment, so that it can join as dmlps-worker would:
-// DMLPS_SERVER, DMLPS_RANK, DMLPS_WORKERS, DMLPS_MODEL, DMLPS_DATA,
-// DMLPS_THREADS, DMLPS_SEED, DMLPS_BIN, DMLPS_TRACE (empty: no trace), the
-// straggler profile as dmlps-worker flags (DMLPS_WORKER_FLAGS), as dmlps.Worker
-// keywords in JSON (DMLPS_WORKER_OPTIONS) and one by one (DMLPS_SLOWDOWN,
-// DMLPS_DELAY_MS, DMLPS_DELAY_PROB, DMLPS_ROUND_ROBIN_MS,
-// DMLPS_BANDWIDTH_MBPS, DMLPS_SLOWDOWN_SCHEDULE, DMLPS_BANDWIDTH_SCHEDULE;
-// a schedule is empty when there is none).
-std::vector<std::string> WorkerEnvironment(const Experiment& experiment, int64_t rank,
-                                           const ClusterOptions& options,
-                                           const std::string& endpoint);
-
 // Parses a `dmlps-server --report` file into a RunResult (policy and repeat
 // left for the caller).
 Result<RunResult> ReadServerReport(const std::string& path);
@@ -105,4 +65,4 @@ RunResult RunCluster(const Experiment& experiment, std::string_view policy_entry
 
 }  // namespace dmlps::bench
 
-#endif  // DMLPS_BENCH_CLUSTER_H_
+#endif  // DMLPS_BENCH_CLUSTER_CLUSTER_H_

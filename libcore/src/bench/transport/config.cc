@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 #include "dmlps/net/curve.h"
 
 namespace dmlps::bench {

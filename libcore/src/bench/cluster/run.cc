@@ -1,4 +1,4 @@
-#include "dmlps/bench/run.h"
+#include "dmlps/bench/cluster/run.h"
 
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>

@@ -6,11 +6,11 @@
 #include <utility>
 #include <vector>
 
-#include "bench/transport_baselines.h"
-#include "bench/transport_dmlps.h"
-#include "bench/transport_support.h"
+#include "bench/transport/baselines.h"
+#include "bench/transport/dmlps.h"
+#include "bench/transport/support.h"
 #include "dmlps/bench/report.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 
 namespace dmlps::bench {
 namespace {

@@ -1,5 +1,5 @@
 // The dmlps rows of dmlps-bench transport: round trips between bench
-// servers (transport.cc) and bench workers (transport_worker.cc), each on
+// servers (dmlps.cc) and bench workers (worker.cc), each on
 // threads of its own within this process.
 #ifndef DMLPS_BENCH_TRANSPORT_DMLPS_H_
 #define DMLPS_BENCH_TRANSPORT_DMLPS_H_
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/transport_support.h"
+#include "bench/transport/support.h"
 #include "dmlps/base/status.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 
 namespace dmlps::bench {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/transport_support.h"
+#include "bench/transport/support.h"
 #include "dmlps/base/status.h"
-#include "dmlps/bench/transport.h"
+#include "dmlps/bench/transport/transport.h"
 
 namespace dmlps::bench {
 

@@ -1,4 +1,4 @@
-#include "bench/transport_worker.h"
+#include "bench/transport/worker.h"
 
 #include <spdlog/fmt/fmt.h>
 #include <unistd.h>

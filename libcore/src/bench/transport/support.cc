@@ -1,4 +1,4 @@
-#include "bench/transport_support.h"
+#include "bench/transport/support.h"
 
 #include <pthread.h>
 #include <stdlib.h>

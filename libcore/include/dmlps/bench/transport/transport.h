@@ -7,8 +7,8 @@
 // side is the server's and the worker's own code: Endpoint, streamed
 // payloads (IncomingTensor), the BSP policy and the ModelStore that sums,
 // applies and replies.
-#ifndef DMLPS_BENCH_TRANSPORT_H_
-#define DMLPS_BENCH_TRANSPORT_H_
+#ifndef DMLPS_BENCH_TRANSPORT_TRANSPORT_H_
+#define DMLPS_BENCH_TRANSPORT_TRANSPORT_H_
 
 #include <atomic>
 #include <chrono>
@@ -131,4 +131,4 @@ void WriteTransportReport(const TransportReport& report, Format format, std::ost
 
 }  // namespace dmlps::bench
 
-#endif  // DMLPS_BENCH_TRANSPORT_H_
+#endif  // DMLPS_BENCH_TRANSPORT_TRANSPORT_H_
