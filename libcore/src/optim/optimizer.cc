@@ -21,6 +21,18 @@ bool AllFinite(const Expr& values) {
   return (values.array() * 0.f).sum() == 0.f;
 }
 
+// Takes a momentum saved by State(), one float per parameter, into
+// `velocity`; InvalidArgument when it holds another number of floats.
+Status RestoreVelocity(std::span<const float> state, std::vector<float>* velocity) {
+  if (state.size() != velocity->size()) {
+    return Status::InvalidArgument("momentum state of " + std::to_string(state.size()) +
+                                   " floats for " + std::to_string(velocity->size()) +
+                                   " parameters");
+  }
+  velocity->assign(state.begin(), state.end());
+  return Status::Ok();
+}
+
 }  // namespace
 
 bool Sgd::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
@@ -195,13 +207,7 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, boo
 }
 
 Status Momentum::SetState(std::span<const float> state) {
-  if (state.size() != velocity_.size()) {
-    return Status::InvalidArgument("momentum state of " + std::to_string(state.size()) +
-                                   " floats for " + std::to_string(velocity_.size()) +
-                                   " parameters");
-  }
-  velocity_.assign(state.begin(), state.end());
-  return Status::Ok();
+  return RestoreVelocity(state, &velocity_);
 }
 
 void DelayedMomentum::StepSlice(std::span<float> params, std::span<const float> grad,
@@ -249,12 +255,7 @@ bool DelayedMomentum::StepStaysFinite(std::span<const float> params, std::span<c
 }
 
 Status DelayedMomentum::SetState(std::span<const float> state) {
-  if (state.size() != velocity_.size()) {
-    return Status::InvalidArgument("momentum state of " + std::to_string(state.size()) +
-                                   " floats for " + std::to_string(velocity_.size()) +
-                                   " parameters");
-  }
-  velocity_.assign(state.begin(), state.end());
+  DMLPS_RETURN_IF_ERROR(RestoreVelocity(state, &velocity_));
   std::fill(buffer_.begin(), buffer_.end(), 0.f);
   std::fill(steps_.begin(), steps_.end(), 0);
   return Status::Ok();

@@ -1,10 +1,15 @@
 #include "dmlps/optim/rules.h"
 
+#include <array>
 #include <cmath>
 
 #include "dmlps/base/flush_denormals.h"
 
 namespace dmlps::optim {
+
+GroupedOptimizer::GroupedOptimizer(std::vector<GroupRange> groups, size_t state_arrays)
+    : groups_(std::move(groups)),
+      state_(state_arrays, std::vector<float>(static_cast<size_t>(size()), 0.f)) {}
 
 void GroupedOptimizer::ForEachGroup(
     int64_t offset, int64_t n,
@@ -19,22 +24,76 @@ void GroupedOptimizer::ForEachGroup(
   }
 }
 
+void GroupedOptimizer::StepSlice(std::span<float> params, std::span<const float> grad,
+                                 const StepInfo& step, int64_t offset) {
+  const FlushDenormals flush;
+  ForEachGroup(offset, static_cast<int64_t>(params.size()),
+               [&](const GroupRange& group, int64_t first, int64_t count) {
+                 std::array<float*, kMaxStateArrays> out{};
+                 std::array<const float*, kMaxStateArrays> in{};
+                 for (size_t k = 0; k < state_.size(); ++k) {
+                   out[k] = state_[k].data() + offset + first;
+                   in[k] = out[k];
+                 }
+                 Run(params.data() + first, grad.data() + first, {in.data(), state_.size()},
+                     {out.data(), state_.size()}, params.data() + first, count, group, step);
+               });
+}
+
+bool GroupedOptimizer::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                                       const StepInfo& step, int64_t offset) const {
+  const FlushDenormals flush;
+  bool finite = true;
+  // A state that overflows makes the parameter it moves infinite or NaN, or
+  // the rule checks it.
+  ForEachGroup(offset, static_cast<int64_t>(params.size()),
+               [&](const GroupRange& group, int64_t first, int64_t count) {
+                 const std::array<float*, kMaxStateArrays> none{};
+                 std::array<const float*, kMaxStateArrays> in{};
+                 for (size_t k = 0; k < state_.size(); ++k) {
+                   in[k] = state_[k].data() + offset + first;
+                 }
+                 finite =
+                     Run(params.data() + first, grad.data() + first, {in.data(), state_.size()},
+                         {none.data(), state_.size()}, nullptr, count, group, step) &&
+                     finite;
+               });
+  return finite;
+}
+
+std::vector<float> GroupedOptimizer::State() const {
+  std::vector<float> state;
+  state.reserve(StateFloats());
+  for (const std::vector<float>& array : state_) {
+    state.insert(state.end(), array.begin(), array.end());
+  }
+  return state;
+}
+
+void GroupedOptimizer::TakeState(std::span<const float> state) {
+  for (size_t k = 0; k < state_.size(); ++k) {
+    const std::span<const float> array = state.subspan(k * state_[k].size(), state_[k].size());
+    state_[k].assign(array.begin(), array.end());
+  }
+}
+
 TorchSgd::TorchSgd(std::vector<GroupRange> groups, double momentum, double dampening, bool nesterov)
-    : GroupedOptimizer(std::move(groups)),
+    : GroupedOptimizer(std::move(groups), static_cast<float>(momentum) > 0 ? 1 : 0),
       mu_(static_cast<float>(momentum)),
       dampening_(static_cast<float>(dampening)),
-      nesterov_(nesterov) {
-  if (mu_ > 0) buffer_.assign(static_cast<size_t>(size()), 0.f);
-}
+      nesterov_(nesterov) {}
 
 std::string TorchSgd::Name() const {
   if (mu_ == 0) return "sgd";
   return nesterov_ ? "nesterov" : "momentum";
 }
 
-bool TorchSgd::Run(const float* params, const float* grad, const float* buffer_in,
-                   float* buffer_out, float* out, int64_t n, const GroupRange& group,
-                   const StepInfo& step) const {
+bool TorchSgd::Run(const float* params, const float* grad, std::span<const float* const> state_in,
+                   std::span<float* const> state_out, float* out, int64_t n,
+                   const GroupRange& group, const StepInfo& step) const {
+  // With momentum, the buffer: b.
+  const float* buffer_in = state_in.empty() ? nullptr : state_in[0];
+  float* buffer_out = state_out.empty() ? nullptr : state_out[0];
   // The same operations in the same order as torch.optim.SGD, in float.
   const auto lr = static_cast<float>(group.lr * step.lr_factor);
   const auto decay = static_cast<float>(group.weight_decay);
@@ -57,53 +116,29 @@ bool TorchSgd::Run(const float* params, const float* grad, const float* buffer_i
   return finite;
 }
 
-void TorchSgd::StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
-                         int64_t offset) {
-  const FlushDenormals flush;
-  ForEachGroup(offset, static_cast<int64_t>(params.size()),
-               [&](const GroupRange& group, int64_t first, int64_t count) {
-                 float* buffer = mu_ > 0 ? buffer_.data() + offset + first : nullptr;
-                 Run(params.data() + first, grad.data() + first, buffer, buffer,
-                     params.data() + first, count, group, step);
-               });
-}
-
-bool TorchSgd::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                               const StepInfo& step, int64_t offset) const {
-  const FlushDenormals flush;
-  bool finite = true;
-  // A momentum that overflows makes the parameter it moves infinite or NaN.
-  ForEachGroup(offset, static_cast<int64_t>(params.size()),
-               [&](const GroupRange& group, int64_t first, int64_t count) {
-                 const float* buffer = mu_ > 0 ? buffer_.data() + offset + first : nullptr;
-                 finite = Run(params.data() + first, grad.data() + first, buffer, nullptr, nullptr,
-                              count, group, step) &&
-                          finite;
-               });
-  return finite;
-}
-
 Status TorchSgd::SetState(std::span<const float> state) {
-  if (state.size() != buffer_.size()) {
+  if (state.size() != StateFloats()) {
     return Status::InvalidArgument(Name() + " state of " + std::to_string(state.size()) +
-                                   " floats, expected " + std::to_string(buffer_.size()));
+                                   " floats, expected " + std::to_string(StateFloats()));
   }
-  buffer_.assign(state.begin(), state.end());
+  TakeState(state);
   return Status::Ok();
 }
 
 Adam::Adam(std::vector<GroupRange> groups, bool decoupled, double beta1, double beta2, double eps)
-    : GroupedOptimizer(std::move(groups)),
+    : GroupedOptimizer(std::move(groups), 2),
       decoupled_(decoupled),
       beta1_(beta1),
       beta2_(beta2),
-      eps_(static_cast<float>(eps)),
-      m_(static_cast<size_t>(size()), 0.f),
-      v_(static_cast<size_t>(size()), 0.f) {}
+      eps_(static_cast<float>(eps)) {}
 
-bool Adam::Run(const float* params, const float* grad, const float* m_in, const float* v_in,
-               float* m_out, float* v_out, float* out, int64_t n, const GroupRange& group,
+bool Adam::Run(const float* params, const float* grad, std::span<const float* const> state_in,
+               std::span<float* const> state_out, float* out, int64_t n, const GroupRange& group,
                const StepInfo& step) const {
+  const float* m_in = state_in[0];
+  const float* v_in = state_in[1];
+  float* m_out = state_out[0];
+  float* v_out = state_out[1];
   // torch.optim.Adam(W)'s single-tensor step: its scalars in double, as
   // Python computes them, each converted to float where it meets a tensor.
   const double lr = group.lr * step.lr_factor;
@@ -141,42 +176,10 @@ bool Adam::Run(const float* params, const float* grad, const float* m_in, const 
   return finite;
 }
 
-void Adam::StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
-                     int64_t offset) {
-  const FlushDenormals flush;
-  ForEachGroup(offset, static_cast<int64_t>(params.size()),
-               [&](const GroupRange& group, int64_t first, int64_t count) {
-                 float* m = m_.data() + offset + first;
-                 float* v = v_.data() + offset + first;
-                 Run(params.data() + first, grad.data() + first, m, v, m, v, params.data() + first,
-                     count, group, step);
-               });
-}
-
-bool Adam::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                           const StepInfo& step, int64_t offset) const {
-  const FlushDenormals flush;
-  bool finite = true;
-  ForEachGroup(offset, static_cast<int64_t>(params.size()),
-               [&](const GroupRange& group, int64_t first, int64_t count) {
-                 finite = Run(params.data() + first, grad.data() + first,
-                              m_.data() + offset + first, v_.data() + offset + first, nullptr,
-                              nullptr, nullptr, count, group, step) &&
-                          finite;
-               });
-  return finite;
-}
-
-std::vector<float> Adam::State() const {
-  std::vector<float> state(m_);
-  state.insert(state.end(), v_.begin(), v_.end());
-  return state;
-}
-
 Status Adam::SetState(std::span<const float> state) {
-  if (state.size() != 2 * m_.size()) {
+  if (state.size() != StateFloats()) {
     return Status::InvalidArgument(Name() + " state of " + std::to_string(state.size()) +
-                                   " floats, expected " + std::to_string(2 * m_.size()) +
+                                   " floats, expected " + std::to_string(StateFloats()) +
                                    " (m and v per parameter)");
   }
   for (size_t i = 0; i < state.size() / 2; ++i) {
@@ -184,8 +187,7 @@ Status Adam::SetState(std::span<const float> state) {
       return Status::InvalidArgument(Name() + " state holds a negative second moment");
     }
   }
-  m_.assign(state.begin(), state.begin() + static_cast<std::ptrdiff_t>(m_.size()));
-  v_.assign(state.begin() + static_cast<std::ptrdiff_t>(m_.size()), state.end());
+  TakeState(state);
   return Status::Ok();
 }
 

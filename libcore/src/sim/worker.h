@@ -25,7 +25,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -37,9 +36,10 @@
 #include "dmlps/sim/sim.h"
 #include "dmlps/sync/policy.h"
 #include "dmlps/worker/epoch_cursor.h"
-#include "dmlps/worker/straggler.h"
 #include "sim/gradients.h"
+#include "sim/local_steps.h"
 #include "sim/message.h"
+#include "sim/step_timing.h"
 
 namespace dmlps::sim {
 
@@ -62,6 +62,9 @@ struct StepMath {
   // (model/softmax_rows.h), as the pushes' gradients do; other models
   // gather the batch first.
   void LocalGradient(std::span<const float> params);
+  // Takes a step's `samples` from `cursor`, a worker's over the rows of its
+  // shard from row `first` on, into `indices` (without `math`, none).
+  void TakeSamples(worker::EpochCursor& cursor, int64_t first, int64_t samples);
 
   model::Model model;
   const data::Dataset& train;
@@ -167,9 +170,6 @@ class SimWorker {
   void SendPush();
   // Ends the run: the server broke the protocol as this worker sees it.
   void FailInternal(std::string_view what);
-  // The step's noise factor (Noise), drawn from rng_.
-  double DrawNoise();
-  void TakeSamples(int64_t samples);
   int64_t PayloadBytes() const {
     return kHeaderBytes + 4 * (config_.payload_params > 0 ? config_.payload_params : num_params_);
   }
@@ -192,10 +192,7 @@ class SimWorker {
 
   int64_t shard_first_ = 0;
   worker::EpochCursor cursor_;
-  worker::StragglerProfile straggler_;
-  // Drawn from only with noise: 2.5 KB a worker, made only then.
-  std::unique_ptr<std::mt19937_64> rng_;
-  Noise noise_;
+  StepTiming timing_;  // of the step under way
 
   Phase phase_ = Phase::kAwaitModel;
   int64_t clock_ = 0;  // pushes sent
@@ -205,19 +202,6 @@ class SimWorker {
   int64_t sync_round_ = -1;
   std::shared_ptr<const std::vector<float>> model_;  // sync, chunked, token: the model steps run on
 
-  // The step under way.
-  int64_t step_ = 0;             // its number, as StragglerProfile counts steps
-  int64_t straggled_step_ = -1;  // token: the last step_ whose delays were drawn
-  int64_t step_samples_ = 0;     // computed so far
-  int64_t job_samples_ = 0;      // of the compute job running
-  double step_noise_ = 1;
-  double job_start_ = 0;
-  double step_compute_ = 0;
-  double step_straggle_ = 0;
-  // Shared cores: of step_compute_, the time beyond the work at its shared
-  // speed, which a real worker's kernel counts as waiting for a core.
-  double step_run_wait_ = 0;
-  double job_work_ = 0;  // the compute job's work at its shared speed
   double wait_start_ = 0;
   // When the latest reply (a model or a Continue) arrived: a push's cycle is
   // timed from it to the push leaving, after its transfer.
@@ -225,28 +209,17 @@ class SimWorker {
   double last_comm_s_ = 0;   // the previous push's transfer, sent with the next push
   sync::PushInfo outgoing_;  // the push being sent
 
-  // Local modes: the local copy and its momentum.
+  // Local modes: the local copy and its momentum, and the local steps
+  // computed (local-overlap and local-sgd count steps so).
   std::vector<float> params_;
   std::vector<float> velocity_;
-  // local-overlap: steps not yet handed over, the delta being pushed, a
-  // downloaded model waiting to be adopted, and the communication thread.
   int64_t compute_steps_ = 0;
-  std::vector<float> pending_;
-  std::vector<float> in_flight_;
-  int64_t pending_steps_ = 0;
-  int64_t pending_samples_ = 0;
-  double pending_busy_ = 0;
-  std::shared_ptr<const std::vector<float>> downloaded_;
-  bool has_download_ = false;
+  // local-overlap: the hand-over and the communication thread.
+  OverlapHandover handover_;
   CommPhase comm_ = CommPhase::kIdle;
-
-  // local-sgd: the round's model, its local steps done, and their sums.
-  std::vector<float> start_;
-  int64_t local_steps_ = 0;  // as the server last set it; 0: H
-  int64_t local_done_ = 0;
-  int64_t round_samples_ = 0;
-  double round_compute_ = 0;
-  double round_straggle_ = 0;
+  // local-sgd: the round, and its local steps as the server last set them (0: H).
+  LocalSgdRound round_;
+  int64_t local_steps_ = 0;
 
   WorkerStats stats_;
 };

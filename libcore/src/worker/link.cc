@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "dmlps/net/curve.h"
@@ -27,93 +28,57 @@ std::string Seconds(milliseconds d) { return fmt::format("{:g}", d.count() / 100
 }  // namespace
 
 ServerLink::ServerLink(const WorkerConfig& config, const std::atomic<int>* signal)
-    : config_(config), signal_(signal), socket_thread_(std::this_thread::get_id()) {}
+    : config_(config), signal_(signal), socket_(config.heartbeat) {}
 
-ServerLink::~ServerLink() {
-  {
-    MutexLock lock(&socket_mutex_);
-    quit_ = true;
-  }
-  beat_wake_.SignalAll();
-  if (beat_thread_.joinable()) beat_thread_.join();
-}
-
-void ServerLink::SetBusy(int delta) {
-  {
-    MutexLock lock(&socket_mutex_);
-    busy_ += delta;
-    if (!beat_thread_.joinable()) beat_thread_ = std::thread([this] { BeatWhileBusy(); });
-  }
-  beat_wake_.SignalAll();
-}
-
-int64_t ServerLink::busy_heartbeats() {
-  MutexLock lock(&socket_mutex_);
-  return busy_heartbeats_;
-}
-
-void ServerLink::BeatWhileBusy() {
-  MutexLock lock(&socket_mutex_);
-  while (!quit_) {
-    if (busy_ > 0) {
-      if (HeartbeatIfDue()) ++busy_heartbeats_;
-      HoldIncoming();
-      // The next is due --heartbeat-ms after the last, whichever thread sent
-      // it (not sooner than 10 ms from now, should there be no socket yet).
-      (void)beat_wake_.WaitUntil(&socket_mutex_, std::max(last_heartbeat_ + config_.heartbeat,
-                                                          Clock::now() + milliseconds(10)));
-    } else {
-      beat_wake_.Wait(&socket_mutex_);
-    }
-  }
-}
-
-Status ServerLink::LoadKeys() {
-  if (const std::string path = net::SecretFilePath(config_.secret_file); !path.empty()) {
+Status Introduction::LoadKeys(const WorkerConfig& config) {
+  if (const std::string path = net::SecretFilePath(config.secret_file); !path.empty()) {
     DMLPS_ASSIGN_OR_RETURN(secret_, net::ReadSecretFile(path));
   }
-  if (config_.curve_secret.empty()) return Status::Ok();
-  DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config_.curve_secret));
+  if (config.curve_secret.empty()) return Status::Ok();
+  DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config.curve_secret));
   DMLPS_ASSIGN_OR_RETURN(connect_options_.curve_server_key,
-                         net::ReadPublicKey(config_.curve_server_key));
+                         net::ReadPublicKey(config.curve_server_key));
   connect_options_.curve_secret = pair.secret_key;
   return Status::Ok();
 }
 
-Status ServerLink::SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, int64_t ticket) {
+proto::Hello Introduction::HelloFor(bool to_server, int64_t rank, int64_t threads,
+                                    int64_t max_batch, int64_t ticket, net::Frames* payload) const {
   proto::Hello hello{
-      rank, net::HostName(), static_cast<int64_t>(getpid()), config_.threads, max_batch, -1, 0, {}};
+      rank, net::HostName(), static_cast<int64_t>(getpid()), threads, max_batch, -1, 0, {}};
   hello.evaluator = evaluator_;
   hello.ticket = ticket;
   hello.secret = secret_;
-  MutexLock lock(&socket_mutex_);
-  if (&to != &*endpoint_ || layout_.empty()) return to.SendMessage(nullptr, hello);
+  if (!to_server || layout_.empty()) return hello;
   // An external model: the server takes the first worker's values.
   hello.layout = layout_;
-  net::Frames payload;
   if (values_ != nullptr && !values_->empty()) {
     hello.num_params = static_cast<int64_t>(values_->size());
-    proto::AppendTensor(values_, proto::ChunkBytesFor(hello.num_params * kFloatBytes), &payload);
+    proto::AppendTensor(values_, proto::ChunkBytesFor(hello.num_params * kFloatBytes), payload);
   }
-  return to.SendMessage(nullptr, hello, std::move(payload));
+  return hello;
+}
+
+Status ServerLink::SayHello(size_t shard, int64_t rank, int64_t max_batch, int64_t ticket) {
+  net::Frames payload;
+  const proto::Hello hello =
+      introduction_.HelloFor(shard == 0, rank, config_.threads, max_batch, ticket, &payload);
+  if (shard > 0) return shards_[shard - 1].SendMessage(nullptr, hello);
+  return socket_.Send(hello, std::move(payload));
 }
 
 Status ServerLink::SendEvaluation(const proto::Evaluation& evaluation) {
-  MutexLock lock(&socket_mutex_);
-  return endpoint_->SendMessage(nullptr, evaluation);
+  return socket_.Send(evaluation);
 }
 
 Status ServerLink::Join(int64_t max_batch) {
   max_batch_ = max_batch;
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                         net::Endpoint::Connect(context_, config_.server, connect_options_));
-  {
-    MutexLock lock(&socket_mutex_);
-    endpoint_.emplace(std::move(endpoint));
-  }
-  DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, config_.rank, max_batch_));
-  Result<proto::Message> reply =
-      Await(*endpoint_, {proto::MsgType::kWelcome}, config_.connect_timeout);
+  DMLPS_ASSIGN_OR_RETURN(
+      net::Endpoint endpoint,
+      net::Endpoint::Connect(context_, config_.server, introduction_.connect_options()));
+  socket_.Open(std::move(endpoint));
+  DMLPS_RETURN_IF_ERROR(SayHello(0, config_.rank, max_batch_));
+  Result<proto::Message> reply = Await(0, {proto::MsgType::kWelcome}, config_.connect_timeout);
   if (!reply.ok()) {
     if (Interrupted()) return reply.status();
     if (reply.status().code() == StatusCode::kUnavailable &&
@@ -146,16 +111,15 @@ Status ServerLink::ConnectShards() {
         static_cast<int>(std::min<size_t>(welcome_.servers.size() - 1, 4)));
   }
   for (size_t k = 1; k < welcome_.servers.size(); ++k) {
-    DMLPS_ASSIGN_OR_RETURN(
-        net::Endpoint shard,
-        net::Endpoint::Connect(*shard_context_, welcome_.servers[k], connect_options_));
-    DMLPS_RETURN_IF_ERROR(SayHello(shard, welcome_.rank, max_batch_, welcome_.ticket));
+    DMLPS_ASSIGN_OR_RETURN(net::Endpoint shard,
+                           net::Endpoint::Connect(*shard_context_, welcome_.servers[k],
+                                                  introduction_.connect_options()));
     shards_.push_back(std::move(shard));
+    DMLPS_RETURN_IF_ERROR(SayHello(k, welcome_.rank, max_batch_, welcome_.ticket));
   }
   // Every shard must know this worker before shard 0 may send it work.
   for (size_t k = 1; k < welcome_.servers.size(); ++k) {
-    Result<proto::Message> reply =
-        Await(shards_[k - 1], {proto::MsgType::kWelcome}, config_.connect_timeout);
+    Result<proto::Message> reply = Await(k, {proto::MsgType::kWelcome}, config_.connect_timeout);
     if (!reply.ok()) {
       return reply.status().WithContext("server shard " + std::to_string(k) + " at " +
                                         welcome_.servers[k]);
@@ -182,35 +146,26 @@ Result<bool> ServerLink::Rejoin() {
     const Clock::time_point now = Clock::now();
     if (now >= deadline) {
       // Nobody will read the Hellos still queued: exit without lingering.
-      MutexLock lock(&socket_mutex_);
-      endpoint_->DiscardUnsent();
+      socket_.DiscardUnsent();
       gave_up_ = true;
       return Status::Unavailable("the server at " + config_.server + " did not come back within " +
                                  Seconds(config_.reconnect_timeout) + " s (--reconnect-timeout)");
     }
     // A fresh socket: the server that comes back knows nothing of the old one.
-    {
-      MutexLock lock(&socket_mutex_);
-      if (endpoint_.has_value()) endpoint_->DiscardUnsent();  // to the server that went away
-      endpoint_.reset();
-      held_.clear();
-      held_error_ = Status::Ok();
-    }
+    socket_.Close();
     // With the keys Join used: a CURVE server accepts nothing else.
-    DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                           net::Endpoint::Connect(context_, config_.server, connect_options_));
-    {
-      MutexLock lock(&socket_mutex_);
-      endpoint_.emplace(std::move(endpoint));
-    }
+    DMLPS_ASSIGN_OR_RETURN(
+        net::Endpoint endpoint,
+        net::Endpoint::Connect(context_, config_.server, introduction_.connect_options()));
+    socket_.Open(std::move(endpoint));
     server_lost_ = false;
     refused_ = false;
     stop_ = false;
     // The batch Join offered (--max-batch auto worked it out), not the flag's.
-    DMLPS_RETURN_IF_ERROR(SayHello(*endpoint_, want_rank, max_batch_));
+    DMLPS_RETURN_IF_ERROR(SayHello(0, want_rank, max_batch_));
     const auto wait = std::min(
         backoff, std::chrono::duration_cast<milliseconds>(deadline - now) + milliseconds(1));
-    Result<proto::Message> reply = Await(*endpoint_, {proto::MsgType::kWelcome}, wait);
+    Result<proto::Message> reply = Await(0, {proto::MsgType::kWelcome}, wait);
     if (reply.ok() && stop_) return false;  // the run ended meanwhile
     if (reply.ok()) {
       const auto& welcome = std::get<proto::Welcome>(reply->body);
@@ -237,25 +192,21 @@ Result<bool> ServerLink::Rejoin() {
 }
 
 void ServerLink::Leave(const std::string& why) {
-  MutexLock lock(&socket_mutex_);
-  if (!endpoint_.has_value() || gave_up_) return;
-  (void)endpoint_->SendMessage(nullptr, proto::Error{why, true});
+  if (!socket_.is_open() || gave_up_) return;
+  (void)socket_.Send(proto::Error{why, true});
 }
 
-Status ServerLink::SendPull(int64_t clock) {
-  MutexLock lock(&socket_mutex_);
-  return endpoint_->SendMessage(nullptr, proto::Pull{clock});
-}
+Status ServerLink::SendPull(int64_t clock) { return socket_.Send(proto::Pull{clock}); }
 
 Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
                             const proto::Body* then) {
-  MutexLock lock(&socket_mutex_);
   // Larger than a chunk: streamed, so the server sums the first chunks while
   // the later ones are on the wire.
   if (shards_.empty()) {
     push.num_params = welcome_.num_params;
-    return endpoint_->SendWithPayload(nullptr, push, std::move(payload),
-                                      proto::ChunkBytesFor(push.num_params * kFloatBytes), then);
+    const auto size = static_cast<int64_t>(payload->size());
+    return socket_.SendWithPayload(push, std::move(payload), 0, size,
+                                   proto::ChunkBytesFor(push.num_params * kFloatBytes), then);
   }
   // Each shard its slice, the others first: shard 0's orders for this push
   // then find it there. ZeroMQ's I/O threads send them in parallel.
@@ -267,8 +218,8 @@ Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<
                                        proto::ChunkBytesFor(slice.num_params * kFloatBytes)));
   }
   push.num_params = Bound(1);
-  return endpoint_->SendWithPayload(nullptr, push, std::move(payload), 0, Bound(1),
-                                    proto::ChunkBytesFor(Bound(1) * kFloatBytes), then);
+  return socket_.SendWithPayload(push, std::move(payload), 0, Bound(1),
+                                 proto::ChunkBytesFor(Bound(1) * kFloatBytes), then);
 }
 
 Status ServerLink::HandleAside(const proto::Message& message) {
@@ -296,11 +247,10 @@ Status ServerLink::HandleAside(const proto::Message& message) {
 }
 
 Result<proto::Message> ServerLink::Await(std::initializer_list<proto::MsgType> wants) {
-  return Await(*endpoint_, wants, config_.server_timeout);
+  return Await(0, wants, config_.server_timeout);
 }
 
-Result<proto::Message> ServerLink::Await(net::Endpoint& from,
-                                         std::initializer_list<proto::MsgType> wants,
+Result<proto::Message> ServerLink::Await(size_t shard, std::initializer_list<proto::MsgType> wants,
                                          milliseconds silence) {
   Clock::time_point deadline = Clock::now() + silence;
   net::Frames frames;
@@ -308,22 +258,19 @@ Result<proto::Message> ServerLink::Await(net::Endpoint& from,
     if (Interrupted()) return Status::Unavailable("interrupted");
     if (Clock::now() >= deadline) {
       server_lost_ = true;
-      std::string who = "the server at " + config_.server;
-      for (size_t k = 1; k <= shards_.size(); ++k) {
-        if (&from == &shards_[k - 1]) {
-          who = "server shard " + std::to_string(k) + " at " + welcome_.servers[k];
-        }
-      }
+      const std::string who =
+          shard == 0 ? "the server at " + config_.server
+                     : "server shard " + std::to_string(shard) + " at " + welcome_.servers[shard];
       return Status::Unavailable("no answer from " + who + " for " + Seconds(silence) + " s");
     }
-    MaybeHeartbeat();
-    if (&from != &*endpoint_) {
+    socket_.MaybeHeartbeat();
+    if (shard > 0) {
       // Awaiting another server shard: shard 0 may stop the run meanwhile
       // (one shard lost, say), or fail this worker.
       DMLPS_RETURN_IF_ERROR(PollControl());
       if (stop_) return proto::Message{proto::Stop{stop_reason_}, {}};
     }
-    Result<bool> got = Receive(from, &frames, kPollSlice);
+    Result<bool> got = Receive(shard, &frames, kPollSlice);
     if (!got.ok()) return got.status();
     if (!*got) continue;
     deadline = Clock::now() + silence;
@@ -342,56 +289,16 @@ Result<proto::Message> ServerLink::Await(net::Endpoint& from,
   }
 }
 
-Result<bool> ServerLink::Receive(net::Endpoint& from, net::Frames* frames, milliseconds timeout) {
-  MutexLock lock(&socket_mutex_);
-  if (&from == &*endpoint_ && !held_.empty()) {
-    *frames = std::move(held_.front());
-    held_.pop_front();
-    return true;
-  }
-  if (&from == &*endpoint_ && !held_error_.ok()) return std::exchange(held_error_, Status::Ok());
-  return from.Receive(frames, timeout);
-}
-
-void ServerLink::HoldIncoming() {
-  net::Frames frames;
-  while (endpoint_.has_value() && held_error_.ok() && held_.size() < kMaxHeld) {
-    Result<bool> got = endpoint_->Receive(&frames, milliseconds(0));
-    if (!got.ok()) held_error_ = got.status();
-    if (!got.ok() || !*got) return;
-    // The server's heartbeats say only that it is alive: dropped.
-    // (Its header alone is read: the frames go on whole to Receive.)
-    if (frames.size() == 1) {
-      Result<proto::Body> header = proto::DecodeHeader(frames[0].data(), frames[0].size());
-      if (header.ok() && std::holds_alternative<proto::Heartbeat>(*header)) continue;
-    }
-    held_.push_back(std::move(frames));
-  }
-}
-
-void ServerLink::MaybeHeartbeat() {
-  if (std::this_thread::get_id() != socket_thread_) return;
-  MutexLock lock(&socket_mutex_);
-  HeartbeatIfDue();
-}
-
-bool ServerLink::HeartbeatIfDue() {
-  if (!endpoint_.has_value()) return false;
-  const Clock::time_point now = Clock::now();
-  if (now - last_heartbeat_ < config_.heartbeat) return false;
-  last_heartbeat_ = now;
-  const int64_t now_us = trace::NowMicros();
-  if (Status sent = endpoint_->SendMessage(nullptr, proto::Heartbeat{now_us}); !sent.ok()) {
-    spdlog::debug("heartbeat to the server failed: {}", sent.ToString());
-  }
-  return true;
+Result<bool> ServerLink::Receive(size_t shard, net::Frames* frames, milliseconds timeout) {
+  if (shard == 0) return socket_.Receive(frames, timeout);
+  return shards_[shard - 1].Receive(frames, timeout);
 }
 
 Status ServerLink::PollControl() {
-  MaybeHeartbeat();
+  socket_.MaybeHeartbeat();
   net::Frames frames;
   while (true) {
-    DMLPS_ASSIGN_OR_RETURN(bool got, Receive(*endpoint_, &frames, milliseconds(0)));
+    DMLPS_ASSIGN_OR_RETURN(bool got, socket_.Receive(&frames, milliseconds(0)));
     if (!got) return Status::Ok();
     Result<proto::Message> message = proto::DecodeMessage(frames, 0);
     if (!message.ok()) return message.status().WithContext("bad message from the server");
@@ -403,7 +310,7 @@ Status ServerLink::Pause(std::chrono::microseconds d) {
   const Clock::time_point until = Clock::now() + d;
   while (Clock::now() < until) {
     if (Interrupted()) return Status::Unavailable("interrupted");
-    MaybeHeartbeat();
+    socket_.MaybeHeartbeat();
     std::this_thread::sleep_for(std::min<Clock::duration>(until - Clock::now(), kPollSlice));
   }
   return Status::Ok();
@@ -413,7 +320,7 @@ int64_t ServerLink::Bound(size_t k) const {
   return welcome_.bounds.empty() ? (k == 0 ? 0 : welcome_.num_params) : welcome_.bounds[k];
 }
 
-Result<uint64_t> ServerLink::TakeSlice(net::Endpoint& from, proto::Message& message,
+Result<uint64_t> ServerLink::TakeSlice(size_t shard, proto::Message& message,
                                        std::span<float> out) {
   const auto& header = std::get<proto::Model>(message.body);
   if (header.num_params != static_cast<int64_t>(out.size())) {
@@ -425,7 +332,7 @@ Result<uint64_t> ServerLink::TakeSlice(net::Endpoint& from, proto::Message& mess
   // A streamed model: each chunk is copied in as it arrives.
   while (!model.complete()) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message piece,
-                           Await(from, {proto::MsgType::kChunk}, config_.server_timeout));
+                           Await(shard, {proto::MsgType::kChunk}, config_.server_timeout));
     if (stop_) return uint64_t{0};
     if (const uint64_t d = std::get<proto::Chunk>(piece.body).digest; d != 0) digest = d;
     DMLPS_RETURN_IF_ERROR(model.Take(piece).WithContext("bad model from the server"));
@@ -445,14 +352,13 @@ Result<uint64_t> ServerLink::TakeSlice(net::Endpoint& from, proto::Message& mess
 Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<float> params) {
   const proto::Model header = std::get<proto::Model>(message.body);
   std::vector<uint64_t> digests;
-  DMLPS_ASSIGN_OR_RETURN(const uint64_t first,
-                         TakeSlice(*endpoint_, message, params.subspan(0, Bound(1))));
+  DMLPS_ASSIGN_OR_RETURN(const uint64_t first, TakeSlice(0, message, params.subspan(0, Bound(1))));
   digests.push_back(first);
   // Sharded: the other slices come from their shards, sent as shard 0 sent
   // this one.
   for (size_t k = 1; k <= shards_.size() && !stop_; ++k) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message slice,
-                           Await(shards_[k - 1], {proto::MsgType::kModel}, config_.server_timeout));
+                           Await(k, {proto::MsgType::kModel}, config_.server_timeout));
     if (stop_) return header;
     const auto version = std::get<proto::Model>(slice.body).version;
     if (version != header.version) {
@@ -461,7 +367,7 @@ Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<fl
                               std::to_string(header.version));
     }
     DMLPS_ASSIGN_OR_RETURN(const uint64_t d,
-                           TakeSlice(shards_[k - 1], slice,
+                           TakeSlice(k, slice,
                                      params.subspan(static_cast<size_t>(Bound(k)),
                                                     static_cast<size_t>(Bound(k + 1) - Bound(k)))));
     digests.push_back(d);

@@ -7,21 +7,18 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <initializer_list>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 #include <zmq.hpp>
 
-#include "dmlps/base/mutex.h"
 #include "dmlps/base/status.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/worker/worker.h"
+#include "worker/server_socket.h"
 
 namespace dmlps::worker {
 
@@ -29,14 +26,42 @@ namespace dmlps::worker {
 // and heartbeats again.
 inline constexpr std::chrono::milliseconds kPollSlice{100};
 
+// Who a worker says it is when it connects: the keys it connects with, the
+// job secret and its role in every Hello, and in its Hellos to the server
+// (not to other shards) an external model it announces.
+class Introduction {
+ public:
+  // Reads the CURVE keys and the job secret `config` names.
+  Status LoadKeys(const WorkerConfig& config);
+  // Every connection's options: the CURVE keys LoadKeys read.
+  const net::ConnectOptions& connect_options() const { return connect_options_; }
+  void Announce(std::vector<model::TensorSpec> layout,
+                std::shared_ptr<const std::vector<float>> values) {
+    layout_ = std::move(layout);
+    values_ = std::move(values);
+  }
+  void JoinAsEvaluator() { evaluator_ = true; }
+  // The Hello to the server (`to_server`) or another shard; the payload
+  // it carries (an announced model's values) into *payload.
+  proto::Hello HelloFor(bool to_server, int64_t rank, int64_t threads, int64_t max_batch,
+                        int64_t ticket, net::Frames* payload) const;
+
+ private:
+  net::ConnectOptions connect_options_;
+  bool evaluator_ = false;
+  std::string secret_;                                // empty: none
+  std::vector<model::TensorSpec> layout_;             // empty: none announced
+  std::shared_ptr<const std::vector<float>> values_;  // with it: the initial values
+};
+
 class ServerLink {
  public:
   // The thread that constructs the link is the one that may use its sockets
-  // (and the link's own heartbeat thread, see BusyScope).
+  // (and the link's own heartbeat thread, see BusyScope and ServerSocket).
   ServerLink(const WorkerConfig& config, const std::atomic<int>* signal);
   ServerLink(const ServerLink&) = delete;
   ServerLink& operator=(const ServerLink&) = delete;
-  ~ServerLink();
+  ~ServerLink() = default;
 
   // While one is alive the worker is busy computing on its own thread (a
   // step, a user's Join, an evaluation) and a thread of the link's own sends
@@ -57,13 +82,13 @@ class ServerLink {
   };
   // Counts a computation in (+1) or out (-1), as BusyScope does; for callers
   // that hold the link through a callback.
-  void SetBusy(int delta);
+  void SetBusy(int delta) { socket_.SetBusy(delta); }
   // Heartbeats the link's thread has sent so far (for tests).
-  int64_t busy_heartbeats();
+  int64_t busy_heartbeats() { return socket_.busy_heartbeats(); }
 
   // Reads the CURVE keys and the job secret the config names; before Join,
   // so that a bad key fails before any server waits for this worker.
-  Status LoadKeys();
+  Status LoadKeys() { return introduction_.LoadKeys(config_); }
   // Says Hello (offering `max_batch` samples a step), waits for the Welcome
   // and joins the other server shards it names. Unavailable when no server
   // answers within --connect-timeout, or when the server stops first;
@@ -124,32 +149,20 @@ class ServerLink {
   // on: an external model's layout and initial values.
   void Announce(std::vector<model::TensorSpec> layout,
                 std::shared_ptr<const std::vector<float>> values) {
-    layout_ = std::move(layout);
-    values_ = std::move(values);
+    introduction_.Announce(std::move(layout), std::move(values));
   }
   // Joins as an evaluator (proto::Hello::evaluator), not as a worker.
-  void JoinAsEvaluator() { evaluator_ = true; }
+  void JoinAsEvaluator() { introduction_.JoinAsEvaluator(); }
   // Sends an evaluator's result to the server.
   Status SendEvaluation(const proto::Evaluation& evaluation);
 
  private:
-  Result<proto::Message> Await(net::Endpoint& from, std::initializer_list<proto::MsgType> wants,
+  // Server shards by number: 0 is the server (socket_), k >= 1 shards_[k - 1].
+  // Await and Receive from shard `shard`; Await's messages aside from shard
+  // 0 meanwhile (PollControl).
+  Result<proto::Message> Await(size_t shard, std::initializer_list<proto::MsgType> wants,
                                std::chrono::milliseconds silence);
-  // Sends a heartbeat when one is due; only from the thread that owns the
-  // sockets.
-  void MaybeHeartbeat() EXCLUDES(socket_mutex_);
-  // Sends a heartbeat to shard 0 when --heartbeat-ms passed since the last;
-  // true when it tried.
-  bool HeartbeatIfDue() REQUIRES(socket_mutex_);
-  // from.Receive, holding the socket mutex for at most `timeout`.
-  Result<bool> Receive(net::Endpoint& from, net::Frames* frames, std::chrono::milliseconds timeout)
-      EXCLUDES(socket_mutex_);
-  // Takes what shard 0 sent off its socket, so that the server's heartbeats
-  // cannot fill the queues during a long computation and hold up its
-  // replies: heartbeats are dropped, the rest kept in held_ for Receive.
-  void HoldIncoming() REQUIRES(socket_mutex_);
-  // The heartbeat thread: heartbeats while busy_ > 0, until quit_.
-  void BeatWhileBusy() EXCLUDES(socket_mutex_);
+  Result<bool> Receive(size_t shard, net::Frames* frames, std::chrono::milliseconds timeout);
   // Deals with a message nobody waits for. Fails on a fatal Error.
   Status HandleAside(const proto::Message& message);
   // Sharded servers: connects to shards 1 and up (welcome_.servers) and
@@ -157,22 +170,23 @@ class ServerLink {
   Status ConnectShards();
   // Where server shard k's slice of the parameters begins (k = shards: the end).
   int64_t Bound(size_t k) const;
-  // Copies a Model message from `from` into `out` (its slice of the model),
-  // its streamed chunks as they arrive; returns the digest the slice came
-  // with, once checked (0: none). DataLoss when `out` does not match it.
-  Result<uint64_t> TakeSlice(net::Endpoint& from, proto::Message& message, std::span<float> out);
-  // Says Hello on `to` as rank `rank` (-1: any).
-  Status SayHello(net::Endpoint& to, int64_t rank, int64_t max_batch, int64_t ticket = 0);
+  // Copies a Model message from shard `shard` into `out` (its slice of the
+  // model), its streamed chunks as they arrive; returns the digest the slice
+  // came with, once checked (0: none). DataLoss when `out` does not match it.
+  Result<uint64_t> TakeSlice(size_t shard, proto::Message& message, std::span<float> out);
+  // Says Hello to shard `shard` as rank `rank` (-1: any).
+  Status SayHello(size_t shard, int64_t rank, int64_t max_batch, int64_t ticket = 0);
 
   const WorkerConfig& config_;
   const std::atomic<int>* signal_;
   zmq::context_t context_;
-  std::optional<net::Endpoint> endpoint_;
+  // Shard 0's socket; after context_, so that it closes first.
+  ServerSocket socket_;
   // Sharded servers: shards 1 and up, on a context of their own.
   std::unique_ptr<zmq::context_t> shard_context_;
   std::vector<net::Endpoint> shards_;
-  net::ConnectOptions connect_options_;  // CURVE keys, read before joining; every connection's
-  int64_t max_batch_ = 0;                // offered to every shard, and again on a rejoin
+  Introduction introduction_;  // keys read before joining
+  int64_t max_batch_ = 0;      // offered to every shard, and again on a rejoin
   proto::Welcome welcome_;
   int64_t rank_ = -1;
   int64_t reconnects_ = 0;
@@ -182,27 +196,6 @@ class ServerLink {
   bool gave_up_ = false;      // the server did not come back: no one to tell
   bool stop_ = false;
   std::string stop_reason_;
-  std::thread::id socket_thread_;  // the thread that may use the sockets
-  // Held for every use of endpoint_ (shard 0's socket), which the heartbeat
-  // thread shares: ZeroMQ lets a socket change threads across a full memory
-  // barrier, which the mutex gives. Never held across more than one
-  // kPollSlice wait.
-  Mutex socket_mutex_;
-  CondVar beat_wake_;  // busy_ rose, or quit_
-  std::chrono::steady_clock::time_point last_heartbeat_ GUARDED_BY(socket_mutex_);
-  int busy_ GUARDED_BY(socket_mutex_) = 0;
-  bool quit_ GUARDED_BY(socket_mutex_) = false;
-  int64_t busy_heartbeats_ GUARDED_BY(socket_mutex_) = 0;
-  // Messages from shard 0 that HoldIncoming took, oldest first, and the
-  // error it met; Receive returns them before anything else from there.
-  static constexpr size_t kMaxHeld = 1024;
-  std::deque<net::Frames> held_ GUARDED_BY(socket_mutex_);
-  Status held_error_ GUARDED_BY(socket_mutex_);
-  std::thread beat_thread_;  // started by the first SetBusy
-  bool evaluator_ = false;
-  std::string secret_;                                // the job secret (LoadKeys); empty: none
-  std::vector<model::TensorSpec> layout_;             // announced in Hellos; empty: none
-  std::shared_ptr<const std::vector<float>> values_;  // with it: the initial values
 };
 
 }  // namespace dmlps::worker

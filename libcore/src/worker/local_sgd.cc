@@ -53,10 +53,9 @@ Status RunLocalSgdSteps(StepContext& steps) {
   bool pulled = false;  // the Pull went out with the last push
   int64_t step = 0;     // local steps taken, as the straggler profile counts
   for (int64_t clock = 0;; ++clock) {
-    const double waited_before = steps.report().wait_s;
-    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, params, pulled));
+    int64_t wait_us = 0;
+    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, params, pulled, &wait_us));
     if (!more) return Status::Ok();
-    const int64_t wait_us = static_cast<int64_t>((steps.report().wait_s - waited_before) * 1e6);
     start = params;
     // H, or what the server set with the model (async-localsgd with DyLU).
     const int64_t local_steps = steps.state().local_steps > 0 ? steps.state().local_steps

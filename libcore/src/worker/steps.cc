@@ -61,7 +61,9 @@ Status StepContext::TakeModel(proto::Message& message, std::span<float> params) 
   return Status::Ok();
 }
 
-Result<bool> StepContext::Download(int64_t clock, std::span<float> params, bool pulled) {
+Result<bool> StepContext::Download(int64_t clock, std::span<float> params, bool pulled,
+                                   int64_t* waited_us) {
+  const double waited_before = report_.wait_s;
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
   if (!pulled) DMLPS_RETURN_IF_ERROR(link_.SendPull(clock));
@@ -69,6 +71,9 @@ Result<bool> StepContext::Download(int64_t clock, std::span<float> params, bool 
   // A streamed model's chunks arrive while this waits.
   if (!link_.stopped()) DMLPS_RETURN_IF_ERROR(TakeModel(reply, params));
   report_.wait_s += std::chrono::duration<double>(Clock::now() - start).count();
+  if (waited_us != nullptr) {
+    *waited_us = static_cast<int64_t>((report_.wait_s - waited_before) * 1e6);
+  }
   if (tracer_)
     tracer_->Span("wait", "pull", start_us, Micros(Clock::now() - start), {{"clock", clock}});
   return !link_.stopped();
@@ -191,10 +196,9 @@ Status RunSyncSteps(StepContext& steps, bool chunked) {
   std::vector<float> chunk_gradient(chunked ? params.size() : 0);
   bool pulled = false;  // the Pull went out with the last push
   for (int64_t clock = 0;; ++clock) {
-    const double waited_before = steps.report().wait_s;
-    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, params, pulled));
+    int64_t wait_us = 0;
+    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, params, pulled, &wait_us));
     if (!more) return Status::Ok();
-    const int64_t wait_us = static_cast<int64_t>((steps.report().wait_s - waited_before) * 1e6);
     std::vector<float>& grad = buffers.Take(&gradient);
     StepResult step;
     if (!chunked) {

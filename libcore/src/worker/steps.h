@@ -41,7 +41,9 @@ class StepContext {
 
   // Sends Pull (unless `pulled`: sent with the push) and waits for the model
   // or Stop; copies the model into params. False when the server stopped.
-  Result<bool> Download(int64_t clock, std::span<float> params, bool pulled = false);
+  // Into *waited_us, if given, the microseconds it waited, which the next push reports.
+  Result<bool> Download(int64_t clock, std::span<float> params, bool pulled = false,
+                        int64_t* waited_us = nullptr);
   // Copies a Model message's payload into params and notes its version,
   // batch and token.
   Status TakeModel(proto::Message& message, std::span<float> params);

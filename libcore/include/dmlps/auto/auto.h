@@ -10,7 +10,6 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <future>
 #include <memory>
 #include <optional>
@@ -22,6 +21,8 @@
 #include "dmlps/advise/advisor.h"
 #include "dmlps/advise/efficiency.h"
 #include "dmlps/auto/env.h"
+#include "dmlps/auto/shared_cores.h"
+#include "dmlps/auto/worker_steps.h"
 #include "dmlps/sync/switching.h"
 
 namespace dmlps::autopolicy {
@@ -84,10 +85,11 @@ class PredictionBudget {
 };
 
 // Decides for SwitchingPolicy (docs/auto.md, "When it decides" and "How it
-// decides"). Per worker it keeps the last kWindow measured steps: time per
-// sample of computing, the time beyond it, the share of it that had a
-// core, and lasting changes of speed (predict::FindLastingChanges on lower
-// quartiles, so that transient delays are none). It decides at the first
+// decides"). Per worker it keeps the last kWindow measured steps
+// (WorkerSteps): time per sample of computing, the time beyond it, the
+// share of it that had a core, and lasting changes of speed
+// (predict::FindLastingChanges on lower quartiles, so that transient delays
+// are none). It decides at the first
 // round boundary once every live worker has kMinSteps measured steps since
 // its last lasting change, then every Options::every iterations, and
 // sooner, but kMinGap after the last decision, once a lasting change has
@@ -107,13 +109,13 @@ class PredictionBudget {
 // cannot read (Readable) is left out of the profile, its decisions saying
 // so, rather than holding them all back; the first time, a warning says
 // why. On shared cores (once a decision read them so, for the rest of the
-// run, at the fewest read: ReadCores) a switch back into a policy the run
+// run, at the fewest read: SharedCores) a switch back into a policy the run
 // left before must clear kReturnBar times the bar, each further return
 // kReturnBar times more (docs/auto-readings.md, "Shared cores").
 class AutoDecider : public sync::SwitchDecider {
  public:
-  static constexpr int64_t kMinSteps = 6;
-  static constexpr int64_t kWindow = 30;  // steps kept per worker
+  static constexpr int64_t kMinSteps = WorkerSteps::kMinSteps;
+  static constexpr int64_t kWindow = WorkerSteps::kWindow;  // steps kept per worker
   // A switch must be predicted 1 / (1 - kMinGain) times as fast: a gain
   // the predictions can tell apart.
   static constexpr double kMinGain = 0.05;
@@ -180,55 +182,23 @@ class AutoDecider : public sync::SwitchDecider {
                                                double accuracy) override;
   void Switched(std::string_view now_running) override;
   void WorkerJoined(WorkerId w, const WorkerInfo& info) override {
-    host_cores_[w] = info.host_cores;
+    shared_cores_.WorkerJoined(w, info.host_cores);
   }
   void WorkerGone(WorkerId w) override {
-    history_[w] = {};
-    host_cores_[w] = 0;
+    steps_.Forget(w);
+    shared_cores_.WorkerGone(w);
   }
   void RankAdded() override {
-    history_.emplace_back();
-    host_cores_.push_back(0);
+    steps_.AddRank();
+    shared_cores_.AddRank();
   }
   std::vector<Decision> TakeDecisions() override;
 
  private:
-  struct History {
-    std::deque<double> per_sample;  // seconds of computing per sample, newest last
-    std::deque<double> overhead;    // seconds per step beyond computing
-    std::deque<double> core_share;  // the share of each step's computing that had a core
-    std::deque<double> comm;        // seconds the push before each took to send
-    std::deque<double> whole;       // seconds per sample computing and sending (changes sought in)
-    std::deque<double> slowness;    // each step's time over its computing (>= 1)
-    std::deque<double> work;        // seconds per sample each step computed on a core
-    std::deque<int64_t> clock;      // the worker's clock of each step
-    int64_t steps = 0;              // measured in all
-    int64_t change_at = 0;          // the step the last lasting change was seen at
-    int64_t unreadable = 0;         // pushes in a row whose step time it could not read
-    bool warned = false;            // that it was left out for them, logged
-  };
-  // Whether worker w's last kMinSteps pushes, or more, reported step times
-  // it cannot read: its decisions leave it out (class comment).
-  bool LeftOut(WorkerId w) const { return history_[w].unreadable >= kMinSteps; }
-
-  // Records w's push; true when it shows a new lasting change.
-  bool Measure(WorkerId w, const PushInfo& push);
-  // The live workers' profile, and into *delayed the delayed steps it
-  // read; nothing until each has kMinSteps steps since its last change.
-  std::optional<advise::ClusterProfile> Profile(const Policy& policy, int64_t* delayed) const;
-  // `delayed`: Profile's; `after_change`: a lasting change was seen since
+  // `delayed`: WorkerSteps::Profile's; `after_change`: a lasting change was seen since
   // the last decision.
   std::optional<SwitchRequest> Decide(const SwitchContext& context, advise::ClusterProfile profile,
                                       int64_t delayed, bool after_change);
-  // Sets profile->cores from the fewest cores read so far, at most the
-  // host's where every live worker runs on the server's host (class
-  // comment); after a lasting change there, from the reading now.
-  void ReadCores(const Policy& policy, bool after_change, advise::ClusterProfile* profile);
-  // The cores of the server's host where every live worker runs there
-  // (WorkerInfo::host_cores), else 0; into *live, if given, the live workers.
-  int64_t ServerHostCores(const Policy& policy, int64_t* live = nullptr) const;
-  // ServerHostCores where the live workers outnumber them; else 0.
-  int64_t CrowdedCores(const Policy& policy) const;
   // The Advisor's answer to one decision, and what it took, ms.
   struct Predicted {
     Result<advise::Advice> advice = Status::Internal("not predicted");
@@ -276,13 +246,12 @@ class AutoDecider : public sync::SwitchDecider {
 
   Options options_;
   advise::Advisor advisor_;
-  std::vector<History> history_;
-  std::vector<int64_t> host_cores_;  // per rank, WorkerInfo::host_cores
+  WorkerSteps steps_;
+  SharedCores shared_cores_;
   std::vector<Decision> decisions_;
-  int64_t next_due_ = 0;         // iteration of the next periodic decision
-  int64_t last_decided_ = 0;     // iteration of the last decision
-  bool change_seen_ = false;     // a lasting change since the last decision
-  bool changed_before_ = false;  // the last decision followed a lasting change
+  int64_t next_due_ = 0;      // iteration of the next periodic decision
+  int64_t last_decided_ = 0;  // iteration of the last decision
+  bool change_seen_ = false;  // a lasting change since the last decision
   int64_t last_iteration_ = -1;
   // Progress in BSP-equivalent iterations: each iteration counts 1 over
   // the running policy's efficiency (the last decision's prediction).
@@ -294,7 +263,6 @@ class AutoDecider : public sync::SwitchDecider {
   // (empty: the decision did not wait), the latest first.
   std::array<std::string, 2> pending_;
   bool informed_ = false;          // a decision has predicted the candidates
-  int64_t cores_ = 0;              // the fewest shared cores read (0: not shared)
   std::vector<std::string> left_;  // the policies switched away from, in order
   int returns_ = 0;                // switches made back into a policy left before
   std::optional<double> first_accuracy_;

@@ -17,21 +17,46 @@
 
 namespace dmlps::optim {
 
-// What both rules share: the groups over the flat vector, and a walk over
-// the groups a slice crosses.
+// What both rules share: the groups over the flat vector, the state the
+// rule keeps (arrays of one float per parameter), and a step walked over
+// the groups a slice crosses, each run of it stepped by the rule's Run.
 class GroupedOptimizer : public Optimizer {
+ public:
+  void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
+                 int64_t offset) override;
+  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
+                       const StepInfo& step, int64_t offset) const override;
+  bool KeepsState() const override { return !state_.empty(); }
+  // The state arrays, one after the other.
+  std::vector<float> State() const override;
+
  protected:
-  // REQUIRES: groups cover [0, size) in order.
-  explicit GroupedOptimizer(std::vector<GroupRange> groups) : groups_(std::move(groups)) {}
+  static constexpr size_t kMaxStateArrays = 2;
+  // REQUIRES: groups cover [0, size) in order; state_arrays <= kMaxStateArrays.
+  GroupedOptimizer(std::vector<GroupRange> groups, size_t state_arrays);
+  // The rule's step over one group's run of `n` parameters: from params,
+  // grad and each state array's values at state_in[k], writes θ into `out`
+  // (may be params) and the state into state_out[k] (may be state_in[k]),
+  // each only when not null: null, the step is only checked. Returns
+  // whether all it checks is finite.
+  virtual bool Run(const float* params, const float* grad, std::span<const float* const> state_in,
+                   std::span<float* const> state_out, float* out, int64_t n,
+                   const GroupRange& group, const StepInfo& step) const = 0;
+  int64_t size() const { return groups_.empty() ? 0 : groups_.back().end; }
+  // Floats of state in all, and the state arrays taken from `state`, laid
+  // out as State() lays them. REQUIRES: state.size() == StateFloats().
+  size_t StateFloats() const { return state_.size() * static_cast<size_t>(size()); }
+  void TakeState(std::span<const float> state);
+
+ private:
   // Calls visit(group, first, count) for each run of the slice of `n`
   // parameters at `offset` that lies in one group: `first` counts from the
   // slice's start.
   void ForEachGroup(int64_t offset, int64_t n,
                     const std::function<void(const GroupRange&, int64_t, int64_t)>& visit) const;
-  int64_t size() const { return groups_.empty() ? 0 : groups_.back().end; }
 
- private:
   std::vector<GroupRange> groups_;
+  std::vector<std::vector<float>> state_;  // each of size() floats
 };
 
 // torch.optim.SGD: d = g + wd θ; with momentum, b = d on the first step and
@@ -39,26 +64,19 @@ class GroupedOptimizer : public Optimizer {
 // θ = θ − lr d.
 class TorchSgd : public GroupedOptimizer {
  public:
+  // With momentum, its state is the momentum buffer; without, none.
   TorchSgd(std::vector<GroupRange> groups, double momentum, double dampening, bool nesterov);
-  void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
-                 int64_t offset) override;
-  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                       const StepInfo& step, int64_t offset) const override;
-  bool KeepsState() const override { return mu_ > 0; }
   std::string Name() const override;
-  std::vector<float> State() const override { return buffer_; }
   Status SetState(std::span<const float> state) override;
 
  private:
-  // The step over one group's run; writes θ into `out` (may be params) and,
-  // when `buffer` is set, the momentum into it. Returns whether all finite.
-  bool Run(const float* params, const float* grad, const float* buffer_in, float* buffer_out,
-           float* out, int64_t n, const GroupRange& group, const StepInfo& step) const;
+  bool Run(const float* params, const float* grad, std::span<const float* const> state_in,
+           std::span<float* const> state_out, float* out, int64_t n, const GroupRange& group,
+           const StepInfo& step) const override;
 
   float mu_;
   float dampening_;
   bool nesterov_;
-  std::vector<float> buffer_;  // one per parameter with momentum, else empty
 };
 
 // torch.optim.Adam (weight decay added to the gradient) and AdamW (decoupled:
@@ -66,28 +84,20 @@ class TorchSgd : public GroupedOptimizer {
 // θ = θ − lr / (1 − β1^t) · m / (√v / √(1 − β2^t) + ε).
 class Adam : public GroupedOptimizer {
  public:
+  // Its state: m, then v (two floats per parameter).
   Adam(std::vector<GroupRange> groups, bool decoupled, double beta1, double beta2, double eps);
-  void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
-                 int64_t offset) override;
-  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                       const StepInfo& step, int64_t offset) const override;
-  bool KeepsState() const override { return true; }
   std::string Name() const override { return decoupled_ ? "adamw" : "adam"; }
-  // m then v: two floats per parameter.
-  std::vector<float> State() const override;
   Status SetState(std::span<const float> state) override;
 
  private:
-  bool Run(const float* params, const float* grad, const float* m_in, const float* v_in,
-           float* m_out, float* v_out, float* out, int64_t n, const GroupRange& group,
-           const StepInfo& step) const;
+  bool Run(const float* params, const float* grad, std::span<const float* const> state_in,
+           std::span<float* const> state_out, float* out, int64_t n, const GroupRange& group,
+           const StepInfo& step) const override;
 
   bool decoupled_;
   double beta1_;
   double beta2_;
   float eps_;
-  std::vector<float> m_;
-  std::vector<float> v_;
 };
 
 }  // namespace dmlps::optim
