@@ -33,13 +33,13 @@ AutoRun RunAuto(int64_t n, const std::function<double(WorkerId, int64_t)>& step_
   const bool background = options.background;
   PolicyConfig config;
   config.name = "auto";
-  config.model = options.model;
+  config.job.model = options.model;
   config.candidates = options.candidates;
-  config.num_workers = n;
-  config.batch = kAutoBatch;
+  config.job.workers = n;
+  config.job.batch = kAutoBatch;
   config.decide_in_background = background;
   if (options.every > 0) config.decide_every = options.every;
-  if (accuracy) config.target_accuracy = 0.85;
+  if (accuracy) config.job.target_accuracy = 0.85;
   const auto make = [&]() -> std::unique_ptr<Policy> {
     Result<std::unique_ptr<Policy>> made =
         options.env ? autopolicy::MakeAuto(config, advise::fixtures::Tables(), options.env)

@@ -33,7 +33,7 @@ using Lines = std::vector<std::string>;
 struct Scripted : testing::DrivenPolicy {
   explicit Scripted(const PolicyConfig& config, const DriverOptions& options = {})
       : DrivenPolicy(config, options) {
-    for (WorkerId w = 0; w < config.num_workers; ++w) driver.Pull(w);
+    for (WorkerId w = 0; w < config.job.workers; ++w) driver.Pull(w);
     driver.Start();
   }
 
@@ -52,7 +52,9 @@ struct Scripted : testing::DrivenPolicy {
   Lines Take() { return testing::Describe(DrivenPolicy::Take()); }
 };
 
-PolicyConfig Config(const std::string& name, int64_t n) { return {.name = name, .job = {.workers = n}}; }
+PolicyConfig Config(const std::string& name, int64_t n) {
+  return {.name = name, .job = {.workers = n}};
+}
 
 TEST_CASE("driver: Start joins every attached worker, answers the pulls and evaluates") {
   Scripted s(Config("bsp", 2));
@@ -170,7 +172,7 @@ TEST_CASE("driver: a worker lost while its reply is held gets nothing") {
 
 TEST_CASE("driver: a late joiner's clock is offset; SyncNow goes out in its own count") {
   PolicyConfig config = Config("abps", 2);
-  config.batch = 16;
+  config.job.batch = 16;
   config.chunk = 4;
   Scripted s(config);
   for (int64_t round = 0; round < 3; ++round) {
@@ -198,7 +200,7 @@ TEST_CASE("driver: a late joiner's clock is offset; SyncNow goes out in its own 
 
 TEST_CASE("driver: the batch and token set travel with the next reply, once") {
   PolicyConfig config = Config("token", 2);
-  config.batch = 8;
+  config.job.batch = 8;
   config.token_size = 4;  // worker 0 owns tokens 0 and 1, worker 1 tokens 2 and 3
   Scripted token(config);
   CHECK(token.Take() == Lines{"model 0 v0 b0 t0", "model 1 v0 b0 t2", "eval must"});
@@ -206,7 +208,7 @@ TEST_CASE("driver: the batch and token set travel with the next reply, once") {
   CHECK(token.Take() == Lines{"stage 1 c0 p0 x4", "continue 1 v0 b0 t3"});
 
   config.name = "lbbsp";
-  config.batch = 16;
+  config.job.batch = 16;
   Scripted lb(config);
   CHECK(lb.Take() == Lines{"model 0 v0 b16 t-1", "model 1 v0 b16 t-1", "eval must"});
 }

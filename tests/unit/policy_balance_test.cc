@@ -33,12 +33,12 @@ class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
  public:
   LbCluster(const PolicyConfig& config, StepTime step_time, std::vector<int64_t> caps = {})
       : ScriptedCluster(config), step_time_(std::move(step_time)), caps_(std::move(caps)) {
-    const int64_t n = config.num_workers;
+    const int64_t n = config.job.workers;
     caps_.resize(n, 0);
     workers_.resize(n);
     busy_.resize(n);
     batches_.resize(n);
-    expected_sum_ = config.batch * n;
+    expected_sum_ = config.job.batch * n;
     int64_t cap_sum = 0;
     bool all_capped = true;
     for (int64_t cap : caps_) {

@@ -26,7 +26,9 @@
 namespace dmlps::sync::testing {
 namespace {
 
-PolicyConfig Config(const std::string& name, int64_t n) { return {.name = name, .job = {.workers = n}}; }
+PolicyConfig Config(const std::string& name, int64_t n) {
+  return {.name = name, .job = {.workers = n}};
+}
 
 PolicyConfig BackupConfig(int64_t n, int64_t backup) {
   return {.name = "backup", .job = {.workers = n}, .backup = backup};
@@ -532,7 +534,7 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
   const Policy& policy = driven.policy();
   driven.driver.Start();
   driven.Take();  // the first evaluation
-  const int64_t n = config.num_workers;
+  const int64_t n = config.job.workers;
   ChunkedRun run;
   std::vector<int64_t> base(n, -1);  // -1 while waiting for the model
   std::vector<int64_t> clock(n, 0);  // pushes done, = the round the worker is in
@@ -575,10 +577,10 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
   }
   while (time.Due(until)) {
     const WorkerId w = time.Next();
-    processed[w] = std::min(config.batch, processed[w] + config.chunk);
+    processed[w] = std::min(config.job.batch, processed[w] + config.chunk);
     const bool stop = sync_round[w] == clock[w];
     if (stop) ++chunks_after_sync[w];
-    if (processed[w] < config.batch && !stop) {
+    if (processed[w] < config.job.batch && !stop) {
       time.Start(w, chunk_time(w, time.now()));
       continue;
     }
@@ -626,7 +628,7 @@ ChunkedRun RunChunked(const PolicyConfig& config, const StepTimeAt& chunk_time, 
 
 PolicyConfig ChunkedConfig(const std::string& name) {
   PolicyConfig config = Config(name, 4);
-  config.batch = 128;
+  config.job.batch = 128;
   config.chunk = 16;  // 8 chunks per batch
   return config;
 }
@@ -636,7 +638,7 @@ TEST_CASE("abps: Name and mode") {
   CHECK(abps->Name() == "abps");
   CHECK(abps->mode() == WorkerMode::kChunked);
   PolicyConfig config = Config("abps", 2);
-  config.chunk = config.batch + 1;
+  config.chunk = config.job.batch + 1;
   CHECK_FALSE(MakePolicy(config).ok());
 }
 
@@ -708,10 +710,10 @@ TEST_CASE("abps driver: with a 4x straggler a round takes about the fast workers
     // The fast batch plus at most the straggler's chunk in progress.
     CHECK(round_time <= 8 + 4);
     CHECK(round_time < 32);
-    for (WorkerId w = 0; w < 3; ++w) CHECK(run.samples[r][w] == config.batch);
+    for (WorkerId w = 0; w < 3; ++w) CHECK(run.samples[r][w] == config.job.batch);
     CHECK(run.samples[r][3] > 0);
-    CHECK(run.samples[r][3] < config.batch);  // the straggler stopped early
-    CHECK(run.sync_nows[r] == 3);             // everyone but the first pusher
+    CHECK(run.samples[r][3] < config.job.batch);  // the straggler stopped early
+    CHECK(run.sync_nows[r] == 3);                 // everyone but the first pusher
   }
   CHECK(run.max_chunks_after_sync == 1);
 }
@@ -739,7 +741,7 @@ TEST_CASE("abps driver: the stopping set changes with the straggler, invariants 
   std::set<WorkerId> stopped_early;
   for (const std::vector<int64_t>& samples : run.samples) {
     for (WorkerId w = 0; w < 4; ++w) {
-      if (samples[w] < config.batch) stopped_early.insert(w);
+      if (samples[w] < config.job.batch) stopped_early.insert(w);
     }
   }
   CHECK(stopped_early.size() == 4);

@@ -23,8 +23,9 @@ namespace dmlps::sync::testing {
 namespace {
 
 PolicyConfig SwitchConfig(int64_t n, double at, int64_t max_iterations) {
-  return {
-      .name = "sync-switch", .job = {.workers = n, .max_iterations = max_iterations}, .switch_at = at};
+  return {.name = "sync-switch",
+          .job = {.workers = n, .max_iterations = max_iterations},
+          .switch_at = at};
 }
 
 PolicyConfig OnlineConfig(int64_t n) {
@@ -38,7 +39,7 @@ TEST_CASE("sync-switch: names, and the settings MakePolicy refuses") {
   CHECK_FALSE(MakePolicy(SwitchConfig(2, 0.25, 0)).ok());
   CHECK_FALSE(MakePolicy(SwitchConfig(2, 1.5, 100)).ok());
   PolicyConfig by_target = SwitchConfig(2, 0.5, 0);
-  by_target.target_accuracy = 0.8;
+  by_target.job.target_accuracy = 0.8;
   CHECK(MakePolicy(by_target).ok());
 }
 
@@ -132,7 +133,7 @@ TEST_CASE("sync-switch: BSP's answers before the switch, ASP's after it") {
   const int64_t n = 3;
   auto policy = MakeJoined(SwitchConfig(n, 0.5, 8));
   PolicyConfig plain;
-  plain.num_workers = n;
+  plain.job.workers = n;
   plain.name = "bsp";
   auto bsp = MakeJoined(plain);
   plain.name = "asp";
@@ -214,7 +215,7 @@ TEST_CASE("sync-switch: the switch waits for a round in progress and starts ASP 
 
 TEST_CASE("sync-switch: a switch decided mid-round lets the round finish first") {
   PolicyConfig config = SwitchConfig(3, 0.5, 0);
-  config.target_accuracy = 0.9;
+  config.job.target_accuracy = 0.9;
   auto policy = MakeJoined(config);
   auto* switching = dynamic_cast<SwitchingPolicy*>(policy.get());
   PullEach(policy.get(), 3);
@@ -333,7 +334,7 @@ TEST_CASE("sync-switch: a switch into a policy the maker cannot make releases th
     if (name != "bsp") return Result<std::unique_ptr<Policy>>(Status::InvalidArgument("unknown"));
     PolicyConfig config;
     config.name = "bsp";
-    config.num_workers = n;
+    config.job.workers = n;
     return MakePolicy(config);
   };
   SwitchingPolicy policy(2, std::make_unique<AskForTheUnknown>(), make);

@@ -367,7 +367,6 @@ TEST_CASE(
   SimFixture f;
   SimConfig c = f.Config("sync-switch", {1, 1, 1, 4}, 10, 1);
   c.job.max_iterations = 20;
-  c.policy.job.max_iterations = 20;
   c.policy.switch_at = 0.5;
   const SimReport r = f.Run(c);
   REQUIRE(r.switches.size() == 2);

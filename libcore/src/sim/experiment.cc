@@ -37,20 +37,20 @@ struct Job {
 };
 
 Result<Job> LoadJob(const bench::Experiment& experiment) {
-  DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(experiment.data));
-  spdlog::info("loading {}", experiment.data);
+  DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(experiment.job.data));
+  spdlog::info("loading {}", experiment.job.data);
   DMLPS_ASSIGN_OR_RETURN(data::Dataset test, data::LoadTest(data_spec));
   DMLPS_ASSIGN_OR_RETURN(data::Dataset train, data::LoadTrain(data_spec, {0, 1}));
-  if (test.rows() == 0) return Status::DataLoss(experiment.data + ": the test set is empty");
+  if (test.rows() == 0) return Status::DataLoss(experiment.job.data + ": the test set is empty");
   DMLPS_ASSIGN_OR_RETURN(
       model::ModelSpec spec,
-      model::ParseModelSpec(experiment.model, test.dim, std::max<int64_t>(test.classes, 2)));
+      model::ParseModelSpec(experiment.job.model, test.dim, std::max<int64_t>(test.classes, 2)));
   DMLPS_RETURN_IF_ERROR(train.ConformTo(spec.input_dim, spec.classes)
-                            .WithContext(experiment.data + " does not fit the model"));
-  if (train.rows() < experiment.workers) {
-    return Status::InvalidArgument(std::to_string(experiment.workers) + " workers but only " +
+                            .WithContext(experiment.job.data + " does not fit the model"));
+  if (train.rows() < experiment.job.workers) {
+    return Status::InvalidArgument(std::to_string(experiment.job.workers) + " workers but only " +
                                    std::to_string(train.rows()) + " training samples in " +
-                                   experiment.data);
+                                   experiment.job.data);
   }
   return Job{std::move(train), std::move(test), std::move(spec)};
 }
@@ -63,9 +63,9 @@ Result<CostModel> CostOf(const Job& job, const bench::Experiment& experiment,
     cost = *options.cost;
   } else {
     spdlog::info("calibrating: timing real steps of {} around batch {}", job.spec.Name(),
-                 experiment.batch);
+                 experiment.job.batch);
     DMLPS_ASSIGN_OR_RETURN(
-        cost, Calibrate(job.spec, job.train, job.test, experiment.batch, options.shared_cores));
+        cost, Calibrate(job.spec, job.train, job.test, experiment.job.batch, options.shared_cores));
   }
   for (const StepCost& s : cost.steps) {
     spdlog::info("step of {:5} samples: {:9.3f} ms alone, {:9.3f} ms on shared cores", s.samples,
@@ -164,12 +164,12 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
       const SimConfig config =
           RunConfig(experiment, options, std::move(policy), job.spec, cost, repeat, label);
       spdlog::info("simulating {} ({}/{}) with {} workers", entry, repeat, experiment.repeat,
-                   experiment.workers);
+                   experiment.job.workers);
       DMLPS_ASSIGN_OR_RETURN(SimReport report, Simulate(config, job.train, job.test));
       bench::RunResult run = ToRunResult(report, entry, repeat);
       // As dmlps-bench run counts them: with no target, a run that ended
       // normally counts, to its limit.
-      if (experiment.target == 0 && run.failure.empty()) run.reached = true;
+      if (experiment.job.target_accuracy == 0 && run.failure.empty()) run.reached = true;
       LogRun(entry, repeat, experiment.repeat, report, run);
       if (progress) progress(run, report);
       runs.push_back(std::move(run));

@@ -30,13 +30,13 @@ uint64_t NoiseMix(const SimConfig& config) {
 worker::StragglerProfile MakeStraggler(const SimConfig& config, int64_t rank) {
   worker::StragglerSpec spec = config.stragglers[static_cast<size_t>(rank)];
   spec.seed = WorkerSeed(config, rank) ^ NoiseMix(config);
-  return worker::StragglerProfile(spec, rank, config.policy.num_workers);
+  return worker::StragglerProfile(spec, rank, config.job.workers);
 }
 
 }  // namespace
 
 uint64_t WorkerSeed(const SimConfig& config, int64_t rank) {
-  return config.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(rank);
+  return config.job.seed * 0x9e3779b97f4a7c15ULL + static_cast<uint64_t>(rank);
 }
 
 WorkerSlowness::WorkerSlowness(const SimConfig& config, int64_t rank)

@@ -52,7 +52,7 @@ SimWorker::SimWorker(const SimConfig& config, WorkerMode mode, int64_t rank,
       shard_first_(shard.first),
       cursor_(shard.second - shard.first, WorkerSeed(config, rank)),
       timing_(config, rank),
-      batch_(config.policy.batch) {}
+      batch_(config.job.batch) {}
 
 // ---------------------------------------------------------------- events
 
@@ -111,7 +111,7 @@ void SimWorker::AddPush(Samples samples, float weight, std::span<float> acc_span
       break;
     case WorkerMode::kLocal:
       // The step's delta, params_after - params_before = -lr * velocity.
-      acc -= (weight * static_cast<float>(config_.lr)) * ConstVec(velocity_.data(), n);
+      acc -= (weight * static_cast<float>(config_.job.lr)) * ConstVec(velocity_.data(), n);
       break;
     case WorkerMode::kLocalOverlap:
       acc += weight * ConstVec(handover_.in_flight().data(), n);
@@ -288,11 +288,11 @@ void SimWorker::OnUpdateDone() {
   // The step's math: its gradient on the local model, then the local step.
   math_.TakeSamples(cursor_, shard_first_, timing_.times().samples);
   math_.LocalGradient(params_);
-  const auto lr = static_cast<float>(config_.lr);
+  const auto lr = static_cast<float>(config_.job.lr);
   {
     const FlushDenormals flush;
     optim::LocalMomentumStep(params_, velocity_, math_.grad, lr,
-                             static_cast<float>(config_.momentum));
+                             static_cast<float>(config_.job.momentum));
     // Overlap: the step moved the model by -lr * velocity; hand it over.
     if (mode_ == WorkerMode::kLocalOverlap) handover_.AddStep(velocity_, lr, timing_.times());
   }
