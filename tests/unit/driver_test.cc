@@ -26,15 +26,16 @@ namespace dmlps::sync {
 namespace {
 
 // Writes each effect as a line: "model 1 v2 b0 t-1", "stage 0 c3 p7 x1", ...
-// A push's payload is an int the test picks.
-class RecordingSink : public DriverSink<int> {
+// A push's payload is an int the test picks. One sink of all three parts.
+class RecordingSink : public ReplySink, public UpdateSink<int>, public RunEvents {
  public:
   void Stage(const HandledPush<int>& push, double weight) override {
     Add("stage " + std::to_string(push.worker) + " c" + std::to_string(push.clock) + " p" +
         std::to_string(push.payload) + " x" + Number(weight));
   }
-  void Apply(double scale, bool with_optimizer) override {
-    Add(std::string(with_optimizer ? "apply " : "delta ") + Number(scale));
+  void Apply(double scale, bool with_optimizer, int64_t version) override {
+    Add(std::string(with_optimizer ? "apply " : "delta ") + Number(scale) + " v" +
+        std::to_string(version));
   }
   void SendModel(WorkerId w, const Reply& reply) override {
     Add("model " + std::to_string(w) + Fields(reply));
@@ -85,7 +86,8 @@ using Lines = std::vector<std::string>;
 // each having pulled once.
 struct Scripted {
   explicit Scripted(PolicyConfig config, DriverOptions options = {})
-      : driver(std::move(MakePolicy(config)).value(), options, sink) {
+      : driver(std::move(MakePolicy(config)).value(), options,
+               DriverSinks<int>{.replies = sink, .updates = sink, .events = sink}) {
     for (WorkerId w = 0; w < config.num_workers; ++w) driver.Attach(w, {});
     for (WorkerId w = 0; w < config.num_workers; ++w) driver.Pull(w);
     driver.Start();
@@ -134,7 +136,7 @@ TEST_CASE("driver: a push is staged with its payload and the worker's own clock"
   CHECK(s.driver.pull_pending(0));  // held until the round closes
   s.Push(1, 0, 30, 8);
   s.driver.Pull(1);
-  CHECK(s.sink.Take() == Lines{"stage 0 c0 p7 x10", "stage 1 c0 p8 x30", "apply 0.025",
+  CHECK(s.sink.Take() == Lines{"stage 0 c0 p7 x10", "stage 1 c0 p8 x30", "apply 0.025 v1",
                                "model 0 v1 b0 t-1", "model 1 v1 b0 t-1"});
   CHECK(s.driver.samples_applied() == 40);
   CHECK(s.sink.advanced == 1);
@@ -201,7 +203,7 @@ TEST_CASE("driver: replies held while training holds go out in order when it goe
   s.driver.Pull(0);
   CHECK(s.sink.Take().empty());  // ASP would answer at once: held
   s.Push(0, 1, 1);               // a push in flight still counts
-  CHECK(s.sink.Take() == Lines{"stage 0 c1 p0 x1", "apply 0.5"});
+  CHECK(s.sink.Take() == Lines{"stage 0 c1 p0 x1", "apply 0.5 v3"});
   s.driver.Attach(2, {});
   s.driver.Join(2, 0);
   CHECK_FALSE(s.driver.holding());

@@ -21,10 +21,10 @@ constexpr milliseconds kWait{2000};
 
 // Passes the driver's replies to the desk, as ParameterServer does; updates
 // and evaluations do nothing here.
-class DeskSink : public sync::DriverSink<Gradient> {
+class DeskSink : public sync::ReplySink, public sync::UpdateSink<Gradient>, public sync::RunEvents {
  public:
   void Stage(const sync::HandledPush<Gradient>&, double) override {}
-  void Apply(double, bool) override {}
+  void Apply(double, bool, int64_t) override {}
   void SendModel(int64_t rank, const sync::Reply& reply) override { desk->SendModel(rank, reply); }
   void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override {
     desk->SendContinue(rank, download, reply);
@@ -46,7 +46,7 @@ struct DeskFixture {
         [this](const zmq::message_t& identity, const proto::Hello& hello,
                const net::Sender& sender) { desk->HandleHello(identity, hello, sender); });
     driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(), sync::DriverOptions{},
-                   sink);
+                   sync::DriverSinks<Gradient>{.replies = sink, .updates = sink, .events = sink});
     desk.emplace(
         WorkerDeskOptions{.workers = 1,
                           .worker_timeout = milliseconds(60000),

@@ -46,8 +46,10 @@ struct RunClock {
 };
 
 // The policy's decisions reach the model store, the workers (through the
-// desk) and (sharded) the other shards through the driver's sink, below.
-class ParameterServer : private sync::DriverSink<Gradient> {
+// desk) and (sharded) the other shards through the driver's sinks, below.
+class ParameterServer : private sync::ReplySink,
+                        private sync::UpdateSink<Gradient>,
+                        private sync::RunEvents {
  public:
   // `continues`: the clock of the run this one goes on with after a
   // rollback (shard_recovery.cc): its TSV, under the header that run
@@ -126,14 +128,14 @@ class ParameterServer : private sync::DriverSink<Gradient> {
   void Summarize();
   // Every worker of the job is ready: training starts.
   void Start();
-  // The driver's sink: what the policy's actions do here. Updates go to
+  // The driver's sinks: what the policy's actions do here. Updates go to
   // the model store and the other shards (ModelUpdates), replies to the
   // workers (WorkerDesk).
   void Stage(const sync::HandledPush<Gradient>& push, double weight) override {
     updates_->Stage(push.worker, push.clock, weight, push.payload);
   }
-  void Apply(double scale, bool with_optimizer) override {
-    updates_->Apply(scale, with_optimizer, policy_->version());
+  void Apply(double scale, bool with_optimizer, int64_t version) override {
+    updates_->Apply(scale, with_optimizer, version);
   }
   void SendModel(int64_t rank, const sync::Reply& reply) override { desk_->SendModel(rank, reply); }
   void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override {

@@ -169,7 +169,7 @@ Status ParameterServer::SetUpPolicy() {
                   sync::DriverOptions{.eval_every = config_.eval_every,
                                       .max_iterations = config_.max_iterations,
                                       .min_workers = config_.min_workers},
-                  static_cast<sync::DriverSink<Gradient>&>(*this));
+                  sync::DriverSinks<Gradient>{.replies = *this, .updates = *this, .events = *this});
   policy_ = &driver_->policy();
   return Status::Ok();
 }

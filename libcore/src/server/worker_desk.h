@@ -92,7 +92,7 @@ class WorkerDesk {
   bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
                    const net::Sender& sender);
 
-  // The driver's replies to the member of `rank` (see sync::DriverEffects);
+  // The driver's replies to the member of `rank` (see sync::ReplySink);
   // a model reply is ordered of the other shards as well.
   void SendModel(int64_t rank, const sync::Reply& reply);
   void SendContinue(int64_t rank, bool download, const sync::Reply& reply);
