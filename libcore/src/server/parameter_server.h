@@ -45,11 +45,10 @@ struct RunClock {
   int64_t start_us = 0;  // the same, µs since the Unix epoch (the trace's clock)
 };
 
-// The policy's decisions reach the model store, the workers (through the
-// desk) and (sharded) the other shards through the driver's sinks, below.
-class ParameterServer : private sync::ReplySink,
-                        private sync::UpdateSink<Gradient>,
-                        private sync::RunEvents {
+// The policy's replies go to the workers through its desk (WorkerDesk),
+// its updates to the model store and (sharded) the other shards through
+// its ModelUpdates; what the run hears of the policy's progress, below.
+class ParameterServer : private sync::RunEvents {
  public:
   // `continues`: the clock of the run this one goes on with after a
   // rollback (shard_recovery.cc): its TSV, under the header that run
@@ -118,7 +117,8 @@ class ParameterServer : private sync::ReplySink,
   bool external() const { return config_.model == kExternalModel; }
   std::string ModelName() const;
   Status SetUpPolicy();
-  // Sets up desk_, once the endpoint, the coordinator and the store are.
+  // Sets up desk_, once the endpoint, the coordinator and the store are,
+  // and connects the driver to its sinks.
   void SetUpDesk(int64_t max_message_bytes);
   // One turn of the event loop: a message handled, then the timers
   // (evaluations, limits, heartbeats and silence, checkpoints, stalled
@@ -128,21 +128,7 @@ class ParameterServer : private sync::ReplySink,
   void Summarize();
   // Every worker of the job is ready: training starts.
   void Start();
-  // The driver's sinks: what the policy's actions do here. Updates go to
-  // the model store and the other shards (ModelUpdates), replies to the
-  // workers (WorkerDesk).
-  void Stage(const sync::HandledPush<Gradient>& push, double weight) override {
-    updates_->Stage(push.worker, push.clock, weight, push.payload);
-  }
-  void Apply(double scale, bool with_optimizer, int64_t version) override {
-    updates_->Apply(scale, with_optimizer, version);
-  }
-  void SendModel(int64_t rank, const sync::Reply& reply) override { desk_->SendModel(rank, reply); }
-  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override {
-    desk_->SendContinue(rank, download, reply);
-  }
-  void SendSyncNow(int64_t rank, int64_t round) override { desk_->SendSyncNow(rank, round); }
-  void Dropped(int64_t rank, const sync::Drop& drop) override { desk_->Dropped(rank, drop); }
+  // The run's events, as the driver reports them.
   void Evaluate(bool must) override { SubmitSnapshot(must); }
   void LimitReached() override;
   void IterationAdvanced() override { MaybeCheckpoint(); }

@@ -165,11 +165,10 @@ Status ParameterServer::SetUpPolicy() {
   DMLPS_ASSIGN_OR_RETURN(
       std::unique_ptr<sync::Policy> policy,
       config_.make_policy ? config_.make_policy(policy_config) : sync::MakePolicy(policy_config));
-  driver_.emplace(std::move(policy),
-                  sync::DriverOptions{.eval_every = config_.eval_every,
-                                      .max_iterations = config_.max_iterations,
-                                      .min_workers = config_.min_workers},
-                  sync::DriverSinks<Gradient>{.replies = *this, .updates = *this, .events = *this});
+  // Its sinks hold it: they are connected once made (SetUpDesk).
+  driver_.emplace(std::move(policy), sync::DriverOptions{.eval_every = config_.eval_every,
+                                                         .max_iterations = config_.max_iterations,
+                                                         .min_workers = config_.min_workers});
   policy_ = &driver_->policy();
   return Status::Ok();
 }
@@ -206,6 +205,7 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
         return WorkerWelcome(config_, spec_ ? &*spec_ : nullptr, *policy_, rank, bounds_.back(),
                              model::StateFloats(layout_));
       });
+  driver_->Connect({.replies = *desk_, .updates = *updates_, .events = *this});
 }
 
 double ParameterServer::Seconds() const {

@@ -31,9 +31,6 @@
 
 namespace dmlps::server {
 
-// A push's payload as the server holds it: null when it was refused.
-using Gradient = std::shared_ptr<proto::IncomingTensor>;
-
 struct WorkerDeskOptions {
   int64_t workers = 0;                          // the job's ranks, filled before training
   std::chrono::milliseconds worker_timeout{0};  // a member silent longer is lost
@@ -62,7 +59,7 @@ struct Turnover {
   int64_t joined = 0;     // joined once training was running
 };
 
-class WorkerDesk {
+class WorkerDesk : public sync::ReplySink {
  public:
   // Starts training: every rank of the job has a worker whose data is loaded.
   using StartFn = std::function<void()>;
@@ -73,7 +70,8 @@ class WorkerDesk {
   // Serves the workers of `endpoint` for `driver`, whose pushes stream into
   // `store`, and passes the other shards' messages to `shards`; `tracer`
   // (null: none) gets the workers' comings, goings and pushes. All outlive
-  // this. Training runs once `driver` has started, which `start` does.
+  // this. Training runs once `driver` has started, which `start` does; the
+  // desk is the driver's reply sink once connected (PolicyDriver::Connect).
   WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint, ShardCoordinator& shards,
              sync::PolicyDriver<Gradient>& driver, ModelStore& store, trace::TraceWriter* tracer,
              StartFn start, WelcomeFn welcome);
@@ -94,11 +92,11 @@ class WorkerDesk {
 
   // The driver's replies to the member of `rank` (see sync::ReplySink);
   // a model reply is ordered of the other shards as well.
-  void SendModel(int64_t rank, const sync::Reply& reply);
-  void SendContinue(int64_t rank, bool download, const sync::Reply& reply);
-  void SendSyncNow(int64_t rank, int64_t round);
+  void SendModel(int64_t rank, const sync::Reply& reply) override;
+  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override;
+  void SendSyncNow(int64_t rank, int64_t round) override;
   // A late push dropped is logged quietly; any other is refused, with why.
-  void Dropped(int64_t rank, const sync::Drop& drop);
+  void Dropped(int64_t rank, const sync::Drop& drop) override;
 
   // Tells every member and shard this side is alive.
   void SendHeartbeats();
