@@ -1,13 +1,14 @@
 // Shard 0 of dmlps-server: the server the workers join, which runs the
 // policy and, sharded, tells the other shards what it decided. Its run
-// (setup, phases, the policy's effects, evaluation, checkpoints) is
-// ParameterServer's, in server.cc; what it does with the workers' messages,
-// and with the workers it admits and loses, is its WorkerDesk's.
+// (setup, phases, the end) is ParameterServer's, in server.cc; the
+// policy's effects go to the driver's sinks: replies to its WorkerDesk
+// (which also handles the workers' messages, and the workers it admits and
+// loses), updates to its ModelUpdates, and the run's progress to its
+// RunEventSink (evaluations, checkpoints).
 #ifndef DMLPS_SERVER_PARAMETER_SERVER_H_
 #define DMLPS_SERVER_PARAMETER_SERVER_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -26,29 +27,22 @@
 #include "dmlps/server/server.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/trace/trace.h"
-#include "server/checkpoint_writer.h"
 #include "server/coordinator.h"
-#include "server/evaluation_log.h"
 #include "server/evaluator.h"
 #include "server/hello_hold.h"
 #include "server/loop.h"
 #include "server/model_store.h"
 #include "server/remote_evaluator.h"
+#include "server/run_checkpoints.h"
+#include "server/run_clock.h"
+#include "server/run_evaluations.h"
+#include "server/run_events.h"
 #include "server/updates.h"
 #include "server/worker_desk.h"
 
 namespace dmlps::server {
 
-// Where a run's clock started: when its workers were first all ready.
-struct RunClock {
-  Clock::time_point start;
-  int64_t start_us = 0;  // the same, µs since the Unix epoch (the trace's clock)
-};
-
-// The policy's replies go to the workers through its desk (WorkerDesk),
-// its updates to the model store and (sharded) the other shards through
-// its ModelUpdates; what the run hears of the policy's progress, below.
-class ParameterServer : private sync::RunEvents {
+class ParameterServer {
  public:
   // `continues`: the clock of the run this one goes on with after a
   // rollback (shard_recovery.cc): its TSV, under the header that run
@@ -59,7 +53,7 @@ class ParameterServer : private sync::RunEvents {
         tsv_(tsv),
         signal_(signal),
         held_hellos_(config.workers + kConnectionHeadroom + config.shard_count, kMaxHeldHelloBytes),
-        continues_(continues) {}
+        timer_(continues) {}
 
   Result<RunReport> Run();
   // Sharded, after Run: a shard was lost and, with --checkpoint, the job
@@ -69,7 +63,7 @@ class ParameterServer : private sync::RunEvents {
   std::string address() const { return endpoint_.has_value() ? endpoint_->address() : ""; }
   // The run's clock, for the run that goes on after a rollback; none
   // before the run started.
-  std::optional<RunClock> run_clock() const { return started_ ? run_clock_ : continues_; }
+  std::optional<RunClock> run_clock() const { return timer_.next(); }
   // This run follows a rollback: the job must be whole again (every shard
   // registered, every worker ready) within --rejoin-timeout, else it ends.
   void ExpectRejoin() { rejoining_ = true; }
@@ -117,9 +111,11 @@ class ParameterServer : private sync::RunEvents {
   bool external() const { return config_.model == kExternalModel; }
   std::string ModelName() const;
   Status SetUpPolicy();
-  // Sets up desk_, once the endpoint, the coordinator and the store are,
-  // and connects the driver to its sinks.
-  void SetUpDesk(int64_t max_message_bytes);
+  // Sets up what the driver's effects go to (the updates, evaluations and
+  // checkpoints, and desk_), once the endpoint, the coordinator and the
+  // store are, and connects the driver to them. `evaluator` evaluates the
+  // snapshots.
+  void SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator, int64_t max_message_bytes);
   // One turn of the event loop: a message handled, then the timers
   // (evaluations, limits, heartbeats and silence, checkpoints, stalled
   // streams, the other shards' orders). An error ends the run.
@@ -128,27 +124,10 @@ class ParameterServer : private sync::RunEvents {
   void Summarize();
   // Every worker of the job is ready: training starts.
   void Start();
-  // The run's events, as the driver reports them.
-  void Evaluate(bool must) override { SubmitSnapshot(must); }
-  void LimitReached() override;
-  void IterationAdvanced() override { MaybeCheckpoint(); }
-  void HoldChanged(bool holding, int64_t live) override;
-  void Switched(const sync::Switch& change) override;
-  void Decided(const sync::Decision& decision) override;
-  // Queues the current model for evaluation; `must` ones are never skipped.
-  void SubmitSnapshot(bool must);
-  void CollectEvaluations();
   // Loads --resume into the model, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
   // The names this run's checkpoints record, which one resumed must match.
   CheckpointIdentity Identity() const;
-  // Hands a checkpoint to the writer when one is due and every update
-  // queued has been applied.
-  void MaybeCheckpoint();
-  // At the end: writes the checkpoint pending and reports what was written.
-  void FinishCheckpoints();
-  // Seconds since the run's start (run_clock_): 0 before it.
-  double Seconds() const;
   bool Finished() const;
 
   // Sharded servers: this is shard 0, which tells the others (shards_)
@@ -170,10 +149,8 @@ class ParameterServer : private sync::RunEvents {
   const sync::Policy* policy_ = nullptr;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::optional<model::ModelSpec> spec_;
-  std::unique_ptr<SnapshotEvaluator> evaluator_;
-  RemoteEvaluator* remote_ = nullptr;  // evaluator_, with --evaluator
+  RemoteEvaluator* remote_ = nullptr;  // the evaluator, with --evaluator
   std::string secret_;                 // the job secret (--secret); empty: none
-  TargetProgress target_progress_;     // evaluations meeting the target in a row
   // --model external: the layout the first worker announced (or --resume
   // recorded), which every worker must announce; empty for a built-in model.
   std::vector<model::TensorSpec> layout_;
@@ -188,39 +165,28 @@ class ParameterServer : private sync::RunEvents {
   std::shared_ptr<const std::vector<float>> external_initial_;
   bool workers_ready_ = false;  // with --evaluator: training waits for the evaluator
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
-  int64_t start_us_ = 0;                        // the run's start, µs since the Unix epoch
 
   // The model and the accumulator; streamed pushes and replies pipeline in it.
   std::optional<ModelStore> store_;
-  // The workers: their messages, members, streamed pushes and replies.
+  // The driver's sinks: the workers (their messages, members, streamed
+  // pushes and replies), the model's updates (sharded: ordered of the other
+  // shards too), and the run's progress.
   std::optional<WorkerDesk> desk_;
+  std::optional<ModelUpdates> updates_;
+  std::optional<RunEvaluations> evaluations_;
+  std::optional<RunCheckpoints> checkpoints_;
+  std::optional<RunEventSink> events_;
 
-  bool started_ = false;
-  Clock::time_point start_;  // this server's start; its checkpoints' time counts from it
-  std::optional<RunClock> continues_;
-  RunClock run_clock_;  // continues_, else this server's start
+  RunTimer timer_;
   Clock::time_point last_heartbeat_;
   RunReport report_;
-
-  std::unique_ptr<CheckpointWriter> checkpoints_;  // null without --checkpoint
-  std::optional<CheckpointSchedule> checkpoint_schedule_;
-  double seconds_before_ = 0;      // training time before --resume
-  bool resume_evaluated_ = false;  // the first evaluation after --resume came
-  Status unfit_;                   // its loss was not finite: the run ends with this
+  double seconds_before_ = 0;  // training time before --resume
 
   // Sharded servers (see sharded()).
   std::vector<int64_t> bounds_;               // where the slices begin, plus the end
   std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
-  std::optional<ModelUpdates> updates_;       // set with shards_
   bool rolled_back_ = false;                  // see rolled_back()
   bool rejoining_ = false;                    // see ExpectRejoin()
-  // Sharded: shard 0's checkpoint whose version some other shard has not
-  // written yet. Shard 0's file only ever holds a version every shard has
-  // in its own file (its last or the one before), so that the job can
-  // always go back to it.
-  std::optional<Checkpoint> unacked_;
-  // Hands unacked_ to the writer once every other shard wrote its version.
-  void CommitCheckpoint();
   // A shard lost: with a checkpoint to go back to, tells the workers and
   // the other shards to join again and returns true (shard_recovery.cc).
   bool RollBack();

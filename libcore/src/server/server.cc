@@ -29,6 +29,7 @@ Status ParameterServer::Setup() {
   if (!config_.secret_file.empty()) {
     DMLPS_ASSIGN_OR_RETURN(secret_, net::ReadSecretFile(config_.secret_file));
   }
+  std::unique_ptr<SnapshotEvaluator> evaluator;
   if (external()) {
     DMLPS_RETURN_IF_ERROR(SetUpExternal(bind_options));
     if (layout_.empty()) return Status::Ok();  // a signal came first
@@ -40,7 +41,7 @@ Status ParameterServer::Setup() {
     if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
     DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
     if (!config_.remote_evaluator) {
-      evaluator_ = std::make_unique<Evaluator>(*spec_, std::move(test_set));
+      evaluator = std::make_unique<Evaluator>(*spec_, std::move(test_set));
     }
     if (!config_.trace.empty()) {
       DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
@@ -58,17 +59,12 @@ Status ParameterServer::Setup() {
         *endpoint_, std::move(welcome), secret_, config_.evaluator_timeout,
         [this] { (void)desk_->HandleNext(kPollSlice); });
     remote_ = remote.get();
-    evaluator_ = std::move(remote);
+    evaluator = std::move(remote);
   } else if (external()) {
-    evaluator_ = std::make_unique<NoEvaluator>();
+    evaluator = std::make_unique<NoEvaluator>();
     spdlog::info("no evaluator (--evaluator): this run logs no accuracy");
   }
   StartCoordinator();
-  // ValidateConfig checked the rule.
-  Aggregation aggregation = ParseAggregation(config_.aggregate).value();
-  // Centred clipping takes the momentum per worker; the step then has none
-  // (ServerOptimizerSettings).
-  if (aggregation.rule == Aggregation::Rule::kCenteredClip) aggregation.momentum = config_.momentum;
   store_->set_max_norm(config_.max_update_norm);
   store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
   if (sharded() && ServerOptimizerSettings(config_).clip_norm > 0) {
@@ -78,16 +74,14 @@ Status ParameterServer::Setup() {
     shards_->set_norm_sink(
         [this](int64_t step, double squares) { store_->TakeGlobalSquares(step, squares); });
   }
-  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
-                   aggregation);
-  SetUpDesk(bind_options.max_frame_bytes);
+  SetUpSinks(std::move(evaluator), bind_options.max_frame_bytes);
   spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s",
                config_.remote_evaluator ? " and the evaluator" : "");
   if (!config_.endpoint_file.empty() && !external()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
-  if (!continues_) WriteEvaluationHeader(tsv_);
+  if (!timer_.continues()) WriteEvaluationHeader(tsv_);
   AnswerHeldHellos();
   return Status::Ok();
 }
@@ -133,12 +127,6 @@ Status ParameterServer::SetUpParams(std::vector<float> params, const std::string
       static_cast<int64_t>(sizeof(float));
   store_.emplace(std::move(params), lane_floats, config_.threads);
   store_->set_state_begin(state_begin);
-  // Sharded, a checkpoint whose write failed is written again before the
-  // next is ordered (MaybeCheckpoint).
-  if (!config_.checkpoint.empty())
-    checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint, sharded());
-  checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
-                               config_.checkpoint_every_seconds, report_.resumed_iteration);
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
                policy_->Name(), sync::WorkerModeName(policy_->mode()), optimizer_->Name());
   if (const optim::OptimizerSettings settings = ServerOptimizerSettings(config_);
@@ -165,7 +153,7 @@ Status ParameterServer::SetUpPolicy() {
   DMLPS_ASSIGN_OR_RETURN(
       std::unique_ptr<sync::Policy> policy,
       config_.make_policy ? config_.make_policy(policy_config) : sync::MakePolicy(policy_config));
-  // Its sinks hold it: they are connected once made (SetUpDesk).
+  // Its sinks hold it: they are connected once made (SetUpSinks).
   driver_.emplace(std::move(policy), sync::DriverOptions{.eval_every = config_.eval_every,
                                                          .max_iterations = config_.max_iterations,
                                                          .min_workers = config_.min_workers});
@@ -173,12 +161,27 @@ Status ParameterServer::SetUpPolicy() {
   return Status::Ok();
 }
 
-void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
+void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
+                                 int64_t max_message_bytes) {
+  // ValidateConfig checked the rule.
+  Aggregation aggregation = ParseAggregation(config_.aggregate).value();
+  // Centred clipping takes the momentum per worker; the step then has none
+  // (ServerOptimizerSettings).
+  if (aggregation.rule == Aggregation::Rule::kCenteredClip) aggregation.momentum = config_.momentum;
+  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
+                   aggregation);
+  evaluations_.emplace(config_, std::move(evaluator), tsv_, tracer_.get(), timer_, *driver_,
+                       *store_, *shards_, report_);
+  checkpoints_.emplace(config_,
+                       CheckpointJob{Identity(), layout_, bounds_.back(), seconds_before_,
+                                     report_.resumed_iteration},
+                       *driver_, *store_, *optimizer_, *shards_, timer_);
+  events_.emplace(config_, *evaluations_, *checkpoints_, tracer_.get());
   // A robust rule holds against some bad workers of so many: extra
   // identities joining a running job would shift that share (one process
   // opening five connections into four workers outvotes them), so its job
   // grows no ranks beyond --workers; a lost worker's rank may be taken again.
-  const bool robust = ParseAggregation(config_.aggregate).value().robust();
+  const bool robust = aggregation.robust();
   desk_.emplace(
       WorkerDeskOptions{
           .workers = config_.workers,
@@ -205,12 +208,7 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
         return WorkerWelcome(config_, spec_ ? &*spec_ : nullptr, *policy_, rank, bounds_.back(),
                              model::StateFloats(layout_));
       });
-  driver_->Connect({.replies = *desk_, .updates = *updates_, .events = *this});
-}
-
-double ParameterServer::Seconds() const {
-  if (!started_) return 0;
-  return std::chrono::duration<double>(Clock::now() - run_clock_.start).count();
+  driver_->Connect({.replies = *desk_, .updates = *updates_, .events = *events_});
 }
 
 bool ParameterServer::Finished() const {
@@ -261,7 +259,7 @@ Status ParameterServer::WaitForWorkers() {
   // On a terminal, how many have joined so far, until training starts.
   cli::StatusLine status;
   const Clock::time_point begin = Clock::now();
-  while (!started_ && !Finished()) {
+  while (!timer_.started() && !Finished()) {
     DMLPS_RETURN_IF_ERROR(Turn());
     if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) return RejoinTimedOut();
     const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
@@ -281,13 +279,13 @@ Status ParameterServer::Train() {
 
 Status ParameterServer::Turn() {
   DMLPS_RETURN_IF_ERROR(desk_->HandleNext(kPollSlice));
-  CollectEvaluations();
-  if (!unfit_.ok()) {
-    desk_->Stop(unfit_.message());
-    return unfit_;
+  evaluations_->Collect();
+  if (!evaluations_->unfit().ok()) {
+    desk_->Stop(evaluations_->unfit().message());
+    return evaluations_->unfit();
   }
   if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
-  if (started_ && config_.max_seconds > 0 && Seconds() >= config_.max_seconds &&
+  if (timer_.started() && config_.max_seconds > 0 && timer_.Seconds() >= config_.max_seconds &&
       !driver_->limit_reached()) {
     spdlog::info("time limit of {} s reached", config_.max_seconds);
     driver_->EndRun();
@@ -298,15 +296,15 @@ Status ParameterServer::Turn() {
     desk_->CheckSilence();
     if (remote_ != nullptr) remote_->SendHeartbeat(trace::NowMicros());
   }
-  if (started_) MaybeCheckpoint();
+  if (timer_.started()) checkpoints_->MaybeTake();
   if (remote_ != nullptr) {
     remote_->CheckTimeout();
-    if (workers_ready_ && !started_ && remote_->joined_once()) Start();
+    if (workers_ready_ && !timer_.started() && remote_->joined_once()) Start();
   }
   desk_->CloseStalledStreams();
   desk_->DropUnreading();
   shards_->SendOrders();
-  CommitCheckpoint();
+  checkpoints_->Commit();
   if (!shards_->fatal().ok()) {
     if (RollBack()) return shards_->fatal();
     desk_->Stop("a server shard was lost");
@@ -316,7 +314,7 @@ Status ParameterServer::Turn() {
 }
 
 Result<RunReport> ParameterServer::Finish() {
-  report_.seconds = Seconds();
+  report_.seconds = timer_.Seconds();
   report_.iterations = driver_->iteration();
   // Workers print it: the target the run had.
   const std::string reached = config_.target_accuracy > 0 && config_.target_loss > 0
@@ -340,7 +338,7 @@ Result<RunReport> ParameterServer::Finish() {
     }
   }
   desk_->Stop(reason);
-  FinishCheckpoints();
+  report_.checkpoints = checkpoints_->Finish();
   const Turnover& turnover = desk_->turnover();
   report_.workers_lost = turnover.lost;
   report_.last_lost = turnover.last_lost;
@@ -349,16 +347,11 @@ Result<RunReport> ParameterServer::Finish() {
     spdlog::info("membership: {} workers lost (last: {}), {} joined while training",
                  report_.workers_lost, report_.last_lost, report_.workers_joined);
   }
-  if (report_.target_reached || report_.signal != 0) {
-    evaluator_->DropPending();
-  } else {
-    // Snapshots taken before the end still count: wait for their results.
-    evaluator_->WaitIdle();
-    CollectEvaluations();
-  }
+  // Snapshots taken before the end still count, unless the run ended early.
+  evaluations_->Finish(!report_.target_reached && report_.signal == 0);
   if (remote_ != nullptr) remote_->Stop(reason);
   Summarize();
-  if (!unfit_.ok()) return unfit_;
+  if (!evaluations_->unfit().ok()) return evaluations_->unfit();
   return report_;
 }
 
@@ -366,9 +359,7 @@ void ParameterServer::Summarize() {
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute). The
   // workers' totals are this server's: after a rollback, of its time alone.
-  const double seconds =
-      started_ ? report_.seconds - std::chrono::duration<double>(start_ - run_clock_.start).count()
-               : 0;
+  const double seconds = timer_.started() ? report_.seconds - timer_.SecondsBefore() : 0;
   const std::vector<sync::WorkerTotals> totals = desk_->LogTotals(seconds);
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
@@ -383,16 +374,13 @@ void ParameterServer::Summarize() {
   report_.wait_share = summary.wait_share;
   report_.bytes_per_worker = summary.bytes_sent_mean;
   LogRunSummary(report_, policy_->Name(), {config_.target_accuracy, config_.target_loss},
-                evaluator_->skipped(), driver_->dropped_pushes());
+                evaluations_->skipped(), driver_->dropped_pushes());
 }
 
 void ParameterServer::Start() {
-  started_ = true;
-  start_ = Clock::now();
-  start_us_ = trace::NowMicros();
-  run_clock_ = continues_.value_or(RunClock{start_, start_us_});
+  timer_.Start();
   if (tracer_) {
-    tracer_->Instant("run", "start", start_us_,
+    tracer_->Instant("run", "start", timer_.own_start_us(),
                      {{"policy", policy_->Name()},
                       {"model", config_.model},
                       {"workers", config_.workers},
@@ -402,34 +390,10 @@ void ParameterServer::Start() {
                report_.resumed_iteration >= 0
                    ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
                    : std::string("starts"));
-  checkpoint_schedule_->Start(Clock::now());
+  checkpoints_->Start();
   // Pulls that arrived while the cluster was assembling are answered now;
   // the untrained (or resumed) model is evaluated: accuracy at time zero.
   driver_->Start();
-}
-
-void ParameterServer::LimitReached() {
-  spdlog::info("iteration limit of {} reached", config_.max_iterations);
-}
-
-void ParameterServer::SubmitSnapshot(bool must) {
-  // The model of this version exists once its last chunk is applied: it is
-  // stamped then (at once, unless a streamed push is still arriving).
-  const int64_t iteration = driver_->iteration();
-  const int64_t version = policy_->version();
-  const int64_t samples = driver_->samples_applied();
-  if (sharded()) {
-    // The other shards' slices complete it.
-    const int64_t id = shards_->BeginSnapshot({0, iteration, version, samples, nullptr}, must);
-    store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
-      shards_->AddOwnSlice(id, Seconds(), *values);
-    });
-    return;
-  }
-  store_->Snapshot(
-      [this, must, iteration, version, samples](std::shared_ptr<const std::vector<float>> values) {
-        evaluator_->SubmitOrSkip({Seconds(), iteration, version, samples, std::move(values)}, must);
-      });
 }
 
 void ParameterServer::StartCoordinator() {
@@ -439,7 +403,9 @@ void ParameterServer::StartCoordinator() {
   shard_welcome.resume_version = report_.resumed_iteration >= 0 ? policy_->version() : -1;
   shards_ = std::make_unique<ShardCoordinator>(
       *endpoint_, bounds_, std::move(shard_welcome),
-      [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
+      [this](Snapshot snapshot, bool must) {
+        evaluations_->SubmitWhole(std::move(snapshot), must);
+      },
       [this](const zmq::message_t& identity, const proto::Hello& hello, const net::Sender& sender) {
         desk_->HandleHello(identity, hello, sender);
       });
@@ -456,137 +422,6 @@ Status ParameterServer::SaveModel() {
   }
   const std::vector<float> params = store_->Params();
   return WriteRawModel(config_.save_model, params);
-}
-
-void ParameterServer::CollectEvaluations() {
-  const std::vector<Evaluation> results = evaluator_->TakeResults();
-  // An evaluator process's report cannot be checked here: the target
-  // counts once the next evaluation meets it too.
-  const Targets targets{config_.target_accuracy, config_.target_loss,
-                        config_.remote_evaluator ? kRemoteConfirmations : 1};
-  RecordEvaluations(results, targets, run_clock_.start_us, tsv_, tracer_.get(), &target_progress_,
-                    &report_);
-  if (!results.empty() && report_.resumed_iteration >= 0 && !resume_evaluated_) {
-    // Within --resume-max-value, a model may still overflow on its way to a
-    // loss: it would not train either, every update refused.
-    resume_evaluated_ = true;
-    const Evaluation& first = results.front();
-    if (!std::isfinite(first.result.loss)) {
-      unfit_ = Status::DataLoss(fmt::format(
-          "{}: the model resumed has a loss of {} on the test set (iteration {}): a model that "
-          "cannot train; training stopped",
-          config_.resume,
-          std::isnan(first.result.loss) ? std::string("NaN") : fmt::format("{}", first.result.loss),
-          first.snapshot.iteration));
-    }
-  }
-  // Policies that decide by accuracy (sync-switch) see each result.
-  if (!report_.target_reached) {
-    for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);
-  }
-}
-
-void ParameterServer::Switched(const sync::Switch& change) {
-  spdlog::info("policy switch {}: {} -> {} at iteration {} ({}: {:.4g}, threshold {:.4g})",
-               change.done ? "done" : "decided", change.from, change.to, change.iteration,
-               change.why, change.measured, change.threshold);
-  if (!tracer_) return;
-  tracer_->Instant("run", change.done ? "policy switched" : "policy switch decided",
-                   trace::NowMicros(),
-                   {{"from", change.from},
-                    {"to", change.to},
-                    {"why", change.why},
-                    {"measured", change.measured},
-                    {"threshold", change.threshold},
-                    {"iteration", change.iteration}});
-}
-
-void ParameterServer::Decided(const sync::Decision& decision) {
-  spdlog::info("{}", sync::DescribeDecision(decision));
-  if (!tracer_) return;
-  trace::Args args = {{"running", decision.running},
-                      {"chosen", decision.chosen},
-                      {"reason", decision.reason},
-                      {"measured", decision.measured},
-                      {"predicted", sync::DescribePredictions(decision)},
-                      {"remaining", decision.remaining},
-                      {"gain_s", decision.gain_s},
-                      {"cost_s", decision.cost_s},
-                      {"decide_ms", decision.decide_ms},
-                      {"iteration", decision.iteration}};
-  tracer_->Instant("run", "policy decision", trace::NowMicros(), std::move(args));
-}
-
-void ParameterServer::HoldChanged(bool holding, int64_t live) {
-  if (holding) {
-    spdlog::warn(
-        "training holds: {} live worker{}, fewer than --min-workers {}; waiting for "
-        "workers to join",
-        live, live == 1 ? "" : "s", config_.min_workers);
-    if (tracer_) tracer_->Instant("run", "hold", trace::NowMicros(), {{"live", live}});
-    return;
-  }
-  spdlog::info("training goes on with {} live workers", live);
-  if (tracer_) tracer_->Instant("run", "resume", trace::NowMicros(), {{"live", live}});
-}
-
-void ParameterServer::MaybeCheckpoint() {
-  const int64_t iteration = driver_->iteration();
-  if (checkpoints_ == nullptr) return;
-  // Sharded: one checkpoint at a time, until every shard has written its slice.
-  if (unacked_.has_value()) return;
-  const Clock::time_point now = Clock::now();
-  if (!checkpoint_schedule_->Due(iteration, now)) return;
-  // With every update the policy emitted applied on every lane, the model,
-  // the optimizer's state and the policy's version agree; what is staged
-  // for a round in progress is not kept (workers redo that round). A large
-  // model's update runs as its pushes stream in: until then, wait.
-  if (store_->ApplyPending()) return;
-  const Clock::time_point start = Clock::now();
-  // Sharded: the next one only once this shard's file of the last is on
-  // disk (waiting here for the rest of its write, when checkpoints come
-  // faster than the disk takes them). The other shards keep two files,
-  // their last and the one before: ordered sooner, they would move shard
-  // 0's version out of both, and a kill of shard 0 then would leave no
-  // version all files hold. One whose write failed is written again
-  // instead of this one.
-  if (sharded() && !checkpoints_->AwaitWritten()) {
-    if (checkpoints_->Retry()) checkpoint_schedule_->Taken(iteration, now, 0);
-    return;
-  }
-  Checkpoint checkpoint = MakeCheckpoint(
-      Identity(), config_.workers, policy_->Save(), driver_->samples_applied(),
-      seconds_before_ + std::chrono::duration<double>(now - start_).count(), optimizer_->State());
-  checkpoint.optimizer_steps = optimizer_->steps();
-  checkpoint.layout = layout_;
-  checkpoint.shard_count = config_.shard_count;
-  checkpoint.model_params = bounds_.back();
-  // The other shards write their slices of this same version, once the
-  // orders before this one are carried out.
-  shards_->Order({proto::Order::kCheckpoint, -1, checkpoint.version,
-                  static_cast<double>(checkpoint.iteration)});
-  // As evaluation does: a copy of the model taken once its updates are in
-  // (at once here, nothing being pending); encoding and writing are the
-  // writer thread's.
-  store_->Snapshot([this, checkpoint = std::move(checkpoint)](
-                       std::shared_ptr<const std::vector<float>> values) mutable {
-    checkpoint.params = std::move(values);
-    if (sharded()) {
-      unacked_ = std::move(checkpoint);  // CommitCheckpoint writes it
-    } else {
-      checkpoints_->Submit(std::move(checkpoint));
-    }
-  });
-  checkpoint_schedule_->Taken(
-      iteration, now, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-}
-
-void ParameterServer::FinishCheckpoints() {
-  if (checkpoints_ == nullptr) return;
-  CommitCheckpoint();
-  checkpoints_->Finish();
-  report_.checkpoints = checkpoints_->written();
-  checkpoint_schedule_->LogCosts(report_.checkpoints, checkpoints_->write_ms());
 }
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,

@@ -11,16 +11,10 @@
 
 namespace dmlps::server {
 
-void ParameterServer::CommitCheckpoint() {
-  if (!unacked_.has_value() || !shards_->Written(unacked_->version)) return;
-  checkpoints_->Submit(std::move(*unacked_));
-  unacked_.reset();
-}
-
 bool ParameterServer::RollBack() {
   if (config_.checkpoint.empty() || shards_->lost() < 1) return false;
   // The checkpoint being written is the one to go back to: whole on disk first.
-  FinishCheckpoints();
+  report_.checkpoints = checkpoints_->Finish();
   if (report_.checkpoints == 0 && report_.resumed_iteration < 0) {
     spdlog::error("no checkpoint written yet to go back to");
     return false;
