@@ -29,7 +29,7 @@
 #include "dmlps/trace/trace.h"
 #include "server/coordinator.h"
 #include "server/evaluator.h"
-#include "server/hello_hold.h"
+#include "server/external.h"
 #include "server/loop.h"
 #include "server/model_store.h"
 #include "server/remote_evaluator.h"
@@ -49,11 +49,7 @@ class ParameterServer {
   // wrote, its report and --max-seconds count from that run's start.
   ParameterServer(const ServerConfig& config, std::ostream& tsv, const std::atomic<int>* signal,
                   std::optional<RunClock> continues = std::nullopt)
-      : config_(config),
-        tsv_(tsv),
-        signal_(signal),
-        held_hellos_(config.workers + kConnectionHeadroom + config.shard_count, kMaxHeldHelloBytes),
-        timer_(continues) {}
+      : config_(config), tsv_(tsv), signal_(signal), timer_(continues) {}
 
   Result<RunReport> Run();
   // Sharded, after Run: a shard was lost and, with --checkpoint, the job
@@ -83,30 +79,16 @@ class ParameterServer {
   // Sets up the optimizer, the policy and the store for `params` (the
   // model's initial values; --resume replaces them).
   Status SetUpParams(std::vector<float> params, const std::string& what, int64_t num_params);
-  // --model external: binds, then waits for the first worker's layout and
-  // initial values (--resume: takes the checkpoint's layout instead), or a
-  // signal. Sets layout_ and the model, or leaves layout_ empty on a signal.
+  // --model external: binds and learns the model (ExternalModel::Open),
+  // then sets it up; leaves layout_ empty on a signal.
   Status SetUpExternal(net::BindOptions bind_options);
-  // One message while the layout is awaited: a valid first worker's Hello
-  // sets layout_ and *params; evaluators' Hellos are held, others refused.
-  void TakeLayoutMessage(net::Frames& frames, std::vector<float>* params);
-  // Binds the external model's endpoint: with the limits of its size when
-  // layout_ is known, else with those of the largest message taken.
-  Status BindExternal(net::BindOptions bind_options);
-  // --initial: sets layout_ and *params from the file.
-  Status ReadInitialModel(std::vector<float>* params);
-  // Once an external model's size is known: each peer's unread bytes and
-  // send queue bounded as a built-in model's are (SetServerLimits). The
-  // queue bound reaches the connections open now; HandlePeer gives it to
-  // those opened later.
-  Status LimitToModel(int64_t num_params);
   // Once the model is set up: answers the Hellos held while the layout was
   // awaited (the first worker's, an evaluator's, the other server shards').
   void AnswerHeldHellos();
   // Hands the messages a peer other than a worker sent to the evaluator.
   // Every message from a peer without a rank comes here first: on an
   // external server, a Hello first gives its connection the model's send
-  // queue bound (LimitToModel).
+  // queue bound (ExternalModel::BoundNewPeer).
   bool HandlePeer(const zmq::message_t& identity, proto::Message& message);
   bool external() const { return config_.model == kExternalModel; }
   std::string ModelName() const;
@@ -151,15 +133,12 @@ class ParameterServer {
   std::optional<model::ModelSpec> spec_;
   RemoteEvaluator* remote_ = nullptr;  // the evaluator, with --evaluator
   std::string secret_;                 // the job secret (--secret); empty: none
+  // --model external: where the model came from, and the Hellos held
+  // meanwhile. None for a built-in model.
+  std::optional<ExternalModel> external_;
   // --model external: the layout the first worker announced (or --resume
   // recorded), which every worker must announce; empty for a built-in model.
   std::vector<model::TensorSpec> layout_;
-  // The Hellos that came while the external model's layout was awaited (the
-  // announcer's, other workers', an evaluator's, the other shards'),
-  // handled once the model is set up.
-  HelloHold held_hellos_;
-  int64_t endpoint_max_bytes_ = 0;  // external: the largest message taken
-  int64_t queue_limit_ = 0;         // external, once the model is known: LimitToModel's
   // External and sharded: the whole initial model, for the other shards'
   // Welcomes (shard 0's store keeps only its slice). Null otherwise.
   std::shared_ptr<const std::vector<float>> external_initial_;

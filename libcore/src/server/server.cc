@@ -33,7 +33,7 @@ Status ParameterServer::Setup() {
   if (external()) {
     DMLPS_RETURN_IF_ERROR(SetUpExternal(bind_options));
     if (layout_.empty()) return Status::Ok();  // a signal came first
-    bind_options.max_frame_bytes = endpoint_max_bytes_;
+    bind_options.max_frame_bytes = external_->max_frame_bytes();
   } else {
     DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
     data_spec.max_features = config_.max_features;
@@ -422,6 +422,61 @@ Status ParameterServer::SaveModel() {
   }
   const std::vector<float> params = store_->Params();
   return WriteRawModel(config_.save_model, params);
+}
+
+std::string ParameterServer::ModelName() const {
+  return spec_.has_value() ? spec_->Name() : std::string(kExternalModel);
+}
+
+Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
+  if (!config_.trace.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
+  }
+  external_.emplace(config_, secret_);
+  std::vector<float> params;
+  DMLPS_RETURN_IF_ERROR(
+      external_->Open(context_, std::move(bind_options), signal_, &endpoint_, &params));
+  layout_ = external_->layout();
+  if (layout_.empty()) {
+    report_.signal = signal_->load();  // a signal came first: the one way Open leaves it empty
+    return Status::Ok();
+  }
+  DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout_));
+  // The other shards get their slices of it when they register.
+  if (sharded()) external_initial_ = std::make_shared<const std::vector<float>>(params);
+  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout_.size()),
+                     num_params);
+}
+
+bool ParameterServer::HandlePeer(const zmq::message_t& identity, proto::Message& message) {
+  if (external_.has_value() && std::holds_alternative<proto::Hello>(message.body)) {
+    external_->BoundNewPeer();
+  }
+  return remote_ != nullptr && remote_->Handle(identity, message);
+}
+
+void ParameterServer::AnswerHeldHellos() {
+  if (!external_.has_value()) return;  // a built-in model holds none
+  for (auto& [identity, hello, sender] : external_->TakeHeldHellos()) {
+    proto::Message message{proto::Body(hello), {}};
+    if (HandlePeer(identity, message)) continue;
+    if (hello.shard >= 0) {
+      if (Status registered = shards_->Register(identity, hello, sender.connection);
+          !registered.ok()) {
+        spdlog::warn("refused {}: {}", ShardName(hello), registered.message());
+        Status sent = endpoint_->SendMessage(&identity, proto::Error{registered.message(), true});
+        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
+      }
+    } else if (!shards_->AllRegistered()) {
+      // Its Welcome names every shard.
+      if (Status held = shards_->HoldHello(identity, hello, sender); !held.ok()) {
+        Status sent = endpoint_->SendMessage(&identity, proto::Error{held.message(), true, true});
+        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
+      }
+    } else {
+      desk_->HandleHello(identity, hello, sender);
+    }
+  }
 }
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,
