@@ -37,6 +37,7 @@
 #include "server/run_clock.h"
 #include "server/run_evaluations.h"
 #include "server/run_events.h"
+#include "server/server_model.h"
 #include "server/updates.h"
 #include "server/worker_desk.h"
 
@@ -74,13 +75,13 @@ class ParameterServer {
   Status WaitForWorkers();
   Status Train();
   Result<RunReport> Finish();
-  // Setup's parts: the model, the optimizer and the store; the policy's driver.
+  // Setup's parts: the model (model_), its store and the policy's driver.
   Status SetUpModel(const data::Dataset& test_set);
-  // Sets up the optimizer, the policy and the store for `params` (the
-  // model's initial values; --resume replaces them).
+  // Once model_ is made: sets up the policy and the store for `params`
+  // (the model's initial values; --resume replaces them).
   Status SetUpParams(std::vector<float> params, const std::string& what, int64_t num_params);
   // --model external: binds and learns the model (ExternalModel::Open),
-  // then sets it up; leaves layout_ empty on a signal.
+  // then sets it up; leaves model_ null on a signal.
   Status SetUpExternal(net::BindOptions bind_options);
   // Once the model is set up: answers the Hellos held while the layout was
   // awaited (the first worker's, an evaluator's, the other server shards').
@@ -91,7 +92,6 @@ class ParameterServer {
   // queue bound (ExternalModel::BoundNewPeer).
   bool HandlePeer(const zmq::message_t& identity, proto::Message& message);
   bool external() const { return config_.model == kExternalModel; }
-  std::string ModelName() const;
   Status SetUpPolicy();
   // Sets up what the driver's effects go to (the updates, evaluations and
   // checkpoints, and desk_), once the endpoint, the coordinator and the
@@ -106,17 +106,13 @@ class ParameterServer {
   void Summarize();
   // Every worker of the job is ready: training starts.
   void Start();
-  // Loads --resume into the model, the optimizer and the policy.
+  // Loads --resume into *params, the optimizer and the policy.
   Status Resume(std::vector<float>* params);
-  // The names this run's checkpoints record, which one resumed must match.
-  CheckpointIdentity Identity() const;
   bool Finished() const;
 
   // Sharded servers: this is shard 0, which tells the others (shards_)
   // what the policy decided, translated into orders.
   bool sharded() const { return config_.shard_count > 1; }
-  // Writes --save-model: the parameters this shard holds.
-  Status SaveModel();
   // Sets up shards_, once the endpoint is bound.
   void StartCoordinator();
 
@@ -129,24 +125,20 @@ class ParameterServer {
   // The policy and what it decided per worker; policy_ is its policy, to read.
   std::optional<sync::PolicyDriver<Gradient>> driver_;
   const sync::Policy* policy_ = nullptr;
-  std::unique_ptr<optim::Optimizer> optimizer_;
-  std::optional<model::ModelSpec> spec_;
+  // The model, its slices, this shard's optimizer and store (streamed
+  // pushes and replies pipeline in it). Null until it is known.
+  std::unique_ptr<ServerModel> model_;
   RemoteEvaluator* remote_ = nullptr;  // the evaluator, with --evaluator
   std::string secret_;                 // the job secret (--secret); empty: none
   // --model external: where the model came from, and the Hellos held
   // meanwhile. None for a built-in model.
   std::optional<ExternalModel> external_;
-  // --model external: the layout the first worker announced (or --resume
-  // recorded), which every worker must announce; empty for a built-in model.
-  std::vector<model::TensorSpec> layout_;
   // External and sharded: the whole initial model, for the other shards'
   // Welcomes (shard 0's store keeps only its slice). Null otherwise.
   std::shared_ptr<const std::vector<float>> external_initial_;
   bool workers_ready_ = false;  // with --evaluator: training waits for the evaluator
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
 
-  // The model and the accumulator; streamed pushes and replies pipeline in it.
-  std::optional<ModelStore> store_;
   // The driver's sinks: the workers (their messages, members, streamed
   // pushes and replies), the model's updates (sharded: ordered of the other
   // shards too), and the run's progress.
@@ -162,7 +154,6 @@ class ParameterServer {
   double seconds_before_ = 0;  // training time before --resume
 
   // Sharded servers (see sharded()).
-  std::vector<int64_t> bounds_;               // where the slices begin, plus the end
   std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
   bool rolled_back_ = false;                  // see rolled_back()
   bool rejoining_ = false;                    // see ExpectRejoin()

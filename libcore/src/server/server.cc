@@ -32,7 +32,7 @@ Status ParameterServer::Setup() {
   std::unique_ptr<SnapshotEvaluator> evaluator;
   if (external()) {
     DMLPS_RETURN_IF_ERROR(SetUpExternal(bind_options));
-    if (layout_.empty()) return Status::Ok();  // a signal came first
+    if (model_ == nullptr) return Status::Ok();  // a signal came first
     bind_options.max_frame_bytes = external_->max_frame_bytes();
   } else {
     DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
@@ -41,20 +41,20 @@ Status ParameterServer::Setup() {
     if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
     DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
     if (!config_.remote_evaluator) {
-      evaluator = std::make_unique<Evaluator>(*spec_, std::move(test_set));
+      evaluator = std::make_unique<Evaluator>(*model_->spec(), std::move(test_set));
     }
     if (!config_.trace.empty()) {
       DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
     }
-    DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, bounds_, &bind_options));
+    DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, model_->bounds(), &bind_options));
     DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                            net::Endpoint::Bind(context_, config_.bind, bind_options));
     endpoint_.emplace(std::move(endpoint));
   }
   if (config_.remote_evaluator) {
     // The evaluator gets whole snapshots, whatever the shards.
-    proto::Welcome welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
-    welcome.num_params = bounds_.back();
+    proto::Welcome welcome = JobWelcome(config_, model_->spec(), policy_->Name());
+    welcome.num_params = model_->bounds().back();
     auto remote = std::make_unique<RemoteEvaluator>(
         *endpoint_, std::move(welcome), secret_, config_.evaluator_timeout,
         [this] { (void)desk_->HandleNext(kPollSlice); });
@@ -65,14 +65,12 @@ Status ParameterServer::Setup() {
     spdlog::info("no evaluator (--evaluator): this run logs no accuracy");
   }
   StartCoordinator();
-  store_->set_max_norm(config_.max_update_norm);
-  store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
   if (sharded() && ServerOptimizerSettings(config_).clip_norm > 0) {
     // The norm is the whole model's: every shard's slice's sum, gathered here.
-    store_->set_shared_norm(
+    model_->store().set_shared_norm(
         [this](int64_t step, double squares) { shards_->AddOwnNorm(step, squares); });
     shards_->set_norm_sink(
-        [this](int64_t step, double squares) { store_->TakeGlobalSquares(step, squares); });
+        [this](int64_t step, double squares) { model_->store().TakeGlobalSquares(step, squares); });
   }
   SetUpSinks(std::move(evaluator), bind_options.max_frame_bytes);
   spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
@@ -90,10 +88,10 @@ Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
   DMLPS_ASSIGN_OR_RETURN(
       model::ModelSpec spec,
       model::ParseModelSpec(config_.model, test_set.dim, std::max<int64_t>(test_set.classes, 2)));
-  spec_ = spec;
   model::Model model(spec);
   std::vector<float> params(model.num_params(), 0.f);
   model.Initialize(config_.seed, params);
+  DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::Make(config_, spec, {}, model.num_params()));
   return SetUpParams(std::move(params),
                      fmt::format("{} on {} test samples", spec.Name(), test_set.rows()),
                      model.num_params());
@@ -101,41 +99,18 @@ Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
 
 Status ParameterServer::SetUpParams(std::vector<float> params, const std::string& what,
                                     int64_t num_params) {
-  if (config_.shard_count > num_params) {
-    return Status::InvalidArgument("--shard: " + std::to_string(num_params) +
-                                   " parameters cannot be cut into " +
-                                   std::to_string(config_.shard_count) + " shards");
-  }
-  // Every shard initializes the whole model the same way and keeps its
-  // slice; this one holds the first.
-  bounds_ = ShardBounds(num_params, config_.shard_count);
-  params.resize(static_cast<size_t>(bounds_[1]));
-  // Local-SGD policies step the model with their outer optimizer.
-  const std::vector<model::TensorSpec> layout =
-      layout_.empty() && spec_.has_value() ? model::LayoutOf(*spec_) : layout_;
-  // The optimizer steps the parameters; the module state after them is averaged.
-  const int64_t state_begin = num_params - model::StateFloats(layout);
-  Result<std::unique_ptr<optim::Optimizer>> optimizer =
-      optim::MakeOptimizer(ServerOptimizerSettings(config_), layout, 0,
-                           std::min(state_begin, static_cast<int64_t>(params.size())));
-  if (!optimizer.ok()) return Status::Config(optimizer.status().message());
-  optimizer_ = std::move(*optimizer);
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
-  const int64_t lane_floats =
-      proto::ChunkBytesFor(static_cast<int64_t>(params.size() * sizeof(float))) /
-      static_cast<int64_t>(sizeof(float));
-  store_.emplace(std::move(params), lane_floats, config_.threads);
-  store_->set_state_begin(state_begin);
+  model_->Hold(std::move(params));
   spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
-               policy_->Name(), sync::WorkerModeName(policy_->mode()), optimizer_->Name());
+               policy_->Name(), sync::WorkerModeName(policy_->mode()), model_->optimizer().Name());
   if (const optim::OptimizerSettings settings = ServerOptimizerSettings(config_);
       !settings.Plain()) {
     spdlog::info("optimizer: {}", settings.Describe());
   }
   if (sharded()) {
     spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards",
-                 config_.shard_count, bounds_[1]);
+                 config_.shard_count, model_->bounds()[1]);
   }
   return Status::Ok();
 }
@@ -168,14 +143,15 @@ void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
   // Centred clipping takes the momentum per worker; the step then has none
   // (ServerOptimizerSettings).
   if (aggregation.rule == Aggregation::Rule::kCenteredClip) aggregation.momentum = config_.momentum;
-  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
-                   aggregation);
+  updates_.emplace(model_->store(), model_->optimizer(), *shards_, config_.deterministic,
+                   tracer_.get(), aggregation);
   evaluations_.emplace(config_, std::move(evaluator), tsv_, tracer_.get(), timer_, *driver_,
-                       *store_, *shards_, report_);
-  checkpoints_.emplace(config_,
-                       CheckpointJob{Identity(), layout_, bounds_.back(), seconds_before_,
-                                     report_.resumed_iteration},
-                       *driver_, *store_, *optimizer_, *shards_, timer_);
+                       model_->store(), *shards_, report_);
+  checkpoints_.emplace(
+      config_,
+      CheckpointJob{model_->Identity(policy_->Name()), model_->layout(), model_->bounds().back(),
+                    seconds_before_, report_.resumed_iteration},
+      *driver_, model_->store(), model_->optimizer(), *shards_, timer_);
   events_.emplace(config_, *evaluations_, *checkpoints_, tracer_.get());
   // A robust rule holds against some bad workers of so many: extra
   // identities joining a running job would shift that share (one process
@@ -187,7 +163,7 @@ void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
           .workers = config_.workers,
           .worker_timeout = config_.worker_timeout,
           .max_message_bytes = max_message_bytes,
-          .layout = layout_,
+          .layout = model_->layout(),
           .peer = [this](const zmq::message_t& identity,
                          proto::Message& message) { return HandlePeer(identity, message); },
           .max_push_samples = MaxPushSamples(config_, policy_->mode()),
@@ -195,7 +171,7 @@ void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
           .why_bounded = robust ? "all --workers; under --aggregate " + config_.aggregate +
                                       " no more may join (the rule's share of bad workers)"
                                 : "the most it takes"},
-      *endpoint_, *shards_, *driver_, *store_, tracer_.get(),
+      *endpoint_, *shards_, *driver_, model_->store(), tracer_.get(),
       [this] {
         workers_ready_ = true;
         if (remote_ == nullptr || remote_->joined_once()) {
@@ -205,8 +181,8 @@ void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
         }
       },
       [this](int64_t rank) {
-        return WorkerWelcome(config_, spec_ ? &*spec_ : nullptr, *policy_, rank, bounds_.back(),
-                             model::StateFloats(layout_));
+        return WorkerWelcome(config_, model_->spec(), *policy_, rank, model_->bounds().back(),
+                             model::StateFloats(model_->layout()));
       });
   driver_->Connect({.replies = *desk_, .updates = *updates_, .events = *events_});
 }
@@ -216,32 +192,15 @@ bool ParameterServer::Finished() const {
 }
 
 Status ParameterServer::Resume(std::vector<float>* params) {
-  DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
-  const std::string& source = config_.resume;
-  DMLPS_RETURN_IF_ERROR(
-      CheckResumable(checkpoint, source, Identity(), static_cast<int64_t>(params->size())));
-  if (const std::string diff = model::FirstLayoutDifference(layout_, checkpoint.layout);
-      !diff.empty()) {
-    return Status::Config(source + ": this run's layout differs from the checkpoint's: " + diff);
-  }
-  // Sharded, its file holds shard 0's slice; a file of one server, the whole model.
-  DMLPS_RETURN_IF_ERROR(CheckShardOfCheckpoint(checkpoint, source, 0, config_.shard_count, 0,
-                                               bounds_[1], bounds_.back()));
-  DMLPS_RETURN_IF_ERROR(CheckTrainable(checkpoint, source, config_.resume_max_value));
-  DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
-  optimizer_->set_steps(checkpoint.optimizer_steps);
+  DMLPS_ASSIGN_OR_RETURN(const Checkpoint checkpoint, model_->Resume(policy_->Name()));
   *params = *checkpoint.params;
   driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
   seconds_before_ = checkpoint.seconds;
   report_.resumed_iteration = checkpoint.iteration;
   spdlog::info("resuming from {}: iteration {}, model version {}, {} samples trained, {:.1f} s",
-               source, checkpoint.iteration, checkpoint.version, checkpoint.samples,
+               config_.resume, checkpoint.iteration, checkpoint.version, checkpoint.samples,
                checkpoint.seconds);
   return Status::Ok();
-}
-
-CheckpointIdentity ParameterServer::Identity() const {
-  return {ModelName(), policy_->Name(), optimizer_->Name()};
 }
 
 Result<RunReport> ParameterServer::Run() {
@@ -332,7 +291,7 @@ Result<RunReport> ParameterServer::Finish() {
     shards_->AwaitSlices(kDrainLimit);
   }
   if (!config_.save_model.empty()) {
-    if (Status saved = SaveModel(); !saved.ok()) {
+    if (Status saved = model_->Save(); !saved.ok()) {
       desk_->Stop(reason);
       return saved;
     }
@@ -397,12 +356,12 @@ void ParameterServer::Start() {
 }
 
 void ParameterServer::StartCoordinator() {
-  proto::Welcome shard_welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
+  proto::Welcome shard_welcome = JobWelcome(config_, model_->spec(), policy_->Name());
   shard_welcome.num_workers = config_.workers;
   // The other shards must resume their slices of this same version.
   shard_welcome.resume_version = report_.resumed_iteration >= 0 ? policy_->version() : -1;
   shards_ = std::make_unique<ShardCoordinator>(
-      *endpoint_, bounds_, std::move(shard_welcome),
+      *endpoint_, model_->bounds(), std::move(shard_welcome),
       [this](Snapshot snapshot, bool must) {
         evaluations_->SubmitWhole(std::move(snapshot), must);
       },
@@ -410,22 +369,8 @@ void ParameterServer::StartCoordinator() {
         desk_->HandleHello(identity, hello, sender);
       });
   if (external_initial_ != nullptr)
-    shards_->SetExternalModel(layout_, std::move(external_initial_));
+    shards_->SetExternalModel(model_->layout(), std::move(external_initial_));
   if (config_.curve_secret.empty()) shards_->RequireSecret(secret_);
-}
-
-Status ParameterServer::SaveModel() {
-  if (store_->ApplyPending()) {
-    return Status::Unavailable(
-        "--save-model: an update is still waiting for its gradient's "
-        "chunks; the model was not saved");
-  }
-  const std::vector<float> params = store_->Params();
-  return WriteRawModel(config_.save_model, params);
-}
-
-std::string ParameterServer::ModelName() const {
-  return spec_.has_value() ? spec_->Name() : std::string(kExternalModel);
 }
 
 Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
@@ -436,15 +381,16 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
   std::vector<float> params;
   DMLPS_RETURN_IF_ERROR(
       external_->Open(context_, std::move(bind_options), signal_, &endpoint_, &params));
-  layout_ = external_->layout();
-  if (layout_.empty()) {
+  const std::vector<model::TensorSpec>& layout = external_->layout();
+  if (layout.empty()) {
     report_.signal = signal_->load();  // a signal came first: the one way Open leaves it empty
     return Status::Ok();
   }
-  DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout_));
+  DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout));
+  DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::Make(config_, std::nullopt, layout, num_params));
   // The other shards get their slices of it when they register.
   if (sharded()) external_initial_ = std::make_shared<const std::vector<float>>(params);
-  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout_.size()),
+  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout.size()),
                      num_params);
 }
 
