@@ -36,7 +36,9 @@ struct DeskFixture {
     coordinator.emplace(
         *pair.server, std::vector<int64_t>{0, 4}, proto::Welcome{}, [](Snapshot, bool) {},
         [this](const zmq::message_t& identity, const proto::Hello& hello,
-               const net::Sender& sender) { desk->HandleHello(identity, hello, sender); });
+               const net::Sender& sender) {
+          desk->admissions().HandleHello(identity, hello, sender);
+        });
     driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(),
                    sync::DriverOptions{});
     desk.emplace(

@@ -260,7 +260,7 @@ Status ParameterServer::Turn() {
     remote_->CheckTimeout();
     if (workers_ready_ && !timer_.started() && remote_->joined_once()) Start();
   }
-  desk_->CloseStalledStreams();
+  desk_->pushes().CloseStalled();
   desk_->DropUnreading();
   shards_->SendOrders();
   checkpoints_->Commit();
@@ -366,7 +366,7 @@ void ParameterServer::StartCoordinator() {
         evaluations_->SubmitWhole(std::move(snapshot), must);
       },
       [this](const zmq::message_t& identity, const proto::Hello& hello, const net::Sender& sender) {
-        desk_->HandleHello(identity, hello, sender);
+        desk_->admissions().HandleHello(identity, hello, sender);
       });
   if (external_initial_ != nullptr)
     shards_->SetExternalModel(model_->layout(), std::move(external_initial_));
@@ -403,25 +403,9 @@ bool ParameterServer::HandlePeer(const zmq::message_t& identity, proto::Message&
 
 void ParameterServer::AnswerHeldHellos() {
   if (!external_.has_value()) return;  // a built-in model holds none
-  for (auto& [identity, hello, sender] : external_->TakeHeldHellos()) {
-    proto::Message message{proto::Body(hello), {}};
-    if (HandlePeer(identity, message)) continue;
-    if (hello.shard >= 0) {
-      if (Status registered = shards_->Register(identity, hello, sender.connection);
-          !registered.ok()) {
-        spdlog::warn("refused {}: {}", ShardName(hello), registered.message());
-        Status sent = endpoint_->SendMessage(&identity, proto::Error{registered.message(), true});
-        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
-      }
-    } else if (!shards_->AllRegistered()) {
-      // Its Welcome names every shard.
-      if (Status held = shards_->HoldHello(identity, hello, sender); !held.ok()) {
-        Status sent = endpoint_->SendMessage(&identity, proto::Error{held.message(), true, true});
-        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
-      }
-    } else {
-      desk_->HandleHello(identity, hello, sender);
-    }
+  for (const HelloHold::Held& held : external_->TakeHeldHellos()) {
+    proto::Message message{proto::Body(held.hello), {}};
+    if (!HandlePeer(held.identity, message)) desk_->admissions().AnswerHeld(held);
   }
 }
 
