@@ -51,6 +51,7 @@ Status ExternalModel::Open(zmq::context_t& context, net::BindOptions bind_option
     }
   }
   DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout_));
+  if (config_.shard_count > 1) initial_ = std::make_shared<const std::vector<float>>(*params);
   return LimitToModel(num_params);
 }
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +46,9 @@ class ExternalModel {
   // message needs; setting the model's again applies it to every open
   // connection, the new peer's included, before any reply to it is queued.
   void BoundNewPeer();
+  // The whole model's initial values Open gave, for the other shards'
+  // Welcomes (shard 0's store keeps only its slice); none after.
+  std::shared_ptr<const std::vector<float>> TakeInitial() { return std::move(initial_); }
   // The Hellos that came while the layout was awaited (the announcer's,
   // other workers', an evaluator's, the other shards'), oldest first, to
   // answer once the model is set up.
@@ -74,8 +78,9 @@ class ExternalModel {
   net::Endpoint* endpoint_ = nullptr;  // Open's
   std::vector<model::TensorSpec> layout_;
   HelloHold held_hellos_;
-  int64_t max_frame_bytes_ = 0;  // the largest message taken
-  int64_t queue_limit_ = 0;      // once the model is known: LimitToModel's
+  int64_t max_frame_bytes_ = 0;                        // the largest message taken
+  int64_t queue_limit_ = 0;                            // once the model is known: LimitToModel's
+  std::shared_ptr<const std::vector<float>> initial_;  // see TakeInitial
 };
 
 }  // namespace dmlps::server

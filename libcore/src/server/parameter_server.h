@@ -38,6 +38,7 @@
 #include "server/run_evaluations.h"
 #include "server/run_events.h"
 #include "server/server_model.h"
+#include "server/shard_recovery.h"
 #include "server/updates.h"
 #include "server/worker_desk.h"
 
@@ -56,7 +57,7 @@ class ParameterServer {
   // Sharded, after Run: a shard was lost and, with --checkpoint, the job
   // goes back to its last checkpoint (RollBack): the caller runs shard 0
   // again with --resume of it, bound to address(), where workers rejoin.
-  bool rolled_back() const { return rolled_back_; }
+  bool rolled_back() const { return rollback_.has_value() && rollback_->begun(); }
   std::string address() const { return endpoint_.has_value() ? endpoint_->address() : ""; }
   // The run's clock, for the run that goes on after a rollback; none
   // before the run started.
@@ -75,11 +76,10 @@ class ParameterServer {
   Status WaitForWorkers();
   Status Train();
   Result<RunReport> Finish();
-  // Setup's parts: the model (model_), its store and the policy's driver.
-  Status SetUpModel(const data::Dataset& test_set);
-  // Once model_ is made: sets up the policy and the store for `params`
-  // (the model's initial values; --resume replaces them).
-  Status SetUpParams(std::vector<float> params, const std::string& what, int64_t num_params);
+  // Setup's parts. Once model_ is made (`what` says what it is): sets up the
+  // policy's driver and the store for `params` (the model's initial
+  // values; --resume replaces them).
+  Status SetUpParams(std::vector<float> params, const std::string& what);
   // --model external: binds and learns the model (ExternalModel::Open),
   // then sets it up; leaves model_ null on a signal.
   Status SetUpExternal(net::BindOptions bind_options);
@@ -133,9 +133,6 @@ class ParameterServer {
   // --model external: where the model came from, and the Hellos held
   // meanwhile. None for a built-in model.
   std::optional<ExternalModel> external_;
-  // External and sharded: the whole initial model, for the other shards'
-  // Welcomes (shard 0's store keeps only its slice). Null otherwise.
-  std::shared_ptr<const std::vector<float>> external_initial_;
   bool workers_ready_ = false;  // with --evaluator: training waits for the evaluator
   std::unique_ptr<trace::TraceWriter> tracer_;  // null without --trace
 
@@ -155,15 +152,8 @@ class ParameterServer {
 
   // Sharded servers (see sharded()).
   std::unique_ptr<ShardCoordinator> shards_;  // set once bound; with one shard, idle
-  bool rolled_back_ = false;                  // see rolled_back()
+  std::optional<Rollback> rollback_;          // a shard lost: see rolled_back()
   bool rejoining_ = false;                    // see ExpectRejoin()
-  // A shard lost: with a checkpoint to go back to, tells the workers and
-  // the other shards to join again and returns true (shard_recovery.cc).
-  bool RollBack();
-  // After a rollback, the job was not whole again within --rejoin-timeout:
-  // stops the workers and shards that came back; Unavailable saying who
-  // did not (shard_recovery.cc).
-  Status RejoinTimedOut();
 };
 
 }  // namespace dmlps::server

@@ -39,7 +39,10 @@ Status ParameterServer::Setup() {
     data_spec.max_features = config_.max_features;
     DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
     if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
-    DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
+    std::vector<float> params;
+    DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::BuiltIn(config_, test_set, &params));
+    DMLPS_RETURN_IF_ERROR(SetUpParams(
+        std::move(params), fmt::format("{} on {} test samples", model_->Name(), test_set.rows())));
     if (!config_.remote_evaluator) {
       evaluator = std::make_unique<Evaluator>(*model_->spec(), std::move(test_set));
     }
@@ -65,14 +68,9 @@ Status ParameterServer::Setup() {
     spdlog::info("no evaluator (--evaluator): this run logs no accuracy");
   }
   StartCoordinator();
-  if (sharded() && ServerOptimizerSettings(config_).clip_norm > 0) {
-    // The norm is the whole model's: every shard's slice's sum, gathered here.
-    model_->store().set_shared_norm(
-        [this](int64_t step, double squares) { shards_->AddOwnNorm(step, squares); });
-    shards_->set_norm_sink(
-        [this](int64_t step, double squares) { model_->store().TakeGlobalSquares(step, squares); });
-  }
+  model_->ShareNorm(*shards_);
   SetUpSinks(std::move(evaluator), bind_options.max_frame_bytes);
+  rollback_.emplace(config_, *shards_, *desk_, *checkpoints_, *driver_, report_);
   spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
                config_.workers == 1 ? "" : "s",
                config_.remote_evaluator ? " and the evaluator" : "");
@@ -84,26 +82,13 @@ Status ParameterServer::Setup() {
   return Status::Ok();
 }
 
-Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
-  DMLPS_ASSIGN_OR_RETURN(
-      model::ModelSpec spec,
-      model::ParseModelSpec(config_.model, test_set.dim, std::max<int64_t>(test_set.classes, 2)));
-  model::Model model(spec);
-  std::vector<float> params(model.num_params(), 0.f);
-  model.Initialize(config_.seed, params);
-  DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::Make(config_, spec, {}, model.num_params()));
-  return SetUpParams(std::move(params),
-                     fmt::format("{} on {} test samples", spec.Name(), test_set.rows()),
-                     model.num_params());
-}
-
-Status ParameterServer::SetUpParams(std::vector<float> params, const std::string& what,
-                                    int64_t num_params) {
+Status ParameterServer::SetUpParams(std::vector<float> params, const std::string& what) {
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
   model_->Hold(std::move(params));
-  spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
-               policy_->Name(), sync::WorkerModeName(policy_->mode()), model_->optimizer().Name());
+  spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what,
+               model_->bounds().back(), policy_->Name(), sync::WorkerModeName(policy_->mode()),
+               model_->optimizer().Name());
   if (const optim::OptimizerSettings settings = ServerOptimizerSettings(config_);
       !settings.Plain()) {
     spdlog::info("optimizer: {}", settings.Describe());
@@ -153,25 +138,13 @@ void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
                     seconds_before_, report_.resumed_iteration},
       *driver_, model_->store(), model_->optimizer(), *shards_, timer_);
   events_.emplace(config_, *evaluations_, *checkpoints_, tracer_.get());
-  // A robust rule holds against some bad workers of so many: extra
-  // identities joining a running job would shift that share (one process
-  // opening five connections into four workers outvotes them), so its job
-  // grows no ranks beyond --workers; a lost worker's rank may be taken again.
-  const bool robust = aggregation.robust();
+  WorkerDeskOptions options =
+      DeskOptions(config_, policy_->mode(), model_->layout(), max_message_bytes);
+  options.peer = [this](const zmq::message_t& identity, proto::Message& message) {
+    return HandlePeer(identity, message);
+  };
   desk_.emplace(
-      WorkerDeskOptions{
-          .workers = config_.workers,
-          .worker_timeout = config_.worker_timeout,
-          .max_message_bytes = max_message_bytes,
-          .layout = model_->layout(),
-          .peer = [this](const zmq::message_t& identity,
-                         proto::Message& message) { return HandlePeer(identity, message); },
-          .max_push_samples = MaxPushSamples(config_, policy_->mode()),
-          .max_ranks = robust ? config_.workers : kMaxRanks,
-          .why_bounded = robust ? "all --workers; under --aggregate " + config_.aggregate +
-                                      " no more may join (the rule's share of bad workers)"
-                                : "the most it takes"},
-      *endpoint_, *shards_, *driver_, model_->store(), tracer_.get(),
+      options, *endpoint_, *shards_, *driver_, model_->store(), tracer_.get(),
       [this] {
         workers_ready_ = true;
         if (remote_ == nullptr || remote_->joined_once()) {
@@ -220,7 +193,9 @@ Status ParameterServer::WaitForWorkers() {
   const Clock::time_point begin = Clock::now();
   while (!timer_.started() && !Finished()) {
     DMLPS_RETURN_IF_ERROR(Turn());
-    if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) return RejoinTimedOut();
+    if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) {
+      return rollback_->RejoinTimedOut();
+    }
     const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
     status.Show(desk_->joined() < config_.workers
                     ? fmt::format("waiting for workers: {} of {} joined ({:.0f} s)",
@@ -265,7 +240,7 @@ Status ParameterServer::Turn() {
   shards_->SendOrders();
   checkpoints_->Commit();
   if (!shards_->fatal().ok()) {
-    if (RollBack()) return shards_->fatal();
+    if (rollback_->Begin()) return shards_->fatal();
     desk_->Stop("a server shard was lost");
     return shards_->fatal();
   }
@@ -275,14 +250,7 @@ Status ParameterServer::Turn() {
 Result<RunReport> ParameterServer::Finish() {
   report_.seconds = timer_.Seconds();
   report_.iterations = driver_->iteration();
-  // Workers print it: the target the run had.
-  const std::string reached = config_.target_accuracy > 0 && config_.target_loss > 0
-                                  ? "target accuracy and loss reached"
-                              : config_.target_loss > 0 ? "target loss reached"
-                                                        : "target accuracy reached";
-  const std::string reason = report_.target_reached ? reached
-                             : report_.signal != 0  ? "server interrupted"
-                                                    : "limit reached";
+  const std::string reason = EndReason(report_, {config_.target_accuracy, config_.target_loss});
   if (!report_.target_reached && report_.signal == 0) {
     // The last snapshot may wait for chunks still on their way.
     desk_->DrainStreams(kDrainLimit);
@@ -368,8 +336,10 @@ void ParameterServer::StartCoordinator() {
       [this](const zmq::message_t& identity, const proto::Hello& hello, const net::Sender& sender) {
         desk_->admissions().HandleHello(identity, hello, sender);
       });
-  if (external_initial_ != nullptr)
-    shards_->SetExternalModel(model_->layout(), std::move(external_initial_));
+  // The other shards get their slices of an external model when they register.
+  if (external_.has_value() && sharded()) {
+    shards_->SetExternalModel(model_->layout(), external_->TakeInitial());
+  }
   if (config_.curve_secret.empty()) shards_->RequireSecret(secret_);
 }
 
@@ -388,10 +358,7 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
   }
   DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout));
   DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::Make(config_, std::nullopt, layout, num_params));
-  // The other shards get their slices of it when they register.
-  if (sharded()) external_initial_ = std::make_shared<const std::vector<float>>(params);
-  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout.size()),
-                     num_params);
+  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout.size()));
 }
 
 bool ParameterServer::HandlePeer(const zmq::message_t& identity, proto::Message& message) {

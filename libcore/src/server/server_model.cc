@@ -36,6 +36,18 @@ Result<std::unique_ptr<ServerModel>> ServerModel::Make(const ServerConfig& confi
   return made;
 }
 
+Result<std::unique_ptr<ServerModel>> ServerModel::BuiltIn(const ServerConfig& config,
+                                                          const data::Dataset& test_set,
+                                                          std::vector<float>* params) {
+  DMLPS_ASSIGN_OR_RETURN(
+      model::ModelSpec spec,
+      model::ParseModelSpec(config.model, test_set.dim, std::max<int64_t>(test_set.classes, 2)));
+  model::Model model(spec);
+  params->assign(static_cast<size_t>(model.num_params()), 0.f);
+  model.Initialize(config.seed, *params);
+  return Make(config, spec, {}, model.num_params());
+}
+
 Result<Checkpoint> ServerModel::Resume(const std::string& policy) {
   DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
   const std::string& source = config_.resume;
@@ -62,6 +74,14 @@ void ServerModel::Hold(std::vector<float> params) {
   store_->set_state_begin(state_begin_);
   store_->set_max_norm(config_.max_update_norm);
   store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
+}
+
+void ServerModel::ShareNorm(ShardCoordinator& shards) {
+  if (!shards.sharded() || ServerOptimizerSettings(config_).clip_norm <= 0) return;
+  store_->set_shared_norm(
+      [&shards](int64_t step, double squares) { shards.AddOwnNorm(step, squares); });
+  shards.set_norm_sink(
+      [this](int64_t step, double squares) { store_->TakeGlobalSquares(step, squares); });
 }
 
 Status ServerModel::Save() const {

@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/server/checkpoint.h"
 #include "dmlps/server/server.h"
+#include "server/coordinator.h"
 #include "server/model_store.h"
 
 namespace dmlps::server {
@@ -33,6 +35,13 @@ class ServerModel {
                                                    std::vector<model::TensorSpec> layout,
                                                    int64_t num_params);
 
+  // A built-in model: the config's, for the data of `test_set`; the whole
+  // model's initial values go into *params (every shard initializes them
+  // alike and keeps its slice).
+  static Result<std::unique_ptr<ServerModel>> BuiltIn(const ServerConfig& config,
+                                                      const data::Dataset& test_set,
+                                                      std::vector<float>* params);
+
   // --resume: reads the checkpoint of this shard's slice, checks that this
   // run (whose policy is `policy`) may go on from it and loads its
   // optimizer state; returns it, with the slice's values and the policy's.
@@ -41,6 +50,10 @@ class ServerModel {
   // initial values, or the slice resumed) from now on, with the config's
   // bounds on an update's norm.
   void Hold(std::vector<float> params);
+  // Sharded, with a clip norm: the norm an update is clipped by is the
+  // whole model's, every shard's slice's sum, gathered by `shards` (which
+  // outlives this). REQUIRES: Hold called.
+  void ShareNorm(ShardCoordinator& shards);
   // Writes --save-model: the parameters this shard holds. Unavailable while
   // an update waits for its gradient's chunks.
   Status Save() const;
