@@ -2,7 +2,7 @@
 // layout and initial values come from --resume's checkpoint, --initial
 // FILE, or the Hello of the worker that presents the job secret (no peer
 // chooses them by coming first); every worker must announce the same
-// layout (WorkerDesk checks), and snapshots go to an evaluator process
+// layout (Admissions checks), and snapshots go to an evaluator process
 // (RemoteEvaluator) when one is asked for.
 #ifndef DMLPS_SERVER_EXTERNAL_H_
 #define DMLPS_SERVER_EXTERNAL_H_

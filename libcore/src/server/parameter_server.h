@@ -55,7 +55,7 @@ class ParameterServer {
 
   Result<RunReport> Run();
   // Sharded, after Run: a shard was lost and, with --checkpoint, the job
-  // goes back to its last checkpoint (RollBack): the caller runs shard 0
+  // goes back to its last checkpoint (Rollback): the caller runs shard 0
   // again with --resume of it, bound to address(), where workers rejoin.
   bool rolled_back() const { return rollback_.has_value() && rollback_->begun(); }
   std::string address() const { return endpoint_.has_value() ? endpoint_->address() : ""; }

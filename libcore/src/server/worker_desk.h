@@ -3,8 +3,9 @@
 // coordinator, Hellos to its Admissions, pushes and their chunks to its
 // PushIntake), pulls taken in for the policy driver, the driver's replies
 // sent (it is the driver's reply sink), and workers lost to silence, to
-// their own errors or to a full send queue. The run around it (its phases,
-// the model's updates, evaluation, checkpoints) is ParameterServer's.
+// their own errors or to a full send queue. The run around it (its phases)
+// is ParameterServer's; the model's updates, evaluations and checkpoints
+// are parts of their own.
 #ifndef DMLPS_SERVER_WORKER_DESK_H_
 #define DMLPS_SERVER_WORKER_DESK_H_
 
