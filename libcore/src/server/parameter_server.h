@@ -18,12 +18,8 @@
 #include <zmq.hpp>
 
 #include "dmlps/base/status.h"
-#include "dmlps/data/dataset.h"
-#include "dmlps/model/model.h"
 #include "dmlps/net/endpoint.h"
-#include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
-#include "dmlps/server/checkpoint.h"
 #include "dmlps/server/server.h"
 #include "dmlps/sync/driver.h"
 #include "dmlps/trace/trace.h"
@@ -31,7 +27,6 @@
 #include "server/evaluator.h"
 #include "server/external.h"
 #include "server/loop.h"
-#include "server/model_store.h"
 #include "server/remote_evaluator.h"
 #include "server/run_checkpoints.h"
 #include "server/run_clock.h"

@@ -41,7 +41,8 @@ class RunTimer {
     if (!started_) return 0;
     return std::chrono::duration<double>(Clock::now() - clock_.start).count();
   }
-  // The run's clock (continued, or this server's start). REQUIRES: started().
+  // The run's clock (continued, or this server's start); zero before
+  // started().
   const RunClock& clock() const { return clock_; }
   // The clock a run going on after this one continues; none before this
   // one started and continued none.

@@ -2,16 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cmath>
-#include <functional>
 #include <utility>
 
 #include "dmlps/cli/status_line.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/net/secret.h"
 #include "dmlps/sync/summary.h"
-#include "dmlps/sync/switching.h"
 #include "server/aggregate.h"
 #include "server/evaluation_log.h"
 #include "server/listen_options.h"
