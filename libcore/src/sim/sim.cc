@@ -36,7 +36,11 @@ constexpr int64_t kEvalJob = -2;
 // Copying message slot s (NetworkModel::cores_copy) is job kMessageJob - s.
 constexpr int64_t kMessageJob = -3;
 
-class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private ShardHost {
+class Simulator : private sync::ReplySink,
+                  private sync::UpdateSink<Samples>,
+                  private sync::RunEvents,
+                  private WorkerHost,
+                  private ShardHost {
  public:
   Simulator(const SimConfig& config, const data::Dataset& train, const data::Dataset& test)
       : config_(config),
@@ -92,10 +96,10 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
   void ServerNext();
   std::shared_ptr<const std::vector<float>> CurrentSnapshot(double* cost);
   void ServerDone();
-  // The driver's sink: what the policy's actions do to the simulated server.
-  // Each adds the server time it takes to job_cost_.
+  // The driver's sinks: what the policy's actions do to the simulated
+  // server. Each adds the server time it takes to job_cost_.
   void Stage(const sync::HandledPush<Samples>& push, double weight) override;
-  void Apply(double scale, bool with_optimizer) override;
+  void Apply(double scale, bool with_optimizer, int64_t version) override;
   void SendModel(int64_t w, const sync::Reply& reply) override;
   void SendContinue(int64_t w, bool download, const sync::Reply& reply) override;
   void SendSyncNow(int64_t w, int64_t round) override;
@@ -162,7 +166,7 @@ class Simulator : private sync::DriverSink<Samples>, private WorkerHost, private
   int64_t snapshot_version_ = -1;
   std::deque<int64_t> inbox_;
   bool server_busy_ = false;
-  double job_cost_ = 0;  // the server time the sink's effects took in the job under way
+  double job_cost_ = 0;  // the server time the sinks' effects took in the job under way
   std::vector<std::pair<int64_t, Message>> outbox_;
   // Sharded (config_.shards > 1): the other shards, shard 0's orders for
   // them from the job under way, whether the push being handled was staged
@@ -189,7 +193,7 @@ Status Simulator::Setup() {
   driver_.emplace(std::move(policy),
                   sync::DriverOptions{.eval_every = config_.eval_every,
                                       .max_iterations = config_.max_iterations},
-                  static_cast<sync::DriverSink<Samples>&>(*this));
+                  sync::DriverSinks<Samples>{.replies = *this, .updates = *this, .events = *this});
   policy_ = &driver_->policy();
   if (const auto* switching = dynamic_cast<const sync::SwitchingPolicy*>(policy_)) {
     report_.started_under = switching->running();
@@ -450,7 +454,7 @@ void Simulator::ServerNext() {
   StartJob(kServerJob, cost, 1);
 }
 
-void Simulator::Apply(double scale, bool with_optimizer) {
+void Simulator::Apply(double scale, bool with_optimizer, int64_t /*version*/) {
   optim::ApplyAccumulated(with_optimizer ? optimizer_.get() : nullptr, static_cast<float>(scale),
                           params_, accumulator_);
   const auto p = static_cast<double>(SliceParams()) * config_.cost.param_s;
