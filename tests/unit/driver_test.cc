@@ -75,7 +75,7 @@ TEST_CASE("driver: a push is staged with its payload and the worker's own clock"
   CHECK(s.driver.pull_pending(0));  // held until the round closes
   s.Push(1, 0, 30, 8);
   s.driver.Pull(1);
-  CHECK(s.Take() == Lines{"stage 0 c0 p7 x10", "stage 1 c0 p8 x30", "apply 0.025",
+  CHECK(s.Take() == Lines{"stage 0 c0 p7 x10", "stage 1 c0 p8 x30", "apply 0.025 v1",
                           "model 0 v1 b0 t-1", "model 1 v1 b0 t-1"});
   CHECK(s.driver.samples_applied() == 40);
   CHECK(s.sink.advanced() == 1);
@@ -142,7 +142,7 @@ TEST_CASE("driver: replies held while training holds go out in order when it goe
   s.driver.Pull(0);
   CHECK(s.Take().empty());  // ASP would answer at once: held
   s.Push(0, 1, 1);          // a push in flight still counts
-  CHECK(s.Take() == Lines{"stage 0 c1 p0 x1", "apply 0.5"});
+  CHECK(s.Take() == Lines{"stage 0 c1 p0 x1", "apply 0.5 v3"});
   s.driver.Attach(2, {});
   s.driver.Join(2, 0);
   CHECK_FALSE(s.driver.holding());

@@ -10,8 +10,8 @@ void RecordingSink::Stage(const HandledPush<int64_t>& push, double weight) {
   effects_.push_back(effect::Staged{push.worker, push.clock, push.payload, weight});
 }
 
-void RecordingSink::Apply(double scale, bool with_optimizer) {
-  effects_.push_back(effect::Applied{scale, with_optimizer});
+void RecordingSink::Apply(double scale, bool with_optimizer, int64_t version) {
+  effects_.push_back(effect::Applied{scale, with_optimizer, version});
 }
 
 void RecordingSink::SendModel(WorkerId w, const Reply& reply) {
@@ -86,7 +86,8 @@ struct EffectLine {
            std::to_string(e.payload) + " x" + EffectNumber(e.weight);
   }
   std::string operator()(const effect::Applied& e) const {
-    return (e.with_optimizer ? "apply " : "delta ") + EffectNumber(e.scale);
+    return (e.with_optimizer ? "apply " : "delta ") + EffectNumber(e.scale) + " v" +
+           std::to_string(e.version);
   }
   std::string operator()(const effect::ModelSent& e) const {
     return "model " + std::to_string(e.worker) + ReplyFields(e.reply);
@@ -137,7 +138,8 @@ DrivenPolicy::DrivenPolicy(const PolicyConfig& config, const DriverOptions& opti
 
 DrivenPolicy::DrivenPolicy(std::unique_ptr<Policy> policy, const DriverOptions& options,
                            const WorkerInfo& info)
-    : driver(std::move(policy), options, sink) {
+    : driver(std::move(policy), options,
+             DriverSinks<int64_t>{.replies = sink, .updates = sink, .events = sink}) {
   for (WorkerId w = 0; w < num_workers(); ++w) driver.Attach(w, info);
 }
 

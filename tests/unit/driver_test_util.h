@@ -30,6 +30,7 @@ struct Staged {
 struct Applied {
   double scale = 0;
   bool with_optimizer = true;  // false: a delta (ApplyDelta)
+  int64_t version = 0;         // the model's version once applied
 };
 struct ModelSent {
   WorkerId worker = -1;
@@ -70,12 +71,12 @@ using Effect =
                  effect::LimitReached, effect::HoldChanged, effect::Switched, effect::Decided>;
 using Effects = std::vector<Effect>;
 
-// The one sink the tests' drivers record through: every effect, in the
-// order the driver asked for it.
-class RecordingSink : public DriverSink<int64_t> {
+// The one sink the tests' drivers record through, its three parts in one:
+// every effect, in the order the driver asked for it.
+class RecordingSink : public ReplySink, public UpdateSink<int64_t>, public RunEvents {
  public:
   void Stage(const HandledPush<int64_t>& push, double weight) override;
-  void Apply(double scale, bool with_optimizer) override;
+  void Apply(double scale, bool with_optimizer, int64_t version) override;
   void SendModel(WorkerId w, const Reply& reply) override;
   void SendContinue(WorkerId w, bool download, const Reply& reply) override;
   void SendSyncNow(WorkerId w, int64_t round) override;
@@ -123,7 +124,7 @@ int64_t Count(const Effects& effects, WorkerId w = -1) {
 void CheckPlainRoundEffects(const Effects& effects);
 
 // Each effect as a line, for exact comparisons that print well:
-// "model 1 v2 b0 t-1", "stage 0 c3 p7 x1", "apply 0.5", "drop 2 late"...
+// "model 1 v2 b0 t-1", "stage 0 c3 p7 x1", "apply 0.5 v3", "drop 2 late"...
 std::vector<std::string> Describe(const Effects& effects);
 
 // A policy in a driver whose sink records, with workers 0..n-1 attached

@@ -127,7 +127,7 @@ class LbCluster : private ScriptedCluster<int, LbBspPolicy> {
 
   // The driver's sink.
   void Stage(const HandledPush<int>& /*push*/, double weight) override { staged_ += weight; }
-  void Apply(double scale, bool with_optimizer) override {
+  void Apply(double scale, bool with_optimizer, int64_t /*version*/) override {
     CHECK(with_optimizer);
     REQUIRE(staged_ > 0);
     CHECK(scale == doctest::Approx(1.0 / staged_));  // the mean over all samples

@@ -19,11 +19,11 @@
 
 namespace dmlps::sync::testing {
 
-// A policy driver whose sink is the cluster itself: the base of the tests'
-// clusters, which play the workers the way the server's do. An effect a
-// cluster does not expect (does not override) fails the test.
+// A policy driver whose sinks are the cluster itself: the base of the
+// tests' clusters, which play the workers the way the server's do. An
+// effect a cluster does not expect (does not override) fails the test.
 template <typename Payload, typename P = Policy>
-class ScriptedCluster : public DriverSink<Payload> {
+class ScriptedCluster : public ReplySink, public UpdateSink<Payload>, public RunEvents {
  public:
   const P& policy() const { return *policy_; }
 
@@ -34,7 +34,7 @@ class ScriptedCluster : public DriverSink<Payload> {
     Result<std::unique_ptr<Policy>> made = MakePolicy(config);
     REQUIRE(made.ok());
     driver_.emplace(std::move(made).value(), DriverOptions{},
-                    static_cast<DriverSink<Payload>&>(*this));
+                    DriverSinks<Payload>{.replies = *this, .updates = *this, .events = *this});
     policy_ = dynamic_cast<const P*>(&driver_->policy());
     if constexpr (!std::is_same_v<P, Policy>) REQUIRE(policy_ != nullptr);
     waiting_.assign(driver_->policy().num_workers(), false);
@@ -64,7 +64,7 @@ class ScriptedCluster : public DriverSink<Payload> {
   // Checks what must hold after each event the cluster plays (a pull, a push).
   virtual void AfterEvent() {}
 
-  // The driver's sink: what no cluster here expects.
+  // The driver's sinks: what no cluster here expects.
   void SendContinue(WorkerId w, bool /*download*/, const Reply& /*reply*/) override {
     FAIL("unexpected Continue for worker " << w);
   }

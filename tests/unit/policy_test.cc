@@ -89,7 +89,7 @@ class Cluster : private ScriptedCluster<int64_t> {
     if (checks.staged) checks.staged(push.payload);
     ++stages;
   }
-  void Apply(double scale, bool with_optimizer) override {
+  void Apply(double scale, bool with_optimizer, int64_t /*version*/) override {
     CHECK(with_optimizer);
     if (checks.applied) checks.applied(scale);
     ++applies;

@@ -94,7 +94,7 @@ class TokenCluster : private ScriptedCluster<int, TokenPolicy> {
 
   // The driver's sink.
   void Stage(const HandledPush<int>& /*push*/, double weight) override { staged_ += weight; }
-  void Apply(double scale, bool with_optimizer) override {
+  void Apply(double scale, bool with_optimizer, int64_t /*version*/) override {
     CHECK(with_optimizer);
     CHECK(scale == doctest::Approx(1.0 / staged_));
     CHECK(staged_ == doctest::Approx(static_cast<double>(global_batch_)));

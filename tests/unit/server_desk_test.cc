@@ -19,21 +19,13 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kWait{2000};
 
-// Passes the driver's replies to the desk, as ParameterServer does; updates
-// and evaluations do nothing here.
-class DeskSink : public sync::DriverSink<Gradient> {
+// The driver's other sinks: updates and evaluations do nothing here (the
+// desk is its reply sink, as in the server).
+class NoUpdates : public sync::UpdateSink<Gradient>, public sync::RunEvents {
  public:
   void Stage(const sync::HandledPush<Gradient>&, double) override {}
-  void Apply(double, bool) override {}
-  void SendModel(int64_t rank, const sync::Reply& reply) override { desk->SendModel(rank, reply); }
-  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override {
-    desk->SendContinue(rank, download, reply);
-  }
-  void SendSyncNow(int64_t rank, int64_t round) override { desk->SendSyncNow(rank, round); }
-  void Dropped(int64_t rank, const sync::Drop& drop) override { desk->Dropped(rank, drop); }
+  void Apply(double, bool, int64_t) override {}
   void Evaluate(bool) override {}
-
-  WorkerDesk* desk = nullptr;
 };
 
 // A desk of a one-worker bsp job on a model of 4 floats, not sharded, and
@@ -44,9 +36,11 @@ struct DeskFixture {
     coordinator.emplace(
         *pair.server, std::vector<int64_t>{0, 4}, proto::Welcome{}, [](Snapshot, bool) {},
         [this](const zmq::message_t& identity, const proto::Hello& hello,
-               const net::Sender& sender) { desk->HandleHello(identity, hello, sender); });
-    driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(), sync::DriverOptions{},
-                   sink);
+               const net::Sender& sender) {
+          desk->admissions().HandleHello(identity, hello, sender);
+        });
+    driver.emplace(std::move(sync::MakePolicy(sync::PolicyConfig{})).value(),
+                   sync::DriverOptions{});
     desk.emplace(
         WorkerDeskOptions{.workers = 1,
                           .worker_timeout = milliseconds(60000),
@@ -64,7 +58,7 @@ struct DeskFixture {
           welcome.model = "softmax";
           return welcome;
         });
-    sink.desk = &*desk;
+    driver->Connect({.replies = *desk, .updates = others, .events = others});
   }
 
   // The worker sends `body`; the desk handles it.
@@ -87,7 +81,7 @@ struct DeskFixture {
   testing::EndpointPair pair;
   std::optional<ModelStore> store;
   std::optional<ShardCoordinator> coordinator;
-  DeskSink sink;
+  NoUpdates others;
   std::optional<sync::PolicyDriver<Gradient>> driver;
   std::optional<WorkerDesk> desk;
   int64_t starts = 0;

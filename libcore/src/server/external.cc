@@ -1,44 +1,27 @@
-// --model external: the server trains a model it does not compute. Its
-// layout and initial values come from --initial FILE, or from the Hello of
-// the worker that presents the job secret (no peer chooses them by coming
-// first); every worker must announce the same layout (WorkerDesk checks),
-// and snapshots go to an evaluator process (RemoteEvaluator) when one is
-// asked for.
+#include "server/external.h"
+
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <utility>
 
 #include "dmlps/net/secret.h"
+#include "dmlps/server/checkpoint.h"
 #include "dmlps/sync/registry.h"
-#include "server/coordinator.h"
 #include "server/listen_options.h"
-#include "server/parameter_server.h"
+#include "server/loop.h"
 #include "server/shard.h"
 
 namespace dmlps::server {
 
-std::string ParameterServer::ModelName() const {
-  return spec_.has_value() ? spec_->Name() : std::string(kExternalModel);
-}
+ExternalModel::ExternalModel(const ServerConfig& config, std::string secret)
+    : config_(config),
+      secret_(std::move(secret)),
+      held_hellos_(config.workers + kConnectionHeadroom + config.shard_count, kMaxHeldHelloBytes) {}
 
-bool ParameterServer::HandlePeer(const zmq::message_t& identity, proto::Message& message) {
-  // ZeroMQ gives a connection the send queue bound its listener had when it
-  // bound, which for an external model was what the largest message needs:
-  // setting the bound again applies it to every open connection, the new
-  // peer's included, before any reply to its Hello is queued.
-  if (queue_limit_ > 0 && std::holds_alternative<proto::Hello>(message.body)) {
-    if (Status limited = endpoint_->SetSendQueueLimit(queue_limit_); !limited.ok()) {
-      spdlog::warn("cannot bound the send queue of a new peer: {}", limited.message());
-    }
-  }
-  return remote_ != nullptr && remote_->Handle(identity, message);
-}
-
-Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
-  if (!config_.trace.empty()) {
-    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
-  }
-  std::vector<float> params;
+Status ExternalModel::Open(zmq::context_t& context, net::BindOptions bind_options,
+                           const std::atomic<int>* signal, std::optional<net::Endpoint>* endpoint,
+                           std::vector<float>* params) {
   if (!config_.resume.empty()) {
     // The checkpoint's layout is the model's; every worker must announce it.
     DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
@@ -51,66 +34,65 @@ Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
     // holds its slice only, and the other shards are sent their slices of
     // these values (placeholders: they resume their own checkpoints).
     DMLPS_ASSIGN_OR_RETURN(const int64_t whole, model::ValidateLayout(layout_));
-    params.assign(static_cast<size_t>(whole), 0.f);
+    params->assign(static_cast<size_t>(whole), 0.f);
   } else if (!config_.initial.empty()) {
-    DMLPS_RETURN_IF_ERROR(ReadInitialModel(&params));
+    DMLPS_RETURN_IF_ERROR(ReadInitialModel(params));
   }
-  DMLPS_RETURN_IF_ERROR(BindExternal(std::move(bind_options)));
+  DMLPS_RETURN_IF_ERROR(Bind(context, std::move(bind_options), endpoint));
   if (layout_.empty()) {
     spdlog::info(
         "listening on {}; the worker presenting the job secret announces the external model",
         endpoint_->address());
     net::Frames frames;
     while (layout_.empty()) {
-      if (signal_ != nullptr && signal_->load() != 0) {
-        report_.signal = signal_->load();
-        return Status::Ok();
-      }
+      if (signal != nullptr && signal->load() != 0) return Status::Ok();
       DMLPS_ASSIGN_OR_RETURN(bool got, endpoint_->Receive(&frames, kPollSlice));
-      if (got) TakeLayoutMessage(frames, &params);
+      if (got) TakeLayoutMessage(frames, params);
     }
   }
   DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout_));
-  DMLPS_RETURN_IF_ERROR(LimitToModel(num_params));
-  // The other shards get their slices of it when they register.
-  if (sharded()) external_initial_ = std::make_shared<const std::vector<float>>(params);
-  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout_.size()),
-                     num_params);
+  if (config_.shard_count > 1) initial_ = std::make_shared<const std::vector<float>>(*params);
+  return LimitToModel(num_params);
 }
 
-Status ParameterServer::BindExternal(net::BindOptions bind_options) {
+Status ExternalModel::Bind(zmq::context_t& context, net::BindOptions bind_options,
+                           std::optional<net::Endpoint>* endpoint) {
   if (!layout_.empty()) {
     // Known before binding: the limits a built-in model of its size has.
     DMLPS_ASSIGN_OR_RETURN(const int64_t whole, model::ValidateLayout(layout_));
     DMLPS_RETURN_IF_ERROR(
         SetServerLimits(config_, ShardBounds(whole, config_.shard_count), &bind_options));
-    endpoint_max_bytes_ = bind_options.max_frame_bytes;
+    max_frame_bytes_ = bind_options.max_frame_bytes;
   } else {
     // Announced by a worker: a message may be as large as --max-message-
     // bytes allows, by default the largest frame taken; each peer may be
     // one such message ahead of the server (the announcer's Hello), and its
     // send queue holds what a model of that size needs (once the model is
     // known, the connections open get the model's own: LimitToModel).
-    endpoint_max_bytes_ =
+    max_frame_bytes_ =
         config_.max_message_bytes > 0 ? config_.max_message_bytes : net::kMaxFrameBytes;
-    bind_options.max_frame_bytes = endpoint_max_bytes_;
-    bind_options.max_unread_bytes = endpoint_max_bytes_ + kUnreadHeadroom;
-    bind_options.max_queued_messages = MaxQueuedMessages(endpoint_max_bytes_);
-    bind_options.max_connections =
-        config_.max_connections > 0
-            ? config_.max_connections
-            : config_.job.workers + kConnectionHeadroom + config_.shard_count - 1;
+    bind_options.max_frame_bytes = max_frame_bytes_;
+    bind_options.max_unread_bytes = max_frame_bytes_ + kUnreadHeadroom;
+    bind_options.max_queued_messages = MaxQueuedMessages(max_frame_bytes_);
+    bind_options.max_connections = MaxConnections();
   }
-  DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
-                         net::Endpoint::Bind(context_, config_.bind, bind_options));
-  endpoint_.emplace(std::move(endpoint));
+  DMLPS_ASSIGN_OR_RETURN(net::Endpoint bound,
+                         net::Endpoint::Bind(context, config_.bind, bind_options));
+  endpoint->emplace(std::move(bound));
+  endpoint_ = &**endpoint;
   if (!config_.endpoint_file.empty()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
   return Status::Ok();
 }
 
-Status ParameterServer::ReadInitialModel(std::vector<float>* params) {
+int64_t ExternalModel::MaxConnections() const {
+  return config_.max_connections > 0
+             ? config_.max_connections
+             : config_.workers + kConnectionHeadroom + config_.shard_count - 1;
+}
+
+Status ExternalModel::ReadInitialModel(std::vector<float>* params) {
   DMLPS_ASSIGN_OR_RETURN(Checkpoint initial, ReadCheckpointFile(config_.initial));
   const std::string& file = config_.initial;
   if (initial.layout.empty()) {
@@ -132,20 +114,24 @@ Status ParameterServer::ReadInitialModel(std::vector<float>* params) {
   return Status::Ok();
 }
 
-Status ParameterServer::LimitToModel(int64_t num_params) {
+Status ExternalModel::LimitToModel(int64_t num_params) {
   const int64_t model_bytes = num_params * static_cast<int64_t>(sizeof(float));
   const int64_t max_bytes =
       config_.max_message_bytes > 0 ? config_.max_message_bytes : model_bytes + kMessageHeadroom;
-  DMLPS_RETURN_IF_ERROR(endpoint_->SetConnectionLimits(
-      config_.max_connections > 0
-          ? config_.max_connections
-          : config_.job.workers + kConnectionHeadroom + config_.shard_count - 1,
-      4 * max_bytes + kUnreadHeadroom));
+  DMLPS_RETURN_IF_ERROR(
+      endpoint_->SetConnectionLimits(MaxConnections(), 4 * max_bytes + kUnreadHeadroom));
   queue_limit_ = MaxQueuedMessages(model_bytes);
   return endpoint_->SetSendQueueLimit(queue_limit_);
 }
 
-void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>* params) {
+void ExternalModel::BoundNewPeer() {
+  if (queue_limit_ <= 0) return;
+  if (Status limited = endpoint_->SetSendQueueLimit(queue_limit_); !limited.ok()) {
+    spdlog::warn("cannot bound the send queue of a new peer: {}", limited.message());
+  }
+}
+
+void ExternalModel::TakeLayoutMessage(net::Frames& frames, std::vector<float>* params) {
   if (frames.size() < 2) return;
   zmq::message_t identity = net::CopyFrame(frames[0]);
   const std::string who = "peer " + HexPrefix(identity);
@@ -154,7 +140,7 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
     Status sent = endpoint_->SendMessage(&identity, proto::Error{why, true, false});
     if (!sent.ok()) spdlog::debug("could not tell {} why: {}", who, sent.ToString());
   };
-  Result<proto::Message> message = DecodeBounded(frames, endpoint_max_bytes_);
+  Result<proto::Message> message = DecodeBounded(frames, max_frame_bytes_);
   if (!message.ok()) return refuse(message.status().message());
   auto* hello = std::get_if<proto::Hello>(&message->body);
   if (hello == nullptr) return;  // a worker waiting for its Welcome keeps itself alive
@@ -207,29 +193,6 @@ void ParameterServer::TakeLayoutMessage(net::Frames& frames, std::vector<float>*
       !held.ok()) {
     spdlog::warn("cannot hold the Hello of the worker that announced the model: {}",
                  held.message());
-  }
-}
-
-void ParameterServer::AnswerHeldHellos() {
-  for (auto& [identity, hello, sender] : held_hellos_.Take()) {
-    proto::Message message{proto::Body(hello), {}};
-    if (HandlePeer(identity, message)) continue;
-    if (hello.shard >= 0) {
-      if (Status registered = shards_->Register(identity, hello, sender.connection);
-          !registered.ok()) {
-        spdlog::warn("refused {}: {}", ShardName(hello), registered.message());
-        Status sent = endpoint_->SendMessage(&identity, proto::Error{registered.message(), true});
-        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
-      }
-    } else if (!shards_->AllRegistered()) {
-      // Its Welcome names every shard.
-      if (Status held = shards_->HoldHello(identity, hello, sender); !held.ok()) {
-        Status sent = endpoint_->SendMessage(&identity, proto::Error{held.message(), true, true});
-        if (!sent.ok()) spdlog::debug("could not tell it why: {}", sent.ToString());
-      }
-    } else {
-      desk_->HandleHello(identity, hello, sender);
-    }
   }
 }
 

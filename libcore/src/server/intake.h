@@ -22,6 +22,9 @@
 
 namespace dmlps::server {
 
+// A push's payload as the server holds it: null when it was refused.
+using Gradient = std::shared_ptr<proto::IncomingTensor>;
+
 // Whether `push` reports a negative count or time: no worker sends one, so
 // the push is refused before it counts as a step.
 bool HasNegativeCounts(const proto::Push& push);

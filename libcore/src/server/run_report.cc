@@ -29,6 +29,16 @@ void WriteRunReport(const RunReport& report, std::ostream& out) {
       report.checkpoints, report.bytes_per_worker);
 }
 
+std::string EndReason(const RunReport& report, const Targets& targets) {
+  if (report.target_reached) {
+    // Workers print it: the target the run had.
+    return targets.accuracy > 0 && targets.loss > 0 ? "target accuracy and loss reached"
+           : targets.loss > 0                       ? "target loss reached"
+                                                    : "target accuracy reached";
+  }
+  return report.signal != 0 ? "server interrupted" : "limit reached";
+}
+
 void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds) {
   const sync::WorkerTotals& t = totals;
   spdlog::info(

@@ -18,6 +18,10 @@ namespace dmlps::server {
 void LogRunSummary(const RunReport& report, const std::string& policy, const Targets& targets,
                    int64_t skipped_snapshots, int64_t dropped_pushes);
 
+// Why a run ended, as its workers are told: the target it had reached,
+// an interruption, or a limit.
+std::string EndReason(const RunReport& report, const Targets& targets);
+
 // Logs what worker `rank` did over a run of `seconds`, for the closing summary.
 void LogWorkerTotals(int64_t rank, const sync::WorkerTotals& totals, double seconds);
 

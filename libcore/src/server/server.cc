@@ -2,16 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cmath>
-#include <functional>
 #include <utility>
 
 #include "dmlps/cli/status_line.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/net/secret.h"
 #include "dmlps/sync/summary.h"
-#include "dmlps/sync/switching.h"
 #include "server/aggregate.h"
 #include "server/evaluation_log.h"
 #include "server/listen_options.h"
@@ -29,166 +25,117 @@ Status ParameterServer::Setup() {
   if (!config_.secret_file.empty()) {
     DMLPS_ASSIGN_OR_RETURN(secret_, net::ReadSecretFile(config_.secret_file));
   }
+  std::unique_ptr<SnapshotEvaluator> evaluator;
   if (external()) {
     DMLPS_RETURN_IF_ERROR(SetUpExternal(bind_options));
-    if (layout_.empty()) return Status::Ok();  // a signal came first
-    bind_options.max_frame_bytes = endpoint_max_bytes_;
+    if (model_ == nullptr) return Status::Ok();  // a signal came first
+    bind_options.max_frame_bytes = external_->max_frame_bytes();
   } else {
-    DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.job.data));
+    DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
     data_spec.max_features = config_.max_features;
     DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
-    if (test_set.rows() == 0) return Status::DataLoss(config_.job.data + ": the test set is empty");
-    DMLPS_RETURN_IF_ERROR(SetUpModel(test_set));
+    if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
+    std::vector<float> params;
+    DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::BuiltIn(config_, test_set, &params));
+    DMLPS_RETURN_IF_ERROR(SetUpParams(
+        std::move(params), fmt::format("{} on {} test samples", model_->Name(), test_set.rows())));
     if (!config_.remote_evaluator) {
-      evaluator_ = std::make_unique<Evaluator>(*spec_, std::move(test_set));
+      evaluator = std::make_unique<Evaluator>(*model_->spec(), std::move(test_set));
     }
     if (!config_.trace.empty()) {
       DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
     }
-    DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, bounds_, &bind_options));
+    DMLPS_RETURN_IF_ERROR(SetServerLimits(config_, model_->bounds(), &bind_options));
     DMLPS_ASSIGN_OR_RETURN(net::Endpoint endpoint,
                            net::Endpoint::Bind(context_, config_.bind, bind_options));
     endpoint_.emplace(std::move(endpoint));
   }
   if (config_.remote_evaluator) {
     // The evaluator gets whole snapshots, whatever the shards.
-    proto::Welcome welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
-    welcome.num_params = bounds_.back();
+    proto::Welcome welcome = JobWelcome(config_, model_->spec(), policy_->Name());
+    welcome.num_params = model_->bounds().back();
     auto remote = std::make_unique<RemoteEvaluator>(
         *endpoint_, std::move(welcome), secret_, config_.evaluator_timeout,
         [this] { (void)desk_->HandleNext(kPollSlice); });
     remote_ = remote.get();
-    evaluator_ = std::move(remote);
+    evaluator = std::move(remote);
   } else if (external()) {
-    evaluator_ = std::make_unique<NoEvaluator>();
+    evaluator = std::make_unique<NoEvaluator>();
     spdlog::info("no evaluator (--evaluator): this run logs no accuracy");
   }
   StartCoordinator();
-  // ValidateConfig checked the rule.
-  Aggregation aggregation = ParseAggregation(config_.aggregate).value();
-  // Centred clipping takes the momentum per worker; the step then has none
-  // (ServerOptimizerSettings).
-  if (aggregation.rule == Aggregation::Rule::kCenteredClip)
-    aggregation.momentum = config_.job.momentum;
-  store_->set_max_norm(config_.max_update_norm);
-  store_->set_clip_norm(ServerOptimizerSettings(config_).clip_norm);
-  if (sharded() && ServerOptimizerSettings(config_).clip_norm > 0) {
-    // The norm is the whole model's: every shard's slice's sum, gathered here.
-    store_->set_shared_norm(
-        [this](int64_t step, double squares) { shards_->AddOwnNorm(step, squares); });
-    shards_->set_norm_sink(
-        [this](int64_t step, double squares) { store_->TakeGlobalSquares(step, squares); });
-  }
-  updates_.emplace(*store_, *optimizer_, *shards_, config_.deterministic, tracer_.get(),
-                   aggregation);
-  SetUpDesk(bind_options.max_frame_bytes);
-  spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(),
-               config_.job.workers, config_.job.workers == 1 ? "" : "s",
+  model_->ShareNorm(*shards_);
+  SetUpSinks(std::move(evaluator), bind_options.max_frame_bytes);
+  rollback_.emplace(config_, *shards_, *desk_, *checkpoints_, *driver_, report_);
+  spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
+               config_.workers == 1 ? "" : "s",
                config_.remote_evaluator ? " and the evaluator" : "");
   if (!config_.endpoint_file.empty() && !external()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
   }
-  if (!continues_) WriteEvaluationHeader(tsv_);
+  if (!timer_.continues()) WriteEvaluationHeader(tsv_);
   AnswerHeldHellos();
   return Status::Ok();
 }
 
-Status ParameterServer::SetUpModel(const data::Dataset& test_set) {
-  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
-                         model::ParseModelSpec(config_.job.model, test_set.dim,
-                                               std::max<int64_t>(test_set.classes, 2)));
-  spec_ = spec;
-  model::Model model(spec);
-  std::vector<float> params(model.num_params(), 0.f);
-  model.Initialize(config_.job.seed, params);
-  return SetUpParams(std::move(params),
-                     fmt::format("{} on {} test samples", spec.Name(), test_set.rows()),
-                     model.num_params());
-}
-
-Status ParameterServer::SetUpParams(std::vector<float> params, const std::string& what,
-                                    int64_t num_params) {
-  if (config_.shard_count > num_params) {
-    return Status::InvalidArgument("--shard: " + std::to_string(num_params) +
-                                   " parameters cannot be cut into " +
-                                   std::to_string(config_.shard_count) + " shards");
-  }
-  // Every shard initializes the whole model the same way and keeps its
-  // slice; this one holds the first.
-  bounds_ = ShardBounds(num_params, config_.shard_count);
-  params.resize(static_cast<size_t>(bounds_[1]));
-  // Local-SGD policies step the model with their outer optimizer.
-  const std::vector<model::TensorSpec> layout =
-      layout_.empty() && spec_.has_value() ? model::LayoutOf(*spec_) : layout_;
-  // The optimizer steps the parameters; the module state after them is averaged.
-  const int64_t state_begin = num_params - model::StateFloats(layout);
-  Result<std::unique_ptr<optim::Optimizer>> optimizer =
-      optim::MakeOptimizer(ServerOptimizerSettings(config_), layout, 0,
-                           std::min(state_begin, static_cast<int64_t>(params.size())));
-  if (!optimizer.ok()) return Status::Config(optimizer.status().message());
-  optimizer_ = std::move(*optimizer);
+Status ParameterServer::SetUpParams(std::vector<float> params, const std::string& what) {
   DMLPS_RETURN_IF_ERROR(SetUpPolicy());
   if (!config_.resume.empty()) DMLPS_RETURN_IF_ERROR(Resume(&params));
-  const int64_t lane_floats =
-      proto::ChunkBytesFor(static_cast<int64_t>(params.size() * sizeof(float))) /
-      static_cast<int64_t>(sizeof(float));
-  store_.emplace(std::move(params), lane_floats, config_.threads);
-  store_->set_state_begin(state_begin);
-  // Sharded, a checkpoint whose write failed is written again before the
-  // next is ordered (MaybeCheckpoint).
-  if (!config_.checkpoint.empty())
-    checkpoints_ = std::make_unique<CheckpointWriter>(config_.checkpoint, sharded());
-  checkpoint_schedule_.emplace(config_.checkpoint_every_iterations,
-                               config_.checkpoint_every_seconds, report_.resumed_iteration);
-  spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what, num_params,
-               policy_->Name(), sync::WorkerModeName(policy_->mode()), optimizer_->Name());
+  model_->Hold(std::move(params));
+  spdlog::info("model {} ({} parameters), policy {} (workers: {}), {}", what,
+               model_->bounds().back(), policy_->Name(), sync::WorkerModeName(policy_->mode()),
+               model_->optimizer().Name());
   if (const optim::OptimizerSettings settings = ServerOptimizerSettings(config_);
       !settings.Plain()) {
     spdlog::info("optimizer: {}", settings.Describe());
   }
   if (sharded()) {
     spdlog::info("shard 0 of {}: parameters [0, {}); waiting for the other shards",
-                 config_.shard_count, bounds_[1]);
+                 config_.shard_count, model_->bounds()[1]);
   }
   return Status::Ok();
 }
 
 Status ParameterServer::SetUpPolicy() {
+  // sync-switch places its switch by the run's target or iteration limit.
   sync::PolicyConfig policy_config = sync::WithJob(config_.policy, config_.job);
   // auto: no round waits for a decision's predictions.
   policy_config.decide_in_background = true;
   DMLPS_ASSIGN_OR_RETURN(
       std::unique_ptr<sync::Policy> policy,
       config_.make_policy ? config_.make_policy(policy_config) : sync::MakePolicy(policy_config));
-  driver_.emplace(std::move(policy),
-                  sync::DriverOptions{.eval_every = config_.job.eval_every,
-                                      .max_iterations = config_.job.max_iterations,
-                                      .min_workers = config_.min_workers},
-                  static_cast<sync::DriverSink<Gradient>&>(*this));
+  // Its sinks hold it: they are connected once made (SetUpSinks).
+  driver_.emplace(std::move(policy), sync::DriverOptions{.eval_every = config_.eval_every,
+                                                         .max_iterations = config_.max_iterations,
+                                                         .min_workers = config_.min_workers});
   policy_ = &driver_->policy();
   return Status::Ok();
 }
 
-void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
-  // A robust rule holds against some bad workers of so many: extra
-  // identities joining a running job would shift that share (one process
-  // opening five connections into four workers outvotes them), so its job
-  // grows no ranks beyond --workers; a lost worker's rank may be taken again.
-  const bool robust = ParseAggregation(config_.aggregate).value().robust();
+void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
+                                 int64_t max_message_bytes) {
+  // ValidateConfig checked the rule.
+  Aggregation aggregation = ParseAggregation(config_.aggregate).value();
+  // Centred clipping takes the momentum per worker; the step then has none
+  // (ServerOptimizerSettings).
+  if (aggregation.rule == Aggregation::Rule::kCenteredClip) aggregation.momentum = config_.momentum;
+  updates_.emplace(model_->store(), model_->optimizer(), *shards_, config_.deterministic,
+                   tracer_.get(), aggregation);
+  evaluations_.emplace(config_, std::move(evaluator), tsv_, tracer_.get(), timer_, *driver_,
+                       model_->store(), *shards_, report_);
+  checkpoints_.emplace(
+      config_,
+      CheckpointJob{model_->Identity(policy_->Name()), model_->layout(), model_->bounds().back(),
+                    seconds_before_, report_.resumed_iteration},
+      *driver_, model_->store(), model_->optimizer(), *shards_, timer_);
+  events_.emplace(config_, *evaluations_, *checkpoints_, tracer_.get());
+  WorkerDeskOptions options =
+      DeskOptions(config_, policy_->mode(), model_->layout(), max_message_bytes);
+  options.peer = [this](const zmq::message_t& identity, proto::Message& message) {
+    return HandlePeer(identity, message);
+  };
   desk_.emplace(
-      WorkerDeskOptions{
-          .workers = config_.job.workers,
-          .worker_timeout = config_.worker_timeout,
-          .max_message_bytes = max_message_bytes,
-          .layout = layout_,
-          .peer = [this](const zmq::message_t& identity,
-                         proto::Message& message) { return HandlePeer(identity, message); },
-          .max_push_samples = MaxPushSamples(config_, policy_->mode()),
-          .max_ranks = robust ? config_.job.workers : kMaxRanks,
-          .why_bounded = robust ? "all --workers; under --aggregate " + config_.aggregate +
-                                      " no more may join (the rule's share of bad workers)"
-                                : "the most it takes"},
-      *endpoint_, *shards_, *driver_, *store_, tracer_.get(),
+      options, *endpoint_, *shards_, *driver_, model_->store(), tracer_.get(),
       [this] {
         workers_ready_ = true;
         if (remote_ == nullptr || remote_->joined_once()) {
@@ -198,14 +145,10 @@ void ParameterServer::SetUpDesk(int64_t max_message_bytes) {
         }
       },
       [this](int64_t rank) {
-        return WorkerWelcome(config_, spec_ ? &*spec_ : nullptr, *policy_, rank, bounds_.back(),
-                             model::StateFloats(layout_));
+        return WorkerWelcome(config_, model_->spec(), *policy_, rank, model_->bounds().back(),
+                             model::StateFloats(model_->layout()));
       });
-}
-
-double ParameterServer::Seconds() const {
-  if (!started_) return 0;
-  return std::chrono::duration<double>(Clock::now() - run_clock_.start).count();
+  driver_->Connect({.replies = *desk_, .updates = *updates_, .events = *events_});
 }
 
 bool ParameterServer::Finished() const {
@@ -213,32 +156,15 @@ bool ParameterServer::Finished() const {
 }
 
 Status ParameterServer::Resume(std::vector<float>* params) {
-  DMLPS_ASSIGN_OR_RETURN(Checkpoint checkpoint, ReadCheckpointFile(config_.resume));
-  const std::string& source = config_.resume;
-  DMLPS_RETURN_IF_ERROR(
-      CheckResumable(checkpoint, source, Identity(), static_cast<int64_t>(params->size())));
-  if (const std::string diff = model::FirstLayoutDifference(layout_, checkpoint.layout);
-      !diff.empty()) {
-    return Status::Config(source + ": this run's layout differs from the checkpoint's: " + diff);
-  }
-  // Sharded, its file holds shard 0's slice; a file of one server, the whole model.
-  DMLPS_RETURN_IF_ERROR(CheckShardOfCheckpoint(checkpoint, source, 0, config_.shard_count, 0,
-                                               bounds_[1], bounds_.back()));
-  DMLPS_RETURN_IF_ERROR(CheckTrainable(checkpoint, source, config_.resume_max_value));
-  DMLPS_RETURN_IF_ERROR(optimizer_->SetState(checkpoint.optimizer_state).WithContext(source));
-  optimizer_->set_steps(checkpoint.optimizer_steps);
+  DMLPS_ASSIGN_OR_RETURN(const Checkpoint checkpoint, model_->Resume(policy_->Name()));
   *params = *checkpoint.params;
   driver_->Restore(SavedPolicyState(checkpoint), checkpoint.samples);
   seconds_before_ = checkpoint.seconds;
   report_.resumed_iteration = checkpoint.iteration;
   spdlog::info("resuming from {}: iteration {}, model version {}, {} samples trained, {:.1f} s",
-               source, checkpoint.iteration, checkpoint.version, checkpoint.samples,
+               config_.resume, checkpoint.iteration, checkpoint.version, checkpoint.samples,
                checkpoint.seconds);
   return Status::Ok();
-}
-
-CheckpointIdentity ParameterServer::Identity() const {
-  return {ModelName(), policy_->Name(), optimizer_->Name()};
 }
 
 Result<RunReport> ParameterServer::Run() {
@@ -256,15 +182,17 @@ Status ParameterServer::WaitForWorkers() {
   // On a terminal, how many have joined so far, until training starts.
   cli::StatusLine status;
   const Clock::time_point begin = Clock::now();
-  while (!started_ && !Finished()) {
+  while (!timer_.started() && !Finished()) {
     DMLPS_RETURN_IF_ERROR(Turn());
-    if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) return RejoinTimedOut();
+    if (rejoining_ && Clock::now() - begin >= config_.rejoin_timeout) {
+      return rollback_->RejoinTimedOut();
+    }
     const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
-    status.Show(desk_->joined() < config_.job.workers
+    status.Show(desk_->joined() < config_.workers
                     ? fmt::format("waiting for workers: {} of {} joined ({:.0f} s)",
-                                  desk_->joined(), config_.job.workers, waited)
+                                  desk_->joined(), config_.workers, waited)
                     : fmt::format("all {} workers joined, loading their data ({:.0f} s)",
-                                  config_.job.workers, waited));
+                                  config_.workers, waited));
   }
   return Status::Ok();
 }
@@ -276,15 +204,15 @@ Status ParameterServer::Train() {
 
 Status ParameterServer::Turn() {
   DMLPS_RETURN_IF_ERROR(desk_->HandleNext(kPollSlice));
-  CollectEvaluations();
-  if (!unfit_.ok()) {
-    desk_->Stop(unfit_.message());
-    return unfit_;
+  evaluations_->Collect();
+  if (!evaluations_->unfit().ok()) {
+    desk_->Stop(evaluations_->unfit().message());
+    return evaluations_->unfit();
   }
   if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
-  if (started_ && config_.job.max_seconds > 0 && Seconds() >= config_.job.max_seconds &&
+  if (timer_.started() && config_.max_seconds > 0 && timer_.Seconds() >= config_.max_seconds &&
       !driver_->limit_reached()) {
-    spdlog::info("time limit of {} s reached", config_.job.max_seconds);
+    spdlog::info("time limit of {} s reached", config_.max_seconds);
     driver_->EndRun();
   }
   if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
@@ -293,17 +221,17 @@ Status ParameterServer::Turn() {
     desk_->CheckSilence();
     if (remote_ != nullptr) remote_->SendHeartbeat(trace::NowMicros());
   }
-  if (started_) MaybeCheckpoint();
+  if (timer_.started()) checkpoints_->MaybeTake();
   if (remote_ != nullptr) {
     remote_->CheckTimeout();
-    if (workers_ready_ && !started_ && remote_->joined_once()) Start();
+    if (workers_ready_ && !timer_.started() && remote_->joined_once()) Start();
   }
-  desk_->CloseStalledStreams();
+  desk_->pushes().CloseStalled();
   desk_->DropUnreading();
   shards_->SendOrders();
-  CommitCheckpoint();
+  checkpoints_->Commit();
   if (!shards_->fatal().ok()) {
-    if (RollBack()) return shards_->fatal();
+    if (rollback_->Begin()) return shards_->fatal();
     desk_->Stop("a server shard was lost");
     return shards_->fatal();
   }
@@ -311,16 +239,9 @@ Status ParameterServer::Turn() {
 }
 
 Result<RunReport> ParameterServer::Finish() {
-  report_.seconds = Seconds();
+  report_.seconds = timer_.Seconds();
   report_.iterations = driver_->iteration();
-  // Workers print it: the target the run had.
-  const std::string reached = config_.job.target_accuracy > 0 && config_.job.target_loss > 0
-                                  ? "target accuracy and loss reached"
-                              : config_.job.target_loss > 0 ? "target loss reached"
-                                                            : "target accuracy reached";
-  const std::string reason = report_.target_reached ? reached
-                             : report_.signal != 0  ? "server interrupted"
-                                                    : "limit reached";
+  const std::string reason = EndReason(report_, {config_.target_accuracy, config_.target_loss});
   if (!report_.target_reached && report_.signal == 0) {
     // The last snapshot may wait for chunks still on their way.
     desk_->DrainStreams(kDrainLimit);
@@ -329,13 +250,13 @@ Result<RunReport> ParameterServer::Finish() {
     shards_->AwaitSlices(kDrainLimit);
   }
   if (!config_.save_model.empty()) {
-    if (Status saved = SaveModel(); !saved.ok()) {
+    if (Status saved = model_->Save(); !saved.ok()) {
       desk_->Stop(reason);
       return saved;
     }
   }
   desk_->Stop(reason);
-  FinishCheckpoints();
+  report_.checkpoints = checkpoints_->Finish();
   const Turnover& turnover = desk_->turnover();
   report_.workers_lost = turnover.lost;
   report_.last_lost = turnover.last_lost;
@@ -344,16 +265,11 @@ Result<RunReport> ParameterServer::Finish() {
     spdlog::info("membership: {} workers lost (last: {}), {} joined while training",
                  report_.workers_lost, report_.last_lost, report_.workers_joined);
   }
-  if (report_.target_reached || report_.signal != 0) {
-    evaluator_->DropPending();
-  } else {
-    // Snapshots taken before the end still count: wait for their results.
-    evaluator_->WaitIdle();
-    CollectEvaluations();
-  }
+  // Snapshots taken before the end still count, unless the run ended early.
+  evaluations_->Finish(!report_.target_reached && report_.signal == 0);
   if (remote_ != nullptr) remote_->Stop(reason);
   Summarize();
-  if (!unfit_.ok()) return unfit_;
+  if (!evaluations_->unfit().ok()) return evaluations_->unfit();
   return report_;
 }
 
@@ -361,9 +277,7 @@ void ParameterServer::Summarize() {
   // Compute ratio: the share of the run a worker spent computing, its emulated
   // slowness included (it stands for a slower machine's compute). The
   // workers' totals are this server's: after a rollback, of its time alone.
-  const double seconds =
-      started_ ? report_.seconds - std::chrono::duration<double>(start_ - run_clock_.start).count()
-               : 0;
+  const double seconds = timer_.started() ? report_.seconds - timer_.SecondsBefore() : 0;
   const std::vector<sync::WorkerTotals> totals = desk_->LogTotals(seconds);
   if (tracer_) {
     tracer_->Instant("run", "end", trace::NowMicros(),
@@ -377,211 +291,80 @@ void ParameterServer::Summarize() {
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
   report_.bytes_per_worker = summary.bytes_sent_mean;
-  LogRunSummary(report_, policy_->Name(), {config_.job.target_accuracy, config_.job.target_loss},
-                evaluator_->skipped(), driver_->dropped_pushes());
+  LogRunSummary(report_, policy_->Name(), {config_.target_accuracy, config_.target_loss},
+                evaluations_->skipped(), driver_->dropped_pushes());
 }
 
 void ParameterServer::Start() {
-  started_ = true;
-  start_ = Clock::now();
-  start_us_ = trace::NowMicros();
-  run_clock_ = continues_.value_or(RunClock{start_, start_us_});
+  timer_.Start();
   if (tracer_) {
-    tracer_->Instant("run", "start", start_us_,
+    tracer_->Instant("run", "start", timer_.own_start_us(),
                      {{"policy", policy_->Name()},
-                      {"model", config_.job.model},
-                      {"workers", config_.job.workers},
-                      {"target", config_.job.target_accuracy}});
+                      {"model", config_.model},
+                      {"workers", config_.workers},
+                      {"target", config_.target_accuracy}});
   }
-  spdlog::info("all {} workers ready; training {}", config_.job.workers,
+  spdlog::info("all {} workers ready; training {}", config_.workers,
                report_.resumed_iteration >= 0
                    ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
                    : std::string("starts"));
-  checkpoint_schedule_->Start(Clock::now());
+  checkpoints_->Start();
   // Pulls that arrived while the cluster was assembling are answered now;
   // the untrained (or resumed) model is evaluated: accuracy at time zero.
   driver_->Start();
 }
 
-void ParameterServer::LimitReached() {
-  spdlog::info("iteration limit of {} reached", config_.job.max_iterations);
-}
-
-void ParameterServer::SubmitSnapshot(bool must) {
-  // The model of this version exists once its last chunk is applied: it is
-  // stamped then (at once, unless a streamed push is still arriving).
-  const int64_t iteration = driver_->iteration();
-  const int64_t version = policy_->version();
-  const int64_t samples = driver_->samples_applied();
-  if (sharded()) {
-    // The other shards' slices complete it.
-    const int64_t id = shards_->BeginSnapshot({0, iteration, version, samples, nullptr}, must);
-    store_->Snapshot([this, id](std::shared_ptr<const std::vector<float>> values) {
-      shards_->AddOwnSlice(id, Seconds(), *values);
-    });
-    return;
-  }
-  store_->Snapshot(
-      [this, must, iteration, version, samples](std::shared_ptr<const std::vector<float>> values) {
-        evaluator_->SubmitOrSkip({Seconds(), iteration, version, samples, std::move(values)}, must);
-      });
-}
-
 void ParameterServer::StartCoordinator() {
-  proto::Welcome shard_welcome = JobWelcome(config_, spec_ ? &*spec_ : nullptr, policy_->Name());
-  shard_welcome.num_workers = config_.job.workers;
+  proto::Welcome shard_welcome = JobWelcome(config_, model_->spec(), policy_->Name());
+  shard_welcome.num_workers = config_.workers;
   // The other shards must resume their slices of this same version.
   shard_welcome.resume_version = report_.resumed_iteration >= 0 ? policy_->version() : -1;
   shards_ = std::make_unique<ShardCoordinator>(
-      *endpoint_, bounds_, std::move(shard_welcome),
-      [this](Snapshot snapshot, bool must) { evaluator_->SubmitOrSkip(std::move(snapshot), must); },
+      *endpoint_, model_->bounds(), std::move(shard_welcome),
+      [this](Snapshot snapshot, bool must) {
+        evaluations_->SubmitWhole(std::move(snapshot), must);
+      },
       [this](const zmq::message_t& identity, const proto::Hello& hello, const net::Sender& sender) {
-        desk_->HandleHello(identity, hello, sender);
+        desk_->admissions().HandleHello(identity, hello, sender);
       });
-  if (external_initial_ != nullptr)
-    shards_->SetExternalModel(layout_, std::move(external_initial_));
+  // The other shards get their slices of an external model when they register.
+  if (external_.has_value() && sharded()) {
+    shards_->SetExternalModel(model_->layout(), external_->TakeInitial());
+  }
   if (config_.curve_secret.empty()) shards_->RequireSecret(secret_);
 }
 
-Status ParameterServer::SaveModel() {
-  if (store_->ApplyPending()) {
-    return Status::Unavailable(
-        "--save-model: an update is still waiting for its gradient's "
-        "chunks; the model was not saved");
+Status ParameterServer::SetUpExternal(net::BindOptions bind_options) {
+  if (!config_.trace.empty()) {
+    DMLPS_ASSIGN_OR_RETURN(tracer_, trace::TraceWriter::Open(config_.trace, "server-0"));
   }
-  const std::vector<float> params = store_->Params();
-  return WriteRawModel(config_.save_model, params);
-}
-
-void ParameterServer::CollectEvaluations() {
-  const std::vector<Evaluation> results = evaluator_->TakeResults();
-  // An evaluator process's report cannot be checked here: the target
-  // counts once the next evaluation meets it too.
-  const Targets targets{config_.job.target_accuracy, config_.job.target_loss,
-                        config_.remote_evaluator ? kRemoteConfirmations : 1};
-  RecordEvaluations(results, targets, run_clock_.start_us, tsv_, tracer_.get(), &target_progress_,
-                    &report_);
-  if (!results.empty() && report_.resumed_iteration >= 0 && !resume_evaluated_) {
-    // Within --resume-max-value, a model may still overflow on its way to a
-    // loss: it would not train either, every update refused.
-    resume_evaluated_ = true;
-    const Evaluation& first = results.front();
-    if (!std::isfinite(first.result.loss)) {
-      unfit_ = Status::DataLoss(fmt::format(
-          "{}: the model resumed has a loss of {} on the test set (iteration {}): a model that "
-          "cannot train; training stopped",
-          config_.resume,
-          std::isnan(first.result.loss) ? std::string("NaN") : fmt::format("{}", first.result.loss),
-          first.snapshot.iteration));
-    }
+  external_.emplace(config_, secret_);
+  std::vector<float> params;
+  DMLPS_RETURN_IF_ERROR(
+      external_->Open(context_, std::move(bind_options), signal_, &endpoint_, &params));
+  const std::vector<model::TensorSpec>& layout = external_->layout();
+  if (layout.empty()) {
+    report_.signal = signal_->load();  // a signal came first: the one way Open leaves it empty
+    return Status::Ok();
   }
-  // Policies that decide by accuracy (sync-switch) see each result.
-  if (!report_.target_reached) {
-    for (const Evaluation& e : results) driver_->Evaluated(e.result.accuracy);
+  DMLPS_ASSIGN_OR_RETURN(const int64_t num_params, model::ValidateLayout(layout));
+  DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::Make(config_, std::nullopt, layout, num_params));
+  return SetUpParams(std::move(params), fmt::format("external, {} tensors", layout.size()));
+}
+
+bool ParameterServer::HandlePeer(const zmq::message_t& identity, proto::Message& message) {
+  if (external_.has_value() && std::holds_alternative<proto::Hello>(message.body)) {
+    external_->BoundNewPeer();
   }
+  return remote_ != nullptr && remote_->Handle(identity, message);
 }
 
-void ParameterServer::Switched(const sync::Switch& change) {
-  spdlog::info("policy switch {}: {} -> {} at iteration {} ({}: {:.4g}, threshold {:.4g})",
-               change.done ? "done" : "decided", change.from, change.to, change.iteration,
-               change.why, change.measured, change.threshold);
-  if (!tracer_) return;
-  tracer_->Instant("run", change.done ? "policy switched" : "policy switch decided",
-                   trace::NowMicros(),
-                   {{"from", change.from},
-                    {"to", change.to},
-                    {"why", change.why},
-                    {"measured", change.measured},
-                    {"threshold", change.threshold},
-                    {"iteration", change.iteration}});
-}
-
-void ParameterServer::Decided(const sync::Decision& decision) {
-  spdlog::info("{}", sync::DescribeDecision(decision));
-  if (!tracer_) return;
-  trace::Args args = {{"running", decision.running},
-                      {"chosen", decision.chosen},
-                      {"reason", decision.reason},
-                      {"measured", decision.measured},
-                      {"predicted", sync::DescribePredictions(decision)},
-                      {"remaining", decision.remaining},
-                      {"gain_s", decision.gain_s},
-                      {"cost_s", decision.cost_s},
-                      {"decide_ms", decision.decide_ms},
-                      {"iteration", decision.iteration}};
-  tracer_->Instant("run", "policy decision", trace::NowMicros(), std::move(args));
-}
-
-void ParameterServer::HoldChanged(bool holding, int64_t live) {
-  if (holding) {
-    spdlog::warn(
-        "training holds: {} live worker{}, fewer than --min-workers {}; waiting for "
-        "workers to join",
-        live, live == 1 ? "" : "s", config_.min_workers);
-    if (tracer_) tracer_->Instant("run", "hold", trace::NowMicros(), {{"live", live}});
-    return;
+void ParameterServer::AnswerHeldHellos() {
+  if (!external_.has_value()) return;  // a built-in model holds none
+  for (const HelloHold::Held& held : external_->TakeHeldHellos()) {
+    proto::Message message{proto::Body(held.hello), {}};
+    if (!HandlePeer(held.identity, message)) desk_->admissions().AnswerHeld(held);
   }
-  spdlog::info("training goes on with {} live workers", live);
-  if (tracer_) tracer_->Instant("run", "resume", trace::NowMicros(), {{"live", live}});
-}
-
-void ParameterServer::MaybeCheckpoint() {
-  const int64_t iteration = driver_->iteration();
-  if (checkpoints_ == nullptr) return;
-  // Sharded: one checkpoint at a time, until every shard has written its slice.
-  if (unacked_.has_value()) return;
-  const Clock::time_point now = Clock::now();
-  if (!checkpoint_schedule_->Due(iteration, now)) return;
-  // With every update the policy emitted applied on every lane, the model,
-  // the optimizer's state and the policy's version agree; what is staged
-  // for a round in progress is not kept (workers redo that round). A large
-  // model's update runs as its pushes stream in: until then, wait.
-  if (store_->ApplyPending()) return;
-  const Clock::time_point start = Clock::now();
-  // Sharded: the next one only once this shard's file of the last is on
-  // disk (waiting here for the rest of its write, when checkpoints come
-  // faster than the disk takes them). The other shards keep two files,
-  // their last and the one before: ordered sooner, they would move shard
-  // 0's version out of both, and a kill of shard 0 then would leave no
-  // version all files hold. One whose write failed is written again
-  // instead of this one.
-  if (sharded() && !checkpoints_->AwaitWritten()) {
-    if (checkpoints_->Retry()) checkpoint_schedule_->Taken(iteration, now, 0);
-    return;
-  }
-  Checkpoint checkpoint = MakeCheckpoint(
-      Identity(), config_.job.workers, policy_->Save(), driver_->samples_applied(),
-      seconds_before_ + std::chrono::duration<double>(now - start_).count(), optimizer_->State());
-  checkpoint.optimizer_steps = optimizer_->steps();
-  checkpoint.layout = layout_;
-  checkpoint.shard_count = config_.shard_count;
-  checkpoint.model_params = bounds_.back();
-  // The other shards write their slices of this same version, once the
-  // orders before this one are carried out.
-  shards_->Order({proto::Order::kCheckpoint, -1, checkpoint.version,
-                  static_cast<double>(checkpoint.iteration)});
-  // As evaluation does: a copy of the model taken once its updates are in
-  // (at once here, nothing being pending); encoding and writing are the
-  // writer thread's.
-  store_->Snapshot([this, checkpoint = std::move(checkpoint)](
-                       std::shared_ptr<const std::vector<float>> values) mutable {
-    checkpoint.params = std::move(values);
-    if (sharded()) {
-      unacked_ = std::move(checkpoint);  // CommitCheckpoint writes it
-    } else {
-      checkpoints_->Submit(std::move(checkpoint));
-    }
-  });
-  checkpoint_schedule_->Taken(
-      iteration, now, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-}
-
-void ParameterServer::FinishCheckpoints() {
-  if (checkpoints_ == nullptr) return;
-  CommitCheckpoint();
-  checkpoints_->Finish();
-  report_.checkpoints = checkpoints_->written();
-  checkpoint_schedule_->LogCosts(report_.checkpoints, checkpoints_->write_ms());
 }
 
 Result<RunReport> RunServer(const ServerConfig& config, std::ostream& tsv,

@@ -11,48 +11,42 @@
 
 namespace dmlps::server {
 
-void ParameterServer::CommitCheckpoint() {
-  if (!unacked_.has_value() || !shards_->Written(unacked_->version)) return;
-  checkpoints_->Submit(std::move(*unacked_));
-  unacked_.reset();
-}
-
-bool ParameterServer::RollBack() {
-  if (config_.checkpoint.empty() || shards_->lost() < 1) return false;
+bool Rollback::Begin() {
+  if (config_.checkpoint.empty() || shards_.lost() < 1) return false;
   // The checkpoint being written is the one to go back to: whole on disk first.
-  FinishCheckpoints();
+  report_.checkpoints = checkpoints_.Finish();
   if (report_.checkpoints == 0 && report_.resumed_iteration < 0) {
     spdlog::error("no checkpoint written yet to go back to");
     return false;
   }
   const std::string why =
-      shards_->fatal().message() + " at iteration " + std::to_string(driver_->iteration()) +
+      shards_.fatal().message() + " at iteration " + std::to_string(driver_.iteration()) +
       "; the job goes back to its last checkpoint, " + config_.checkpoint + ", once server shard " +
-      std::to_string(shards_->lost()) + " registers again (restart it with --resume)";
+      std::to_string(shards_.lost()) + " registers again (restart it with --resume)";
   spdlog::warn("{}", why);
-  desk_->RollBack(why);
-  rolled_back_ = true;
+  desk_.RollBack(why);
+  begun_ = true;
   return true;
 }
 
-Status ParameterServer::RejoinTimedOut() {
+Status Rollback::RejoinTimedOut() {
   // Workers are admitted only once every shard is back: name the shards first.
   std::vector<std::string> shards;
-  for (const int64_t k : shards_->Missing()) shards.push_back(std::to_string(k));
+  for (const int64_t k : shards_.Missing()) shards.push_back(std::to_string(k));
   std::string who;
   if (!shards.empty()) {
     who = fmt::format("server shard{} {} did not join again", shards.size() == 1 ? "" : "s",
                       fmt::join(shards, ", "));
-  } else if (desk_->joined() < config_.job.workers) {
-    who = fmt::format("{} of {} workers did not join again", config_.job.workers - desk_->joined(),
-                      config_.job.workers);
+  } else if (desk_.joined() < config_.workers) {
+    who = fmt::format("{} of {} workers did not join again", config_.workers - desk_.joined(),
+                      config_.workers);
   } else {
     who = "the workers did not load their data";
   }
   const std::string why = fmt::format(
       "the job did not come back within --rejoin-timeout {:g} s of going back to {}: {}",
       std::chrono::duration<double>(config_.rejoin_timeout).count(), config_.resume, who);
-  desk_->Stop(why);
+  desk_.Stop(why);
   return Status::Unavailable(why);
 }
 

@@ -8,17 +8,16 @@
 
 namespace dmlps::server {
 
-void ModelUpdates::Stage(int64_t worker, int64_t clock, double weight,
-                         std::shared_ptr<proto::IncomingTensor> gradient) {
-  if (gradient == nullptr) return;  // the policy only stages usable pushes
+void ModelUpdates::Stage(const sync::HandledPush<Gradient>& push, double weight) {
+  if (push.payload == nullptr) return;  // the policy only stages usable pushes
   if (deterministic_) {
     // Summed at the next apply, in rank order.
-    held_.push_back({worker, clock, weight, std::move(gradient)});
+    held_.push_back({push.worker, push.clock, weight, push.payload});
     return;
   }
   // Summed chunk by chunk as a streamed gradient arrives.
-  store_.Stage(std::move(gradient), static_cast<float>(weight));
-  shards_.Order({proto::Order::kStage, worker, clock, weight});
+  store_.Stage(push.payload, static_cast<float>(weight));
+  shards_.Order({proto::Order::kStage, push.worker, push.clock, weight});
 }
 
 void ModelUpdates::Apply(double scale, bool with_optimizer, int64_t version) {

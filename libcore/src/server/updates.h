@@ -2,6 +2,7 @@
 // orders, the other shards: each stage summed into the accumulator as its
 // gradient streams in, or (--deterministic) held until the apply and summed
 // in rank order, so that the same pushes give the same sum in any order.
+// The policy driver's update sink.
 #ifndef DMLPS_SERVER_UPDATES_H_
 #define DMLPS_SERVER_UPDATES_H_
 
@@ -11,15 +12,17 @@
 
 #include "dmlps/optim/optimizer.h"
 #include "dmlps/proto/codec.h"
+#include "dmlps/sync/driver.h"
 #include "dmlps/trace/trace.h"
 #include "server/aggregate.h"
 #include "server/centered_clip.h"
 #include "server/coordinator.h"
+#include "server/intake.h"
 #include "server/model_store.h"
 
 namespace dmlps::server {
 
-class ModelUpdates {
+class ModelUpdates : public sync::UpdateSink<Gradient> {
  public:
   // Updates `store` with `optimizer`, ordering the same of the other shards
   // through `shards`; `tracer` (null: none) gets a span per apply. All
@@ -40,15 +43,14 @@ class ModelUpdates {
     }
   }
 
-  // Adds the push `clock` of `worker` to the next update with `weight`.
-  // A null `gradient` (refused) adds nothing.
-  void Stage(int64_t worker, int64_t clock, double weight,
-             std::shared_ptr<proto::IncomingTensor> gradient);
+  // Adds the push to the next update with `weight`. A null payload
+  // (refused) adds nothing.
+  void Stage(const sync::HandledPush<Gradient>& push, double weight) override;
   // Applies what is staged, times `scale`, through the optimizer or (not
   // `with_optimizer`) as a plain delta; the model becomes `version`.
   // An update that would make the model non-finite is refused whole
   // (ModelStore::Apply): counted, logged, and traced as "update refused".
-  void Apply(double scale, bool with_optimizer, int64_t version);
+  void Apply(double scale, bool with_optimizer, int64_t version) override;
   // Updates refused so far.
   int64_t refused() const { return refused_; }
 
@@ -58,7 +60,7 @@ class ModelUpdates {
     int64_t worker = 0;
     int64_t clock = 0;  // the worker's own
     double weight = 0;
-    std::shared_ptr<proto::IncomingTensor> gradient;
+    Gradient gradient;
   };
 
   ModelStore& store_;

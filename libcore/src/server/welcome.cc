@@ -1,5 +1,9 @@
 #include "server/welcome.h"
 
+#include <utility>
+
+#include "server/aggregate.h"
+
 namespace dmlps::server {
 
 proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* spec,
@@ -53,6 +57,27 @@ int64_t MaxPushSamples(const ServerConfig& config, sync::WorkerMode mode) {
       return 0;
   }
   return 0;
+}
+
+WorkerDeskOptions DeskOptions(const ServerConfig& config, sync::WorkerMode mode,
+                              std::vector<model::TensorSpec> layout, int64_t max_message_bytes) {
+  // A robust rule holds against some bad workers of so many: extra
+  // identities joining a running job would shift that share (one process
+  // opening five connections into four workers outvotes them), so its job
+  // grows no ranks beyond --workers; a lost worker's rank may be taken again.
+  // (ValidateConfig checked the rule.)
+  const bool robust = ParseAggregation(config.aggregate).value().robust();
+  return WorkerDeskOptions{
+      .workers = config.workers,
+      .worker_timeout = config.worker_timeout,
+      .max_message_bytes = max_message_bytes,
+      .layout = std::move(layout),
+      .peer = nullptr,
+      .max_push_samples = MaxPushSamples(config, mode),
+      .max_ranks = robust ? config.workers : kMaxRanks,
+      .why_bounded = robust ? "all --workers; under --aggregate " + config.aggregate +
+                                  " no more may join (the rule's share of bad workers)"
+                            : "the most it takes"};
 }
 
 }  // namespace dmlps::server

@@ -10,6 +10,7 @@
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/server.h"
 #include "dmlps/sync/policy.h"
+#include "server/worker_desk.h"
 
 namespace dmlps::server {
 
@@ -32,6 +33,15 @@ proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec*
 // its token size; 0 (no cap) for the local modes, whose deltas sum many
 // steps and are weighted alike.
 int64_t MaxPushSamples(const ServerConfig& config, sync::WorkerMode mode);
+
+// How shard 0's desk takes the workers of `config`'s job, whose policy
+// runs `mode`, on an endpoint taking messages of `max_message_bytes` at
+// most: the ranks to fill and the most a running job grows to, the
+// silence allowed, the samples a push may claim (MaxPushSamples), and the
+// layout an external model's workers must announce (`layout`; empty: a
+// built-in model). Its peer is the caller's to set.
+WorkerDeskOptions DeskOptions(const ServerConfig& config, sync::WorkerMode mode,
+                              std::vector<model::TensorSpec> layout, int64_t max_message_bytes);
 
 }  // namespace dmlps::server
 

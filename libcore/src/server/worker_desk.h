@@ -1,10 +1,11 @@
 // Shard 0's side that faces its workers: the messages reaching its
 // endpoint dispatched and checked (the other shards' handed to the
-// coordinator), the Hellos Membership decides on carried out, pulls,
-// pushes and the chunks of streamed pushes taken in for the policy driver,
-// the driver's replies and every refusal sent, and workers lost to silence
-// or their own errors. The run around it (its phases, the model's updates,
-// evaluation, checkpoints) is ParameterServer's.
+// coordinator, Hellos to its Admissions, pushes and their chunks to its
+// PushIntake), pulls taken in for the policy driver, the driver's replies
+// sent (it is the driver's reply sink), and workers lost to silence, to
+// their own errors or to a full send queue. The run around it (its phases)
+// is ParameterServer's; the model's updates, evaluations and checkpoints
+// are parts of their own.
 #ifndef DMLPS_SERVER_WORKER_DESK_H_
 #define DMLPS_SERVER_WORKER_DESK_H_
 
@@ -23,16 +24,15 @@
 #include "dmlps/sync/driver.h"
 #include "dmlps/sync/summary.h"
 #include "dmlps/trace/trace.h"
+#include "server/admissions.h"
 #include "server/coordinator.h"
 #include "server/intake.h"
 #include "server/membership.h"
 #include "server/model_store.h"
-#include "server/waiting_log.h"
+#include "server/push_intake.h"
+#include "server/refusals.h"
 
 namespace dmlps::server {
-
-// A push's payload as the server holds it: null when it was refused.
-using Gradient = std::shared_ptr<proto::IncomingTensor>;
 
 struct WorkerDeskOptions {
   int64_t workers = 0;                          // the job's ranks, filled before training
@@ -62,43 +62,39 @@ struct Turnover {
   int64_t joined = 0;     // joined once training was running
 };
 
-class WorkerDesk {
+class WorkerDesk : public sync::ReplySink {
  public:
   // Starts training: every rank of the job has a worker whose data is loaded.
   using StartFn = std::function<void()>;
-  // The Welcome of the worker of `rank`: the job and its place in it (where
-  // the shards are, the desk adds).
-  using WelcomeFn = std::function<proto::Welcome(int64_t rank)>;
 
   // Serves the workers of `endpoint` for `driver`, whose pushes stream into
   // `store`, and passes the other shards' messages to `shards`; `tracer`
   // (null: none) gets the workers' comings, goings and pushes. All outlive
-  // this. Training runs once `driver` has started, which `start` does.
+  // this. Training runs once `driver` has started, which `start` does; the
+  // desk is the driver's reply sink once connected (PolicyDriver::Connect).
   WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint, ShardCoordinator& shards,
              sync::PolicyDriver<Gradient>& driver, ModelStore& store, trace::TraceWriter* tracer,
-             StartFn start, WelcomeFn welcome);
+             StartFn start, Admissions::WelcomeFn welcome);
   WorkerDesk(const WorkerDesk&) = delete;
   WorkerDesk& operator=(const WorkerDesk&) = delete;
 
   // Waits at most `wait` for a message and handles it; an error only when
   // the endpoint fails, since a bad message is its sender's to hear about.
   Status HandleNext(std::chrono::milliseconds wait);
-  // Answers a worker's Hello (also those the coordinator held until every
-  // shard had registered): a Welcome with a rank, or a refusal for good.
-  // `key` is the sender's CURVE key (empty: none; a copy, since the
-  // endpoint's own changes with the next message): one rank per key, a key
-  // joining again from a new connection taking its place. True when it was
-  // welcomed.
-  bool HandleHello(const zmq::message_t& identity, const proto::Hello& hello,
-                   const net::Sender& sender);
+  // What answers Hellos: those the coordinator held until every shard had
+  // registered, and those held while an external model was awaited, come
+  // to it from outside the desk.
+  Admissions& admissions() { return admissions_; }
+  // The workers' pushes, whose stalled streams the run closes in time.
+  PushIntake& pushes() { return pushes_; }
 
-  // The driver's replies to the member of `rank` (see sync::DriverEffects);
-  // a model reply is ordered of the other shards as well.
-  void SendModel(int64_t rank, const sync::Reply& reply);
-  void SendContinue(int64_t rank, bool download, const sync::Reply& reply);
-  void SendSyncNow(int64_t rank, int64_t round);
+  // The driver's replies to the member of `rank` (see sync::ReplySink); a
+  // model reply is ordered of the other shards as well.
+  void SendModel(int64_t rank, const sync::Reply& reply) override;
+  void SendContinue(int64_t rank, bool download, const sync::Reply& reply) override;
+  void SendSyncNow(int64_t rank, int64_t round) override;
   // A late push dropped is logged quietly; any other is refused, with why.
-  void Dropped(int64_t rank, const sync::Drop& drop);
+  void Dropped(int64_t rank, const sync::Drop& drop) override;
 
   // Tells every member and shard this side is alive.
   void SendHeartbeats();
@@ -108,9 +104,6 @@ class WorkerDesk {
   // Loses at once each member, and each shard, whose connection closed
   // (its process ended): no one waits for its silence.
   void LoseClosed();
-  // Closes the streamed pushes whose chunks stopped coming (kStreamStall),
-  // so that the model's other lanes and replies go on.
-  void CloseStalledStreams();
   // Loses the members a model reply could not be sent to because their
   // send queue was full (BindOptions::max_queued_messages): they do not
   // read what they are sent, and would make the server hold it.
@@ -134,27 +127,9 @@ class WorkerDesk {
  private:
   bool training() const { return driver_.started(); }
   void HandleFrames(net::Frames& frames);
-  // Makes the sender of `hello` the member of rank `rank`.
-  void Admit(const zmq::message_t& identity, const proto::Hello& hello, int64_t rank,
-             const net::Sender& sender);
-  // Tells the member of `rank` what the job is and where the shards are.
-  void SendWelcome(const zmq::message_t& identity, int64_t rank);
   void HandlePull(int64_t rank, const proto::Pull& pull);
-  void HandlePush(int64_t rank, const proto::Push& push, net::Frames& payload);
-  void HandleChunk(int64_t rank, const proto::Chunk& chunk, net::Frames& payload);
-  // The streamed push of worker `rank` will get no more chunks: what is
-  // missing is left out.
-  void AbandonStream(int64_t rank, const std::string& why);
-  // Tells `who` at `identity` why its message was refused; `fatal`: it is
-  // not to try again, unless `rejoin` (it may Hello again). Past
-  // kLoudRefusals the log quietens down.
-  void Refuse(const zmq::message_t& identity, const std::string& who, const std::string& why,
-              bool fatal, bool rejoin = false);
   // Goes on without worker `rank`: the policy stops waiting for it.
   void LoseWorker(int64_t rank, const std::string& why);
-  // Before training: logs `what` (a refusal, a worker gone) with how many
-  // workers are still to come, `reason` said at most every few seconds.
-  void NoteWhileWaiting(const std::string& reason, const std::string& what);
 
   const WorkerDeskOptions options_;
   net::Endpoint& endpoint_;
@@ -163,23 +138,16 @@ class WorkerDesk {
   ModelStore& store_;
   trace::TraceWriter* const tracer_;
   StartFn start_;
-  WelcomeFn welcome_;
 
-  Membership members_;   // as many ranks as the policy's
-  PushStreams streams_;  // the pushes whose chunks are still coming, by rank
-  net::Frames frames_;   // the message received last
-  int64_t refusals_ = 0;
-  WaitingLog waiting_log_{std::chrono::seconds(5)};
+  Membership members_;  // as many ranks as the policy's
+  Refusals refusals_;
+  PushIntake pushes_;
+  Admissions admissions_;
+  net::Frames frames_;  // the message received last
   Turnover turnover_;
-  // By rank: the batch the driver gave it last, which caps its pushes'
-  // samples in place of options_.max_push_samples.
-  std::map<int64_t, int64_t> batch_given_;
   // Members whose send queue was found full, by rank, with their identity
   // bytes (the rank may have gone to another worker since) and why.
   std::map<int64_t, std::pair<std::string, std::string>> unreading_;
-  // Sharded: by rank, the ticket of its worker's admission, which the other
-  // shards ask of it.
-  std::map<int64_t, int64_t> tickets_;
 };
 
 }  // namespace dmlps::server

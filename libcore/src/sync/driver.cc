@@ -6,11 +6,9 @@
 
 namespace dmlps::sync {
 
-DriverCore::DriverCore(std::unique_ptr<Policy> policy, const DriverOptions& options,
-                       DriverEffects& effects)
+DriverCore::DriverCore(std::unique_ptr<Policy> policy, const DriverOptions& options)
     : policy_(std::move(policy)),
       options_(options),
-      effects_(effects),
       slots_(static_cast<size_t>(policy_->num_workers())) {}
 
 void DriverCore::Attach(WorkerId w, const WorkerInfo& info) {
@@ -40,7 +38,7 @@ void DriverCore::Start() {
   }
   Carry(actions, nullptr);
   next_eval_ = iteration_ + options_.eval_every;
-  effects_.Evaluate(true);  // the untrained (or resumed) model: accuracy at time zero
+  events_->Evaluate(true);  // the untrained (or resumed) model: accuracy at time zero
 }
 
 void DriverCore::Join(WorkerId w, int64_t worker_clock) {
@@ -103,18 +101,18 @@ PushOutcome DriverCore::HandlePush(WorkerId w, const PushInfo& push, const Stage
 void DriverCore::Advance() {
   const int64_t before = iteration_;
   iteration_ = policy_->iteration();
-  if (iteration_ != before) effects_.IterationAdvanced();
+  if (iteration_ != before) events_->IterationAdvanced();
   if (options_.max_iterations > 0 && iteration_ >= options_.max_iterations) {
     if (!limit_reached_) {
       limit_reached_ = true;
-      effects_.LimitReached();
-      effects_.Evaluate(true);
+      events_->LimitReached();
+      events_->Evaluate(true);
     }
     return;
   }
   if (options_.eval_every > 0 && iteration_ >= next_eval_) {
     next_eval_ = iteration_ + options_.eval_every;
-    effects_.Evaluate(false);
+    events_->Evaluate(false);
   }
 }
 
@@ -128,7 +126,7 @@ void DriverCore::Evaluated(double accuracy) {
 bool DriverCore::EndRun() {
   if (limit_reached_) return false;
   limit_reached_ = true;
-  effects_.Evaluate(true);
+  events_->Evaluate(true);
   return true;
 }
 
@@ -138,7 +136,7 @@ void DriverCore::UpdateHold() {
   const bool hold = live < options_.min_workers;
   if (hold == holding_) return;
   holding_ = hold;
-  effects_.HoldChanged(hold, live);
+  events_->HoldChanged(hold, live);
   if (hold) return;
   std::vector<HeldReply> held;
   held.swap(held_);
@@ -178,11 +176,9 @@ void DriverCore::Do(const Stage& a, const StageFn* stage) {
   if (stage != nullptr) (*stage)(a.weight);
 }
 
-void DriverCore::Do(const Apply& a, const StageFn* /*stage*/) { effects_.Apply(a.scale, true); }
+void DriverCore::Do(const Apply& a, const StageFn* /*stage*/) { ApplyStaged(a.scale, true); }
 
-void DriverCore::Do(const ApplyDelta& a, const StageFn* /*stage*/) {
-  effects_.Apply(a.scale, false);
-}
+void DriverCore::Do(const ApplyDelta& a, const StageFn* /*stage*/) { ApplyStaged(a.scale, false); }
 
 void DriverCore::Do(const ReplyModel& a, const StageFn* /*stage*/) {
   if (!Present(a.worker)) return;
@@ -191,13 +187,13 @@ void DriverCore::Do(const ReplyModel& a, const StageFn* /*stage*/) {
     return;
   }
   slots_[a.worker].pull_pending = false;
-  effects_.SendModel(a.worker, TakeReply(a.worker));
+  replies_->SendModel(a.worker, TakeReply(a.worker));
 }
 
 void DriverCore::Do(const Hold& /*a*/, const StageFn* /*stage*/) {}
 
 void DriverCore::Do(const Drop& a, const StageFn* /*stage*/) {
-  if (Present(a.worker)) effects_.Dropped(a.worker, a);
+  if (Present(a.worker)) replies_->Dropped(a.worker, a);
 }
 
 void DriverCore::Do(const Continue& a, const StageFn* /*stage*/) {
@@ -206,11 +202,11 @@ void DriverCore::Do(const Continue& a, const StageFn* /*stage*/) {
     held_.push_back({a.worker, false, a.download});
     return;
   }
-  effects_.SendContinue(a.worker, a.download, TakeReply(a.worker));
+  replies_->SendContinue(a.worker, a.download, TakeReply(a.worker));
 }
 
 void DriverCore::Do(const SyncNow& a, const StageFn* /*stage*/) {
-  if (Present(a.worker)) effects_.SendSyncNow(a.worker, a.round - slots_[a.worker].clock_offset);
+  if (Present(a.worker)) replies_->SendSyncNow(a.worker, a.round - slots_[a.worker].clock_offset);
 }
 
 void DriverCore::Do(const SetBatch& a, const StageFn* /*stage*/) {
@@ -225,8 +221,8 @@ void DriverCore::Do(const SetLocalSteps& a, const StageFn* /*stage*/) {
   if (Present(a.worker)) slots_[a.worker].next_local_steps = a.steps;
 }
 
-void DriverCore::Do(const Switch& a, const StageFn* /*stage*/) { effects_.Switched(a); }
+void DriverCore::Do(const Switch& a, const StageFn* /*stage*/) { events_->Switched(a); }
 
-void DriverCore::Do(const Decision& a, const StageFn* /*stage*/) { effects_.Decided(a); }
+void DriverCore::Do(const Decision& a, const StageFn* /*stage*/) { events_->Decided(a); }
 
 }  // namespace dmlps::sync

@@ -1,10 +1,10 @@
 // One layer above the policies: a PolicyDriver feeds a policy its events,
-// carries out the actions it answers with through a sink, and keeps the
+// carries out the actions it answers with through its sinks, and keeps the
 // per-worker state replies need (a pull waiting, the batch size and token
 // to send with the next reply, the offset between a worker's own step
 // count and the policy's clock, replies held while training holds). The
 // server, the simulator, the transport bench and the tests' scripted
-// clusters each implement a sink; none of them looks at actions itself.
+// clusters each implement the sinks; none of them looks at actions itself.
 #ifndef DMLPS_SYNC_DRIVER_H_
 #define DMLPS_SYNC_DRIVER_H_
 
@@ -25,7 +25,7 @@ struct Reply {
   int64_t local_steps = 0;  // local steps per push from now on; 0: unchanged
 };
 
-// The push a driver is handling, as its sink's Stage sees it.
+// The push a driver is handling, as UpdateSink::Stage sees it.
 template <typename Payload>
 struct HandledPush {
   WorkerId worker = -1;
@@ -33,14 +33,17 @@ struct HandledPush {
   const Payload& payload;  // what the caller handed to PolicyDriver::Push
 };
 
-// The effects of a policy's actions, but staging: what every user of a
-// driver does with them. Workers named are present (attached, not lost).
-class DriverEffects {
+// The driver's sinks, the effects of a policy's actions in three parts:
+// the replies to the workers, the updates of the model, and what the run
+// hears of its progress. A user of a driver may implement them in one class
+// (the simulator, the transport bench, the tests' clusters) or in three (the
+// server: its worker desk, its model updates, its run). Workers named are
+// present (attached, not lost).
+
+// What the workers are sent.
+class ReplySink {
  public:
-  virtual ~DriverEffects() = default;
-  // model <- optimizer(model, scale * acc) (with_optimizer) or
-  // model + scale * acc; acc <- 0. The policy's version is the new one.
-  virtual void Apply(double scale, bool with_optimizer) = 0;
+  virtual ~ReplySink() = default;
   // Sends worker w the current model; its pull is answered.
   virtual void SendModel(WorkerId w, const Reply& reply) = 0;
   // Answers worker w's push: go on with its model, `download` it first.
@@ -50,6 +53,27 @@ class DriverEffects {
   virtual void SendSyncNow(WorkerId w, int64_t round) = 0;
   // The push being handled, worker w's, is dropped (see Drop).
   virtual void Dropped(WorkerId w, const Drop& drop) = 0;
+};
+
+// What becomes of the model: pushes staged into an accumulator, which an
+// update applies. The payload's type is the user's (a gradient, sample
+// indices, nothing).
+template <typename Payload>
+class UpdateSink {
+ public:
+  virtual ~UpdateSink() = default;
+  // acc += weight * push.payload.
+  virtual void Stage(const HandledPush<Payload>& push, double weight) = 0;
+  // model <- optimizer(model, scale * acc) (with_optimizer) or
+  // model + scale * acc; acc <- 0. The model becomes `version`, which the
+  // policy has counted already.
+  virtual void Apply(double scale, bool with_optimizer, int64_t version) = 0;
+};
+
+// What the run hears of the policy's progress.
+class RunEvents {
+ public:
+  virtual ~RunEvents() = default;
   // Evaluates the current model; `must` ones (the first, the last) are
   // never skipped.
   virtual void Evaluate(bool must) = 0;
@@ -67,13 +91,12 @@ class DriverEffects {
   virtual void Decided(const Decision& decision) {}
 };
 
-// A sink: the effects plus staging the payload of the push being handled,
-// whose type the user chooses (a gradient, sample indices, nothing).
+// Where a driver's effects go; each outlives the driver.
 template <typename Payload>
-class DriverSink : public DriverEffects {
- public:
-  // acc += weight * push.payload.
-  virtual void Stage(const HandledPush<Payload>& push, double weight) = 0;
+struct DriverSinks {
+  ReplySink& replies;
+  UpdateSink<Payload>& updates;
+  RunEvents& events;
 };
 
 struct DriverOptions {
@@ -119,7 +142,7 @@ class DriverCore {
   // Catches up with the policy's iteration: IterationAdvanced, then the
   // limit or an evaluation when due. Idempotent; call after each push.
   void Advance();
-  // An evaluation the sink asked for came out at `accuracy`; in the order
+  // An evaluation RunEvents::Evaluate asked for came out at `accuracy`; in the order
   // they were asked for. Policies deciding by accuracy (sync-switch) look.
   void Evaluated(double accuracy);
   // Ends the run by a limit other than iterations (time): evaluates once
@@ -153,8 +176,17 @@ class DriverCore {
   // Stages the push being handled with the weight given.
   using StageFn = std::function<void(double weight)>;
 
-  DriverCore(std::unique_ptr<Policy> policy, const DriverOptions& options, DriverEffects& effects);
-  ~DriverCore() = default;
+  DriverCore(std::unique_ptr<Policy> policy, const DriverOptions& options);
+  virtual ~DriverCore() = default;
+
+  // The sinks of every effect but the model's updates, which PolicyDriver
+  // carries out (ApplyStaged).
+  void ConnectCore(ReplySink& replies, RunEvents& events) {
+    replies_ = &replies;
+    events_ = &events;
+  }
+  // Applies what is staged: UpdateSink::Apply, to the policy's version.
+  virtual void ApplyStaged(double scale, bool with_optimizer) = 0;
 
   // Worker w's push; push.clock in the worker's own count.
   PushOutcome HandlePush(WorkerId w, const PushInfo& push, const StageFn& stage);
@@ -205,7 +237,8 @@ class DriverCore {
 
   std::unique_ptr<Policy> policy_;
   const DriverOptions options_;
-  DriverEffects& effects_;
+  ReplySink* replies_ = nullptr;  // see ConnectCore
+  RunEvents* events_ = nullptr;
   std::vector<Slot> slots_;  // by rank
   bool started_ = false;
   bool holding_ = false;
@@ -219,24 +252,41 @@ class DriverCore {
 };
 
 // A driver whose pushes carry a `Payload` (a gradient, sample indices,
-// nothing) that reaches the sink's Stage with the push it belongs to.
+// nothing) that reaches UpdateSink::Stage with the push it belongs to.
 template <typename Payload>
-class PolicyDriver : public DriverCore {
+class PolicyDriver final : public DriverCore {
  public:
+  // A driver whose effects go to `sinks`.
   PolicyDriver(std::unique_ptr<Policy> policy, const DriverOptions& options,
-               DriverSink<Payload>& sink)
-      : DriverCore(std::move(policy), options, sink), sink_(sink) {}
+               const DriverSinks<Payload>& sinks)
+      : DriverCore(std::move(policy), options) {
+    Connect(sinks);
+  }
+  // A driver whose sinks are made after it, since they hold it (the
+  // server's worker desk feeds the driver and sends its replies): Connect
+  // them before Start.
+  PolicyDriver(std::unique_ptr<Policy> policy, const DriverOptions& options)
+      : DriverCore(std::move(policy), options) {}
+
+  void Connect(const DriverSinks<Payload>& sinks) {
+    ConnectCore(sinks.replies, sinks.events);
+    updates_ = &sinks.updates;
+  }
 
   // Worker w's push; push.clock in the worker's own count of its pushes.
   // Call Advance after it.
   PushOutcome Push(WorkerId w, const PushInfo& push, const Payload& payload) {
     const HandledPush<Payload> handled{w, push.clock, payload};
-    const StageFn stage = [this, &handled](double weight) { sink_.Stage(handled, weight); };
+    const StageFn stage = [this, &handled](double weight) { updates_->Stage(handled, weight); };
     return HandlePush(w, push, stage);
   }
 
  private:
-  DriverSink<Payload>& sink_;
+  void ApplyStaged(double scale, bool with_optimizer) override {
+    updates_->Apply(scale, with_optimizer, policy().version());
+  }
+
+  UpdateSink<Payload>* updates_ = nullptr;  // see Connect
 };
 
 }  // namespace dmlps::sync

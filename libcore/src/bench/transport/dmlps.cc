@@ -30,7 +30,9 @@ namespace {
 // opened as IncomingTensors (whole, or chunk by chunk), summed, applied and
 // answered through the ModelStore, the model streaming back chunk by chunk.
 // The policy's actions come through the driver, as dmlps-server's do.
-class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTensor>> {
+class BenchServer : private sync::ReplySink,
+                    private sync::UpdateSink<std::shared_ptr<proto::IncomingTensor>>,
+                    private sync::RunEvents {
  public:
   BenchServer(net::Endpoint& endpoint, int64_t floats, int64_t workers,
               const TransportConfig& config, Shared& shared)
@@ -49,7 +51,9 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
     policy_config.job.workers = workers_;
     policy_config.job.batch = 1;
     DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy, sync::MakePolicy(policy_config));
-    driver_.emplace(std::move(policy), sync::DriverOptions{}, static_cast<Sink&>(*this));
+    driver_.emplace(
+        std::move(policy), sync::DriverOptions{},
+        sync::DriverSinks<Gradient>{.replies = *this, .updates = *this, .events = *this});
     DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(kLearningRate, 0, store_.size()));
     net::Frames frames;
     while (!quit.load() && !shared_.Stopping()) {
@@ -62,7 +66,6 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
 
  private:
   using Gradient = std::shared_ptr<proto::IncomingTensor>;
-  using Sink = sync::DriverSink<Gradient>;
   struct Peer {
     zmq::message_t identity;
   };
@@ -135,7 +138,7 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
                             std::string(proto::MsgTypeName(proto::TypeOf(message.body))));
   }
 
-  // The first error the sink met since the last call, which clears it.
+  // The first error the sinks met since the last call, which clears it.
   Status TakeError() {
     Status error = std::move(error_);
     error_ = Status::Ok();
@@ -145,11 +148,11 @@ class BenchServer : private sync::DriverSink<std::shared_ptr<proto::IncomingTens
     if (error_.ok()) error_ = std::move(status);
   }
 
-  // The driver's sink: BSP stages, applies and answers pulls, nothing more.
+  // The driver's sinks: BSP stages, applies and answers pulls, nothing more.
   void Stage(const sync::HandledPush<Gradient>& push, double weight) override {
     if (push.payload != nullptr) store_.Stage(push.payload, static_cast<float>(weight));
   }
-  void Apply(double scale, bool with_optimizer) override {
+  void Apply(double scale, bool with_optimizer, int64_t /*version*/) override {
     if (!with_optimizer) return Fail(Unexpected());
     store_.Apply(optimizer_.get(), static_cast<float>(scale));
   }
