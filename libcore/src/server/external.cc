@@ -17,7 +17,8 @@ namespace dmlps::server {
 ExternalModel::ExternalModel(const ServerConfig& config, std::string secret)
     : config_(config),
       secret_(std::move(secret)),
-      held_hellos_(config.workers + kConnectionHeadroom + config.shard_count, kMaxHeldHelloBytes) {}
+      held_hellos_(config.job.workers + kConnectionHeadroom + config.shard_count,
+                   kMaxHeldHelloBytes) {}
 
 Status ExternalModel::Open(zmq::context_t& context, net::BindOptions bind_options,
                            const std::atomic<int>* signal, std::optional<net::Endpoint>* endpoint,
@@ -89,7 +90,7 @@ Status ExternalModel::Bind(zmq::context_t& context, net::BindOptions bind_option
 int64_t ExternalModel::MaxConnections() const {
   return config_.max_connections > 0
              ? config_.max_connections
-             : config_.workers + kConnectionHeadroom + config_.shard_count - 1;
+             : config_.job.workers + kConnectionHeadroom + config_.shard_count - 1;
 }
 
 Status ExternalModel::ReadInitialModel(std::vector<float>* params) {

@@ -86,7 +86,7 @@ class ParameterServer {
   // external server, a Hello first gives its connection the model's send
   // queue bound (ExternalModel::BoundNewPeer).
   bool HandlePeer(const zmq::message_t& identity, proto::Message& message);
-  bool external() const { return config_.model == kExternalModel; }
+  bool external() const { return config_.job.model == kExternalModel; }
   Status SetUpPolicy();
   // Sets up what the driver's effects go to (the updates, evaluations and
   // checkpoints, and desk_), once the endpoint, the coordinator and the

@@ -50,7 +50,7 @@ void RunCheckpoints::MaybeTake() {
     return;
   }
   Checkpoint checkpoint = MakeCheckpoint(
-      job_.identity, config_.workers, driver_.policy().Save(), driver_.samples_applied(),
+      job_.identity, config_.job.workers, driver_.policy().Save(), driver_.samples_applied(),
       job_.seconds_before + std::chrono::duration<double>(now - timer_.own_start()).count(),
       optimizer_.State());
   checkpoint.optimizer_steps = optimizer_.steps();

@@ -34,7 +34,7 @@ void RunEvaluations::Collect() {
   const std::vector<Evaluation> results = evaluator_->TakeResults();
   // An evaluator process's report cannot be checked here: the target
   // counts once the next evaluation meets it too.
-  const Targets targets{config_.target_accuracy, config_.target_loss,
+  const Targets targets{config_.job.target_accuracy, config_.job.target_loss,
                         config_.remote_evaluator ? kRemoteConfirmations : 1};
   RecordEvaluations(results, targets, timer_.clock().start_us, tsv_, tracer_, &target_progress_,
                     &report_);

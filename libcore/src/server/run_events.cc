@@ -9,7 +9,7 @@
 namespace dmlps::server {
 
 void RunEventSink::LimitReached() {
-  spdlog::info("iteration limit of {} reached", config_.max_iterations);
+  spdlog::info("iteration limit of {} reached", config_.job.max_iterations);
 }
 
 void RunEventSink::HoldChanged(bool holding, int64_t live) {

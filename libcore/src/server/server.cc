@@ -31,10 +31,10 @@ Status ParameterServer::Setup() {
     if (model_ == nullptr) return Status::Ok();  // a signal came first
     bind_options.max_frame_bytes = external_->max_frame_bytes();
   } else {
-    DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.data));
+    DMLPS_ASSIGN_OR_RETURN(data::DataSpec data_spec, data::ParseDataSpec(config_.job.data));
     data_spec.max_features = config_.max_features;
     DMLPS_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadTest(data_spec));
-    if (test_set.rows() == 0) return Status::DataLoss(config_.data + ": the test set is empty");
+    if (test_set.rows() == 0) return Status::DataLoss(config_.job.data + ": the test set is empty");
     std::vector<float> params;
     DMLPS_ASSIGN_OR_RETURN(model_, ServerModel::BuiltIn(config_, test_set, &params));
     DMLPS_RETURN_IF_ERROR(SetUpParams(
@@ -67,8 +67,8 @@ Status ParameterServer::Setup() {
   model_->ShareNorm(*shards_);
   SetUpSinks(std::move(evaluator), bind_options.max_frame_bytes);
   rollback_.emplace(config_, *shards_, *desk_, *checkpoints_, *driver_, report_);
-  spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(), config_.workers,
-               config_.workers == 1 ? "" : "s",
+  spdlog::info("listening on {}, waiting for {} worker{}{}", endpoint_->address(),
+               config_.job.workers, config_.job.workers == 1 ? "" : "s",
                config_.remote_evaluator ? " and the evaluator" : "");
   if (!config_.endpoint_file.empty() && !external()) {
     DMLPS_RETURN_IF_ERROR(WriteEndpointFile(config_.endpoint_file, endpoint_->address()));
@@ -105,9 +105,10 @@ Status ParameterServer::SetUpPolicy() {
       std::unique_ptr<sync::Policy> policy,
       config_.make_policy ? config_.make_policy(policy_config) : sync::MakePolicy(policy_config));
   // Its sinks hold it: they are connected once made (SetUpSinks).
-  driver_.emplace(std::move(policy), sync::DriverOptions{.eval_every = config_.eval_every,
-                                                         .max_iterations = config_.max_iterations,
-                                                         .min_workers = config_.min_workers});
+  driver_.emplace(std::move(policy),
+                  sync::DriverOptions{.eval_every = config_.job.eval_every,
+                                      .max_iterations = config_.job.max_iterations,
+                                      .min_workers = config_.min_workers});
   policy_ = &driver_->policy();
   return Status::Ok();
 }
@@ -118,7 +119,8 @@ void ParameterServer::SetUpSinks(std::unique_ptr<SnapshotEvaluator> evaluator,
   Aggregation aggregation = ParseAggregation(config_.aggregate).value();
   // Centred clipping takes the momentum per worker; the step then has none
   // (ServerOptimizerSettings).
-  if (aggregation.rule == Aggregation::Rule::kCenteredClip) aggregation.momentum = config_.momentum;
+  if (aggregation.rule == Aggregation::Rule::kCenteredClip)
+    aggregation.momentum = config_.job.momentum;
   updates_.emplace(model_->store(), model_->optimizer(), *shards_, config_.deterministic,
                    tracer_.get(), aggregation);
   evaluations_.emplace(config_, std::move(evaluator), tsv_, tracer_.get(), timer_, *driver_,
@@ -188,11 +190,11 @@ Status ParameterServer::WaitForWorkers() {
       return rollback_->RejoinTimedOut();
     }
     const double waited = std::chrono::duration<double>(Clock::now() - begin).count();
-    status.Show(desk_->joined() < config_.workers
+    status.Show(desk_->joined() < config_.job.workers
                     ? fmt::format("waiting for workers: {} of {} joined ({:.0f} s)",
-                                  desk_->joined(), config_.workers, waited)
+                                  desk_->joined(), config_.job.workers, waited)
                     : fmt::format("all {} workers joined, loading their data ({:.0f} s)",
-                                  config_.workers, waited));
+                                  config_.job.workers, waited));
   }
   return Status::Ok();
 }
@@ -210,9 +212,9 @@ Status ParameterServer::Turn() {
     return evaluations_->unfit();
   }
   if (signal_ != nullptr && signal_->load() != 0) report_.signal = signal_->load();
-  if (timer_.started() && config_.max_seconds > 0 && timer_.Seconds() >= config_.max_seconds &&
-      !driver_->limit_reached()) {
-    spdlog::info("time limit of {} s reached", config_.max_seconds);
+  if (timer_.started() && config_.job.max_seconds > 0 &&
+      timer_.Seconds() >= config_.job.max_seconds && !driver_->limit_reached()) {
+    spdlog::info("time limit of {} s reached", config_.job.max_seconds);
     driver_->EndRun();
   }
   if (Clock::now() - last_heartbeat_ >= config_.heartbeat) {
@@ -241,7 +243,8 @@ Status ParameterServer::Turn() {
 Result<RunReport> ParameterServer::Finish() {
   report_.seconds = timer_.Seconds();
   report_.iterations = driver_->iteration();
-  const std::string reason = EndReason(report_, {config_.target_accuracy, config_.target_loss});
+  const std::string reason =
+      EndReason(report_, {config_.job.target_accuracy, config_.job.target_loss});
   if (!report_.target_reached && report_.signal == 0) {
     // The last snapshot may wait for chunks still on their way.
     desk_->DrainStreams(kDrainLimit);
@@ -291,7 +294,7 @@ void ParameterServer::Summarize() {
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
   report_.bytes_per_worker = summary.bytes_sent_mean;
-  LogRunSummary(report_, policy_->Name(), {config_.target_accuracy, config_.target_loss},
+  LogRunSummary(report_, policy_->Name(), {config_.job.target_accuracy, config_.job.target_loss},
                 evaluations_->skipped(), driver_->dropped_pushes());
 }
 
@@ -300,11 +303,11 @@ void ParameterServer::Start() {
   if (tracer_) {
     tracer_->Instant("run", "start", timer_.own_start_us(),
                      {{"policy", policy_->Name()},
-                      {"model", config_.model},
-                      {"workers", config_.workers},
-                      {"target", config_.target_accuracy}});
+                      {"model", config_.job.model},
+                      {"workers", config_.job.workers},
+                      {"target", config_.job.target_accuracy}});
   }
-  spdlog::info("all {} workers ready; training {}", config_.workers,
+  spdlog::info("all {} workers ready; training {}", config_.job.workers,
                report_.resumed_iteration >= 0
                    ? "goes on from iteration " + std::to_string(report_.resumed_iteration)
                    : std::string("starts"));
@@ -316,7 +319,7 @@ void ParameterServer::Start() {
 
 void ParameterServer::StartCoordinator() {
   proto::Welcome shard_welcome = JobWelcome(config_, model_->spec(), policy_->Name());
-  shard_welcome.num_workers = config_.workers;
+  shard_welcome.num_workers = config_.job.workers;
   // The other shards must resume their slices of this same version.
   shard_welcome.resume_version = report_.resumed_iteration >= 0 ? policy_->version() : -1;
   shards_ = std::make_unique<ShardCoordinator>(

@@ -39,12 +39,12 @@ Result<std::unique_ptr<ServerModel>> ServerModel::Make(const ServerConfig& confi
 Result<std::unique_ptr<ServerModel>> ServerModel::BuiltIn(const ServerConfig& config,
                                                           const data::Dataset& test_set,
                                                           std::vector<float>* params) {
-  DMLPS_ASSIGN_OR_RETURN(
-      model::ModelSpec spec,
-      model::ParseModelSpec(config.model, test_set.dim, std::max<int64_t>(test_set.classes, 2)));
+  DMLPS_ASSIGN_OR_RETURN(model::ModelSpec spec,
+                         model::ParseModelSpec(config.job.model, test_set.dim,
+                                               std::max<int64_t>(test_set.classes, 2)));
   model::Model model(spec);
   params->assign(static_cast<size_t>(model.num_params()), 0.f);
-  model.Initialize(config.seed, *params);
+  model.Initialize(config.job.seed, *params);
   return Make(config, spec, {}, model.num_params());
 }
 

@@ -37,9 +37,9 @@ Status Rollback::RejoinTimedOut() {
   if (!shards.empty()) {
     who = fmt::format("server shard{} {} did not join again", shards.size() == 1 ? "" : "s",
                       fmt::join(shards, ", "));
-  } else if (desk_.joined() < config_.workers) {
-    who = fmt::format("{} of {} workers did not join again", config_.workers - desk_.joined(),
-                      config_.workers);
+  } else if (desk_.joined() < config_.job.workers) {
+    who = fmt::format("{} of {} workers did not join again", config_.job.workers - desk_.joined(),
+                      config_.job.workers);
   } else {
     who = "the workers did not load their data";
   }

@@ -68,13 +68,13 @@ WorkerDeskOptions DeskOptions(const ServerConfig& config, sync::WorkerMode mode,
   // (ValidateConfig checked the rule.)
   const bool robust = ParseAggregation(config.aggregate).value().robust();
   return WorkerDeskOptions{
-      .workers = config.workers,
+      .workers = config.job.workers,
       .worker_timeout = config.worker_timeout,
       .max_message_bytes = max_message_bytes,
       .layout = std::move(layout),
       .peer = nullptr,
       .max_push_samples = MaxPushSamples(config, mode),
-      .max_ranks = robust ? config.workers : kMaxRanks,
+      .max_ranks = robust ? config.job.workers : kMaxRanks,
       .why_bounded = robust ? "all --workers; under --aggregate " + config.aggregate +
                                   " no more may join (the rule's share of bad workers)"
                             : "the most it takes"};

@@ -187,13 +187,13 @@ class Simulator : private sync::ReplySink,
 // ---------------------------------------------------------------- setup
 
 Status Simulator::Setup() {
-  DMLPS_ASSIGN_OR_RETURN(
-      std::unique_ptr<sync::Policy> policy,
-      config_.make_policy ? config_.make_policy(sync::WithJob(config_.policy, config_.job))
-                          : sync::MakePolicy(sync::WithJob(config_.policy, config_.job)));
+  DMLPS_ASSIGN_OR_RETURN(std::unique_ptr<sync::Policy> policy,
+                         config_.make_policy
+                             ? config_.make_policy(sync::WithJob(config_.policy, config_.job))
+                             : sync::MakePolicy(sync::WithJob(config_.policy, config_.job)));
   driver_.emplace(std::move(policy),
-                  sync::DriverOptions{.eval_every = config_.eval_every,
-                                      .max_iterations = config_.max_iterations},
+                  sync::DriverOptions{.eval_every = config_.job.eval_every,
+                                      .max_iterations = config_.job.max_iterations},
                   sync::DriverSinks<Samples>{.replies = *this, .updates = *this, .events = *this});
   policy_ = &driver_->policy();
   if (const auto* switching = dynamic_cast<const sync::SwitchingPolicy*>(policy_)) {
@@ -203,10 +203,10 @@ Status Simulator::Setup() {
   staleness_sum_.assign(static_cast<size_t>(n_), 0);
   num_params_ = math_.model.num_params();
   params_.assign(static_cast<size_t>(num_params_), 0.f);
-  math_.model.Initialize(config_.seed, params_);
+  math_.model.Initialize(config_.job.seed, params_);
   accumulator_.assign(params_.size(), 0.f);
   // As the server: local-SGD policies step the model with their outer optimizer.
-  step_ = sync::ServerOptimizerFor(config_.policy, config_.lr, config_.momentum);
+  step_ = sync::ServerOptimizerFor(config_.policy, config_.job.lr, config_.job.momentum);
   DMLPS_ASSIGN_OR_RETURN(optimizer_, optim::MakeOptimizer(step_.lr, step_.momentum, step_.nesterov,
                                                           step_.momentum_every, num_params_));
 
@@ -233,7 +233,7 @@ Status Simulator::Setup() {
 Result<SimReport> Simulator::Run() {
   const auto wall_start = std::chrono::steady_clock::now();
   DMLPS_RETURN_IF_ERROR(Setup());
-  if (config_.max_seconds > 0) Schedule(config_.max_seconds, EventKind::kTimeLimit, 0);
+  if (config_.job.max_seconds > 0) Schedule(config_.job.max_seconds, EventKind::kTimeLimit, 0);
   StartTraining();
   while (!finished_ && !queue_.empty()) {
     const Event event = queue_.Pop();
@@ -555,7 +555,8 @@ void Simulator::Evaluate(bool /*must*/) {
   report_.curve.push_back({now_, iteration, samples, result.accuracy, result.loss});
   if (config_.on_eval) config_.on_eval(report_.curve.back());
   if (config_.shared_cores > 0) StartJob(kEvalJob, config_.cost.eval_s, 1);
-  if (config_.target > 0 && result.accuracy >= config_.target && !report_.reached) {
+  if (config_.job.target_accuracy > 0 && result.accuracy >= config_.job.target_accuracy &&
+      !report_.reached) {
     report_.reached = true;
     report_.seconds_to_target = now_;
     report_.iterations_to_target = iteration;
@@ -578,7 +579,7 @@ constexpr bench::RunLimitNames kFieldNames = {
 
 std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   std::vector<std::string> problems;
-  const int64_t n = config.policy.num_workers;
+  const int64_t n = config.job.workers;
   if (n < 1) problems.push_back("a run needs at least one worker");
   if (Status s = sync::CheckPolicy(sync::WithJob(config.policy, config.job)); !s.ok()) {
     problems.push_back("policy: " + s.message());
@@ -609,12 +610,13 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
   if (config.model.input_dim < 1 || config.model.classes < 2) {
     problems.push_back("the model has no input or fewer than two classes");
   }
-  if (!(config.lr > 0) || !std::isfinite(config.lr)) problems.push_back("lr must be positive");
-  if (!(config.momentum >= 0 && config.momentum < 1))
+  if (!(config.job.lr > 0) || !std::isfinite(config.job.lr))
+    problems.push_back("lr must be positive");
+  if (!(config.job.momentum >= 0 && config.job.momentum < 1))
     problems.push_back("momentum must be in [0, 1)");
-  bench::CheckRunLimits(
-      {config.target, config.eval_every, config.max_iterations, config.max_seconds}, kFieldNames,
-      &problems);
+  bench::CheckRunLimits({config.job.target_accuracy, config.job.eval_every,
+                         config.job.max_iterations, config.job.max_seconds},
+                        kFieldNames, &problems);
   if (!(config.network.link_gbps >= 0) || !std::isfinite(config.network.link_gbps)) {
     problems.push_back("link bandwidth must be a finite number of at least 0");
   }
