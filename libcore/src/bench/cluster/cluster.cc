@@ -103,7 +103,8 @@ class Clients {
     return evaluator_->Start(
         {"/bin/sh", "-c", options_.evaluator_command}, log, log,
         {"DMLPS_SERVER=" + endpoint, "DMLPS_MODEL=" + e_.job.model, "DMLPS_DATA=" + e_.job.data,
-         "DMLPS_SEED=" + std::to_string(e_.job.seed), "DMLPS_BIN=" + options_.bin_dir, secret_env_});
+         "DMLPS_SEED=" + std::to_string(e_.job.seed), "DMLPS_BIN=" + options_.bin_dir,
+         secret_env_});
   }
 
   // Why the run cannot go on: a client exited with an error, or every
@@ -237,8 +238,8 @@ Clock::time_point Deadline(const Experiment& e, const ClusterOptions& options,
                            Clock::time_point begin) {
   return begin + options.slack +
          (e.job.max_seconds > 0 ? std::chrono::duration_cast<Clock::duration>(
-                                  std::chrono::duration<double>(e.job.max_seconds))
-                            : std::chrono::hours(24 * 365));
+                                      std::chrono::duration<double>(e.job.max_seconds))
+                                : std::chrono::hours(24 * 365));
 }
 
 // Follows a run until its server exits, starting the clients once the
@@ -365,7 +366,8 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
     return fail(WhyExited("the server", code, files.server_log) + "; " + report.status().message());
   RunResult read = *report;
   // Without a target, a run that ran to its limits did what was asked.
-  if (e.job.target_accuracy == 0 && options.target_loss == 0 && read.failure.empty()) read.reached = true;
+  if (e.job.target_accuracy == 0 && options.target_loss == 0 && read.failure.empty())
+    read.reached = true;
   read.policy = result.policy;
   read.repeat = repeat;
   return read;

@@ -151,7 +151,8 @@ std::vector<std::string> WorkerEnvironment(const Experiment& e, int64_t rank,
   // worker would have them, the flags without their leading "--", dashes
   // turned into underscores; numbers as numbers, schedules as text.
   std::ostringstream json;
-  json << "{\"rank\": " << rank << ", \"threads\": " << options.threads << ", \"seed\": " << e.job.seed;
+  json << "{\"rank\": " << rank << ", \"threads\": " << options.threads
+       << ", \"seed\": " << e.job.seed;
   std::vector<std::string> env;
   for (size_t i = 0; i + 1 < flags.size(); i += 2) {
     flag_text += (flag_text.empty() ? "" : " ") + flags[i] + " " + flags[i + 1];
@@ -180,12 +181,13 @@ std::vector<std::string> WorkerEnvironment(const Experiment& e, int64_t rank,
   const worker::StragglerSpec& s = e.stragglers[static_cast<size_t>(rank)];
   if (s.schedule.empty()) env.push_back("DMLPS_SLOWDOWN_SCHEDULE=");
   if (s.bandwidth_schedule.empty()) env.push_back("DMLPS_BANDWIDTH_SCHEDULE=");
-  env.insert(env.end(), {"DMLPS_SERVER=" + endpoint, "DMLPS_RANK=" + std::to_string(rank),
-                         "DMLPS_WORKERS=" + std::to_string(e.job.workers), "DMLPS_MODEL=" + e.job.model,
-                         "DMLPS_DATA=" + e.job.data, "DMLPS_THREADS=" + std::to_string(options.threads),
-                         "DMLPS_SEED=" + std::to_string(e.job.seed), "DMLPS_BIN=" + options.bin_dir,
-                         "DMLPS_TRACE=" + trace, "DMLPS_WORKER_FLAGS=" + flag_text,
-                         "DMLPS_WORKER_OPTIONS=" + json.str()});
+  env.insert(env.end(),
+             {"DMLPS_SERVER=" + endpoint, "DMLPS_RANK=" + std::to_string(rank),
+              "DMLPS_WORKERS=" + std::to_string(e.job.workers), "DMLPS_MODEL=" + e.job.model,
+              "DMLPS_DATA=" + e.job.data, "DMLPS_THREADS=" + std::to_string(options.threads),
+              "DMLPS_SEED=" + std::to_string(e.job.seed), "DMLPS_BIN=" + options.bin_dir,
+              "DMLPS_TRACE=" + trace, "DMLPS_WORKER_FLAGS=" + flag_text,
+              "DMLPS_WORKER_OPTIONS=" + json.str()});
   return env;
 }
 
