@@ -120,7 +120,7 @@ build() {
            -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
            -DDMLPS_SANITIZE="$sanitize" -DDMLPS_BUILD_MAN=OFF -DDMLPS_FUZZ="$fuzz" &&
          cmake --build "$dir" -j "$jobs" --target dmlps-unit-tests dmlps-server dmlps-worker \
-           dmlps-test-peer "${extra_targets[@]}"; } >"$out/$name-build.log" 2>&1; then
+           dmlps-keygen dmlps-test-peer "${extra_targets[@]}"; } >"$out/$name-build.log" 2>&1; then
     tail -n 30 "$out/$name-build.log" >&2
     echo "$NAME: error: the $name build failed; see $out/$name-build.log" >&2
     exit 70

@@ -6,10 +6,6 @@ BIN=${DMLPS_BIN:?DMLPS_BIN must name the folder holding dmlps-server}
 TEST_BIN=${DMLPS_TEST_BIN:-$BIN/../tests}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-cli.XXXXXX")
 CHILDREN=()
-# The job secret of every server, shard, evaluator and announcing worker a
-# test starts (docs/security.md); a test of the roles unsets it.
-"$BIN/dmlps-keygen" --secret "$WORK/secret" 2>/dev/null
-export DMLPS_SECRET_FILE="$WORK/secret"
 
 cleanup() {
   local rc=$?
@@ -30,6 +26,12 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
+
+# The job secret of every server, shard, evaluator and announcing worker a
+# test starts (docs/security.md); a test of the roles unsets it.
+"$BIN/dmlps-keygen" --secret "$WORK/secret" >"$WORK/keygen.log" 2>&1 ||
+  fail "$BIN/dmlps-keygen could not write the job secret"
+export DMLPS_SECRET_FILE="$WORK/secret"
 
 # start_server ARGS...: starts dmlps-server on a free loopback port; sets
 # SERVER_PID and ENDPOINT. stdout goes to $WORK/server.tsv, stderr to server.log.
