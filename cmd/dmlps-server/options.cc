@@ -10,6 +10,7 @@
 
 #include "dmlps/cli/flags.h"
 #include "dmlps/cli/policy_flags.h"
+#include "dmlps/cli/policy_list.h"
 #include "dmlps/cli/programs.h"
 #include "dmlps/cli/values.h"
 #include "dmlps/net/secret.h"
@@ -281,12 +282,15 @@ void ReadLimits(cli::FlagReader& flags, ServerConfig* config) {
 void AddServerOptions(cxxopts::Options& options, const launch::LaunchDefaults& launch) {
   const ServerConfig defaults;
   AddClusterOptions(options, launch, defaults);
+  cli::AddListPoliciesFlag(options, "Policy", cli::PolicyList::kServer);
   cli::AddPolicyFlags(options, defaults.policy);
   AddRunOptions(options, defaults);
   cli::AddCommonOptions(options, /*with_trace=*/true);
 }
 
 cli::Program ReadServerFlags(cli::FlagReader& flags, const launch::LaunchDefaults& launch) {
+  // A question about the program, answered before any other flag counts.
+  if (flags.Has("list-policies")) return cli::ListPoliciesProgram(cli::PolicyList::kServer);
   ServerConfig config;
   ReadJob(flags, &config);
   ReadFaultTolerance(flags, &config);

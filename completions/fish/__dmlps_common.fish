@@ -38,3 +38,32 @@ set -g __dmlps_predictors "last\t'The last speed'
 ema\t'Exponential moving average'
 arima\t'ARIMA refitted at every step'
 narx\t'Neural network with CPU, memory and batch inputs'"
+
+# The names the dmlps binary $argv[1] lists with --list-policies, each with
+# its syntax and what it does (dmlps-server: the policies of --policy;
+# dmlps-bench: the entries of --policies); with $argv[2] = switchable, only
+# those auto can switch into. The binary is the one beside the command
+# being completed, else on the path: the lists are the registry's, never
+# kept here.
+function __dmlps_policies -a binary only
+    set -l dir (string match -r -- '.*/' (commandline -opc)[1])
+    set dir (string replace -r -- '^~/' "$HOME/" $dir)
+    "$dir$binary" --list-policies 2>/dev/null | while read -l -d \t name usage switchable help
+        if test -n "$only" -a "$switchable" != "$only"
+            continue
+        end
+        if test "$usage" = -
+            printf '%s\t%s\n' $name $help
+        else
+            printf '%s\t%s: %s\n' $name $usage $help
+        end
+    end
+end
+
+# __dmlps_policies for a comma-separated list: the entries, after those
+# already typed.
+function __dmlps_policy_list -a binary only
+    set -l token (string replace -r -- '^--[a-z-]+=' '' (commandline -ct))
+    set -l typed (string match -r -- '.*,' $token)
+    __dmlps_policies $binary $only | string replace -r -- '^' "$typed"
+end

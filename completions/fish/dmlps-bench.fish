@@ -12,7 +12,8 @@ complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a profile -
 complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a advise -d 'Predict each policy from a run\'s traces; recommend one'
 
 complete -c $c -l workers -x -d 'Workers per cluster'
-complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp lbbsp-gpu token localsgd localsgd:8 fedavg fedavg:8 async-localsgd async-localsgd-dylu dssp dssp:1:4 sync-switch sync-switch:online auto'
+complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a '(__dmlps_policy_list dmlps-bench)'
+complete -c $c -l list-policies -d 'Print the entries --policies takes and exit'
 complete -c $c -l slowdown -x -d 'Slowdown factor per worker, or one for all'
 complete -c $c -l slowdown-schedule -x -d 'Slowdown by iteration: RANK=I:K,...;...'
 complete -c $c -l delay-ms -x -d 'Fixed delay per step in milliseconds'
@@ -67,7 +68,7 @@ complete -c $c -l sharded-only -d 'transport: measure the dmlps-sharded rows onl
 complete -c $c -l device -x -d 'profile: cpu, cuda or cuda:N' -a 'cpu cuda cuda:0 cuda:1'
 complete -c $c -l factor -x -d 'profile: each batch size this many times the one before'
 complete -c $c -l reps -x -d 'profile: timed steps per batch size'
-complete -c $c -l candidates -x -d 'advise: policies to predict, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp token localsgd dssp'
+complete -c $c -l candidates -x -d 'advise: policies to predict, comma-separated' -a '(__dmlps_policy_list dmlps-bench)'
 complete -c $c -l bsp-iterations -x -d 'advise: BSP\'s iterations to the target'
 complete -c $c -l sim-iterations -x -d 'advise: iterations simulated per candidate'
 complete -c $c -l format -x -d 'Output' -a 'table tsv json'

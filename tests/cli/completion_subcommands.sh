@@ -77,8 +77,11 @@ refuses "dmlps-bench sim --" --bin --out --sizes
 # profile borrows a few options from the other groups.
 offers "dmlps-bench profile --" --device --factor --reps --batch --model --data --threads --warmup
 refuses "dmlps-bench profile --" --workers --sizes --out
-# Values still complete after a subcommand.
-offers "dmlps-bench run --policies " bsp asp
+# Values still complete after a subcommand (the policies from the
+# dmlps-bench on the path: completion_policies.sh checks them in full).
+if [[ -n ${DMLPS_BIN-} ]]; then
+  PATH=$DMLPS_BIN:$PATH offers "dmlps-bench run --policies " bsp asp
+fi
 offers "dmlps-trace plot --kind " tta gantt
 
 if ((failures > 0)); then

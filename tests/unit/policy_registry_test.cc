@@ -1,16 +1,17 @@
 // The policies' registry: its rows hold together, make what they say, parse
 // dmlps-bench's entries, become dmlps-server's flags and come back from
-// them, and every name is documented and completed.
+// them, and the list the completions take is every row's.
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "dmlps/bench/experiment.h"
 #include "dmlps/cli/policy_flags.h"
+#include "dmlps/cli/policy_list.h"
+#include "dmlps/cli/values.h"
 #include "dmlps/sync/registry.h"
 #include "test_util.h"
 
@@ -239,57 +240,49 @@ TEST_CASE("registry: a policy flag given for another policy is refused, naming i
   CHECK(MisplacedFlag("workers", "bsp").empty());  // no policy's flag
 }
 
-// The text of `text` from `from` to the first `to` after it (or its end).
-std::string Between(const std::string& text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  REQUIRE_MESSAGE(at != std::string::npos, from);
-  const size_t end = text.find(to, at + from.size());
-  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+// The lines of `text`, each split at its tabs.
+std::vector<std::vector<std::string>> Fields(const std::string& text) {
+  std::vector<std::vector<std::string>> lines;
+  std::string rest = text;
+  while (!rest.empty()) {
+    const std::string line = rest.substr(0, rest.find('\n'));
+    rest.erase(0, std::min(rest.size(), line.size() + 1));
+    lines.push_back(cli::SplitList(line, '\t'));
+  }
+  return lines;
 }
 
-TEST_CASE("registry: every policy is documented and completed") {
-  const std::string src = std::string(DMLPS_TEST_DATA_DIR) + "/../../";
-  const std::string bash = dmlps::testing::Slurp(src + "completions/bash/dmlps");
-  const std::string bash_policy = Between(bash, "--policy)", ";;");
-  const std::string bash_entries = Between(bash, "--policies | --candidates)", ";;");
-  const std::string zsh_server =
-      Between(dmlps::testing::Slurp(src + "completions/zsh/_dmlps-server"), "'--policy=", "\n");
-  const std::string zsh_bench =
-      Between(dmlps::testing::Slurp(src + "completions/zsh/_dmlps-bench"), "'--policies=", "\n");
-  const std::string fish_server = Between(
-      dmlps::testing::Slurp(src + "completions/fish/dmlps-server.fish"), "-l policy ", "\n\n");
-  const std::string fish_bench = Between(
-      dmlps::testing::Slurp(src + "completions/fish/dmlps-bench.fish"), "-l policies ", "\n");
-  const std::string man_server = dmlps::testing::Slurp(src + "man/dmlps-server.1.scd");
-  const std::string server_flag = Between(man_server, "*--policy* _NAME_", "Default:");
-  const std::string server_section = Between(man_server, "\n# POLICIES\n", "\n# DATA\n");
-  const std::string bench_flag = Between(dmlps::testing::Slurp(src + "man/dmlps-bench.1.scd"),
-                                         "*--policies* _LIST_", "Default:");
-  for (const PolicyRow& row : PolicyRows()) {
+TEST_CASE("registry: --list-policies lists every row, in the registry's order") {
+  const auto server = Fields(cli::PolicyListText(cli::PolicyList::kServer));
+  const auto bench = Fields(cli::PolicyListText(cli::PolicyList::kBench));
+  size_t policies = 0;
+  REQUIRE(bench.size() == PolicyRows().size());
+  for (size_t i = 0; i < PolicyRows().size(); ++i) {
+    const PolicyRow& row = PolicyRows()[i];
     const std::string name(row.name);
     CAPTURE(name);
-    // Bounded by a quote, a space, a colon or zsh's escape.
-    const std::regex word("(^|[ '\"(])" + name + R"(($|[ '":\\]))");
-    const std::regex bold(R"(\*)" + name + R"((\*|:))");
-    CHECK(std::regex_search(bash_entries, word));
-    CHECK(std::regex_search(zsh_bench, word));
-    CHECK(std::regex_search(fish_bench, word));
-    CHECK(std::regex_search(bench_flag, bold));
+    // Four fields, none empty: a shell reading them at its tabs keeps them apart.
+    REQUIRE(bench[i].size() == 4);
+    for (const std::string& field : bench[i]) CHECK_FALSE(field.empty());
+    CHECK(bench[i][0] == name);
+    CHECK(bench[i][1] == (row.syntax.empty() ? "-" : EntrySyntax(row)));
+    CHECK(bench[i][2] == (TraitsOf(row.name).switchable ? "switchable" : "-"));
+    CHECK(bench[i][3] == row.help);
     if (!row.runs.empty()) continue;
-    CHECK(std::regex_search(bash_policy, word));
-    CHECK(std::regex_search(zsh_server, word));
-    CHECK(std::regex_search(fish_server, std::regex(R"((^|["\n]))" + name + R"(\\t')")));
-    CHECK(std::regex_search(server_flag, bold));
-    CHECK(server_section.find("\n*" + name + "*\n") != std::string::npos);
+    REQUIRE(policies < server.size());
+    const std::vector<std::string>& line = server[policies++];
+    REQUIRE(line.size() == 4);
+    for (const std::string& field : line) CHECK_FALSE(field.empty());
+    CHECK(line[0] == name);
+    // Its flags, each as --help shows it.
+    for (const std::string& flag : FlagNamesOf(row)) {
+      CHECK(line[1].find("[--" + flag) != std::string::npos);
+    }
+    if (row.flags.empty()) CHECK(line[1] == "-");
   }
-  // And nothing else: the server's completion offers the policies alone.
-  std::string words = Between(bash_policy, "'", "\n");
-  words = words.substr(1, words.rfind('\'') - 1);
-  std::string listed;
-  for (const PolicyRow& row : PolicyRows()) {
-    if (row.runs.empty()) listed += (listed.empty() ? "" : " ") + std::string(row.name);
-  }
-  CHECK(words == listed);
+  CHECK(policies == server.size());
+  CHECK(Fields(cli::PolicyListText(cli::PolicyList::kServer))[2][1] ==
+        "[--staleness S] [--momentum-every N]");
 }
 
 }  // namespace
