@@ -1,7 +1,8 @@
 // The policies' registry: its rows hold together, make what they say, parse
 // dmlps-bench's entries, become dmlps-server's flags and come back from
-// them, and the list the completions take is every row's.
+// them, and the lists the completions and man pages take are every row's.
 #include <doctest/doctest.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <set>
@@ -283,6 +284,52 @@ TEST_CASE("registry: --list-policies lists every row, in the registry's order") 
   CHECK(policies == server.size());
   CHECK(Fields(cli::PolicyListText(cli::PolicyList::kServer))[2][1] ==
         "[--staleness S] [--momentum-every N]");
+}
+
+TEST_CASE("registry: the man pages' policy lists are made from every row") {
+  // Each item on a line of its own.
+  const std::string server = "\n" + cli::PolicyListScdoc(cli::PolicyList::kServer);
+  const std::string bench = "\n" + cli::PolicyListScdoc(cli::PolicyList::kBench);
+  for (const PolicyRow& row : PolicyRows()) {
+    const std::string name(row.name);
+    CAPTURE(name);
+    CHECK(bench.find("\n- *" + name + "*") != std::string::npos);
+    if (!row.runs.empty()) {
+      CHECK(server.find("\n- *" + name + "*") == std::string::npos);
+      continue;
+    }
+    CHECK(server.find("\n- *" + name + "*") != std::string::npos);
+    // What it does, and how its workers run.
+    CHECK(server.find(std::string(row.help)) != std::string::npos);
+    CHECK(server.find(fmt::format("workers: {}", WorkerModeName(row.mode))) != std::string::npos);
+  }
+  CHECK(server.starts_with("\n- *bsp*: bulk synchronous; workers: sync; a candidate of *auto*.\n"));
+  CHECK(server.find("\n- *ssp* [*--staleness* _S_] [*--momentum-every* _N_]: ") !=
+        std::string::npos);
+  CHECK(bench.find("\n- *dssp*[*:*_LOW_*:*_HIGH_]: ") != std::string::npos);
+  CHECK(bench.find("\n- *auto*[*:*_A+B+..._]: ") != std::string::npos);
+  CHECK(bench.find("\n- *lbbsp-gpu*: lbbsp, batch sizes found numerically (*--policy lbbsp* "
+                   "with a preset); a candidate of *auto*.\n") != std::string::npos);
+  // The pages that list the policies hold the marker the build replaces.
+  const std::string src = std::string(DMLPS_TEST_DATA_DIR) + "/../../man/";
+  struct Page {
+    std::string file;
+    cli::PolicyList which;
+  };
+  for (const Page& page : {Page{"dmlps-server.1.scd", cli::PolicyList::kServer},
+                           Page{"dmlps-bench.1.scd", cli::PolicyList::kBench}}) {
+    CAPTURE(page.file);
+    const cli::PolicyList which = page.which;
+    const std::string source = dmlps::testing::Slurp(src + page.file);
+    const Result<std::string> built = cli::SplicePolicyList(source, which);
+    REQUIRE(built.ok());
+    CHECK(built->find(cli::PolicyListScdoc(which)) != std::string::npos);
+    CHECK(built->find(cli::kPolicyListMarker) == std::string::npos);
+  }
+  CHECK(cli::SplicePolicyList("# NAME\n", cli::PolicyList::kServer)
+            .status()
+            .message()
+            .find("no line starts with '; @policy-list@'") != std::string::npos);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // The policies as their registry rows (sync/registry.h) list them, for
 // those who would otherwise keep a list by hand: `--list-policies` of
 // dmlps-server and dmlps-bench, which the shell completions read at
-// completion time.
+// completion time, and the lists the man pages are built with
+// (man/CMakeLists.txt).
 #ifndef DMLPS_CLI_POLICY_LIST_H_
 #define DMLPS_CLI_POLICY_LIST_H_
 
 #include <string>
+#include <string_view>
 
 #include "dmlps/base/status.h"
 #include "dmlps/cli/cli.h"
@@ -25,6 +27,20 @@ enum class PolicyList { kServer, kBench };
 // --candidates can switch into it, else "-"; and what it does, in a few
 // words. No field is empty and none holds a tab.
 std::string PolicyListText(PolicyList which);
+
+// The same rows as an scdoc list, one item each: the name in bold, its
+// flags or syntax, what it does, and (kServer) how its workers run their
+// steps.
+std::string PolicyListScdoc(PolicyList which);
+
+// The scdoc comment line that stands for PolicyListScdoc in a man page's
+// source (the rest of the line is free for a note).
+inline constexpr std::string_view kPolicyListMarker = "; @policy-list@";
+
+// `page`, an scdoc source, with each line that starts with
+// kPolicyListMarker replaced by PolicyListScdoc(which); InvalidArgument
+// when no line does.
+Result<std::string> SplicePolicyList(std::string_view page, PolicyList which);
 
 // Adds --list-policies to `group`, for `which` rows.
 void AddListPoliciesFlag(cxxopts::Options& options, const std::string& group, PolicyList which);
