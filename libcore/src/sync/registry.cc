@@ -16,6 +16,7 @@
 #include "dmlps/sync/fedavg.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/localsgd.h"
+#include "dmlps/sync/postlocal.h"
 #include "dmlps/sync/syncswitch.h"
 #include "dmlps/sync/token.h"
 #include "dmlps/sync/wbsp.h"
@@ -311,6 +312,15 @@ const PolicyRow kRows[] = {
      .make = [](const PolicyConfig& c) -> Made {
        return std::make_unique<FedAvgPolicy>(c.job.workers);
      }},
+    {.name = "post-localsgd",
+     .syntax = "post-localsgd:H[:FRACTION]",
+     .help = "mini-batch SGD, then fedavg from a point of the run",
+     .mode = WorkerMode::kLocalSgd,
+     .traits = {.outer_optimizer = true},
+     .flags = "local-steps switch-at",
+     .parse = ParsePostLocalSgd,
+     .check = CheckPostLocalSgd,
+     .make = [](const PolicyConfig& c) -> Made { return std::make_unique<PostLocalSgdPolicy>(c); }},
     {.name = "async-localsgd",
      .syntax = "async-localsgd:H",
      .help = "asynchronous local SGD",
