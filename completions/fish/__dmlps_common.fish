@@ -29,6 +29,30 @@ function __dmlps_complete_common -a c help
     complete -c $c -l log-level -x -d 'Log level' -a 'trace debug info warn error critical off'
 end
 
+# For command $argv[1], whose subcommands are the NAME DESCRIPTION pairs
+# that follow: offers them where none is given yet.
+function __dmlps_complete_subcommands -a c
+    set -l names
+    for i in (seq 2 2 (count $argv))
+        set -a names $argv[$i]
+    end
+    for i in (seq 2 2 (count $argv))
+        complete -c $c -n "not __fish_seen_subcommand_from $names" -f -a $argv[$i] -d $argv[(math $i + 1)]
+    end
+end
+
+# The job's flags that dmlps-server and dmlps-bench share, for command
+# $argv[1]: the model (the spellings of __dmlps_models, then any that
+# follow), the data, the batch and the server optimizer's rate and
+# momentum.
+function __dmlps_complete_job -a c
+    complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models $argv[2..-1]"
+    complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
+    complete -c $c -l batch -x -d 'Samples per worker step'
+    complete -c $c -l lr -x -d 'Learning rate'
+    complete -c $c -l momentum -x -d 'Momentum of the server optimizer (0 for plain SGD)'
+end
+
 # Model spellings to offer for --model.
 set -g __dmlps_models 'softmax mlp:128 mlp:256,128 cnn cnn:16,32,128'
 

@@ -48,11 +48,7 @@ complete -c $c -l no-outer-nesterov -d 'Local SGD: heavy-ball outer momentum, no
 complete -c $c -l dylu -d 'async-localsgd: local steps scaled to each worker speed'
 complete -c $c -l momentum-every -x -d 'async-localsgd, asp, ssp, dssp: pushes per momentum step'
 
-complete -c $c -l model -x -d 'Model to train' -a "$__dmlps_models external"
-complete -c $c -l data -x -d 'Dataset' -a '(__dmlps_data)'
-complete -c $c -l batch -x -d 'Samples per worker step'
-complete -c $c -l lr -x -d 'Learning rate'
-complete -c $c -l momentum -x -d 'Momentum (0 for plain SGD)'
+__dmlps_complete_job $c external
 complete -c $c -l optimizer -x -a 'sgd adam adamw' -d 'The server update rule'
 complete -c $c -l nesterov -d 'sgd: Nesterov momentum'
 complete -c $c -l dampening -x -d 'sgd: dampening of the momentum'
