@@ -60,9 +60,7 @@ Status ParsePostLocalSgd(std::string_view parameter, PolicyConfig* config) {
 }
 
 Status CheckPostLocalSgd(const PolicyConfig& config) {
-  if (config.local_steps < 1) {
-    return Status::InvalidArgument("post-localsgd needs at least 1 local step");
-  }
+  DMLPS_RETURN_IF_ERROR(CheckFedAvg(config));
   if (!(config.switch_at >= 0 && config.switch_at <= 1)) {
     return Status::InvalidArgument("post-localsgd needs --switch-at in [0, 1]");
   }
@@ -70,11 +68,6 @@ Status CheckPostLocalSgd(const PolicyConfig& config) {
     return Status::InvalidArgument(
         "post-localsgd places --switch-at by the target accuracy or the iteration limit: give "
         "--target-accuracy or --max-iterations");
-  }
-  if (config.outer_lr != 1 || config.outer_momentum != 0) {
-    return Status::InvalidArgument(
-        "post-localsgd averages the workers' models: its outer learning rate is 1 and it has no "
-        "outer momentum (localsgd takes others)");
   }
   return Status::Ok();
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dmlps/sync/fedavg.h"
 #include "dmlps/sync/localsgd.h"
 #include "dmlps/sync/syncswitch.h"
 
@@ -58,9 +59,9 @@ class PostLocalSgdPolicy : public LocalSgdPolicy {
 // Reads post-localsgd's entry parameter, "H" or "H:FRACTION", into
 // local_steps and switch_at; InvalidArgument, one line, for any other.
 Status ParsePostLocalSgd(std::string_view parameter, PolicyConfig* config);
-// The settings post-localsgd refuses: fewer than 1 local step, a switch_at
-// outside [0, 1] or one it cannot place (neither target_accuracy nor
-// max_iterations), or an outer optimizer other than plain averaging.
+// The settings post-localsgd refuses: FedAvg's (CheckFedAvg), and a
+// switch_at outside [0, 1] or one it cannot place (neither target_accuracy
+// nor max_iterations).
 Status CheckPostLocalSgd(const PolicyConfig& config);
 
 }  // namespace dmlps::sync
