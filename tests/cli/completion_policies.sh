@@ -4,12 +4,10 @@
 # --policy, --policies and --candidates offers exactly that (the server's
 # --candidates only what auto can switch into), with bash, and with fish
 # and zsh where they are installed.
-set -euo pipefail
-
-bin=${DMLPS_BIN:?DMLPS_BIN must name the folder holding the dmlps binaries}
+. "$(dirname "$0")/lib.sh"
+bin=$BIN
 src=${DMLPS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/dmlps-policies.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+tmp=$WORK
 
 failures=0
 fail() {
@@ -40,20 +38,8 @@ awk -F '\t' '$3 == "switchable" { print $1 }' "$tmp/dmlps-bench" >"$tmp/switchab
 grep -qx wbsp "$tmp/switchable" && fail "wbsp is listed switchable"
 
 # complete_bash LINE: what the bash completion offers at the end of LINE,
-# sorted, one a line.
-complete_bash() {
-  bash --norc --noprofile -c '
-    source "$1" || exit 1
-    read -r -a COMP_WORDS <<<"$2"
-    [[ $2 == *" " ]] && COMP_WORDS+=("")
-    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-    COMP_LINE=$2
-    COMP_POINT=${#COMP_LINE}
-    COMPREPLY=()
-    _dmlps "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-    if ((${#COMPREPLY[@]} > 0)); then printf "%s\n" "${COMPREPLY[@]}"; fi
-  ' _ "$src/completions/bash/dmlps" "$1" | sort
-}
+# sorted.
+complete_bash() { bash_offers "$1" | sort; }
 # offers SHELL LINE FILE: completing LINE with SHELL offers the words of FILE.
 offers() {
   if ! diff <("complete_$1" "$2") <(sort "$3") >"$tmp/diff"; then
