@@ -6,6 +6,7 @@
 
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/flags.h"
+#include "dmlps/cli/policy_list.h"
 #include "dmlps/cli/values.h"
 #include "dmlps/sync/registry.h"
 
@@ -57,6 +58,7 @@ void AddExperimentOptions(cxxopts::Options& options) {
         "SECONDS", "300"},
        {"repeat", "Runs per policy; the policies take turns, so drift hits all alike", "R", "1"},
        {"seed", "Seed for the model, the sampling and the random delays", "N", "1"}});
+  cli::AddListPoliciesFlag(options, "Experiment", cli::PolicyList::kBench);
 }
 
 bench::Experiment ReadExperiment(cli::FlagReader& flags) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cmd/dmlps-bench/commands.h"
+#include "dmlps/cli/policy_list.h"
 #include "dmlps/cli/subcommands.h"
 
 namespace {
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
   bench_cli::AddOptions(options);
 
   auto read_flags = [&options](cli::FlagReader& flags) -> cli::Program {
+    // A question about the program, answered with or without a subcommand.
+    if (flags.Has("list-policies")) return cli::ListPoliciesProgram(cli::PolicyList::kBench);
     const Subcommand* subcommand =
         cli::FindSubcommand(flags, Subcommands(), cli::SubcommandNames(Subcommands()));
     if (subcommand == nullptr) return nullptr;  // FindSubcommand said why

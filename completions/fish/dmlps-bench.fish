@@ -3,16 +3,16 @@
 source (dirname (status filename))/__dmlps_common.fish
 
 set -l c dmlps-bench
-set -l subcommands run sim transport profile advise
-
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a run -d 'Train real clusters on this host under each policy'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a sim -d 'Simulate clusters of any size with the same policies'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a transport -d 'Push+pull round trips against raw ZeroMQ and memcpy'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a profile -d 'A worker\'s step time against batch size, CPU or GPU'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a advise -d 'Predict each policy from a run\'s traces; recommend one'
+__dmlps_complete_subcommands $c \
+    run 'Train real clusters on this host under each policy' \
+    sim 'Simulate clusters of any size with the same policies' \
+    transport 'Push+pull round trips against raw ZeroMQ and memcpy' \
+    profile 'A worker\'s step time against batch size, CPU or GPU' \
+    advise 'Predict each policy from a run\'s traces; recommend one'
 
 complete -c $c -l workers -x -d 'Workers per cluster'
-complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp lbbsp-gpu token localsgd localsgd:8 fedavg fedavg:8 async-localsgd async-localsgd-dylu dssp dssp:1:4 sync-switch sync-switch:online auto'
+complete -c $c -l policies -x -d 'Policies to compare, comma-separated' -a '(__dmlps_policy_list dmlps-bench)'
+complete -c $c -l list-policies -d 'Print the entries --policies takes and exit'
 complete -c $c -l slowdown -x -d 'Slowdown factor per worker, or one for all'
 complete -c $c -l slowdown-schedule -x -d 'Slowdown by iteration: RANK=I:K,...;...'
 complete -c $c -l delay-ms -x -d 'Fixed delay per step in milliseconds'
@@ -20,11 +20,7 @@ complete -c $c -l delay-prob -x -d 'Probability per step of the delay'
 complete -c $c -l round-robin-ms -x -d 'In iteration t the worker of rank t mod N sleeps D ms'
 complete -c $c -l bandwidth-mbps -x -d 'Cap on what each worker sends, megabits/s'
 complete -c $c -l bandwidth-schedule -x -d 'Bandwidth cap by iteration: RANK=I:M,...;...'
-complete -c $c -l model -x -d 'Model' -a "$__dmlps_models"
-complete -c $c -l data -x -d 'Dataset' -a 'fashion-mnist fashion-mnist: idx: libsvm:'
-complete -c $c -l batch -x -d 'Samples per worker step'
-complete -c $c -l lr -x -d 'Learning rate'
-complete -c $c -l momentum -x -d 'Momentum of the server optimizer'
+__dmlps_complete_job $c
 complete -c $c -l momentum-every -x -d 'asp, ssp, dssp, async-localsgd: pushes per momentum step'
 complete -c $c -l target -x -d 'Target test accuracy (0: none)'
 complete -c $c -l eval-every -x -d 'Iterations between evaluations'
@@ -67,7 +63,7 @@ complete -c $c -l sharded-only -d 'transport: measure the dmlps-sharded rows onl
 complete -c $c -l device -x -d 'profile: cpu, cuda or cuda:N' -a 'cpu cuda cuda:0 cuda:1'
 complete -c $c -l factor -x -d 'profile: each batch size this many times the one before'
 complete -c $c -l reps -x -d 'profile: timed steps per batch size'
-complete -c $c -l candidates -x -d 'advise: policies to predict, comma-separated' -a 'bsp asp ssp:3 backup:1 wbsp wbsp-overlap abps lbbsp token localsgd dssp'
+complete -c $c -l candidates -x -d 'advise: policies to predict, comma-separated' -a '(__dmlps_policy_list dmlps-bench)'
 complete -c $c -l bsp-iterations -x -d 'advise: BSP\'s iterations to the target'
 complete -c $c -l sim-iterations -x -d 'advise: iterations simulated per candidate'
 complete -c $c -l format -x -d 'Output' -a 'table tsv json'

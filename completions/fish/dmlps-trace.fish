@@ -3,13 +3,12 @@
 source (dirname (status filename))/__dmlps_common.fish
 
 set -l c dmlps-trace
-set -l subcommands summary merge chrome tsv plot
-
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a summary -d 'Per-worker time shares, time to accuracy and stragglers'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a merge -d 'One trace of all the records, sorted by time'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a chrome -d 'Chrome Trace Event JSON for ui.perfetto.dev'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a tsv -d 'One line per record, tab-separated'
-complete -c $c -n "not __fish_seen_subcommand_from $subcommands" -f -a plot -d 'A gnuplot script with the data inline'
+__dmlps_complete_subcommands $c \
+    summary 'Per-worker time shares, time to accuracy and stragglers' \
+    merge 'One trace of all the records, sorted by time' \
+    chrome 'Chrome Trace Event JSON for ui.perfetto.dev' \
+    tsv 'One line per record, tab-separated' \
+    plot 'A gnuplot script with the data inline'
 
 complete -c $c -l format -x -d 'Summary output' -a 'text tsv json'
 complete -c $c -l kind -x -d 'What to plot' -a 'tta gantt batch wait'

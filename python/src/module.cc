@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <cctype>
 #include <csignal>
 #include <cstdint>
 #include <exception>
@@ -606,84 +607,95 @@ void SetLogLevel(const std::string& level) {
   spdlog::set_level(parsed);
 }
 
-// Makes dmlps.Worker: its signature, docstring and config from the rows
-// of options.cc.
-void AddWorker(py::module_& m) {
-  const ClassArguments arguments = WorkerArguments();
-  py::class_<Worker> cls(m, "Worker", arguments.doc.c_str());
+// What run() raises for a peer whose server does not answer, refuses it
+// or goes away, between what its callbacks raise (`callbacks`) and what
+// else it may raise (`others`); `refused` says what the server may refuse,
+// `lost` how long it may be silent.
+std::string PeerRaises(const std::string& callbacks, const std::string& refused,
+                       const std::string& lost, const std::string& others) {
+  return "Raises " + callbacks +
+         "; dmlps.UnavailableError when no server answers within connect_timeout_ms; "
+         "dmlps.RefusedError when the server refuses " +
+         refused + "; dmlps.ServerLostError when the server " + lost + "; " + others +
+         "; KeyboardInterrupt on Ctrl-C.";
+}
+
+// "Worker" as "worker".
+std::string Lowered(std::string name) {
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name;
+}
+
+// Makes dmlps.`name`, a peer of the server: its signature and docstring
+// from the rows of options.cc (`arguments`), __init__ making it with
+// `make` from the arguments bound to the signature, run() (documented by
+// `run_doc`) and stop().
+template <typename Peer, typename Make>
+void AddPeer(py::module_& m, const char* name, const ClassArguments& arguments, Make make,
+             const std::string& run_doc) {
+  py::class_<Peer> cls(m, name, arguments.doc.c_str());
   {
     py::options options;
     options.disable_function_signatures();  // the class's __signature__ says it
-    cls.def(py::init([](const py::args& args, const py::kwargs& kwargs) {
-              const py::dict bound = BindArguments(
-                  "Worker", py::type::of<Worker>().attr("__signature__"), args, kwargs);
-              worker::WorkerConfig config = MakeWorkerConfig(bound);
-              const py::object layout = bound["layout"];
-              const py::object initial_values = bound["initial_values"];
-              if (!layout.is_none()) {
-                HandLayoutToConfig(MakeLayoutOffer(layout, initial_values), &config);
-              } else if (!initial_values.is_none()) {
-                RaiseInvalid("initial_values needs a layout");
-              }
-              return std::make_unique<Worker>(
-                  std::move(config), IntegerArgument("Worker", bound, "num_samples"),
-                  IntegerArgument("Worker", bound, "num_params"),
-                  CallableArgument("Worker", bound, "compute", true),
-                  CallableArgument("Worker", bound, "on_join", false),
-                  CallableArgument("Worker", bound, "local_step", false));
+    cls.def(py::init([name, make](const py::args& args, const py::kwargs& kwargs) {
+              return make(
+                  BindArguments(name, py::type::of<Peer>().attr("__signature__"), args, kwargs));
             }),
-            "Makes the worker; help(dmlps.Worker) describes the arguments. It joins the "
-            "server when run() is called.");
-    cls.def("run", &Worker::Run,
-            Wrap("run() -> dict: trains until the server stops this worker and returns its "
-                 "report (rank, steps, samples, compute_s, straggle_s, wait_s, comm_s, seconds, "
-                 "stop_reason, reconnects, signal).\n\n"
-                 "Raises what a callback raised; dmlps.UnavailableError when no server answers "
-                 "within connect_timeout_ms; dmlps.RefusedError when the server refuses this "
-                 "worker (its layout, rank or secret); dmlps.ServerLostError when the server "
-                 "goes away for longer than reconnect_timeout_ms; dmlps.ConfigError when this "
-                 "worker does not fit the server's job (another number of parameters); "
-                 "dmlps.ProtocolError when the server speaks another protocol; "
-                 "dmlps.InvalidArgumentError when a callback reshapes an array it must fill "
-                 "in place; KeyboardInterrupt on Ctrl-C.")
+            ("Makes the " + Lowered(name) + "; help(dmlps." + name +
+             ") describes the arguments. It joins the server when run() is called.")
                 .c_str());
-    cls.def("stop", &Worker::Stop, "stop(): makes run() return soon (from another thread).");
+    cls.def("run", &Peer::Run, Wrap(run_doc).c_str());
+    cls.def("stop", &Peer::Stop, "stop(): makes run() return soon (from another thread).");
   }
   cls.attr("__signature__") = arguments.signature;
   cls.attr("__module__") = "dmlps";
 }
 
-// Makes dmlps.Evaluator, as AddWorker makes dmlps.Worker.
+void AddWorker(py::module_& m) {
+  AddPeer<Worker>(
+      m, "Worker", WorkerArguments(),
+      [](const py::dict& bound) {
+        worker::WorkerConfig config = MakeWorkerConfig(bound);
+        const py::object layout = bound["layout"];
+        const py::object initial_values = bound["initial_values"];
+        if (!layout.is_none()) {
+          HandLayoutToConfig(MakeLayoutOffer(layout, initial_values), &config);
+        } else if (!initial_values.is_none()) {
+          RaiseInvalid("initial_values needs a layout");
+        }
+        return std::make_unique<Worker>(std::move(config),
+                                        IntegerArgument("Worker", bound, "num_samples"),
+                                        IntegerArgument("Worker", bound, "num_params"),
+                                        CallableArgument("Worker", bound, "compute", true),
+                                        CallableArgument("Worker", bound, "on_join", false),
+                                        CallableArgument("Worker", bound, "local_step", false));
+      },
+      "run() -> dict: trains until the server stops this worker and returns its report (rank, "
+      "steps, samples, compute_s, straggle_s, wait_s, comm_s, seconds, stop_reason, "
+      "reconnects, signal).\n\n" +
+          PeerRaises("what a callback raised", "this worker (its layout, rank or secret)",
+                     "goes away for longer than reconnect_timeout_ms",
+                     "dmlps.ConfigError when this worker does not fit the server's job (another "
+                     "number of parameters); dmlps.ProtocolError when the server speaks another "
+                     "protocol; dmlps.InvalidArgumentError when a callback reshapes an array it "
+                     "must fill in place"));
+}
+
 void AddEvaluator(py::module_& m) {
-  const ClassArguments arguments = EvaluatorArguments();
-  py::class_<Evaluator> cls(m, "Evaluator", arguments.doc.c_str());
-  {
-    py::options options;
-    options.disable_function_signatures();
-    cls.def(py::init([](const py::args& args, const py::kwargs& kwargs) {
-              const py::dict bound = BindArguments(
-                  "Evaluator", py::type::of<Evaluator>().attr("__signature__"), args, kwargs);
-              return std::make_unique<Evaluator>(
-                  MakeEvaluatorConfig(bound),
-                  CallableArgument("Evaluator", bound, "evaluate", true),
-                  CallableArgument("Evaluator", bound, "on_join", false));
-            }),
-            "Makes the evaluator; help(dmlps.Evaluator) describes the arguments. It joins "
-            "the server when run() is called.");
-    cls.def("run", &Evaluator::Run,
-            Wrap("run() -> dict: scores snapshots until the server ends the run; returns "
-                 "{'snapshots', 'stop_reason', 'signal'}.\n\n"
-                 "Raises what evaluate or on_join raised; dmlps.UnavailableError when no "
-                 "server answers within connect_timeout_ms; dmlps.RefusedError when the server "
-                 "refuses this evaluator (no --evaluator, no or another job secret); "
-                 "dmlps.ServerLostError when the server is silent for server_timeout_ms; "
-                 "dmlps.InternalError when evaluate returns an accuracy outside [0, 1] or a "
-                 "loss that is negative or not finite; KeyboardInterrupt on Ctrl-C.")
-                .c_str());
-    cls.def("stop", &Evaluator::Stop, "stop(): makes run() return soon (from another thread).");
-  }
-  cls.attr("__signature__") = arguments.signature;
-  cls.attr("__module__") = "dmlps";
+  AddPeer<Evaluator>(
+      m, "Evaluator", EvaluatorArguments(),
+      [](const py::dict& bound) {
+        return std::make_unique<Evaluator>(MakeEvaluatorConfig(bound),
+                                           CallableArgument("Evaluator", bound, "evaluate", true),
+                                           CallableArgument("Evaluator", bound, "on_join", false));
+      },
+      "run() -> dict: scores snapshots until the server ends the run; returns {'snapshots', "
+      "'stop_reason', 'signal'}.\n\n" +
+          PeerRaises("what evaluate or on_join raised",
+                     "this evaluator (no --evaluator, no or another job secret)",
+                     "is silent for server_timeout_ms",
+                     "dmlps.InternalError when evaluate returns an accuracy outside [0, 1] or a "
+                     "loss that is negative or not finite"));
 }
 
 }  // namespace

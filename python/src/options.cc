@@ -97,95 +97,94 @@ py::object FromText(const std::string& text) {
   return text.empty() ? py::object(py::none()) : py::object(py::str(text));
 }
 
-// Rows for config fields: `at(config)` is the field, for a const config
-// too (a generic lambda returning auto&).
-template <typename Config, typename At>
-Row<Config> Integer(const char* name, const char* help, At at) {
-  using Field = std::remove_cvref_t<decltype(at(std::declval<Config&>()))>;
+// A keyword option for a config field: `at(config)` is the field, for a
+// const config too (a generic lambda returning auto&); `show(field)` is
+// the default as Python sees it, `read(what, name, argument)` the field's
+// value from an argument (raising as Row::set says).
+template <typename Config, typename At, typename Show, typename Read>
+Row<Config> Field(const char* name, const char* type, const char* help, At at, Show show,
+                  Read read) {
   return {name,
-          "int",
+          type,
           help,
           Place::kOption,
-          [at](const Config& c) -> py::object { return py::int_(at(c)); },
-          [at, name](const char* what, const py::handle& v, Config* c) {
-            const int64_t lowest = std::is_unsigned_v<Field> ? 0 : INT64_MIN;
-            at(*c) = static_cast<Field>(ToInteger(what, name, v, lowest));
+          [at, show](const Config& c) -> py::object { return show(at(c)); },
+          [at, name, read](const char* what, const py::handle& v, Config* c) {
+            at(*c) = read(what, name, v);
           }};
+}
+
+// The type of the field `at` names.
+template <typename Config, typename At>
+using FieldOf = std::remove_cvref_t<decltype(std::declval<At>()(std::declval<Config&>()))>;
+
+template <typename Config, typename At>
+Row<Config> Integer(const char* name, const char* help, At at) {
+  using Type = FieldOf<Config, At>;
+  return Field<Config>(
+      name, "int", help, at, [](Type v) -> py::object { return py::int_(v); },
+      [](const char* what, const char* arg, const py::handle& v) {
+        return static_cast<Type>(ToInteger(what, arg, v, std::is_unsigned_v<Type> ? 0 : INT64_MIN));
+      });
 }
 
 template <typename Config, typename At>
 Row<Config> Real(const char* name, const char* help, At at) {
-  return {name,
-          "float",
-          help,
-          Place::kOption,
-          [at](const Config& c) -> py::object { return py::float_(at(c)); },
-          [at, name](const char* what, const py::handle& v, Config* c) {
-            at(*c) = ToReal(what, name, v);
-          }};
+  return Field<Config>(
+      name, "float", help, at, [](double v) -> py::object { return py::float_(v); }, ToReal);
 }
 
 // A duration field (milliseconds or finer) as whole milliseconds.
 template <typename Config, typename At>
 Row<Config> Millis(const char* name, const char* help, At at) {
-  using Field = std::remove_cvref_t<decltype(at(std::declval<Config&>()))>;
-  return {name,
-          "int",
-          help,
-          Place::kOption,
-          [at](const Config& c) -> py::object {
-            return py::int_(std::chrono::duration_cast<std::chrono::milliseconds>(at(c)).count());
-          },
-          [at, name](const char* what, const py::handle& v, Config* c) {
-            const int64_t ms = ToInteger(what, name, v, INT64_MIN);
-            if (std::abs(ms) > int64_t{1} << 40) {
-              RaiseInvalid(std::string(what) + ": " + name + " " + std::to_string(ms) +
-                           " is out of range");
-            }
-            at(*c) = std::chrono::duration_cast<Field>(std::chrono::milliseconds(ms));
-          }};
+  using Type = FieldOf<Config, At>;
+  return Field<Config>(
+      name, "int", help, at,
+      [](Type v) -> py::object {
+        return py::int_(std::chrono::duration_cast<std::chrono::milliseconds>(v).count());
+      },
+      [](const char* what, const char* arg, const py::handle& v) {
+        const int64_t ms = ToInteger(what, arg, v, INT64_MIN);
+        if (std::abs(ms) > int64_t{1} << 40) {
+          RaiseInvalid(std::string(what) + ": " + arg + " " + std::to_string(ms) +
+                       " is out of range");
+        }
+        return std::chrono::duration_cast<Type>(std::chrono::milliseconds(ms));
+      });
 }
 
 // A string field, None for empty; `path`: a file's name (os.PathLike too).
 template <typename Config, typename At>
 Row<Config> Text(const char* name, const char* help, At at, bool path) {
-  return {name,
-          path ? "str | os.PathLike[str] | None" : "str | None",
-          help,
-          Place::kOption,
-          [at](const Config& c) { return FromText(at(c)); },
-          [at, name, path](const char* what, const py::handle& v, Config* c) {
-            at(*c) = ToText(what, name, v, path);
-          }};
+  return Field<Config>(name, path ? "str | os.PathLike[str] | None" : "str | None", help, at,
+                       FromText, [path](const char* what, const char* arg, const py::handle& v) {
+                         return ToText(what, arg, v, path);
+                       });
 }
 
 // A schedule field "ITER:VALUE,..." parsed by `parse`; None for none.
 template <typename Config, typename At, typename Parse>
 Row<Config> Schedule(const char* name, const char* help, At at, Parse parse) {
-  return {name,
-          "str | None",
-          help,
-          Place::kOption,
-          [at](const Config& c) -> py::object {
-            std::string text;
-            for (const auto& [iteration, value] : at(c)) {
-              text += (text.empty() ? "" : ",") + std::to_string(iteration) + ":" +
-                      py::repr(py::float_(value)).cast<std::string>();
-            }
-            return FromText(text);
-          },
-          [at, name, parse](const char* what, const py::handle& v, Config* c) {
-            const std::string text = ToText(what, name, v, false);
-            if (text.empty()) {
-              at(*c).clear();
-              return;
-            }
-            auto parsed = parse(text);
-            if (!parsed.ok()) {
-              RaiseInvalid(std::string(what) + ": " + name + ": " + parsed.status().message());
-            }
-            at(*c) = std::move(*parsed);
-          }};
+  using Type = FieldOf<Config, At>;
+  return Field<Config>(
+      name, "str | None", help, at,
+      [](const Type& schedule) {
+        std::string text;
+        for (const auto& [iteration, value] : schedule) {
+          text += (text.empty() ? "" : ",") + std::to_string(iteration) + ":" +
+                  py::repr(py::float_(value)).cast<std::string>();
+        }
+        return FromText(text);
+      },
+      [parse](const char* what, const char* arg, const py::handle& v) {
+        const std::string text = ToText(what, arg, v, false);
+        if (text.empty()) return Type();
+        auto parsed = parse(text);
+        if (!parsed.ok()) {
+          RaiseInvalid(std::string(what) + ": " + arg + ": " + parsed.status().message());
+        }
+        return Type(std::move(*parsed));
+      });
 }
 
 // An argument the binding reads itself.

@@ -2,28 +2,8 @@
 # COMP_LINE and the function that `complete -p` names): after a subcommand
 # it offers that subcommand's options and the common ones, and never an
 # option twice.
-set -euo pipefail
-
-src=${DMLPS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-bash_file=$src/completions/bash/dmlps
+. "$(dirname "$0")/lib.sh"
 command -v bash >/dev/null || exit 77
-
-# complete LINE: prints, one a line, what completing at the end of LINE offers.
-complete_line() {
-  bash --norc --noprofile -c '
-    source "$1" || exit 1
-    read -r -a COMP_WORDS <<<"$2"
-    [[ $2 == *" " ]] && COMP_WORDS+=("")
-    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
-    COMP_LINE=$2
-    COMP_POINT=${#COMP_LINE}
-    spec=$(complete -p "${COMP_WORDS[0]}") || exit 2
-    [[ $spec =~ -F\ ([^ ]+) ]] || exit 3
-    COMPREPLY=()
-    "${BASH_REMATCH[1]}" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-    if ((${#COMPREPLY[@]} > 0)); then printf "%s\n" "${COMPREPLY[@]}"; fi
-  ' _ "$bash_file" "$1"
-}
 
 failures=0
 fail() {
@@ -34,14 +14,14 @@ fail() {
 offers() {
   local line=$1 got
   shift
-  got=$(complete_line "$line")
+  got=$(bash_offers "$line")
   for word in "$@"; do grep -qxF -- "$word" <<<"$got" || fail "'$line' does not offer $word"; done
 }
 # refuses LINE WORD...: completing LINE offers no WORD.
 refuses() {
   local line=$1 got
   shift
-  got=$(complete_line "$line")
+  got=$(bash_offers "$line")
   for word in "$@"; do grep -qxF -- "$word" <<<"$got" && fail "'$line' offers $word"; done
   return 0
 }
@@ -50,7 +30,7 @@ refuses() {
 for line in "dmlps-server -" "dmlps-worker -" "dmlps-predict -" "dmlps-keygen -" \
   "dmlps-trace -" "dmlps-bench -" "dmlps-bench run -" "dmlps-bench sim -" \
   "dmlps-bench transport -" "dmlps-bench profile -" "dmlps-trace summary -"; do
-  twice=$(complete_line "$line" | sort | uniq -d)
+  twice=$(bash_offers "$line" | sort | uniq -d)
   [ -z "$twice" ] || fail "'$line' offers twice: $twice"
 done
 
@@ -77,8 +57,9 @@ refuses "dmlps-bench sim --" --bin --out --sizes
 # profile borrows a few options from the other groups.
 offers "dmlps-bench profile --" --device --factor --reps --batch --model --data --threads --warmup
 refuses "dmlps-bench profile --" --workers --sizes --out
-# Values still complete after a subcommand.
-offers "dmlps-bench run --policies " bsp asp
+# Values still complete after a subcommand (the policies from the
+# dmlps-bench on the path: completion_policies.sh checks them in full).
+PATH=$BIN:$PATH offers "dmlps-bench run --policies " bsp asp
 offers "dmlps-trace plot --kind " tta gantt
 
 if ((failures > 0)); then

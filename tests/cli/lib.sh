@@ -476,3 +476,24 @@ run_cluster() {
   finish_cluster "$tag" "$shards"
   cp "$WORK/server.tsv" "$WORK/$tag.tsv"
 }
+
+# bash_offers LINE: what the bash completion (completions/bash/dmlps) offers
+# at the end of LINE, one a line, driven as bash drives it: COMP_WORDS,
+# COMP_CWORD, COMP_LINE and the function `complete -p` names for the
+# command (for a path, its file name's, as bash looks it up).
+bash_offers() {
+  local src=${DMLPS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+  bash --norc --noprofile -c '
+    source "$1" || exit 1
+    read -r -a COMP_WORDS <<<"$2"
+    [[ $2 == *" " ]] && COMP_WORDS+=("")
+    COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+    COMP_LINE=$2
+    COMP_POINT=${#COMP_LINE}
+    spec=$(complete -p "${COMP_WORDS[0]##*/}") || exit 2
+    [[ $spec =~ -F\ ([^ ]+) ]] || exit 3
+    COMPREPLY=()
+    "${BASH_REMATCH[1]}" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    if ((${#COMPREPLY[@]} > 0)); then printf "%s\n" "${COMPREPLY[@]}"; fi
+  ' _ "$src/completions/bash/dmlps" "$1"
+}

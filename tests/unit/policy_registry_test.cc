@@ -1,24 +1,26 @@
 // The policies' registry: its rows hold together, make what they say, parse
 // dmlps-bench's entries, become dmlps-server's flags and come back from
-// them, and every name is documented and completed.
+// them, and the lists the completions and man pages take are every row's.
 #include <doctest/doctest.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "dmlps/bench/experiment.h"
 #include "dmlps/cli/policy_flags.h"
+#include "dmlps/cli/policy_list.h"
+#include "dmlps/cli/values.h"
 #include "dmlps/sync/registry.h"
 #include "test_util.h"
 
 namespace dmlps::sync {
 namespace {
 
-// Every name in `row`'s flags.
-std::vector<std::string> FlagsOf(const PolicyRow& row) {
+// Every name in `row`'s flags, as written.
+std::vector<std::string> FlagNamesOf(const PolicyRow& row) {
   std::vector<std::string> names;
   std::string rest(row.flags);
   for (size_t start = 0; start < rest.size();) {
@@ -64,7 +66,7 @@ TEST_CASE("registry: the rows hold together") {
     CHECK(PolicyRowOf(row.name) == &row);
     // A policy a switching policy runs is one of kSync workers.
     if (row.traits.switchable) CHECK(row.mode == WorkerMode::kSync);
-    for (const std::string& flag : FlagsOf(row)) {
+    for (const std::string& flag : FlagNamesOf(row)) {
       CAPTURE(flag);
       CHECK(std::any_of(PolicyFlags().begin(), PolicyFlags().end(),
                         [&flag](const PolicyFlag& f) { return f.name == flag; }));
@@ -74,7 +76,7 @@ TEST_CASE("registry: the rows hold together") {
   for (const PolicyFlag& f : PolicyFlags()) {
     CAPTURE(f.name);
     CHECK(std::any_of(PolicyRows().begin(), PolicyRows().end(), [&f](const PolicyRow& row) {
-      const std::vector<std::string> flags = FlagsOf(row);
+      const std::vector<std::string> flags = FlagNamesOf(row);
       return std::find(flags.begin(), flags.end(), f.name) != flags.end();
     }));
   }
@@ -211,7 +213,7 @@ TEST_CASE("registry: a policy's server flags read back as its settings") {
     CHECK(read.name == sent.name);
     const PolicyRow* row = FindPolicyRow(sent.name);
     REQUIRE(row != nullptr);
-    for (const std::string& flag : FlagsOf(*row)) {
+    for (const std::string& flag : FlagNamesOf(*row)) {
       const auto f = std::find_if(PolicyFlags().begin(), PolicyFlags().end(),
                                   [&flag](const PolicyFlag& p) { return p.name == flag; });
       CHECK_MESSAGE(ShowFlag(*f, read) == ShowFlag(*f, sent), flag);
@@ -226,10 +228,11 @@ TEST_CASE("registry: a policy's server flags read back as its settings") {
 TEST_CASE("registry: a policy flag given for another policy is refused, naming its own") {
   std::vector<std::string> problems;
   ReadServerFlags({"--policy", "bsp", "--staleness", "2", "--local-steps", "4"}, &problems);
-  CHECK(problems ==
-        std::vector<std::string>{
-            "--staleness applies only to --policy ssp",
-            "--local-steps applies only to --policy localsgd, fedavg or async-localsgd"});
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0] == "--staleness applies only to --policy ssp");
+  // Every policy that takes it, as the rows list it.
+  CHECK(problems[1].starts_with("--local-steps applies only to --policy localsgd, fedavg"));
+  CHECK(problems[1].ends_with(" or async-localsgd"));
   ReadServerFlags({"--policy", "lbbsp", "--predictor", "ema", "--arima-order", "1,0,0"}, &problems);
   CHECK(problems == std::vector<std::string>{"--arima-order applies only to --predictor arima"});
   CHECK(MisplacedFlag("momentum-every", "bsp") ==
@@ -238,57 +241,95 @@ TEST_CASE("registry: a policy flag given for another policy is refused, naming i
   CHECK(MisplacedFlag("workers", "bsp").empty());  // no policy's flag
 }
 
-// The text of `text` from `from` to the first `to` after it (or its end).
-std::string Between(const std::string& text, const std::string& from, const std::string& to) {
-  const size_t at = text.find(from);
-  REQUIRE_MESSAGE(at != std::string::npos, from);
-  const size_t end = text.find(to, at + from.size());
-  return text.substr(at, end == std::string::npos ? std::string::npos : end - at);
+// The lines of `text`, each split at its tabs.
+std::vector<std::vector<std::string>> Fields(const std::string& text) {
+  std::vector<std::vector<std::string>> lines;
+  std::string rest = text;
+  while (!rest.empty()) {
+    const std::string line = rest.substr(0, rest.find('\n'));
+    rest.erase(0, std::min(rest.size(), line.size() + 1));
+    lines.push_back(cli::SplitList(line, '\t'));
+  }
+  return lines;
 }
 
-TEST_CASE("registry: every policy is documented and completed") {
-  const std::string src = std::string(DMLPS_TEST_DATA_DIR) + "/../../";
-  const std::string bash = dmlps::testing::Slurp(src + "completions/bash/dmlps");
-  const std::string bash_policy = Between(bash, "--policy)", ";;");
-  const std::string bash_entries = Between(bash, "--policies | --candidates)", ";;");
-  const std::string zsh_server =
-      Between(dmlps::testing::Slurp(src + "completions/zsh/_dmlps-server"), "'--policy=", "\n");
-  const std::string zsh_bench =
-      Between(dmlps::testing::Slurp(src + "completions/zsh/_dmlps-bench"), "'--policies=", "\n");
-  const std::string fish_server = Between(
-      dmlps::testing::Slurp(src + "completions/fish/dmlps-server.fish"), "-l policy ", "\n\n");
-  const std::string fish_bench = Between(
-      dmlps::testing::Slurp(src + "completions/fish/dmlps-bench.fish"), "-l policies ", "\n");
-  const std::string man_server = dmlps::testing::Slurp(src + "man/dmlps-server.1.scd");
-  const std::string server_flag = Between(man_server, "*--policy* _NAME_", "Default:");
-  const std::string server_section = Between(man_server, "\n# POLICIES\n", "\n# DATA\n");
-  const std::string bench_flag = Between(dmlps::testing::Slurp(src + "man/dmlps-bench.1.scd"),
-                                         "*--policies* _LIST_", "Default:");
+TEST_CASE("registry: --list-policies lists every row, in the registry's order") {
+  const auto server = Fields(cli::PolicyListText(cli::PolicyList::kServer));
+  const auto bench = Fields(cli::PolicyListText(cli::PolicyList::kBench));
+  size_t policies = 0;
+  REQUIRE(bench.size() == PolicyRows().size());
+  for (size_t i = 0; i < PolicyRows().size(); ++i) {
+    const PolicyRow& row = PolicyRows()[i];
+    const std::string name(row.name);
+    CAPTURE(name);
+    // Four fields, none empty: a shell reading them at its tabs keeps them apart.
+    REQUIRE(bench[i].size() == 4);
+    for (const std::string& field : bench[i]) CHECK_FALSE(field.empty());
+    CHECK(bench[i][0] == name);
+    CHECK(bench[i][1] == (row.syntax.empty() ? "-" : EntrySyntax(row)));
+    CHECK(bench[i][2] == (TraitsOf(row.name).switchable ? "switchable" : "-"));
+    CHECK(bench[i][3] == row.help);
+    if (!row.runs.empty()) continue;
+    REQUIRE(policies < server.size());
+    const std::vector<std::string>& line = server[policies++];
+    REQUIRE(line.size() == 4);
+    for (const std::string& field : line) CHECK_FALSE(field.empty());
+    CHECK(line[0] == name);
+    // Its flags, each as --help shows it.
+    for (const std::string& flag : FlagNamesOf(row)) {
+      CHECK(line[1].find("[--" + flag) != std::string::npos);
+    }
+    if (row.flags.empty()) CHECK(line[1] == "-");
+  }
+  CHECK(policies == server.size());
+  CHECK(Fields(cli::PolicyListText(cli::PolicyList::kServer))[2][1] ==
+        "[--staleness S] [--momentum-every N]");
+}
+
+TEST_CASE("registry: the man pages' policy lists are made from every row") {
+  // Each item on a line of its own.
+  const std::string server = "\n" + cli::PolicyListScdoc(cli::PolicyList::kServer);
+  const std::string bench = "\n" + cli::PolicyListScdoc(cli::PolicyList::kBench);
   for (const PolicyRow& row : PolicyRows()) {
     const std::string name(row.name);
     CAPTURE(name);
-    // Bounded by a quote, a space, a colon or zsh's escape.
-    const std::regex word("(^|[ '\"(])" + name + R"(($|[ '":\\]))");
-    const std::regex bold(R"(\*)" + name + R"((\*|:))");
-    CHECK(std::regex_search(bash_entries, word));
-    CHECK(std::regex_search(zsh_bench, word));
-    CHECK(std::regex_search(fish_bench, word));
-    CHECK(std::regex_search(bench_flag, bold));
-    if (!row.runs.empty()) continue;
-    CHECK(std::regex_search(bash_policy, word));
-    CHECK(std::regex_search(zsh_server, word));
-    CHECK(std::regex_search(fish_server, std::regex(R"((^|["\n]))" + name + R"(\\t')")));
-    CHECK(std::regex_search(server_flag, bold));
-    CHECK(server_section.find("\n*" + name + "*\n") != std::string::npos);
+    CHECK(bench.find("\n- *" + name + "*") != std::string::npos);
+    if (!row.runs.empty()) {
+      CHECK(server.find("\n- *" + name + "*") == std::string::npos);
+      continue;
+    }
+    CHECK(server.find("\n- *" + name + "*") != std::string::npos);
+    // What it does, and how its workers run.
+    CHECK(server.find(std::string(row.help)) != std::string::npos);
+    CHECK(server.find(fmt::format("workers: {}", WorkerModeName(row.mode))) != std::string::npos);
   }
-  // And nothing else: the server's completion offers the policies alone.
-  std::string words = Between(bash_policy, "'", "\n");
-  words = words.substr(1, words.rfind('\'') - 1);
-  std::string listed;
-  for (const PolicyRow& row : PolicyRows()) {
-    if (row.runs.empty()) listed += (listed.empty() ? "" : " ") + std::string(row.name);
+  CHECK(server.starts_with("\n- *bsp*: bulk synchronous; workers: sync; a candidate of *auto*.\n"));
+  CHECK(server.find("\n- *ssp* [*--staleness* _S_] [*--momentum-every* _N_]: ") !=
+        std::string::npos);
+  CHECK(bench.find("\n- *dssp*[*:*_LOW_*:*_HIGH_]: ") != std::string::npos);
+  CHECK(bench.find("\n- *auto*[*:*_A+B+..._]: ") != std::string::npos);
+  CHECK(bench.find("\n- *lbbsp-gpu*: lbbsp, batch sizes found numerically (*--policy lbbsp* "
+                   "with a preset); a candidate of *auto*.\n") != std::string::npos);
+  // The pages that list the policies hold the marker the build replaces.
+  const std::string src = std::string(DMLPS_TEST_DATA_DIR) + "/../../man/";
+  struct Page {
+    std::string file;
+    cli::PolicyList which;
+  };
+  for (const Page& page : {Page{"dmlps-server.1.scd", cli::PolicyList::kServer},
+                           Page{"dmlps-bench.1.scd", cli::PolicyList::kBench}}) {
+    CAPTURE(page.file);
+    const cli::PolicyList which = page.which;
+    const std::string source = dmlps::testing::Slurp(src + page.file);
+    const Result<std::string> built = cli::SplicePolicyList(source, which);
+    REQUIRE(built.ok());
+    CHECK(built->find(cli::PolicyListScdoc(which)) != std::string::npos);
+    CHECK(built->find(cli::kPolicyListMarker) == std::string::npos);
   }
-  CHECK(words == listed);
+  CHECK(cli::SplicePolicyList("# NAME\n", cli::PolicyList::kServer)
+            .status()
+            .message()
+            .find("no line starts with '; @policy-list@'") != std::string::npos);
 }
 
 }  // namespace

@@ -48,7 +48,11 @@ void ReadPolicyFlag(FlagReader& flags, const sync::PolicyFlag& f, sync::PolicyCo
 void AddPolicyFlags(cxxopts::Options& options, const sync::PolicyConfig& defaults) {
   std::vector<Flag> flags;
   for (const sync::PolicyFlag& f : sync::PolicyFlags()) {
-    Flag flag{f.name.data(), std::string(f.help)};
+    std::string taking;
+    for (std::string_view policy : sync::PoliciesTaking(f.name)) {
+      taking += (taking.empty() ? "" : ", ") + std::string(policy);
+    }
+    Flag flag{f.name.data(), taking + ": " + std::string(f.help)};
     if (!f.arg.empty()) {
       flag.arg = f.arg.data();
       // A list has no default: absent unless given.

@@ -37,6 +37,15 @@ const std::atomic<int>* StartUnderLauncher(const launch::Launcher& launcher) {
 
 }  // namespace
 
+int RunLaunchedMain(const LaunchedMain& program, int argc, char** argv) {
+  const launch::LaunchDefaults launch = launch::ReadLaunchDefaults();
+  cxxopts::Options options(std::string(program.program), program.description);
+  program.add_options(options, launch);
+  return RunMain(options, program.help_groups, argc, argv, [&program, &launch](FlagReader& flags) {
+    return program.read_flags(flags, launch);
+  });
+}
+
 int RunServerProgram(server::ServerConfig config, const launch::Launcher& launcher) {
   const std::atomic<int>* signal = StartUnderLauncher(launcher);
   config.make_policy = autopolicy::MakePolicy;

@@ -16,6 +16,7 @@
 #include "dmlps/sync/fedavg.h"
 #include "dmlps/sync/lbbsp.h"
 #include "dmlps/sync/localsgd.h"
+#include "dmlps/sync/postlocal.h"
 #include "dmlps/sync/syncswitch.h"
 #include "dmlps/sync/token.h"
 #include "dmlps/sync/wbsp.h"
@@ -42,70 +43,66 @@ std::string ShowArimaOrder(const PolicyConfig& config) {
 
 // In the order dmlps-server's --help lists them.
 const PolicyFlag kFlags[] = {
-    {"staleness", "S", "ssp: clocks a worker may run ahead of the slowest",
-     &PolicyConfig::staleness, 0, 1000000, false, nullptr, nullptr, Always},
-    {"staleness-low", "S", "dssp: the lowest staleness bound a worker is given",
+    {"staleness", "S", "clocks a worker may run ahead of the slowest", &PolicyConfig::staleness, 0,
+     1000000, false, nullptr, nullptr, Always},
+    {"staleness-low", "S", "the lowest staleness bound a worker is given",
      &PolicyConfig::staleness_low, 0, 1000000, false, nullptr, nullptr, Always},
     {"staleness-high", "S",
-     "dssp: the highest staleness bound, given to a worker as fast as fits that many more clocks "
-     "into the slowest's iteration",
+     "the highest staleness bound, given to a worker as fast as fits that many more clocks into "
+     "the slowest's iteration",
      &PolicyConfig::staleness_high, 0, 1000000, false, nullptr, nullptr, Always},
     {"switch-at", "FRACTION",
-     "sync-switch: run BSP, then ASP once FRACTION of the run is done: of the accuracy progress "
-     "toward --target-accuracy when given, else of --max-iterations",
+     "switch once FRACTION of the run is done (sync-switch: from BSP to ASP): of the accuracy "
+     "progress toward --target-accuracy when given, else of --max-iterations",
      &PolicyConfig::switch_at, 0, 1, false, nullptr, nullptr,
      [](const PolicyConfig& c) { return !c.switch_online; }},
     {"switch-online", "",
-     "sync-switch: ASP while a worker's recent iterations take over twice the others' median (a "
-     "transient straggler), BSP otherwise",
+     "ASP while a worker's recent iterations take over twice the others' median (a transient "
+     "straggler), BSP otherwise",
      &PolicyConfig::switch_online, 0, 0, false, nullptr, nullptr, Always},
     {"candidates", "LIST",
-     "auto: the policies it may switch between, comma-separated as dmlps-bench names them (bsp, "
-     "asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH]); it starts under the first "
+     "the policies it may switch between, comma-separated as dmlps-bench names them, those "
+     "dmlps-bench --list-policies calls switchable; it starts under the first "
      "(default backup:1,bsp,ssp:3,lbbsp, with backup:2... after bsp where the job's efficiency "
      "table has their rows, as mlp:128 on 4 workers; on two workers bsp first, on one without "
      "backup:1)",
      &PolicyConfig::candidates, 0, 0, false, nullptr, nullptr, Always},
-    {"backup", "B", "backup: pushes per iteration not waited for", &PolicyConfig::backup, 0, 100000,
-     false, nullptr, nullptr, Always},
-    {"chunk", "N", "abps: samples per chunk; workers look for SyncNow between chunks",
+    {"backup", "B", "pushes per iteration not waited for", &PolicyConfig::backup, 0, 100000, false,
+     nullptr, nullptr, Always},
+    {"chunk", "N", "samples per chunk; workers look for SyncNow between chunks",
      &PolicyConfig::chunk, 1, 1 << 24, false, nullptr, nullptr, Always},
-    {"rebalance-every", "N", "lbbsp: iterations between batch-size changes",
+    {"rebalance-every", "N", "iterations between batch-size changes",
      &PolicyConfig::rebalance_every, 1, 1 << 30},
-    {"lb-mode", "MODE", "lbbsp: cpu (batch proportional to predicted speed) or gpu (numerical)",
+    {"lb-mode", "MODE", "cpu (batch proportional to predicted speed) or gpu (numerical)",
      &PolicyConfig::lb_mode, 0, 0, false, nullptr, nullptr, Always},
-    {"predictor", "NAME", "lbbsp cpu: speed predictor, last, ema, arima or narx",
+    {"predictor", "NAME", "the speed predictor of --lb-mode cpu: last, ema, arima or narx",
      &PolicyConfig::predictor, 0, 0, false, nullptr, nullptr,
      [](const PolicyConfig& c) { return c.lb_mode == "cpu"; }},
-    {"ema-alpha", "A", "lbbsp with --predictor ema: weight of the newest speed",
-     &PolicyConfig::ema_alpha, 1e-9, 1},
-    {"arima-order", "P,D,Q", "lbbsp with --predictor arima: the order P,D,Q",
-     &PolicyConfig::arima_p, 0, 0, false, ParseArimaOrderFlag, ShowArimaOrder},
-    {"lb-step", "N", "lbbsp gpu: samples moved per rebalance at first (0: B/(4N))",
+    {"ema-alpha", "A", "--predictor ema's weight of the newest speed", &PolicyConfig::ema_alpha,
+     1e-9, 1},
+    {"arima-order", "P,D,Q", "--predictor arima's order P,D,Q", &PolicyConfig::arima_p, 0, 0, false,
+     ParseArimaOrderFlag, ShowArimaOrder},
+    {"lb-step", "N", "samples --lb-mode gpu moves per rebalance at first (0: B/(4N))",
      &PolicyConfig::lb_step, 0, 1 << 24},
-    {"token-size", "N", "token: samples per token", &PolicyConfig::token_size, 1, 1 << 24, false,
-     nullptr, nullptr, Always},
-    {"local-steps", "H",
-     "localsgd, fedavg, async-localsgd: local steps each worker takes per push (H)",
-     &PolicyConfig::local_steps, 1, 1 << 20, false, nullptr, nullptr, Always},
+    {"token-size", "N", "samples per token", &PolicyConfig::token_size, 1, 1 << 24, false, nullptr,
+     nullptr, Always},
+    {"local-steps", "H", "local steps each worker takes per push (H)", &PolicyConfig::local_steps,
+     1, 1 << 20, false, nullptr, nullptr, Always},
     {"outer-lr", "LR",
-     "localsgd, async-localsgd: learning rate of the server's outer SGD on the pseudo-gradients "
-     "(--lr and --momentum then drive the workers' local steps)",
+     "learning rate of the server's outer SGD on the pseudo-gradients (--lr and --momentum then "
+     "drive the workers' local steps)",
      &PolicyConfig::outer_lr, 1e-12, 1e6},
-    {"outer-momentum", "M",
-     "localsgd, async-localsgd: momentum of the outer SGD (Nesterov's unless told)",
+    {"outer-momentum", "M", "momentum of the outer SGD (Nesterov's unless told)",
      &PolicyConfig::outer_momentum, 0, 0.999999},
-    {"no-outer-nesterov", "",
-     "localsgd, async-localsgd: heavy-ball outer momentum instead of Nesterov's",
+    {"no-outer-nesterov", "", "heavy-ball outer momentum instead of Nesterov's",
      &PolicyConfig::outer_nesterov, 0, 0, true},
     {"dylu", "",
-     "async-localsgd: Dynamic Local Updates, each worker's local steps scaled to its measured "
-     "speed (the fastest takes H)",
+     "Dynamic Local Updates, each worker's local steps scaled to its measured speed (the fastest "
+     "takes H)",
      &PolicyConfig::dylu, 0, 0, false, nullptr, nullptr, Always},
     {"momentum-every", "N",
-     "async-localsgd: take the outer momentum once every N pushes, plain steps in between "
-     "(delayed Nesterov; 0: the number of workers); asp, ssp, dssp: take the momentum once every "
-     "N pushes (0: at every push)",
+     "take the momentum (async-localsgd: the outer one, delayed Nesterov) once every N pushes, "
+     "plain steps in between (0: at every push; async-localsgd: every number of workers)",
      &PolicyConfig::momentum_every, 0, 1 << 20, false, nullptr, nullptr,
      [](const PolicyConfig& c) { return c.momentum_every > 0; }},
 };
@@ -315,6 +312,15 @@ const PolicyRow kRows[] = {
      .make = [](const PolicyConfig& c) -> Made {
        return std::make_unique<FedAvgPolicy>(c.job.workers);
      }},
+    {.name = "post-localsgd",
+     .syntax = "post-localsgd:H[:FRACTION]",
+     .help = "mini-batch SGD, then fedavg from a point of the run",
+     .mode = WorkerMode::kLocalSgd,
+     .traits = {.outer_optimizer = true},
+     .flags = "local-steps switch-at",
+     .parse = ParsePostLocalSgd,
+     .check = CheckPostLocalSgd,
+     .make = [](const PolicyConfig& c) -> Made { return std::make_unique<PostLocalSgdPolicy>(c); }},
     {.name = "async-localsgd",
      .syntax = "async-localsgd:H",
      .help = "asynchronous local SGD",
@@ -377,14 +383,17 @@ const PolicyRow kRows[] = {
          }},
 };
 
-bool ListsFlag(const PolicyRow& row, std::string_view flag) {
-  std::string_view rest = row.flags;
-  while (!rest.empty()) {
-    const size_t space = rest.find(' ');
-    if (rest.substr(0, space) == flag) return true;
-    rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+const PolicyFlag* FindFlag(std::string_view name) {
+  for (const PolicyFlag& f : kFlags) {
+    if (f.name == name) return &f;
   }
-  return false;
+  return nullptr;
+}
+
+bool ListsFlag(const PolicyRow& row, std::string_view flag) {
+  const std::vector<const PolicyFlag*> flags = FlagsOf(row);
+  return std::any_of(flags.begin(), flags.end(),
+                     [flag](const PolicyFlag* f) { return f->name == flag; });
 }
 
 // "a", "a or b", "a, b or c".
@@ -395,13 +404,6 @@ std::string JoinOr(const std::vector<std::string_view>& items) {
     text += items[i];
   }
   return text;
-}
-
-const PolicyFlag* FindFlag(std::string_view name) {
-  for (const PolicyFlag& f : kFlags) {
-    if (f.name == name) return &f;
-  }
-  return nullptr;
 }
 
 }  // namespace
@@ -420,10 +422,15 @@ Status CheckSwitchCandidate(std::string_view entry, const PolicyConfig& config) 
   if (s.ok()) s = CheckPolicy(inner);
   if (!s.ok()) return Status::InvalidArgument(fmt::format("'{}': {}", entry, s.message()));
   if (!TraitsOf(name).switchable) {
+    std::string switchable;
+    for (const PolicyRow& row : kRows) {
+      if (TraitsOf(row.name).switchable) {
+        switchable += (switchable.empty() ? "" : ", ") + EntrySyntax(row);
+      }
+    }
     return Status::InvalidArgument(fmt::format(
-        "{} cannot switch into '{}' live: its workers run in another mode ({}'s candidates: "
-        "bsp, asp, ssp:S, backup:B, lbbsp, lbbsp-gpu, dssp[:LOW:HIGH])",
-        config.name, entry, config.name));
+        "{} cannot switch into '{}' live: its workers run in another mode ({}'s candidates: {})",
+        config.name, entry, config.name, switchable));
   }
   return Status::Ok();
 }
@@ -559,12 +566,8 @@ std::vector<std::string> PolicyServerFlags(const PolicyConfig& config) {
   std::vector<std::string> argv = {"--policy", config.name};
   const PolicyRow* row = FindPolicyRow(config.name);
   if (row == nullptr) return argv;
-  std::string_view rest = row->flags;
-  while (!rest.empty()) {
-    const size_t space = rest.find(' ');
-    const PolicyFlag* flag = FindFlag(rest.substr(0, space));
-    rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
-    if (flag == nullptr || flag->passed == nullptr || !flag->passed(config)) continue;
+  for (const PolicyFlag* flag : FlagsOf(*row)) {
+    if (flag->passed == nullptr || !flag->passed(config)) continue;
     const std::string value = ShowFlag(*flag, config);
     const std::string name = "--" + std::string(flag->name);
     if (flag->arg.empty()) {
@@ -581,11 +584,15 @@ std::string MisplacedFlag(std::string_view flag, std::string_view policy) {
   if (FindFlag(flag) == nullptr) return {};
   const PolicyRow* row = FindPolicyRow(policy);
   if (row != nullptr && row->runs.empty() && ListsFlag(*row, flag)) return {};
+  return fmt::format("--{} applies only to --policy {}", flag, JoinOr(PoliciesTaking(flag)));
+}
+
+std::vector<std::string_view> PoliciesTaking(std::string_view flag) {
   std::vector<std::string_view> taking;
   for (const PolicyRow& r : kRows) {
     if (r.runs.empty() && ListsFlag(r, flag)) taking.push_back(r.name);
   }
-  return fmt::format("--{} applies only to --policy {}", flag, JoinOr(taking));
+  return taking;
 }
 
 std::string PolicyNames() {
@@ -598,15 +605,29 @@ std::string PolicyNames() {
   return text;
 }
 
+std::string EntrySyntax(const PolicyRow& row) {
+  // "ssp:S" as "ssp[:S]": the parameter has a default.
+  if (row.syntax.empty()) return std::string(row.name);
+  return fmt::format("{}[{}]", row.name, row.syntax.substr(row.name.size()));
+}
+
 std::string EntrySyntaxes() {
   std::string text;
-  for (const PolicyRow& row : kRows) {
-    if (!text.empty()) text += ", ";
-    text += row.name;
-    // "ssp:S" as "ssp[:S]": the parameter has a default.
-    if (!row.syntax.empty()) text += fmt::format("[{}]", row.syntax.substr(row.name.size()));
-  }
+  for (const PolicyRow& row : kRows) text += (text.empty() ? "" : ", ") + EntrySyntax(row);
   return text;
+}
+
+std::vector<const PolicyFlag*> FlagsOf(const PolicyRow& row) {
+  std::vector<const PolicyFlag*> flags;
+  std::string_view rest = row.flags;
+  while (!rest.empty()) {
+    const size_t space = rest.find(' ');
+    if (const PolicyFlag* flag = FindFlag(rest.substr(0, space)); flag != nullptr) {
+      flags.push_back(flag);
+    }
+    rest = space == std::string_view::npos ? std::string_view() : rest.substr(space + 1);
+  }
+  return flags;
 }
 
 }  // namespace dmlps::sync

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/cli/cli.h"
+#include "dmlps/cli/cxxopts.h"
 #include "dmlps/launch/launch.h"
 #include "dmlps/server/server.h"
 #include "dmlps/worker/worker.h"
@@ -18,6 +20,21 @@ namespace dmlps::cli {
 inline constexpr std::string_view kServerProgram = "dmlps-server";
 inline constexpr std::string_view kWorkerProgram = "dmlps-worker";
 inline constexpr std::string_view kKeygenProgram = "dmlps-keygen";
+
+// The main() of a program that a launcher may start (mpirun, srun,
+// torchrun, PMI, an indexed Job): dmlps-server and dmlps-worker, whose
+// flags default to what the launch says.
+struct LaunchedMain {
+  std::string_view program;
+  const char* description;               // what --help says first
+  std::vector<std::string> help_groups;  // in --help's order
+  // Declares every flag, under the launch's defaults.
+  void (*add_options)(cxxopts::Options& options, const launch::LaunchDefaults& launch);
+  // Reads them, problems into `flags` (the launch's too), as RunMain's read.
+  Program (*read_flags)(FlagReader& flags, const launch::LaunchDefaults& launch);
+};
+// Reads the launch (launch::ReadLaunchDefaults), then runs as RunMain.
+int RunLaunchedMain(const LaunchedMain& program, int argc, char** argv);
 
 // Writes the report as server::WriteRunReport does, whole under a temporary
 // name first, so that a reader never sees half a report. IOError when it

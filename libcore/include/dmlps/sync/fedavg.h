@@ -21,8 +21,10 @@ class FedAvgPolicy : public LocalSgdPolicy {
   std::string Name() const override { return "fedavg"; }
 };
 
-// The settings fedavg refuses: fewer than 1 local step, or an outer
-// optimizer other than plain averaging (outer_lr 1, outer_momentum 0).
+// The settings fedavg refuses, and every policy of its rounds
+// (post-localsgd): fewer than 1 local step, or an outer optimizer other
+// than plain averaging (outer_lr 1, outer_momentum 0). The message names
+// config.name.
 Status CheckFedAvg(const PolicyConfig& config);
 
 }  // namespace dmlps::sync

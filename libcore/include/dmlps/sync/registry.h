@@ -28,7 +28,9 @@ struct PolicyFlag {
                    bool PolicyConfig::*, std::vector<std::string> PolicyConfig::*>;
   std::string_view name;  // without the dashes: "staleness"
   std::string_view arg;   // the value's name ("S"); empty: a switch
-  std::string_view help;  // one line, for --help
+  // One line, for --help, which puts the policies that take the flag
+  // before it (PoliciesTaking: "ssp: "), so that it names none itself.
+  std::string_view help;
   Field field;
   double min = 0;  // a number's range, both ends allowed
   double max = 0;
@@ -107,6 +109,9 @@ const PolicyRow* PolicyRowOf(std::string_view entry);
 PolicyTraits TraitsOf(std::string_view entry);
 // Every flag a policy takes, in the order --help lists them.
 std::span<const PolicyFlag> PolicyFlags();
+// The flags `row` takes (PolicyRow::flags), in its order; none for an
+// entry that runs another row's policy.
+std::vector<const PolicyFlag*> FlagsOf(const PolicyRow& row);
 
 // The policy every other is measured against: efficiency tables give each
 // policy's iterations over its, and auto's decider holds a switch into it
@@ -136,6 +141,8 @@ WorkerMode ModeOf(std::string_view entry);
 // The dmlps-server flags that set `config`'s policy: --policy NAME, then
 // those of its flags dmlps-bench passes (PolicyFlag::passed).
 std::vector<std::string> PolicyServerFlags(const PolicyConfig& config);
+// The policies (not entries) that take --`flag`, in the rows' order.
+std::vector<std::string_view> PoliciesTaking(std::string_view flag);
 // The problem with giving --`flag` to --policy `policy`: "--FLAG applies
 // only to --policy A or B"; empty where `policy` takes it or `flag` is no
 // policy's.
@@ -144,6 +151,9 @@ std::string MisplacedFlag(std::string_view flag, std::string_view policy);
 // entry dmlps-bench takes with its syntax, "bsp, asp, ssp:S, ...".
 std::string PolicyNames();
 std::string EntrySyntaxes();
+// How dmlps-bench's entries spell `row`: "ssp[:S]" (the parameter has a
+// default), "bsp".
+std::string EntrySyntax(const PolicyRow& row);
 // What a flag's field holds in `config`, as the flag would be given
 // ("3", "0.125", "a,b"); "" for a switch that is off.
 std::string ShowFlag(const PolicyFlag& flag, const PolicyConfig& config);
