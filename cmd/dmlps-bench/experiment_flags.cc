@@ -41,13 +41,12 @@ void AddExperimentOptions(cxxopts::Options& options) {
         "Bandwidth cap by iteration for some workers: "
         "RANK=I:M,...[;RANK=...], e.g. 3=0:0,150:100",
         "SPEC"}});
-  cli::AddTrainingOptions(options, "Experiment",
-                          {d.job.model, d.job.data, d.job.batch, d.job.lr, d.job.momentum}, true);
+  cli::AddTrainingOptions(options, "Experiment", d.job, /*external_model=*/true);
   cli::AddFlags(
       options, "Experiment",
       {{"momentum-every",
-        "asp, ssp, dssp, async-localsgd: take the momentum once every N pushes (0: at every "
-        "push; async-localsgd: every number of workers)",
+        sync::PoliciesWith(&sync::PolicyTraits::takes_momentum_every) +
+            ": take the momentum once every N pushes (0: each policy's own)",
         "N", "0"},
        {"target", "Target test accuracy: a run's time is its time to reach it (0: no target)",
         "ACC", "0.85"},
@@ -68,12 +67,7 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   for (const std::string& p : e.policies) {
     if (p.empty()) flags.AddProblem("--policies: an empty entry");
   }
-  const cli::TrainingFlags training = cli::ReadTrainingOptions(flags);
-  e.job.model = training.model;
-  e.job.data = training.data;
-  e.job.batch = training.batch;
-  e.job.lr = training.lr;
-  e.job.momentum = training.momentum;
+  cli::ReadTrainingOptions(flags, &e.job);
   e.momentum_every = flags.Int("momentum-every", 0, 1 << 20);
   if (flags.Has("momentum-every") &&
       std::none_of(e.policies.begin(), e.policies.end(), [&e](const std::string& entry) {

@@ -106,10 +106,7 @@ void AddOptimizerOptions(cxxopts::Options& options, const optim::OptimizerSettin
 }
 
 void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
-  cli::AddTrainingOptions(options, "Training",
-                          {defaults.job.model, defaults.job.data, defaults.job.batch,
-                           defaults.job.lr, defaults.job.momentum},
-                          /*external_model=*/true);
+  cli::AddTrainingOptions(options, "Training", defaults.job, /*external_model=*/true);
   cli::AddFlags(options, "Training",
                 {{"seed", "Seed for the initial model and the workers' sampling", "N",
                   std::to_string(defaults.job.seed)},
@@ -182,12 +179,7 @@ void ReadJob(cli::FlagReader& flags, ServerConfig* config) {
   config->endpoint_file = flags.String("endpoint-file");
   config->job.workers = flags.Int("workers", 1, 100000);
   config->policy.name = flags.String("policy");
-  const cli::TrainingFlags training = cli::ReadTrainingOptions(flags);
-  config->job.model = training.model;
-  config->job.data = training.data;
-  config->job.batch = training.batch;
-  config->job.lr = training.lr;
-  config->job.momentum = training.momentum;
+  cli::ReadTrainingOptions(flags, &config->job);
   config->job.seed = static_cast<uint64_t>(flags.Int("seed", 0));
   config->threads = flags.Int("threads", 1, 256);
   config->job.target_accuracy = flags.Real("target-accuracy", 0, 1);

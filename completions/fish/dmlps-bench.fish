@@ -21,7 +21,7 @@ complete -c $c -l round-robin-ms -x -d 'In iteration t the worker of rank t mod 
 complete -c $c -l bandwidth-mbps -x -d 'Cap on what each worker sends, megabits/s'
 complete -c $c -l bandwidth-schedule -x -d 'Bandwidth cap by iteration: RANK=I:M,...;...'
 __dmlps_complete_job $c
-complete -c $c -l momentum-every -x -d 'asp, ssp, dssp, async-localsgd: pushes per momentum step'
+complete -c $c -l momentum-every -x -d 'Delayed momentum: pushes per momentum step'
 complete -c $c -l target -x -d 'Target test accuracy (0: none)'
 complete -c $c -l eval-every -x -d 'Iterations between evaluations'
 complete -c $c -l max-iterations -x -d 'End a run after N iterations'

@@ -46,7 +46,7 @@ complete -c $c -l outer-lr -x -d 'Local SGD: learning rate of the outer SGD'
 complete -c $c -l outer-momentum -x -d 'Local SGD: momentum of the outer SGD'
 complete -c $c -l no-outer-nesterov -d 'Local SGD: heavy-ball outer momentum, not Nesterov'
 complete -c $c -l dylu -d 'async-localsgd: local steps scaled to each worker speed'
-complete -c $c -l momentum-every -x -d 'async-localsgd, asp, ssp, dssp: pushes per momentum step'
+complete -c $c -l momentum-every -x -d 'Delayed momentum: pushes per momentum step'
 
 __dmlps_complete_job $c external
 complete -c $c -l optimizer -x -a 'sgd adam adamw' -d 'The server update rule'

@@ -5,7 +5,7 @@
 namespace dmlps::cli {
 
 void AddTrainingOptions(cxxopts::Options& options, const std::string& group,
-                        const TrainingFlags& defaults, bool external_model) {
+                        const JobSpec& defaults, bool external_model) {
   AddFlags(
       options, group,
       {{"model",
@@ -22,14 +22,12 @@ void AddTrainingOptions(cxxopts::Options& options, const std::string& group,
        {"momentum", "Momentum (0 for plain SGD)", "MU", fmt::format("{}", defaults.momentum)}});
 }
 
-TrainingFlags ReadTrainingOptions(FlagReader& flags) {
-  TrainingFlags training;
-  training.model = flags.String("model");
-  training.data = flags.String("data");
-  training.batch = flags.Int("batch", 1, 1 << 24);
-  training.lr = flags.Real("lr", 0, 1e6);
-  training.momentum = flags.Real("momentum", 0, 1);
-  return training;
+void ReadTrainingOptions(FlagReader& flags, JobSpec* job) {
+  job->model = flags.String("model");
+  job->data = flags.String("data");
+  job->batch = flags.Int("batch", 1, 1 << 24);
+  job->lr = flags.Real("lr", 0, 1e6);
+  job->momentum = flags.Real("momentum", 0, 1);
 }
 
 }  // namespace dmlps::cli

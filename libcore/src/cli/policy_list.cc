@@ -109,6 +109,7 @@ std::string PolicyListScdoc(PolicyList which) {
     } else {
       item = fmt::format("- {}: {}", EntryScdoc(*row), Escaped(row->help));
       if (&runs != row) item += fmt::format(" (*--policy {}* with a preset)", runs.name);
+      if (runs.traits.takes_momentum_every) item += "; takes *--momentum-every*";
     }
     if (runs.traits.switchable) item += "; a candidate of *auto*";
     text += item + ".\n";
