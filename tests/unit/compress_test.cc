@@ -249,17 +249,25 @@ TEST_CASE("int8 is within half a block's scale; zero blocks are exact") {
   for (size_t i = 2 * kInt8Block; i < 3 * kInt8Block; ++i) REQUIRE(d[i] == 0.0f);
 }
 
-TEST_CASE("top-k sends the k largest magnitudes exactly, ties to the lower index") {
-  const std::vector<float> v = Gradient(3000, 5);
-  const Codec codec{Kind::kTopK, 0.01};
-  const std::vector<float> d = Decoded(codec, Encoded(codec, v), v.size());
+// The k values of largest magnitude kept, the others 0; among equal
+// magnitudes the lower index first.
+std::vector<float> LargestOf(const std::vector<float>& v, size_t k) {
   std::vector<size_t> order(v.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return std::abs(v[a]) > std::abs(v[b]); });
-  std::vector<float> want(v.size(), 0.0f);
-  for (size_t j = 0; j < 30; ++j) want[order[j]] = v[order[j]];
-  CHECK(SameBits(d, want));
+  std::vector<float> kept(v.size(), 0.0f);
+  for (size_t j = 0; j < k; ++j) kept[order[j]] = v[order[j]];
+  return kept;
+}
+
+TEST_CASE("top-k sends the k largest magnitudes exactly, ties to the lower index") {
+  const std::vector<float> v = Gradient(3000, 5);
+  const Codec codec{Kind::kTopK, 0.01};
+  CHECK(SameBits(Decoded(codec, Encoded(codec, v), v.size()), LargestOf(v, 30)));
+  const std::vector<float> large = Gradient(5 * kTopKSegment, 6);
+  CHECK(SameBits(Decoded(codec, Encoded(codec, large), large.size()),
+                 LargestOf(large, TopKCount(0.01, large.size()))));
 
   const std::vector<float> ties = {1, -2, 2, 1, -2, 0.5f, 2, 1};
   const Codec three{Kind::kTopK, 3.0 / 8};
@@ -273,6 +281,23 @@ TEST_CASE("top-k sends the k largest magnitudes exactly, ties to the lower index
   wide[2 * kTopKSegment + 9] = 2;
   const Codec few{Kind::kTopK, 3.0 / static_cast<double>(wide.size())};
   CHECK(SameBits(Decoded(few, Encoded(few, wide), wide.size()), wide));
+}
+
+// A large vector's threshold is first bounded from a sample of every 64th
+// value (formats.cc); where the sample misleads, the result is the same.
+TEST_CASE("top-k stays exact where its sample misleads") {
+  const size_t n = kTopKSegment + 5000;
+  const Codec codec{Kind::kTopK, 0.01};
+  const size_t k = TopKCount(0.01, n);
+  // The sampled values are the largest: the bound keeps fewer than k.
+  std::vector<float> v = Gradient(n, 77);
+  for (size_t i = 0; i < n; i += 64) v[i] = 1000.0f + static_cast<float>(i);
+  CHECK(SameBits(Decoded(codec, Encoded(codec, v), n), LargestOf(v, k)));
+  // All equal: the bound keeps every value, far more than k.
+  const std::vector<float> same(n, -0.5f);
+  std::vector<float> first(n, 0.0f);
+  std::fill(first.begin(), first.begin() + static_cast<std::ptrdiff_t>(k), -0.5f);
+  CHECK(SameBits(Decoded(codec, Encoded(codec, same), n), first));
 }
 
 TEST_CASE("a NaN or infinity is never sent as a number: Decode refuses it") {

@@ -13,6 +13,7 @@
 #define DMLPS_COMPRESS_AVX2 0
 #endif
 
+#include <algorithm>
 #include <cstring>
 
 namespace dmlps::compress {
@@ -283,6 +284,30 @@ DMLPS_COMPRESS_TARGET size_t Avx2TopKSegment(const float* in, size_t begin, size
                                               offsets + 2 * count);
 }
 
+DMLPS_COMPRESS_TARGET size_t Avx2TopKCollect(const float* in, size_t n, uint32_t floor,
+                                             uint32_t* keys, size_t capacity) {
+  if (floor == 0) return ScalarKernels().topk_collect(in, n, floor, keys, capacity);
+  // key >= floor as key > floor - 1: keys are below 2^31, signed order works.
+  const __m256i below = _mm256_set1_epi32(static_cast<int32_t>(floor - 1));
+  size_t count = 0;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i key = Keys(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)));
+    auto m = static_cast<unsigned>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(key, below))));
+    if (m == 0) continue;
+    alignas(32) uint32_t lanes[8];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), key);
+    for (; m != 0; m &= m - 1) {
+      if (count < capacity) keys[count] = lanes[__builtin_ctz(m)];
+      ++count;
+    }
+  }
+  const size_t written = std::min(count, capacity);
+  return count +
+         ScalarKernels().topk_collect(in + i, n - i, floor, keys + written, capacity - written);
+}
+
 // AVX2 and FMA as the softmax kernel asks for them, and F16C from CPUID
 // (leaf 1, ECX bit 29): the compilers' feature test does not know it.
 bool CompressCpuHasAvx2() {
@@ -312,6 +337,7 @@ const Kernels* Avx2Kernels() {
       .int8_decode = Avx2Int8Decode,
       .int8_decode_add = Avx2Int8DecodeAdd,
       .topk_segment = Avx2TopKSegment,
+      .topk_collect = Avx2TopKCollect,
   };
   static const bool has = CompressCpuHasAvx2();
   return has ? &kAvx2 : nullptr;

@@ -57,18 +57,20 @@ size_t PickBin(const size_t* hist, size_t bins, size_t* rank, size_t* above) {
   return 0;
 }
 
-// The k-th largest magnitude key of `values` (1 <= k <= values.size()), and
-// in *above the number of keys larger than it. Three passes of 11, 10 and 10
-// bits; after the first, only the keys in the chosen bin are looked at.
-uint32_t KthLargestKey(std::span<const float> values, size_t k, size_t* above) {
+// The k-th largest magnitude key of `items` (floats, or keys already; 1 <=
+// k <= items.size()), and in *above the number of keys larger than it. Three
+// passes of 11, 10 and 10 bits; after the first, only the keys in the
+// chosen bin are looked at.
+template <typename T>
+uint32_t KthLargestKey(std::span<const T> items, size_t k, size_t* above) {
   *above = 0;
   size_t rank = k;
   std::array<size_t, 2048> top{};
-  for (float v : values) ++top[MagnitudeKey(std::bit_cast<uint32_t>(v)) >> 20];
+  for (T v : items) ++top[MagnitudeKey(std::bit_cast<uint32_t>(v)) >> 20];
   const size_t b1 = PickBin(top.data(), top.size(), &rank, above);
   std::vector<uint32_t> keys;
   keys.reserve(top[b1]);
-  for (float v : values) {
+  for (T v : items) {
     const uint32_t key = MagnitudeKey(std::bit_cast<uint32_t>(v));
     if (key >> 20 == b1) keys.push_back(key);
   }
@@ -83,6 +85,39 @@ uint32_t KthLargestKey(std::span<const float> values, size_t k, size_t* above) {
   return threshold;
 }
 
+// KthLargestKey of `values`, found faster on a large vector: the k-th
+// largest key of every 64th value, a little lower than its expected rank,
+// bounds the threshold from below, and one vectorized pass keeps the keys
+// above that bound, about k of them, to select from. When the sample
+// misleads (fewer than k keys kept, or far more), all the keys are selected
+// from instead: the result is the same, only slower.
+uint32_t TopKThreshold(const Kernels& kernels, std::span<const float> values, size_t k,
+                       size_t* above) {
+  constexpr size_t kStride = 64;
+  const size_t n = values.size();
+  if (n >= 64 * kStride) {
+    std::vector<uint32_t> sample;
+    sample.reserve(n / kStride + 1);
+    for (size_t i = 0; i < n; i += kStride) {
+      sample.push_back(MagnitudeKey(std::bit_cast<uint32_t>(values[i])));
+    }
+    const double expected =
+        static_cast<double>(k) * static_cast<double>(sample.size()) / static_cast<double>(n);
+    const auto rank = static_cast<size_t>(expected + 4 * std::sqrt(expected) + 8);
+    if (rank <= sample.size()) {
+      size_t ignored = 0;
+      const uint32_t floor = KthLargestKey(std::span<const uint32_t>(sample), rank, &ignored);
+      std::vector<uint32_t> keys(2 * k + 4096);
+      const size_t kept = kernels.topk_collect(values.data(), n, floor, keys.data(), keys.size());
+      if (kept >= k && kept <= keys.size()) {
+        keys.resize(kept);
+        return KthLargestKey(std::span<const uint32_t>(keys), k, above);
+      }
+    }
+  }
+  return KthLargestKey(values, k, above);
+}
+
 void EncodeTopK(const Kernels& kernels, const Codec& codec, std::span<const float> values,
                 std::byte* out) {
   const size_t n = values.size();
@@ -92,7 +127,7 @@ void EncodeTopK(const Kernels& kernels, const Codec& codec, std::span<const floa
   std::byte* value_part = out + 4 * segments;
   std::byte* offset_part = value_part + 4 * k;
   size_t above = 0;
-  const uint32_t threshold = KthLargestKey(values, k, &above);
+  const uint32_t threshold = TopKThreshold(kernels, values, k, &above);
   size_t ties = k - above;
   size_t written = 0;
   for (size_t s = 0; s < segments; ++s) {

@@ -47,6 +47,10 @@ struct Kernels {
   // segment as a uint16 to `offsets`. Returns how many it wrote.
   size_t (*topk_segment)(const float* in, size_t begin, size_t n, uint32_t threshold, size_t* ties,
                          std::byte* values, std::byte* offsets);
+  // topk: counts the magnitude keys of n floats that are at least `floor`,
+  // and writes the first `capacity` of them to `keys`, in index order.
+  size_t (*topk_collect)(const float* in, size_t n, uint32_t floor, uint32_t* keys,
+                         size_t capacity);
 };
 
 const Kernels& ScalarKernels();

@@ -184,6 +184,17 @@ size_t TopKSegment(const float* in, size_t begin, size_t n, uint32_t threshold, 
   return count;
 }
 
+size_t TopKCollect(const float* in, size_t n, uint32_t floor, uint32_t* keys, size_t capacity) {
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t key = MagnitudeKey(FloatBits(in[i]));
+    if (key < floor) continue;
+    if (count < capacity) keys[count] = key;
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace
 
 const Kernels& ScalarKernels() {
@@ -203,6 +214,7 @@ const Kernels& ScalarKernels() {
       .int8_decode = Int8Decode,
       .int8_decode_add = Int8DecodeAdd,
       .topk_segment = TopKSegment,
+      .topk_collect = TopKCollect,
   };
   return kScalar;
 }
