@@ -79,8 +79,10 @@ Status DecodeAdd(const Codec& codec, std::span<const std::byte> bytes, float sca
 // One sender's error feedback: what the codec did not send so far, added to
 // the next values before they are encoded. Over any run of sends, the sum of
 // everything decoded plus residual() equals the sum of the values given, up
-// to float rounding; under top-k every coordinate whose values keep a sign
-// and do not vanish is sent eventually (docs/compression.md).
+// to float rounding; under top-k, while all values stay below some M in
+// magnitude, every coordinate whose values keep one sign and stay above some
+// m > 0 is sent within 2 n (M / m + 1) / k sends (docs/compression.md,
+// "Error feedback").
 class ErrorFeedback {
  public:
   // Encodes values + residual into *out; then residual := (values +
