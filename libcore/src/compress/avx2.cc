@@ -130,22 +130,24 @@ DMLPS_COMPRESS_TARGET size_t FirstHalfMatch(const std::byte* in, uint16_t mask) 
   return bits == 0 ? 16 : static_cast<size_t>(__builtin_ctz(bits)) / 2;
 }
 
-DMLPS_COMPRESS_TARGET size_t Avx2Fp16FirstNonfinite(const std::byte* in, size_t n) {
+// The first of n halves whose exponent bits (`mask`) are all set; the
+// ragged end goes to `rest`, the scalar kernel.
+DMLPS_COMPRESS_TARGET size_t FirstHalfNonfinite(const std::byte* in, size_t n, uint16_t mask,
+                                                size_t (*rest)(const std::byte*, size_t)) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const size_t at = FirstHalfMatch(in + 2 * i, 0x7C00);
+    const size_t at = FirstHalfMatch(in + 2 * i, mask);
     if (at < 16) return i + at;
   }
-  return i + ScalarKernels().fp16_first_nonfinite(in + 2 * i, n - i);
+  return i + rest(in + 2 * i, n - i);
+}
+
+DMLPS_COMPRESS_TARGET size_t Avx2Fp16FirstNonfinite(const std::byte* in, size_t n) {
+  return FirstHalfNonfinite(in, n, 0x7C00, ScalarKernels().fp16_first_nonfinite);
 }
 
 DMLPS_COMPRESS_TARGET size_t Avx2Bf16FirstNonfinite(const std::byte* in, size_t n) {
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const size_t at = FirstHalfMatch(in + 2 * i, 0x7F80);
-    if (at < 16) return i + at;
-  }
-  return i + ScalarKernels().bf16_first_nonfinite(in + 2 * i, n - i);
+  return FirstHalfNonfinite(in, n, 0x7F80, ScalarKernels().bf16_first_nonfinite);
 }
 
 DMLPS_COMPRESS_TARGET size_t Avx2F32FirstNonfinite(const std::byte* in, size_t n) {

@@ -88,36 +88,24 @@ uint16_t Bf16FromFloat(float f) {
 
 float FloatFromBf16(uint16_t h) { return BitsFloat(static_cast<uint32_t>(h) << 16); }
 
-void Fp16Encode(const float* in, size_t n, std::byte* out) {
-  for (size_t i = 0; i < n; ++i) StoreU16(out + 2 * i, HalfFromFloat(in[i]));
+// The loops over n halves or bfloat16, 2 bytes each, given their conversion.
+template <uint16_t (*Narrow)(float)>
+void EncodeHalves(const float* in, size_t n, std::byte* out) {
+  for (size_t i = 0; i < n; ++i) StoreU16(out + 2 * i, Narrow(in[i]));
 }
-void Fp16Decode(const std::byte* in, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = FloatFromHalf(LoadU16(in + 2 * i));
+template <float (*Widen)(uint16_t)>
+void DecodeHalves(const std::byte* in, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = Widen(LoadU16(in + 2 * i));
 }
-void Fp16DecodeAdd(const std::byte* in, size_t n, float scale, float* out) {
-  for (size_t i = 0; i < n; ++i)
-    out[i] = std::fma(scale, FloatFromHalf(LoadU16(in + 2 * i)), out[i]);
+template <float (*Widen)(uint16_t)>
+void DecodeAddHalves(const std::byte* in, size_t n, float scale, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = std::fma(scale, Widen(LoadU16(in + 2 * i)), out[i]);
 }
-void Bf16Encode(const float* in, size_t n, std::byte* out) {
-  for (size_t i = 0; i < n; ++i) StoreU16(out + 2 * i, Bf16FromFloat(in[i]));
-}
-void Bf16Decode(const std::byte* in, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = FloatFromBf16(LoadU16(in + 2 * i));
-}
-void Bf16DecodeAdd(const std::byte* in, size_t n, float scale, float* out) {
-  for (size_t i = 0; i < n; ++i)
-    out[i] = std::fma(scale, FloatFromBf16(LoadU16(in + 2 * i)), out[i]);
-}
-
-size_t Fp16FirstNonfinite(const std::byte* in, size_t n) {
+// NaN and infinity have every exponent bit set: kExponent picks them.
+template <uint16_t kExponent>
+size_t FirstNonfiniteHalf(const std::byte* in, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    if ((LoadU16(in + 2 * i) & 0x7C00u) == 0x7C00u) return i;
-  }
-  return n;
-}
-size_t Bf16FirstNonfinite(const std::byte* in, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    if ((LoadU16(in + 2 * i) & 0x7F80u) == 0x7F80u) return i;
+    if ((LoadU16(in + 2 * i) & kExponent) == kExponent) return i;
   }
   return n;
 }
@@ -200,14 +188,14 @@ size_t TopKCollect(const float* in, size_t n, uint32_t floor, uint32_t* keys, si
 const Kernels& ScalarKernels() {
   static const Kernels kScalar = {
       .name = "scalar",
-      .fp16_encode = Fp16Encode,
-      .fp16_decode = Fp16Decode,
-      .fp16_decode_add = Fp16DecodeAdd,
-      .bf16_encode = Bf16Encode,
-      .bf16_decode = Bf16Decode,
-      .bf16_decode_add = Bf16DecodeAdd,
-      .fp16_first_nonfinite = Fp16FirstNonfinite,
-      .bf16_first_nonfinite = Bf16FirstNonfinite,
+      .fp16_encode = EncodeHalves<HalfFromFloat>,
+      .fp16_decode = DecodeHalves<FloatFromHalf>,
+      .fp16_decode_add = DecodeAddHalves<FloatFromHalf>,
+      .bf16_encode = EncodeHalves<Bf16FromFloat>,
+      .bf16_decode = DecodeHalves<FloatFromBf16>,
+      .bf16_decode_add = DecodeAddHalves<FloatFromBf16>,
+      .fp16_first_nonfinite = FirstNonfiniteHalf<0x7C00>,
+      .bf16_first_nonfinite = FirstNonfiniteHalf<0x7F80>,
       .f32_first_nonfinite = F32FirstNonfinite,
       .f32_decode_add = F32DecodeAdd,
       .int8_encode = Int8Encode,
