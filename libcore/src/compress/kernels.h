@@ -21,7 +21,9 @@ namespace dmlps::compress {
 
 struct Kernels {
   const char* name;  // "scalar" or "avx2"
-  // fp16 and bf16: n halves, 2 bytes each (float16.cc says how they round).
+  // fp16 and bf16: n halves, 2 bytes each (scalar.cc says how they round).
+  // The decoders agree for finite halves, all that Decode lets through: F16C
+  // quiets a signalling NaN, the plain code keeps its bits.
   void (*fp16_encode)(const float* in, size_t n, std::byte* out);
   void (*fp16_decode)(const std::byte* in, size_t n, float* out);
   void (*fp16_decode_add)(const std::byte* in, size_t n, float scale, float* out);
