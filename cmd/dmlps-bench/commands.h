@@ -34,6 +34,7 @@ void AddRunOptions(cxxopts::Options& options);
 void AddSimOptions(cxxopts::Options& options);
 void AddTransportOptions(cxxopts::Options& options);
 void AddProfileOptions(cxxopts::Options& options);
+void AddCodecOptions(cxxopts::Options& options);
 void AddAdviseOptions(cxxopts::Options& options);
 
 // Each subcommand's reading of its flags: problems collect in `flags`; it
@@ -44,6 +45,8 @@ cli::Program ReadTransportFlags(cli::FlagReader& flags);
 // profile also reads --batch (as LO..HI), --model, --data (Experiment),
 // --threads (Run) and --warmup (Transport).
 cli::Program ReadProfileFlags(cli::FlagReader& flags);
+// codec also reads --sizes (Transport) and --repeat (Experiment).
+cli::Program ReadCodecFlags(cli::FlagReader& flags);
 // advise reads the positional TRACE... as "traces".
 cli::Program ReadAdviseFlags(cli::FlagReader& flags);
 

@@ -142,8 +142,9 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
 }
 
 const std::vector<std::string>& HelpGroups() {
-  static const std::vector<std::string> kGroups = {
-      "Experiment", "Run", "Simulation", "Transport", "Profile", "Advise", "Output", "Common"};
+  static const std::vector<std::string> kGroups = {"Experiment", "Run",     "Simulation",
+                                                   "Transport",  "Profile", "Codec",
+                                                   "Advise",     "Output",  "Common"};
   return kGroups;
 }
 
@@ -153,6 +154,7 @@ void AddOptions(cxxopts::Options& options) {
   AddSimOptions(options);
   AddTransportOptions(options);
   AddProfileOptions(options);
+  AddCodecOptions(options);
   AddAdviseOptions(options);
   AddOutputOptions(options);
   options.add_options("Positional")("subcommand", "", cxxopts::value<std::string>())(

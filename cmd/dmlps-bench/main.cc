@@ -2,7 +2,7 @@
 // and dmlps-worker processes on this host under each policy, `sim` simulates
 // bigger clusters with the same policy code, `transport` measures messaging
 // against raw ZeroMQ and memcpy, `profile` times a worker's step against
-// its batch size.
+// its batch size, `codec` times the compression codecs against memcpy.
 #include <string>
 #include <vector>
 
@@ -43,6 +43,11 @@ const std::vector<Subcommand>& Subcommands() {
        {"Profile", "Output"},
        bench_cli::ReadProfileFlags,
        {"batch", "model", "data", "threads", "warmup"}},
+      {"codec",
+       "encode and decode speed of each compression codec against memcpy, on one core",
+       {"Codec", "Output"},
+       bench_cli::ReadCodecFlags,
+       {"sizes", "repeat"}},
       {"advise",
        "predict each policy from the traces of a short run of this cluster; recommend one",
        {"Advise", "Output"},

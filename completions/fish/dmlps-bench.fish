@@ -8,6 +8,7 @@ __dmlps_complete_subcommands $c \
     sim 'Simulate clusters of any size with the same policies' \
     transport 'Push+pull round trips against raw ZeroMQ and memcpy' \
     profile 'A worker\'s step time against batch size, CPU or GPU' \
+    codec 'Compression codecs\' encode and decode speed against memcpy' \
     advise 'Predict each policy from a run\'s traces; recommend one'
 
 complete -c $c -l workers -x -d 'Workers per cluster'
@@ -26,7 +27,7 @@ complete -c $c -l target -x -d 'Target test accuracy (0: none)'
 complete -c $c -l eval-every -x -d 'Iterations between evaluations'
 complete -c $c -l max-iterations -x -d 'End a run after N iterations'
 complete -c $c -l max-seconds -x -d 'End a run after SECONDS of training'
-complete -c $c -l repeat -x -d 'Runs per policy, interleaved'
+complete -c $c -l repeat -x -d 'Runs per policy, interleaved; codec: timed samples'
 complete -c $c -l seed -x -d 'Seed'
 complete -c $c -l bin -x -a '(__fish_complete_directories)' -d 'Folder holding dmlps-server and dmlps-worker'
 complete -c $c -l out -x -a '(__fish_complete_directories)' -d 'Keep every run'\''s files here'
@@ -49,7 +50,7 @@ complete -c $c -l jitter -x -d 'sim: lognormal noise on compute time (log-sd)'
 complete -c $c -l heavy-tail -x -d 'sim: Pareto noise on compute time (tail index)'
 complete -c $c -l compute-cost -x -d 'sim: a step of b samples takes A+C*b microseconds'
 complete -c $c -l sim-threads -x -d 'sim: threads computing the simulated gradients'
-complete -c $c -l sizes -x -d 'transport: payload sizes in bytes (K, M or G)'
+complete -c $c -l sizes -x -d 'transport, codec: payload sizes in bytes (K, M or G)'
 complete -c $c -l transports -x -d 'transport: tcp, ipc' -a 'tcp ipc tcp,ipc'
 complete -c $c -l worker-counts -x -d 'transport: workers of the clusters measured'
 complete -c $c -l rounds -x -d 'transport: timed round trips per measurement'
@@ -63,6 +64,8 @@ complete -c $c -l sharded-only -d 'transport: measure the dmlps-sharded rows onl
 complete -c $c -l device -x -d 'profile: cpu, cuda or cuda:N' -a 'cpu cuda cuda:0 cuda:1'
 complete -c $c -l factor -x -d 'profile: each batch size this many times the one before'
 complete -c $c -l reps -x -d 'profile: timed steps per batch size'
+complete -c $c -l codecs -x -d 'codec: codecs to time, comma-separated' -a 'none fp16 bf16 int8 topk:0.01 fp16,bf16,int8,topk:0.01'
+complete -c $c -l kernels -x -d 'codec: kernel sets, comma-separated' -a 'auto scalar avx2 auto,scalar'
 complete -c $c -l candidates -x -d 'advise: policies to predict, comma-separated' -a '(__dmlps_policy_list dmlps-bench)'
 complete -c $c -l bsp-iterations -x -d 'advise: BSP\'s iterations to the target'
 complete -c $c -l sim-iterations -x -d 'advise: iterations simulated per candidate'

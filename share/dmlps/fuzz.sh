@@ -16,7 +16,8 @@ usage: $NAME [--seconds S] [--build DIR] [--targets LIST] [--jobs N] [--out DIR]
   --seconds S     run each target for S seconds (default 30)
   --build DIR     clang build folder (default SOURCE/build-fuzz); one already
                   configured with DMLPS_FUZZ=ON is built as it is configured
-  --targets LIST  comma-separated, of codec,intake,idx,libsvm,trace,checkpoint (default all)
+  --targets LIST  comma-separated, of codec,intake,idx,libsvm,trace,checkpoint,compress
+                  (default all)
   --jobs N        parallel compile jobs (default: nproc)
   --out DIR       keep corpora, logs and crash reproducers here (default: a
                   new folder under \${TMPDIR:-/tmp})
@@ -29,7 +30,7 @@ EOF
 
 . "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 
-seconds=30 build="" targets="codec,intake,idx,libsvm,trace,checkpoint" jobs="" out="" lock="" source="" extra=()
+seconds=30 build="" targets="codec,intake,idx,libsvm,trace,checkpoint,compress" jobs="" out="" lock="" source="" extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds|--build|--targets|--jobs|--out|--lock|--source)
@@ -51,8 +52,8 @@ check_whole --seconds "$seconds" || errors=1
 IFS=, read -r -a target_list <<<"$targets"
 for t in "${target_list[@]}"; do
   case "$t" in
-    codec|intake|idx|libsvm|trace|checkpoint) ;;
-    *) echo "$NAME: error: --targets: unknown target '$t' (codec, intake, idx, libsvm, trace, checkpoint)" >&2; errors=1 ;;
+    codec|intake|idx|libsvm|trace|checkpoint|compress) ;;
+    *) echo "$NAME: error: --targets: unknown target '$t' (codec, intake, idx, libsvm, trace, checkpoint, compress)" >&2; errors=1 ;;
   esac
 done
 if [ -n "$lock" ] && ! command -v flock >/dev/null; then

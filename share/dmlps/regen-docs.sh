@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Remakes the measurements that docs/policies.md, simulator.md, transport.md,
-# predictors.md and security.md show, and the pages beside them
+# predictors.md, security.md and compression.md show, and the pages beside them
 # (straggler-matrix*.md, simulator-*.md): runs each page's commands and keeps
 # their output under --out, one file per command, for the pages to be
 # brought up to date from. The whole set takes hours on a 2-core machine;
@@ -8,7 +8,7 @@
 set -euo pipefail
 
 NAME=regen-docs.sh
-AREAS="policies simulator transport predictors security"
+AREAS="policies simulator transport predictors security compression"
 usage() {
   cat <<USAGE
 usage: $NAME [--dry-run] [--bin DIR] [--out DIR] [AREA...]
@@ -125,6 +125,8 @@ commands() {
       for i in 1 2 3; do
         echo "$bin/dmlps-bench transport --curve --transports tcp --worker-counts 1 --sizes 4M,64M"
       done ;;
+    compression)
+      for i in 1 2 3; do echo "$bin/dmlps-bench codec --repeat 9"; done ;;
   esac
 }
 

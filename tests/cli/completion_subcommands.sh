@@ -29,7 +29,8 @@ refuses() {
 # No option offered twice, before a subcommand or after one.
 for line in "dmlps-server -" "dmlps-worker -" "dmlps-predict -" "dmlps-keygen -" \
   "dmlps-trace -" "dmlps-bench -" "dmlps-bench run -" "dmlps-bench sim -" \
-  "dmlps-bench transport -" "dmlps-bench profile -" "dmlps-trace summary -"; do
+  "dmlps-bench transport -" "dmlps-bench profile -" "dmlps-bench codec -" \
+  "dmlps-trace summary -"; do
   twice=$(bash_offers "$line" | sort | uniq -d)
   [ -z "$twice" ] || fail "'$line' offers twice: $twice"
 done
@@ -46,7 +47,7 @@ refuses "dmlps-trace --format tsv summary --" --kind
 # Before a subcommand: every option, and the subcommands.
 offers "dmlps-trace --" --format --kind --help
 offers "dmlps-trace " summary plot merge
-offers "dmlps-bench " run sim transport profile
+offers "dmlps-bench " run sim transport profile codec
 
 offers "dmlps-bench transport --" --transports --sizes --curve --format --help
 refuses "dmlps-bench transport --" --workers --link-gbps --bin --device
@@ -57,6 +58,11 @@ refuses "dmlps-bench sim --" --bin --out --sizes
 # profile borrows a few options from the other groups.
 offers "dmlps-bench profile --" --device --factor --reps --batch --model --data --threads --warmup
 refuses "dmlps-bench profile --" --workers --sizes --out
+# codec borrows --sizes and --repeat; its lists complete entry by entry.
+offers "dmlps-bench codec --" --codecs --kernels --sizes --repeat --format
+refuses "dmlps-bench codec --" --transports --workers --device --rounds
+offers "dmlps-bench codec --codecs fp16,in" fp16,int8
+offers "dmlps-bench codec --kernels sc" scalar
 # Values still complete after a subcommand (the policies from the
 # dmlps-bench on the path: completion_policies.sh checks them in full).
 PATH=$BIN:$PATH offers "dmlps-bench run --policies " bsp asp

@@ -40,7 +40,7 @@ for page in "$SRC"/docs/*.md; do
 done
 
 # Each measurement page says where and how to remake it.
-for area in policies simulator transport predictors security; do
+for area in policies simulator transport predictors security compression; do
   page=$SRC/docs/$area.md
   [ -f "$page" ] || fail "docs/$area.md is missing"
   grep -q "2-core development VM" "$page" || fail "docs/$area.md does not say which machine"
@@ -63,13 +63,13 @@ grep -qxF "$header" "$WORK/transport.md" ||
 regen=$SRC/share/dmlps/regen-docs.sh
 "$regen" --help | grep -q -- '--dry-run' || fail "regen-docs.sh --help does not mention --dry-run"
 "$regen" --dry-run --bin "$BIN" >"$WORK/all.txt"
-for area in policies simulator transport predictors security; do
+for area in policies simulator transport predictors security compression; do
   "$regen" --dry-run --bin "$BIN" "$area" >"$WORK/$area.txt"
   [ -s "$WORK/$area.txt" ] || fail "regen-docs.sh --dry-run $area lists nothing"
 done
 # Every dmlps-bench command a page that names an area shows in an sh block
 # is one the script runs for that area.
-for area in policies simulator transport predictors security; do
+for area in policies simulator transport predictors security compression; do
   for page in $(grep -l "regen-docs.sh $area" "$SRC"/docs/*.md); do
     awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0 } inside' "$page" |
       { grep -o 'dmlps-bench [a-z].*' || true; } | sed 's/ *$//' >"$WORK/shown"

@@ -1,12 +1,13 @@
 // Writes the seed corpus of the fuzz targets: small valid inputs for each,
 // made with the library's own encoders where it has them.
 //
-//   dmlps-fuzz-make-seeds DIR    writes DIR/{codec,idx,libsvm,trace,checkpoint}/NAME
+//   dmlps-fuzz-make-seeds DIR    writes DIR/{codec,idx,libsvm,trace,checkpoint,compress}/NAME
 //
 // tests/fuzz/corpus holds what this wrote; run it again after a format
 // changes and commit the result.
 #include <zlib.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "../unit/message_test_util.h"
+#include "dmlps/compress/compress.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/server/checkpoint.h"
 #include "dmlps/trace/trace.h"
@@ -302,6 +304,64 @@ std::vector<std::pair<std::string, std::string>> CheckpointSeeds() {
   };
 }
 
+// The compress target's input (compress_fuzz.cc): a mode byte (bits 0-2
+// the kind, 3-5 top-k's fraction, 6 encode, 7 wide n), n as u24, a float
+// scale, then bytes to decode or floats to encode.
+std::string CompressInput(uint8_t mode, size_t n, float scale, std::string_view rest) {
+  std::string input(1, static_cast<char>(mode));
+  for (int b = 0; b < 3; ++b) input.push_back(static_cast<char>((n >> (8 * b)) & 0xFF));
+  input.append(reinterpret_cast<const char*>(&scale), sizeof scale);
+  input.append(rest);
+  return input;
+}
+
+std::vector<std::pair<std::string, std::string>> CompressSeeds() {
+  using compress::Codec;
+  using compress::Kind;
+  std::vector<float> gradient(300);
+  for (size_t i = 0; i < gradient.size(); ++i) {
+    gradient[i] = std::sin(static_cast<float>(i) * 0.7f) * std::pow(10.0f, float(i % 5) - 3);
+  }
+  auto encoded = [](const Codec& codec, const std::vector<float>& values) {
+    std::vector<std::byte> bytes;
+    compress::Encode(codec, values, &bytes);
+    return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  };
+  // Fraction index 0 is 0.01 and 4 is 1e-4 (compress_fuzz.cc's kFractions).
+  const Codec topk{Kind::kTopK, 0.01};
+  std::vector<float> wide(2 * compress::kTopKSegment + 100, 0.0f);
+  for (size_t i = 0; i < wide.size(); i += 9973) wide[i] = static_cast<float>(i % 17) - 8.5f;
+  const Codec sparse{Kind::kTopK, 1e-4};
+  const float awkward[] = {0.0f,
+                           -0.0f,
+                           65504.0f,
+                           65520.0f,
+                           -1e9f,
+                           3.0f * 0x1p-26f,
+                           std::numeric_limits<float>::denorm_min(),
+                           FLT_MAX,
+                           1e-37f,
+                           std::numeric_limits<float>::quiet_NaN(),
+                           std::numeric_limits<float>::infinity(),
+                           1.0f,
+                           1.0f,
+                           -2.0f};
+  const std::string_view awkward_bytes(reinterpret_cast<const char*>(awkward), sizeof awkward);
+  const std::string_view gradient_bytes(reinterpret_cast<const char*>(gradient.data()),
+                                        4 * gradient.size());
+  return {
+      {"none", CompressInput(0, 300, 1.0f, encoded(Codec{Kind::kNone}, gradient))},
+      {"fp16", CompressInput(1, 300, -0.5f, encoded(Codec{Kind::kFp16}, gradient))},
+      {"bf16", CompressInput(2, 300, 0.25f, encoded(Codec{Kind::kBf16}, gradient))},
+      {"int8", CompressInput(3, 300, 1.0f, encoded(Codec{Kind::kInt8}, gradient))},
+      {"topk", CompressInput(4, 300, 1.0f, encoded(topk, gradient))},
+      {"topk-wide", CompressInput(4 | 4 << 3 | 0x80, wide.size(), 1.0f, encoded(sparse, wide))},
+      {"encode-int8", CompressInput(3 | 0x40, 0, 1.0f, gradient_bytes)},
+      {"encode-fp16-awkward", CompressInput(1 | 0x40, 0, 1.0f, awkward_bytes)},
+      {"encode-topk-awkward", CompressInput(4 | 0x40, 0, 1.0f, awkward_bytes)},
+  };
+}
+
 }  // namespace
 }  // namespace dmlps::fuzz
 
@@ -313,11 +373,9 @@ int main(int argc, char** argv) {
   }
   const fs::path root = argv[1];
   const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>>
-      targets = {{"codec", CodecSeeds()},
-                 {"idx", IdxSeeds()},
-                 {"libsvm", LibsvmSeeds()},
-                 {"trace", TraceSeeds()},
-                 {"checkpoint", CheckpointSeeds()}};
+      targets = {{"codec", CodecSeeds()},           {"idx", IdxSeeds()},
+                 {"libsvm", LibsvmSeeds()},         {"trace", TraceSeeds()},
+                 {"checkpoint", CheckpointSeeds()}, {"compress", CompressSeeds()}};
   for (const auto& [target, seeds] : targets) {
     std::error_code error;
     fs::create_directories(root / target, error);

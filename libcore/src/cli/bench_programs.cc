@@ -159,4 +159,21 @@ int RunBenchProfileProgram(const bench::ProfileConfig& config, bench::Format for
       });
 }
 
+int RunBenchCodecProgram(const bench::CodecBenchConfig& config, bench::Format format) {
+  auto progress = [](const bench::CodecRow& row) {
+    spdlog::info(
+        "{} {} on {}: encode {:.2f} GB/s, decode {:.2f} GB/s, memcpy {:.2f} GB/s, {:.2f}x "
+        "smaller",
+        row.codec, bench::FormatByteSize(row.bytes), row.kernels, row.encode_gbps, row.decode_gbps,
+        row.memcpy_gbps, row.ratio);
+  };
+  return MeasureAndWrite<bench::CodecReport>(
+      [&](const std::atomic<int>* signal) {
+        return bench::RunCodecBench(config, signal, progress);
+      },
+      [&](const bench::CodecReport& report, std::ostream& out) {
+        bench::WriteCodecReport(report, format, out);
+      });
+}
+
 }  // namespace dmlps::cli

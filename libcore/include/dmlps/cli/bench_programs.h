@@ -11,6 +11,7 @@
 
 #include "dmlps/advise/advisor.h"
 #include "dmlps/bench/cluster/run.h"
+#include "dmlps/bench/codec.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/profile.h"
 #include "dmlps/bench/report.h"
@@ -37,6 +38,9 @@ int RunBenchTransportProgram(const bench::TransportConfig& config, bench::Format
 
 // profile: bench::RunProfile, a log line per batch size.
 int RunBenchProfileProgram(const bench::ProfileConfig& config, bench::Format format);
+
+// codec: bench::RunCodecBench, a log line per codec and size.
+int RunBenchCodecProgram(const bench::CodecBenchConfig& config, bench::Format format);
 
 // What advise is asked.
 struct AdviseConfig {
