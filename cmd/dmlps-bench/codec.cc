@@ -41,4 +41,13 @@ cli::Program ReadCodecFlags(cli::FlagReader& flags) {
   return [config, format] { return cli::RunBenchCodecProgram(config, format); };
 }
 
+std::vector<cli::BorrowedFlag> CodecBorrowedFlags() {
+  const bench::CodecBenchConfig d;
+  std::string sizes;
+  for (const int64_t bytes : d.sizes) {
+    sizes += (sizes.empty() ? "" : ",") + bench::FormatByteSize(bytes);
+  }
+  return {{"sizes", sizes}, {"repeat", std::to_string(d.repeat)}};
+}
+
 }  // namespace dmlps::bench_cli

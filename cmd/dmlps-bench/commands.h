@@ -12,6 +12,7 @@
 #include "dmlps/cli/bench_programs.h"
 #include "dmlps/cli/cli.h"
 #include "dmlps/cli/cxxopts.h"
+#include "dmlps/cli/subcommands.h"
 
 namespace dmlps::bench_cli {
 
@@ -47,6 +48,10 @@ cli::Program ReadTransportFlags(cli::FlagReader& flags);
 cli::Program ReadProfileFlags(cli::FlagReader& flags);
 // codec also reads --sizes (Transport) and --repeat (Experiment).
 cli::Program ReadCodecFlags(cli::FlagReader& flags);
+// The flags profile and codec read from other groups, with the defaults
+// they take (their configs' own), for their --help.
+std::vector<cli::BorrowedFlag> ProfileBorrowedFlags();
+std::vector<cli::BorrowedFlag> CodecBorrowedFlags();
 // advise reads the positional TRACE... as "traces".
 cli::Program ReadAdviseFlags(cli::FlagReader& flags);
 

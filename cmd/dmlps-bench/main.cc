@@ -19,7 +19,8 @@ struct Subcommand {
   const char* help;
   std::vector<std::string> groups;  // option groups it reads, beside Common
   dmlps::cli::Program (*read_flags)(dmlps::cli::FlagReader&);
-  std::vector<std::string> borrowed = {};  // flags it reads from groups not its own
+  // Flags it reads from groups not its own, with its defaults for them.
+  std::vector<dmlps::cli::BorrowedFlag> borrowed = {};
 };
 
 const std::vector<Subcommand>& Subcommands() {
@@ -28,12 +29,12 @@ const std::vector<Subcommand>& Subcommands() {
        "train real clusters on this host under each policy; a table of the results",
        {"Experiment", "Run", "Output"},
        bench_cli::ReadRunFlags,
-       {"shards"}},
+       {{"shards", "1"}}},
       {"sim",
        "simulate clusters of any size with the same policies, in virtual time",
        {"Experiment", "Simulation", "Output"},
        bench_cli::ReadSimFlags,
-       {"shards"}},
+       {{"shards", "1"}}},
       {"transport",
        "push+pull round trips against raw ZeroMQ and memcpy",
        {"Transport", "Output"},
@@ -42,17 +43,17 @@ const std::vector<Subcommand>& Subcommands() {
        "a worker's step time against batch size, on the CPU or a GPU",
        {"Profile", "Output"},
        bench_cli::ReadProfileFlags,
-       {"batch", "model", "data", "threads", "warmup"}},
+       bench_cli::ProfileBorrowedFlags()},
       {"codec",
        "encode and decode speed of each compression codec against memcpy, on one core",
        {"Codec", "Output"},
        bench_cli::ReadCodecFlags,
-       {"sizes", "repeat"}},
+       bench_cli::CodecBorrowedFlags()},
       {"advise",
        "predict each policy from the traces of a short run of this cluster; recommend one",
        {"Advise", "Output"},
        bench_cli::ReadAdviseFlags,
-       {"target"}},
+       {{"target"}}},
   };
   return kSubcommands;
 }

@@ -1,5 +1,7 @@
 // dmlps-bench profile: parses the Profile flags, runs bench::RunProfile and
 // prints the step time against batch size on stdout.
+#include <spdlog/fmt/fmt.h>
+
 #include "cmd/dmlps-bench/commands.h"
 #include "dmlps/cli/bench_programs.h"
 
@@ -36,6 +38,15 @@ cli::Program ReadProfileFlags(cli::FlagReader& flags) {
   const bench::Format format = ReadFormat(flags);
   flags.AddProblems(bench::ValidateProfileConfig(config));
   return [config, format] { return cli::RunBenchProfileProgram(config, format); };
+}
+
+std::vector<cli::BorrowedFlag> ProfileBorrowedFlags() {
+  const bench::ProfileConfig d;
+  return {{"batch", fmt::format("{}..{}", d.min_batch, d.max_batch)},
+          {"model", d.model},
+          {"data", d.data},
+          {"threads", std::to_string(d.threads)},
+          {"warmup", std::to_string(d.warmup)}};
 }
 
 }  // namespace dmlps::bench_cli

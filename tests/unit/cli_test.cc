@@ -269,7 +269,7 @@ TEST_CASE("A subcommand's help shows its own flags, the borrowed ones and Common
   dmlps::cli::AddFlags(options, "B", {{"beta", "Beta", "N"}, {"gamma", "Gamma", "G"}});
   dmlps::cli::AddCommonOptions(options);
   const std::string help =
-      dmlps::cli::SubcommandHelp(options, "one", "does one thing", "[FILE...]", {"A"}, {"gamma"});
+      dmlps::cli::SubcommandHelp(options, "one", "does one thing", "[FILE...]", {"A"}, {{"gamma"}});
   CHECK(help.find("prog one: does one thing") == 0);
   CHECK(help.find("prog one [OPTION...] [FILE...]") != std::string::npos);
   CHECK(help.find("--alpha N") != std::string::npos);
@@ -279,4 +279,17 @@ TEST_CASE("A subcommand's help shows its own flags, the borrowed ones and Common
   CHECK(help.find("--beta") == std::string::npos);
   CHECK(help.find("all of prog") == std::string::npos);
   CHECK(help.find("--help") != std::string::npos);
+}
+
+TEST_CASE("A borrowed flag's help shows the borrowing subcommand's default, not its group's") {
+  cxxopts::Options options("prog", "all of prog\n");
+  dmlps::cli::AddFlags(options, "A", {{"alpha", "Alpha", "N", "1"}});
+  dmlps::cli::AddFlags(options, "B", {{"beta", "Beta", "N", "7"}, {"gamma", "Gamma", "G", "8"}});
+  const std::string help = dmlps::cli::SubcommandHelp(options, "one", "does one thing", "", {"A"},
+                                                      {{"beta", "42"}, {"gamma"}});
+  CHECK(help.find("(default: 42)") != std::string::npos);
+  // No default of its own: shown without one, never with the group's.
+  CHECK(help.find("(default: 7)") == std::string::npos);
+  CHECK(help.find("(default: 8)") == std::string::npos);
+  CHECK(help.find("--gamma G") != std::string::npos);
 }

@@ -6,6 +6,7 @@
 #define DMLPS_CLI_SUBCOMMANDS_H_
 
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,14 @@ auto FindSubcommand(FlagReader& flags, const Table& table, std::string_view name
   return nullptr;
 }
 
+// A flag a subcommand reads from another subcommand's group, with the
+// default it takes when the flag is not given, which its --help shows in
+// place of the group's (none: shown without a default).
+struct BorrowedFlag {
+  std::string name;
+  std::optional<std::string> default_value = std::nullopt;
+};
+
 // Adds "--FLAG does not apply to SUBCOMMAND" for each flag on the command
 // line from one of `groups` that is not among `own` (nor Common), unless it
 // is one of `borrowed`: all subcommands share one parser, so that --help
@@ -70,16 +79,17 @@ auto FindSubcommand(FlagReader& flags, const Table& table, std::string_view name
 void RefuseOtherGroupsFlags(FlagReader& flags, const cxxopts::Options& options,
                             std::string_view subcommand, const std::vector<std::string>& groups,
                             const std::vector<std::string>& own,
-                            const std::vector<std::string>& borrowed);
+                            const std::vector<BorrowedFlag>& borrowed);
 
 // What one subcommand's --help prints, as git and torchrun print it:
 // "PROGRAM SUBCOMMAND: HELP", its usage line (`positional` after the
 // options), then the flags of `options` in `groups`, those named in
-// `borrowed` from other groups (as "Shared options"), and Common.
+// `borrowed` from other groups (as "Shared options", each with the
+// subcommand's own default), and Common.
 std::string SubcommandHelp(const cxxopts::Options& options, std::string_view subcommand,
                            std::string_view help, std::string_view positional,
                            const std::vector<std::string>& groups,
-                           const std::vector<std::string>& borrowed = {});
+                           const std::vector<BorrowedFlag>& borrowed = {});
 
 }  // namespace dmlps::cli
 
