@@ -245,17 +245,8 @@ Status WorkerRunner::Setup() {
 Status WorkerRunner::JoinUser() {
   const proto::Welcome& welcome = link_.welcome();
   JobInfo job;
-  job.rank = welcome.rank;
-  job.num_workers = welcome.num_workers;
-  job.model = welcome.model;
-  job.policy = welcome.policy;
-  job.batch = welcome.batch;
-  job.input_dim = welcome.input_dim;
-  job.classes = welcome.classes;
-  job.num_params = welcome.num_params;
-  job.num_state = welcome.num_state;
-  job.shard_index = welcome.shard_index;
-  job.shard_count = welcome.shard_count;
+  VisitJobFields([](const char* /*name*/, auto& field, const auto& told) { field = told; }, job,
+                 welcome);
   DMLPS_RETURN_IF_ERROR(user_->Join(job));
   if (user_->num_params() != welcome.num_params) {
     return Status::Config("the server's model " + welcome.model + " has " +
