@@ -535,6 +535,8 @@ WorkerMode ModeOf(std::string_view entry) {
   return row != nullptr ? row->mode : WorkerMode::kSync;
 }
 
+WorkerMode Policy::mode() const { return ModeOf(Name()); }
+
 bool UsesOuterOptimizer(const PolicyConfig& config) {
   return TraitsOf(config.name).outer_optimizer;
 }

@@ -23,7 +23,6 @@ class LocalSgdPolicy : public BspPolicy {
  public:
   explicit LocalSgdPolicy(int64_t num_workers) : BspPolicy(num_workers) {}
   std::string Name() const override { return "localsgd"; }
-  WorkerMode mode() const override { return WorkerMode::kLocalSgd; }
 };
 
 // Asynchronous local SGD: a worker pushes its pseudo-gradient once its local
@@ -41,7 +40,6 @@ class AsyncLocalSgdPolicy : public Policy {
   // REQUIRES: local_steps >= 1.
   AsyncLocalSgdPolicy(int64_t num_workers, int64_t local_steps, bool dylu);
   std::string Name() const override { return "async-localsgd"; }
-  WorkerMode mode() const override { return WorkerMode::kLocalSgd; }
   // The local steps worker w is told to take next (DyLU), H without DyLU.
   int64_t local_steps(WorkerId w) const;
 

@@ -263,8 +263,11 @@ class Policy {
   virtual ~Policy() = default;
 
   virtual std::string Name() const = 0;
-  // How workers run their steps under this policy.
-  virtual WorkerMode mode() const { return WorkerMode::kSync; }
+  // How workers run their steps under this policy: its registry row's mode
+  // (PolicyRow::mode, ModeOf(Name())), kSync for a name with no row. A
+  // policy whose workers' mode follows another policy while it runs (a
+  // SwitchingPolicy) says its own.
+  virtual WorkerMode mode() const;
 
   // Worker `w` is part of the run from StartClock() on (clock 0 at the start
   // of a run). A worker may join a running job, under a rank that a lost
