@@ -296,7 +296,7 @@ const PolicyRow kRows[] = {
          },
      .check = CheckLocalSgd,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<LocalSgdPolicy>(c.job.workers);
+       return std::make_unique<BspPolicy>(c.job.workers, "localsgd");
      }},
     {.name = "fedavg",
      .syntax = "fedavg:H",
@@ -310,7 +310,7 @@ const PolicyRow kRows[] = {
          },
      .check = CheckFedAvg,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<FedAvgPolicy>(c.job.workers);
+       return std::make_unique<BspPolicy>(c.job.workers, "fedavg");
      }},
     {.name = "post-localsgd",
      .syntax = "post-localsgd:H[:FRACTION]",
