@@ -34,7 +34,7 @@ void AddClusterOptions(cxxopts::Options& options, const launch::LaunchDefaults& 
        {"reconnect-timeout", "Retry a server that went away for SECONDS, then give up (exit 69)",
         "SECONDS", "30"},
        {"heartbeat-ms", "Milliseconds between heartbeats to the server", "MS",
-        std::to_string(defaults.heartbeat.count())},
+        std::to_string(defaults.link.heartbeat.count())},
        {"curve-secret",
         "Encrypt and authenticate with CURVE: this worker's secret key FILE (from "
         "dmlps-keygen)",
@@ -135,15 +135,16 @@ void AddWorkerOptions(cxxopts::Options& options, const launch::LaunchDefaults& l
 // the program that trains under that config.
 cli::Program ReadWorkerFlags(cli::FlagReader& flags, const launch::LaunchDefaults& launch) {
   WorkerConfig config;
-  config.server = flags.String("server");
+  config.link.server = flags.String("server");
   config.rank = flags.Has("rank") ? flags.Int("rank", 0, 100000) : launch.worker_rank;
-  config.connect_timeout = ReadSeconds(flags, "connect-timeout", 0.001);
-  config.server_timeout = ReadSeconds(flags, "server-timeout", 0.001);
-  if (flags.Has("curve-secret")) config.curve_secret = flags.String("curve-secret");
-  if (flags.Has("curve-server-key")) config.curve_server_key = flags.String("curve-server-key");
-  if (flags.Has("secret")) config.secret_file = flags.String("secret");
+  config.link.connect_timeout = ReadSeconds(flags, "connect-timeout", 0.001);
+  config.link.server_timeout = ReadSeconds(flags, "server-timeout", 0.001);
+  if (flags.Has("curve-secret")) config.link.curve_secret = flags.String("curve-secret");
+  if (flags.Has("curve-server-key"))
+    config.link.curve_server_key = flags.String("curve-server-key");
+  if (flags.Has("secret")) config.link.secret_file = flags.String("secret");
   config.reconnect_timeout = ReadSeconds(flags, "reconnect-timeout", 0);
-  config.heartbeat = std::chrono::milliseconds(flags.Int("heartbeat-ms", 1, 3600000));
+  config.link.heartbeat = std::chrono::milliseconds(flags.Int("heartbeat-ms", 1, 3600000));
   config.data = flags.String("data");
   config.threads = flags.Int("threads", 1, 1024);
   config.device = flags.String("device");

@@ -96,17 +96,7 @@ class LentArray {
 
 py::dict JobDict(const worker::JobInfo& job) {
   py::dict d;
-  d["rank"] = job.rank;
-  d["num_workers"] = job.num_workers;
-  d["model"] = job.model;
-  d["policy"] = job.policy;
-  d["batch"] = job.batch;
-  d["input_dim"] = job.input_dim;
-  d["classes"] = job.classes;
-  d["num_params"] = job.num_params;
-  d["num_state"] = job.num_state;
-  d["shard_index"] = job.shard_index;
-  d["shard_count"] = job.shard_count;
+  worker::VisitJobFields([&d](const char* name, const auto& field) { d[name] = field; }, job);
   return d;
 }
 

@@ -198,7 +198,7 @@ Row<Config> Argument(const char* name, const char* type, const char* help, Place
 
 py::object NoneDefault() { return py::none(); }
 
-// The server's address: a field of both configs, and the first argument.
+// The server's address: a field of both configs' link, and the first argument.
 template <typename Config>
 Row<Config> Server() {
   return {"server",
@@ -208,7 +208,7 @@ Row<Config> Server() {
           Place::kRequired,
           nullptr,
           [](const char* what, const py::handle& v, Config* c) {
-            c->server = ToText(what, "server", v, false);
+            c->link.server = ToText(what, "server", v, false);
           }};
 }
 
@@ -218,28 +218,28 @@ void AddConnectionRows(std::vector<Row<Config>>* rows) {
   rows->push_back(Millis<Config>(
       "connect_timeout_ms",
       "Give up (dmlps.UnavailableError) when no server answers within this many milliseconds.",
-      [](auto& c) -> auto& { return c.connect_timeout; }));
+      [](auto& c) -> auto& { return c.link.connect_timeout; }));
   rows->push_back(Millis<Config>(
       "server_timeout_ms",
       "Count the server as gone when it is silent this many milliseconds: a worker reconnects, "
       "an evaluator gives up (dmlps.ServerLostError).",
-      [](auto& c) -> auto& { return c.server_timeout; }));
+      [](auto& c) -> auto& { return c.link.server_timeout; }));
   rows->push_back(Millis<Config>(
       "heartbeat_ms", "Milliseconds between heartbeats to the server.",
-      [](auto& c) -> auto& { return c.heartbeat; }));
+      [](auto& c) -> auto& { return c.link.heartbeat; }));
   rows->push_back(Text<Config>(
       "curve_secret",
       "Encrypt and authenticate with CURVE: this peer's secret key file (from dmlps-keygen); "
       "goes with curve_server_key.",
-      [](auto& c) -> auto& { return c.curve_secret; }, /*path=*/true));
+      [](auto& c) -> auto& { return c.link.curve_secret; }, /*path=*/true));
   rows->push_back(Text<Config>(
       "curve_server_key", "The server's CURVE public key: 40 Z85 characters, or its .pub file.",
-      [](auto& c) -> auto& { return c.curve_server_key; }, /*path=*/true));
+      [](auto& c) -> auto& { return c.link.curve_server_key; }, /*path=*/true));
   rows->push_back(Text<Config>(
       "secret",
       "The job secret file (dmlps-keygen --secret), which the server asks of its evaluator and "
       "of the worker announcing a layout. None: the file $DMLPS_SECRET_FILE names, if set.",
-      [](auto& c) -> auto& { return c.secret_file; }, /*path=*/true));
+      [](auto& c) -> auto& { return c.link.secret_file; }, /*path=*/true));
 }
 
 // The arguments a worker reads itself, before its options.

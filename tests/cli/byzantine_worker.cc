@@ -139,7 +139,7 @@ int main(int argc, char** argv) {
   }
   attack.alie = kind == "alie";
   worker::WorkerConfig config;
-  config.server = argv[2];
+  config.link.server = argv[2];
   const std::string data = argc == 4 ? argv[3] : "fashion-mnist";
   Result<worker::WorkerReport> report =
       worker::RunWorker(config, std::make_unique<ByzantineComputation>(attack, data), nullptr);

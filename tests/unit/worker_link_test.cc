@@ -87,9 +87,9 @@ struct FakeShard {
 
 worker::WorkerConfig ConfigFor(const std::string& server) {
   worker::WorkerConfig config;
-  config.server = server;
-  config.connect_timeout = milliseconds(5000);
-  config.server_timeout = milliseconds(5000);
+  config.link.server = server;
+  config.link.connect_timeout = milliseconds(5000);
+  config.link.server_timeout = milliseconds(5000);
   return config;
 }
 
@@ -143,11 +143,11 @@ TEST_CASE("a link with no server there says where it looked and for how long") {
   zmq::context_t context;
   FakeShard silent(context);  // bound, never answering
   worker::WorkerConfig config = ConfigFor(silent.endpoint.address());
-  config.connect_timeout = milliseconds(200);
+  config.link.connect_timeout = milliseconds(200);
   worker::ServerLink link(config, nullptr);
   const Status joined = link.Join(0);
   CHECK(joined.code() == StatusCode::kUnavailable);
-  CHECK(joined.message() == "no server answered at " + config.server + " within 0.2 s");
+  CHECK(joined.message() == "no server answered at " + config.link.server + " within 0.2 s");
   CHECK(link.rank() == -1);
 }
 
@@ -227,7 +227,7 @@ TEST_CASE("a busy link heartbeats from its own thread, an idle one does not") {
   zmq::context_t context;
   FakeShard server(context);
   worker::WorkerConfig config = ConfigFor(server.endpoint.address());
-  config.heartbeat = milliseconds(50);
+  config.link.heartbeat = milliseconds(50);
   proto::Welcome welcome;
   welcome.model = "softmax";
   welcome.num_params = 6;
@@ -263,7 +263,7 @@ TEST_CASE("a busy link heartbeats from its own thread, an idle one does not") {
   // link beating every 50 ms would send some ten in this window.
   const int late_beats = CountHeartbeats(server, milliseconds(500));
   CHECK(busy_beats >= 6);  // every 50 ms for 600 ms, with room for a slow machine
-  CHECK(busy_beats <= busy_ms / config.heartbeat + 1);  // not more often than --heartbeat-ms
+  CHECK(busy_beats <= busy_ms / config.link.heartbeat + 1);  // not more often than --heartbeat-ms
   CHECK(late_beats <= 1);  // a worker stuck outside a computation falls silent
   CHECK(link.busy_heartbeats() == busy_beats + late_beats);
 }

@@ -122,13 +122,7 @@ int RunEvaluatorProgram(const worker::WorkerConfig& config) {
   Result<std::shared_ptr<BuiltInEvaluator>> evaluator = BuiltInEvaluator::Load(config);
   if (!evaluator.ok()) return ReportError(kWorkerProgram, evaluator.status());
   std::shared_ptr<BuiltInEvaluator> scorer = *evaluator;
-  worker::EvaluatorConfig options{config.server,
-                                  config.connect_timeout,
-                                  config.server_timeout,
-                                  config.heartbeat,
-                                  config.curve_secret,
-                                  config.curve_server_key,
-                                  config.secret_file,
+  worker::EvaluatorConfig options{config.link,
                                   [scorer](const std::string& model, int64_t num_params) {
                                     return scorer->Join(model, num_params);
                                   }};

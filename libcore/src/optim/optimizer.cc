@@ -36,17 +36,13 @@ Status RestoreVelocity(std::span<const float> state, std::vector<float>* velocit
 }  // namespace
 
 bool Sgd::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                          const StepInfo& step, int64_t /*offset*/) const {
+                          const StepInfo& step, int64_t offset) const {
   const float scale = step.scale;
   const auto n = static_cast<Eigen::Index>(params.size());
-  return AllFinite(ConstVec(params.data(), n) - (lr_ * scale) * ConstVec(grad.data(), n));
-}
-
-bool Momentum::StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                               const StepInfo& step, int64_t offset) const {
-  const float scale = step.scale;
+  if (mu_ == 0) {
+    return AllFinite(ConstVec(params.data(), n) - (lr_ * scale) * ConstVec(grad.data(), n));
+  }
   const FlushDenormals flush;
-  const auto n = static_cast<Eigen::Index>(params.size());
   // A velocity that overflows makes the parameter it moves infinite or NaN
   // (lr > 0), so checking the parameters checks the velocity too.
   const ConstVec u(velocity_.data() + offset, n);
@@ -73,23 +69,18 @@ bool Optimizer::StepOutOfPlace(std::span<const float> /*params*/, std::span<floa
 }
 
 bool Sgd::StepOutOfPlace(std::span<const float> params, std::span<float> grad, const StepInfo& step,
-                         int64_t /*offset*/, std::span<float> out) const {
+                         int64_t offset, std::span<float> out) const {
   const float scale = step.scale;
-  const auto n = static_cast<Eigen::Index>(params.size());
-  Vec theta(out.data(), n);
-  theta = ConstVec(params.data(), n) - (lr_ * scale) * ConstVec(grad.data(), n);
-  return AllFinite(theta);
-}
-
-bool Momentum::StepOutOfPlace(std::span<const float> params, std::span<float> grad,
-                              const StepInfo& step, int64_t offset, std::span<float> out) const {
-  const float scale = step.scale;
-  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   const ConstVec theta(params.data(), n);
-  const ConstVec u(velocity_.data() + offset, n);
   Vec g(grad.data(), n);
   Vec next(out.data(), n);
+  if (mu_ == 0) {
+    next = theta - (lr_ * scale) * g;
+    return AllFinite(next);
+  }
+  const FlushDenormals flush;
+  const ConstVec u(velocity_.data() + offset, n);
   // The same operations as StepSlice, in the same order; the new velocity
   // goes where the gradient was, once the step no longer needs it.
   if (nesterov_) {
@@ -104,7 +95,7 @@ bool Momentum::StepOutOfPlace(std::span<const float> params, std::span<float> gr
   return AllFinite(next);
 }
 
-void Momentum::TakeSlice(std::span<const float> state, int64_t offset) {
+void Sgd::TakeSlice(std::span<const float> state, int64_t offset) {
   std::copy(state.begin(), state.end(), velocity_.begin() + offset);
 }
 
@@ -137,18 +128,15 @@ void TakeAccumulated(Optimizer* optimizer, std::span<float> acc, int64_t offset)
 }
 
 void Sgd::StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
-                    int64_t /*offset*/) {
+                    int64_t offset) {
   const float scale = step.scale;
-  Vec theta(params.data(), static_cast<Eigen::Index>(params.size()));
-  theta -= (lr_ * scale) * ConstVec(grad.data(), static_cast<Eigen::Index>(grad.size()));
-}
-
-void Momentum::StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
-                         int64_t offset) {
-  const float scale = step.scale;
-  const FlushDenormals flush;
   const auto n = static_cast<Eigen::Index>(params.size());
   Vec theta(params.data(), n);
+  if (mu_ == 0) {
+    theta -= (lr_ * scale) * ConstVec(grad.data(), n);
+    return;
+  }
+  const FlushDenormals flush;
   Vec u(velocity_.data() + offset, n);
   u = mu_ * u + scale * ConstVec(grad.data(), n);
   if (nesterov_) {
@@ -197,16 +185,21 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, boo
     return Status::InvalidArgument("momentum must be in [0, 1)");
   }
   if (momentum_every < 1) return Status::InvalidArgument("momentum every 0 steps");
-  if (momentum == 0) return std::unique_ptr<Optimizer>(new Sgd(static_cast<float>(lr)));
-  if (momentum_every > 1) {
+  if (momentum_every > 1 && momentum > 0) {
     return std::unique_ptr<Optimizer>(new DelayedMomentum(
         static_cast<float>(lr), static_cast<float>(momentum), nesterov, momentum_every, size));
   }
   return std::unique_ptr<Optimizer>(
-      new Momentum(static_cast<float>(lr), static_cast<float>(momentum), size, nesterov));
+      new Sgd(static_cast<float>(lr), static_cast<float>(momentum), size, nesterov));
 }
 
-Status Momentum::SetState(std::span<const float> state) {
+std::string Sgd::Name() const {
+  if (mu_ == 0) return "sgd";
+  return nesterov_ ? "nesterov" : "momentum";
+}
+
+Status Sgd::SetState(std::span<const float> state) {
+  if (mu_ == 0) return Optimizer::SetState(state);  // no state to restore
   return RestoreVelocity(state, &velocity_);
 }
 

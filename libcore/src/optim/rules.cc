@@ -35,8 +35,13 @@ void GroupedOptimizer::StepSlice(std::span<float> params, std::span<const float>
                    out[k] = state_[k].data() + offset + first;
                    in[k] = out[k];
                  }
-                 Run(params.data() + first, grad.data() + first, {in.data(), state_.size()},
-                     {out.data(), state_.size()}, params.data() + first, count, group, step);
+                 Run({.params = params.data() + first,
+                      .grad = grad.data() + first,
+                      .state_in = {in.data(), state_.size()},
+                      .state_out = {out.data(), state_.size()},
+                      .out = params.data() + first,
+                      .n = count},
+                     group, step);
                });
 }
 
@@ -53,10 +58,14 @@ bool GroupedOptimizer::StepStaysFinite(std::span<const float> params, std::span<
                  for (size_t k = 0; k < state_.size(); ++k) {
                    in[k] = state_[k].data() + offset + first;
                  }
-                 finite =
-                     Run(params.data() + first, grad.data() + first, {in.data(), state_.size()},
-                         {none.data(), state_.size()}, nullptr, count, group, step) &&
-                     finite;
+                 finite = Run({.params = params.data() + first,
+                               .grad = grad.data() + first,
+                               .state_in = {in.data(), state_.size()},
+                               .state_out = {none.data(), state_.size()},
+                               .out = nullptr,
+                               .n = count},
+                              group, step) &&
+                          finite;
                });
   return finite;
 }
@@ -70,11 +79,16 @@ std::vector<float> GroupedOptimizer::State() const {
   return state;
 }
 
-void GroupedOptimizer::TakeState(std::span<const float> state) {
+Status GroupedOptimizer::SetState(std::span<const float> state) {
+  if (state.size() != StateFloats()) {
+    return Status::InvalidArgument(Name() + " state of " + std::to_string(state.size()) +
+                                   " floats, expected " + std::to_string(StateFloats()));
+  }
   for (size_t k = 0; k < state_.size(); ++k) {
     const std::span<const float> array = state.subspan(k * state_[k].size(), state_[k].size());
     state_[k].assign(array.begin(), array.end());
   }
+  return Status::Ok();
 }
 
 TorchSgd::TorchSgd(std::vector<GroupRange> groups, double momentum, double dampening, bool nesterov)
@@ -88,12 +102,13 @@ std::string TorchSgd::Name() const {
   return nesterov_ ? "nesterov" : "momentum";
 }
 
-bool TorchSgd::Run(const float* params, const float* grad, std::span<const float* const> state_in,
-                   std::span<float* const> state_out, float* out, int64_t n,
-                   const GroupRange& group, const StepInfo& step) const {
+bool TorchSgd::Run(const RunSpans& run, const GroupRange& group, const StepInfo& step) const {
+  const float* params = run.params;
+  const float* grad = run.grad;
+  float* out = run.out;
   // With momentum, the buffer: b.
-  const float* buffer_in = state_in.empty() ? nullptr : state_in[0];
-  float* buffer_out = state_out.empty() ? nullptr : state_out[0];
+  const float* buffer_in = run.state_in.empty() ? nullptr : run.state_in[0];
+  float* buffer_out = run.state_out.empty() ? nullptr : run.state_out[0];
   // The same operations in the same order as torch.optim.SGD, in float.
   const auto lr = static_cast<float>(group.lr * step.lr_factor);
   const auto decay = static_cast<float>(group.weight_decay);
@@ -101,7 +116,7 @@ bool TorchSgd::Run(const float* params, const float* grad, std::span<const float
   const float keep = 1.f - dampening_;
   const bool first = step.number <= 1;
   bool finite = true;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < run.n; ++i) {
     float d = scale * grad[i];
     if (decay != 0) d = d + decay * params[i];
     if (mu_ > 0) {
@@ -116,15 +131,6 @@ bool TorchSgd::Run(const float* params, const float* grad, std::span<const float
   return finite;
 }
 
-Status TorchSgd::SetState(std::span<const float> state) {
-  if (state.size() != StateFloats()) {
-    return Status::InvalidArgument(Name() + " state of " + std::to_string(state.size()) +
-                                   " floats, expected " + std::to_string(StateFloats()));
-  }
-  TakeState(state);
-  return Status::Ok();
-}
-
 Adam::Adam(std::vector<GroupRange> groups, bool decoupled, double beta1, double beta2, double eps)
     : GroupedOptimizer(std::move(groups), 2),
       decoupled_(decoupled),
@@ -132,13 +138,14 @@ Adam::Adam(std::vector<GroupRange> groups, bool decoupled, double beta1, double 
       beta2_(beta2),
       eps_(static_cast<float>(eps)) {}
 
-bool Adam::Run(const float* params, const float* grad, std::span<const float* const> state_in,
-               std::span<float* const> state_out, float* out, int64_t n, const GroupRange& group,
-               const StepInfo& step) const {
-  const float* m_in = state_in[0];
-  const float* v_in = state_in[1];
-  float* m_out = state_out[0];
-  float* v_out = state_out[1];
+bool Adam::Run(const RunSpans& run, const GroupRange& group, const StepInfo& step) const {
+  const float* params = run.params;
+  const float* grad = run.grad;
+  float* out = run.out;
+  const float* m_in = run.state_in[0];
+  const float* v_in = run.state_in[1];
+  float* m_out = run.state_out[0];
+  float* v_out = run.state_out[1];
   // torch.optim.Adam(W)'s single-tensor step: its scalars in double, as
   // Python computes them, each converted to float where it meets a tensor.
   const double lr = group.lr * step.lr_factor;
@@ -154,7 +161,7 @@ bool Adam::Run(const float* params, const float* grad, std::span<const float* co
   const auto keep2 = static_cast<float>(1 - beta2_);
   const float scale = step.scale;
   bool finite = true;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < run.n; ++i) {
     float g = scale * grad[i];
     float theta = params[i];
     if (decoupled_) {
@@ -187,8 +194,7 @@ Status Adam::SetState(std::span<const float> state) {
       return Status::InvalidArgument(Name() + " state holds a negative second moment");
     }
   }
-  TakeState(state);
-  return Status::Ok();
+  return GroupedOptimizer::SetState(state);
 }
 
 }  // namespace dmlps::optim

@@ -9,7 +9,7 @@
 namespace dmlps::sync {
 
 PostLocalSgdPolicy::PostLocalSgdPolicy(const PolicyConfig& config)
-    : LocalSgdPolicy(config.job.workers),
+    : BspPolicy(config.job.workers),
       local_steps_(config.local_steps),
       when_(config.switch_at, config.job.target_accuracy, config.job.max_iterations),
       local_(config.switch_at == 0) {}
@@ -37,7 +37,7 @@ void PostLocalSgdPolicy::GoLocal(const std::optional<SwitchRequest>& request, Ac
 }
 
 void PostLocalSgdPolicy::OnRestore(const PolicyState& state) {
-  LocalSgdPolicy::OnRestore(state);
+  BspPolicy::OnRestore(state);
   if (state.extra.size() == 1) local_ = state.extra[0] != 0;
 }
 

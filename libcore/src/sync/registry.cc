@@ -296,7 +296,7 @@ const PolicyRow kRows[] = {
          },
      .check = CheckLocalSgd,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<LocalSgdPolicy>(c.job.workers);
+       return std::make_unique<BspPolicy>(c.job.workers, "localsgd");
      }},
     {.name = "fedavg",
      .syntax = "fedavg:H",
@@ -310,7 +310,7 @@ const PolicyRow kRows[] = {
          },
      .check = CheckFedAvg,
      .make = [](const PolicyConfig& c) -> Made {
-       return std::make_unique<FedAvgPolicy>(c.job.workers);
+       return std::make_unique<BspPolicy>(c.job.workers, "fedavg");
      }},
     {.name = "post-localsgd",
      .syntax = "post-localsgd:H[:FRACTION]",
@@ -534,6 +534,8 @@ WorkerMode ModeOf(std::string_view entry) {
   const PolicyRow* row = PolicyRowOf(entry);
   return row != nullptr ? row->mode : WorkerMode::kSync;
 }
+
+WorkerMode Policy::mode() const { return ModeOf(Name()); }
 
 bool UsesOuterOptimizer(const PolicyConfig& config) {
   return TraitsOf(config.name).outer_optimizer;

@@ -36,13 +36,7 @@ Result<proto::Evaluation> EvaluateSnapshot(proto::Message& message, int64_t size
 Result<EvaluatorReport> RunEvaluator(const EvaluatorConfig& config, const EvaluateFn& evaluate,
                                      const std::atomic<int>* signal) {
   WorkerConfig link_config;
-  link_config.server = config.server;
-  link_config.connect_timeout = config.connect_timeout;
-  link_config.server_timeout = config.server_timeout;
-  link_config.heartbeat = config.heartbeat;
-  link_config.curve_secret = config.curve_secret;
-  link_config.curve_server_key = config.curve_server_key;
-  link_config.secret_file = config.secret_file;
+  link_config.link = config.link;
   ServerLink link(link_config, signal);
   link.JoinAsEvaluator();
   DMLPS_RETURN_IF_ERROR(link.LoadKeys());
@@ -54,8 +48,8 @@ Result<EvaluatorReport> RunEvaluator(const EvaluatorConfig& config, const Evalua
   }
   DMLPS_RETURN_IF_ERROR(joined);
   const int64_t size = link.welcome().num_params;
-  spdlog::info("evaluating snapshots of the server at {} (model {}, {} parameters)", config.server,
-               link.welcome().model, size);
+  spdlog::info("evaluating snapshots of the server at {} (model {}, {} parameters)",
+               config.link.server, link.welcome().model, size);
   if (config.on_join) {
     if (Status ready = config.on_join(link.welcome().model, size); !ready.ok()) {
       link.Leave(ready.message());

@@ -28,16 +28,16 @@ std::string Seconds(milliseconds d) { return fmt::format("{:g}", d.count() / 100
 }  // namespace
 
 ServerLink::ServerLink(const WorkerConfig& config, const std::atomic<int>* signal)
-    : config_(config), signal_(signal), socket_(config.heartbeat) {}
+    : config_(config), signal_(signal), socket_(config.link.heartbeat) {}
 
-Status Introduction::LoadKeys(const WorkerConfig& config) {
-  if (const std::string path = net::SecretFilePath(config.secret_file); !path.empty()) {
+Status Introduction::LoadKeys(const LinkSpec& link) {
+  if (const std::string path = net::SecretFilePath(link.secret_file); !path.empty()) {
     DMLPS_ASSIGN_OR_RETURN(secret_, net::ReadSecretFile(path));
   }
-  if (config.curve_secret.empty()) return Status::Ok();
-  DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(config.curve_secret));
+  if (link.curve_secret.empty()) return Status::Ok();
+  DMLPS_ASSIGN_OR_RETURN(net::CurveKeyPair pair, net::ReadSecretKeyFile(link.curve_secret));
   DMLPS_ASSIGN_OR_RETURN(connect_options_.curve_server_key,
-                         net::ReadPublicKey(config.curve_server_key));
+                         net::ReadPublicKey(link.curve_server_key));
   connect_options_.curve_secret = pair.secret_key;
   return Status::Ok();
 }
@@ -75,16 +75,16 @@ Status ServerLink::Join(int64_t max_batch) {
   max_batch_ = max_batch;
   DMLPS_ASSIGN_OR_RETURN(
       net::Endpoint endpoint,
-      net::Endpoint::Connect(context_, config_.server, introduction_.connect_options()));
+      net::Endpoint::Connect(context_, config_.link.server, introduction_.connect_options()));
   socket_.Open(std::move(endpoint));
   DMLPS_RETURN_IF_ERROR(SayHello(0, config_.rank, max_batch_));
-  Result<proto::Message> reply = Await(0, {proto::MsgType::kWelcome}, config_.connect_timeout);
+  Result<proto::Message> reply = Await(0, {proto::MsgType::kWelcome}, config_.link.connect_timeout);
   if (!reply.ok()) {
     if (Interrupted()) return reply.status();
     if (reply.status().code() == StatusCode::kUnavailable &&
         reply.status().message().starts_with("no answer")) {
-      return Status::Unavailable("no server answered at " + config_.server + " within " +
-                                 Seconds(config_.connect_timeout) + " s");
+      return Status::Unavailable("no server answered at " + config_.link.server + " within " +
+                                 Seconds(config_.link.connect_timeout) + " s");
     }
     return reply.status();
   }
@@ -119,7 +119,8 @@ Status ServerLink::ConnectShards() {
   }
   // Every shard must know this worker before shard 0 may send it work.
   for (size_t k = 1; k < welcome_.servers.size(); ++k) {
-    Result<proto::Message> reply = Await(k, {proto::MsgType::kWelcome}, config_.connect_timeout);
+    Result<proto::Message> reply =
+        Await(k, {proto::MsgType::kWelcome}, config_.link.connect_timeout);
     if (!reply.ok()) {
       return reply.status().WithContext("server shard " + std::to_string(k) + " at " +
                                         welcome_.servers[k]);
@@ -148,15 +149,16 @@ Result<bool> ServerLink::Rejoin() {
       // Nobody will read the Hellos still queued: exit without lingering.
       socket_.DiscardUnsent();
       gave_up_ = true;
-      return Status::Unavailable("the server at " + config_.server + " did not come back within " +
-                                 Seconds(config_.reconnect_timeout) + " s (--reconnect-timeout)");
+      return Status::Unavailable("the server at " + config_.link.server +
+                                 " did not come back within " + Seconds(config_.reconnect_timeout) +
+                                 " s (--reconnect-timeout)");
     }
     // A fresh socket: the server that comes back knows nothing of the old one.
     socket_.Close();
     // With the keys Join used: a CURVE server accepts nothing else.
     DMLPS_ASSIGN_OR_RETURN(
         net::Endpoint endpoint,
-        net::Endpoint::Connect(context_, config_.server, introduction_.connect_options()));
+        net::Endpoint::Connect(context_, config_.link.server, introduction_.connect_options()));
     socket_.Open(std::move(endpoint));
     server_lost_ = false;
     refused_ = false;
@@ -247,7 +249,7 @@ Status ServerLink::HandleAside(const proto::Message& message) {
 }
 
 Result<proto::Message> ServerLink::Await(std::initializer_list<proto::MsgType> wants) {
-  return Await(0, wants, config_.server_timeout);
+  return Await(0, wants, config_.link.server_timeout);
 }
 
 Result<proto::Message> ServerLink::Await(size_t shard, std::initializer_list<proto::MsgType> wants,
@@ -259,7 +261,7 @@ Result<proto::Message> ServerLink::Await(size_t shard, std::initializer_list<pro
     if (Clock::now() >= deadline) {
       server_lost_ = true;
       const std::string who =
-          shard == 0 ? "the server at " + config_.server
+          shard == 0 ? "the server at " + config_.link.server
                      : "server shard " + std::to_string(shard) + " at " + welcome_.servers[shard];
       return Status::Unavailable("no answer from " + who + " for " + Seconds(silence) + " s");
     }
@@ -332,7 +334,7 @@ Result<uint64_t> ServerLink::TakeSlice(size_t shard, proto::Message& message,
   // A streamed model: each chunk is copied in as it arrives.
   while (!model.complete()) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message piece,
-                           Await(shard, {proto::MsgType::kChunk}, config_.server_timeout));
+                           Await(shard, {proto::MsgType::kChunk}, config_.link.server_timeout));
     if (stop_) return uint64_t{0};
     if (const uint64_t d = std::get<proto::Chunk>(piece.body).digest; d != 0) digest = d;
     DMLPS_RETURN_IF_ERROR(model.Take(piece).WithContext("bad model from the server"));
@@ -358,7 +360,7 @@ Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<fl
   // this one.
   for (size_t k = 1; k <= shards_.size() && !stop_; ++k) {
     DMLPS_ASSIGN_OR_RETURN(proto::Message slice,
-                           Await(k, {proto::MsgType::kModel}, config_.server_timeout));
+                           Await(k, {proto::MsgType::kModel}, config_.link.server_timeout));
     if (stop_) return header;
     const auto version = std::get<proto::Model>(slice.body).version;
     if (version != header.version) {

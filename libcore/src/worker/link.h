@@ -31,8 +31,8 @@ inline constexpr std::chrono::milliseconds kPollSlice{100};
 // (not to other shards) an external model it announces.
 class Introduction {
  public:
-  // Reads the CURVE keys and the job secret `config` names.
-  Status LoadKeys(const WorkerConfig& config);
+  // Reads the CURVE keys and the job secret `link` names.
+  Status LoadKeys(const LinkSpec& link);
   // Every connection's options: the CURVE keys LoadKeys read.
   const net::ConnectOptions& connect_options() const { return connect_options_; }
   void Announce(std::vector<model::TensorSpec> layout,
@@ -88,7 +88,7 @@ class ServerLink {
 
   // Reads the CURVE keys and the job secret the config names; before Join,
   // so that a bad key fails before any server waits for this worker.
-  Status LoadKeys() { return introduction_.LoadKeys(config_); }
+  Status LoadKeys() { return introduction_.LoadKeys(config_.link); }
   // Says Hello (offering `max_batch` samples a step), waits for the Welcome
   // and joins the other server shards it names. Unavailable when no server
   // answers within --connect-timeout, or when the server stops first;

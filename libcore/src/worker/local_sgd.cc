@@ -1,31 +1,22 @@
 // The worker's loop for the local-SGD policies (docs/algorithms-local-sgd.md,
 // "Local SGD"): rounds of H local steps whose pseudo-gradient is pushed.
-#include <chrono>
-
-#include "dmlps/optim/optimizer.h"
 #include "worker/steps.h"
 
 namespace dmlps::worker {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// H local steps from `params` (changed in place), the inner optimizer's
-// velocity kept across rounds; `first_step` numbers the first of them as
-// the straggler profile counts steps. Returns their sum: samples, compute
-// (the local updates included), emulated slowness, and the mean loss.
+// H local steps on `copy` (its params changed in place, the inner
+// optimizer's velocity kept across rounds); `first_step` numbers the first
+// of them as the straggler profile counts steps. Returns their sum:
+// samples, compute (the local updates included), emulated slowness, and
+// the mean loss.
 Result<StepResult> TrainLocally(StepContext& steps, int64_t first_step, int64_t local_steps,
-                                std::vector<float>& params, std::vector<float>& velocity,
-                                std::vector<float>& grad) {
-  StepComputer& computer = steps.computer();
+                                LocalCopy& copy) {
   StepResult sum;
   double loss_sum = 0;
   for (int64_t h = 0; h < local_steps; ++h) {
     DMLPS_ASSIGN_OR_RETURN(StepResult step,
-                           computer.Compute(first_step + h, steps.state().batch, params, grad));
-    const Clock::time_point update_start = Clock::now();
-    DMLPS_RETURN_IF_ERROR(TakeLocalStep(steps, params, velocity, grad));
-    step.compute += std::chrono::microseconds(Micros(Clock::now() - update_start));
+                           TrainLocalStep(steps, first_step + h, steps.state().batch, copy));
     steps.Count(step);
     sum.samples += step.samples;
     sum.compute += step.compute;
@@ -45,31 +36,26 @@ Result<StepResult> TrainLocally(StepContext& steps, int64_t first_step, int64_t 
 // θ_start − θ_local with the next pull. The server's reply decides when the
 // next round starts.
 Status RunLocalSgdSteps(StepContext& steps) {
-  StepComputer& computer = steps.computer();
-  const size_t n = static_cast<size_t>(computer.num_params());
-  std::vector<float> params(n), start(n), grad(n), velocity(n, 0.f);
-  PushBuffers buffers(computer.computation(), n);
-  std::shared_ptr<std::vector<float>> pseudo_gradient;
-  bool pulled = false;  // the Pull went out with the last push
-  int64_t step = 0;     // local steps taken, as the straggler profile counts
+  LocalCopy copy(steps.computer());  // its reference: the round's start
+  bool pulled = false;               // the Pull went out with the last push
+  int64_t step = 0;                  // local steps taken, as the straggler profile counts
   for (int64_t clock = 0;; ++clock) {
     int64_t wait_us = 0;
-    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, params, pulled, &wait_us));
+    DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(clock, copy.params, pulled, &wait_us));
     if (!more) return Status::Ok();
-    start = params;
+    copy.reference = copy.params;
     // H, or what the server set with the model (async-localsgd with DyLU).
     const int64_t local_steps = steps.state().local_steps > 0 ? steps.state().local_steps
                                                               : steps.link().welcome().local_steps;
-    DMLPS_ASSIGN_OR_RETURN(StepResult round,
-                           TrainLocally(steps, step, local_steps, params, velocity, grad));
+    DMLPS_ASSIGN_OR_RETURN(StepResult round, TrainLocally(steps, step, local_steps, copy));
     step += local_steps;
-    std::vector<float>& d = buffers.Take(&pseudo_gradient);
     // The pseudo-gradient θ_start − θ_local, and the module state as it is.
-    LocalPush(start, params, params, d, StateBegin(steps.link().welcome()));
+    LocalPush(copy.reference, copy.params, copy.params, copy.pushes.Take(&copy.payload),
+              StateBegin(steps.link().welcome()));
     const proto::Body pull = proto::Pull{clock + 1};
     DMLPS_RETURN_IF_ERROR(
         steps.Push(steps.PushFor(clock, steps.state().batch * local_steps, round, wait_us),
-                   pseudo_gradient, &pull));
+                   copy.payload, &pull));
     pulled = true;
   }
 }

@@ -156,6 +156,23 @@ Status TakeLocalStep(StepContext& steps, std::span<float> params, std::span<floa
   return Status::Ok();
 }
 
+LocalCopy::LocalCopy(StepComputer& computer)
+    : params(static_cast<size_t>(computer.num_params())),
+      reference(params.size()),
+      grad(params.size()),
+      velocity(params.size(), 0.f),
+      pushes(computer.computation(), params.size()) {}
+
+Result<StepResult> TrainLocalStep(StepContext& steps, int64_t step, int64_t batch,
+                                  LocalCopy& copy) {
+  DMLPS_ASSIGN_OR_RETURN(StepResult result,
+                         steps.computer().Compute(step, batch, copy.params, copy.grad));
+  const Clock::time_point update_start = Clock::now();
+  DMLPS_RETURN_IF_ERROR(TakeLocalStep(steps, copy.params, copy.velocity, copy.grad));
+  result.compute += microseconds(Micros(Clock::now() - update_start));
+  return result;
+}
+
 void LocalPush(std::span<const float> minuend, std::span<const float> subtrahend,
                std::span<const float> current, std::span<float> out, int64_t state_begin) {
   const auto n = static_cast<Eigen::Index>(state_begin);
@@ -218,29 +235,23 @@ Status RunSyncSteps(StepContext& steps, bool chunked) {
 // Train the local copy; after every step push its delta since the last
 // push, and download the global model when the answer says so.
 Status RunLocalSteps(StepContext& steps) {
-  StepComputer& computer = steps.computer();
-  const size_t n = static_cast<size_t>(computer.num_params());
-  std::vector<float> params(n), base(n), grad(n), velocity(n, 0.f);
-  PushBuffers buffers(computer.computation(), n);
-  std::shared_ptr<std::vector<float>> delta;
-  DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, params));
+  LocalCopy copy(steps.computer());
+  DMLPS_ASSIGN_OR_RETURN(bool more, steps.Download(0, copy.params));
   if (!more) return Status::Ok();
-  base = params;
+  copy.reference = copy.params;
   const int64_t state_begin = StateBegin(steps.link().welcome());
   int64_t wait_us = 0;
   for (int64_t clock = 0;; ++clock) {
     const int64_t batch = steps.state().batch;
-    DMLPS_ASSIGN_OR_RETURN(StepResult step, computer.Compute(clock, batch, params, grad));
-    const Clock::time_point update_start = Clock::now();
-    DMLPS_RETURN_IF_ERROR(TakeLocalStep(steps, params, velocity, grad));
-    std::vector<float>& d = buffers.Take(&delta);
-    LocalPush(params, base, params, d, state_begin);
-    base = params;
-    step.compute +=
-        microseconds(Micros(Clock::now() - update_start));  // the local update is compute too
+    DMLPS_ASSIGN_OR_RETURN(StepResult step, TrainLocalStep(steps, clock, batch, copy));
+    const Clock::time_point delta_start = Clock::now();
+    LocalPush(copy.params, copy.reference, copy.params, copy.pushes.Take(&copy.payload),
+              state_begin);
+    copy.reference = copy.params;
+    step.compute += microseconds(Micros(Clock::now() - delta_start));  // the delta is compute too
     steps.Count(step);
 
-    DMLPS_RETURN_IF_ERROR(steps.Push(steps.PushFor(clock, batch, step, wait_us), delta));
+    DMLPS_RETURN_IF_ERROR(steps.Push(steps.PushFor(clock, batch, step, wait_us), copy.payload));
     const Clock::time_point asked = Clock::now();
     const int64_t asked_us = trace::NowMicros();
     DMLPS_ASSIGN_OR_RETURN(proto::Message reply, steps.link().Await({proto::MsgType::kContinue}));
@@ -249,10 +260,10 @@ Status RunLocalSteps(StepContext& steps) {
     if (steps.link().stopped()) return Status::Ok();
     if (std::get<proto::Continue>(reply.body).download) {
       const double before = steps.report().wait_s;
-      DMLPS_ASSIGN_OR_RETURN(more, steps.Download(clock + 1, params));
+      DMLPS_ASSIGN_OR_RETURN(more, steps.Download(clock + 1, copy.params));
       if (!more) return Status::Ok();
       wait_us += static_cast<int64_t>((steps.report().wait_s - before) * 1e6);
-      base = params;
+      copy.reference = copy.params;
     }
   }
 }

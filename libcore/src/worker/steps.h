@@ -88,6 +88,22 @@ void LocalStateStep(std::span<float> params, std::span<float> velocity, std::spa
 // Welcome's learning rate and momentum.
 Status TakeLocalStep(StepContext& steps, std::span<float> params, std::span<float> velocity,
                      std::span<const float> grad);
+// What a local mode (wbsp, localsgd, async-localsgd) trains its copy of
+// the model in, made at the size of `computer`'s model.
+struct LocalCopy {
+  explicit LocalCopy(StepComputer& computer);
+
+  std::vector<float> params;     // the copy
+  std::vector<float> reference;  // what the next push is measured against (LocalPush)
+  std::vector<float> grad;
+  std::vector<float> velocity;                  // the local optimizer's, kept from step to step
+  PushBuffers pushes;                           // the pushes' payloads
+  std::shared_ptr<std::vector<float>> payload;  // the last push's
+};
+// One local step on `copy`: the gradient of `batch` samples at its params
+// (the straggler profile counting it as step `step`), then TakeLocalStep.
+// The step's compute includes the local update.
+Result<StepResult> TrainLocalStep(StepContext& steps, int64_t step, int64_t batch, LocalCopy& copy);
 // What a local mode pushes: minuend - subtrahend on [0, state_begin) (a
 // delta or a pseudo-gradient), and the state's current values after it.
 void LocalPush(std::span<const float> minuend, std::span<const float> subtrahend,

@@ -245,17 +245,8 @@ Status WorkerRunner::Setup() {
 Status WorkerRunner::JoinUser() {
   const proto::Welcome& welcome = link_.welcome();
   JobInfo job;
-  job.rank = welcome.rank;
-  job.num_workers = welcome.num_workers;
-  job.model = welcome.model;
-  job.policy = welcome.policy;
-  job.batch = welcome.batch;
-  job.input_dim = welcome.input_dim;
-  job.classes = welcome.classes;
-  job.num_params = welcome.num_params;
-  job.num_state = welcome.num_state;
-  job.shard_index = welcome.shard_index;
-  job.shard_count = welcome.shard_count;
+  VisitJobFields([](const char* /*name*/, auto& field, const auto& told) { field = told; }, job,
+                 welcome);
   DMLPS_RETURN_IF_ERROR(user_->Join(job));
   if (user_->num_params() != welcome.num_params) {
     return Status::Config("the server's model " + welcome.model + " has " +
@@ -293,7 +284,7 @@ Status WorkerRunner::Reconnect() {
   if (link_.stopped()) return Status::Ok();  // the run ended meanwhile
   if (*moved) DMLPS_RETURN_IF_ERROR(Setup());
   state_.token = -1;
-  spdlog::info("rejoined the server at {} as worker {}", config_.server, link_.welcome().rank);
+  spdlog::info("rejoined the server at {} as worker {}", config_.link.server, link_.welcome().rank);
   return Status::Ok();
 }
 
@@ -352,15 +343,17 @@ std::vector<std::string> ValidateConfig(const WorkerConfig& config) {
       problems.push_back("--model: " + m.status().message());
     }
   }
-  if (config.connect_timeout.count() <= 0) problems.push_back("--connect-timeout must be positive");
-  if (config.server_timeout.count() <= 0) problems.push_back("--server-timeout must be positive");
-  if (config.curve_secret.empty() != config.curve_server_key.empty()) {
+  if (config.link.connect_timeout.count() <= 0)
+    problems.push_back("--connect-timeout must be positive");
+  if (config.link.server_timeout.count() <= 0)
+    problems.push_back("--server-timeout must be positive");
+  if (config.link.curve_secret.empty() != config.link.curve_server_key.empty()) {
     problems.push_back("--curve-secret and --curve-server-key go together");
   }
   if (config.reconnect_timeout.count() < 0) {
     problems.push_back("--reconnect-timeout must not be negative");
   }
-  if (config.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
+  if (config.link.heartbeat.count() < 1) problems.push_back("--heartbeat-ms must be at least 1");
   if (Result<data::DataSpec> d = data::ParseDataSpec(config.data); !d.ok()) {
     problems.push_back("--data: " + d.status().message());
   }

@@ -94,10 +94,19 @@ class Optimizer {
   int64_t steps_ = 0;
 };
 
-// Plain SGD: θ ← θ − lr · scale · g.
+// SGD as the server steps plainly: without momentum (0), θ ← θ − lr ·
+// scale · g; with heavy-ball momentum μ > 0, u ← μ · u + scale · g; θ ← θ −
+// lr · u; with `nesterov` too, Nesterov's form (as in PyTorch's SGD): θ ← θ −
+// lr · (scale · g + μ · u), with u already updated (the outer optimizer of
+// localsgd). Only the momentum keeps state: u, one float per parameter.
 class Sgd : public Optimizer {
  public:
-  explicit Sgd(float lr) : lr_(lr) {}
+  // `size`: the model's parameter count, the momentum's.
+  Sgd(float lr, float momentum, int64_t size, bool nesterov = false)
+      : lr_(lr),
+        mu_(momentum),
+        nesterov_(nesterov),
+        velocity_(momentum > 0 ? static_cast<size_t>(size) : 0, 0.f) {}
   void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
                  int64_t offset) override;
   bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
@@ -105,29 +114,9 @@ class Sgd : public Optimizer {
   bool StepsOutOfPlace() const override { return true; }
   bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, const StepInfo& step,
                       int64_t offset, std::span<float> out) const override;
-  std::string Name() const override { return "sgd"; }
-
- private:
-  float lr_;
-};
-
-// Heavy-ball momentum: u ← μ · u + scale · g; θ ← θ − lr · u. With
-// `nesterov`, Nesterov's form (as in PyTorch's SGD): θ ← θ − lr · (scale · g
-// + μ · u), with u already updated (the outer optimizer of localsgd).
-class Momentum : public Optimizer {
- public:
-  Momentum(float lr, float momentum, int64_t size, bool nesterov = false)
-      : lr_(lr), mu_(momentum), nesterov_(nesterov), velocity_(size, 0.f) {}
-  void StepSlice(std::span<float> params, std::span<const float> grad, const StepInfo& step,
-                 int64_t offset) override;
-  bool StepStaysFinite(std::span<const float> params, std::span<const float> grad,
-                       const StepInfo& step, int64_t offset) const override;
-  bool StepsOutOfPlace() const override { return true; }
-  bool StepOutOfPlace(std::span<const float> params, std::span<float> grad, const StepInfo& step,
-                      int64_t offset, std::span<float> out) const override;
-  bool KeepsState() const override { return true; }
+  bool KeepsState() const override { return mu_ > 0; }
   void TakeSlice(std::span<const float> state, int64_t offset) override;
-  std::string Name() const override { return nesterov_ ? "nesterov" : "momentum"; }
+  std::string Name() const override;
   std::vector<float> State() const override { return velocity_; }
   Status SetState(std::span<const float> state) override;
 
@@ -135,7 +124,7 @@ class Momentum : public Optimizer {
   float lr_;
   float mu_;
   bool nesterov_;
-  std::vector<float> velocity_;
+  std::vector<float> velocity_;  // empty without momentum
 };
 
 // Momentum applied once every `every` steps (the delayed Nesterov of Liu et
@@ -183,7 +172,7 @@ class DelayedMomentum : public Optimizer {
   std::vector<int64_t> steps_;  // per parameter: every one of a slice steps together
 };
 
-// SGD when momentum is 0, heavy-ball momentum otherwise. InvalidArgument for
+// Sgd, with heavy-ball momentum when momentum > 0. InvalidArgument for
 // a learning rate <= 0 or a momentum outside [0, 1).
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(double lr, double momentum, int64_t size);
 // As MakeOptimizer, with Nesterov's momentum when `nesterov` (and momentum >

@@ -29,24 +29,32 @@ class GroupedOptimizer : public Optimizer {
   bool KeepsState() const override { return !state_.empty(); }
   // The state arrays, one after the other.
   std::vector<float> State() const override;
+  // Takes the state arrays from a State() saved earlier; InvalidArgument
+  // when it holds another number of floats.
+  Status SetState(std::span<const float> state) override;
 
  protected:
   static constexpr size_t kMaxStateArrays = 2;
+  // One group's run of `n` parameters, as the rule's Run steps it: it reads
+  // params, grad and each state array's values at state_in[k], and writes θ
+  // into `out` (may be params) and the state into state_out[k] (may be
+  // state_in[k]), each only when not null: null, the step is only checked.
+  struct RunSpans {
+    const float* params;
+    const float* grad;
+    std::span<const float* const> state_in;
+    std::span<float* const> state_out;
+    float* out;
+    int64_t n;
+  };
   // REQUIRES: groups cover [0, size) in order; state_arrays <= kMaxStateArrays.
   GroupedOptimizer(std::vector<GroupRange> groups, size_t state_arrays);
-  // The rule's step over one group's run of `n` parameters: from params,
-  // grad and each state array's values at state_in[k], writes θ into `out`
-  // (may be params) and the state into state_out[k] (may be state_in[k]),
-  // each only when not null: null, the step is only checked. Returns
-  // whether all it checks is finite.
-  virtual bool Run(const float* params, const float* grad, std::span<const float* const> state_in,
-                   std::span<float* const> state_out, float* out, int64_t n,
-                   const GroupRange& group, const StepInfo& step) const = 0;
+  // The rule's step over one run of `group`; returns whether all it checks
+  // is finite.
+  virtual bool Run(const RunSpans& run, const GroupRange& group, const StepInfo& step) const = 0;
   int64_t size() const { return groups_.empty() ? 0 : groups_.back().end; }
-  // Floats of state in all, and the state arrays taken from `state`, laid
-  // out as State() lays them. REQUIRES: state.size() == StateFloats().
+  // Floats of state in all, laid out as State() lays them.
   size_t StateFloats() const { return state_.size() * static_cast<size_t>(size()); }
-  void TakeState(std::span<const float> state);
 
  private:
   // Calls visit(group, first, count) for each run of the slice of `n`
@@ -67,12 +75,9 @@ class TorchSgd : public GroupedOptimizer {
   // With momentum, its state is the momentum buffer; without, none.
   TorchSgd(std::vector<GroupRange> groups, double momentum, double dampening, bool nesterov);
   std::string Name() const override;
-  Status SetState(std::span<const float> state) override;
 
  private:
-  bool Run(const float* params, const float* grad, std::span<const float* const> state_in,
-           std::span<float* const> state_out, float* out, int64_t n, const GroupRange& group,
-           const StepInfo& step) const override;
+  bool Run(const RunSpans& run, const GroupRange& group, const StepInfo& step) const override;
 
   float mu_;
   float dampening_;
@@ -87,12 +92,11 @@ class Adam : public GroupedOptimizer {
   // Its state: m, then v (two floats per parameter).
   Adam(std::vector<GroupRange> groups, bool decoupled, double beta1, double beta2, double eps);
   std::string Name() const override { return decoupled_ ? "adamw" : "adam"; }
+  // As GroupedOptimizer's, refusing a negative second moment too.
   Status SetState(std::span<const float> state) override;
 
  private:
-  bool Run(const float* params, const float* grad, std::span<const float* const> state_in,
-           std::span<float* const> state_out, float* out, int64_t n, const GroupRange& group,
-           const StepInfo& step) const override;
+  bool Run(const RunSpans& run, const GroupRange& group, const StepInfo& step) const override;
 
   bool decoupled_;
   double beta1_;

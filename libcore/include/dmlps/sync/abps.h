@@ -18,7 +18,6 @@ class AbpsPolicy : public BspPolicy {
  public:
   explicit AbpsPolicy(int64_t num_workers) : BspPolicy(num_workers) {}
   std::string Name() const override { return "abps"; }
-  WorkerMode mode() const override { return WorkerMode::kChunked; }
 
  protected:
   void OnArrival(WorkerId w, const PushInfo& push, bool first, Actions* out) override;

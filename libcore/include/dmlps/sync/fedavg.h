@@ -6,20 +6,14 @@
 #ifndef DMLPS_SYNC_FEDAVG_H_
 #define DMLPS_SYNC_FEDAVG_H_
 
-#include <string>
-
-#include "dmlps/sync/localsgd.h"
+#include "dmlps/sync/policy.h"
 
 namespace dmlps::sync {
 
-// LocalSgdPolicy with the outer optimizer fixed at plain averaging: SGD of
+// fedavg runs synchronous local SGD's rounds (sync/localsgd.h: a BspPolicy,
+// named "fedavg") with the outer optimizer fixed at plain averaging: SGD of
 // learning rate 1 without momentum on the mean pseudo-gradient, so that a
 // round's model is the mean of the workers' copies.
-class FedAvgPolicy : public LocalSgdPolicy {
- public:
-  explicit FedAvgPolicy(int64_t num_workers) : LocalSgdPolicy(num_workers) {}
-  std::string Name() const override { return "fedavg"; }
-};
 
 // The settings fedavg refuses, and every policy of its rounds
 // (post-localsgd): fewer than 1 local step, or an outer optimizer other

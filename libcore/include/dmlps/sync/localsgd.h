@@ -12,19 +12,14 @@
 
 namespace dmlps::sync {
 
-// Synchronous rounds of H local steps: each worker trains a copy of the
-// round's model for H steps and pushes its pseudo-gradient (the model it
-// started from minus its copy). The round is BSP's: it closes once every
-// live worker pushed a pseudo-gradient computed on the current version, and
-// their sample-weighted mean goes through the server's outer optimizer
-// (UsesOuterOptimizer) once. With H = 1, an outer SGD of learning rate 1 and
-// no momentum, a round is one BSP step.
-class LocalSgdPolicy : public BspPolicy {
- public:
-  explicit LocalSgdPolicy(int64_t num_workers) : BspPolicy(num_workers) {}
-  std::string Name() const override { return "localsgd"; }
-  WorkerMode mode() const override { return WorkerMode::kLocalSgd; }
-};
+// Synchronous rounds of H local steps (localsgd): each worker trains a copy
+// of the round's model for H steps and pushes its pseudo-gradient (the
+// model it started from minus its copy). The round is BSP's: it closes once
+// every live worker pushed a pseudo-gradient computed on the current
+// version, and their sample-weighted mean goes through the server's outer
+// optimizer (UsesOuterOptimizer) once, so the server runs it as a
+// BspPolicy named "localsgd". With H = 1, an outer SGD of learning rate 1
+// and no momentum, a round is one BSP step.
 
 // Asynchronous local SGD: a worker pushes its pseudo-gradient once its local
 // steps are done and goes on at once from the model it gets back; the server
@@ -41,7 +36,6 @@ class AsyncLocalSgdPolicy : public Policy {
   // REQUIRES: local_steps >= 1.
   AsyncLocalSgdPolicy(int64_t num_workers, int64_t local_steps, bool dylu);
   std::string Name() const override { return "async-localsgd"; }
-  WorkerMode mode() const override { return WorkerMode::kLocalSgd; }
   // The local steps worker w is told to take next (DyLU), H without DyLU.
   int64_t local_steps(WorkerId w) const;
 

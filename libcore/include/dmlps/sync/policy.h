@@ -263,8 +263,11 @@ class Policy {
   virtual ~Policy() = default;
 
   virtual std::string Name() const = 0;
-  // How workers run their steps under this policy.
-  virtual WorkerMode mode() const { return WorkerMode::kSync; }
+  // How workers run their steps under this policy: its registry row's mode
+  // (PolicyRow::mode, ModeOf(Name())), kSync for a name with no row. A
+  // policy whose workers' mode follows another policy while it runs (a
+  // SwitchingPolicy) says its own.
+  virtual WorkerMode mode() const;
 
   // Worker `w` is part of the run from StartClock() on (clock 0 at the start
   // of a run). A worker may join a running job, under a rank that a lost
@@ -384,11 +387,17 @@ class Policy {
 // version, are averaged sample-weighted and applied once. A-BSP and LB-BSP
 // are BSP with more to do when a push arrives or a round closes: they
 // derive from this class and use its hooks, so the round logic and its
-// invariant live in one place.
+// invariant live in one place. Synchronous local SGD and FedAvg are BSP's
+// rounds and nothing more at the server (their pushes are pseudo-gradients
+// of H local steps): they run as this class under their own names, their
+// registry rows giving their workers' mode and the server's outer
+// optimizer (sync/localsgd.h, sync/fedavg.h).
 class BspPolicy : public Policy {
  public:
-  explicit BspPolicy(int64_t num_workers) : Policy(num_workers) {}
-  std::string Name() const override { return "bsp"; }
+  // name: the policy it runs as, "bsp", "localsgd" or "fedavg".
+  explicit BspPolicy(int64_t num_workers, std::string name = "bsp")
+      : Policy(num_workers), name_(std::move(name)) {}
+  std::string Name() const override { return name_; }
   int64_t iteration() const override { return round_; }
 
  protected:
@@ -417,6 +426,7 @@ class BspPolicy : public Policy {
   // Closes the round when every live worker has pushed in it.
   void MaybeCloseRound(Actions* out);
 
+  std::string name_;
   int64_t round_ = 0;
   int64_t arrived_ = 0;  // live workers that pushed in the round
   int64_t staged_samples_ = 0;

@@ -11,24 +11,23 @@
 #include <vector>
 
 #include "dmlps/sync/fedavg.h"
-#include "dmlps/sync/localsgd.h"
+#include "dmlps/sync/policy.h"
 #include "dmlps/sync/syncswitch.h"
 
 namespace dmlps::sync {
 
-// LocalSgdPolicy's rounds, the model the mean of the workers' copies (an
-// outer SGD of learning rate 1 without momentum), of one local step each
-// until switch_at of the run is done, then of H. A round of one step is a
-// step of mini-batch SGD over the global batch: the mean of the workers'
-// copies after one step each from the same model is the model stepped
-// along their mean gradient, and the mean of their momentum buffers moves
-// as one buffer would. The point is placed as sync-switch places its
-// switch (OfflineSwitch): by the accuracy's progress toward the target
-// when there is one, else by iterations over max_iterations. Every model
-// sent says the local steps of the round it starts (SetLocalSteps); the
-// switch is logged and traced as a Switch. switch_at 0: rounds of H from
-// the first, FedAvg.
-class PostLocalSgdPolicy : public LocalSgdPolicy {
+// Synchronous local SGD's rounds (sync/localsgd.h), the model the mean of the
+// workers' copies (an outer SGD of learning rate 1 without momentum), of one
+// local step each until switch_at of the run is done, then of H. A round of one
+// step is a step of mini-batch SGD over the global batch: the mean of the
+// workers' copies after one step each from the same model is the model stepped
+// along their mean gradient, and the mean of their momentum buffers moves as
+// one buffer would. The point is placed as sync-switch places its switch
+// (OfflineSwitch): by the accuracy's progress toward the target when there is
+// one, else by iterations over max_iterations. Every model sent says the local
+// steps of the round it starts (SetLocalSteps); the switch is logged and traced
+// as a Switch. switch_at 0: rounds of H from the first, FedAvg.
+class PostLocalSgdPolicy : public BspPolicy {
  public:
   // REQUIRES: CheckPostLocalSgd(config) passed.
   explicit PostLocalSgdPolicy(const PolicyConfig& config);

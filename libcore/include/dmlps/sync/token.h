@@ -24,7 +24,6 @@ class TokenPolicy : public Policy {
   // REQUIRES: batch >= 1, token_size >= 1.
   TokenPolicy(int64_t num_workers, int64_t batch, int64_t token_size);
   std::string Name() const override { return "token"; }
-  WorkerMode mode() const override { return WorkerMode::kToken; }
   int64_t iteration() const override { return round_; }
 
   int64_t tokens_per_iteration() const { return tokens_; }

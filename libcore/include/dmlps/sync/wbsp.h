@@ -23,9 +23,6 @@ class WbspPolicy : public Policy {
   // ("wbsp-overlap"); the server side is the same.
   WbspPolicy(int64_t num_workers, bool overlap);
   std::string Name() const override { return overlap_ ? "wbsp-overlap" : "wbsp"; }
-  WorkerMode mode() const override {
-    return overlap_ ? WorkerMode::kLocalOverlap : WorkerMode::kLocal;
-  }
   int64_t iteration() const override { return round_; }
 
  protected:

@@ -40,6 +40,26 @@ struct JobInfo {
   int64_t shard_count = 1;  // this worker's share of the data: shard_index of shard_count
 };
 
+// JobInfo's one list of its fields: calls visit(name, field...) with each
+// field's name and that field of each of `jobs`, in the order above. A job
+// may be any struct with fields of these names, as the server's
+// proto::Welcome: how a worker fills a JobInfo from the Welcome, and how
+// the Python binding shows one (a dict of these names).
+template <typename Visit, typename... Jobs>
+void VisitJobFields(Visit&& visit, Jobs&... jobs) {
+  visit("rank", jobs.rank...);
+  visit("num_workers", jobs.num_workers...);
+  visit("model", jobs.model...);
+  visit("policy", jobs.policy...);
+  visit("batch", jobs.batch...);
+  visit("input_dim", jobs.input_dim...);
+  visit("classes", jobs.classes...);
+  visit("num_params", jobs.num_params...);
+  visit("num_state", jobs.num_state...);
+  visit("shard_index", jobs.shard_index...);
+  visit("shard_count", jobs.shard_count...);
+}
+
 // One model's gradients over the training samples a worker holds. A worker
 // calls it from one thread at a time (not always the same thread: WBSP's
 // overlapped steps compute on a thread of their own).

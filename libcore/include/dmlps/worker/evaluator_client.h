@@ -7,7 +7,6 @@
 #define DMLPS_WORKER_EVALUATOR_CLIENT_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -15,20 +14,14 @@
 
 #include "dmlps/base/status.h"
 #include "dmlps/model/model.h"
+#include "dmlps/worker/link_spec.h"
 
 namespace dmlps::worker {
 
 struct EvaluatorConfig {
-  std::string server = "tcp://127.0.0.1:5555";
-  std::chrono::milliseconds connect_timeout{10000};  // for the server's Welcome
-  // The server silent this long counts as gone: the evaluator gives up.
-  std::chrono::milliseconds server_timeout{30000};
-  std::chrono::milliseconds heartbeat{1000};  // between heartbeats to the server
-  std::string curve_secret;                   // this evaluator's secret key file; empty: plaintext
-  std::string curve_server_key;               // the server's public key, inline (Z85) or a file
-  // The job secret's file (net/secret.h), which the server asks of its
-  // evaluator. Empty: DMLPS_SECRET_FILE's, if set.
-  std::string secret_file;
+  // The server and how to reach it; the server asks its evaluator for the
+  // job secret.
+  LinkSpec link;
   // Called once the server has welcomed the evaluator, with the model it
   // trains (a built-in model's spec, or "external") and its parameter
   // count, before any snapshot; an error ends the evaluator. Null: none.

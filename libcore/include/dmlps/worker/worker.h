@@ -15,12 +15,13 @@
 #include "dmlps/base/status.h"
 #include "dmlps/model/layout.h"
 #include "dmlps/worker/computation.h"
+#include "dmlps/worker/link_spec.h"
 #include "dmlps/worker/straggler.h"
 
 namespace dmlps::worker {
 
 struct WorkerConfig {
-  std::string server = "tcp://127.0.0.1:5555";
+  LinkSpec link;      // the server and how to reach it
   int64_t rank = -1;  // -1: the server assigns one
   std::string data = "fashion-mnist";
   int64_t threads = 1;
@@ -31,19 +32,9 @@ struct WorkerConfig {
   std::string model = "mlp:128";
   std::string device = "cpu";  // model::ParseDevice: cpu, cuda, cuda:N
   StragglerSpec straggler;
-  std::chrono::milliseconds connect_timeout{10000};
-  // The server silent this long counts as gone: the worker reconnects.
-  std::chrono::milliseconds server_timeout{30000};
   // How long to keep trying to reach a server that went away before giving up.
   std::chrono::milliseconds reconnect_timeout{30000};
-  std::chrono::milliseconds heartbeat{1000};  // between heartbeats to the server
-  std::string trace;                          // trace file ("-": standard output); empty: none
-  std::string curve_secret;                   // this worker's secret key file; empty: plaintext
-  std::string curve_server_key;               // the server's public key, inline (Z85) or a file
-  // The job secret's file (net/secret.h), presented in the Hello: the
-  // worker may then announce an external model. Empty: DMLPS_SECRET_FILE's,
-  // if set.
-  std::string secret_file;
+  std::string trace;  // trace file ("-": standard output); empty: none
   // Announces the model's layout and initial values in the Hello, as a
   // server of --model external needs (the first worker's values become the
   // model's). With `layout` empty, `model`'s own layout (model::LayoutOf)

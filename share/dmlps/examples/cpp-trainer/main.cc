@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   dmlps::worker::WorkerConfig config;
-  config.server = argv[1];
+  config.link.server = argv[1];
   dmlps::Result<dmlps::worker::WorkerReport> report =
       dmlps::worker::RunWorker(config, std::make_unique<SoftmaxRegression>(*data), &g_signal);
   if (!report.ok()) {
