@@ -51,8 +51,8 @@ cli::Program ReadAdviseFlags(cli::FlagReader& flags) {
   if (flags.Has("target")) config.target = flags.Real("target", 0, 1);
   if (flags.Has("bsp-iterations")) config.bsp_iterations = flags.Real("bsp-iterations", 1, 1e12);
   config.iterations = flags.Int("sim-iterations", 10, 100000);
-  const bench::Format format = ReadFormat(flags);
-  return [config, format] { return cli::RunBenchAdviseProgram(config, format); };
+  return ProgramFor<cli::AdviseConfig>(flags, std::move(config), nullptr,
+                                       cli::RunBenchAdviseProgram);
 }
 
 }  // namespace dmlps::bench_cli

@@ -36,9 +36,8 @@ cli::Program ReadCodecFlags(cli::FlagReader& flags) {
     }
   }
   if (flags.Has("repeat")) config.repeat = flags.Int("repeat");
-  const bench::Format format = ReadFormat(flags);
-  flags.AddProblems(bench::ValidateCodecBenchConfig(config));
-  return [config, format] { return cli::RunBenchCodecProgram(config, format); };
+  return ProgramFor(flags, std::move(config), bench::ValidateCodecBenchConfig,
+                    cli::RunBenchCodecProgram);
 }
 
 std::vector<cli::BorrowedFlag> CodecBorrowedFlags() {

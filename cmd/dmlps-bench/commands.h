@@ -5,6 +5,7 @@
 #define DMLPS_CMD_BENCH_COMMANDS_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dmlps/bench/experiment.h"
@@ -29,6 +30,18 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags);
 // "Output": --format, shared by all subcommands.
 void AddOutputOptions(cxxopts::Options& options);
 bench::Format ReadFormat(cli::FlagReader& flags);
+
+// What runs a subcommand that takes one config: `run` on `config`, in the
+// --format given, once `validate`'s problems (none: it has no check) are
+// collected in `flags`.
+template <typename Config>
+cli::Program ProgramFor(cli::FlagReader& flags, Config config,
+                        std::vector<std::string> (*validate)(const Config&),
+                        int (*run)(const Config&, bench::Format)) {
+  const bench::Format format = ReadFormat(flags);
+  if (validate != nullptr) flags.AddProblems(validate(config));
+  return [config = std::move(config), format, run] { return run(config, format); };
+}
 
 // Each subcommand's option group(s).
 void AddRunOptions(cxxopts::Options& options);

@@ -35,9 +35,8 @@ cli::Program ReadProfileFlags(cli::FlagReader& flags) {
   if (flags.Has("threads")) config.threads = flags.Int("threads");
   if (flags.Has("model")) config.model = flags.String("model");
   if (flags.Has("data")) config.data = flags.String("data");
-  const bench::Format format = ReadFormat(flags);
-  flags.AddProblems(bench::ValidateProfileConfig(config));
-  return [config, format] { return cli::RunBenchProfileProgram(config, format); };
+  return ProgramFor(flags, std::move(config), bench::ValidateProfileConfig,
+                    cli::RunBenchProfileProgram);
 }
 
 std::vector<cli::BorrowedFlag> ProfileBorrowedFlags() {

@@ -98,9 +98,8 @@ cli::Program ReadTransportFlags(cli::FlagReader& flags) {
     read_size("chunk-bytes", flags.String("chunk-bytes"), &config.chunk_bytes);
   }
   config.curve = flags.Has("curve");
-  const bench::Format format = ReadFormat(flags);
-  flags.AddProblems(bench::ValidateTransportConfig(config));
-  return [config, format] { return cli::RunBenchTransportProgram(config, format); };
+  return ProgramFor(flags, std::move(config), bench::ValidateTransportConfig,
+                    cli::RunBenchTransportProgram);
 }
 
 }  // namespace dmlps::bench_cli

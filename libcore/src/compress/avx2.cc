@@ -50,24 +50,8 @@ DMLPS_COMPRESS_TARGET void Avx2Fp16Encode(const float* in, size_t n, std::byte* 
   ScalarKernels().fp16_encode(in + i, n - i, out + 2 * i);
 }
 
-DMLPS_COMPRESS_TARGET void Avx2Fp16Decode(const std::byte* in, size_t n, float* out) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i));
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
-  }
-  ScalarKernels().fp16_decode(in + 2 * i, n - i, out + i);
-}
-
-DMLPS_COMPRESS_TARGET void Avx2Fp16DecodeAdd(const std::byte* in, size_t n, float scale,
-                                             float* out) {
-  const __m256 s = _mm256_set1_ps(scale);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + 2 * i));
-    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(s, _mm256_cvtph_ps(h), _mm256_loadu_ps(out + i)));
-  }
-  ScalarKernels().fp16_decode_add(in + 2 * i, n - i, scale, out + i);
+DMLPS_COMPRESS_TARGET inline __m256 Fp16Floats(const std::byte* in) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in)));
 }
 
 // Eight bfloat16 of eight floats, in the low halves of 32-bit lanes.
@@ -104,20 +88,24 @@ DMLPS_COMPRESS_TARGET inline __m256 Bf16Floats(const std::byte* in) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-DMLPS_COMPRESS_TARGET void Avx2Bf16Decode(const std::byte* in, size_t n, float* out) {
+// A 16-bit format's decoders: eight values at a time by Floats (the
+// format's eight halves as floats), the ragged end by the scalar kernel
+// `Tail` (and `AddTail`) of Kernels.
+template <__m256 (*Floats)(const std::byte*), auto Tail>
+DMLPS_COMPRESS_TARGET void DecodeHalves(const std::byte* in, size_t n, float* out) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, Bf16Floats(in + 2 * i));
-  ScalarKernels().bf16_decode(in + 2 * i, n - i, out + i);
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, Floats(in + 2 * i));
+  (ScalarKernels().*Tail)(in + 2 * i, n - i, out + i);
 }
 
-DMLPS_COMPRESS_TARGET void Avx2Bf16DecodeAdd(const std::byte* in, size_t n, float scale,
-                                             float* out) {
+template <__m256 (*Floats)(const std::byte*), auto AddTail>
+DMLPS_COMPRESS_TARGET void DecodeAddHalves(const std::byte* in, size_t n, float scale, float* out) {
   const __m256 s = _mm256_set1_ps(scale);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(s, Bf16Floats(in + 2 * i), _mm256_loadu_ps(out + i)));
+    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(s, Floats(in + 2 * i), _mm256_loadu_ps(out + i)));
   }
-  ScalarKernels().bf16_decode_add(in + 2 * i, n - i, scale, out + i);
+  (ScalarKernels().*AddTail)(in + 2 * i, n - i, scale, out + i);
 }
 
 // The first of 16 halves whose exponent bits are all set, as `mask` picks
@@ -326,11 +314,11 @@ const Kernels* Avx2Kernels() {
   static const Kernels kAvx2 = {
       .name = "avx2",
       .fp16_encode = Avx2Fp16Encode,
-      .fp16_decode = Avx2Fp16Decode,
-      .fp16_decode_add = Avx2Fp16DecodeAdd,
+      .fp16_decode = DecodeHalves<Fp16Floats, &Kernels::fp16_decode>,
+      .fp16_decode_add = DecodeAddHalves<Fp16Floats, &Kernels::fp16_decode_add>,
       .bf16_encode = Avx2Bf16Encode,
-      .bf16_decode = Avx2Bf16Decode,
-      .bf16_decode_add = Avx2Bf16DecodeAdd,
+      .bf16_decode = DecodeHalves<Bf16Floats, &Kernels::bf16_decode>,
+      .bf16_decode_add = DecodeAddHalves<Bf16Floats, &Kernels::bf16_decode_add>,
       .fp16_first_nonfinite = Avx2Fp16FirstNonfinite,
       .bf16_first_nonfinite = Avx2Bf16FirstNonfinite,
       .f32_first_nonfinite = Avx2F32FirstNonfinite,
