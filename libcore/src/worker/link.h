@@ -15,6 +15,7 @@
 #include <zmq.hpp>
 
 #include "dmlps/base/status.h"
+#include "dmlps/compress/compress.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/worker/worker.h"
@@ -111,8 +112,13 @@ class ServerLink {
   // with sharded servers each shard its slice. `then`, when given, goes
   // right after the push's header, before its chunks (the next Pull, so that
   // a large model streams back while the gradient is still arriving).
+  // Under the job's push codec (Welcome::push_codec) the payload goes
+  // encoded, inline, through the link's error feedback, which a (re)join
+  // resets (docs/compression.md, "Compressed pushes and pulls").
   Status SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
                   const proto::Body* then = nullptr);
+  // The payload bytes SendPush puts on the wire for a push of `floats` floats.
+  int64_t PushWireBytes(size_t floats) const;
   // Waits for a message of a type in `wants` (or Stop), handling heartbeats,
   // the server's warnings and SyncNow on the way; Unavailable when the
   // server stays silent for --server-timeout, Refused when it refuses this
@@ -124,8 +130,10 @@ class ServerLink {
   // `params`, streamed chunks as they arrive and the other shards' slices
   // from them; returns shard 0's header. A model that carries digests (the
   // first since joining) is checked against them: DataLoss when any slice
-  // differs from the one its shard sent. A Stop may cut it short: see
-  // stopped().
+  // differs from the one its shard sent. Under a pull codec an encoded model
+  // is the change since the last one taken, added into the link's copy of
+  // that, which then goes to `params`: Protocol error, `params` untouched,
+  // when its bytes do not decode. A Stop may cut it short: see stopped().
   Result<proto::Model> TakeModel(proto::Message& message, std::span<float> params);
   // Sleeps `d`, heartbeating meanwhile so that a long emulated delay does
   // not look like a dead worker; Unavailable when a signal arrives.
@@ -176,6 +184,10 @@ class ServerLink {
   Result<uint64_t> TakeSlice(size_t shard, proto::Message& message, std::span<float> out);
   // Says Hello to shard `shard` as rank `rank` (-1: any).
   Status SayHello(size_t shard, int64_t rank, int64_t max_batch, int64_t ticket = 0);
+  // Takes the codecs of a new Welcome: a fresh residual, no model held yet.
+  Status TakeCodecs();
+  // Adds an encoded model's change into held_ and copies that to `params`.
+  Status TakeChange(const proto::Message& message, std::span<float> params);
 
   const WorkerConfig& config_;
   const std::atomic<int>* signal_;
@@ -196,6 +208,16 @@ class ServerLink {
   bool gave_up_ = false;      // the server did not come back: no one to tell
   bool stop_ = false;
   std::string stop_reason_;
+  // The job's codecs, from the last Welcome.
+  compress::Codec push_codec_;
+  compress::Codec pull_codec_;
+  // What the codec left out of the pushes since the last (re)join.
+  compress::ErrorFeedback push_feedback_;
+  std::vector<std::byte> encoded_;  // the last push encoded, reused
+  // Under a pull codec: the model as the server last sent it, which its
+  // next change is added to; valid once holding_.
+  std::vector<float> held_;
+  bool holding_ = false;
 };
 
 }  // namespace dmlps::worker
