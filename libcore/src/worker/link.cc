@@ -93,7 +93,7 @@ Status ServerLink::Join(int64_t max_batch) {
   }
   welcome_ = std::get<proto::Welcome>(reply->body);
   rank_ = welcome_.rank;
-  DMLPS_RETURN_IF_ERROR(TakeCodecs());
+  DMLPS_RETURN_IF_ERROR(codecs_.Take(welcome_));
   return ConnectShards();
 }
 
@@ -179,9 +179,8 @@ Result<bool> ServerLink::Rejoin() {
       welcome_ = welcome;
       rank_ = welcome_.rank;
       ++reconnects_;
-      // What the residual held is lost with the server's view of this
-      // worker: the new server's first model is whole again.
-      DMLPS_RETURN_IF_ERROR(TakeCodecs());
+      // The new server's first model is whole again.
+      DMLPS_RETURN_IF_ERROR(codecs_.Take(welcome_));
       DMLPS_RETURN_IF_ERROR(ConnectShards());
       sync_round_ = -1;
       return welcome.shard_index != before.shard_index ||
@@ -202,48 +201,14 @@ void ServerLink::Leave(const std::string& why) {
 
 Status ServerLink::SendPull(int64_t clock) { return socket_.Send(proto::Pull{clock}); }
 
-Status ServerLink::TakeCodecs() {
-  Result<compress::Codec> push = compress::ParseCodec(welcome_.push_codec);
-  Result<compress::Codec> pull = compress::ParseCodec(welcome_.pull_codec);
-  if (!push.ok() || !pull.ok()) {
-    return Status::Protocol("the server named a codec this worker does not know: " +
-                            (push.ok() ? pull : push).status().message());
-  }
-  if (welcome_.servers.size() > 1 &&
-      (push->kind != compress::Kind::kNone || pull->kind != compress::Kind::kNone)) {
-    return Status::Protocol("the server asked for codecs with sharded servers");
-  }
-  push_codec_ = *push;
-  pull_codec_ = *pull;
-  if (push_codec_.kind != compress::Kind::kNone || pull_codec_.kind != compress::Kind::kNone) {
-    spdlog::info("pushes encoded in {}, models after the first in {}", welcome_.push_codec,
-                 welcome_.pull_codec);
-  }
-  push_feedback_.Reset();
-  held_.clear();
-  holding_ = false;
-  return Status::Ok();
-}
-
-int64_t ServerLink::PushWireBytes(size_t floats) const {
-  if (push_codec_.kind == compress::Kind::kNone) return static_cast<int64_t>(floats) * kFloatBytes;
-  return static_cast<int64_t>(compress::EncodedBytes(push_codec_, floats));
-}
+int64_t ServerLink::PushWireBytes(size_t floats) const { return codecs_.PushBytes(floats); }
 
 Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
                             const proto::Body* then) {
-  if (push_codec_.kind != compress::Kind::kNone) {
-    // Encoded: inline, one frame (docs/compression.md). A payload that is
-    // not finite is sent encoded as it is, without the residual, for the
-    // server to refuse as it refuses a dense one; the residual is kept.
-    if (!push_feedback_.Encode(push_codec_, *payload, &encoded_).ok()) {
-      compress::Encode(push_codec_, *payload, &encoded_);
-    }
-    push.num_params = static_cast<int64_t>(payload->size());
-    push.codec = compress::CodecName(push_codec_);
-    push.encoded_bytes = static_cast<int64_t>(encoded_.size());
+  if (codecs_.encodes_pushes()) {
+    // Encoded: inline, one frame (docs/compression.md).
     net::Frames frames;
-    frames.emplace_back(encoded_.data(), encoded_.size());
+    codecs_.EncodePush(*payload, &push, &frames);
     DMLPS_RETURN_IF_ERROR(socket_.Send(push, std::move(frames)));
     return then != nullptr ? socket_.Send(*then) : Status::Ok();
   }
@@ -396,30 +361,10 @@ Result<uint64_t> ServerLink::TakeSlice(size_t shard, proto::Message& message,
   return digest;
 }
 
-Status ServerLink::TakeChange(const proto::Message& message, std::span<float> params) {
-  const auto& header = std::get<proto::Model>(message.body);
-  if (pull_codec_.kind == compress::Kind::kNone || !holding_) {
-    return Status::Protocol(pull_codec_.kind == compress::Kind::kNone
-                                ? "the server sent an encoded model to a job without a pull codec"
-                                : "the server sent an encoded model before a whole one");
-  }
-  if (header.codec != compress::CodecName(pull_codec_) || header.chunks != 0 ||
-      header.num_params != static_cast<int64_t>(params.size()) || message.payload.size() != 1 ||
-      static_cast<int64_t>(message.payload[0].size()) != header.encoded_bytes) {
-    return Status::Protocol("the server sent an encoded model that does not fit its header");
-  }
-  const auto* data = static_cast<const std::byte*>(message.payload[0].data());
-  DMLPS_RETURN_IF_ERROR(
-      compress::DecodeAdd(pull_codec_, {data, message.payload[0].size()}, 1.0F, held_)
-          .WithContext("bad model from the server"));
-  std::copy(held_.begin(), held_.end(), params.begin());
-  return Status::Ok();
-}
-
 Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<float> params) {
   const proto::Model header = std::get<proto::Model>(message.body);
   if (header.encoded_bytes != 0) {
-    DMLPS_RETURN_IF_ERROR(TakeChange(message, params));
+    DMLPS_RETURN_IF_ERROR(codecs_.TakeChange(message, params));
     return header;
   }
   std::vector<uint64_t> digests;
@@ -448,11 +393,7 @@ Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<fl
                  digests.size() == 1 ? "digest" : "digests", fmt::join(digests, " "),
                  digests.size() == 1 ? "equals" : "equal");
   }
-  if (!stop_ && pull_codec_.kind != compress::Kind::kNone) {
-    // A whole model: the changes that follow add up from it.
-    held_.assign(params.begin(), params.end());
-    holding_ = true;
-  }
+  if (!stop_) codecs_.Hold(params);
   return header;
 }
 

@@ -15,11 +15,11 @@
 #include <zmq.hpp>
 
 #include "dmlps/base/status.h"
-#include "dmlps/compress/compress.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/worker/worker.h"
 #include "worker/server_socket.h"
+#include "worker/wire_codecs.h"
 
 namespace dmlps::worker {
 
@@ -184,10 +184,6 @@ class ServerLink {
   Result<uint64_t> TakeSlice(size_t shard, proto::Message& message, std::span<float> out);
   // Says Hello to shard `shard` as rank `rank` (-1: any).
   Status SayHello(size_t shard, int64_t rank, int64_t max_batch, int64_t ticket = 0);
-  // Takes the codecs of a new Welcome: a fresh residual, no model held yet.
-  Status TakeCodecs();
-  // Adds an encoded model's change into held_ and copies that to `params`.
-  Status TakeChange(const proto::Message& message, std::span<float> params);
 
   const WorkerConfig& config_;
   const std::atomic<int>* signal_;
@@ -209,15 +205,7 @@ class ServerLink {
   bool stop_ = false;
   std::string stop_reason_;
   // The job's codecs, from the last Welcome.
-  compress::Codec push_codec_;
-  compress::Codec pull_codec_;
-  // What the codec left out of the pushes since the last (re)join.
-  compress::ErrorFeedback push_feedback_;
-  std::vector<std::byte> encoded_;  // the last push encoded, reused
-  // Under a pull codec: the model as the server last sent it, which its
-  // next change is added to; valid once holding_.
-  std::vector<float> held_;
-  bool holding_ = false;
+  WireCodecs codecs_;
 };
 
 }  // namespace dmlps::worker
