@@ -111,7 +111,15 @@ void AddRunOptions(cxxopts::Options& options, const ServerConfig& defaults) {
                 {{"seed", "Seed for the initial model and the workers' sampling", "N",
                   std::to_string(defaults.job.seed)},
                  {"threads", "Threads that sum pushes and apply updates (1..256)", "N",
-                  std::to_string(defaults.threads)}});
+                  std::to_string(defaults.threads)},
+                 {"push-codec",
+                  "Encode every worker's push: none, fp16, bf16, int8 (scaled per 256 floats) or "
+                  "topk:F (the largest F of the coordinates), with error feedback",
+                  "CODEC", defaults.push_codec},
+                 {"pull-codec",
+                  "Send each model after a worker's first as its change since that worker's last, "
+                  "encoded: none, fp16, bf16, int8 or topk:F",
+                  "CODEC", defaults.pull_codec}});
   AddOptimizerOptions(options, defaults.optimizer);
   cli::AddFlags(
       options, "Stopping and evaluation",
@@ -182,6 +190,8 @@ void ReadJob(cli::FlagReader& flags, ServerConfig* config) {
   cli::ReadTrainingOptions(flags, &config->job);
   config->job.seed = static_cast<uint64_t>(flags.Int("seed", 0));
   config->threads = flags.Int("threads", 1, 256);
+  config->push_codec = flags.String("push-codec");
+  config->pull_codec = flags.String("pull-codec");
   config->job.target_accuracy = flags.Real("target-accuracy", 0, 1);
   config->job.target_loss = flags.Real("target-loss", 0, 1e30);
   config->job.max_iterations = flags.Int("max-iterations", 0);

@@ -61,6 +61,8 @@ complete -c $c -l lr-schedule -x -a 'constant step: multistep: cosine: linear:' 
 complete -c $c -l warmup -x -d 'Steps of linear warmup'
 complete -c $c -l seed -x -d 'Seed for the initial model and the sampling'
 complete -c $c -l threads -x -d 'Threads that sum pushes and apply updates'
+complete -c $c -l push-codec -x -a 'none fp16 bf16 int8 topk:0.01' -d 'Encode every push (with error feedback)'
+complete -c $c -l pull-codec -x -a 'none fp16 bf16 int8 topk:0.01' -d 'Send models as encoded changes'
 
 complete -c $c -l target-accuracy -x -d 'Stop when the test accuracy reaches this'
 complete -c $c -l target-loss -x -d 'Stop when the mean test loss is at most this'

@@ -6,6 +6,12 @@
 //                   streamed: a chunk out of order, a chunk with NaN, a
 //                   chunk of the wrong size) until the server says stop;
 //                   exits 0 on Stop.
+//   bad-encoded-worker ADDR
+//                   as bad-worker, to a server of --push-codec int8, its
+//                   pushes encoded and broken (a byte short, dense, another
+//                   codec, a NaN scale, a header lying about its bytes,
+//                   chunks announced, a scale out of range); checks that
+//                   its first model came whole; exits 0 on Stop.
 //   oversized ADDR LIMIT
 //                   sends a message whose frames together exceed LIMIT
 //                   bytes, one of too many frames, then a single frame
@@ -21,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -109,16 +116,25 @@ int Garbage(Endpoint& endpoint) {
   return 0;
 }
 
-int BadWorker(Endpoint& endpoint) {
+// Sends push `push` (its clock, version, counts and size filled in),
+// broken some way; false when a send failed.
+using Breaker =
+    std::function<bool(Endpoint& endpoint, const proto::Welcome& welcome, proto::Push push)>;
+
+// Joins, then answers every model with a push `send_broken` breaks, until
+// the server says stop; exits 0 on Stop when a push was refused, and
+// prints how many models came encoded (a first one encoded fails it).
+int BrokenWorker(Endpoint& endpoint, const Breaker& send_broken) {
   if (!endpoint.SendMessage(nullptr, proto::Hello{-1, "test-peer", 0, 1, 0, -1, 0, {}}).ok()) {
     return Fail("cannot send Hello");
   }
   proto::Message reply;
   if (!ReceiveBody(endpoint, &reply)) return Fail("no Welcome");
-  auto* welcome = std::get_if<proto::Welcome>(&reply.body);
-  if (welcome == nullptr) return Fail("the server did not welcome this peer");
-  const int64_t n = welcome->num_params;
+  auto* welcome_body = std::get_if<proto::Welcome>(&reply.body);
+  if (welcome_body == nullptr) return Fail("the server did not welcome this peer");
+  const proto::Welcome welcome = *welcome_body;
   int64_t refused = 0;
+  int64_t encoded = 0;
   for (int64_t clock = 0;; ++clock) {
     if (!endpoint.SendMessage(nullptr, proto::Pull{clock}).ok()) return Fail("cannot pull");
     // Skip the Errors that answer our broken pushes; wait for the model or Stop.
@@ -132,61 +148,118 @@ int BadWorker(Endpoint& endpoint) {
       break;
     }
     if (std::holds_alternative<proto::Stop>(reply.body)) {
-      std::printf("stopped after %lld steps, %lld pushes refused\n", static_cast<long long>(clock),
-                  static_cast<long long>(refused));
+      std::printf("stopped after %lld steps, %lld pushes refused, %lld models encoded\n",
+                  static_cast<long long>(clock), static_cast<long long>(refused),
+                  static_cast<long long>(encoded));
       return refused > 0 ? 0 : Fail("no broken push was refused");
     }
     const auto& model = std::get<proto::Model>(reply.body);
+    if (model.encoded_bytes > 0) ++encoded;
+    if (clock == 0 && model.encoded_bytes != 0) return Fail("the first model came encoded");
     proto::Push push;
     push.clock = clock;
     push.base_version = model.version;
-    push.batch = welcome->batch;
-    push.samples = welcome->batch;
-    push.num_params = n;
-    std::vector<float> values(n, 0.f);
-    Frames payload;
-    if (clock % 8 >= 5) {
-      // Streamed in four chunks, one of them broken.
-      const int64_t per = (n + 3) / 4;
-      push.chunks = (n + per - 1) / per;
-      push.chunk_floats = per;
-      if (!endpoint.SendMessage(nullptr, push).ok()) return Fail("cannot push");
-      if (clock % 8 == 6) values[per + 1] = std::numeric_limits<float>::quiet_NaN();
-      for (int64_t i = 0; i < push.chunks; ++i) {
-        int64_t index = i;
-        int64_t count = std::min(per, n - i * per);
-        if (clock % 8 == 5 && i == 1) index = 2;   // out of order: the stream ends here
-        if (clock % 8 == 7 && i == 2) count -= 1;  // a float short
-        Frames chunk;
-        chunk.emplace_back(values.data() + i * per, static_cast<size_t>(count) * sizeof(float));
-        if (!endpoint.SendMessage(nullptr, proto::Chunk{index}, std::move(chunk)).ok()) {
-          return Fail("cannot send a chunk");
-        }
-      }
-      continue;
-    }
-    switch (clock % 5) {
-      case 0:  // one float short
-        values.pop_back();
-        break;
-      case 1:
-        values[n / 2] = std::numeric_limits<float>::quiet_NaN();
-        break;
-      case 2:
-        values[0] = std::numeric_limits<float>::infinity();
-        break;
-      case 3:  // a frame that is not a whole number of floats
-        payload.push_back(Bytes(std::string(7, '\1')));
-        break;
-      case 4:  // a header that lies about the model size
-        push.num_params = n + 1;
-        break;
-    }
-    if (payload.empty()) {
-      payload.emplace_back(values.data(), values.size() * sizeof(float));
-    }
-    if (!endpoint.SendMessage(nullptr, push, std::move(payload)).ok()) return Fail("cannot push");
+    push.batch = welcome.batch;
+    push.samples = welcome.batch;
+    push.num_params = welcome.num_params;
+    if (!send_broken(endpoint, welcome, push)) return Fail("cannot push");
   }
+}
+
+// bad-worker: dense pushes broken every way the dense format allows.
+bool SendBrokenDense(Endpoint& endpoint, const proto::Welcome& welcome, proto::Push push) {
+  const int64_t n = welcome.num_params;
+  const int64_t clock = push.clock;
+  std::vector<float> values(n, 0.f);
+  Frames payload;
+  if (clock % 8 >= 5) {
+    // Streamed in four chunks, one of them broken.
+    const int64_t per = (n + 3) / 4;
+    push.chunks = (n + per - 1) / per;
+    push.chunk_floats = per;
+    if (!endpoint.SendMessage(nullptr, push).ok()) return false;
+    if (clock % 8 == 6) values[per + 1] = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t i = 0; i < push.chunks; ++i) {
+      int64_t index = i;
+      int64_t count = std::min(per, n - i * per);
+      if (clock % 8 == 5 && i == 1) index = 2;   // out of order: the stream ends here
+      if (clock % 8 == 7 && i == 2) count -= 1;  // a float short
+      Frames chunk;
+      chunk.emplace_back(values.data() + i * per, static_cast<size_t>(count) * sizeof(float));
+      if (!endpoint.SendMessage(nullptr, proto::Chunk{index}, std::move(chunk)).ok()) {
+        return false;
+      }
+    }
+    return true;
+  }
+  switch (clock % 5) {
+    case 0:  // one float short
+      values.pop_back();
+      break;
+    case 1:
+      values[n / 2] = std::numeric_limits<float>::quiet_NaN();
+      break;
+    case 2:
+      values[0] = std::numeric_limits<float>::infinity();
+      break;
+    case 3:  // a frame that is not a whole number of floats
+      payload.push_back(Bytes(std::string(7, '\1')));
+      break;
+    case 4:  // a header that lies about the model size
+      push.num_params = n + 1;
+      break;
+  }
+  if (payload.empty()) payload.emplace_back(values.data(), values.size() * sizeof(float));
+  return endpoint.SendMessage(nullptr, push, std::move(payload)).ok();
+}
+
+// bad-encoded-worker: pushes to a job of --push-codec int8 broken every way
+// the encoded format allows: a byte short, a dense push, another codec, a
+// NaN scale, a header that lies about its bytes, chunks announced, a scale
+// past the largest allowed.
+bool SendBrokenInt8(Endpoint& endpoint, const proto::Welcome& welcome, proto::Push push) {
+  const auto n = static_cast<size_t>(welcome.num_params);
+  const size_t blocks = (n + 255) / 256;
+  std::string bytes(blocks * sizeof(float) + n, '\0');  // zeros: a valid int8 encoding
+  push.codec = "int8";
+  push.encoded_bytes = static_cast<int64_t>(bytes.size());
+  switch (push.clock % 7) {
+    case 0:  // a byte short
+      bytes.pop_back();
+      break;
+    case 1: {  // dense
+      push.codec.clear();
+      push.encoded_bytes = 0;
+      bytes.assign(n * sizeof(float), '\0');
+      break;
+    }
+    case 2:  // another codec, its size right
+      push.codec = "fp16";
+      bytes.assign(n * 2, '\0');
+      push.encoded_bytes = static_cast<int64_t>(bytes.size());
+      break;
+    case 3: {  // a NaN scale
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(bytes.data(), &nan, sizeof(nan));
+      break;
+    }
+    case 4:  // the header lies about the bytes
+      push.encoded_bytes += 4;
+      break;
+    case 5:  // chunks announced
+      push.chunks = 2;
+      push.chunk_floats = static_cast<int64_t>((n + 1) / 2);
+      break;
+    case 6: {  // a scale past the largest the format allows
+      const float huge = 1e38F;
+      std::memcpy(bytes.data(), &huge, sizeof(huge));
+      bytes[blocks * sizeof(float)] = '\x7f';
+      break;
+    }
+  }
+  Frames payload;
+  payload.push_back(Bytes(bytes));
+  return endpoint.SendMessage(nullptr, push, std::move(payload)).ok();
 }
 
 // Waits for the server's answer to what was just sent: an Error, or nothing.
@@ -288,7 +361,8 @@ int Flood(zmq::context_t& context, const std::string& address, int64_t count) {
 int main(int argc, char** argv) {
   if (argc < 3 || argc > 4) {
     std::fprintf(stderr,
-                 "usage: dmlps-test-peer garbage|bad-worker ADDR | oversized ADDR LIMIT | "
+                 "usage: dmlps-test-peer garbage|bad-worker|bad-encoded-worker ADDR | oversized "
+                 "ADDR LIMIT | "
                  "flood ADDR N\n");
     return 64;
   }
@@ -299,6 +373,7 @@ int main(int argc, char** argv) {
   if (!endpoint.ok()) return Fail(endpoint.status().message());
   if (mode == "garbage") return Garbage(*endpoint);
   if (mode == "oversized" && argc == 4) return Oversized(*endpoint, std::atoll(argv[3]));
-  if (mode == "bad-worker") return BadWorker(*endpoint);
+  if (mode == "bad-worker") return BrokenWorker(*endpoint, SendBrokenDense);
+  if (mode == "bad-encoded-worker") return BrokenWorker(*endpoint, SendBrokenInt8);
   return Fail("unknown mode " + mode);
 }

@@ -148,6 +148,8 @@ bool Admissions::HandleHello(const zmq::message_t& identity, const proto::Hello&
       refusals_.Refuse(identity, who, decision.why, true);
       return false;
     case HelloDecision::kKnown:
+      // It starts afresh: under a pull codec its next model goes whole.
+      members_.at(rank).replica.reset();
       break;
     case HelloDecision::kNewRank:
       rank = driver_.AddRank();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "server/model_store.h"
@@ -49,17 +50,63 @@ sync::PushInfo PushInfoOf(const proto::Push& push, Clock::time_point replied_at,
   return info;
 }
 
+namespace {
+
+// Replaces an encoded push's payload with its decoded floats, one frame of
+// `size`. Empty when it did; otherwise why not (the payload then unused).
+std::string DecodePayload(const proto::Push& push, int64_t size, const compress::Codec& codec,
+                          net::Frames& payload) {
+  const std::string name = compress::CodecName(codec);
+  if (push.encoded_bytes == 0) {
+    return "push is dense; this job's pushes are encoded in " + name;
+  }
+  if (push.codec != name) {
+    return "push is encoded in '" + push.codec + "'; this job's pushes are encoded in " + name;
+  }
+  if (push.chunks != 0) return "an encoded push comes inline, not in chunks";
+  const size_t expected = compress::EncodedBytes(codec, static_cast<size_t>(size));
+  if (push.encoded_bytes < 0 || static_cast<size_t>(push.encoded_bytes) != expected ||
+      payload.size() != 1 || payload[0].size() != expected) {
+    return "encoded push of " + std::to_string(push.encoded_bytes) + " bytes in " +
+           std::to_string(payload.size()) + " frames; " + std::to_string(size) + " floats in " +
+           name + " are one frame of " + std::to_string(expected);
+  }
+  std::vector<float> values(static_cast<size_t>(size));
+  const Status decoded = compress::Decode(
+      codec, {static_cast<const std::byte*>(payload[0].data()), payload[0].size()}, values);
+  if (!decoded.ok()) return decoded.message();
+  payload.clear();
+  payload.emplace_back(values.data(), values.size() * sizeof(float));
+  return "";
+}
+
+}  // namespace
+
 OpenedPush OpenPush(const proto::Push& push, int64_t size, std::string_view holder,
-                    net::Frames& payload) {
+                    net::Frames& payload, const compress::Codec& codec) {
   OpenedPush opened;
-  Result<proto::IncomingTensor> tensor = proto::IncomingTensor::Open(
-      push.num_params, push.chunks, push.chunk_floats, std::move(payload));
+  const bool encoded = push.encoded_bytes != 0 || !push.codec.empty();
+  if (codec.kind == compress::Kind::kNone && encoded) {
+    opened.fault = OpenedPush::kLayout;
+    opened.why = "push is encoded; this job's pushes are dense";
+    return opened;
+  }
+  // The size first: an encoded push's decoded floats are allocated by it.
   if (push.num_params != size) {
     opened.fault = OpenedPush::kSize;
     opened.why = "push carries " + std::to_string(push.num_params) + " parameters, " +
                  std::string(holder) + " has " + std::to_string(size);
     return opened;
   }
+  if (codec.kind != compress::Kind::kNone) {
+    if (std::string why = DecodePayload(push, size, codec, payload); !why.empty()) {
+      opened.fault = OpenedPush::kLayout;
+      opened.why = std::move(why);
+      return opened;
+    }
+  }
+  Result<proto::IncomingTensor> tensor = proto::IncomingTensor::Open(
+      push.num_params, push.chunks, push.chunk_floats, std::move(payload));
   if (!tensor.ok()) {
     opened.fault = OpenedPush::kLayout;
     opened.why = tensor.status().message();

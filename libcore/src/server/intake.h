@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "dmlps/base/status.h"
+#include "dmlps/compress/compress.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/sync/policy.h"
@@ -62,9 +63,13 @@ struct OpenedPush {
 // Opens the payload that came with `push`, for a receiver holding `size`
 // floats (`holder` names them in OpenedPush::why: "the model"). Only a
 // payload that came whole is checked for NaN here; a streamed one is
-// checked chunk by chunk as PushStreams takes the chunks.
+// checked chunk by chunk as PushStreams takes the chunks. Under a push
+// `codec` (not none) the push must be encoded in it, inline, and is decoded
+// into a dense payload first; a push in another codec, a dense one, or
+// bytes that do not decode are a kLayout fault. Without one, an encoded
+// push is a kLayout fault.
 OpenedPush OpenPush(const proto::Push& push, int64_t size, std::string_view holder,
-                    net::Frames& payload);
+                    net::Frames& payload, const compress::Codec& codec = {});
 
 // The streamed pushes whose chunks are still coming, one per worker at
 // most. It never advances the model store: after a chunk is taken or a

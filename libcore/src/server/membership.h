@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ inline constexpr int64_t kMaxRanks = 100000;
 // overflow.
 inline constexpr int64_t kMaxHelloBatch = int64_t{1} << 31;
 
+struct Replica;  // server/model_changes.h
+
 // A worker holding a rank.
 struct Member {
   zmq::message_t identity;
@@ -42,6 +45,9 @@ struct Member {
   Clock::time_point last_seen;   // when it was last heard from
   Clock::time_point replied_at;  // when the last model reply was queued; epoch: none yet
   sync::WorkerTotals totals;     // what it reported, for the closing summary
+  // Under a pull codec: the model as it holds it (WorkerDesk::SendModel);
+  // null until its first model is queued.
+  std::shared_ptr<Replica> replica;
 };
 
 // What to do with a Hello.

@@ -28,7 +28,7 @@ void PushIntake::Push(int64_t rank, const proto::Push& push, net::Frames& payloa
   }
   // A streamed gradient is checked chunk by chunk as it arrives (Chunk);
   // one that came whole is checked now.
-  OpenedPush opened = OpenPush(push, store_.size(), "the model", payload);
+  OpenedPush opened = OpenPush(push, store_.size(), "the model", payload, codec_);
   if (opened.fault == OpenedPush::kNone && max_push_samples_ > 0) {
     // A push weighs its samples: one claiming more than its worker was
     // given would outweigh the others' real work.

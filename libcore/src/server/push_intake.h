@@ -28,7 +28,7 @@ class PushIntake {
   // into `store`; the other shards (`shards`) free what is not staged.
   // A push claims at most `max_push_samples` (0: no cap) until the driver
   // gives its worker a batch (GiveBatch). `tracer` (null: none) gets each
-  // push. All outlive this.
+  // push. All outlive this. Pushes are dense until set_codec says otherwise.
   PushIntake(int64_t max_push_samples, ShardCoordinator& shards,
              sync::PolicyDriver<Gradient>& driver, ModelStore& store, Membership& members,
              Refusals& refusals, trace::TraceWriter* tracer)
@@ -47,6 +47,9 @@ class PushIntake {
   // The driver gave the worker of `rank` a batch of `batch` samples: what
   // its pushes may claim from now on.
   void GiveBatch(int64_t rank, int64_t batch) { batch_given_[rank] = batch; }
+  // The job's push codec (Welcome::push_codec): each push is decoded from
+  // it, and one in another is refused (OpenPush).
+  void set_codec(const compress::Codec& codec) { codec_ = codec; }
   // The worker of `rank` is gone: its stream's missing chunks will never
   // come, and are left out.
   void Forget(int64_t rank);
@@ -68,6 +71,7 @@ class PushIntake {
   Membership& members_;
   Refusals& refusals_;
   trace::TraceWriter* const tracer_;
+  compress::Codec codec_;
   PushStreams streams_;  // the pushes whose chunks are still coming, by rank
   // By rank: the batch the driver gave it last, which caps its pushes'
   // samples in place of max_push_samples_.

@@ -20,13 +20,13 @@ void WriteRunReport(const RunReport& report, std::ostream& out) {
       "samples_to_target\t{}\niterations\t{}\nsamples\t{}\nseconds\t{}\naccuracy\t{}\n"
       "loss\t{}\ncompute_ratio_mean\t{}\ncompute_ratio_min\t{}\nwait_share\t{}\n"
       "wasted_samples\t{}\nsignal\t{}\nworkers_lost\t{}\nlast_lost\t{}\nworkers_joined\t{}\n"
-      "resumed_iteration\t{}\ncheckpoints\t{}\nbytes_per_worker\t{}\n",
+      "resumed_iteration\t{}\ncheckpoints\t{}\nbytes_per_worker\t{}\nmodel_bytes_per_worker\t{}\n",
       report.target_reached, report.seconds_to_target, report.iterations_to_target,
       report.samples_to_target, report.iterations, report.samples, report.seconds,
       report.last_eval.accuracy, report.last_eval.loss, report.compute_ratio_mean,
       report.compute_ratio_min, report.wait_share, report.wasted_samples, report.signal,
       report.workers_lost, last_lost, report.workers_joined, report.resumed_iteration,
-      report.checkpoints, report.bytes_per_worker);
+      report.checkpoints, report.bytes_per_worker, report.model_bytes_per_worker);
 }
 
 std::string EndReason(const RunReport& report, const Targets& targets) {

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "dmlps/cli/status_line.h"
@@ -294,6 +295,11 @@ void ParameterServer::Summarize() {
   report_.samples = driver_->samples_applied();
   report_.wait_share = summary.wait_share;
   report_.bytes_per_worker = summary.bytes_sent_mean;
+  const auto stepped = std::ranges::count_if(totals, [](const auto& t) { return t.steps > 0; });
+  if (stepped > 0) {
+    report_.model_bytes_per_worker =
+        static_cast<double>(desk_->model_bytes_sent()) / static_cast<double>(stepped);
+  }
   LogRunSummary(report_, policy_->Name(), {config_.job.target_accuracy, config_.job.target_loss},
                 evaluations_->skipped(), driver_->dropped_pushes());
 }

@@ -2,9 +2,16 @@
 
 #include <utility>
 
+#include "dmlps/compress/compress.h"
 #include "server/aggregate.h"
 
 namespace dmlps::server {
+namespace {
+
+// A codec flag as the job uses it. REQUIRES: ValidateConfig accepted it.
+compress::Codec CodecOf(const std::string& flag) { return compress::ParseCodec(flag).value(); }
+
+}  // namespace
 
 proto::Welcome JobWelcome(const ServerConfig& config, const model::ModelSpec* spec,
                           const std::string& policy) {
@@ -39,6 +46,8 @@ proto::Welcome WorkerWelcome(const ServerConfig& config, const model::ModelSpec*
   if (policy.mode() == sync::WorkerMode::kLocalSgd) welcome.local_steps = config.policy.local_steps;
   welcome.num_params = num_params;
   welcome.num_state = num_state;
+  welcome.push_codec = compress::CodecName(CodecOf(config.push_codec));
+  welcome.pull_codec = compress::CodecName(CodecOf(config.pull_codec));
   return welcome;
 }
 
@@ -75,9 +84,12 @@ WorkerDeskOptions DeskOptions(const ServerConfig& config, sync::WorkerMode mode,
       .peer = nullptr,
       .max_push_samples = MaxPushSamples(config, mode),
       .max_ranks = robust ? config.job.workers : kMaxRanks,
+
       .why_bounded = robust ? "all --workers; under --aggregate " + config.aggregate +
                                   " no more may join (the rule's share of bad workers)"
-                            : "the most it takes"};
+                            : "the most it takes",
+      .push_codec = CodecOf(config.push_codec),
+      .pull_codec = CodecOf(config.pull_codec)};
 }
 
 }  // namespace dmlps::server

@@ -7,6 +7,7 @@
 
 #include "dmlps/net/endpoint.h"
 #include "server/loop.h"
+#include "server/model_changes.h"
 #include "server/run_report.h"
 
 namespace dmlps::server {
@@ -29,7 +30,9 @@ WorkerDesk::WorkerDesk(const WorkerDeskOptions& options, net::Endpoint& endpoint
       pushes_(options.max_push_samples, shards, driver, store, members_, refusals_, tracer),
       admissions_(options.workers, options.layout, endpoint, shards, driver, members_, refusals_,
                   tracer, std::move(welcome),
-                  [this](int64_t rank, const std::string& why) { LoseWorker(rank, why); }) {}
+                  [this](int64_t rank, const std::string& why) { LoseWorker(rank, why); }) {
+  pushes_.set_codec(options.push_codec);
+}
 
 Status WorkerDesk::HandleNext(milliseconds wait) {
   // A worker killed and started again at once: its old connection's loss
@@ -178,12 +181,18 @@ void WorkerDesk::SendModel(int64_t rank, const sync::Reply& reply) {
   const bool digest = !member.digest_sent;
   member.digest_sent = true;
   std::string identity(static_cast<const char*>(member.identity.data()), member.identity.size());
-  QueueModelReply(
-      store_, endpoint_, &member.identity, header, "worker " + std::to_string(rank),
-      [this, rank, identity](const Status& why) {
-        unreading_.emplace(rank, std::make_pair(identity, why.message()));
-      },
-      digest);
+  auto failed = [this, rank, identity](const Status& why) {
+    unreading_.emplace(rank, std::make_pair(identity, why.message()));
+  };
+  const std::string who = "worker " + std::to_string(rank);
+  if (options_.pull_codec.kind != compress::Kind::kNone) {
+    if (member.replica == nullptr) member.replica = std::make_shared<Replica>();
+    QueueChangeReply(store_, endpoint_, member.identity, header, who, failed, digest,
+                     options_.pull_codec, member.replica, model_bytes_);
+  } else {
+    QueueModelReply(store_, endpoint_, &member.identity, header, who, failed, digest);
+    *model_bytes_ += store_.size() * static_cast<int64_t>(sizeof(float));
+  }
   shards_.Order({proto::Order::kReply, rank, digest ? 1 : 0, static_cast<double>(header.version)});
 }
 

@@ -9,6 +9,7 @@
 #ifndef DMLPS_SERVER_WORKER_DESK_H_
 #define DMLPS_SERVER_WORKER_DESK_H_
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,7 @@
 #include <zmq.hpp>
 
 #include "dmlps/base/status.h"
+#include "dmlps/compress/compress.h"
 #include "dmlps/net/endpoint.h"
 #include "dmlps/proto/codec.h"
 #include "dmlps/sync/driver.h"
@@ -53,6 +55,10 @@ struct WorkerDeskOptions {
   // most), and why no more join beyond them.
   int64_t max_ranks = kMaxRanks;
   std::string why_bounded = "the most it takes";
+  // The job's codecs (Welcome::push_codec, pull_codec): pushes in another
+  // are refused; models after a worker's first go out as encoded changes.
+  compress::Codec push_codec;
+  compress::Codec pull_codec;
 };
 
 // The workers that came and went while the run went on, for its report.
@@ -120,6 +126,9 @@ class WorkerDesk : public sync::ReplySink {
   // Logs what each member did over a run of `seconds` (those that pushed)
   // and returns their totals, for the closing summary.
   std::vector<sync::WorkerTotals> LogTotals(double seconds);
+  // The model payload bytes sent to workers so far, as sent: encoded under
+  // a pull codec.
+  int64_t model_bytes_sent() const { return model_bytes_->load(); }
   const Turnover& turnover() const { return turnover_; }
   // How many workers hold a rank now.
   int64_t joined() const { return members_.joined(); }
@@ -148,6 +157,8 @@ class WorkerDesk : public sync::ReplySink {
   // Members whose send queue was found full, by rank, with their identity
   // bytes (the rank may have gone to another worker since) and why.
   std::map<int64_t, std::pair<std::string, std::string>> unreading_;
+  // Model payload bytes sent; shared with the replies still queued.
+  std::shared_ptr<std::atomic<int64_t>> model_bytes_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace dmlps::server

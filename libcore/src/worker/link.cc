@@ -93,6 +93,7 @@ Status ServerLink::Join(int64_t max_batch) {
   }
   welcome_ = std::get<proto::Welcome>(reply->body);
   rank_ = welcome_.rank;
+  DMLPS_RETURN_IF_ERROR(codecs_.Take(welcome_));
   return ConnectShards();
 }
 
@@ -180,6 +181,8 @@ Result<bool> ServerLink::Rejoin() {
       welcome_ = welcome;
       rank_ = welcome_.rank;
       ++reconnects_;
+      // The new server's first model is whole again.
+      DMLPS_RETURN_IF_ERROR(codecs_.Take(welcome_));
       DMLPS_RETURN_IF_ERROR(ConnectShards());
       sync_round_ = -1;
       return welcome.shard_index != before.shard_index ||
@@ -200,8 +203,17 @@ void ServerLink::Leave(const std::string& why) {
 
 Status ServerLink::SendPull(int64_t clock) { return socket_.Send(proto::Pull{clock}); }
 
+int64_t ServerLink::PushWireBytes(size_t floats) const { return codecs_.PushBytes(floats); }
+
 Status ServerLink::SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
                             const proto::Body* then) {
+  if (codecs_.encodes_pushes()) {
+    // Encoded: inline, one frame (docs/compression.md).
+    net::Frames frames;
+    codecs_.EncodePush(*payload, &push, &frames);
+    DMLPS_RETURN_IF_ERROR(socket_.Send(push, std::move(frames)));
+    return then != nullptr ? socket_.Send(*then) : Status::Ok();
+  }
   // Larger than a chunk: streamed, so the server sums the first chunks while
   // the later ones are on the wire.
   if (shards_.empty()) {
@@ -353,6 +365,10 @@ Result<uint64_t> ServerLink::TakeSlice(size_t shard, proto::Message& message,
 
 Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<float> params) {
   const proto::Model header = std::get<proto::Model>(message.body);
+  if (header.encoded_bytes != 0) {
+    DMLPS_RETURN_IF_ERROR(codecs_.TakeChange(message, params));
+    return header;
+  }
   std::vector<uint64_t> digests;
   DMLPS_ASSIGN_OR_RETURN(const uint64_t first, TakeSlice(0, message, params.subspan(0, Bound(1))));
   digests.push_back(first);
@@ -379,6 +395,7 @@ Result<proto::Model> ServerLink::TakeModel(proto::Message& message, std::span<fl
                  digests.size() == 1 ? "digest" : "digests", fmt::join(digests, " "),
                  digests.size() == 1 ? "equals" : "equal");
   }
+  if (!stop_) codecs_.Hold(params);
   return header;
 }
 

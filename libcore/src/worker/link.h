@@ -19,6 +19,7 @@
 #include "dmlps/proto/codec.h"
 #include "dmlps/worker/worker.h"
 #include "worker/server_socket.h"
+#include "worker/wire_codecs.h"
 
 namespace dmlps::worker {
 
@@ -111,8 +112,13 @@ class ServerLink {
   // with sharded servers each shard its slice. `then`, when given, goes
   // right after the push's header, before its chunks (the next Pull, so that
   // a large model streams back while the gradient is still arriving).
+  // Under the job's push codec (Welcome::push_codec) the payload goes
+  // encoded, inline, through the link's error feedback, which a (re)join
+  // resets (docs/compression.md, "Compressed pushes and pulls").
   Status SendPush(proto::Push push, std::shared_ptr<const std::vector<float>> payload,
                   const proto::Body* then = nullptr);
+  // The payload bytes SendPush puts on the wire for a push of `floats` floats.
+  int64_t PushWireBytes(size_t floats) const;
   // Waits for a message of a type in `wants` (or Stop), handling heartbeats,
   // the server's warnings and SyncNow on the way; Unavailable when the
   // server stays silent for --server-timeout, Refused when it refuses this
@@ -124,8 +130,10 @@ class ServerLink {
   // `params`, streamed chunks as they arrive and the other shards' slices
   // from them; returns shard 0's header. A model that carries digests (the
   // first since joining) is checked against them: DataLoss when any slice
-  // differs from the one its shard sent. A Stop may cut it short: see
-  // stopped().
+  // differs from the one its shard sent. Under a pull codec an encoded model
+  // is the change since the last one taken, added into the link's copy of
+  // that, which then goes to `params`: Protocol error, `params` untouched,
+  // when its bytes do not decode. A Stop may cut it short: see stopped().
   Result<proto::Model> TakeModel(proto::Message& message, std::span<float> params);
   // Sleeps `d`, heartbeating meanwhile so that a long emulated delay does
   // not look like a dead worker; Unavailable when a signal arrives.
@@ -196,6 +204,8 @@ class ServerLink {
   bool gave_up_ = false;      // the server did not come back: no one to tell
   bool stop_ = false;
   std::string stop_reason_;
+  // The job's codecs, from the last Welcome.
+  WireCodecs codecs_;
 };
 
 }  // namespace dmlps::worker

@@ -83,7 +83,8 @@ Status StepContext::Push(proto::Push push, std::shared_ptr<const std::vector<flo
                          const proto::Body* then) {
   const Clock::time_point start = Clock::now();
   const int64_t start_us = trace::NowMicros();
-  const int64_t bytes = static_cast<int64_t>(payload->size() * sizeof(float));
+  // As sent: encoded under a push codec.
+  const int64_t bytes = link_.PushWireBytes(payload->size());
   // The link's time goes with the next push, less what this thread waited
   // for a core meanwhile: on a host of more workers than cores a send held
   // back for a core read as a slower link, and auto took a worker next to

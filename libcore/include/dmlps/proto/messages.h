@@ -28,8 +28,10 @@ namespace dmlps::proto {
 // version 5 checkpoints of sharded servers (Order kCheckpoint, the
 // resume_version of Welcome), version 6 the server's optimizer in shard 0's
 // Welcome to the other shards (optimizer), version 7 the job secret of
-// Hello (roles the operator grants).
-inline constexpr uint32_t kProtocolVersion = 8;
+// Hello (roles the operator grants), version 9 compressed payloads (the
+// push and pull codecs of Welcome; encoded pushes and models: the codec and
+// encoded_bytes of Push and Model, see docs/compression.md).
+inline constexpr uint32_t kProtocolVersion = 9;
 
 enum class MsgType : uint8_t {
   kHello = 1,        // worker -> server: wants to join
@@ -134,10 +136,15 @@ struct Welcome {
   // a lost one's rank goes on through the same data order from there
   // rather than repeating its start.
   int64_t samples_done = 0;
+  // The job's codecs (compress::CodecName: "none", "int8", "topk:0.01"...):
+  // every push the worker sends is encoded in push_codec, and every model
+  // after its first since joining comes as a change encoded in pull_codec.
+  std::string push_codec = "none";
+  std::string pull_codec = "none";
   MSGPACK_DEFINE_MAP(rank, num_workers, model, policy, batch, input_dim, classes, num_params,
                      shard_index, shard_count, seed, mode, chunk, token_size, lr, momentum, servers,
                      bounds, ticket, resume_version, layout, local_steps, optimizer, num_state,
-                     samples_done);
+                     samples_done, push_codec, pull_codec);
 };
 
 struct Pull {
@@ -157,7 +164,15 @@ struct Model {
   // payload when it came inline (streamed: the last Chunk carries it); 0:
   // none. The worker checks it.
   uint64_t digest = 0;
-  MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats, local_steps, digest);
+  // An encoded model (Welcome::pull_codec, never the first since joining):
+  // the payload is one frame of exactly encoded_bytes bytes, the change
+  // from the model the worker holds (the last one it took) encoded in
+  // `codec`, which the worker adds into it (compress::DecodeAdd, scale 1);
+  // num_params is the dense count, chunks 0. 0: a dense payload.
+  std::string codec;
+  int64_t encoded_bytes = 0;
+  MSGPACK_DEFINE_MAP(version, num_params, batch, token, chunks, chunk_floats, local_steps, digest,
+                     codec, encoded_bytes);
 };
 
 // One step's result. The payload is the mean gradient over `samples` samples
@@ -180,8 +195,14 @@ struct Push {
   int64_t memory_bytes = 0;  // the worker's resident memory
   int64_t chunks = 0;        // 0: the payload is in this message; K: it follows in K Chunks
   int64_t chunk_floats = 0;  // streamed: floats per Chunk (the last one holds the rest)
+  // An encoded push (Welcome::push_codec): the payload is one frame of
+  // exactly encoded_bytes bytes, num_params floats encoded in `codec`;
+  // chunks 0. 0: a dense payload.
+  std::string codec;
+  int64_t encoded_bytes = 0;
   MSGPACK_DEFINE_MAP(clock, base_version, batch, samples, num_params, loss, compute_us, straggle_us,
-                     run_wait_us, wait_us, comm_us, cpu, memory_bytes, chunks, chunk_floats);
+                     run_wait_us, wait_us, comm_us, cpu, memory_bytes, chunks, chunk_floats, codec,
+                     encoded_bytes);
 };
 
 struct Stop {

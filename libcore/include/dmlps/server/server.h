@@ -94,6 +94,13 @@ struct ServerConfig {
   // Each push is scaled down to this L2 norm before it is summed (0: no
   // bound); one shard only.
   double max_update_norm = 0;
+  // The job's codecs (compress::ParseCodec spellings): every push a worker
+  // sends is encoded in push_codec (with error feedback), every model after
+  // a worker's first comes as the change since its last, encoded in
+  // pull_codec (docs/compression.md, "Compressed pushes and pulls"). One
+  // shard, a built-in model.
+  std::string push_codec = "none";
+  std::string pull_codec = "none";
   // Data declaring more features than this is refused (data::DataSpec).
   int64_t max_features = int64_t{1} << 26;
   // Makes the policy (empty: sync::MakePolicy, which leaves auto to the
@@ -133,10 +140,13 @@ struct RunReport {
   double seconds = 0;             // training wall time
   double compute_ratio_mean = 0;  // over workers: (compute + emulated slowness) / run time
   double compute_ratio_min = 0;
-  int64_t samples = 0;             // samples whose gradients went into the model
-  double wait_share = 0;           // mean over workers of (time waiting for the server) / run time
-  int64_t wasted_samples = 0;      // in pushes the policy dropped
-  double bytes_per_worker = 0;     // mean over workers of what each sent this server
+  int64_t samples = 0;          // samples whose gradients went into the model
+  double wait_share = 0;        // mean over workers of (time waiting for the server) / run time
+  int64_t wasted_samples = 0;   // in pushes the policy dropped
+  double bytes_per_worker = 0;  // mean over workers of what each sent this server
+  // Mean over workers of the model bytes this server sent each, as sent
+  // (encoded under --pull-codec); the workers that stepped, as above.
+  double model_bytes_per_worker = 0;
   int signal = 0;                  // the signal that ended the run, or 0
   int64_t workers_lost = 0;        // workers declared lost (silent, or gave up); the run went on
   std::string last_lost;           // the last of them and why, or empty
