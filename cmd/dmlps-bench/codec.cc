@@ -12,15 +12,19 @@ namespace dmlps::bench_cli {
 void AddCodecOptions(cxxopts::Options& options) {
   cli::AddFlags(
       options, "Codec",
-      {{"codecs", "Codecs to time, comma-separated: none, fp16, bf16, int8, topk:F", "LIST",
-        "fp16,bf16,int8,topk:0.01"},
+      {{"codecs",
+        "codec: codecs to time, comma-separated: none, fp16, bf16, int8, topk:F (default: "
+        "fp16,bf16,int8,topk:0.01); sim and run: codecs to compare, PUSH[/PULL] each, every "
+        "policy under each (PUSH alone pulls in --pull-codec)",
+        "LIST"},
        {"kernels", "Kernel sets, comma-separated: auto (what this CPU runs), scalar, avx2", "LIST",
         "auto"}});
 }
 
 cli::Program ReadCodecFlags(cli::FlagReader& flags) {
   bench::CodecBenchConfig config;
-  config.codecs = cli::SplitList(flags.String("codecs"));
+  // --codecs is sim's and run's too, with a meaning of their own: codec's default here.
+  if (flags.Has("codecs")) config.codecs = cli::SplitList(flags.String("codecs"));
   config.kernels = cli::SplitList(flags.String("kernels"));
   // --sizes (Transport) and --repeat (Experiment), with codec's own defaults
   // when not given.

@@ -56,9 +56,41 @@ void AddExperimentOptions(cxxopts::Options& options) {
        {"max-seconds", "End a run that has not reached the target after SECONDS of training",
         "SECONDS", "300"},
        {"repeat", "Runs per policy; the policies take turns, so drift hits all alike", "R", "1"},
-       {"seed", "Seed for the model, the sampling and the random delays", "N", "1"}});
+       {"seed", "Seed for the model, the sampling and the random delays", "N", "1"},
+       {"push-codec", "Codec of every push: none, fp16, bf16, int8 or topk:F (docs/compression.md)",
+        "CODEC", "none"},
+       {"pull-codec", "Codec of the model the server sends: none, fp16, bf16, int8 or topk:F",
+        "CODEC", "none"}});
   cli::AddListPoliciesFlag(options, "Experiment", cli::PolicyList::kBench);
 }
+
+namespace {
+
+// --push-codec and --pull-codec, or the pairs of --codecs (the Codec group's
+// flag, a list of PUSH[/PULL] here).
+std::vector<bench::Codecs> ReadCodecs(cli::FlagReader& flags) {
+  auto parse = [&flags](const std::string& flag) {
+    Result<compress::Codec> codec = compress::ParseCodec(flags.String(flag));
+    if (codec.ok()) return *codec;
+    flags.AddProblem("--" + flag + ": " + codec.status().message());
+    return compress::Codec{};
+  };
+  const compress::Codec pull = parse("pull-codec");
+  if (!flags.Has("codecs")) return {{parse("push-codec"), pull}};
+  if (flags.Has("push-codec")) flags.AddProblem("--push-codec: give it or --codecs, not both");
+  std::vector<bench::Codecs> codecs;
+  for (const std::string& entry : cli::SplitList(flags.String("codecs"), ',')) {
+    Result<bench::Codecs> pair = bench::ParseCodecs(entry, pull);
+    if (pair.ok()) {
+      codecs.push_back(*pair);
+    } else {
+      flags.AddProblem("--codecs: " + pair.status().message());
+    }
+  }
+  return codecs;
+}
+
+}  // namespace
 
 bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   bench::Experiment e;
@@ -85,6 +117,7 @@ bench::Experiment ReadExperiment(cli::FlagReader& flags) {
   e.job.max_seconds = flags.Real("max-seconds", 0);
   e.repeat = flags.Int("repeat", 1, 10000);
   e.job.seed = static_cast<uint64_t>(flags.Int("seed", 0));
+  e.codecs = ReadCodecs(flags);
   const int64_t n = std::max<int64_t>(e.job.workers, 1);
 
   e.stragglers.assign(static_cast<size_t>(n), worker::StragglerSpec{});

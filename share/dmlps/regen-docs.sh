@@ -126,7 +126,8 @@ commands() {
         echo "$bin/dmlps-bench transport --curve --transports tcp --worker-counts 1 --sizes 4M,64M"
       done ;;
     compression)
-      for i in 1 2 3; do echo "$bin/dmlps-bench codec --repeat 9"; done ;;
+      for i in 1 2 3; do echo "$bin/dmlps-bench codec --repeat 9"; done
+      echo "$bin/dmlps-bench sim --workers 4096 --model softmax --batch 64 --target 0 --max-iterations 40 --compute-cost 3,1.85 --link-gbps 1 --policies bsp,localsgd --codecs none,fp16,int8,topk:0.01,int8/int8" ;;
   esac
 }
 

@@ -63,6 +63,12 @@ offers "dmlps-bench codec --" --codecs --kernels --sizes --repeat --format
 refuses "dmlps-bench codec --" --transports --workers --device --rounds
 offers "dmlps-bench codec --codecs fp16,in" fp16,int8
 offers "dmlps-bench codec --kernels sc" scalar
+# sim and run take the codecs of their pushes and pulls, or a list to compare.
+offers "dmlps-bench sim --" --push-codec --pull-codec --codecs
+offers "dmlps-bench run --bin /tmp --" --push-codec --pull-codec --codecs
+refuses "dmlps-bench codec --" --push-codec --pull-codec
+offers "dmlps-bench sim --push-codec in" int8
+offers "dmlps-bench run --pull-codec to" topk:0.01 topk:0.1
 # Values still complete after a subcommand (the policies from the
 # dmlps-bench on the path: completion_policies.sh checks them in full).
 PATH=$BIN:$PATH offers "dmlps-bench run --policies " bsp asp

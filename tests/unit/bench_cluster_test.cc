@@ -104,6 +104,25 @@ bool HasFlag(const std::vector<std::string>& argv, const std::string& flag,
   return value.empty() || (it + 1 != argv.end() && *(it + 1) == value);
 }
 
+TEST_CASE("a run's codecs reach the server as --push-codec and --pull-codec, none left out") {
+  const Experiment e = TwoWorkers();
+  ClusterOptions options;
+  options.bin_dir = "/bin";
+  const sync::PolicyConfig bsp = PolicyFor("bsp", e).value();
+  std::vector<std::string> argv = ServerCommand(e, bsp, options, "ep", "report");
+  CHECK_FALSE(HasFlag(argv, "--push-codec"));
+  CHECK_FALSE(HasFlag(argv, "--pull-codec"));
+  argv = ServerCommand(e, bsp, options, "ep", "report", ParseCodecs("topk:0.01", {}).value());
+  CHECK(HasFlag(argv, "--push-codec", "topk:0.01"));
+  CHECK_FALSE(HasFlag(argv, "--pull-codec"));
+  argv = ServerCommand(e, bsp, options, "ep", "report", ParseCodecs("none/int8", {}).value());
+  CHECK_FALSE(HasFlag(argv, "--push-codec"));
+  CHECK(HasFlag(argv, "--pull-codec", "int8"));
+  argv = ServerCommand(e, bsp, options, "ep", "report", ParseCodecs("fp16/bf16", {}).value());
+  CHECK(HasFlag(argv, "--push-codec", "fp16"));
+  CHECK(HasFlag(argv, "--pull-codec", "bf16"));
+}
+
 TEST_CASE("dssp and sync-switch rows reach the server as its flags") {
   Experiment e = TwoWorkers();
   e.job.max_iterations = 100;

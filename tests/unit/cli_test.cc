@@ -15,6 +15,7 @@
 
 #include "dmlps/bench/cluster/run.h"
 #include "dmlps/bench/experiment.h"
+#include "dmlps/bench/report.h"
 #include "dmlps/cli/programs.h"
 #include "dmlps/cli/subcommands.h"
 #include "dmlps/cli/values.h"
@@ -169,6 +170,68 @@ TEST_CASE("An experiment's title says its job, its stragglers and its end") {
   CHECK(bench::DescribeExperiment(e) ==
         "4096 workers, mlp:128, fashion-mnist, batch 256, lr 0.1, slowdown 1 (x4095),2.5, no "
         "target (times are to the end of each run), at most 300 iterations, 3 runs each");
+}
+
+TEST_CASE("An entry of --codecs is PUSH or PUSH/PULL, PUSH alone pulling in --pull-codec") {
+  const compress::Codec int8 = compress::ParseCodec("int8").value();
+  Result<bench::Codecs> c = bench::ParseCodecs("fp16", int8);
+  REQUIRE(c.ok());
+  CHECK(bench::CodecsName(*c) == "fp16/int8");
+  c = bench::ParseCodecs("topk:0.01/bf16", int8);
+  REQUIRE(c.ok());
+  CHECK(bench::CodecsName(*c) == "topk:0.01/bf16");
+  CHECK(bench::CodecsName(bench::Codecs{}) == bench::kDenseCodecs);
+  for (const char* bad : {"", "int9", "int8/", "/int8", "topk:0/none", "int8/fp16/bf16"}) {
+    CAPTURE(bad);
+    c = bench::ParseCodecs(bad, int8);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().message().find("is not a codec") != std::string::npos);
+  }
+  bench::Experiment e;
+  e.stragglers.assign(4, worker::StragglerSpec{});
+  e.codecs = {bench::Codecs{}, {int8, {}}, bench::Codecs{}};
+  const std::vector<std::string> problems = bench::ValidateExperiment(e);
+  REQUIRE(problems.size() == 1);
+  CHECK(problems[0] == "--codecs: none/none is listed twice");
+  e.codecs.clear();
+  CHECK(bench::ValidateExperiment(e) == std::vector<std::string>{"--codecs: no codec given"});
+}
+
+TEST_CASE("A table compares codecs in a column of their own, only when one compresses") {
+  std::vector<bench::RunResult> runs(4);
+  const std::vector<std::string> names = {"none/none", "int8/none"};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    runs[i].policy = i < 2 ? "bsp" : "ssp:3";
+    runs[i].codecs = names[i % 2];
+    runs[i].reached = true;
+    runs[i].seconds = 10.0 / static_cast<double>(i + 1);
+    runs[i].bytes_per_worker = i % 2 ? 1e6 : 4e6;
+  }
+  const std::vector<bench::PolicyRow> rows = bench::Tabulate(runs, {"bsp", "ssp:3"}, names);
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[1].policy == "bsp");
+  CHECK(rows[1].codecs == "int8/none");
+  CHECK(rows[1].bytes_per_worker.median == 1e6);
+  CHECK(rows[3].speedup.value() == doctest::Approx(4));  // against bsp none/none
+  std::ostringstream table;
+  bench::WriteRows(rows, runs, "", bench::Format::kTable, table);
+  CHECK(table.str().starts_with("policy  codecs     reached"));
+  CHECK(table.str().find("\nssp:3   int8/none      1/1") != std::string::npos);
+  std::ostringstream tsv;
+  bench::WriteRows(rows, runs, "", bench::Format::kTsv, tsv);
+  CHECK(tsv.str().starts_with("policy\tcodecs\truns\t"));
+  CHECK(tsv.str().find("\nbsp\tint8/none\t1\t1\t") != std::string::npos);
+  std::ostringstream json;
+  bench::WriteRows(rows, runs, "", bench::Format::kJson, json);
+  CHECK(json.str().find("{\"policy\":\"ssp:3\",\"codecs\":\"int8/none\",\"runs\":1") !=
+        std::string::npos);
+  // Dense runs alone: the table main has always printed, no codecs column.
+  const std::vector<bench::RunResult> dense = {runs[0], runs[2]};
+  std::ostringstream plain;
+  bench::WriteRows(bench::Tabulate(dense, {"bsp", "ssp:3"}), dense, "", bench::Format::kTable,
+                   plain);
+  CHECK(plain.str().starts_with("policy  reached"));
+  CHECK(plain.str().find("none/none") == std::string::npos);
 }
 
 TEST_CASE("A run of dmlps-bench run has a folder and a line of outcome") {

@@ -65,6 +65,26 @@ std::string JoinFactors(const std::vector<worker::StragglerSpec>& specs) {
 
 }  // namespace
 
+std::string CodecsName(const Codecs& codecs) {
+  return compress::CodecName(codecs.push) + "/" + compress::CodecName(codecs.pull);
+}
+
+std::vector<std::string> CodecsNames(const std::vector<Codecs>& codecs) {
+  std::vector<std::string> names;
+  for (const Codecs& c : codecs) names.push_back(CodecsName(c));
+  return names;
+}
+
+Result<Codecs> ParseCodecs(std::string_view entry, const compress::Codec& pull) {
+  const size_t slash = entry.find('/');
+  Codecs codecs{.pull = pull};
+  DMLPS_ASSIGN_OR_RETURN(codecs.push, compress::ParseCodec(entry.substr(0, slash)));
+  if (slash != std::string_view::npos) {
+    DMLPS_ASSIGN_OR_RETURN(codecs.pull, compress::ParseCodec(entry.substr(slash + 1)));
+  }
+  return codecs;
+}
+
 Result<sync::PolicyConfig> PolicyFor(std::string_view entry, const Experiment& experiment) {
   sync::PolicyConfig config;
   // sync-switch places its switch by the run's target or iteration limit.
@@ -164,6 +184,18 @@ std::vector<std::string> ValidateExperiment(const Experiment& experiment) {
                   experiment.job.max_iterations, experiment.job.max_seconds},
                  kLimitFlags, &problems);
   if (experiment.repeat < 1) problems.push_back("--repeat must be at least 1");
+  if (experiment.codecs.empty()) problems.push_back("--codecs: no codec given");
+  for (size_t i = 0; i < experiment.codecs.size(); ++i) {
+    const Codecs& c = experiment.codecs[i];
+    for (const compress::Codec* codec : {&c.push, &c.pull}) {
+      if (Status s = compress::ValidateCodec(*codec); !s.ok())
+        problems.push_back("--codecs: " + s.message());
+    }
+    if (std::find(experiment.codecs.begin(), experiment.codecs.begin() + static_cast<long>(i), c) !=
+        experiment.codecs.begin() + static_cast<long>(i)) {
+      problems.push_back("--codecs: " + CodecsName(c) + " is listed twice");
+    }
+  }
   return problems;
 }
 

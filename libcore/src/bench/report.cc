@@ -35,11 +35,18 @@ std::string JsonSpread(const Spread& s) {
          ",\"max\":" + JsonNumber(s.max) + ",\"runs\":" + std::to_string(s.count) + "}";
 }
 
+// Whether the rows compare codecs: some row compresses (WriteRows).
+bool ShowCodecs(const std::vector<PolicyRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(),
+                     [](const PolicyRow& row) { return row.codecs != kDenseCodecs; });
+}
+
 void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std::ostream& out) {
-  const std::vector<std::string> header = {"policy",      "reached",  "seconds to target",
-                                           "iterations",  "samples",  "compute mean",
-                                           "compute min", "waiting",  "wasted",
-                                           "MB/worker",   "accuracy", "speedup"};
+  std::vector<std::string> header = {"policy",  "reached",      "seconds to target", "iterations",
+                                     "samples", "compute mean", "compute min",       "waiting",
+                                     "wasted",  "MB/worker",    "accuracy",          "speedup"};
+  const bool codecs = ShowCodecs(rows);
+  if (codecs) header.insert(header.begin() + 1, "codecs");
   std::vector<std::vector<std::string>> cells;
   for (const PolicyRow& row : rows) {
     cells.push_back({row.policy, std::to_string(row.reached) + "/" + std::to_string(row.runs),
@@ -48,23 +55,26 @@ void WriteTable(const std::vector<PolicyRow>& rows, std::string_view title, std:
                      Median(row.wait_share, 3), Median(row.wasted_samples, 0),
                      Median(Scaled(row.bytes_per_worker, 1e-6), 1), Median(row.accuracy, 4),
                      row.speedup ? Fixed(*row.speedup, 2) + "x" : std::string("-")});
+    if (codecs) cells.back().insert(cells.back().begin() + 1, row.codecs);
   }
   if (!title.empty()) out << title << '\n';
-  WriteAligned(header, cells, 1, out);
+  WriteAligned(header, cells, codecs ? 2 : 1, out);
 }
 
 void WriteTsv(const std::vector<PolicyRow>& rows, std::ostream& out) {
-  out << "policy\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples"
+  const bool codecs = ShowCodecs(rows);
+  out << (codecs ? "policy\tcodecs" : "policy")
+      << "\truns\treached\tseconds_median\tseconds_min\tseconds_max\titerations\tsamples"
          "\tcompute_ratio_mean\tcompute_ratio_min\twait_share\twasted_samples\taccuracy\tspeedup"
          "\tbytes_per_worker\n";
   auto value = [](const Spread& s, double v) {
     return s.count == 0 ? std::string("-") : fmt::format("{}", v);
   };
   for (const PolicyRow& row : rows) {
-    out << row.policy << '\t' << row.runs << '\t' << row.reached << '\t'
-        << value(row.seconds, row.seconds.median) << '\t' << value(row.seconds, row.seconds.min)
-        << '\t' << value(row.seconds, row.seconds.max) << '\t'
-        << value(row.iterations, row.iterations.median) << '\t'
+    out << row.policy << (codecs ? "\t" + row.codecs : std::string()) << '\t' << row.runs << '\t'
+        << row.reached << '\t' << value(row.seconds, row.seconds.median) << '\t'
+        << value(row.seconds, row.seconds.min) << '\t' << value(row.seconds, row.seconds.max)
+        << '\t' << value(row.iterations, row.iterations.median) << '\t'
         << value(row.samples, row.samples.median) << '\t'
         << value(row.compute_ratio_mean, row.compute_ratio_mean.median) << '\t'
         << value(row.compute_ratio_min, row.compute_ratio_min.median) << '\t'
@@ -78,6 +88,7 @@ void WriteTsv(const std::vector<PolicyRow>& rows, std::ostream& out) {
 
 void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>& runs,
                std::string_view title, std::ostream& out) {
+  const bool codecs = ShowCodecs(rows);
   out << "{\"title\":";
   WriteJsonString(title, out);
   out << ",\"policies\":[";
@@ -85,6 +96,10 @@ void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>&
     const PolicyRow& row = rows[i];
     out << (i ? "," : "") << "{\"policy\":";
     WriteJsonString(row.policy, out);
+    if (codecs) {
+      out << ",\"codecs\":";
+      WriteJsonString(row.codecs, out);
+    }
     out << ",\"runs\":" << row.runs << ",\"reached\":" << row.reached
         << ",\"seconds_to_target\":" << JsonSpread(row.seconds)
         << ",\"iterations\":" << JsonSpread(row.iterations)
@@ -102,6 +117,10 @@ void WriteJson(const std::vector<PolicyRow>& rows, const std::vector<RunResult>&
     const RunResult& r = runs[i];
     out << (i ? "," : "") << "{\"policy\":";
     WriteJsonString(r.policy, out);
+    if (codecs) {
+      out << ",\"codecs\":";
+      WriteJsonString(r.codecs, out);
+    }
     out << ",\"repeat\":" << r.repeat << ",\"reached\":" << (r.reached ? "true" : "false")
         << ",\"seconds\":" << JsonNumber(r.seconds) << ",\"iterations\":" << r.iterations
         << ",\"samples\":" << r.samples
@@ -164,41 +183,53 @@ Spread SpreadOf(std::vector<double> values) {
   return s;
 }
 
+namespace {
+
+// The row of `policy` under `codecs`, over the runs of both.
+PolicyRow RowOf(const std::vector<RunResult>& runs, const std::string& policy,
+                const std::string& codecs) {
+  PolicyRow row;
+  row.policy = policy;
+  row.codecs = codecs;
+  std::vector<double> seconds, iterations, samples, ratio_mean, ratio_min, wait, wasted, bytes,
+      accuracy;
+  for (const RunResult& r : runs) {
+    if (r.policy != policy || r.codecs != codecs) continue;
+    ++row.runs;
+    if (!r.failure.empty()) continue;
+    if (r.reached) {
+      ++row.reached;
+      seconds.push_back(r.seconds);
+      iterations.push_back(static_cast<double>(r.iterations));
+      samples.push_back(static_cast<double>(r.samples));
+    }
+    ratio_mean.push_back(r.compute_ratio_mean);
+    ratio_min.push_back(r.compute_ratio_min);
+    wait.push_back(r.wait_share);
+    wasted.push_back(static_cast<double>(r.wasted_samples));
+    bytes.push_back(r.bytes_per_worker);
+    accuracy.push_back(r.accuracy);
+  }
+  row.seconds = SpreadOf(seconds);
+  row.iterations = SpreadOf(iterations);
+  row.samples = SpreadOf(samples);
+  row.compute_ratio_mean = SpreadOf(ratio_mean);
+  row.compute_ratio_min = SpreadOf(ratio_min);
+  row.wait_share = SpreadOf(wait);
+  row.wasted_samples = SpreadOf(wasted);
+  row.bytes_per_worker = SpreadOf(bytes);
+  row.accuracy = SpreadOf(accuracy);
+  return row;
+}
+
+}  // namespace
+
 std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
-                                const std::vector<std::string>& policies) {
+                                const std::vector<std::string>& policies,
+                                const std::vector<std::string>& codecs) {
   std::vector<PolicyRow> rows;
   for (const std::string& policy : policies) {
-    PolicyRow row;
-    row.policy = policy;
-    std::vector<double> seconds, iterations, samples, ratio_mean, ratio_min, wait, wasted, bytes,
-        accuracy;
-    for (const RunResult& r : runs) {
-      if (r.policy != policy) continue;
-      ++row.runs;
-      if (!r.failure.empty()) continue;
-      if (r.reached) {
-        ++row.reached;
-        seconds.push_back(r.seconds);
-        iterations.push_back(static_cast<double>(r.iterations));
-        samples.push_back(static_cast<double>(r.samples));
-      }
-      ratio_mean.push_back(r.compute_ratio_mean);
-      ratio_min.push_back(r.compute_ratio_min);
-      wait.push_back(r.wait_share);
-      wasted.push_back(static_cast<double>(r.wasted_samples));
-      bytes.push_back(r.bytes_per_worker);
-      accuracy.push_back(r.accuracy);
-    }
-    row.seconds = SpreadOf(seconds);
-    row.iterations = SpreadOf(iterations);
-    row.samples = SpreadOf(samples);
-    row.compute_ratio_mean = SpreadOf(ratio_mean);
-    row.compute_ratio_min = SpreadOf(ratio_min);
-    row.wait_share = SpreadOf(wait);
-    row.wasted_samples = SpreadOf(wasted);
-    row.bytes_per_worker = SpreadOf(bytes);
-    row.accuracy = SpreadOf(accuracy);
-    rows.push_back(std::move(row));
+    for (const std::string& c : codecs) rows.push_back(RowOf(runs, policy, c));
   }
   if (!rows.empty() && rows.front().seconds.count > 0) {
     const double reference = rows.front().seconds.median;

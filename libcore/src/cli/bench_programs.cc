@@ -92,7 +92,9 @@ int RunBenchRunProgram(const bench::Experiment& experiment, bench::ExperimentOpt
     spdlog::warn("interrupted; logs kept in {}", options.out_dir);
     return ExitCodeForSignal(signal->load());
   }
-  bench::WriteRows(bench::Tabulate(runs, experiment.policies), runs, title, format, std::cout);
+  bench::WriteRows(
+      bench::Tabulate(runs, experiment.policies, bench::CodecsNames(experiment.codecs)), runs,
+      title, format, std::cout);
   std::cout.flush();
   const bool any_failed = AnyFailed(runs);
   if (!keep && !any_failed) {
@@ -127,7 +129,9 @@ int RunBenchSimProgram(const bench::Experiment& experiment, sim::SimOptions opti
                                   bench::DescribeExperiment(experiment), options.network.link_gbps,
                                   options.network.latency_s * 1e6);
   if (options.shared_cores > 0) title += fmt::format(", {} shared cores", options.shared_cores);
-  bench::WriteRows(bench::Tabulate(*runs, experiment.policies), *runs, title, format, std::cout);
+  bench::WriteRows(
+      bench::Tabulate(*runs, experiment.policies, bench::CodecsNames(experiment.codecs)), *runs,
+      title, format, std::cout);
   std::cout.flush();
   return AnyFailed(*runs) ? kExitRunFailed : 0;
 }

@@ -82,11 +82,14 @@ Result<CostModel> CostOf(const Job& job, const bench::Experiment& experiment,
 // The simulator's configuration of run `repeat` of `policy`; its live
 // progress (options.show) under `label`.
 SimConfig RunConfig(const bench::Experiment& experiment, const SimOptions& options,
-                    sync::PolicyConfig policy, const model::ModelSpec& spec, const CostModel& cost,
-                    int64_t repeat, const std::string& label) {
+                    sync::PolicyConfig policy, const bench::Codecs& codecs,
+                    const model::ModelSpec& spec, const CostModel& cost, int64_t repeat,
+                    const std::string& label) {
   SimConfig config;
   config.job = experiment.job;
   config.policy = std::move(policy);
+  config.push_codec = codecs.push;
+  config.pull_codec = codecs.pull;
   config.model = spec;
   // The first run draws its delays as a real cluster's workers would;
   // later ones draw afresh.
@@ -155,24 +158,32 @@ Result<std::vector<bench::RunResult>> SimulateExperiment(
   DMLPS_ASSIGN_OR_RETURN(const Job job, LoadJob(experiment));
   DMLPS_ASSIGN_OR_RETURN(const CostModel cost, CostOf(job, experiment, options));
   std::vector<bench::RunResult> runs;
-  const int64_t total = experiment.repeat * static_cast<int64_t>(experiment.policies.size());
+  const int64_t total = experiment.repeat *
+                        static_cast<int64_t>(experiment.policies.size() * experiment.codecs.size());
+  // Runs are named by their policy, and by their codecs where the table compares them.
+  const bool compares = experiment.codecs != std::vector<bench::Codecs>{bench::Codecs{}};
   for (int64_t repeat = 1; repeat <= experiment.repeat; ++repeat) {
     for (const std::string& entry : experiment.policies) {
-      DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(entry, experiment));
-      const std::string label = fmt::format("[{}/{}] {} run {}/{}", runs.size() + 1, total, entry,
-                                            repeat, experiment.repeat);
-      const SimConfig config =
-          RunConfig(experiment, options, std::move(policy), job.spec, cost, repeat, label);
-      spdlog::info("simulating {} ({}/{}) with {} workers", entry, repeat, experiment.repeat,
-                   experiment.job.workers);
-      DMLPS_ASSIGN_OR_RETURN(SimReport report, Simulate(config, job.train, job.test));
-      bench::RunResult run = ToRunResult(report, entry, repeat);
-      // As dmlps-bench run counts them: with no target, a run that ended
-      // normally counts, to its limit.
-      if (experiment.job.target_accuracy == 0 && run.failure.empty()) run.reached = true;
-      LogRun(entry, repeat, experiment.repeat, report, run);
-      if (progress) progress(run, report);
-      runs.push_back(std::move(run));
+      for (const bench::Codecs& codecs : experiment.codecs) {
+        DMLPS_ASSIGN_OR_RETURN(sync::PolicyConfig policy, bench::PolicyFor(entry, experiment));
+        const std::string name =
+            compares ? entry + " " + bench::CodecsName(codecs) : std::string(entry);
+        const std::string label = fmt::format("[{}/{}] {} run {}/{}", runs.size() + 1, total, name,
+                                              repeat, experiment.repeat);
+        const SimConfig config = RunConfig(experiment, options, std::move(policy), codecs, job.spec,
+                                           cost, repeat, label);
+        spdlog::info("simulating {} ({}/{}) with {} workers", name, repeat, experiment.repeat,
+                     experiment.job.workers);
+        DMLPS_ASSIGN_OR_RETURN(SimReport report, Simulate(config, job.train, job.test));
+        bench::RunResult run = ToRunResult(report, entry, repeat);
+        run.codecs = bench::CodecsName(codecs);
+        // As dmlps-bench run counts them: with no target, a run that ended
+        // normally counts, to its limit.
+        if (experiment.job.target_accuracy == 0 && run.failure.empty()) run.reached = true;
+        LogRun(name, repeat, experiment.repeat, report, run);
+        if (progress) progress(run, report);
+        runs.push_back(std::move(run));
+      }
     }
   }
   return runs;

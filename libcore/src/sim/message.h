@@ -7,12 +7,20 @@
 #include <memory>
 #include <vector>
 
+#include "dmlps/compress/compress.h"
 #include "dmlps/sync/policy.h"
 
 namespace dmlps::sim {
 
-// A message's msgpack header, about; payloads add 4 bytes a parameter.
+// A message's msgpack header, about; payloads add their encoded floats.
 inline constexpr int64_t kHeaderBytes = 96;
+
+// A message carrying `params` floats in `codec`: the header and the payload,
+// 4 bytes a parameter uncompressed (compress::EncodedBytes).
+inline int64_t MessageBytes(const compress::Codec& codec, int64_t params) {
+  return kHeaderBytes +
+         static_cast<int64_t>(compress::EncodedBytes(codec, static_cast<size_t>(params)));
+}
 
 enum class MessageKind { kPull, kPush, kModel, kContinue, kSyncNow, kOrders };
 

@@ -5,8 +5,12 @@
 namespace dmlps::sim {
 
 SimShards::SimShards(std::vector<int64_t> bounds, int64_t workers, const CostModel& cost,
-                     ShardHost& host)
-    : bounds_(std::move(bounds)), cost_(cost), host_(host), shards_(bounds_.size() - 1) {
+                     const compress::Codec& pull_codec, ShardHost& host)
+    : bounds_(std::move(bounds)),
+      cost_(cost),
+      pull_codec_(pull_codec),
+      host_(host),
+      shards_(bounds_.size() - 1) {
   for (Shard& shard : shards_) shard.held.assign(static_cast<size_t>(workers), 0);
 }
 
@@ -65,7 +69,7 @@ double SimShards::Carry(int64_t k) {
 
 void SimShards::JobDone(int64_t k) {
   Shard& shard = shards_[static_cast<size_t>(k)];
-  const int64_t bytes = kHeaderBytes + 4 * SliceParams(k);
+  const int64_t bytes = MessageBytes(pull_codec_, SliceParams(k));
   for (int64_t w : shard.replies) {
     Message message;
     message.kind = MessageKind::kModel;

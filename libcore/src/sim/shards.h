@@ -31,8 +31,10 @@ class ShardHost {
 class SimShards {
  public:
   // Shards 1..bounds.size()-2 of a model cut at `bounds` (server::ShardBounds),
-  // serving `workers` workers at `cost`. REQUIRES: host outlives this.
-  SimShards(std::vector<int64_t> bounds, int64_t workers, const CostModel& cost, ShardHost& host);
+  // serving `workers` workers at `cost`, sending their slices of the model in
+  // `pull_codec`. REQUIRES: host outlives this.
+  SimShards(std::vector<int64_t> bounds, int64_t workers, const CostModel& cost,
+            const compress::Codec& pull_codec, ShardHost& host);
 
   // The parameters of shard k's slice, shard 0's included.
   int64_t SliceParams(int64_t k) const;
@@ -58,6 +60,7 @@ class SimShards {
 
   const std::vector<int64_t> bounds_;
   const CostModel cost_;
+  const compress::Codec pull_codec_;
   ShardHost& host_;
   std::vector<Shard> shards_;  // index k; shard 0's entry unused
 };

@@ -77,9 +77,10 @@ class Simulator : private sync::ReplySink,
   // Shard 0's model replies: its slice, or the whole model, weighing what
   // the real model's would when a timing-only run computes on a stand-in
   // (SimConfig::payload_params; its param_s is scaled instead).
-  int64_t PayloadBytes() const {
-    if (shards_) return kHeaderBytes + 4 * SliceParams();
-    return kHeaderBytes + 4 * (config_.payload_params > 0 ? config_.payload_params : num_params_);
+  // `codec`: the push codec or the pull codec (SimConfig).
+  int64_t PayloadBytes(const compress::Codec& codec) const {
+    if (shards_) return MessageBytes(codec, SliceParams());
+    return MessageBytes(codec, config_.payload_params > 0 ? config_.payload_params : num_params_);
   }
   // The parameters of shard 0's slice (the whole model with one shard).
   int64_t SliceParams() const { return shards_ ? shards_->SliceParams(0) : num_params_; }
@@ -212,7 +213,7 @@ Status Simulator::Setup() {
 
   if (config_.shards > 1) {
     shards_.emplace(server::ShardBounds(num_params_, config_.shards), n_, config_.cost,
-                    static_cast<ShardHost&>(*this));
+                    config_.pull_codec, static_cast<ShardHost&>(*this));
     slices_in_.assign(static_cast<size_t>(n_), 0);
     assembling_.resize(static_cast<size_t>(n_));
   }
@@ -342,9 +343,10 @@ void Simulator::SendPushSlices(int64_t w, Message message) {
     slice.kind = MessageKind::kPush;
     slice.worker = w;
     slice.shard = k;
-    Send(w, ServerNode() + k, kHeaderBytes + 4 * shards_->SliceParams(k), std::move(slice));
+    Send(w, ServerNode() + k, MessageBytes(config_.push_codec, shards_->SliceParams(k)),
+         std::move(slice));
   }
-  Send(w, ServerNode(), PayloadBytes(), std::move(message));
+  Send(w, ServerNode(), PayloadBytes(config_.push_codec), std::move(message));
 }
 
 void Simulator::SendOrders() {
@@ -536,7 +538,8 @@ void Simulator::ServerDone() {
   // connections, so a few bytes of orders are through long before a model is.
   if (inbox_.empty()) SendOrders();
   for (auto& [w, message] : outbox_) {
-    const int64_t bytes = message.kind == MessageKind::kModel ? PayloadBytes() : kHeaderBytes;
+    const int64_t bytes =
+        message.kind == MessageKind::kModel ? PayloadBytes(config_.pull_codec) : kHeaderBytes;
     Send(ServerNode(), w, bytes, std::move(message));
   }
   outbox_.clear();
@@ -654,6 +657,12 @@ std::vector<std::string> ValidateSimConfig(const SimConfig& config) {
     problems.push_back("a wake-up credit needs a CPU slice");
   }
   if (config.threads < 1) problems.push_back("the simulation needs at least one thread");
+  for (const compress::Codec* codec : {&config.push_codec, &config.pull_codec}) {
+    if (Status s = compress::ValidateCodec(*codec); !s.ok()) {
+      problems.push_back((codec == &config.push_codec ? "push codec: " : "pull codec: ") +
+                         s.message());
+    }
+  }
   if (config.shards < 1 || config.shards > 1024) {
     problems.push_back("server shards must be 1 to 1024");
   } else if (config.model.input_dim >= 1 && config.model.classes >= 2 &&

@@ -4,6 +4,7 @@
 
 #include "dmlps/base/flush_denormals.h"
 #include "dmlps/optim/optimizer.h"
+#include "dmlps/server/server.h"
 
 namespace dmlps::sim {
 namespace {
@@ -97,7 +98,38 @@ Samples SimWorker::SamplesOf(const sync::PushInfo& /*push*/) {
   return math_.pushes.SamplesOf(rank_);
 }
 
-void SimWorker::AddPush(Samples samples, float weight, std::span<float> acc_span) {
+void SimWorker::AddPush(Samples /*samples*/, float weight, std::span<float> acc) {
+  if (config_.push_codec.kind == compress::Kind::kNone || !math_.math) {
+    AddPayload(weight, acc);
+  } else {
+    AddEncodedPush(weight, acc);
+  }
+}
+
+void SimWorker::AddEncodedPush(float weight, std::span<float> acc) {
+  if (slice_bounds_.empty()) {
+    slice_bounds_ = server::ShardBounds(num_params_, config_.shards);
+    feedback_.resize(slice_bounds_.size() - 1);
+  }
+  math_.payload.assign(static_cast<size_t>(num_params_), 0.f);
+  AddPayload(1.f, math_.payload);
+  for (size_t k = 0; k < feedback_.size(); ++k) {
+    const auto first = static_cast<size_t>(slice_bounds_[k]);
+    const auto size = static_cast<size_t>(slice_bounds_[k + 1]) - first;
+    Status s = feedback_[k].Encode(config_.push_codec,
+                                   std::span<const float>(math_.payload).subspan(first, size),
+                                   &math_.encoded);
+    if (s.ok())
+      s = compress::DecodeAdd(config_.push_codec, math_.encoded, weight, acc.subspan(first, size));
+    if (!s.ok()) {
+      // As a codec refuses it on a real worker: the run cannot go on.
+      host_.Fail("worker " + std::to_string(rank_) + "'s push: " + s.message());
+      return;
+    }
+  }
+}
+
+void SimWorker::AddPayload(float weight, std::span<float> acc_span) {
   const auto n = static_cast<Eigen::Index>(num_params_);
   Vec acc(acc_span.data(), n);
   switch (mode_) {
@@ -106,7 +138,6 @@ void SimWorker::AddPush(Samples samples, float weight, std::span<float> acc_span
     case WorkerMode::kToken:
       // The mean gradient over the samples the step took, on the model the
       // step ran on: what the worker would have sent (SendPush expected it).
-      (void)samples;
       acc += weight * ConstVec(math_.pushes.Take(rank_).data(), n);
       break;
     case WorkerMode::kLocal:

@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "dmlps/compress/compress.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/sim/sim.h"
@@ -71,6 +72,9 @@ struct StepMath {
   PushGradients pushes;          // sync, chunked and token steps' gradients
   std::vector<float> grad;       // num_params entries
   std::vector<int64_t> indices;  // the samples last taken (TakeSamples)
+  // Under a push codec: a push's payload and its encoding, while it is staged.
+  std::vector<float> payload;
+  std::vector<std::byte> encoded;
   Eigen::MatrixXf x;
   std::vector<int32_t> y;
   const bool math;
@@ -145,6 +149,12 @@ class SimWorker {
   // Where local-overlap's communication thread is.
   enum class CommPhase { kIdle, kTransfer, kAwaitContinue, kAwaitModel };
 
+  // acc += weight * the payload of the push being staged, as it was computed.
+  void AddPayload(float weight, std::span<float> acc);
+  // AddPush under a push codec: the payload through this worker's error
+  // feedback, each server shard's slice on its own, decoded into acc.
+  void AddEncodedPush(float weight, std::span<float> acc);
+
   // Replies.
   void ReceiveModel(Message& message);
   void ReceiveContinue(const Message& message);
@@ -171,7 +181,8 @@ class SimWorker {
   // Ends the run: the server broke the protocol as this worker sees it.
   void FailInternal(std::string_view what);
   int64_t PayloadBytes() const {
-    return kHeaderBytes + 4 * (config_.payload_params > 0 ? config_.payload_params : num_params_);
+    return MessageBytes(config_.push_codec,
+                        config_.payload_params > 0 ? config_.payload_params : num_params_);
   }
   // Whether this worker's steps are computed lazily (sync, chunked, token).
   bool Lazy() const {
@@ -220,6 +231,11 @@ class SimWorker {
   // local-sgd: the round, and its local steps as the server last set them (0: H).
   LocalSgdRound round_;
   int64_t local_steps_ = 0;
+
+  // Under a push codec: the server shards' bounds (server::ShardBounds) and
+  // the error feedback of each shard's slice.
+  std::vector<int64_t> slice_bounds_;
+  std::vector<compress::ErrorFeedback> feedback_;
 
   WorkerStats stats_;
 };

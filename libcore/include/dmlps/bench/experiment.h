@@ -11,10 +11,28 @@
 
 #include "dmlps/base/job.h"
 #include "dmlps/base/status.h"
+#include "dmlps/compress/compress.h"
 #include "dmlps/sync/policy.h"
 #include "dmlps/worker/straggler.h"
 
 namespace dmlps::bench {
+
+// The codecs a run sends its pushes and its pulls in, as dmlps-server's
+// --push-codec and --pull-codec take them (docs/compression.md).
+struct Codecs {
+  compress::Codec push;
+  compress::Codec pull;
+
+  bool operator==(const Codecs&) const = default;
+};
+
+// "PUSH/PULL", e.g. "int8/none": how a table names a pair.
+std::string CodecsName(const Codecs& codecs);
+// The names of experiment.codecs, in order: the codec axis of its table.
+std::vector<std::string> CodecsNames(const std::vector<Codecs>& codecs);
+// Parses an entry of --codecs: "PUSH/PULL", or "PUSH" alone, pulling in
+// `pull`. InvalidArgument naming the part that is no codec otherwise.
+Result<Codecs> ParseCodecs(std::string_view entry, const compress::Codec& pull);
 
 struct Experiment {
   // The job every policy runs. Samples per worker step: 256 makes a step
@@ -34,6 +52,9 @@ struct Experiment {
   // (sync::PolicyConfig::momentum_every; 0: each policy's default).
   int64_t momentum_every = 0;
   int64_t repeat = 1;
+  // The codecs to compare, at least one: each policy runs under each pair in
+  // turn. Dense both ways unless told.
+  std::vector<Codecs> codecs = {Codecs{}};
 };
 
 // The server's policy settings for one entry of Experiment::policies, with

@@ -22,10 +22,14 @@ struct PolicySpan {
   int64_t iterations = 0;
 };
 
+// The codecs of a run that compresses nothing (CodecsName's spelling).
+inline constexpr std::string_view kDenseCodecs = "none/none";
+
 // One run of one policy, measured (run) or simulated (sim).
 struct RunResult {
-  std::string policy;  // the entry as listed, e.g. "ssp:3"
-  int64_t repeat = 0;  // 1-based
+  std::string policy;                // the entry as listed, e.g. "ssp:3"
+  std::string codecs{kDenseCodecs};  // push/pull, as CodecsName names them
+  int64_t repeat = 0;                // 1-based
   bool reached = false;
   // Up to the first snapshot at or above the target when reached, else to the end.
   double seconds = 0;      // training time (wall or virtual), evaluation not counted
@@ -63,6 +67,7 @@ Spread SpreadOf(std::vector<double> values);
 
 struct PolicyRow {
   std::string policy;
+  std::string codecs{kDenseCodecs};
   int64_t runs = 0;
   int64_t reached = 0;
   // Over the runs that reached the target:
@@ -81,10 +86,13 @@ struct PolicyRow {
   std::optional<double> speedup;
 };
 
-// One row per policy, in the order of `policies`; runs of policies not
-// listed are ignored.
+// One row per policy and codec pair, in the order of `policies` and, within
+// each, of `codecs` (names as RunResult::codecs has them); runs of policies
+// or codecs not listed are ignored.
 std::vector<PolicyRow> Tabulate(const std::vector<RunResult>& runs,
-                                const std::vector<std::string>& policies);
+                                const std::vector<std::string>& policies,
+                                const std::vector<std::string>& codecs = {
+                                    std::string(kDenseCodecs)});
 
 // Writes `header` and `cells` as columns aligned for reading: the first
 // `left` columns (names) padded on the right, the others (numbers) on the
@@ -98,7 +106,8 @@ using Format = OutputFormat;
 Result<Format> ParseFormat(std::string_view text);
 
 // Writes the rows. `title` (table: a first line; json: "title") says what ran;
-// json also lists every run under "runs".
+// json also lists every run under "runs". A column (json: a field)
+// "codecs" follows the policy's when some row's codecs are not kDenseCodecs.
 void WriteRows(const std::vector<PolicyRow>& rows, const std::vector<RunResult>& runs,
                std::string_view title, Format format, std::ostream& out);
 

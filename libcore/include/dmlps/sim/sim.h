@@ -18,6 +18,7 @@
 #include "dmlps/base/status.h"
 #include "dmlps/bench/experiment.h"
 #include "dmlps/bench/report.h"
+#include "dmlps/compress/compress.h"
 #include "dmlps/data/dataset.h"
 #include "dmlps/model/model.h"
 #include "dmlps/sync/policy.h"
@@ -152,6 +153,14 @@ struct SimConfig {
   // sets it so that a tiny stand-in model's messages weigh what the real
   // model's would.
   int64_t payload_params = 0;
+  // The codecs of pushes and of the model the server sends (dmlps-server's
+  // --push-codec and --pull-codec; docs/compression.md, "In the simulator").
+  // Every push and model message weighs its encoded size. A push's payload
+  // goes through its worker's error feedback and is decoded before the
+  // server stages it, slice by slice with shards, so accuracy shows the push
+  // codec's loss; a worker gets the model exact, whatever pull_codec.
+  compress::Codec push_codec;
+  compress::Codec pull_codec;
   // Whether steps compute their gradients. Without (SimulateTiming), pushes
   // carry zeros and steps take no samples: the run's times are the same,
   // since no event's time depends on a gradient's values, and a timing

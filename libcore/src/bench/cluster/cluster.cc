@@ -321,11 +321,12 @@ Result<RunResult> ReadServerReport(const std::string& path) {
   return r;
 }
 
-RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t repeat,
-                     const ClusterOptions& options, const std::atomic<int>* signal,
+RunResult RunCluster(const Experiment& e, std::string_view policy_entry, const Codecs& codecs,
+                     int64_t repeat, const ClusterOptions& options, const std::atomic<int>* signal,
                      const std::function<void(const Progress&)>& progress) {
   RunResult result;
   result.policy = std::string(policy_entry);
+  result.codecs = CodecsName(codecs);
   result.repeat = repeat;
   const fs::path dir(options.run_dir);
   const RunFiles files(dir);
@@ -347,8 +348,9 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
   // this run alone, with the reason.
   Result<sync::PolicyConfig> policy = PolicyFor(policy_entry, e);
   if (!policy.ok()) return fail(policy.status().message());
-  if (Status s = server.Start(ServerCommand(e, *policy, options, files.endpoint, files.report),
-                              files.server_tsv, files.server_log, {*secret_env});
+  if (Status s =
+          server.Start(ServerCommand(e, *policy, options, files.endpoint, files.report, codecs),
+                       files.server_tsv, files.server_log, {*secret_env});
       !s.ok()) {
     return fail(s.message());
   }
@@ -369,6 +371,7 @@ RunResult RunCluster(const Experiment& e, std::string_view policy_entry, int64_t
   if (e.job.target_accuracy == 0 && options.target_loss == 0 && read.failure.empty())
     read.reached = true;
   read.policy = result.policy;
+  read.codecs = result.codecs;
   read.repeat = repeat;
   return read;
 }

@@ -48,7 +48,7 @@ std::string ServerOptimizerRule(const std::vector<std::string>& server_args) {
 std::vector<std::string> ServerCommand(const Experiment& e, const sync::PolicyConfig& policy,
                                        const ClusterOptions& options,
                                        const std::string& endpoint_file,
-                                       const std::string& report_file) {
+                                       const std::string& report_file, const Codecs& codecs) {
   std::vector<std::string> argv = {(fs::path(options.bin_dir) / "dmlps-server").string(),
                                    "--workers", std::to_string(e.job.workers)};
   const std::vector<std::string> policy_flags = sync::PolicyServerFlags(policy);
@@ -89,6 +89,13 @@ std::vector<std::string> ServerCommand(const Experiment& e, const sync::PolicyCo
   if (options.shards > 1) argv.insert(argv.end(), {"--shard", ShardName(0, options.shards)});
   if (options.target_loss > 0)
     argv.insert(argv.end(), {"--target-loss", Number(options.target_loss)});
+  // Left out when none, so that a dense run asks nothing of the server's codec flags.
+  if (codecs.push != compress::Codec{}) {
+    argv.insert(argv.end(), {"--push-codec", compress::CodecName(codecs.push)});
+  }
+  if (codecs.pull != compress::Codec{}) {
+    argv.insert(argv.end(), {"--pull-codec", compress::CodecName(codecs.pull)});
+  }
   argv.insert(argv.end(), options.server_args.begin(), options.server_args.end());
   return argv;
 }

@@ -46,7 +46,10 @@ std::string DescribeOutcome(const RunResult& r, bool has_target) {
 std::vector<RunResult> RunExperiment(const Experiment& experiment, const ExperimentOptions& options,
                                      const std::atomic<int>* signal) {
   ClusterOptions cluster = options.cluster;
-  const int64_t total = experiment.repeat * static_cast<int64_t>(experiment.policies.size());
+  const int64_t total = experiment.repeat *
+                        static_cast<int64_t>(experiment.policies.size() * experiment.codecs.size());
+  // Runs are named by their policy, and by their codecs where the table compares them.
+  const bool compares = experiment.codecs != std::vector<Codecs>{Codecs{}};
   int64_t done = 0;
   std::vector<RunResult> runs;
   for (int64_t rep = 1; rep <= experiment.repeat && signal->load() == 0; ++rep) {
@@ -63,23 +66,27 @@ std::vector<RunResult> RunExperiment(const Experiment& experiment, const Experim
       spdlog::info("repeat {}/{} in the order {}", rep, experiment.repeat, listed);
     }
     for (const std::string& policy : order) {
-      if (signal->load() != 0) break;
-      ++done;
-      const std::string folder = RunFolderName(policy, rep);
-      cluster.run_dir = (fs::path(options.out_dir) / folder).string();
-      cluster.trace_dir =
-          options.trace_dir.empty() ? "" : (fs::path(options.trace_dir) / folder).string();
-      std::string label =
-          fmt::format("[{}/{}] {} run {}/{}", done, total, policy, rep, experiment.repeat);
-      if (options.seed_per_repeat) label += fmt::format(" (seed {})", e.job.seed);
-      if (!options.show) spdlog::info("{} ...", label);
-      auto show = [&](const Progress& p) {
-        if (options.show) options.show(label, p);
-      };
-      RunResult r = RunCluster(e, policy, rep, cluster, signal, show);
-      if (options.clear) options.clear();
-      spdlog::info("{}: {}", label, DescribeOutcome(r, experiment.job.target_accuracy > 0));
-      runs.push_back(std::move(r));
+      for (const Codecs& codecs : experiment.codecs) {
+        if (signal->load() != 0) break;
+        ++done;
+        const std::string name = compares ? policy + " " + CodecsName(codecs) : policy;
+        const std::string folder =
+            RunFolderName(compares ? policy + "-" + CodecsName(codecs) : policy, rep);
+        cluster.run_dir = (fs::path(options.out_dir) / folder).string();
+        cluster.trace_dir =
+            options.trace_dir.empty() ? "" : (fs::path(options.trace_dir) / folder).string();
+        std::string label =
+            fmt::format("[{}/{}] {} run {}/{}", done, total, name, rep, experiment.repeat);
+        if (options.seed_per_repeat) label += fmt::format(" (seed {})", e.job.seed);
+        if (!options.show) spdlog::info("{} ...", label);
+        auto show = [&](const Progress& p) {
+          if (options.show) options.show(label, p);
+        };
+        RunResult r = RunCluster(e, policy, codecs, rep, cluster, signal, show);
+        if (options.clear) options.clear();
+        spdlog::info("{}: {}", label, DescribeOutcome(r, experiment.job.target_accuracy > 0));
+        runs.push_back(std::move(r));
+      }
     }
   }
   return runs;

@@ -58,9 +58,11 @@ Result<RunResult> ReadServerReport(const std::string& path);
 // (a process fails to start or exits with an error, a timeout, no report)
 // is a result with `failure` set and the logs named. Cancelled (with every
 // child killed) when *signal becomes nonzero. `progress` is called about
-// every 200 ms while the run lasts.
-RunResult RunCluster(const Experiment& experiment, std::string_view policy_entry, int64_t repeat,
-                     const ClusterOptions& options, const std::atomic<int>* signal,
+// every 200 ms while the run lasts. The server sends and takes its messages
+// in `codecs`.
+RunResult RunCluster(const Experiment& experiment, std::string_view policy_entry,
+                     const Codecs& codecs, int64_t repeat, const ClusterOptions& options,
+                     const std::atomic<int>* signal,
                      const std::function<void(const Progress&)>& progress);
 
 }  // namespace dmlps::bench

@@ -19,13 +19,14 @@ std::string ServerOptimizerRule(const std::vector<std::string>& server_args);
 
 // The command lines (program first) of the server and of each worker for one
 // run of `policy` (PolicyFor's), with `endpoint_file` and `report_file` as
-// the server's --endpoint-file and --report. Workers get "ENDPOINT" as their
-// --server, to be replaced by the bound address.
+// the server's --endpoint-file and --report, and `codecs` as its
+// --push-codec and --pull-codec (each left out when none). Workers get
+// "ENDPOINT" as their --server, to be replaced by the bound address.
 std::vector<std::string> ServerCommand(const Experiment& experiment,
                                        const sync::PolicyConfig& policy,
                                        const ClusterOptions& options,
                                        const std::string& endpoint_file,
-                                       const std::string& report_file);
+                                       const std::string& report_file, const Codecs& codecs = {});
 std::vector<std::string> WorkerCommand(const Experiment& experiment, int64_t rank,
                                        const ClusterOptions& options, const std::string& endpoint);
 

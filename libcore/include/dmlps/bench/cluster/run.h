@@ -48,9 +48,9 @@ std::vector<std::string> RepeatOrder(const std::vector<std::string>& policies, u
 // iterations, accuracy and compute ratios.
 std::string DescribeOutcome(const RunResult& run, bool has_target);
 
-// Runs every policy `repeat` times on a real cluster each (RunCluster), the
-// policies taking turns so that drift on the host hits all alike (each
-// repeat in RepeatOrder's order), and logs
+// Runs every policy under each of the experiment's codecs `repeat` times on a
+// real cluster each (RunCluster), the policies taking turns so that drift on
+// the host hits all alike (each repeat in RepeatOrder's order), and logs
 // each run's outcome. Stops early, with the runs that ended, once *signal
 // becomes nonzero. A failed run is a result with `failure` set.
 std::vector<RunResult> RunExperiment(const Experiment& experiment, const ExperimentOptions& options,
