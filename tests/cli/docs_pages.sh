@@ -71,7 +71,14 @@ done
 # is one the script runs for that area.
 for area in policies simulator transport predictors security compression; do
   for page in $(grep -l "regen-docs.sh $area" "$SRC"/docs/*.md); do
-    awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0 } inside' "$page" |
+    # A command continued with a trailing backslash is read as one line.
+    awk '/^```sh$/ { inside = 1; next } /^```$/ { inside = 0 }
+         inside {
+           line = $0
+           if (held != "") sub(/^ +/, "", line)
+           if (line ~ /\\$/) { sub(/ *\\$/, " ", line); held = held line; next }
+           print held line; held = ""
+         }' "$page" |
       { grep -o 'dmlps-bench [a-z].*' || true; } | sed 's/ *$//' >"$WORK/shown"
     while IFS= read -r shown; do
       case "$shown" in *'$'*) shown=${shown%%\$*} ;; esac
