@@ -317,7 +317,10 @@ TEST_CASE("auto: in the background its predictions keep to their share of the wa
   const AutoRun run = RunAuto(4, RandomDelays(0.5, 5), 80, {.background = true, .every = 1});
   const double wall_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  REQUIRE(run.decisions.size() >= 2);
+  // How many decisions the budget lets through depends on how fast this
+  // machine predicts (a sanitizer build on a loaded host may allow only the
+  // first); auto_env_test.cc holds the count on a clock the test moves.
+  REQUIRE_FALSE(run.decisions.empty());
   CHECK(run.decisions.front().chosen != "bsp");
   double before_last = 0;  // each started within the budget
   for (size_t i = 0; i + 1 < run.decisions.size(); ++i) before_last += run.decisions[i].decide_ms;
